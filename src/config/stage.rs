@@ -1,0 +1,28 @@
+//! `[stage]`: how consumers take messages from stages.
+
+use serde::Deserialize;
+
+/// `[stage]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StageConfig {
+    /// Most messages one pop or lease transaction takes from a stage (`pop_k`'s k).
+    pub pop_batch: u32,
+    /// Milliseconds a lease holder stays alive without renewing; after that its leased
+    /// messages return to their stages.
+    pub lease_ttl_ms: u64,
+}
+
+/// Default for `stage.pop_batch`.
+pub const DEFAULT_POP_BATCH: u32 = 256;
+/// Default for `stage.lease_ttl_ms`.
+pub const DEFAULT_LEASE_TTL_MS: u64 = 30_000;
+
+impl Default for StageConfig {
+    fn default() -> Self {
+        Self {
+            pop_batch: DEFAULT_POP_BATCH,
+            lease_ttl_ms: DEFAULT_LEASE_TTL_MS,
+        }
+    }
+}

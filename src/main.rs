@@ -1,0 +1,2 @@
+//! The `ferry` binary.
+fn main() {}

@@ -1,0 +1,79 @@
+//! The names, kinds and help texts of every metric Ferry exports.
+
+/// What kind of Prometheus series a metric is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Monotonic count (`_total`).
+    Counter,
+    /// A value that goes up and down.
+    Gauge,
+    /// A distribution (`_bucket`, `_sum`, `_count`).
+    Histogram,
+}
+
+/// One exported metric.
+#[derive(Debug, Clone, Copy)]
+pub struct Metric {
+    /// The Prometheus name.
+    pub name: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: Kind,
+    /// The `# HELP` text.
+    pub help: &'static str,
+}
+
+/// Label: the store engine (`embedded` or `fdb`).
+pub const LABEL_ENGINE: &str = "engine";
+/// Label: a FoundationDB error code.
+pub const LABEL_CODE: &str = "code";
+/// Label: a stage name.
+pub const LABEL_STAGE: &str = "stage";
+
+/// Seconds from a transaction's commit request to its durable outcome.
+pub const STORE_COMMIT_SECONDS: &str = "ferry_store_commit_seconds";
+/// Transactions per group commit (embedded engine: transactions per fsync).
+pub const STORE_COMMIT_BATCH_SIZE: &str = "ferry_store_commit_batch_size";
+/// Transactions committed.
+pub const STORE_COMMITS_TOTAL: &str = "ferry_store_commits_total";
+/// Commits rejected because they read data a concurrent commit wrote.
+pub const STORE_CONFLICTS_TOTAL: &str = "ferry_store_conflicts_total";
+/// Transaction errors by FoundationDB error code.
+pub const STORE_ERRORS_TOTAL: &str = "ferry_store_errors_total";
+/// Transaction attempts retried by the retry loop.
+pub const STORE_RETRIES_TOTAL: &str = "ferry_store_retries_total";
+/// Whether the store answers (1) or not (0).
+pub const STORE_UP: &str = "ferry_store_up";
+
+/// Messages ready for delivery in a stage.
+pub const STAGE_READY: &str = "ferry_stage_ready";
+/// Messages leased to a consumer and not yet acknowledged.
+pub const STAGE_IN_FLIGHT: &str = "ferry_stage_in_flight";
+/// Messages ever appended to a stage (the stage's `npush` counter).
+pub const STAGE_PUSHED_TOTAL: &str = "ferry_stage_pushed_total";
+/// Messages ever removed from a stage by ack, pop or dead-lettering (`npop`).
+pub const STAGE_POPPED_TOTAL: &str = "ferry_stage_popped_total";
+/// Messages moved to a dead-letter stage.
+pub const STAGE_DEAD_LETTERED_TOTAL: &str = "ferry_stage_dead_lettered_total";
+/// Appends recognised as duplicates of an earlier append by (producer, sequence).
+pub const STAGE_DUPLICATES_TOTAL: &str = "ferry_stage_duplicates_total";
+
+/// Build information; the value is always 1.
+pub const BUILD_INFO: &str = "ferry_build_info";
+
+/// Every metric Ferry exports.
+pub const ALL: &[Metric] = &[
+    Metric { name: STORE_COMMIT_SECONDS, kind: Kind::Histogram, help: "Seconds from commit request to durable outcome." },
+    Metric { name: STORE_COMMIT_BATCH_SIZE, kind: Kind::Histogram, help: "Transactions per group commit (one fsync)." },
+    Metric { name: STORE_COMMITS_TOTAL, kind: Kind::Counter, help: "Transactions committed." },
+    Metric { name: STORE_CONFLICTS_TOTAL, kind: Kind::Counter, help: "Commits rejected by a read-write conflict." },
+    Metric { name: STORE_ERRORS_TOTAL, kind: Kind::Counter, help: "Transaction errors by FoundationDB error code." },
+    Metric { name: STORE_RETRIES_TOTAL, kind: Kind::Counter, help: "Transaction attempts retried." },
+    Metric { name: STORE_UP, kind: Kind::Gauge, help: "1 when the store answers, 0 when it does not." },
+    Metric { name: STAGE_READY, kind: Kind::Gauge, help: "Messages ready for delivery." },
+    Metric { name: STAGE_IN_FLIGHT, kind: Kind::Gauge, help: "Messages leased and not yet acknowledged." },
+    Metric { name: STAGE_PUSHED_TOTAL, kind: Kind::Counter, help: "Messages appended to the stage (npush)." },
+    Metric { name: STAGE_POPPED_TOTAL, kind: Kind::Counter, help: "Messages removed from the stage (npop)." },
+    Metric { name: STAGE_DEAD_LETTERED_TOTAL, kind: Kind::Counter, help: "Messages moved to a dead-letter stage." },
+    Metric { name: STAGE_DUPLICATES_TOTAL, kind: Kind::Counter, help: "Appends dropped as duplicates of an earlier append." },
+    Metric { name: BUILD_INFO, kind: Kind::Gauge, help: "Build information; always 1." },
+];
