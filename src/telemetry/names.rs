@@ -62,18 +62,74 @@ pub const BUILD_INFO: &str = "ferry_build_info";
 
 /// Every metric Ferry exports.
 pub const ALL: &[Metric] = &[
-    Metric { name: STORE_COMMIT_SECONDS, kind: Kind::Histogram, help: "Seconds from commit request to durable outcome." },
-    Metric { name: STORE_COMMIT_BATCH_SIZE, kind: Kind::Histogram, help: "Transactions per group commit (one fsync)." },
-    Metric { name: STORE_COMMITS_TOTAL, kind: Kind::Counter, help: "Transactions committed." },
-    Metric { name: STORE_CONFLICTS_TOTAL, kind: Kind::Counter, help: "Commits rejected by a read-write conflict." },
-    Metric { name: STORE_ERRORS_TOTAL, kind: Kind::Counter, help: "Transaction errors by FoundationDB error code." },
-    Metric { name: STORE_RETRIES_TOTAL, kind: Kind::Counter, help: "Transaction attempts retried." },
-    Metric { name: STORE_UP, kind: Kind::Gauge, help: "1 when the store answers, 0 when it does not." },
-    Metric { name: STAGE_READY, kind: Kind::Gauge, help: "Messages ready for delivery." },
-    Metric { name: STAGE_IN_FLIGHT, kind: Kind::Gauge, help: "Messages leased and not yet acknowledged." },
-    Metric { name: STAGE_PUSHED_TOTAL, kind: Kind::Counter, help: "Messages appended to the stage (npush)." },
-    Metric { name: STAGE_POPPED_TOTAL, kind: Kind::Counter, help: "Messages removed from the stage (npop)." },
-    Metric { name: STAGE_DEAD_LETTERED_TOTAL, kind: Kind::Counter, help: "Messages moved to a dead-letter stage." },
-    Metric { name: STAGE_DUPLICATES_TOTAL, kind: Kind::Counter, help: "Appends dropped as duplicates of an earlier append." },
-    Metric { name: BUILD_INFO, kind: Kind::Gauge, help: "Build information; always 1." },
+    Metric {
+        name: STORE_COMMIT_SECONDS,
+        kind: Kind::Histogram,
+        help: "Seconds from commit request to durable outcome.",
+    },
+    Metric {
+        name: STORE_COMMIT_BATCH_SIZE,
+        kind: Kind::Histogram,
+        help: "Transactions per group commit (one fsync).",
+    },
+    Metric {
+        name: STORE_COMMITS_TOTAL,
+        kind: Kind::Counter,
+        help: "Transactions committed.",
+    },
+    Metric {
+        name: STORE_CONFLICTS_TOTAL,
+        kind: Kind::Counter,
+        help: "Commits rejected by a read-write conflict.",
+    },
+    Metric {
+        name: STORE_ERRORS_TOTAL,
+        kind: Kind::Counter,
+        help: "Transaction errors by FoundationDB error code.",
+    },
+    Metric {
+        name: STORE_RETRIES_TOTAL,
+        kind: Kind::Counter,
+        help: "Transaction attempts retried.",
+    },
+    Metric {
+        name: STORE_UP,
+        kind: Kind::Gauge,
+        help: "1 when the store answers, 0 when it does not.",
+    },
+    Metric {
+        name: STAGE_READY,
+        kind: Kind::Gauge,
+        help: "Messages ready for delivery.",
+    },
+    Metric {
+        name: STAGE_IN_FLIGHT,
+        kind: Kind::Gauge,
+        help: "Messages leased and not yet acknowledged.",
+    },
+    Metric {
+        name: STAGE_PUSHED_TOTAL,
+        kind: Kind::Counter,
+        help: "Messages appended to the stage (npush).",
+    },
+    Metric {
+        name: STAGE_POPPED_TOTAL,
+        kind: Kind::Counter,
+        help: "Messages removed from the stage (npop).",
+    },
+    Metric {
+        name: STAGE_DEAD_LETTERED_TOTAL,
+        kind: Kind::Counter,
+        help: "Messages moved to a dead-letter stage.",
+    },
+    Metric {
+        name: STAGE_DUPLICATES_TOTAL,
+        kind: Kind::Counter,
+        help: "Appends dropped as duplicates of an earlier append.",
+    },
+    Metric {
+        name: BUILD_INFO,
+        kind: Kind::Gauge,
+        help: "Build information; always 1.",
+    },
 ];

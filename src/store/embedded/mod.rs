@@ -1,0 +1,201 @@
+//! The embedded engine: FoundationDB's transaction semantics on one node, stored in redb.
+//!
+//! - **Reads** come from a [`snapshot::Snapshot`]: redb's MVCC view at the newest commit
+//!   version when the transaction began (its read version), overlaid with the
+//!   transaction's own writes ([`overlay`]).
+//! - **Optimistic concurrency**: non-snapshot reads record conflict ranges; at commit the
+//!   [`sequencer`] refuses a transaction whose read ranges a newer commit wrote
+//!   ([`history`]), with FoundationDB's retryable `not_committed`.
+//! - **Group commit**: the sequencer applies every waiting transaction in one redb write
+//!   transaction and one fsync, assigning versions and versionstamps in commit order.
+//! - **Watches** ([`watches`]) fire when a watched key's committed value changes.
+//! - **Limits** as FoundationDB's: 5 s transaction age, 10 MB transactions, 100 kB values,
+//!   10 kB keys, each with FoundationDB's error code.
+//! - **Faults** ([`Faults`]) inject conflicts and `commit_unknown_result` on demand.
+//!
+//! Durability: redb commits with `Durability::Immediate`, so a commit reported successful
+//! survives `kill -9`, and a batch is applied entirely or not at all.
+
+mod disk;
+mod faults;
+mod history;
+mod mutation;
+mod overlay;
+mod sequencer;
+mod snapshot;
+mod transaction;
+mod watches;
+mod write_set;
+
+pub use disk::{DATA_FILE, FORMAT, MARKER};
+pub use faults::Faults;
+pub use transaction::Transaction;
+
+use crate::config::StoreConfig;
+use crate::store::StoreError;
+use parking_lot::{Mutex, RwLock};
+use sequencer::{PendingWatch, Request, Sequencer};
+use snapshot::Snapshot;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use watches::Watches;
+use write_set::WriteSet;
+
+/// How to open the embedded engine.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The data directory.
+    pub path: PathBuf,
+    /// redb's page cache, in bytes.
+    pub cache_bytes: usize,
+    /// Most transactions per group commit (at most 65,536: the versionstamp's order field
+    /// has two bytes).
+    pub max_batch: usize,
+    /// Injected conflict probability.
+    pub conflict_rate: f64,
+    /// Injected `commit_unknown_result` probability.
+    pub unknown_result_rate: f64,
+}
+
+impl Options {
+    /// Defaults for a store in `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self::from_config(&StoreConfig {
+            path: path.into(),
+            ..StoreConfig::default()
+        })
+    }
+
+    /// The options `[store]` describes.
+    pub fn from_config(config: &StoreConfig) -> Self {
+        Self {
+            path: config.path.clone(),
+            cache_bytes: (config.cache_mb as usize).saturating_mul(1 << 20),
+            max_batch: (config.max_batch as usize).clamp(1, 1 << 16),
+            conflict_rate: config.inject_conflict_rate,
+            unknown_result_rate: config.inject_unknown_result_rate,
+        }
+    }
+}
+
+/// State shared by transactions and the sequencer thread.
+struct Shared {
+    /// The newest committed snapshot; transactions take their read version from it.
+    published: RwLock<Arc<Snapshot>>,
+    /// Active watches.
+    watches: Mutex<Watches>,
+    /// Injected failures.
+    faults: Faults,
+    /// The sequencer's inbox; `None` once the store is closed.
+    requests: RwLock<Option<Sender<Request>>>,
+    /// The sequencer thread, joined on close.
+    sequencer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Shared {
+    fn latest(&self) -> Arc<Snapshot> {
+        self.published.read().clone()
+    }
+
+    /// Makes `snapshot` the newest and fires the watches its batch (`writes`) touched.
+    fn publish(&self, snapshot: Arc<Snapshot>, writes: &WriteSet) {
+        *self.published.write() = snapshot.clone();
+        self.watches.lock().fire(writes, &snapshot);
+    }
+
+    /// Activates the watches of a committed transaction.
+    fn register_watches(&self, pending: Vec<PendingWatch>) {
+        if pending.is_empty() {
+            return;
+        }
+        let mut watches = self.watches.lock();
+        let latest = self.latest();
+        for w in pending {
+            let current = latest.get(&w.key).ok().flatten();
+            watches.register(w.key, w.seen, current, w.wake);
+        }
+    }
+
+    fn send(&self, request: Request) -> Result<(), StoreError> {
+        match &*self.requests.read() {
+            Some(tx) => tx.send(request).map_err(|_| StoreError::Closed),
+            None => Err(StoreError::Closed),
+        }
+    }
+}
+
+/// A handle on an open embedded store; cheap to clone.
+#[derive(Clone)]
+pub struct EmbeddedDb {
+    shared: Arc<Shared>,
+}
+
+impl EmbeddedDb {
+    /// Opens (or creates) the store in `options.path` and starts its sequencer. Blocking:
+    /// call from a blocking context.
+    ///
+    /// # Errors
+    /// [`StoreError::Open`] naming the path and what to do.
+    pub fn open(options: Options) -> Result<Self, StoreError> {
+        let opened = disk::open(&options.path, options.cache_bytes)?;
+        let snapshot = Arc::new(Snapshot::capture(&opened.db, opened.last_version)?);
+        let faults = Faults::default();
+        faults.set_conflict_rate(options.conflict_rate);
+        faults.set_unknown_result_rate(options.unknown_result_rate);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let shared = Arc::new(Shared {
+            published: RwLock::new(snapshot),
+            watches: Mutex::new(Watches::default()),
+            faults,
+            requests: RwLock::new(Some(tx)),
+            sequencer: Mutex::new(None),
+        });
+        let sequencer = Sequencer {
+            db: opened.db,
+            shared: shared.clone(),
+            history: history::History::starting_at(opened.last_version),
+            last_version: opened.last_version,
+            max_batch: options.max_batch,
+        };
+        let handle = std::thread::Builder::new()
+            .name("ferry-sequencer".into())
+            .spawn(move || sequencer.run(rx))
+            .map_err(|e| StoreError::Storage(format!("cannot start the sequencer thread: {e}")))?;
+        *shared.sequencer.lock() = Some(handle);
+        Ok(Self { shared })
+    }
+
+    /// Starts a transaction at the newest committed version.
+    ///
+    /// # Errors
+    /// [`StoreError::Closed`] after [`EmbeddedDb::close`].
+    pub fn begin(&self) -> Result<Transaction, StoreError> {
+        if self.shared.requests.read().is_none() {
+            return Err(StoreError::Closed);
+        }
+        Ok(Transaction::new(self.shared.clone(), self.shared.latest()))
+    }
+
+    /// The fault injector; tests switch faults on and off through it.
+    pub fn faults(&self) -> &Faults {
+        &self.shared.faults
+    }
+
+    /// Refuses new transactions, lets the sequencer finish the commits already queued,
+    /// and releases the data file. Idempotent.
+    pub async fn close(&self) {
+        let Some(requests) = self.shared.requests.write().take() else {
+            return;
+        };
+        let (ack, done) = tokio::sync::oneshot::channel();
+        if requests.send(Request::Close(ack)).is_ok() {
+            let _ = done.await;
+        }
+        drop(requests);
+        let handle = self.shared.sequencer.lock().take();
+        if let Some(handle) = handle {
+            let _ = tokio::task::spawn_blocking(move || handle.join()).await;
+        }
+    }
+}

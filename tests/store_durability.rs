@@ -1,0 +1,149 @@
+//! Durability of the embedded engine under `kill -9`: every commit that returned success
+//! is present after a restart, and no transaction is partly visible.
+//!
+//! The test runs its own binary again as a child process (selected by an environment
+//! variable) that commits in a loop from several tasks and prints each committed id; the
+//! parent kills it with SIGKILL at a random moment, reopens the store and checks.
+
+use ferry::config::StoreConfig;
+use ferry::store::{Database, RangeOption, StoreError};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHILD_ENV: &str = "FERRY_DURABILITY_CHILD_STORE";
+const WRITERS: u64 = 8;
+/// Keys each transaction writes; all or none of them must be visible.
+const PARTS: [&str; 3] = ["a", "b", "c"];
+
+fn config(path: &std::path::Path) -> StoreConfig {
+    StoreConfig {
+        path: path.to_owned(),
+        cache_mb: 32,
+        ..StoreConfig::default()
+    }
+}
+
+fn part_key(id: u64, part: &str) -> Vec<u8> {
+    format!("t/{id:012}/{part}").into_bytes()
+}
+
+/// The child: commits forever, printing `committed <id>` after each successful commit.
+async fn write_until_killed(path: &str) {
+    let db = Database::open(&config(path.as_ref())).await.unwrap();
+    let start: u64 = std::env::var("FERRY_DURABILITY_START")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            for n in 0.. {
+                let id = start + n * WRITERS + w;
+                db.run(|tx| async move {
+                    for part in PARTS {
+                        tx.set(&part_key(id, part), &vec![part.as_bytes()[0]; 1024]);
+                    }
+                    tx.atomic_add(b"count", 1);
+                    Ok::<_, StoreError>(())
+                })
+                .await
+                .unwrap();
+                println!("committed {id}");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_transactions_survive_kill_9_and_none_is_partial() {
+    if let Ok(path) = std::env::var(CHILD_ENV) {
+        write_until_killed(&path).await;
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let mut acknowledged = Vec::new();
+    for round in 0..4u64 {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "committed_transactions_survive_kill_9_and_none_is_partial",
+                "--exact",
+                "--nocapture",
+            ])
+            .env(CHILD_ENV, &path)
+            .env(
+                "FERRY_DURABILITY_START",
+                (round * 1_000_000_000).to_string(),
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|l| {
+                    l.strip_prefix("committed ")
+                        .map(|id| id.parse::<u64>().unwrap())
+                })
+                .collect::<Vec<u64>>()
+        });
+        // Let it commit for a while (bounded), then SIGKILL it mid-flight.
+        let deadline = Instant::now() + Duration::from_millis(400 + fastrand::u64(..1200));
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let ids = reader.join().unwrap();
+        assert!(
+            !ids.is_empty(),
+            "round {round}: the child committed nothing"
+        );
+        acknowledged.extend(ids);
+
+        let db = Database::open(&config(&path)).await.unwrap();
+        let tx = db.begin().unwrap();
+        let stored = tx
+            .get_range(&RangeOption::prefix(b"t/"), true)
+            .await
+            .unwrap();
+        let mut parts_by_id = std::collections::BTreeMap::<u64, usize>::new();
+        for kv in &stored {
+            let id: u64 = std::str::from_utf8(&kv.key[2..14])
+                .unwrap()
+                .parse()
+                .unwrap();
+            *parts_by_id.entry(id).or_default() += 1;
+        }
+        for (id, parts) in &parts_by_id {
+            assert_eq!(*parts, PARTS.len(), "transaction {id} is partly visible");
+        }
+        for id in &acknowledged {
+            assert!(
+                parts_by_id.contains_key(id),
+                "acknowledged commit {id} was lost"
+            );
+        }
+        let count = tx.get(b"count", true).await.unwrap().unwrap();
+        assert_eq!(
+            i64::from_le_bytes(count.try_into().unwrap()) as usize,
+            parts_by_id.len(),
+            "the counter matches the transactions present"
+        );
+        eprintln!(
+            "round {round}: {} acknowledged so far, {} present",
+            acknowledged.len(),
+            parts_by_id.len()
+        );
+        drop(tx);
+        db.close().await;
+    }
+}

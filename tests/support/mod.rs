@@ -1,0 +1,104 @@
+//! Shared test scaffolding: stores on every engine, each test in its own key prefix.
+#![allow(dead_code)]
+
+use ferry::config::StoreConfig;
+use ferry::config::store::Engine;
+use ferry::store::Database;
+use std::path::PathBuf;
+
+/// A store for one test, on one engine.
+pub struct TestStore {
+    pub db: Database,
+    config: StoreConfig,
+    /// Keeps the embedded engine's directory alive for the test.
+    _dir: Option<tempfile::TempDir>,
+    /// A prefix no other test uses, so tests can share a FoundationDB cluster.
+    pub prefix: Vec<u8>,
+}
+
+impl TestStore {
+    /// A fresh store on `engine`, or `None` (with the reason printed) when the engine is
+    /// not available here.
+    pub async fn open(engine: Engine) -> Option<Self> {
+        let (config, dir) = match engine {
+            Engine::Embedded => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let config = StoreConfig {
+                    path: dir.path().join("store"),
+                    cache_mb: 64,
+                    ..StoreConfig::default()
+                };
+                (config, Some(dir))
+            }
+            Engine::Fdb => {
+                let Ok(cluster_file) = std::env::var("FDB_CLUSTER_FILE") else {
+                    eprintln!(
+                        "skipped: FDB_CLUSTER_FILE is not set, so there is no FoundationDB cluster to test against"
+                    );
+                    return None;
+                };
+                let config = StoreConfig {
+                    engine: Engine::Fdb,
+                    fdb_cluster_file: cluster_file,
+                    ..StoreConfig::default()
+                };
+                (config, None)
+            }
+        };
+        let db = Database::open(&config).await.expect("open store");
+        let prefix = format!("test-{:016x}/", fastrand::u64(..)).into_bytes();
+        Some(Self {
+            db,
+            config,
+            _dir: dir,
+            prefix,
+        })
+    }
+
+    /// `suffix` under this test's prefix.
+    pub fn key(&self, suffix: &str) -> Vec<u8> {
+        let mut k = self.prefix.clone();
+        k.extend_from_slice(suffix.as_bytes());
+        k
+    }
+
+    /// Closes the store and opens it again, as a process restart would.
+    pub async fn restart(&mut self) {
+        self.db.close().await;
+        self.db = Database::open(&self.config).await.expect("reopen store");
+    }
+
+    /// The embedded engine's data directory.
+    pub fn path(&self) -> PathBuf {
+        self.config.path.clone()
+    }
+}
+
+/// Declares one test per engine for each named async test body `fn(TestStore)`.
+#[macro_export]
+macro_rules! for_each_engine {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let store = $crate::support::TestStore::open(ferry::config::store::Engine::Embedded)
+                        .await
+                        .expect("the embedded engine is always available");
+                    super::$name(store).await;
+                }
+            )*
+        }
+        #[cfg(feature = "fdb")]
+        mod fdb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(store) = $crate::support::TestStore::open(ferry::config::store::Engine::Fdb).await {
+                        super::$name(store).await;
+                    }
+                }
+            )*
+        }
+    };
+}
