@@ -1,25 +1,708 @@
-//! The stage: durable queues from FoundationDB's queue recipes (skeleton).
+//! The stage: Ferry's durable queue, built from FoundationDB's queue recipes.
+//!
+//! Every idea of the seeds is here:
+//! - **FIFO from ordered keys, no head pointer**: ready messages are keyed
+//!   `(stage, "r", lane, versionstamp)` ([`keys`]); the head is the first key.
+//! - **Conflict-free enqueue**: [`Stage::append_in`] writes versionstamped keys and bumps
+//!   counters by atomic add, so concurrent appends from any number of Ferry instances never
+//!   conflict.
+//! - **`npush` / `npop`**: atomic counters; [`Stage::depth`] is `npush - npop`, split
+//!   into ready and in flight.
+//! - **`pop_k`**: [`Stage::pop_in`] and [`Stage::lease_in`] take up to k messages in one
+//!   transaction, clearing the taken ready keys with one `clear_range`.
+//! - **Watches**: [`Stage::watch_ready`] watches the push and return counters, so idle
+//!   consumers sleep until a message arrives, never poll.
+//! - **Priority lanes**: `lane = 255 - priority`, FIFO within a lane (the recipe's reverse
+//!   scan would be LIFO within a priority; a forward scan over inverted lanes is not).
+//! - **High-contention dequeue**: [`Consumer`] registers a dequeue request when its
+//!   optimistic lease conflicts, and whichever consumer next succeeds serves every
+//!   pending request in order.
+//! - **Side effects outside the transaction**: the `_in` functions only read and buffer
+//!   mutations; callers deliver after commit.
+//!
+//! Beyond the seeds: delivery leases (a leased message moves to an in-flight entry owned
+//! by a holder; ack removes it; nack or the holder's expiry returns it to its original key,
+//! so it keeps its place), a delivery limit and dead-letter stage, per-message expiry, and
+//! idempotent appends keyed by (producer, sequence).
 
-use crate::store::{Database, StoreError};
+mod consumer;
+mod error;
+mod holders;
+pub mod keys;
+mod record;
+mod registry;
 
-/// Every stage in one store.
-#[derive(Clone)]
-pub struct Stages {
-    db: Database,
+pub use consumer::{Consumer, Wakeup};
+pub use error::StageError;
+pub use holders::Holders;
+pub use keys::{MessageId, RootKeys, lane_of};
+pub use record::{DeadLetter, DeadLetterReason, Envelope, StageMeta};
+pub use registry::{StageOptions, Stages};
+
+use crate::store::keys::key_after;
+use crate::store::{Database, RangeOption, Transaction};
+use futures::future::try_join_all;
+use keys::{Counter, StageKeys};
+use record::{Lease, decode_counter, decode_u64, encode_u64};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The largest body a stage holds: one append must fit FoundationDB's 10 MB transaction.
+pub const MAX_BODY_SIZE: usize = 8 * 1024 * 1024;
+/// Body bytes per stored chunk: FoundationDB's value limit.
+const CHUNK: usize = 100_000;
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
-impl Stages {
-    /// The stages under the key prefix `prefix`.
-    pub fn new(db: Database, prefix: &str) -> Self {
-        let _ = prefix;
-        Self { db }
+/// Identifies an append for deduplication: a producer and its increasing sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Idempotency {
+    /// The producer's identity.
+    pub producer: u64,
+    /// Its sequence number; an append whose sequence is not above the producer's last is a
+    /// duplicate.
+    pub sequence: u64,
+}
+
+/// A message to append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// The payload (opaque to the stage).
+    pub body: Vec<u8>,
+    /// 0–255; capped by the stage's `max_priority`.
+    pub priority: u8,
+    /// When it expires, ms since the epoch; 0: never.
+    pub expires_ms: u64,
+    /// Deduplication key, if the producer has one.
+    pub idempotency: Option<Idempotency>,
+}
+
+impl NewMessage {
+    /// A message with priority 0, no expiry and no deduplication key.
+    pub fn new(body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            body: body.into(),
+            priority: 0,
+            expires_ms: 0,
+            idempotency: None,
+        }
     }
 
-    /// Reads every stage's counters and sets the stage gauges (`ferry_stage_*`).
+    /// Sets the priority.
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Sets the expiry time (ms since the epoch).
+    pub fn expires_ms(mut self, at: u64) -> Self {
+        self.expires_ms = at;
+        self
+    }
+
+    /// Sets the deduplication key.
+    pub fn idempotency(mut self, producer: u64, sequence: u64) -> Self {
+        self.idempotency = Some(Idempotency { producer, sequence });
+        self
+    }
+}
+
+/// What happened to one message of an append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendOutcome {
+    /// Stored.
+    Appended,
+    /// Not stored: its producer already appended this sequence.
+    Duplicate,
+}
+
+/// A message taken from a stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// Its place in the stage (ack and release name it).
+    pub id: MessageId,
+    /// The payload.
+    pub body: Vec<u8>,
+    /// Its envelope, with this delivery counted.
+    pub envelope: Envelope,
+}
+
+impl Delivery {
+    /// Whether it was delivered before (RabbitMQ's `redelivered`).
+    pub fn redelivered(&self) -> bool {
+        self.envelope.delivery_count > 1
+    }
+}
+
+/// What to do with a leased message that is not acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Put it back at its original position (or dead-letter it past the delivery limit).
+    Requeue,
+    /// Dead-letter it (or drop it when the stage has no dead-letter stage).
+    Reject,
+}
+
+/// A stage's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Depth {
+    /// Messages waiting for delivery.
+    pub ready: i64,
+    /// Messages leased and not yet acknowledged.
+    pub in_flight: i64,
+    /// Messages ever appended (`npush`).
+    pub pushed: i64,
+    /// Messages ever removed (`npop`).
+    pub popped: i64,
+    /// Messages ever moved to the dead-letter stage.
+    pub dead_lettered: i64,
+    /// Appends dropped as duplicates.
+    pub duplicates: i64,
+}
+
+/// The dead-letter stage of a stage, resolved when the stage is opened.
+#[derive(Debug, Clone)]
+struct DeadLetterTarget {
+    keys: StageKeys,
+    max_priority: u8,
+}
+
+/// One stage; cheap to clone.
+#[derive(Clone)]
+pub struct Stage {
+    db: Database,
+    root: RootKeys,
+    keys: StageKeys,
+    meta: Arc<StageMeta>,
+    dead_letter: Option<DeadLetterTarget>,
+}
+
+impl std::fmt::Debug for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stage")
+            .field("id", &self.keys.id)
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+impl Stage {
+    /// The stage's name.
+    pub fn name(&self) -> &str {
+        &self.meta.name
+    }
+
+    /// The stage's id.
+    pub fn id(&self) -> u64 {
+        self.keys.id
+    }
+
+    /// The stage's settings.
+    pub fn meta(&self) -> &StageMeta {
+        &self.meta
+    }
+
+    /// The store the stage lives in.
+    pub fn db(&self) -> &Database {
+        &self.db
+    }
+
+    /// Appends `messages` in one transaction, in order. See [`Stage::append_in`].
     ///
     /// # Errors
-    /// The store's error when the counters cannot be read.
-    pub async fn publish_metrics(&self) -> Result<(), StoreError> {
-        self.db.ping().await
+    /// [`StageError::BodyTooLarge`], or the store's error.
+    pub async fn append(&self, messages: &[NewMessage]) -> Result<Vec<AppendOutcome>, StageError> {
+        let now = now_ms();
+        self.db
+            .run(|tx| async move { self.append_in(&tx, messages, now).await })
+            .await
     }
+
+    /// Appends `messages` within `tx`, in order: each gets a versionstamped key in its
+    /// priority lane, so commit order is delivery order within a lane. A message whose
+    /// (producer, sequence) is not above the producer's last appended sequence is a
+    /// duplicate and is not stored, which makes a retried append idempotent.
+    ///
+    /// # Errors
+    /// [`StageError::BodyTooLarge`], or the store's error.
+    pub async fn append_in(
+        &self,
+        tx: &Transaction,
+        messages: &[NewMessage],
+        now: u64,
+    ) -> Result<Vec<AppendOutcome>, StageError> {
+        if let Some(m) = messages.iter().find(|m| m.body.len() > MAX_BODY_SIZE) {
+            return Err(StageError::BodyTooLarge {
+                size: m.body.len(),
+                max: MAX_BODY_SIZE,
+            });
+        }
+        let mut last_seq: HashMap<u64, (Option<u64>, bool)> = HashMap::new();
+        let mut outcomes = Vec::with_capacity(messages.len());
+        for m in messages {
+            if let Some(idem) = m.idempotency {
+                let entry = match last_seq.get_mut(&idem.producer) {
+                    Some(e) => e,
+                    None => {
+                        let stored = tx.get(&self.keys.producer(idem.producer), false).await?;
+                        let last = stored.as_deref().map(decode_u64).transpose()?;
+                        last_seq.entry(idem.producer).or_insert((last, false))
+                    }
+                };
+                if entry.0.is_some_and(|last| idem.sequence <= last) {
+                    outcomes.push(AppendOutcome::Duplicate);
+                    continue;
+                }
+                *entry = (Some(idem.sequence), true);
+            }
+            let user_version = tx.next_user_version();
+            write_body(tx, &self.keys, user_version, &m.body);
+            let envelope = Envelope {
+                body_len: m.body.len() as u32,
+                priority: m.priority,
+                delivery_count: 0,
+                enqueued_ms: now,
+                expires_ms: m.expires_ms,
+                dead_letter: None,
+            };
+            let lane = lane_of(m.priority, self.meta.max_priority);
+            tx.set_versionstamped_key(&self.keys.new_ready(lane, user_version), &envelope.encode());
+            outcomes.push(AppendOutcome::Appended);
+        }
+        for (producer, (last, changed)) in last_seq {
+            if let (Some(seq), true) = (last, changed) {
+                tx.set(&self.keys.producer(producer), &encode_u64(seq));
+            }
+        }
+        let appended = outcomes
+            .iter()
+            .filter(|o| **o == AppendOutcome::Appended)
+            .count();
+        self.count(tx, Counter::Push, appended as i64);
+        self.count(tx, Counter::Duplicates, (outcomes.len() - appended) as i64);
+        Ok(outcomes)
+    }
+
+    /// Removes and returns up to `k` messages from the head (the seeds' `pop_k`). Expired
+    /// messages at the head are dead-lettered, not returned.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn pop(&self, k: usize) -> Result<Vec<Delivery>, StageError> {
+        let now = now_ms();
+        self.db
+            .run(|tx| async move { self.pop_in(&tx, k, now).await })
+            .await
+    }
+
+    /// [`Stage::pop`] within `tx`.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn pop_in(
+        &self,
+        tx: &Transaction,
+        k: usize,
+        now: u64,
+    ) -> Result<Vec<Delivery>, StageError> {
+        let taken = self.take_ready(tx, k, now).await?;
+        let deliveries = self.with_bodies(tx, taken).await?;
+        for d in &deliveries {
+            let (b, e) = self.keys.body(&d.id);
+            tx.clear_range(&b, &e);
+        }
+        self.count(tx, Counter::Pop, deliveries.len() as i64);
+        Ok(deliveries)
+    }
+
+    /// Leases up to `k` messages from the head to `holder`. See [`Stage::lease_in`].
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn lease(&self, holder: u64, k: usize) -> Result<Vec<Delivery>, StageError> {
+        let now = now_ms();
+        self.db
+            .run(|tx| async move { self.lease_in(&tx, holder, k, now).await })
+            .await
+    }
+
+    /// Leases up to `k` messages from the head to `holder` within `tx`: each moves from its
+    /// ready entry to an in-flight entry (same lane and versionstamp) owned by `holder`,
+    /// with its delivery counted. Expired messages are dead-lettered instead.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn lease_in(
+        &self,
+        tx: &Transaction,
+        holder: u64,
+        k: usize,
+        now: u64,
+    ) -> Result<Vec<Delivery>, StageError> {
+        let taken = self.take_ready(tx, k, now).await?;
+        let leased = self.lease_entries_in(tx, holder, taken);
+        self.with_bodies(tx, leased).await
+    }
+
+    /// Acknowledges leased messages: each leased to `holder` is removed for good. Returns
+    /// how many were; a message no longer leased to `holder` (acknowledged already, or
+    /// returned after its holder expired) is skipped, so a retried ack is harmless.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn ack(&self, holder: u64, ids: &[MessageId]) -> Result<usize, StageError> {
+        self.db
+            .run(|tx| async move { self.ack_in(&tx, holder, ids).await })
+            .await
+    }
+
+    /// [`Stage::ack`] within `tx`.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn ack_in(
+        &self,
+        tx: &Transaction,
+        holder: u64,
+        ids: &[MessageId],
+    ) -> Result<usize, StageError> {
+        let leases = self.leases_of(tx, holder, ids).await?;
+        for (id, _) in &leases {
+            self.unlease(tx, holder, id);
+            let (b, e) = self.keys.body(id);
+            tx.clear_range(&b, &e);
+        }
+        self.count(tx, Counter::Pop, leases.len() as i64);
+        Ok(leases.len())
+    }
+
+    /// Returns leased messages that were not processed. See [`Stage::release_in`].
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn release(
+        &self,
+        holder: u64,
+        ids: &[MessageId],
+        how: Release,
+    ) -> Result<usize, StageError> {
+        let now = now_ms();
+        self.db
+            .run(|tx| async move { self.release_in(&tx, holder, ids, how, now).await })
+            .await
+    }
+
+    /// Releases messages leased to `holder` within `tx`: [`Release::Requeue`] puts each
+    /// back at its original key (dead-lettering it once it reached the delivery limit);
+    /// [`Release::Reject`] dead-letters it. Returns how many were leased to `holder`.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn release_in(
+        &self,
+        tx: &Transaction,
+        holder: u64,
+        ids: &[MessageId],
+        how: Release,
+        now: u64,
+    ) -> Result<usize, StageError> {
+        let leases = self.leases_of(tx, holder, ids).await?;
+        let mut requeued = 0;
+        for (id, lease) in &leases {
+            self.unlease(tx, holder, id);
+            let envelope = lease.envelope;
+            let limit = self.meta.max_deliveries;
+            let reason = match how {
+                Release::Reject => Some(DeadLetterReason::Rejected),
+                Release::Requeue if limit > 0 && envelope.delivery_count >= limit => {
+                    Some(DeadLetterReason::DeliveryLimit)
+                }
+                Release::Requeue => None,
+            };
+            match reason {
+                Some(reason) => self.dead_letter_in(tx, id, envelope, reason, now).await?,
+                None => {
+                    tx.set(&self.keys.ready(id), &envelope.encode());
+                    requeued += 1;
+                }
+            }
+        }
+        self.count(tx, Counter::Returned, requeued);
+        Ok(leases.len())
+    }
+
+    /// Watches for messages becoming ready (appended or returned); create it in the
+    /// transaction that found the stage empty, and wait on it after that commits.
+    pub fn watch_ready(&self, tx: &Transaction) -> Wakeup {
+        Wakeup::new(vec![
+            tx.watch(&self.keys.counter(Counter::Push)),
+            tx.watch(&self.keys.counter(Counter::Returned)),
+        ])
+    }
+
+    /// The stage's counters (snapshot reads: never conflicts).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn depth(&self) -> Result<Depth, StageError> {
+        let tx = self.db.begin()?;
+        let read = |c| {
+            let tx = tx.clone();
+            let key = self.keys.counter(c);
+            async move { Ok::<_, StageError>(decode_counter(tx.get(&key, true).await?.as_deref())) }
+        };
+        let (pushed, popped, in_flight, dead_lettered, duplicates) = futures::try_join!(
+            read(Counter::Push),
+            read(Counter::Pop),
+            read(Counter::InFlight),
+            read(Counter::DeadLettered),
+            read(Counter::Duplicates),
+        )?;
+        Ok(Depth {
+            ready: pushed - popped - in_flight,
+            in_flight,
+            pushed,
+            popped,
+            dead_lettered,
+            duplicates,
+        })
+    }
+
+    /// Removes every ready message (leased ones stay); returns how many were removed.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn purge(&self) -> Result<usize, StageError> {
+        const BATCH: usize = 1000;
+        let mut removed = 0;
+        loop {
+            let n = self
+                .db
+                .run(|tx| async move {
+                    let (b, e) = self.keys.ready_range();
+                    let head = tx
+                        .get_range(&RangeOption::new(b, e).limit(BATCH), false)
+                        .await?;
+                    if let (Some(first), Some(last)) = (head.first(), head.last()) {
+                        tx.clear_range(&first.key, &key_after(&last.key));
+                    }
+                    for kv in &head {
+                        let id = self.message_of(&kv.key)?;
+                        let (b, e) = self.keys.body(&id);
+                        tx.clear_range(&b, &e);
+                    }
+                    self.count(&tx, Counter::Pop, head.len() as i64);
+                    Ok::<_, StageError>(head.len())
+                })
+                .await?;
+            removed += n;
+            if n < BATCH {
+                return Ok(removed);
+            }
+        }
+    }
+
+    /// Reads the messages leased to `holder` whose ids `known` does not contain: leases
+    /// a consumer has not seen yet (assigned by another consumer's dequeue, or taken by a
+    /// commit whose outcome was reported unknown).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn unseen_leases_in(
+        &self,
+        tx: &Transaction,
+        holder: u64,
+        known: &std::collections::HashSet<MessageId>,
+    ) -> Result<Vec<Delivery>, StageError> {
+        let (b, e) = self.root.held_in(holder, self.id());
+        let held = tx.get_range(&RangeOption::new(b, e), false).await?;
+        let ids: Vec<MessageId> = held
+            .iter()
+            .filter_map(|kv| self.root.held_entry(&kv.key).map(|(_, id)| id))
+            .filter(|id| !known.contains(id))
+            .collect();
+        let leases = self.leases_of(tx, holder, &ids).await?;
+        let entries = leases.into_iter().map(|(id, l)| (id, l.envelope)).collect();
+        self.with_bodies(tx, entries).await
+    }
+
+    // ----- shared transaction steps -----
+
+    fn count(&self, tx: &Transaction, c: Counter, delta: i64) {
+        if delta != 0 {
+            tx.atomic_add(&self.keys.counter(c), delta);
+        }
+    }
+
+    fn message_of(&self, key: &[u8]) -> Result<MessageId, StageError> {
+        self.keys
+            .message_of(key)
+            .ok_or_else(|| StageError::Corrupt("undecodable message key".into()))
+    }
+
+    /// Takes up to `k` ready entries from the head (a non-snapshot read that conflicts only
+    /// on what it returned), clears them with one range clear, and dead-letters the expired.
+    async fn take_ready(
+        &self,
+        tx: &Transaction,
+        k: usize,
+        now: u64,
+    ) -> Result<Vec<(MessageId, Envelope)>, StageError> {
+        let (b, e) = self.keys.ready_range();
+        let head = tx
+            .get_range(&RangeOption::new(b, e).limit(k.max(1)), false)
+            .await?;
+        let (Some(first), Some(last)) = (head.first(), head.last()) else {
+            return Ok(Vec::new());
+        };
+        tx.clear_range(&first.key, &key_after(&last.key));
+        let mut live = Vec::with_capacity(head.len());
+        for kv in &head {
+            let id = self.message_of(&kv.key)?;
+            let envelope = Envelope::decode(&kv.value)?;
+            if envelope.expired(now) {
+                self.dead_letter_in(tx, &id, envelope, DeadLetterReason::Expired, now)
+                    .await?;
+            } else {
+                live.push((id, envelope));
+            }
+        }
+        Ok(live)
+    }
+
+    /// Moves taken ready entries to in-flight entries owned by `holder`.
+    fn lease_entries_in(
+        &self,
+        tx: &Transaction,
+        holder: u64,
+        taken: Vec<(MessageId, Envelope)>,
+    ) -> Vec<(MessageId, Envelope)> {
+        let mut leased = Vec::with_capacity(taken.len());
+        for (id, mut envelope) in taken {
+            envelope.delivery_count += 1;
+            tx.set(&self.keys.leased(&id), &Lease { holder, envelope }.encode());
+            tx.set(&self.root.held(holder, self.id(), &id), b"");
+            leased.push((id, envelope));
+        }
+        self.count(tx, Counter::InFlight, leased.len() as i64);
+        leased
+    }
+
+    /// The leases among `ids` that `holder` owns (reads conflict, so a concurrent ack or
+    /// release of the same message makes one of them retry).
+    async fn leases_of(
+        &self,
+        tx: &Transaction,
+        holder: u64,
+        ids: &[MessageId],
+    ) -> Result<Vec<(MessageId, Lease)>, StageError> {
+        let reads = ids.iter().map(|id| {
+            let key = self.keys.leased(id);
+            async move { tx.get(&key, false).await.map(|v| (*id, v)) }
+        });
+        let mut out = Vec::new();
+        for (id, value) in try_join_all(reads).await? {
+            if let Some(v) = value {
+                let lease = Lease::decode(&v)?;
+                if lease.holder == holder {
+                    out.push((id, lease));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes a lease's in-flight entry and its holder index entry.
+    fn unlease(&self, tx: &Transaction, holder: u64, id: &MessageId) {
+        tx.clear(&self.keys.leased(id));
+        tx.clear(&self.root.held(holder, self.id(), id));
+        self.count(tx, Counter::InFlight, -1);
+    }
+
+    /// Reads the bodies of `entries` (snapshot reads: bodies never change while their
+    /// message exists, and the entries' own keys carry the conflicts).
+    async fn with_bodies(
+        &self,
+        tx: &Transaction,
+        entries: Vec<(MessageId, Envelope)>,
+    ) -> Result<Vec<Delivery>, StageError> {
+        let reads = entries.into_iter().map(|(id, envelope)| async move {
+            let body = read_body(tx, &self.keys, &id, envelope.body_len).await?;
+            Ok::<_, StageError>(Delivery { id, body, envelope })
+        });
+        try_join_all(reads).await
+    }
+
+    /// Moves a message out of this stage: into the dead-letter stage with `reason`
+    /// recorded, or dropped when there is none.
+    async fn dead_letter_in(
+        &self,
+        tx: &Transaction,
+        id: &MessageId,
+        envelope: Envelope,
+        reason: DeadLetterReason,
+        now: u64,
+    ) -> Result<(), StageError> {
+        let (b, e) = self.keys.body(id);
+        if let Some(target) = &self.dead_letter {
+            let body = read_body(tx, &self.keys, id, envelope.body_len).await?;
+            let user_version = tx.next_user_version();
+            write_body(tx, &target.keys, user_version, &body);
+            let moved = Envelope {
+                delivery_count: 0,
+                expires_ms: 0,
+                enqueued_ms: now,
+                dead_letter: Some(DeadLetter {
+                    reason,
+                    from_stage: self.id(),
+                    at_ms: now,
+                }),
+                ..envelope
+            };
+            let lane = lane_of(envelope.priority, target.max_priority);
+            tx.set_versionstamped_key(&target.keys.new_ready(lane, user_version), &moved.encode());
+            tx.atomic_add(&target.keys.counter(Counter::Push), 1);
+            self.count(tx, Counter::DeadLettered, 1);
+        }
+        tx.clear_range(&b, &e);
+        self.count(tx, Counter::Pop, 1);
+        Ok(())
+    }
+}
+
+/// Writes `body` in chunks under the versionstamped body key of `user_version`.
+fn write_body(tx: &Transaction, keys: &StageKeys, user_version: u16, body: &[u8]) {
+    for (i, chunk) in body.chunks(CHUNK).enumerate() {
+        tx.set_versionstamped_key(&keys.new_body_chunk(user_version, i as u32), chunk);
+    }
+}
+
+/// Reads a message's body (snapshot read).
+async fn read_body(
+    tx: &Transaction,
+    keys: &StageKeys,
+    id: &MessageId,
+    len: u32,
+) -> Result<Vec<u8>, StageError> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let (b, e) = keys.body(id);
+    let chunks = tx.get_range(&RangeOption::new(b, e), true).await?;
+    let mut body = Vec::with_capacity(len as usize);
+    for c in chunks {
+        body.extend_from_slice(&c.value);
+    }
+    if body.len() != len as usize {
+        return Err(StageError::Corrupt(format!(
+            "message body has {} of its {len} bytes",
+            body.len()
+        )));
+    }
+    Ok(body)
 }

@@ -13,7 +13,7 @@ use foundationdb::{FdbError, KeySelector};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// The client network thread; FoundationDB allows one per process, started on first open.
 static NETWORK: OnceLock<Mutex<Option<foundationdb::api::NetworkAutoStop>>> = OnceLock::new();
@@ -79,6 +79,7 @@ impl FdbDb {
                 tx: Mutex::new(Some(tx)),
                 wrote: AtomicBool::new(false),
                 maybe_committed: AtomicBool::new(false),
+                user_versions: AtomicU32::new(0),
             }),
         })
     }
@@ -94,6 +95,8 @@ struct Inner {
     wrote: AtomicBool,
     /// Set by the retry loop after a `commit_unknown_result`.
     maybe_committed: AtomicBool,
+    /// User versions handed out by `next_user_version`.
+    user_versions: AtomicU32,
 }
 
 /// A FoundationDB transaction; clones share it.
@@ -206,6 +209,12 @@ impl FdbTransaction {
             Ok(f) => Watch::new(async move { f.await.map_err(map_error) }),
             Err(e) => Watch::new(async move { Err(e) }),
         }
+    }
+
+    /// See [`crate::store::Transaction::next_user_version`].
+    pub fn next_user_version(&self) -> u16 {
+        let n = self.inner.user_versions.fetch_add(1, Ordering::Relaxed);
+        u16::try_from(n).expect("at most 65,536 versionstamped keys per transaction")
     }
 
     /// See [`crate::store::Transaction::maybe_committed`].

@@ -391,6 +391,17 @@ impl Transaction {
         dispatch!(self, t => t.watch(key))
     }
 
+    /// A user version for the next versionstamped key of this transaction (0, 1, 2, …):
+    /// FoundationDB gives every versionstamped mutation of one transaction the same
+    /// 10-byte transaction version, so keys made in one transaction differ by this
+    /// 2-byte suffix (erlfdb's `get_next_tx_id`).
+    ///
+    /// # Panics
+    /// Panics after 65,536 calls in one transaction.
+    pub fn next_user_version(&self) -> u16 {
+        dispatch!(self, t => t.next_user_version())
+    }
+
     /// Whether an earlier attempt of this transaction ended in `commit_unknown_result`:
     /// its effects may already be in the store, so the closure must check before
     /// repeating a non-idempotent change.

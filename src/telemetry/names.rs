@@ -57,6 +57,10 @@ pub const STAGE_DEAD_LETTERED_TOTAL: &str = "ferry_stage_dead_lettered_total";
 /// Appends recognised as duplicates of an earlier append by (producer, sequence).
 pub const STAGE_DUPLICATES_TOTAL: &str = "ferry_stage_duplicates_total";
 
+/// Dequeue requests consumers registered because their lease conflicted (the
+/// high-contention dequeue path).
+pub const STAGE_DEQUEUE_REQUESTS_TOTAL: &str = "ferry_stage_dequeue_requests_total";
+
 /// Build information; the value is always 1.
 pub const BUILD_INFO: &str = "ferry_build_info";
 
