@@ -9,6 +9,7 @@
 //! FoundationDB's queue recipes; [`daemon`] runs the long-lived process; [`telemetry`]
 //! names every metric Ferry exports.
 
+pub mod bench;
 pub mod config;
 pub mod daemon;
 pub mod stage;

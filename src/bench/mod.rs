@@ -1,0 +1,47 @@
+//! Load tools behind `ferry bench`: each drives a real workload, prints its figures, and
+//! returns them so `docs/benchmarks.md` can quote the same numbers.
+
+pub mod stage;
+
+use std::time::Duration;
+
+/// Latency percentiles of a set of samples.
+#[derive(Debug, Clone, Copy)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// Largest sample.
+    pub max: Duration,
+}
+
+impl Percentiles {
+    /// Percentiles of `samples` (sorted in place); zero when there are none.
+    pub fn of(samples: &mut [Duration]) -> Self {
+        samples.sort_unstable();
+        let at = |q: f64| {
+            samples
+                .get(((samples.len() as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or_default()
+        };
+        Self {
+            p50: at(0.50),
+            p99: at(0.99),
+            max: samples.last().copied().unwrap_or_default(),
+        }
+    }
+}
+
+impl std::fmt::Display for Percentiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            self.p50.as_secs_f64() * 1e3,
+            self.p99.as_secs_f64() * 1e3,
+            self.max.as_secs_f64() * 1e3
+        )
+    }
+}
