@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 /// `[stage]` section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StageConfig {
     /// Most messages one pop or lease transaction takes from a stage (`pop_k`'s k).
