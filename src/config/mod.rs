@@ -49,3 +49,6 @@ impl Config {
         [(metrics::LISTEN_KEY, self.metrics.listen.as_str())]
     }
 }
+
+#[cfg(test)]
+mod ferry_toml_tests;
