@@ -1,6 +1,6 @@
 //! The dashboard, the alert rules and every other file under `deploy/` use only metric
-//! names Ferry really exports (those in `ferry::telemetry::names::ALL`), and the Grafana
-//! dashboard is valid JSON.
+//! names Ferry really exports (those in `ferry::telemetry::names::ALL`), the Grafana
+//! dashboard is valid JSON, and `docs/operations.md` lists exactly the exported metrics.
 
 use ferry::telemetry::names;
 use std::collections::BTreeSet;
@@ -113,4 +113,16 @@ fn histogram_suffixes_are_stripped_only_from_histograms() {
         metric_tokens("rate(ferry_store_up[5m]) x_ferry_no"),
         BTreeSet::from(["ferry_store_up"])
     );
+}
+
+#[test]
+fn operations_doc_lists_exactly_the_exported_metrics() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md");
+    let text = fs::read_to_string(path).unwrap();
+    let documented: BTreeSet<&str> = metric_tokens(&text)
+        .into_iter()
+        .map(exported_name)
+        .collect();
+    let exported: BTreeSet<&str> = names::ALL.iter().map(|m| m.name).collect();
+    assert_eq!(documented, exported);
 }
