@@ -68,8 +68,9 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let shutdown = CancellationToken::new();
     shutdown::cancel_on_signal(shutdown.clone()).map_err(DaemonError::Signals)?;
 
-    let listener = listener::bind(LISTEN_KEY, &env_var(LISTEN_KEY), &config.metrics.listen).await?;
-    let metrics_addr = listener
+    let metrics_listener =
+        listener::bind(LISTEN_KEY, &env_var(LISTEN_KEY), &config.metrics.listen).await?;
+    let metrics_addr = metrics_listener
         .local_addr()
         .map_or_else(|_| config.metrics.listen.clone(), |addr| addr.to_string());
     let db = Database::open(&config.store)
@@ -104,7 +105,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut server = Tasks::default();
     let (stop, failed) = (stop_http.clone(), shutdown.clone());
     server.spawn("metrics server", async move {
-        let result = http::serve(listener, endpoints, stop).await;
+        let result = http::serve(metrics_listener, endpoints, stop).await;
         // The server only ends early on a failure; the rest of the daemon then stops too.
         failed.cancel();
         result.map_err(DaemonError::Http)
