@@ -1,2 +1,116 @@
-//! The `ferry` binary.
-fn main() {}
+//! The `ferry` binary: parses the command line, loads and checks the configuration, and
+//! runs the daemon or reports on the configuration.
+//!
+//! This is the edge where errors become one line on standard error and an exit code:
+//! 0 on success (and after a SIGTERM drain), 2 for a configuration that does not load,
+//! validate or pass preflight, 1 for anything else.
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use ferry::config::{Config, ConfigError};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The config file used when `--config` is not given.
+const DEFAULT_CONFIG: &str = "config/ferry.toml";
+
+/// Exit code for a configuration that cannot be used.
+const EXIT_CONFIG: u8 = 2;
+/// Exit code for every other failure.
+const EXIT_FAILURE: u8 = 1;
+
+/// How long the runtime may wait, after the daemon returned, for blocking work to end.
+const RUNTIME_SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
+/// Ferry: AMQP 0-9-1 and Kafka fronts over durable queues in a transactional store.
+#[derive(Parser)]
+#[command(name = "ferry", version)]
+struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands; each is one variant with its own arguments.
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon until SIGTERM or SIGINT.
+    Run(ConfigArgs),
+    /// Check a configuration (file, FERRY__SECTION__KEY overrides, store path, addresses)
+    /// without starting.
+    Validate(ConfigArgs),
+    /// Run a load benchmark and print its figures.
+    #[command(subcommand)]
+    Bench(Bench),
+}
+
+/// The benchmarks.
+#[derive(Subcommand)]
+enum Bench {
+    /// Durable appends and pops on one stage of the embedded engine.
+    Stage(ferry::bench::stage::StageBench),
+}
+
+/// Arguments of the subcommands that read a configuration.
+#[derive(Args)]
+struct ConfigArgs {
+    /// The TOML configuration file; FERRY__SECTION__KEY variables override its keys.
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
+    config: PathBuf,
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Validate(args) => match checked_config(&args.config) {
+            Ok(_) => {
+                println!("config OK: {}", args.config.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e, EXIT_CONFIG),
+        },
+        Command::Run(args) => match checked_config(&args.config) {
+            Ok(config) => match run(config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(e, EXIT_FAILURE),
+            },
+            Err(e) => fail(e, EXIT_CONFIG),
+        },
+        Command::Bench(bench) => match run_bench(bench) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(e, EXIT_FAILURE),
+        },
+    }
+}
+
+/// Runs one benchmark on a multi-threaded runtime.
+fn run_bench(bench: Bench) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        match bench {
+            Bench::Stage(b) => ferry::bench::stage::run(&b).await.map(|_| ()),
+        }
+    })
+}
+
+/// Loads `path` with its environment overrides, validates it and runs the preflight checks.
+fn checked_config(path: &Path) -> Result<Config, ConfigError> {
+    let config = Config::load(path)?;
+    config.validate()?;
+    config.preflight()?;
+    Ok(config)
+}
+
+/// Runs the daemon on a multi-threaded runtime until it returns.
+fn run(config: Config) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let result = runtime.block_on(ferry::daemon::run(config));
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN_GRACE);
+    Ok(result?)
+}
+
+/// Prints `error: <message>` on one line to standard error and returns `code`.
+fn fail(error: impl Into<anyhow::Error>, code: u8) -> ExitCode {
+    eprintln!("error: {:#}", error.into());
+    ExitCode::from(code)
+}

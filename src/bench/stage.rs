@@ -70,7 +70,12 @@ pub async fn run(bench: &StageBench) -> anyhow::Result<StageReport> {
     let stage = stages.create(&name, &StageOptions::default()).await?;
     println!(
         "stage bench: {} messages of {} B, {} producers x {} per append, {} consumers x pop {} (embedded engine, durable commits)",
-        bench.messages, bench.size, bench.producers, bench.append_batch, bench.consumers, bench.pop_batch
+        bench.messages,
+        bench.size,
+        bench.producers,
+        bench.append_batch,
+        bench.consumers,
+        bench.pop_batch
     );
 
     let next = Arc::new(AtomicU64::new(0));
@@ -106,7 +111,10 @@ pub async fn run(bench: &StageBench) -> anyhow::Result<StageReport> {
     let append_secs = started.elapsed().as_secs_f64();
     let append_rate = bench.messages as f64 / append_secs;
     let append_latency = Percentiles::of(&mut latencies);
-    println!("append: {append_rate:>10.0} msg/s  {:>7.1} MB/s  commit {append_latency}", append_rate * bench.size as f64 / 1e6);
+    println!(
+        "append: {append_rate:>10.0} msg/s  {:>7.1} MB/s  commit {append_latency}",
+        append_rate * bench.size as f64 / 1e6
+    );
 
     let popped = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
@@ -134,7 +142,10 @@ pub async fn run(bench: &StageBench) -> anyhow::Result<StageReport> {
     }
     let pop_rate = bench.messages as f64 / started.elapsed().as_secs_f64();
     let pop_latency = Percentiles::of(&mut latencies);
-    println!("pop:    {pop_rate:>10.0} msg/s  {:>7.1} MB/s  transaction {pop_latency}", pop_rate * bench.size as f64 / 1e6);
+    println!(
+        "pop:    {pop_rate:>10.0} msg/s  {:>7.1} MB/s  transaction {pop_latency}",
+        pop_rate * bench.size as f64 / 1e6
+    );
 
     stages.delete(&name).await?;
     db.close().await;

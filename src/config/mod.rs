@@ -1,5 +1,54 @@
-//! Configuration (skeleton).
+//! Configuration: the `Config` tree, loaded from one TOML file plus `FERRY__SECTION__KEY`
+//! environment overrides, validated purely, then preflight-checked against the machine.
+//!
+//! One module per section (`[store]`, `[stage]`, `[metrics]`, `[log]`, `[daemon]`) declares
+//! its keys, their defaults and their meaning; [`load`] reads, [`validate`] checks values
+//! without I/O, [`preflight`] checks the machine. The shipped `config/ferry.toml` lists every
+//! key with its default, and a test keeps it equal to [`Config::default`].
+
+pub mod daemon;
+pub mod error;
+pub mod load;
+pub mod log;
+pub mod metrics;
+pub mod preflight;
 pub mod stage;
 pub mod store;
+pub mod validate;
+
+pub use daemon::DaemonConfig;
+pub use error::ConfigError;
+pub use load::env_var;
+pub use log::{LogConfig, LogFormat};
+pub use metrics::MetricsConfig;
 pub use stage::StageConfig;
 pub use store::StoreConfig;
+
+use serde::Deserialize;
+
+/// Everything `ferry.toml` can set.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// The transactional store that holds every staged message.
+    pub store: StoreConfig,
+    /// How consumers take messages from stages.
+    pub stage: StageConfig,
+    /// The HTTP endpoint for Prometheus and health probes.
+    pub metrics: MetricsConfig,
+    /// Log level and format.
+    pub log: LogConfig,
+    /// Process-wide behaviour such as the shutdown drain.
+    pub daemon: DaemonConfig,
+}
+
+impl Config {
+    /// Every TCP address Ferry listens on, with the key that sets it, so validation,
+    /// preflight and error messages cover each listener the same way.
+    pub fn listen_addresses(&self) -> [(&'static str, &str); 1] {
+        [(metrics::LISTEN_KEY, self.metrics.listen.as_str())]
+    }
+}
+
+#[cfg(test)]
+mod ferry_toml_tests;

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 /// `[stage]` section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StageConfig {
     /// Most messages one pop or lease transaction takes from a stage (`pop_k`'s k).
@@ -17,6 +17,13 @@ pub struct StageConfig {
 pub const DEFAULT_POP_BATCH: u32 = 256;
 /// Default for `stage.lease_ttl_ms`.
 pub const DEFAULT_LEASE_TTL_MS: u64 = 30_000;
+
+impl StageConfig {
+    /// `lease_ttl_ms` as a duration.
+    pub fn lease_ttl(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.lease_ttl_ms)
+    }
+}
 
 impl Default for StageConfig {
     fn default() -> Self {

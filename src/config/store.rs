@@ -14,7 +14,7 @@ pub enum Engine {
 }
 
 /// `[store]` section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
     /// Which engine to use: `embedded` (default) or `fdb`.

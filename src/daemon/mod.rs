@@ -1,1 +1,137 @@
-//! The daemon (skeleton).
+//! The daemon: the long-running `ferry run` process.
+//!
+//! Startup: logging, the metrics recorder, signal handlers, the listen sockets (so a busy
+//! port fails fast, before the store is opened), the store, then the background loops and
+//! the operations HTTP server. Shutdown (SIGTERM or SIGINT): `/readyz` turns 503, the loops
+//! stop, the store closes, and the HTTP server stops last — all within
+//! `daemon.shutdown_timeout_ms`, after which what is left is aborted and named in the log.
+//!
+//! Modules: [`logging`], [`recorder`] (Prometheus), [`listener`] (binding with clear errors,
+//! shared by every server), [`http`] (`/metrics`, `/healthz`, `/readyz`), [`store_metrics`]
+//! (the periodic store watch), [`lease_reaper`] (returns the leases of dead holders),
+//! [`tasks`] (named background tasks), [`shutdown`] (signals and
+//! the bounded drain).
+
+pub mod http;
+pub mod lease_reaper;
+pub mod listener;
+pub mod logging;
+pub mod recorder;
+pub mod shutdown;
+pub mod store_metrics;
+pub mod tasks;
+
+use crate::config::{Config, env_var, metrics::LISTEN_KEY};
+use crate::stage::{StageError, Stages};
+use crate::store::{Database, StoreError};
+use shutdown::Drain;
+use tasks::Tasks;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+/// Why the daemon could not start, or stopped with a failure.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// Logging could not be set up.
+    #[error(transparent)]
+    Logging(#[from] logging::LoggingError),
+    /// The metrics recorder could not be installed.
+    #[error(transparent)]
+    Recorder(#[from] recorder::RecorderError),
+    /// A listen socket could not be bound.
+    #[error(transparent)]
+    Listen(#[from] listener::ListenError),
+    /// The SIGTERM or SIGINT handler could not be installed.
+    #[error("cannot install the SIGTERM and SIGINT handlers: {0}")]
+    Signals(std::io::Error),
+    /// The store did not open.
+    #[error("cannot open the store: {0}")]
+    StoreOpen(StoreError),
+    /// The keyspace in the store is not one this ferry can use.
+    #[error("cannot use the keyspace: {0}")]
+    Keyspace(StageError),
+    /// The operations HTTP server stopped with an error.
+    #[error("the metrics server failed: {0}")]
+    Http(std::io::Error),
+    /// A background task panicked.
+    #[error("background task '{task}' panicked")]
+    Panicked {
+        /// The task's name.
+        task: &'static str,
+    },
+}
+
+/// Runs Ferry with a validated `config` until SIGTERM or SIGINT, then drains and returns.
+///
+/// # Errors
+/// A [`DaemonError`] when startup fails (port in use, store not opening) or when a
+/// background task fails; a shutdown that had to abort work still returns `Ok` after
+/// logging what it aborted.
+pub async fn run(config: Config) -> Result<(), DaemonError> {
+    logging::init(&config.log)?;
+    let metrics = recorder::install()?;
+    let shutdown = CancellationToken::new();
+    shutdown::cancel_on_signal(shutdown.clone()).map_err(DaemonError::Signals)?;
+
+    let metrics_listener =
+        listener::bind(LISTEN_KEY, &env_var(LISTEN_KEY), &config.metrics.listen).await?;
+    let metrics_addr = metrics_listener
+        .local_addr()
+        .map_or_else(|_| config.metrics.listen.clone(), |addr| addr.to_string());
+    let db = Database::open(&config.store)
+        .await
+        .map_err(DaemonError::StoreOpen)?;
+    let stages = Stages::new(db.clone(), &config.store.prefix);
+    stages
+        .ensure_schema()
+        .await
+        .map_err(DaemonError::Keyspace)?;
+    info!(
+        version = env!("CARGO_PKG_VERSION"),
+        engine = db.engine_name(),
+        store_path = %config.store.path.display(),
+        metrics = %metrics_addr,
+        "ferry started"
+    );
+
+    let mut loops = Tasks::default();
+    let (watch_db, prefix, token) = (db.clone(), config.store.prefix.clone(), shutdown.clone());
+    loops.spawn("store metrics", async move {
+        store_metrics::run(watch_db, prefix, token).await;
+        Ok(())
+    });
+    let (holders, ttl, token) = (stages.holders(), config.stage.lease_ttl(), shutdown.clone());
+    loops.spawn("lease reaper", async move {
+        lease_reaper::run(holders, ttl, token).await;
+        Ok(())
+    });
+    let (handle, token) = (metrics.clone(), shutdown.clone());
+    loops.spawn("metrics upkeep", async move {
+        recorder::upkeep(handle, token).await;
+        Ok(())
+    });
+
+    let stop_http = CancellationToken::new();
+    let endpoints = http::Endpoints {
+        metrics,
+        db: db.clone(),
+        shutdown: shutdown.clone(),
+    };
+    let mut server = Tasks::default();
+    let (stop, failed) = (stop_http.clone(), shutdown.clone());
+    server.spawn("metrics server", async move {
+        let result = http::serve(metrics_listener, endpoints, stop).await;
+        // The server only ends early on a failure; the rest of the daemon then stops too.
+        failed.cancel();
+        result.map_err(DaemonError::Http)
+    });
+
+    shutdown.cancelled().await;
+    let mut drain = Drain::start(&config.daemon);
+    drain.tasks(loops).await;
+    drain.step("store close", db.close()).await;
+    crate::store::stop_engines();
+    stop_http.cancel();
+    drain.tasks(server).await;
+    drain.finish()
+}

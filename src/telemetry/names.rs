@@ -26,6 +26,8 @@ pub struct Metric {
 pub const LABEL_ENGINE: &str = "engine";
 /// Label: a FoundationDB error code.
 pub const LABEL_CODE: &str = "code";
+/// Label: the crate version (on [`BUILD_INFO`]).
+pub const LABEL_VERSION: &str = "version";
 /// Label: a stage name.
 pub const LABEL_STAGE: &str = "stage";
 

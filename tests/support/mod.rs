@@ -1,5 +1,8 @@
-//! Shared test scaffolding: stores on every engine, each test in its own key prefix.
+//! Shared test scaffolding: stores on every engine (each test in its own key prefix), and
+//! the real `ferry` binary as a child process ([`process`]).
 #![allow(dead_code)]
+
+pub mod process;
 
 use ferry::config::StoreConfig;
 use ferry::config::store::Engine;

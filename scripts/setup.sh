@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine needs to build and test Ferry.
+#
+# Idempotent and quiet: when everything is present it prints nothing and touches nothing;
+# apt-get update runs only when a package is missing. Works as root; otherwise uses sudo
+# when it is available.
+set -euo pipefail
+
+# libclang-dev: bindgen for `cargo check --features fdb`.
+# amqp-tools, kcat: command-line AMQP and Kafka clients for interoperability tests.
+APT_PACKAGES=(libclang-dev amqp-tools kcat)
+# Python clients for interoperability tests, and the module each one provides.
+declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka)
+
+log() { echo "setup.sh: $*"; }
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    echo "setup.sh: '$*' needs root; run as root or install sudo" >&2
+    return 1
+  fi
+}
+
+command -v cargo >/dev/null 2>&1 || { echo "setup.sh: cargo not found; install Rust from https://rustup.rs" >&2; exit 1; }
+command -v python3 >/dev/null 2>&1 || APT_PACKAGES+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || APT_PACKAGES+=(python3-pip)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  log "installing ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+pip_missing=()
+for pkg in "${!PIP_MODULES[@]}"; do
+  python3 -c "import ${PIP_MODULES[$pkg]}" 2>/dev/null || pip_missing+=("$pkg")
+done
+if ((${#pip_missing[@]})); then
+  log "installing Python packages ${pip_missing[*]}"
+  pip_args=(install --quiet --disable-pip-version-check)
+  # Debian's system Python refuses pip installs (PEP 668) unless told to go ahead.
+  if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
+    pip_args+=(--break-system-packages)
+  fi
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip "${pip_args[@]}" "${pip_missing[@]}"
+fi
+
+if ! cargo nextest --version >/dev/null 2>&1; then
+  log "installing cargo-nextest"
+  cargo install --locked --quiet cargo-nextest
+fi

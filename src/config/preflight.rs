@@ -1,0 +1,169 @@
+//! Preflight: the checks of a [`Config`] that need the machine, run by `ferry validate` and
+//! before `ferry run` starts anything.
+//!
+//! Unlike [`Config::validate`] these do I/O: they resolve listen hosts and prove the store
+//! directory writable by creating and removing a file in it. They create nothing that stays.
+
+use super::{Config, ConfigError};
+use crate::config::store::Engine;
+use std::fs::{self, OpenOptions};
+use std::io;
+use std::net::ToSocketAddrs;
+use std::path::Path;
+
+impl Config {
+    /// Checks what [`Config::validate`] cannot without I/O: every listen address resolves,
+    /// and for the embedded engine `store.path` is a directory Ferry can write, or can be
+    /// created in the nearest existing ancestor. Assumes [`Config::validate`] passed.
+    ///
+    /// # Errors
+    /// The first [`ConfigError::Invalid`] found, e.g. `store.path: directory '/x' is not
+    /// writable: ...`.
+    pub fn preflight(&self) -> Result<(), ConfigError> {
+        for (key, addr) in self.listen_addresses() {
+            resolves(key, addr)?;
+        }
+        if self.store.engine == Engine::Embedded {
+            writable_dir("store.path", &self.store.path)?;
+        }
+        Ok(())
+    }
+}
+
+/// `addr` resolves to at least one socket address.
+fn resolves(key: &str, addr: &str) -> Result<(), ConfigError> {
+    match addr.to_socket_addrs().map(|mut found| found.next()) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(ConfigError::invalid(
+            key,
+            format!("'{addr}' resolves to no address"),
+        )),
+        Err(e) => Err(ConfigError::invalid(
+            key,
+            format!("'{addr}' does not resolve: {e}"),
+        )),
+    }
+}
+
+/// `dir` is a writable directory, or does not exist and its nearest existing ancestor is a
+/// writable directory it can be created in.
+fn writable_dir(key: &str, dir: &Path) -> Result<(), ConfigError> {
+    let not_writable = |reason: String| {
+        ConfigError::invalid(
+            key,
+            format!("directory '{}' is not writable: {reason}", dir.display()),
+        )
+    };
+    // A relative path's last ancestor is "", which means the working directory.
+    let existing = dir
+        .ancestors()
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        })
+        .find(|p| p.exists())
+        .ok_or_else(|| not_writable("none of its ancestors exists".to_owned()))?;
+    if !existing.is_dir() {
+        return Err(not_writable(format!(
+            "'{}' is not a directory",
+            existing.display()
+        )));
+    }
+    probe(existing).map_err(|e| {
+        not_writable(format!(
+            "cannot create a file in '{}': {e}",
+            existing.display()
+        ))
+    })
+}
+
+/// Creates and removes a file in `dir`. Permission bits alone do not answer the question:
+/// root ignores them, while read-only mounts and pseudo file systems refuse even root.
+fn probe(dir: &Path) -> io::Result<()> {
+    let file = dir.join(format!(".ferry-preflight-{}", std::process::id()));
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&file)?;
+    fs::remove_file(&file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The preflight message for a default config with `store.path` set to `path`.
+    fn store_path_error(path: &Path) -> String {
+        let mut config = Config::default();
+        config.store.path = path.to_owned();
+        config.metrics.listen = "127.0.0.1:0".into();
+        config.preflight().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn existing_writable_directory_passes_and_is_left_clean() {
+        let dir = tempfile::tempdir().unwrap();
+        writable_dir("store.path", dir.path()).unwrap();
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn missing_directory_in_a_writable_parent_passes_and_is_not_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("a/b/data");
+        writable_dir("store.path", &data).unwrap();
+        assert!(!dir.path().join("a").exists());
+    }
+
+    #[test]
+    fn relative_path_is_checked_in_the_working_directory() {
+        writable_dir("store.path", Path::new("target/preflight-test/data")).unwrap();
+    }
+
+    #[test]
+    fn path_below_a_regular_file_is_not_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        fs::write(&file, b"").unwrap();
+        let data = file.join("data");
+        assert_eq!(
+            store_path_error(&data),
+            format!(
+                "store.path: directory '{}' is not writable: '{}' is not a directory",
+                data.display(),
+                file.display()
+            )
+        );
+    }
+
+    #[test]
+    fn path_in_proc_is_not_writable_even_for_root() {
+        let err = store_path_error(Path::new("/proc/ferry-preflight-test/data"));
+        assert!(
+            err.starts_with(
+                "store.path: directory '/proc/ferry-preflight-test/data' is not writable: \
+                 cannot create a file in '/proc': "
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn localhost_resolves() {
+        resolves("metrics.listen", "localhost:9464").unwrap();
+    }
+
+    #[test]
+    fn unresolvable_host_is_named() {
+        let err = resolves("metrics.listen", "ferry-no-such-host.invalid:9464")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("metrics.listen: 'ferry-no-such-host.invalid:9464' does not resolve: "),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,346 @@
+//! Validation: every range and format rule on a loaded [`Config`], without any I/O.
+//!
+//! Each failure names the key path and the bad value (`store.max_batch: 0 must be between
+//! 1 and 65535`). Checks that need the machine (a writable directory, a resolvable host)
+//! live in [`super::preflight`].
+
+use super::{Config, ConfigError, DaemonConfig, LogConfig, StageConfig, StoreConfig};
+use crate::config::store::Engine;
+use std::fmt::Display;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::str::FromStr;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::LevelFilter;
+
+/// Upper bound of `store.max_batch`.
+pub const MAX_BATCH_LIMIT: u32 = 65_535;
+
+impl Config {
+    /// Checks every value's range and format. Pure: it reads no file and opens no socket.
+    ///
+    /// # Errors
+    /// The first [`ConfigError::Invalid`] found, naming the key and the bad value.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        validate_store(&self.store)?;
+        validate_stage(&self.stage)?;
+        for (key, addr) in self.listen_addresses() {
+            host_port(key, addr)?;
+        }
+        validate_log(&self.log)?;
+        validate_daemon(&self.daemon)
+    }
+}
+
+/// Rules of `[store]`.
+fn validate_store(store: &StoreConfig) -> Result<(), ConfigError> {
+    if store.engine == Engine::Fdb && !cfg!(feature = "fdb") {
+        return Err(ConfigError::invalid(
+            "store.engine",
+            "'fdb' needs a ferry built with --features fdb",
+        ));
+    }
+    if store.engine == Engine::Embedded && store.path.as_os_str().is_empty() {
+        return Err(ConfigError::invalid(
+            "store.path",
+            "must not be empty for the embedded engine",
+        ));
+    }
+    if store.prefix.is_empty() {
+        return Err(ConfigError::invalid("store.prefix", "must not be empty"));
+    }
+    at_least("store.cache_mb", store.cache_mb, 1)?;
+    between("store.max_batch", store.max_batch, 1, MAX_BATCH_LIMIT)?;
+    probability("store.inject_conflict_rate", store.inject_conflict_rate)?;
+    probability(
+        "store.inject_unknown_result_rate",
+        store.inject_unknown_result_rate,
+    )
+}
+
+/// Rules of `[stage]`.
+fn validate_stage(stage: &StageConfig) -> Result<(), ConfigError> {
+    at_least("stage.pop_batch", stage.pop_batch, 1)?;
+    at_least("stage.lease_ttl_ms", stage.lease_ttl_ms, 1)
+}
+
+/// Rules of `[log]`.
+fn validate_log(log: &LogConfig) -> Result<(), ConfigError> {
+    if is_log_filter(&log.level) {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            "log.level",
+            format!("'{}' is not a valid filter", log.level),
+        ))
+    }
+}
+
+/// Rules of `[daemon]`.
+fn validate_daemon(daemon: &DaemonConfig) -> Result<(), ConfigError> {
+    at_least("daemon.shutdown_timeout_ms", daemon.shutdown_timeout_ms, 1)
+}
+
+/// `value` ≥ `min`.
+fn at_least<T: PartialOrd + Display>(key: &str, value: T, min: T) -> Result<(), ConfigError> {
+    if value >= min {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            key,
+            format!("{value} must be at least {min}"),
+        ))
+    }
+}
+
+/// `min` ≤ `value` ≤ `max`.
+fn between<T: PartialOrd + Display>(
+    key: &str,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<(), ConfigError> {
+    if min <= value && value <= max {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            key,
+            format!("{value} must be between {min} and {max}"),
+        ))
+    }
+}
+
+/// A probability: 0 ≤ `value` ≤ 1 (NaN fails).
+fn probability(key: &str, value: f64) -> Result<(), ConfigError> {
+    between(key, value, 0.0, 1.0)
+}
+
+/// A `tracing` filter whose every directive ends in a level. `EnvFilter` alone would take a
+/// bare word such as `verbose` as a target name and silently enable everything under it, so
+/// each comma-separated directive must be `level` or `target=level`.
+fn is_log_filter(filter: &str) -> bool {
+    let directives_have_levels = filter.split(',').all(|directive| {
+        let level = directive
+            .rsplit_once('=')
+            .map_or(directive, |(_, level)| level);
+        LevelFilter::from_str(level.trim()).is_ok()
+    });
+    !filter.trim().is_empty()
+        && directives_have_levels
+        && EnvFilter::builder().parse(filter).is_ok()
+}
+
+/// `addr` is `host:port`: an IPv4 address, a bracketed IPv6 address or a hostname, and a
+/// port from 0 to 65535 (0 asks the kernel for a free port). The host is only checked for
+/// syntax here; [`super::preflight`] resolves it.
+fn host_port(key: &str, addr: &str) -> Result<(), ConfigError> {
+    let well_formed = addr.rsplit_once(':').is_some_and(|(host, port)| {
+        let port_ok = !port.is_empty()
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && port.parse::<u16>().is_ok();
+        let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            Some(v6) => v6.parse::<Ipv6Addr>().is_ok(),
+            None => host.parse::<Ipv4Addr>().is_ok() || is_hostname(host),
+        };
+        port_ok && host_ok
+    });
+    if well_formed {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            key,
+            format!("'{addr}' is not a host:port address"),
+        ))
+    }
+}
+
+/// RFC 1123 hostname syntax: dot-separated labels of letters, digits and inner hyphens.
+fn is_hostname(host: &str) -> bool {
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The message of validating the default config changed by `edit`.
+    fn error_after(edit: impl FnOnce(&mut Config)) -> String {
+        let mut config = Config::default();
+        edit(&mut config);
+        config.validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn default_config_is_valid() {
+        Config::default().validate().unwrap();
+    }
+
+    #[test]
+    fn listen_port_out_of_range_is_named() {
+        assert_eq!(
+            error_after(|c| c.metrics.listen = "0.0.0.0:99999".into()),
+            "metrics.listen: '0.0.0.0:99999' is not a host:port address"
+        );
+    }
+
+    #[test]
+    fn listen_without_port_is_rejected() {
+        assert_eq!(
+            error_after(|c| c.metrics.listen = "nonsense".into()),
+            "metrics.listen: 'nonsense' is not a host:port address"
+        );
+    }
+
+    #[test]
+    fn listen_accepts_ipv4_ipv6_and_hostnames() {
+        for addr in [
+            "0.0.0.0:9464",
+            "[::1]:9464",
+            "localhost:9464",
+            "ferry-0.ferry.svc:1",
+            "127.0.0.1:0",
+        ] {
+            host_port("metrics.listen", addr).unwrap();
+        }
+        for addr in [
+            ":9464",
+            "[::1:9464",
+            "::1:9464",
+            "host:",
+            "host:-1",
+            "-bad:1",
+            "a b:1",
+            "host:+1",
+        ] {
+            assert!(host_port("metrics.listen", addr).is_err(), "{addr}");
+        }
+    }
+
+    #[test]
+    fn max_batch_zero_is_out_of_range() {
+        assert_eq!(
+            error_after(|c| c.store.max_batch = 0),
+            "store.max_batch: 0 must be between 1 and 65535"
+        );
+    }
+
+    #[test]
+    fn max_batch_above_limit_is_out_of_range() {
+        assert_eq!(
+            error_after(|c| c.store.max_batch = 65_536),
+            "store.max_batch: 65536 must be between 1 and 65535"
+        );
+    }
+
+    #[test]
+    fn conflict_rate_above_one_is_rejected() {
+        assert_eq!(
+            error_after(|c| c.store.inject_conflict_rate = 1.5),
+            "store.inject_conflict_rate: 1.5 must be between 0 and 1"
+        );
+    }
+
+    #[test]
+    fn unknown_result_rate_nan_is_rejected() {
+        assert_eq!(
+            error_after(|c| c.store.inject_unknown_result_rate = f64::NAN),
+            "store.inject_unknown_result_rate: NaN must be between 0 and 1"
+        );
+    }
+
+    #[test]
+    fn pop_batch_zero_is_rejected() {
+        assert_eq!(
+            error_after(|c| c.stage.pop_batch = 0),
+            "stage.pop_batch: 0 must be at least 1"
+        );
+    }
+
+    #[test]
+    fn lease_ttl_zero_is_rejected() {
+        assert_eq!(
+            error_after(|c| c.stage.lease_ttl_ms = 0),
+            "stage.lease_ttl_ms: 0 must be at least 1"
+        );
+    }
+
+    #[test]
+    fn cache_mb_zero_is_rejected() {
+        assert_eq!(
+            error_after(|c| c.store.cache_mb = 0),
+            "store.cache_mb: 0 must be at least 1"
+        );
+    }
+
+    #[test]
+    fn empty_prefix_is_rejected() {
+        assert_eq!(
+            error_after(|c| c.store.prefix.clear()),
+            "store.prefix: must not be empty"
+        );
+    }
+
+    #[test]
+    fn empty_store_path_is_rejected_for_the_embedded_engine() {
+        assert_eq!(
+            error_after(|c| c.store.path = Default::default()),
+            "store.path: must not be empty for the embedded engine"
+        );
+    }
+
+    #[test]
+    fn shutdown_timeout_zero_is_rejected() {
+        assert_eq!(
+            error_after(|c| c.daemon.shutdown_timeout_ms = 0),
+            "daemon.shutdown_timeout_ms: 0 must be at least 1"
+        );
+    }
+
+    #[test]
+    fn bare_word_log_level_is_not_a_filter() {
+        assert_eq!(
+            error_after(|c| c.log.level = "verbose".into()),
+            "log.level: 'verbose' is not a valid filter"
+        );
+    }
+
+    #[test]
+    fn log_filters_with_levels_are_accepted() {
+        for filter in [
+            "info",
+            "WARN",
+            "off",
+            "warn,ferry=debug",
+            "ferry::stage=trace",
+        ] {
+            assert!(is_log_filter(filter), "{filter}");
+        }
+        for filter in ["", " ", "verbose", "ferry=loud", "ferry::stage"] {
+            assert!(!is_log_filter(filter), "{filter}");
+        }
+    }
+
+    #[test]
+    fn fdb_engine_needs_the_fdb_feature() {
+        let mut config = Config::default();
+        config.store.engine = Engine::Fdb;
+        let result = config.validate();
+        if cfg!(feature = "fdb") {
+            result.unwrap();
+        } else {
+            assert_eq!(
+                result.unwrap_err().to_string(),
+                "store.engine: 'fdb' needs a ferry built with --features fdb"
+            );
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! `ferry run` driven as a supervisor would: health, readiness and metrics over HTTP, a
+//! clean exit on SIGTERM and SIGINT, and a clear failure when the metrics port is taken.
+
+mod support;
+
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+use support::process::Ferry;
+use tempfile::TempDir;
+
+/// Upper bound on startup, until `/healthz` answers.
+const STARTUP: Duration = Duration::from_secs(30);
+/// Upper bound on exiting after a signal or a startup failure.
+const EXIT: Duration = Duration::from_secs(15);
+
+/// A port that was free a moment ago (bound to port 0, then released).
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `ferry run` with the shipped config, the metrics server on `port` and the store in `dir`.
+fn start(dir: &TempDir, port: u16) -> Ferry {
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
+    let listen = format!("127.0.0.1:{port}");
+    let data = dir.path().join("data");
+    Ferry::spawn(
+        dir.path(),
+        &["run", "--config", config.to_str().unwrap()],
+        &[
+            ("FERRY__METRICS__LISTEN", listen.as_str()),
+            ("FERRY__STORE__PATH", data.to_str().unwrap()),
+            ("FERRY__DAEMON__SHUTDOWN_TIMEOUT_MS", "5000"),
+        ],
+    )
+}
+
+/// `GET path` on 127.0.0.1:`port`: the status code and the body.
+fn get(port: u16, path: &str) -> io::Result<(u16, String)> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let malformed = || io::Error::new(io::ErrorKind::InvalidData, response.clone());
+    let (head, body) = response.split_once("\r\n\r\n").ok_or_else(malformed)?;
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(malformed)?;
+    Ok((status, body.to_owned()))
+}
+
+/// Polls `/healthz` until it answers 200; on timeout kills the daemon and panics with its
+/// log.
+fn wait_until_healthy(ferry: &mut Ferry, port: u16) {
+    let deadline = Instant::now() + STARTUP;
+    while Instant::now() < deadline {
+        if let Ok((200, body)) = get(port, "/healthz") {
+            assert_eq!(body, "ok");
+            return;
+        }
+        sleep(Duration::from_millis(50));
+    }
+    ferry.signal(libc::SIGKILL);
+    let outcome = ferry.wait(EXIT);
+    panic!(
+        "/healthz did not answer within {STARTUP:?}; stderr:\n{}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn serves_health_readiness_and_metrics_then_exits_0_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut ferry = start(&dir, port);
+    wait_until_healthy(&mut ferry, port);
+
+    assert_eq!(get(port, "/readyz").unwrap(), (200, "ready".to_owned()));
+    let (status, metrics) = get(port, "/metrics").unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("# TYPE ferry_build_info gauge"),
+        "{metrics}"
+    );
+    let build_info = format!(
+        "ferry_build_info{{version=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(metrics.contains(&build_info), "{metrics}");
+
+    ferry.signal(libc::SIGTERM);
+    let outcome = ferry.wait(EXIT);
+    assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("ferry started"),
+        "{}",
+        outcome.stderr
+    );
+    assert!(
+        outcome.stderr.contains("signal=\"SIGTERM\""),
+        "{}",
+        outcome.stderr
+    );
+    assert!(
+        outcome.stderr.contains("ferry stopped"),
+        "{}",
+        outcome.stderr
+    );
+    // Logs go to standard error; standard output stays free for command results.
+    assert_eq!(outcome.stdout, "");
+}
+
+#[test]
+fn exits_0_on_sigint() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut ferry = start(&dir, port);
+    wait_until_healthy(&mut ferry, port);
+
+    ferry.signal(libc::SIGINT);
+    let outcome = ferry.wait(EXIT);
+    assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("signal=\"SIGINT\""),
+        "{}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn taken_metrics_port_fails_naming_key_and_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let outcome = start(&dir, port).wait(EXIT);
+    assert_ne!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    let expected =
+        format!("error: metrics.listen: 127.0.0.1:{port} is in use; set FERRY__METRICS__LISTEN\n");
+    assert!(outcome.stderr.ends_with(&expected), "{}", outcome.stderr);
+    drop(taken);
+}

@@ -1,0 +1,128 @@
+//! The dashboard, the alert rules and every other file under `deploy/` use only metric
+//! names Ferry really exports (those in `ferry::telemetry::names::ALL`), the Grafana
+//! dashboard is valid JSON, and `docs/operations.md` lists exactly the exported metrics.
+
+use ferry::telemetry::names;
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Suffixes Prometheus adds to a histogram's name.
+const HISTOGRAM_SUFFIXES: &[&str] = &["_bucket", "_sum", "_count"];
+
+fn deploy_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy")
+}
+
+/// Every file below `dir`.
+fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_below(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// Every `ferry_[a-z0-9_]+` token in `text` that is not the tail of a longer identifier.
+fn metric_tokens(text: &str) -> BTreeSet<&str> {
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = text.as_bytes();
+    text.match_indices("ferry_")
+        .filter(|&(start, _)| start == 0 || !is_ident(bytes[start - 1]))
+        .map(|(start, _)| {
+            let len = bytes[start..]
+                .iter()
+                .take_while(|&&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                .count();
+            &text[start..start + len]
+        })
+        .collect()
+}
+
+/// `token` without a histogram suffix, when that names a histogram.
+fn exported_name(token: &str) -> &str {
+    HISTOGRAM_SUFFIXES
+        .iter()
+        .filter_map(|suffix| token.strip_suffix(suffix))
+        .find(|base| {
+            names::ALL
+                .iter()
+                .any(|m| m.name == *base && m.kind == names::Kind::Histogram)
+        })
+        .unwrap_or(token)
+}
+
+#[test]
+fn deploy_files_use_only_exported_metric_names() {
+    let known: BTreeSet<&str> = names::ALL.iter().map(|m| m.name).collect();
+    let mut unknown = Vec::new();
+    let mut used = BTreeSet::new();
+    for file in files_below(&deploy_dir()) {
+        let text = fs::read_to_string(&file).unwrap();
+        for token in metric_tokens(&text) {
+            if let Some(&name) = known.get(exported_name(token)) {
+                used.insert(name);
+            } else {
+                unknown.push(format!("{}: {token}", file.display()));
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "not in names::ALL:\n{}",
+        unknown.join("\n")
+    );
+    assert!(!used.is_empty(), "no metric names found under deploy/");
+}
+
+#[test]
+fn dashboard_is_json_with_queries() {
+    let path = deploy_dir().join("grafana/ferry-dashboard.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    let panels = dashboard["panels"].as_array().unwrap();
+    let queries: Vec<&str> = panels
+        .iter()
+        .filter_map(|panel| panel["targets"].as_array())
+        .flatten()
+        .filter_map(|target| target["expr"].as_str())
+        .collect();
+    assert!(queries.len() >= 10, "{queries:?}");
+    assert!(
+        queries.iter().all(|q| !metric_tokens(q).is_empty()),
+        "{queries:?}"
+    );
+}
+
+#[test]
+fn histogram_suffixes_are_stripped_only_from_histograms() {
+    assert_eq!(
+        exported_name("ferry_store_commit_seconds_bucket"),
+        "ferry_store_commit_seconds"
+    );
+    assert_eq!(
+        exported_name("ferry_store_commits_total_count"),
+        "ferry_store_commits_total_count"
+    );
+    assert_eq!(
+        metric_tokens("rate(ferry_store_up[5m]) x_ferry_no"),
+        BTreeSet::from(["ferry_store_up"])
+    );
+}
+
+#[test]
+fn operations_doc_lists_exactly_the_exported_metrics() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md");
+    let text = fs::read_to_string(path).unwrap();
+    let documented: BTreeSet<&str> = metric_tokens(&text)
+        .into_iter()
+        .map(exported_name)
+        .collect();
+    let exported: BTreeSet<&str> = names::ALL.iter().map(|m| m.name).collect();
+    assert_eq!(documented, exported);
+}

@@ -1,0 +1,96 @@
+//! Running the real `ferry` binary from tests: bounded waits, captured output, and a child
+//! that is always killed (by its PID) when the test ends.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+use tempfile::NamedTempFile;
+
+/// A running `ferry` process.
+pub struct Ferry {
+    /// The process.
+    child: Child,
+    /// Where its standard output goes; read back after it exits.
+    stdout: NamedTempFile,
+    /// Where its standard error goes.
+    stderr: NamedTempFile,
+}
+
+/// How a `ferry` process ended.
+pub struct Outcome {
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// Everything it wrote to standard output.
+    pub stdout: String,
+    /// Everything it wrote to standard error.
+    pub stderr: String,
+}
+
+impl Ferry {
+    /// Starts `ferry ARGS` in `cwd` with `env` added to this process's environment, minus any
+    /// `FERRY__*` and `RUST_LOG` variables the test runner itself has.
+    pub fn spawn(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let stdout = NamedTempFile::new().unwrap();
+        let stderr = NamedTempFile::new().unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ferry"));
+        command
+            .args(args)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(stdout.reopen().unwrap())
+            .stderr(stderr.reopen().unwrap());
+        for (name, _) in std::env::vars_os() {
+            let inherited = name.to_string_lossy().to_ascii_uppercase();
+            if inherited.starts_with("FERRY__") || inherited == "RUST_LOG" {
+                command.env_remove(&name);
+            }
+        }
+        command.envs(env.iter().copied());
+        let child = command.spawn().unwrap();
+        Self {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Sends `signal` to the process by its PID.
+    pub fn signal(&self, signal: libc::c_int) {
+        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
+        // SAFETY: kill(2) has no memory-safety preconditions; the PID is our own child's,
+        // which stays reserved until we reap it.
+        unsafe { libc::kill(pid, signal) };
+    }
+
+    /// Waits up to `timeout` for the process to exit; kills it and panics with its output
+    /// when it does not.
+    pub fn wait(&mut self, timeout: Duration) -> Outcome {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Outcome {
+                    status,
+                    stdout: fs::read_to_string(self.stdout.path()).unwrap(),
+                    stderr: fs::read_to_string(self.stderr.path()).unwrap(),
+                };
+            }
+            if Instant::now() >= deadline {
+                self.signal(libc::SIGKILL);
+                let stderr = fs::read_to_string(self.stderr.path()).unwrap();
+                panic!("ferry did not exit within {timeout:?}; stderr:\n{stderr}");
+            }
+            sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Ferry {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.signal(libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
