@@ -24,17 +24,20 @@ pub struct StageBench {
     #[arg(long, default_value_t = 1024)]
     pub size: usize,
     /// Concurrent appending tasks.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 1024)]
     pub producers: u64,
     /// Messages per append transaction.
     #[arg(long, default_value_t = 1)]
     pub append_batch: u64,
     /// Concurrent popping tasks.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 1)]
     pub consumers: u64,
     /// Messages per pop transaction (`pop_k`'s k).
     #[arg(long, default_value_t = 256)]
     pub pop_batch: usize,
+    /// The embedded engine's page cache, MiB (`store.cache_mb`).
+    #[arg(long, default_value_t = crate::config::store::DEFAULT_CACHE_MB)]
+    pub cache_mb: u64,
     /// Data directory for the embedded store (created; removed afterwards unless it existed).
     #[arg(long, default_value = "bench-data")]
     pub path: PathBuf,
@@ -61,6 +64,7 @@ pub async fn run(bench: &StageBench) -> anyhow::Result<StageReport> {
     let existed = bench.path.exists();
     let config = StoreConfig {
         path: bench.path.clone(),
+        cache_mb: bench.cache_mb,
         ..StoreConfig::default()
     };
     let db = Database::open(&config).await?;

@@ -201,11 +201,6 @@ impl StageKeys {
             .pack_with_versionstamp(&("b", Versionstamp::incomplete(user_version), chunk))
     }
 
-    /// Every chunk of a message's body.
-    pub fn body(&self, id: &MessageId) -> (Vec<u8>, Vec<u8>) {
-        prefix_range(&self.space.pack(&("b", id.versionstamp())))
-    }
-
     /// A ready message.
     pub fn ready(&self, id: &MessageId) -> Vec<u8> {
         self.space

@@ -313,8 +313,7 @@ impl Stage {
         let taken = self.take_ready(tx, k, now).await?;
         let deliveries = self.with_bodies(tx, taken).await?;
         for d in &deliveries {
-            let (b, e) = self.keys.body(&d.id);
-            tx.clear_range(&b, &e);
+            clear_body(tx, &self.keys, &d.id, d.envelope.body_len);
         }
         self.count(tx, Counter::Pop, deliveries.len() as i64);
         Ok(deliveries)
@@ -372,10 +371,9 @@ impl Stage {
         ids: &[MessageId],
     ) -> Result<usize, StageError> {
         let leases = self.leases_of(tx, holder, ids).await?;
-        for (id, _) in &leases {
+        for (id, lease) in &leases {
             self.unlease(tx, holder, id);
-            let (b, e) = self.keys.body(id);
-            tx.clear_range(&b, &e);
+            clear_body(tx, &self.keys, id, lease.envelope.body_len);
         }
         self.count(tx, Counter::Pop, leases.len() as i64);
         Ok(leases.len())
@@ -493,8 +491,8 @@ impl Stage {
                     }
                     for kv in &head {
                         let id = self.message_of(&kv.key)?;
-                        let (b, e) = self.keys.body(&id);
-                        tx.clear_range(&b, &e);
+                        let envelope = Envelope::decode(&kv.value)?;
+                        clear_body(&tx, &self.keys, &id, envelope.body_len);
                     }
                     self.count(&tx, Counter::Pop, head.len() as i64);
                     Ok::<_, StageError>(head.len())
@@ -648,7 +646,6 @@ impl Stage {
         reason: DeadLetterReason,
         now: u64,
     ) -> Result<(), StageError> {
-        let (b, e) = self.keys.body(id);
         if let Some(target) = &self.dead_letter {
             let body = read_body(tx, &self.keys, id, envelope.body_len).await?;
             let user_version = tx.next_user_version();
@@ -669,7 +666,7 @@ impl Stage {
             tx.atomic_add(&target.keys.counter(Counter::Push), 1);
             self.count(tx, Counter::DeadLettered, 1);
         }
-        tx.clear_range(&b, &e);
+        clear_body(tx, &self.keys, id, envelope.body_len);
         self.count(tx, Counter::Pop, 1);
         Ok(())
     }
@@ -682,21 +679,33 @@ fn write_body(tx: &Transaction, keys: &StageKeys, user_version: u16, body: &[u8]
     }
 }
 
-/// Reads a message's body (snapshot read).
+/// How many chunks a body of `len` bytes is stored in.
+fn chunks(len: u32) -> u32 {
+    (len as usize).div_ceil(CHUNK) as u32
+}
+
+/// Removes a message's body (its chunk count follows from its length).
+fn clear_body(tx: &Transaction, keys: &StageKeys, id: &MessageId, len: u32) {
+    for chunk in 0..chunks(len) {
+        tx.clear(&keys.body_chunk(id, chunk));
+    }
+}
+
+/// Reads a message's body, one point read per chunk (snapshot reads: a body never changes
+/// while its message exists).
 async fn read_body(
     tx: &Transaction,
     keys: &StageKeys,
     id: &MessageId,
     len: u32,
 ) -> Result<Vec<u8>, StageError> {
-    if len == 0 {
-        return Ok(Vec::new());
-    }
-    let (b, e) = keys.body(id);
-    let chunks = tx.get_range(&RangeOption::new(b, e), true).await?;
+    let reads = (0..chunks(len)).map(|chunk| {
+        let key = keys.body_chunk(id, chunk);
+        async move { tx.get(&key, true).await }
+    });
     let mut body = Vec::with_capacity(len as usize);
-    for c in chunks {
-        body.extend_from_slice(&c.value);
+    for chunk in try_join_all(reads).await?.into_iter().flatten() {
+        body.extend_from_slice(&chunk);
     }
     if body.len() != len as usize {
         return Err(StageError::Corrupt(format!(

@@ -8,6 +8,7 @@
 use super::write_set::WriteSet;
 use crate::store::error::MAX_TRANSACTION_AGE;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a commit's writes are kept beyond the transaction age limit.
@@ -17,7 +18,7 @@ const RETENTION_MARGIN: Duration = Duration::from_secs(1);
 struct Entry {
     version: u64,
     committed_at: Instant,
-    writes: WriteSet,
+    writes: Arc<WriteSet>,
 }
 
 /// The writes of recent commits, oldest first.
@@ -67,7 +68,7 @@ impl History {
     }
 
     /// Records a committed batch and forgets batches older than the age limit allows.
-    pub(super) fn record(&mut self, version: u64, writes: WriteSet) {
+    pub(super) fn record(&mut self, version: u64, writes: Arc<WriteSet>) {
         let now = Instant::now();
         self.entries.push_back(Entry {
             version,
@@ -97,8 +98,8 @@ mod tests {
     #[test]
     fn only_commits_after_the_read_version_conflict() {
         let mut h = History::starting_at(0);
-        h.record(10, point(b"a"));
-        h.record(20, point(b"b"));
+        h.record(10, Arc::new(point(b"a")));
+        h.record(20, Arc::new(point(b"b")));
         let read_a = [(b"a".to_vec(), b"a\0".to_vec())];
         assert_eq!(h.check(5, &read_a), Verdict::Conflict);
         assert_eq!(h.check(10, &read_a), Verdict::Clean);

@@ -16,6 +16,7 @@
 //! Durability: redb commits with `Durability::Immediate`, so a commit reported successful
 //! survives `kill -9`, and a batch is applied entirely or not at all.
 
+mod apply;
 mod disk;
 mod faults;
 mod history;
@@ -89,8 +90,8 @@ struct Shared {
     faults: Faults,
     /// The sequencer's inbox; `None` once the store is closed.
     requests: RwLock<Option<Sender<Request>>>,
-    /// The sequencer thread, joined on close.
-    sequencer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The sequencer and finisher threads, joined on close.
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 impl Shared {
@@ -149,20 +150,32 @@ impl EmbeddedDb {
             watches: Mutex::new(Watches::default()),
             faults,
             requests: RwLock::new(Some(tx)),
-            sequencer: Mutex::new(None),
+            threads: Mutex::new(Vec::new()),
         });
+        let (finisher, completions) = std::sync::mpsc::channel();
         let sequencer = Sequencer {
             db: opened.db,
             shared: shared.clone(),
             history: history::History::starting_at(opened.last_version),
             last_version: opened.last_version,
             max_batch: options.max_batch,
+            finisher,
         };
-        let handle = std::thread::Builder::new()
-            .name("ferry-sequencer".into())
-            .spawn(move || sequencer.run(rx))
-            .map_err(|e| StoreError::Storage(format!("cannot start the sequencer thread: {e}")))?;
-        *shared.sequencer.lock() = Some(handle);
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(f)
+                .map_err(|e| StoreError::Storage(format!("cannot start the {name} thread: {e}")))
+        };
+        let finisher_shared = shared.clone();
+        let threads = vec![
+            spawn("ferry-sequencer", Box::new(move || sequencer.run(rx)))?,
+            spawn(
+                "ferry-finisher",
+                Box::new(move || sequencer::finish(&finisher_shared, completions)),
+            )?,
+        ];
+        *shared.threads.lock() = threads;
         Ok(Self { shared })
     }
 
@@ -193,9 +206,12 @@ impl EmbeddedDb {
             let _ = done.await;
         }
         drop(requests);
-        let handle = self.shared.sequencer.lock().take();
-        if let Some(handle) = handle {
-            let _ = tokio::task::spawn_blocking(move || handle.join()).await;
-        }
+        let threads = std::mem::take(&mut *self.shared.threads.lock());
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        })
+        .await;
     }
 }

@@ -11,17 +11,17 @@
 //! last one is stored with every batch, so they keep increasing across restarts.
 
 use super::Shared;
+use super::apply::BatchWriter;
 use super::disk::{DATA, LAST_VERSION, META};
 use super::history::{History, Verdict};
-use super::mutation::{Mutation, apply_add, fill_versionstamp};
+use super::mutation::{Mutation, fill_versionstamp};
 use super::snapshot::{Snapshot, storage};
 use super::write_set::WriteSet;
 use crate::store::keys::{VERSIONSTAMP_LEN, key_after};
 use crate::store::{CommitInfo, StoreError};
 use crate::telemetry::names;
-use redb::ReadableTable;
 use std::sync::Arc;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, Sender};
 use tokio::sync::oneshot;
 
 /// A watch created by a committing transaction, with the value that transaction saw.
@@ -56,9 +56,26 @@ pub(super) enum Request {
 }
 
 /// A request accepted into the batch being committed.
-struct Accepted {
+pub(super) struct Accepted {
     request: CommitRequest,
     stamp: [u8; VERSIONSTAMP_LEN],
+}
+
+/// A batch whose outcome is decided, handed to the finisher thread, which publishes it
+/// and answers its callers while the sequencer already commits the next batch.
+pub(super) enum Completion {
+    /// Applied durably at `version`; `snapshot` shows it.
+    Committed {
+        version: u64,
+        snapshot: Arc<Snapshot>,
+        writes: Arc<WriteSet>,
+        accepted: Vec<Accepted>,
+    },
+    /// Not applied.
+    Failed {
+        error: StoreError,
+        accepted: Vec<Accepted>,
+    },
 }
 
 /// The sequencer's state; lives on its own thread.
@@ -68,6 +85,8 @@ pub(super) struct Sequencer {
     pub(super) history: History,
     pub(super) last_version: u64,
     pub(super) max_batch: usize,
+    /// Where decided batches go.
+    pub(super) finisher: Sender<Completion>,
 }
 
 impl Sequencer {
@@ -153,52 +172,83 @@ impl Sequencer {
         metrics::histogram!(names::STORE_COMMIT_BATCH_SIZE, names::LABEL_ENGINE => "embedded")
             .record(accepted.len() as f64);
 
+        // The snapshot is captured here, before the next batch can commit, so it shows
+        // exactly this version.
         let applied = self
             .apply(version, &accepted)
             .and_then(|()| Snapshot::capture(&self.db, version));
-        let snapshot = match applied {
-            Ok(s) => Arc::new(s),
-            Err(e) => {
-                tracing::error!(error = %e, "group commit failed; no transaction of the batch was applied");
-                for a in accepted {
-                    let _ = a.request.reply.send(Err(e.clone()));
+        let completion = match applied {
+            Ok(snapshot) => {
+                self.last_version = version;
+                let writes = Arc::new(batch_writes);
+                self.history.record(version, writes.clone());
+                Completion::Committed {
+                    version,
+                    snapshot: Arc::new(snapshot),
+                    writes,
+                    accepted,
                 }
-                return;
+            }
+            Err(error) => {
+                tracing::error!(%error, "group commit failed; no transaction of the batch was applied");
+                Completion::Failed { error, accepted }
             }
         };
-        self.last_version = version;
-        self.history.record(version, batch_writes.clone());
-        self.shared.publish(snapshot.clone(), &batch_writes);
-
-        for a in accepted {
-            let outcome = if self.shared.faults.unknown_result() {
-                // Applied, but reported as unknown; the caller's watches fail with it.
-                Err(StoreError::CommitUnknownResult)
-            } else {
-                self.shared.register_watches(a.request.watches);
-                Ok(CommitInfo {
-                    version,
-                    versionstamp: Some(a.stamp),
-                })
-            };
-            let _ = a.request.reply.send(outcome);
-        }
+        // The finisher only stops after the sequencer; a send cannot fail before that.
+        let _ = self.finisher.send(completion);
     }
 
     /// Applies the accepted transactions, in order, in one durable redb transaction.
     fn apply(&self, version: u64, accepted: &[Accepted]) -> Result<(), StoreError> {
         let tx = self.db.begin_write().map_err(storage)?;
         {
-            let mut table = tx.open_table(DATA).map_err(storage)?;
+            let mut writer = BatchWriter::new(tx.open_table(DATA).map_err(storage)?);
             for a in accepted {
                 for m in &a.request.mutations {
-                    apply_mutation(&mut table, m, &a.stamp)?;
+                    writer.apply(m, &a.stamp)?;
                 }
             }
+            writer.finish()?;
             let mut meta = tx.open_table(META).map_err(storage)?;
             meta.insert(LAST_VERSION, version).map_err(storage)?;
         }
         tx.commit().map_err(storage)
+    }
+}
+
+/// The finisher thread: publishes each committed batch's snapshot (firing the watches it
+/// touched), activates its transactions' watches and answers every caller, in batch
+/// order, then frees the batch — all off the sequencer's critical path.
+pub(super) fn finish(shared: &Shared, completions: Receiver<Completion>) {
+    for completion in completions {
+        match completion {
+            Completion::Committed {
+                version,
+                snapshot,
+                writes,
+                accepted,
+            } => {
+                shared.publish(snapshot, &writes);
+                for a in accepted {
+                    let outcome = if shared.faults.unknown_result() {
+                        // Applied, but reported as unknown; the caller's watches fail with it.
+                        Err(StoreError::CommitUnknownResult)
+                    } else {
+                        shared.register_watches(a.request.watches);
+                        Ok(CommitInfo {
+                            version,
+                            versionstamp: Some(a.stamp),
+                        })
+                    };
+                    let _ = a.request.reply.send(outcome);
+                }
+            }
+            Completion::Failed { error, accepted } => {
+                for a in accepted {
+                    let _ = a.request.reply.send(Err(error.clone()));
+                }
+            }
+        }
     }
 }
 
@@ -223,49 +273,4 @@ fn write_set_of(request: &CommitRequest, stamp: &[u8; VERSIONSTAMP_LEN], writes:
             writes.add_range(b.clone(), e.clone());
         }
     }
-}
-
-fn apply_mutation(
-    table: &mut redb::Table<'_, &'static [u8], &'static [u8]>,
-    m: &Mutation,
-    stamp: &[u8; VERSIONSTAMP_LEN],
-) -> Result<(), StoreError> {
-    match m {
-        Mutation::Set { key, value } => {
-            table
-                .insert(key.as_slice(), value.as_slice())
-                .map_err(storage)?;
-        }
-        Mutation::Clear { key } => {
-            table.remove(key.as_slice()).map_err(storage)?;
-        }
-        Mutation::ClearRange { begin, end } => {
-            table
-                .retain_in::<&[u8], _>(begin.as_slice()..end.as_slice(), |_, _| false)
-                .map_err(storage)?;
-        }
-        Mutation::Add { key, param } => {
-            let current = table
-                .get(key.as_slice())
-                .map_err(storage)?
-                .map(|v| v.value().to_vec());
-            let sum = apply_add(current.as_deref(), param);
-            table
-                .insert(key.as_slice(), sum.as_slice())
-                .map_err(storage)?;
-        }
-        Mutation::SetVersionstampedKey { key, offset, value } => {
-            let key = fill_versionstamp(key, *offset, stamp);
-            table
-                .insert(key.as_slice(), value.as_slice())
-                .map_err(storage)?;
-        }
-        Mutation::SetVersionstampedValue { key, value, offset } => {
-            let value = fill_versionstamp(value, *offset, stamp);
-            table
-                .insert(key.as_slice(), value.as_slice())
-                .map_err(storage)?;
-        }
-    }
-    Ok(())
 }
