@@ -206,12 +206,12 @@ fn run_refuses_an_invalid_config_before_starting() {
     let outcome = Ferry::spawn(
         cwd.path(),
         &["run", "--config", config.to_str().unwrap()],
-        &[("FERRY__STAGE__POP_BATCH", "0")],
+        &[("FERRY__STAGE__LEASE_TTL_MS", "0")],
     )
     .wait(TIMEOUT);
     assert_eq!(outcome.status.code(), Some(2));
     assert_eq!(
         outcome.stderr,
-        "error: stage.pop_batch: 0 must be at least 1\n"
+        "error: stage.lease_ttl_ms: 0 must be at least 1\n"
     );
 }

@@ -153,3 +153,30 @@ fn taken_metrics_port_fails_naming_key_and_variable() {
     assert!(outcome.stderr.ends_with(&expected), "{}", outcome.stderr);
     drop(taken);
 }
+
+#[test]
+fn second_daemon_on_the_same_store_fails_naming_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut first = start(&dir, port);
+    wait_until_healthy(&mut first, port);
+
+    let outcome = start(&dir, free_port()).wait(EXIT);
+    assert_ne!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    assert!(
+        outcome
+            .stderr
+            .contains("is already open in another process"),
+        "{}",
+        outcome.stderr
+    );
+    assert!(
+        outcome.stderr.contains("data"),
+        "names the store path: {}",
+        outcome.stderr
+    );
+    // The first daemon is unaffected.
+    assert_eq!(get(port, "/readyz").unwrap(), (200, "ready".to_owned()));
+    first.signal(libc::SIGTERM);
+    assert_eq!(first.wait(EXIT).status.code(), Some(0));
+}

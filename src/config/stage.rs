@@ -1,4 +1,4 @@
-//! `[stage]`: how consumers take messages from stages.
+//! `[stage]`: how long leases outlive a silent holder.
 
 use serde::Deserialize;
 
@@ -6,15 +6,11 @@ use serde::Deserialize;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StageConfig {
-    /// Most messages one pop or lease transaction takes from a stage (`pop_k`'s k).
-    pub pop_batch: u32,
     /// Milliseconds a lease holder stays alive without renewing; after that its leased
     /// messages return to their stages.
     pub lease_ttl_ms: u64,
 }
 
-/// Default for `stage.pop_batch`.
-pub const DEFAULT_POP_BATCH: u32 = 256;
 /// Default for `stage.lease_ttl_ms`.
 pub const DEFAULT_LEASE_TTL_MS: u64 = 30_000;
 
@@ -28,7 +24,6 @@ impl StageConfig {
 impl Default for StageConfig {
     fn default() -> Self {
         Self {
-            pop_batch: DEFAULT_POP_BATCH,
             lease_ttl_ms: DEFAULT_LEASE_TTL_MS,
         }
     }

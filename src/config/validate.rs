@@ -59,7 +59,6 @@ fn validate_store(store: &StoreConfig) -> Result<(), ConfigError> {
 
 /// Rules of `[stage]`.
 fn validate_stage(stage: &StageConfig) -> Result<(), ConfigError> {
-    at_least("stage.pop_batch", stage.pop_batch, 1)?;
     at_least("stage.lease_ttl_ms", stage.lease_ttl_ms, 1)
 }
 
@@ -254,14 +253,6 @@ mod tests {
         assert_eq!(
             error_after(|c| c.store.inject_unknown_result_rate = f64::NAN),
             "store.inject_unknown_result_rate: NaN must be between 0 and 1"
-        );
-    }
-
-    #[test]
-    fn pop_batch_zero_is_rejected() {
-        assert_eq!(
-            error_after(|c| c.stage.pop_batch = 0),
-            "stage.pop_batch: 0 must be at least 1"
         );
     }
 

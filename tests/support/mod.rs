@@ -33,6 +33,12 @@ impl TestStore {
                 };
                 (config, Some(dir))
             }
+            Engine::Fdb if !cfg!(feature = "fdb") => {
+                eprintln!(
+                    "skipped: ferry is built without the `fdb` feature (cargo test --features fdb)"
+                );
+                return None;
+            }
             Engine::Fdb => {
                 let Ok(cluster_file) = std::env::var("FDB_CLUSTER_FILE") else {
                     eprintln!(
@@ -92,7 +98,6 @@ macro_rules! for_each_engine {
                 }
             )*
         }
-        #[cfg(feature = "fdb")]
         mod fdb {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
