@@ -39,6 +39,30 @@ async fn stage(store: &TestStore, name: &str, options: StageOptions) -> (Stages,
     (stages, s)
 }
 
+/// A dead-letter stage "dlq" and a stage `name` dead-lettering into it with `options`.
+async fn with_dead_letter(
+    store: &TestStore,
+    name: &str,
+    options: StageOptions,
+) -> (Stages, Stage, Stage) {
+    let (stages, dlq) = stage(store, "dlq", StageOptions::default()).await;
+    let options = StageOptions {
+        dead_letter: Some("dlq".into()),
+        ..options
+    };
+    let q = stages.create(name, &options).await.unwrap();
+    (stages, dlq, q)
+}
+
+/// A holder alive for a minute.
+async fn holder(stages: &Stages) -> u64 {
+    stages
+        .holders()
+        .register(Duration::from_secs(60))
+        .await
+        .unwrap()
+}
+
 fn bodies(ds: &[ferry::stage::Delivery]) -> Vec<String> {
     ds.iter()
         .map(|d| String::from_utf8(d.body.clone()).unwrap())
@@ -116,11 +140,7 @@ async fn counters_track_push_pop_and_in_flight(store: TestStore) {
     let msgs: Vec<NewMessage> = (0..10).map(|i| NewMessage::new(vec![i])).collect();
     q.append(&msgs).await.unwrap();
     q.pop(3).await.unwrap();
-    let holder = stages
-        .holders()
-        .register(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let holder = holder(&stages).await;
     let leased = q.lease(holder, 2).await.unwrap();
     let d = q.depth().await.unwrap();
     assert_eq!((d.pushed, d.popped, d.in_flight, d.ready), (10, 3, 2, 5));
@@ -158,11 +178,7 @@ async fn idle_consumer_sleeps_until_a_message_arrives(store: TestStore) {
 async fn ack_removes_for_good_and_a_repeated_ack_is_harmless(store: TestStore) {
     let (stages, q) = stage(&store, "ack", StageOptions::default()).await;
     append_all(&q, &[("a", 0), ("b", 0), ("c", 0)]).await;
-    let holder = stages
-        .holders()
-        .register(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let holder = holder(&stages).await;
     let leased = q.lease(holder, 3).await.unwrap();
     let ids: Vec<_> = leased.iter().map(|d| d.id).collect();
     assert_eq!(q.ack(holder, &ids[..2]).await.unwrap(), 2);
@@ -183,11 +199,7 @@ async fn ack_removes_for_good_and_a_repeated_ack_is_harmless(store: TestStore) {
 async fn nack_returns_message_to_original_position(store: TestStore) {
     let (stages, q) = stage(&store, "nack", StageOptions::default()).await;
     append_all(&q, &[("a", 0), ("b", 0), ("c", 0)]).await;
-    let holder = stages
-        .holders()
-        .register(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let holder = holder(&stages).await;
     let first = q.lease(holder, 1).await.unwrap();
     assert_eq!(bodies(&first), ["a"]);
     assert!(!first[0].redelivered());
@@ -230,19 +242,13 @@ async fn expired_holder_returns_its_leases(store: TestStore) {
 }
 
 async fn delivery_limit_moves_message_to_dead_letter_stage(store: TestStore) {
-    let (stages, dlq) = stage(&store, "dlq", StageOptions::default()).await;
     let options = StageOptions {
         max_deliveries: 2,
-        dead_letter: Some("dlq".into()),
         ..StageOptions::default()
     };
-    let q = stages.create("limited", &options).await.unwrap();
+    let (stages, dlq, q) = with_dead_letter(&store, "limited", options).await;
     append_all(&q, &[("poison", 0), ("fine", 0)]).await;
-    let holder = stages
-        .holders()
-        .register(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let holder = holder(&stages).await;
     for round in 1..=2 {
         let got = q.lease(holder, 1).await.unwrap();
         assert_eq!(bodies(&got), ["poison"], "delivery {round}");
@@ -260,26 +266,12 @@ async fn delivery_limit_moves_message_to_dead_letter_stage(store: TestStore) {
 }
 
 async fn reject_dead_letters_or_drops(store: TestStore) {
-    let (stages, dlq) = stage(&store, "dlq", StageOptions::default()).await;
-    let q = stages
-        .create(
-            "rejecting",
-            &StageOptions {
-                dead_letter: Some("dlq".into()),
-                ..StageOptions::default()
-            },
-        )
-        .await
-        .unwrap();
+    let (stages, dlq, q) = with_dead_letter(&store, "rejecting", StageOptions::default()).await;
     let plain = stages
         .create("plain", &StageOptions::default())
         .await
         .unwrap();
-    let holder = stages
-        .holders()
-        .register(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let holder = holder(&stages).await;
     for s in [&q, &plain] {
         append_all(s, &[("bad", 0)]).await;
         let got = s.lease(holder, 1).await.unwrap();
@@ -302,28 +294,14 @@ async fn reject_dead_letters_or_drops(store: TestStore) {
 }
 
 async fn expired_message_is_dead_lettered_not_delivered(store: TestStore) {
-    let (stages, dlq) = stage(&store, "dlq", StageOptions::default()).await;
-    let q = stages
-        .create(
-            "ttl",
-            &StageOptions {
-                dead_letter: Some("dlq".into()),
-                ..StageOptions::default()
-            },
-        )
-        .await
-        .unwrap();
+    let (stages, dlq, q) = with_dead_letter(&store, "ttl", StageOptions::default()).await;
     q.append(&[
         NewMessage::new("stale").expires_ms(now_ms() - 1),
         NewMessage::new("fresh").expires_ms(now_ms() + 60_000),
     ])
     .await
     .unwrap();
-    let holder = stages
-        .holders()
-        .register(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let holder = holder(&stages).await;
     assert_eq!(bodies(&q.lease(holder, 10).await.unwrap()), ["fresh"]);
     let dead = dlq.pop(10).await.unwrap();
     assert_eq!(bodies(&dead), ["stale"]);
@@ -449,11 +427,7 @@ async fn registry_creates_opens_and_refuses_inequivalent_redeclare(store: TestSt
 async fn purge_removes_ready_messages_only(store: TestStore) {
     let (stages, q) = stage(&store, "purge", StageOptions::default()).await;
     append_all(&q, &[("a", 0), ("b", 0), ("c", 0)]).await;
-    let holder = stages
-        .holders()
-        .register(Duration::from_secs(60))
-        .await
-        .unwrap();
+    let holder = holder(&stages).await;
     let leased = q.lease(holder, 1).await.unwrap();
     assert_eq!(q.purge().await.unwrap(), 2);
     let d = q.depth().await.unwrap();

@@ -13,7 +13,7 @@ use foundationdb::{FdbError, KeySelector};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The client network thread; FoundationDB allows one per process, started on first open.
 static NETWORK: OnceLock<Mutex<Option<foundationdb::api::NetworkAutoStop>>> = OnceLock::new();
@@ -78,8 +78,6 @@ impl FdbDb {
             inner: Arc::new(Inner {
                 tx: Mutex::new(Some(tx)),
                 wrote: AtomicBool::new(false),
-                maybe_committed: AtomicBool::new(false),
-                user_versions: AtomicU32::new(0),
             }),
         })
     }
@@ -93,10 +91,6 @@ struct Inner {
     tx: Mutex<Option<foundationdb::Transaction>>,
     /// Whether a mutation was made, so a read-only commit reports no versionstamp.
     wrote: AtomicBool,
-    /// Set by the retry loop after a `commit_unknown_result`.
-    maybe_committed: AtomicBool,
-    /// User versions handed out by `next_user_version`.
-    user_versions: AtomicU32,
 }
 
 /// A FoundationDB transaction; clones share it.
@@ -209,21 +203,6 @@ impl FdbTransaction {
             Ok(f) => Watch::new(async move { f.await.map_err(map_error) }),
             Err(e) => Watch::new(async move { Err(e) }),
         }
-    }
-
-    /// See [`crate::store::Transaction::next_user_version`].
-    pub fn next_user_version(&self) -> u16 {
-        let n = self.inner.user_versions.fetch_add(1, Ordering::Relaxed);
-        u16::try_from(n).expect("at most 65,536 versionstamped keys per transaction")
-    }
-
-    /// See [`crate::store::Transaction::maybe_committed`].
-    pub fn maybe_committed(&self) -> bool {
-        self.inner.maybe_committed.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn set_maybe_committed(&self, value: bool) {
-        self.inner.maybe_committed.store(value, Ordering::Relaxed);
     }
 
     /// See [`crate::store::Transaction::commit`].

@@ -27,6 +27,8 @@ use crate::config::{StoreConfig, store::Engine};
 use crate::telemetry::names;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -160,7 +162,14 @@ pub enum Database {
 
 /// One transaction; cheap to clone (clones share the transaction).
 #[derive(Clone)]
-pub enum Transaction {
+pub struct Transaction {
+    engine: EngineTransaction,
+    attempt: Arc<Attempt>,
+}
+
+/// The engine's transaction.
+#[derive(Clone)]
+enum EngineTransaction {
     /// A transaction on the embedded engine.
     Embedded(embedded::Transaction),
     /// A transaction on FoundationDB.
@@ -168,13 +177,29 @@ pub enum Transaction {
     Fdb(fdb::FdbTransaction),
 }
 
-/// Calls the same method on whichever engine's value `$self` holds.
+/// What one attempt of the retry loop knows, whatever the engine.
+struct Attempt {
+    /// Whether an earlier attempt ended in `commit_unknown_result`.
+    maybe_committed: bool,
+    /// User versions handed out by `next_user_version`.
+    user_versions: AtomicU32,
+}
+
+/// Calls the same method on whichever engine's value `$self` holds (a [`Database`] or an
+/// `EngineTransaction`).
 macro_rules! dispatch {
     ($self:expr, $v:ident => $e:expr) => {
         match $self {
             Self::Embedded($v) => $e,
             #[cfg(feature = "fdb")]
             Self::Fdb($v) => $e,
+        }
+    };
+    (engine $self:expr, $v:ident => $e:expr) => {
+        match &$self.engine {
+            EngineTransaction::Embedded($v) => $e,
+            #[cfg(feature = "fdb")]
+            EngineTransaction::Fdb($v) => $e,
         }
     };
 }
@@ -230,10 +255,21 @@ impl Database {
     /// # Errors
     /// [`StoreError::Closed`] after [`Database::close`].
     pub fn begin(&self) -> Result<Transaction, StoreError> {
-        Ok(match self {
-            Self::Embedded(db) => Transaction::Embedded(db.begin()?),
+        self.begin_attempt(false)
+    }
+
+    fn begin_attempt(&self, maybe_committed: bool) -> Result<Transaction, StoreError> {
+        let engine = match self {
+            Self::Embedded(db) => EngineTransaction::Embedded(db.begin()?),
             #[cfg(feature = "fdb")]
-            Self::Fdb(db) => Transaction::Fdb(db.begin()?),
+            Self::Fdb(db) => EngineTransaction::Fdb(db.begin()?),
+        };
+        Ok(Transaction {
+            engine,
+            attempt: Arc::new(Attempt {
+                maybe_committed,
+                user_versions: AtomicU32::new(0),
+            }),
         })
     }
 
@@ -274,8 +310,7 @@ impl Database {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let tx = self.begin()?;
-            tx.set_maybe_committed(maybe_committed);
+            let tx = self.begin_attempt(maybe_committed)?;
             let error = match f(tx.clone()).await {
                 Ok(value) => match tx.commit().await {
                     Ok(info) => return Ok((value, info)),
@@ -322,7 +357,7 @@ impl Transaction {
     /// # Errors
     /// [`StoreError::TransactionTooOld`] after five seconds; engine errors.
     pub async fn get(&self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, StoreError> {
-        dispatch!(self, t => t.get(key, snapshot).await)
+        dispatch!(engine self, t => t.get(key, snapshot).await)
     }
 
     /// Reads the pairs of `range` in key order (reverse order when `range.reverse`); a
@@ -336,59 +371,59 @@ impl Transaction {
         range: &RangeOption,
         snapshot: bool,
     ) -> Result<Vec<KeyValue>, StoreError> {
-        dispatch!(self, t => t.get_range(range, snapshot).await)
+        dispatch!(engine self, t => t.get_range(range, snapshot).await)
     }
 
     /// Sets `key` to `value`.
     pub fn set(&self, key: &[u8], value: &[u8]) {
-        dispatch!(self, t => t.set(key, value))
+        dispatch!(engine self, t => t.set(key, value))
     }
 
     /// Removes `key`.
     pub fn clear(&self, key: &[u8]) {
-        dispatch!(self, t => t.clear(key))
+        dispatch!(engine self, t => t.clear(key))
     }
 
     /// Removes every key in `[begin, end)`.
     pub fn clear_range(&self, begin: &[u8], end: &[u8]) {
-        dispatch!(self, t => t.clear_range(begin, end))
+        dispatch!(engine self, t => t.clear_range(begin, end))
     }
 
     /// Adds `delta` to the little-endian 64-bit integer at `key` without reading it (a
     /// missing key counts as 0): concurrent adds never conflict.
     pub fn atomic_add(&self, key: &[u8], delta: i64) {
-        dispatch!(self, t => t.atomic_add(key, &delta.to_le_bytes()))
+        dispatch!(engine self, t => t.atomic_add(key, &delta.to_le_bytes()))
     }
 
     /// Sets a key whose 10 bytes at an offset are replaced by the commit's versionstamp.
     /// `key` is FoundationDB's form: the template followed by the placeholder's 4-byte
     /// little-endian offset (what `foundationdb_tuple::pack_with_versionstamp` produces).
     pub fn set_versionstamped_key(&self, key: &[u8], value: &[u8]) {
-        dispatch!(self, t => t.set_versionstamped_key(key, value))
+        dispatch!(engine self, t => t.set_versionstamped_key(key, value))
     }
 
     /// Sets `key` to a value whose 10 bytes at an offset are replaced by the commit's
     /// versionstamp; `value` is the template followed by the 4-byte little-endian offset.
     pub fn set_versionstamped_value(&self, key: &[u8], value: &[u8]) {
-        dispatch!(self, t => t.set_versionstamped_value(key, value))
+        dispatch!(engine self, t => t.set_versionstamped_value(key, value))
     }
 
     /// Makes the commit conflict with any concurrent write to `[begin, end)`, as if the
     /// range had been read.
     pub fn add_read_conflict_range(&self, begin: &[u8], end: &[u8]) {
-        dispatch!(self, t => t.add_read_conflict_range(begin, end))
+        dispatch!(engine self, t => t.add_read_conflict_range(begin, end))
     }
 
     /// Makes concurrent readers of `[begin, end)` conflict with this commit, as if the
     /// range had been written.
     pub fn add_write_conflict_range(&self, begin: &[u8], end: &[u8]) {
-        dispatch!(self, t => t.add_write_conflict_range(begin, end))
+        dispatch!(engine self, t => t.add_write_conflict_range(begin, end))
     }
 
     /// Watches `key`: the returned [`Watch`] resolves after this transaction commits, once
     /// the key's value differs from the value this transaction saw.
     pub fn watch(&self, key: &[u8]) -> Watch {
-        dispatch!(self, t => t.watch(key))
+        dispatch!(engine self, t => t.watch(key))
     }
 
     /// A user version for the next versionstamped key of this transaction (0, 1, 2, …):
@@ -399,18 +434,15 @@ impl Transaction {
     /// # Panics
     /// Panics after 65,536 calls in one transaction.
     pub fn next_user_version(&self) -> u16 {
-        dispatch!(self, t => t.next_user_version())
+        let n = self.attempt.user_versions.fetch_add(1, Ordering::Relaxed);
+        u16::try_from(n).expect("at most 65,536 versionstamped keys per transaction")
     }
 
     /// Whether an earlier attempt of this transaction ended in `commit_unknown_result`:
     /// its effects may already be in the store, so the closure must check before
     /// repeating a non-idempotent change.
     pub fn maybe_committed(&self) -> bool {
-        dispatch!(self, t => t.maybe_committed())
-    }
-
-    fn set_maybe_committed(&self, value: bool) {
-        dispatch!(self, t => t.set_maybe_committed(value))
+        self.attempt.maybe_committed
     }
 
     /// Commits the transaction. The retry loop calls this; call it directly only for a
@@ -421,10 +453,10 @@ impl Transaction {
     /// when the outcome is unknown, a limit error, or a storage error.
     pub async fn commit(&self) -> Result<CommitInfo, StoreError> {
         let started = Instant::now();
-        let (engine, result) = match self {
-            Self::Embedded(t) => ("embedded", t.commit().await),
+        let (engine, result) = match &self.engine {
+            EngineTransaction::Embedded(t) => ("embedded", t.commit().await),
             #[cfg(feature = "fdb")]
-            Self::Fdb(t) => ("fdb", t.commit().await),
+            EngineTransaction::Fdb(t) => ("fdb", t.commit().await),
         };
         metrics::histogram!(names::STORE_COMMIT_SECONDS, names::LABEL_ENGINE => engine)
             .record(started.elapsed().as_secs_f64());

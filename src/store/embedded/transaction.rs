@@ -15,7 +15,6 @@ use crate::store::{CommitInfo, KeyValue, RangeOption, StoreError, Watch};
 use parking_lot::Mutex;
 use std::cmp::Ordering as KeyOrder;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Instant;
 use tokio::sync::oneshot;
 
@@ -31,10 +30,6 @@ struct Inner {
     snapshot: Arc<Snapshot>,
     /// When the read version was taken, for the five-second limit.
     started: Instant,
-    /// Set by the retry loop after a `commit_unknown_result`.
-    maybe_committed: AtomicBool,
-    /// User versions handed out by `next_user_version`.
-    user_versions: AtomicU32,
     state: Mutex<State>,
 }
 
@@ -98,8 +93,6 @@ impl Transaction {
                 shared,
                 snapshot,
                 started: Instant::now(),
-                maybe_committed: AtomicBool::new(false),
-                user_versions: AtomicU32::new(0),
                 state: Mutex::new(State::default()),
             }),
         }
@@ -313,21 +306,6 @@ impl Transaction {
             wake,
         });
         Watch::new(async move { woken.await.map_err(|_| StoreError::Cancelled) })
-    }
-
-    /// See [`crate::store::Transaction::next_user_version`].
-    pub fn next_user_version(&self) -> u16 {
-        let n = self.inner.user_versions.fetch_add(1, Ordering::Relaxed);
-        u16::try_from(n).expect("at most 65,536 versionstamped keys per transaction")
-    }
-
-    /// See [`crate::store::Transaction::maybe_committed`].
-    pub fn maybe_committed(&self) -> bool {
-        self.inner.maybe_committed.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn set_maybe_committed(&self, value: bool) {
-        self.inner.maybe_committed.store(value, Ordering::Relaxed);
     }
 
     /// See [`crate::store::Transaction::commit`].
