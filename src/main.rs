@@ -40,6 +40,12 @@ enum Command {
     /// Check a configuration (file, FERRY__SECTION__KEY overrides, store path, addresses)
     /// without starting.
     Validate(ConfigArgs),
+    /// Print the hash of a password for a `[[users]]` entry (reads the password from
+    /// standard input when it is not given).
+    HashPassword {
+        /// The password.
+        password: Option<String>,
+    },
     /// Run a load benchmark and print its figures.
     #[command(subcommand)]
     Bench(Bench),
@@ -76,11 +82,27 @@ fn main() -> ExitCode {
             },
             Err(e) => fail(e, EXIT_CONFIG),
         },
+        Command::HashPassword { password } => match password.map_or_else(read_password, Ok) {
+            Ok(password) => {
+                println!("{}", ferry::auth::PasswordHash::new(&password));
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e, EXIT_FAILURE),
+        },
         Command::Bench(bench) => match run_bench(bench) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e, EXIT_FAILURE),
         },
     }
+}
+
+/// Reads one line (without its line ending) from standard input.
+fn read_password() -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .context("cannot read the password from standard input")?;
+    Ok(line.trim_end_matches(['\r', '\n']).to_owned())
 }
 
 /// Runs one benchmark on a multi-threaded runtime.

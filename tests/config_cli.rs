@@ -215,3 +215,39 @@ fn run_refuses_an_invalid_config_before_starting() {
         "error: stage.lease_ttl_ms: 0 must be at least 1\n"
     );
 }
+
+#[test]
+fn hash_password_prints_a_hash_that_validates() {
+    let cwd = tempfile::tempdir().unwrap();
+    let outcome = Ferry::spawn(cwd.path(), &["hash-password", "s3cret"], &[]).wait(TIMEOUT);
+    assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    let hash = outcome.stdout.trim();
+    assert!(
+        ferry::auth::PasswordHash::parse(hash)
+            .unwrap()
+            .verify("s3cret")
+    );
+    let config = config_file(
+        cwd.path(),
+        &format!("[[users]]\nname = \"app\"\npassword_hash = \"{hash}\"\n"),
+    );
+    assert_eq!(validate(cwd.path(), &config, &[]).status.code(), Some(0));
+}
+
+#[test]
+fn malformed_password_hash_is_named() {
+    let cwd = tempfile::tempdir().unwrap();
+    let config = config_file(
+        cwd.path(),
+        "[[users]]\nname = \"app\"\npassword_hash = \"plain\"\n",
+    );
+    let outcome = validate(cwd.path(), &config, &[]);
+    assert_eq!(outcome.status.code(), Some(2));
+    assert!(
+        outcome
+            .stderr
+            .starts_with("error: users[0].password_hash: "),
+        "{}",
+        outcome.stderr
+    );
+}

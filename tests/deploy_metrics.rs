@@ -1,8 +1,8 @@
 //! The dashboard, the alert rules and every other file under `deploy/` use only metric
-//! names Ferry really exports (those in `ferry::telemetry::names::ALL`), the Grafana
+//! names Ferry really exports (those in `ferry::telemetry::all()`), the Grafana
 //! dashboard is valid JSON, and `docs/operations.md` lists exactly the exported metrics.
 
-use ferry::telemetry::names;
+use ferry::telemetry::{self, names::Kind};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -50,16 +50,14 @@ fn exported_name(token: &str) -> &str {
         .iter()
         .filter_map(|suffix| token.strip_suffix(suffix))
         .find(|base| {
-            names::ALL
-                .iter()
-                .any(|m| m.name == *base && m.kind == names::Kind::Histogram)
+            telemetry::all().any(|m| m.name == *base && matches!(m.kind, Kind::Histogram(_)))
         })
         .unwrap_or(token)
 }
 
 #[test]
 fn deploy_files_use_only_exported_metric_names() {
-    let known: BTreeSet<&str> = names::ALL.iter().map(|m| m.name).collect();
+    let known: BTreeSet<&str> = telemetry::all().map(|m| m.name).collect();
     let mut unknown = Vec::new();
     let mut used = BTreeSet::new();
     for file in files_below(&deploy_dir()) {
@@ -74,7 +72,7 @@ fn deploy_files_use_only_exported_metric_names() {
     }
     assert!(
         unknown.is_empty(),
-        "not in names::ALL:\n{}",
+        "not exported by ferry (telemetry::all):\n{}",
         unknown.join("\n")
     );
     assert!(!used.is_empty(), "no metric names found under deploy/");
@@ -123,6 +121,6 @@ fn operations_doc_lists_exactly_the_exported_metrics() {
         .into_iter()
         .map(exported_name)
         .collect();
-    let exported: BTreeSet<&str> = names::ALL.iter().map(|m| m.name).collect();
+    let exported: BTreeSet<&str> = telemetry::all().map(|m| m.name).collect();
     assert_eq!(documented, exported);
 }

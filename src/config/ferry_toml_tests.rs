@@ -2,7 +2,10 @@
 //! and it lists every key of every section, each under a `#` comment, so the file cannot
 //! fall behind the structs.
 
-use super::{Config, DaemonConfig, LogConfig, MetricsConfig, StageConfig, StoreConfig};
+use super::{
+    AmqpConfig, Config, DaemonConfig, KafkaConfig, LogConfig, MetricsConfig, StageConfig,
+    StoreConfig, UserConfig,
+};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use std::collections::BTreeSet;
@@ -21,6 +24,9 @@ fn shipped_file_loads_to_the_defaults() {
     assert_eq!(loaded.metrics, defaults.metrics);
     assert_eq!(loaded.log, defaults.log);
     assert_eq!(loaded.daemon, defaults.daemon);
+    assert_eq!(loaded.amqp, defaults.amqp);
+    assert_eq!(loaded.kafka, defaults.kafka);
+    assert_eq!(loaded.users, defaults.users);
     assert_eq!(loaded, defaults);
 }
 
@@ -35,6 +41,9 @@ fn shipped_file_lists_every_key_under_a_comment() {
     let sections = [
         ("store", fields_of::<StoreConfig>()),
         ("stage", fields_of::<StageConfig>()),
+        ("amqp", fields_of::<AmqpConfig>()),
+        ("kafka", fields_of::<KafkaConfig>()),
+        ("users", fields_of::<UserConfig>()),
         ("metrics", fields_of::<MetricsConfig>()),
         ("log", fields_of::<LogConfig>()),
         ("daemon", fields_of::<DaemonConfig>()),
@@ -58,8 +67,9 @@ fn keys_with_comments(text: &str) -> BTreeSet<String> {
     let mut section = String::new();
     let mut previous = "";
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        // `[section]`, or `[[section]]` for an array of tables such as `[[users]]`.
         if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            section = name.to_owned();
+            section = name.trim_matches(|c| c == '[' || c == ']').to_owned();
         } else if let Some((key, _)) = line.split_once('=').filter(|_| !line.starts_with('#')) {
             let key = format!("{section}.{}", key.trim());
             assert!(previous.starts_with('#'), "{key} has no comment above it");

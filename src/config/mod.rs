@@ -1,39 +1,52 @@
 //! Configuration: the `Config` tree, loaded from one TOML file plus `FERRY__SECTION__KEY`
 //! environment overrides, validated purely, then preflight-checked against the machine.
 //!
-//! One module per section (`[store]`, `[stage]`, `[metrics]`, `[log]`, `[daemon]`) declares
+//! One module per section (`[store]`, `[stage]`, `[amqp]`, `[kafka]`, `[[users]]`,
+//! `[metrics]`, `[log]`, `[daemon]`) declares
 //! its keys, their defaults and their meaning; [`load`] reads, [`validate`] checks values
 //! without I/O, [`preflight`] checks the machine. The shipped `config/ferry.toml` lists every
 //! key with its default, and a test keeps it equal to [`Config::default`].
 
+pub mod amqp;
 pub mod daemon;
 pub mod error;
+pub mod kafka;
 pub mod load;
 pub mod log;
 pub mod metrics;
 pub mod preflight;
 pub mod stage;
 pub mod store;
+pub mod users;
 pub mod validate;
 
+pub use amqp::AmqpConfig;
 pub use daemon::DaemonConfig;
 pub use error::ConfigError;
+pub use kafka::KafkaConfig;
 pub use load::env_var;
 pub use log::{LogConfig, LogFormat};
 pub use metrics::MetricsConfig;
 pub use stage::StageConfig;
 pub use store::StoreConfig;
+pub use users::UserConfig;
 
 use serde::Deserialize;
 
 /// Everything `ferry.toml` can set.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// The transactional store that holds every staged message.
     pub store: StoreConfig,
-    /// How consumers take messages from stages.
+    /// How long leases outlive a silent holder.
     pub stage: StageConfig,
+    /// The AMQP 0-9-1 front.
+    pub amqp: AmqpConfig,
+    /// The Kafka wire front.
+    pub kafka: KafkaConfig,
+    /// Who may connect to the fronts.
+    pub users: Vec<UserConfig>,
     /// The HTTP endpoint for Prometheus and health probes.
     pub metrics: MetricsConfig,
     /// Log level and format.
@@ -42,11 +55,30 @@ pub struct Config {
     pub daemon: DaemonConfig,
 }
 
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            store: StoreConfig::default(),
+            stage: StageConfig::default(),
+            amqp: AmqpConfig::default(),
+            kafka: KafkaConfig::default(),
+            users: users::default_users(),
+            metrics: MetricsConfig::default(),
+            log: LogConfig::default(),
+            daemon: DaemonConfig::default(),
+        }
+    }
+}
+
 impl Config {
     /// Every TCP address Ferry listens on, with the key that sets it, so validation,
     /// preflight and error messages cover each listener the same way.
-    pub fn listen_addresses(&self) -> [(&'static str, &str); 1] {
-        [(metrics::LISTEN_KEY, self.metrics.listen.as_str())]
+    pub fn listen_addresses(&self) -> [(&'static str, &str); 3] {
+        [
+            (amqp::LISTEN_KEY, self.amqp.listen.as_str()),
+            (kafka::LISTEN_KEY, self.kafka.listen.as_str()),
+            (metrics::LISTEN_KEY, self.metrics.listen.as_str()),
+        ]
     }
 }
 

@@ -4,7 +4,7 @@
 //! 1 and 65535`). Checks that need the machine (a writable directory, a resolvable host)
 //! live in [`super::preflight`].
 
-use super::{Config, ConfigError, DaemonConfig, LogConfig, StageConfig, StoreConfig};
+use super::{Config, ConfigError, DaemonConfig, LogConfig, StageConfig, StoreConfig, UserConfig};
 use crate::config::store::Engine;
 use std::fmt::Display;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -23,6 +23,7 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         validate_store(&self.store)?;
         validate_stage(&self.stage)?;
+        validate_users(&self.users)?;
         for (key, addr) in self.listen_addresses() {
             host_port(key, addr)?;
         }
@@ -60,6 +61,33 @@ fn validate_store(store: &StoreConfig) -> Result<(), ConfigError> {
 /// Rules of `[stage]`.
 fn validate_stage(stage: &StageConfig) -> Result<(), ConfigError> {
     at_least("stage.lease_ttl_ms", stage.lease_ttl_ms, 1)
+}
+
+/// Rules of `[[users]]`.
+fn validate_users(users: &[UserConfig]) -> Result<(), ConfigError> {
+    for (i, user) in users.iter().enumerate() {
+        if user.name.is_empty() {
+            return Err(ConfigError::invalid(
+                format!("users[{i}].name"),
+                "must not be empty",
+            ));
+        }
+        if users[..i].iter().any(|u| u.name == user.name) {
+            return Err(ConfigError::invalid(
+                format!("users[{i}].name"),
+                format!("'{}' is declared twice", user.name),
+            ));
+        }
+        crate::auth::PasswordHash::parse(&user.password_hash)
+            .map_err(|e| ConfigError::invalid(format!("users[{i}].password_hash"), e))?;
+        if user.vhosts.is_empty() {
+            return Err(ConfigError::invalid(
+                format!("users[{i}].vhosts"),
+                "must name at least one virtual host",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Rules of `[log]`.

@@ -1,19 +1,30 @@
 //! Telemetry: every metric name Ferry exports, described once.
 //!
-//! Metric names and label keys live in [`names`] and nowhere else; code records metrics
-//! through these constants, and the Grafana dashboard and alert rules in `deploy/` may use
-//! only names listed in [`names::ALL`] (a test checks this).
+//! Metric names, kinds (with histogram buckets) and label keys live in these modules and
+//! nowhere else: [`names`] for the store, stages and process, [`amqp`] for the AMQP front,
+//! [`kafka`] for the Kafka front. Code records metrics through their constants; the Grafana
+//! dashboard, the alert rules and `docs/operations.md` may use only names [`all`] lists
+//! (tests check this).
 
+pub mod amqp;
+pub mod kafka;
 pub mod names;
 
-/// Registers a help text and unit for every metric in [`names::ALL`], so `/metrics`
-/// explains each series even before its first sample.
+use names::{Kind, Metric};
+
+/// Every metric Ferry exports.
+pub fn all() -> impl Iterator<Item = &'static Metric> {
+    [names::ALL, amqp::ALL, kafka::ALL].into_iter().flatten()
+}
+
+/// Registers a help text for every metric in [`all`], so `/metrics` explains each series
+/// even before its first sample.
 pub fn describe_all() {
-    for m in names::ALL {
+    for m in all() {
         match m.kind {
-            names::Kind::Counter => metrics::describe_counter!(m.name, m.help),
-            names::Kind::Gauge => metrics::describe_gauge!(m.name, m.help),
-            names::Kind::Histogram => metrics::describe_histogram!(m.name, m.help),
+            Kind::Counter => metrics::describe_counter!(m.name, m.help),
+            Kind::Gauge => metrics::describe_gauge!(m.name, m.help),
+            Kind::Histogram(_) => metrics::describe_histogram!(m.name, m.help),
         }
     }
 }

@@ -1,15 +1,28 @@
 //! The names, kinds and help texts of every metric Ferry exports.
 
 /// What kind of Prometheus series a metric is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Kind {
     /// Monotonic count (`_total`).
     Counter,
     /// A value that goes up and down.
     Gauge,
-    /// A distribution (`_bucket`, `_sum`, `_count`).
-    Histogram,
+    /// A distribution (`_bucket`, `_sum`, `_count`) with these bucket upper bounds.
+    Histogram(&'static [f64]),
 }
+
+/// Bucket upper bounds for latencies in seconds: 100 µs (a batched commit on fast storage)
+/// to 5 s (FoundationDB's transaction time limit).
+pub const SECONDS_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+/// Bucket upper bounds for counts per batch: powers of two up to the largest
+/// `store.max_batch`.
+pub const BATCH_SIZE_BUCKETS: &[f64] = &[
+    1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0,
+    16384.0, 32768.0, 65535.0,
+];
 
 /// One exported metric.
 #[derive(Debug, Clone, Copy)]
@@ -66,16 +79,17 @@ pub const STAGE_DEQUEUE_REQUESTS_TOTAL: &str = "ferry_stage_dequeue_requests_tot
 /// Build information; the value is always 1.
 pub const BUILD_INFO: &str = "ferry_build_info";
 
-/// Every metric Ferry exports.
+/// The store's, stages' and process's metrics (the fronts declare theirs in their own
+/// modules; [`super::all`] lists every group).
 pub const ALL: &[Metric] = &[
     Metric {
         name: STORE_COMMIT_SECONDS,
-        kind: Kind::Histogram,
+        kind: Kind::Histogram(SECONDS_BUCKETS),
         help: "Seconds from commit request to durable outcome.",
     },
     Metric {
         name: STORE_COMMIT_BATCH_SIZE,
-        kind: Kind::Histogram,
+        kind: Kind::Histogram(BATCH_SIZE_BUCKETS),
         help: "Transactions per group commit (one fsync).",
     },
     Metric {
