@@ -12,6 +12,7 @@
 
 pub mod auth;
 pub mod bench;
+pub mod bridge;
 pub mod config;
 pub mod daemon;
 pub mod server;
