@@ -284,7 +284,7 @@ fn amqp_origin(r: &KafkaRecord) -> Mapped<AmqpMessage> {
         .iter()
         .find(|(n, _)| n == AMQP_HEADER_TYPES)
         .map(|(_, v)| match v.as_deref().map(parse_field_table) {
-            Some(Ok((rest, t))) if rest.is_empty() => t,
+            Some(Ok(([], t))) => t,
             _ => {
                 fallbacks.push(AMQP_HEADER_TYPES.to_owned());
                 FieldTable::default()

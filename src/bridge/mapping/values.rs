@@ -80,11 +80,11 @@ pub fn decode(letter: char, bytes: Option<&[u8]>) -> Option<AMQPValue> {
         AMQPType::Timestamp => AMQPValue::Timestamp(text()?.parse().ok()?),
         AMQPType::ByteArray => AMQPValue::ByteArray(ByteArray::from(bytes.to_vec())),
         AMQPType::FieldArray => match parse_field_array(bytes) {
-            Ok((rest, a)) if rest.is_empty() => AMQPValue::FieldArray(a),
+            Ok(([], a)) => AMQPValue::FieldArray(a),
             _ => return None,
         },
         AMQPType::FieldTable => match parse_field_table(bytes) {
-            Ok((rest, t)) if rest.is_empty() => AMQPValue::FieldTable(t),
+            Ok(([], t)) => AMQPValue::FieldTable(t),
             _ => return None,
         },
         AMQPType::Void => return None,
