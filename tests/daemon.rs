@@ -25,16 +25,19 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// `ferry run` with the shipped config, the metrics server on `port` and the store in `dir`.
+/// `ferry run` with the shipped config, the metrics server on `port`, the Kafka front on a
+/// free loopback port and the store in `dir`.
 fn start(dir: &TempDir, port: u16) -> Ferry {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
     let listen = format!("127.0.0.1:{port}");
+    let kafka = format!("127.0.0.1:{}", free_port());
     let data = dir.path().join("data");
     Ferry::spawn(
         dir.path(),
         &["run", "--config", config.to_str().unwrap()],
         &[
             ("FERRY__METRICS__LISTEN", listen.as_str()),
+            ("FERRY__KAFKA__LISTEN", kafka.as_str()),
             ("FERRY__STORE__PATH", data.to_str().unwrap()),
             ("FERRY__DAEMON__SHUTDOWN_TIMEOUT_MS", "5000"),
         ],
