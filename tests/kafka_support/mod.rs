@@ -3,6 +3,8 @@
 //! at it.
 #![allow(dead_code)]
 
+pub mod raw;
+
 use ferry::config::KafkaConfig;
 use ferry::config::StoreConfig;
 use ferry::config::users::default_users;
