@@ -173,6 +173,9 @@ pub struct Group {
     pub members: BTreeMap<String, Member>,
     /// When the rebalance under way stops waiting for joins or for the sync.
     deadline: Option<Instant>,
+    /// Whether the rebalance under way started from an empty group (it then waits out the
+    /// initial delay even when everyone has joined).
+    initial: bool,
     /// Whether something worth persisting changed.
     dirty: bool,
     /// Rebalances completed since the last [`Group::take_rebalances`].
@@ -193,6 +196,7 @@ impl Group {
             leader: None,
             members: BTreeMap::new(),
             deadline: None,
+            initial: false,
             dirty: false,
             rebalances: 0,
             settings,
@@ -530,7 +534,8 @@ impl Group {
         } else {
             Vec::new()
         };
-        let wait = if self.phase == Phase::Empty {
+        self.initial = self.phase == Phase::Empty;
+        let wait = if self.initial {
             self.settings.initial_delay
         } else {
             self.max_rebalance_timeout()
@@ -548,10 +553,9 @@ impl Group {
     /// rebalance waits out its initial delay).
     fn complete_join_if_ready(&mut self, now: Instant) -> Vec<Reply> {
         let everyone = self.members.values().all(|m| m.joined);
-        let initial = self.generation == 0 || self.leader.is_none();
         if self.phase == Phase::PreparingRebalance
             && everyone
-            && !(initial && self.deadline.is_some_and(|d| d > now))
+            && !(self.initial && self.deadline.is_some_and(|d| d > now))
         {
             self.complete_join(now)
         } else {
@@ -850,6 +854,23 @@ mod tests {
         let jb = joined(&replies, &b).unwrap();
         assert_eq!((jb.generation, jb.leader.as_str()), (2, b.as_str()));
         assert!(!g.members.contains_key(&a));
+    }
+
+    #[test]
+    fn losing_the_leader_rebalances_as_soon_as_the_rest_rejoin() {
+        let t0 = Instant::now();
+        let mut g = Group::new("g", settings(60_000));
+        let (a, _) = g.join(join_req("", b"a"), t0);
+        let (b, _) = g.join(join_req("", b"b"), t0);
+        g.tick(t0 + Duration::from_secs(60));
+        let leader = g.leader.clone().unwrap();
+        let follower = if leader == a { b } else { a };
+        g.leave(std::slice::from_ref(&leader), t0 + Duration::from_secs(61));
+        let r = g
+            .join(join_req(&follower, b"x"), t0 + Duration::from_secs(61))
+            .1;
+        let j = joined(&r, &follower).expect("no initial delay outside an empty group");
+        assert_eq!(j.leader, follower);
     }
 
     #[test]
