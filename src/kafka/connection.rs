@@ -23,7 +23,7 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, info, trace, warn};
 
 /// Answers a connection may owe at once; the reader waits when it owes this many.
 const IN_FLIGHT: usize = 32;
@@ -147,6 +147,7 @@ pub async fn serve(
                 request.version(),
                 request.header.correlation_id,
             );
+            debug!(%peer, ?api, version, correlation_id, "Kafka request");
             let owe = |response| Owed {
                 api,
                 version,
@@ -222,6 +223,7 @@ async fn write(writer: OwnedWriteHalf, mut queue: mpsc::Receiver<Owed>) {
         if writer.write_all(&bytes).await.is_err() {
             break;
         }
+        trace!(api = ?owed.api, correlation_id = owed.correlation_id, bytes = bytes.len(), "Kafka answer");
         if queue.is_empty() && writer.flush().await.is_err() {
             break;
         }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use tracing::warn;
+use tracing::{debug, warn};
 
 /// A member as DescribeGroups shows it.
 #[derive(Debug, Clone)]
@@ -126,6 +126,7 @@ pub async fn run(
             () = sleep_until(deadline) => group.tick(Instant::now()),
         };
         for reply in replies {
+            debug!(group = %id, ?reply, "group reply");
             match reply {
                 Reply::Join(member, joined) => {
                     if let Some(tx) = joins.remove(&member) {
