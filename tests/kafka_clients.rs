@@ -168,3 +168,54 @@ async fn a_waiting_consumer_is_woken_by_a_new_record() {
     assert_eq!(next.await.unwrap(), (1, Some(b"late".to_vec())));
     broker.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_are_stored_once_despite_unknown_commit_results() {
+    let broker = TestBroker::start().await;
+    // One record per request, so many appends meet the injected faults.
+    let p = producer(
+        &broker.bootstrap(),
+        &[
+            ("enable.idempotence", "false"),
+            ("linger.ms", "0"),
+            ("batch.num.messages", "1"),
+        ],
+    );
+    send(&p, "faulty", 1).await;
+    // From now on a third of the commits that apply report an unknown result, and some
+    // commits fail as conflicts: appends and sequencer transactions are retried.
+    let faults = broker
+        .db
+        .faults()
+        .expect("the embedded engine injects faults");
+    faults.set_unknown_result_rate(0.3);
+    faults.set_conflict_rate(0.1);
+    let acks = send(&p, "faulty", 300).await;
+    faults.set_unknown_result_rate(0.0);
+    faults.set_conflict_rate(0.0);
+    let mut offsets: Vec<i64> = acks.iter().map(|(_, o)| *o).collect();
+    offsets.sort_unstable();
+    assert_eq!(
+        offsets,
+        (1..=300).collect::<Vec<_>>(),
+        "each record once, densely"
+    );
+    let c = consumer(&broker.bootstrap(), "reader", &[]);
+    let read_back: Vec<String> = read(&c, "faulty", 301)
+        .await
+        .into_iter()
+        .skip(1)
+        .map(|r| r.2)
+        .collect();
+    let mut values = read_back.clone();
+    values.sort();
+    values.dedup();
+    assert_eq!(values.len(), 300, "no value stored twice");
+    assert_eq!(
+        c.fetch_watermarks("faulty", 0, Timeout::After(PATIENCE))
+            .unwrap()
+            .1,
+        301
+    );
+    broker.stop().await;
+}

@@ -19,7 +19,7 @@ use super::log::{Log, LogError};
 use super::producers::{ProducerState, Verdict};
 use super::topics::{Partition, TopicDefaults, Topics};
 use super::waiters::{Outcome, Waiters};
-use crate::stage::{StageError, Wakeup, now_ms};
+use crate::stage::{Delivery, MessageId, StageError, Wakeup, now_ms};
 use crate::store::{Database, StoreError, Transaction, TransactionError};
 use crate::telemetry::kafka as m;
 use foundationdb_tuple::{pack, unpack};
@@ -346,24 +346,31 @@ impl RecentTokens {
 }
 
 /// What became of one staged batch.
+#[derive(Debug, Clone)]
 struct Sequenced {
     /// Who waits for it: (incarnation, token).
     waiter: (u64, u64),
+    /// Its place in the stage.
+    staged: MessageId,
     /// Its outcome.
     outcome: Outcome,
     /// Bytes and records written to the log, when it was.
     written: Option<(i64, i32)>,
 }
 
-impl Sequenced {
-    /// A batch not written to the log.
-    fn skipped(waiter: (u64, u64), outcome: Outcome) -> Self {
-        Self {
-            waiter,
-            outcome,
-            written: None,
-        }
-    }
+/// The log's state as one sequencer transaction advances it.
+struct Cursor {
+    /// The next offset.
+    high_watermark: i64,
+    /// The newest timestamp so far.
+    newest: i64,
+    /// Idempotent producers' states, as read and as changed.
+    producers: HashMap<i64, Option<ProducerState>>,
+    /// Tokens sequenced in this transaction.
+    seen: HashSet<(u64, u64)>,
+    /// Tokens of earlier attempts whose commit was reported unknown, with the stage entries
+    /// they took.
+    uncertain: HashMap<(u64, u64), Vec<MessageId>>,
 }
 
 /// What one sequencer transaction did.
@@ -407,12 +414,28 @@ impl Sequencer {
                 self.retention().await;
                 next_retention = tokio::time::Instant::now() + self.shared.retention_interval;
             }
-            match self.step().await {
-                Ok(Step::Moved {
+            let (step, committed_earlier) = match self.step().await {
+                Ok(done) => done,
+                Err(e) => {
+                    warn!(topic = %self.partition.topic, partition = self.partition.index, error = %e, "sequencer transaction failed; retrying");
+                    tokio::select! {
+                        () = self.shared.shutdown.cancelled() => break,
+                        () = tokio::time::sleep(ERROR_PAUSE) => {}
+                    }
+                    continue;
+                }
+            };
+            self.answer(committed_earlier);
+            match step {
+                Step::Moved {
                     outcomes,
                     high_watermark,
-                }) => self.after_commit(outcomes, high_watermark),
-                Ok(Step::Idle(wakeup)) => {
+                } => {
+                    self.answer(outcomes);
+                    metrics::gauge!(m::PARTITION_HIGH_WATERMARK, m::LABEL_TOPIC => self.partition.topic.to_string(), m::LABEL_PARTITION => self.partition.index.to_string())
+                        .set(high_watermark as f64);
+                }
+                Step::Idle(wakeup) => {
                     let wake_by = (tokio::time::Instant::now() + renew_every).min(next_retention);
                     tokio::select! {
                         () = self.shared.shutdown.cancelled() => break,
@@ -420,16 +443,9 @@ impl Sequencer {
                         () = tokio::time::sleep_until(wake_by) => {}
                     }
                 }
-                Ok(Step::Lost) => {
+                Step::Lost => {
                     info!(topic = %self.partition.topic, partition = self.partition.index, "sequencer lease taken over; stopping");
                     break;
-                }
-                Err(e) => {
-                    warn!(topic = %self.partition.topic, partition = self.partition.index, error = %e, "sequencer transaction failed; retrying");
-                    tokio::select! {
-                        () = self.shared.shutdown.cancelled() => break,
-                        () = tokio::time::sleep(ERROR_PAUSE) => {}
-                    }
                 }
             }
         }
@@ -441,87 +457,146 @@ impl Sequencer {
     }
 
     /// One transaction: check and renew the lease, move staged batches into the log.
-    async fn step(&self) -> Result<Step, SequencerError> {
+    ///
+    /// Also returns the outcomes of earlier attempts that committed although their commit
+    /// was reported unknown (`commit_unknown_result`): their batches left the stage, so the
+    /// attempt that finally commits does not see them, yet their producers wait. An earlier
+    /// attempt that did not commit left its batches at the head, where the final attempt
+    /// takes them again, so its outcomes are superseded by token.
+    async fn step(&self) -> Result<(Step, Vec<Sequenced>), SequencerError> {
         let recent = &self.recent_tokens;
-        self.shared
+        let latest: Mutex<Vec<Sequenced>> = Mutex::default();
+        let uncertain: Mutex<Vec<Sequenced>> = Mutex::default();
+        let step = self
+            .shared
             .db
-            .run(|tx| async move {
-                let now = now_ms();
-                if !self.hold_lease(&tx, now).await? {
-                    return Ok(Step::Lost);
-                }
-                let stage = &self.partition.stage;
-                let staged = stage
-                    .pop_exclusive_in(&tx, self.shared.batch, MAX_TRANSACTION_BYTES)
-                    .await?;
-                if staged.is_empty() {
-                    return Ok(Step::Idle(stage.watch_ready(&tx)));
-                }
-                let log = Log::new(&self.partition.keys);
-                let (bounds, mut newest) =
-                    futures::try_join!(log.bounds(&tx, false), log.newest_timestamp(&tx))?;
-                let mut high_watermark = bounds.high_watermark;
-                let mut producers = self.producer_states(&tx, &staged).await?;
-                let mut outcomes = Vec::with_capacity(staged.len());
-                let mut seen_now = HashSet::new();
-                for delivery in staged {
-                    let mut body = delivery.body;
-                    let Some(waiter) = staged_parts(&body) else {
-                        warn!(topic = %self.partition.topic, "dropping an undecodable staged record");
-                        continue;
-                    };
-                    // A token staged twice is an append retried after an unknown commit
-                    // result whose first attempt did commit: sequence it once.
-                    if recent.contains(waiter) || !seen_now.insert(waiter) {
-                        outcomes.push(Sequenced::skipped(waiter, Outcome::Duplicate(-1)));
-                        continue;
+            .run(|tx| {
+                let (latest, uncertain) = (&latest, &uncertain);
+                async move {
+                    let previous = std::mem::take(&mut *latest.lock());
+                    if tx.maybe_committed() {
+                        uncertain.lock().extend(previous);
                     }
-                    let batch = &mut body[STAGED_HEADER..];
-                    let Ok(header) = BatchHeader::parse(batch) else {
-                        outcomes.push(Sequenced::skipped(waiter, Outcome::Refused(ResponseError::CorruptMessage)));
-                        continue;
+                    let now = now_ms();
+                    if !self.hold_lease(&tx, now).await? {
+                        return Ok::<_, SequencerError>(Step::Lost);
+                    }
+                    let stage = &self.partition.stage;
+                    let staged = stage
+                        .pop_exclusive_in(&tx, self.shared.batch, MAX_TRANSACTION_BYTES)
+                        .await?;
+                    if staged.is_empty() {
+                        return Ok(Step::Idle(stage.watch_ready(&tx)));
+                    }
+                    let log = Log::new(&self.partition.keys);
+                    let (bounds, newest) =
+                        futures::try_join!(log.bounds(&tx, false), log.newest_timestamp(&tx))?;
+                    let mut cursor = Cursor {
+                        high_watermark: bounds.high_watermark,
+                        newest,
+                        producers: self.producer_states(&tx, &staged).await?,
+                        seen: HashSet::new(),
+                        uncertain: uncertain.lock().iter().fold(
+                            HashMap::new(),
+                            |mut by_waiter: HashMap<_, Vec<_>>, o| {
+                                by_waiter.entry(o.waiter).or_default().push(o.staged);
+                                by_waiter
+                            },
+                        ),
                     };
-                    if header.is_idempotent() {
-                        let state = producers.get(&header.producer_id).cloned().flatten();
-                        match ProducerState::judge(state.as_ref(), &header) {
-                            Verdict::Append => {
-                                producers.insert(
-                                    header.producer_id,
-                                    Some(ProducerState::after(state, &header, high_watermark)),
-                                );
-                            }
-                            Verdict::Duplicate(at) => {
-                                outcomes.push(Sequenced::skipped(waiter, Outcome::Duplicate(at)));
-                                continue;
-                            }
-                            Verdict::Refuse(e) => {
-                                outcomes.push(Sequenced::skipped(waiter, Outcome::Refused(e)));
-                                continue;
-                            }
+                    let outcomes: Vec<Sequenced> = staged
+                        .into_iter()
+                        .filter_map(|d| self.sequence(&tx, &log, d, recent, &mut cursor))
+                        .collect();
+                    for (id, state) in &cursor.producers {
+                        if let Some(state) = state {
+                            tx.set(&self.partition.keys.producer(*id), &state.encode());
                         }
                     }
-                    let base = high_watermark;
-                    set_base_offset(batch, base);
-                    newest = log.append(&tx, base, batch, &header, newest);
-                    high_watermark += header.offset_span();
-                    outcomes.push(Sequenced {
-                        waiter,
-                        outcome: Outcome::Appended(base),
-                        written: Some((batch.len() as i64, header.record_count)),
-                    });
+                    let high_watermark = cursor.high_watermark;
+                    log.seal(&tx, high_watermark, cursor.newest);
+                    latest.lock().clone_from(&outcomes);
+                    Ok(Step::Moved {
+                        outcomes,
+                        high_watermark,
+                    })
                 }
-                for (id, state) in &producers {
-                    if let Some(state) = state {
-                        tx.set(&self.partition.keys.producer(*id), &state.encode());
-                    }
-                }
-                log.seal(&tx, high_watermark, newest);
-                Ok(Step::Moved {
-                    outcomes,
-                    high_watermark,
-                })
             })
-            .await
+            .await?;
+        // An earlier attempt is superseded where the final one took the same stage entry.
+        let taken_now: HashSet<MessageId> = match &step {
+            Step::Moved { outcomes, .. } => outcomes.iter().map(|o| o.staged).collect(),
+            _ => HashSet::new(),
+        };
+        let mut earlier = uncertain.into_inner();
+        earlier.retain(|o| !taken_now.contains(&o.staged));
+        Ok((step, earlier))
+    }
+
+    /// Decides what becomes of one staged batch within the transaction, writing it to the
+    /// log at the cursor when it is new; `None` for an undecodable staged record.
+    fn sequence(
+        &self,
+        tx: &Transaction,
+        log: &Log<'_>,
+        delivery: Delivery,
+        recent: &RecentTokens,
+        cursor: &mut Cursor,
+    ) -> Option<Sequenced> {
+        let staged = delivery.id;
+        let mut body = delivery.body;
+        let Some(waiter) = staged_parts(&body) else {
+            warn!(topic = %self.partition.topic, "dropping an undecodable staged record");
+            return None;
+        };
+        let skipped = |outcome| {
+            Some(Sequenced {
+                waiter,
+                staged,
+                outcome,
+                written: None,
+            })
+        };
+        // A token staged twice is an append retried after an unknown commit result whose
+        // first attempt did commit: sequence it once, as its oldest copy. That copy was
+        // sequenced earlier in this transaction, or by an earlier transaction: one that
+        // answered it (the token is recent), or an attempt reported unknown that took an
+        // older copy — which, had the attempt not committed, would still be staged ahead
+        // of this one and seen first here.
+        let first_here = cursor.seen.insert(waiter);
+        let sequenced_before = recent.contains(waiter)
+            || cursor
+                .uncertain
+                .get(&waiter)
+                .is_some_and(|ids| ids.iter().any(|id| *id < staged));
+        if sequenced_before || !first_here {
+            return skipped(Outcome::Duplicate(-1));
+        }
+        let batch = &mut body[STAGED_HEADER..];
+        let Ok(header) = BatchHeader::parse(batch) else {
+            return skipped(Outcome::Refused(ResponseError::CorruptMessage));
+        };
+        if header.is_idempotent() {
+            let state = cursor.producers.get(&header.producer_id).cloned().flatten();
+            match ProducerState::judge(state.as_ref(), &header) {
+                Verdict::Append => {
+                    let after = ProducerState::after(state, &header, cursor.high_watermark);
+                    cursor.producers.insert(header.producer_id, Some(after));
+                }
+                Verdict::Duplicate(at) => return skipped(Outcome::Duplicate(at)),
+                Verdict::Refuse(e) => return skipped(Outcome::Refused(e)),
+            }
+        }
+        let base = cursor.high_watermark;
+        set_base_offset(batch, base);
+        cursor.newest = log.append(tx, base, batch, &header, cursor.newest);
+        cursor.high_watermark += header.offset_span();
+        Some(Sequenced {
+            waiter,
+            staged,
+            outcome: Outcome::Appended(base),
+            written: Some((batch.len() as i64, header.record_count)),
+        })
     }
 
     /// Checks the lease is still this sequencer's (a conflicting read: a takeover makes
@@ -549,7 +624,7 @@ impl Sequencer {
     async fn producer_states(
         &self,
         tx: &Transaction,
-        staged: &[crate::stage::Delivery],
+        staged: &[Delivery],
     ) -> Result<HashMap<i64, Option<ProducerState>>, SequencerError> {
         let ids: HashSet<i64> = staged
             .iter()
@@ -571,8 +646,11 @@ impl Sequencer {
             .collect())
     }
 
-    /// Answers the waiting producers and records metrics, after the commit.
-    fn after_commit(&mut self, outcomes: Vec<Sequenced>, high_watermark: i64) {
+    /// Answers the waiting producers of committed outcomes and counts them.
+    fn answer(&mut self, outcomes: Vec<Sequenced>) {
+        if outcomes.is_empty() {
+            return;
+        }
         let topic = self.partition.topic.to_string();
         metrics::histogram!(m::SEQUENCER_BATCH_SIZE).record(outcomes.len() as f64);
         let (mut bytes, mut records, mut duplicates) = (0i64, 0i64, 0u64);
@@ -580,6 +658,7 @@ impl Sequencer {
             waiter: (incarnation, token),
             outcome,
             written,
+            ..
         } in outcomes
         {
             self.recent_tokens.insert((incarnation, token));
@@ -597,11 +676,9 @@ impl Sequencer {
         metrics::counter!(m::PRODUCED_RECORDS_TOTAL, m::LABEL_TOPIC => topic.clone())
             .increment(records as u64);
         if duplicates > 0 {
-            metrics::counter!(m::DUPLICATE_BATCHES_TOTAL, m::LABEL_TOPIC => topic.clone())
+            metrics::counter!(m::DUPLICATE_BATCHES_TOTAL, m::LABEL_TOPIC => topic)
                 .increment(duplicates);
         }
-        metrics::gauge!(m::PARTITION_HIGH_WATERMARK, m::LABEL_TOPIC => topic, m::LABEL_PARTITION => self.partition.index.to_string())
-            .set(high_watermark as f64);
     }
 
     /// Deletes batches past the topic's retention, in bounded transactions.
