@@ -1,7 +1,8 @@
-//! The `ferry` process killed with SIGKILL while an idempotent producer writes with
-//! acks=all: after a restart every acknowledged record is readable at the offset it was
-//! acknowledged with, and no record is stored twice — the batches the producer resends
-//! after the crash are recognised by their sequence numbers.
+//! The Kafka front of the real `ferry` process: killed with SIGKILL while an idempotent
+//! producer writes with acks=all, after a restart every acknowledged record is readable at
+//! the offset it was acknowledged with and none is stored twice (the batches the producer
+//! resends after the crash are recognised by their sequence numbers); and its Kafka
+//! metrics on `/metrics`.
 
 mod kafka_support;
 mod support;
@@ -18,6 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use support::http::get;
 use support::process::Ferry;
 
 /// Records the producer tries to write.
@@ -33,11 +35,12 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// `ferry run` with its Kafka front on `kafka_port` and its store in `dir`.
-fn start(dir: &Path, kafka_port: u16) -> Ferry {
+/// `ferry run` with its Kafka front on `kafka_port`, its metrics on `metrics_port` and its
+/// store in `dir`.
+fn start(dir: &Path, kafka_port: u16, metrics_port: u16) -> Ferry {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
     let kafka = format!("127.0.0.1:{kafka_port}");
-    let metrics = format!("127.0.0.1:{}", free_port());
+    let metrics = format!("127.0.0.1:{metrics_port}");
     let data = dir.join("data");
     Ferry::spawn(
         dir,
@@ -67,7 +70,7 @@ fn wait_for_port(port: u16) {
 async fn acknowledged_records_survive_kill_9_at_their_offsets_without_duplicates() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut ferry = start(dir.path(), port);
+    let mut ferry = start(dir.path(), port, free_port());
     wait_for_port(port);
     let bootstrap = format!("127.0.0.1:{port}");
 
@@ -130,7 +133,7 @@ async fn acknowledged_records_survive_kill_9_at_their_offsets_without_duplicates
         "the kill came while records were in flight"
     );
 
-    let mut ferry = start(dir.path(), port);
+    let mut ferry = start(dir.path(), port, free_port());
     wait_for_port(port);
     let acknowledged: BTreeMap<i64, String> = writer.await.unwrap().into_iter().flatten().collect();
     assert!(acknowledged.len() >= acked_before_kill);
@@ -162,6 +165,93 @@ async fn acknowledged_records_survive_kill_9_at_their_offsets_without_duplicates
     for (offset, value) in &acknowledged {
         assert_eq!(stored.get(offset), Some(value), "acknowledged at {offset}");
     }
+    ferry.signal(libc::SIGTERM);
+    assert!(ferry.wait(Duration::from_secs(15)).status.success());
+}
+
+/// The value of the sample `series` (name and labels as Prometheus prints them).
+fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_exports_kafka_requests_traffic_offsets_groups_and_lag() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, metrics_port) = (free_port(), free_port());
+    let mut ferry = start(dir.path(), port, metrics_port);
+    wait_for_port(port);
+    let bootstrap = format!("127.0.0.1:{port}");
+    let p: FutureProducer = client_config(&bootstrap, &[("acks", "all")])
+        .create()
+        .unwrap();
+    for i in 0..10 {
+        p.send(
+            FutureRecord::<(), _>::to("metered").payload(format!("{i}").as_bytes()),
+            Timeout::After(PATIENCE),
+        )
+        .await
+        .unwrap();
+    }
+    let c = consumer(&bootstrap, "meter", &[]);
+    c.subscribe(&["metered"]).unwrap();
+    for _ in 0..4 {
+        tokio::time::timeout(PATIENCE, c.recv())
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let mut done = TopicPartitionList::new();
+    done.add_partition_offset("metered", 0, rdkafka::Offset::Offset(4))
+        .unwrap();
+    c.commit(&done, rdkafka::consumer::CommitMode::Sync)
+        .unwrap();
+
+    // Lag is measured every few seconds; wait for it, then read everything once.
+    let lag = r#"ferry_kafka_group_lag{group="meter",topic="metered",partition="0"}"#;
+    let metrics = tokio::time::timeout(PATIENCE, async {
+        loop {
+            if let Ok((200, body)) = get(metrics_port, "/metrics")
+                && sample(&body, lag).is_some()
+            {
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("the lag gauge within the patience");
+    assert_eq!(sample(&metrics, lag), Some(6.0), "10 records, 4 committed");
+    for (series, at_least) in [
+        (r#"ferry_kafka_requests_total{api="Produce",code="0"}"#, 1.0),
+        (r#"ferry_kafka_requests_total{api="Fetch",code="0"}"#, 1.0),
+        (
+            r#"ferry_kafka_requests_total{api="JoinGroup",code="0"}"#,
+            1.0,
+        ),
+        (r#"ferry_kafka_request_seconds_count{api="Produce"}"#, 1.0),
+        (
+            r#"ferry_kafka_produced_records_total{topic="metered"}"#,
+            10.0,
+        ),
+        (
+            r#"ferry_kafka_fetched_records_total{topic="metered"}"#,
+            10.0,
+        ),
+        (
+            r#"ferry_kafka_partition_high_watermark{topic="metered",partition="0"}"#,
+            10.0,
+        ),
+        (r#"ferry_kafka_group_members{group="meter"}"#, 1.0),
+        ("ferry_kafka_sequencers", 1.0),
+        ("ferry_kafka_connections", 1.0),
+    ] {
+        let value =
+            sample(&metrics, series).unwrap_or_else(|| panic!("{series} missing:\n{metrics}"));
+        assert!(value >= at_least, "{series} is {value}");
+    }
+    drop(c);
     ferry.signal(libc::SIGTERM);
     assert!(ferry.wait(Duration::from_secs(15)).status.success());
 }
