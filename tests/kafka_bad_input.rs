@@ -326,3 +326,24 @@ async fn wrong_sasl_credentials_fail_and_close_only_that_connection() {
     assert_eq!(values(records), [(0, "kept".into())]);
     broker.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_array_length_beyond_the_frame_closes_only_its_connection() {
+    let broker = TestBroker::start().await;
+    let mut bystander = Raw::connect(broker.addr).await;
+    // Metadata v0 declaring i32::MAX topics in a 4-byte body, and Metadata v9 declaring
+    // u32::MAX - 1 in a compact array: decoded naively, each asks for over 100 GB.
+    let mut classic = vec![0, 3, 0, 0, 0, 0, 0, 1, 0, 1, b'x'];
+    classic.extend_from_slice(&i32::MAX.to_be_bytes());
+    let mut compact = vec![0, 3, 0, 9, 0, 0, 0, 1, 0, 1, b'x', 0];
+    compact.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+    for body in [classic, compact] {
+        let mut raw = Raw::connect(broker.addr).await;
+        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        raw.send_bytes(&frame).await;
+        assert!(raw.is_closed().await);
+    }
+    assert_eq!(api_versions_answer(&mut bystander).await, 0, "the process lives on");
+    broker.stop().await;
+}

@@ -514,7 +514,8 @@ impl RecordBatchDecoder {
         version: i8,
         records: &mut Vec<Record>,
     ) -> Result<()> {
-        records.reserve(batch_decode_info.record_count as usize);
+        // Ferry's patch: the count comes off the wire; each record takes at least a byte.
+        records.reserve((batch_decode_info.record_count as usize).min(buf.remaining()));
         for _ in 0..batch_decode_info.record_count {
             records.push(Record::decode_new(buf, batch_decode_info, version)?);
         }

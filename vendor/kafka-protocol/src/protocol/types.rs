@@ -984,6 +984,12 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
     fn decode<B: ByteBuf>(&self, buf: &mut B) -> Result<Option<Vec<T>>> {
         match Int32.decode(buf)? {
             -1 => Ok(None),
+            // Ferry's patch: every element takes at least one byte, so a length beyond the
+            // bytes left is malformed; refuse it before allocating (a tiny frame declaring
+            // i32::MAX elements would otherwise abort the process).
+            n if n >= 0 && n as usize > buf.remaining() => {
+                bail!("Array length {n} exceeds the {} bytes left", buf.remaining())
+            }
             n if n >= 0 => {
                 let mut result = Vec::with_capacity(n as usize);
                 for _ in 0..n {
@@ -1092,6 +1098,10 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
     fn decode<B: ByteBuf>(&self, buf: &mut B) -> Result<Option<Vec<T>>> {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
+            // Ferry's patch: as for `Array`, refuse a length beyond the bytes left.
+            n if (n - 1) as usize > buf.remaining() => {
+                bail!("CompactArray length {} exceeds the {} bytes left", n - 1, buf.remaining())
+            }
             n => {
                 let mut result = Vec::with_capacity((n - 1) as usize);
                 for _ in 1..n {
