@@ -344,6 +344,10 @@ async fn an_array_length_beyond_the_frame_closes_only_its_connection() {
         raw.send_bytes(&frame).await;
         assert!(raw.is_closed().await);
     }
-    assert_eq!(api_versions_answer(&mut bystander).await, 0, "the process lives on");
+    assert_eq!(
+        api_versions_answer(&mut bystander).await,
+        0,
+        "the process lives on"
+    );
     broker.stop().await;
 }
