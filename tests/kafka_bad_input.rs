@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::messages::{ApiVersionsResponse, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_support::TestBroker;
-use kafka_support::raw::{Raw, batch, frame};
+use kafka_support::raw::{Raw, batch, encoded, frame};
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_owned()))
@@ -139,9 +139,12 @@ async fn truncated_and_undecodable_requests_close_their_connection() {
         ApiKey::Metadata,
         9,
         1,
-        &MetadataRequest::default().with_topics(Some(vec![
-            MetadataRequestTopic::default().with_name(Some(name("abc"))),
-        ])),
+        &encoded(
+            &MetadataRequest::default().with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(name("abc"))),
+            ])),
+            9,
+        ),
     );
     let mut cut = whole[..whole.len() - 3].to_vec();
     let size = (cut.len() - 4) as i32;
@@ -171,11 +174,16 @@ async fn an_unknown_api_key_closes_the_connection_and_unknown_api_versions_get_t
     // 99, as a newer client would send it): UNSUPPORTED_VERSION and the table, in v0.
     let mut raw = Raw::connect(broker.addr).await;
     raw.send_bytes(
-        &frame(ApiKey::ApiVersions, 3, 1, &ApiVersionsRequest::default())
-            .into_iter()
-            .enumerate()
-            .map(|(i, b)| if i == 7 { 99 } else { b })
-            .collect::<Vec<u8>>(),
+        &frame(
+            ApiKey::ApiVersions,
+            3,
+            1,
+            &encoded(&ApiVersionsRequest::default(), 3),
+        )
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| if i == 7 { 99 } else { b })
+        .collect::<Vec<u8>>(),
     )
     .await;
     let mut answer = raw.read_frame().await.expect("an answer");
@@ -349,5 +357,74 @@ async fn an_array_length_beyond_the_frame_closes_only_its_connection() {
         0,
         "the process lives on"
     );
+    broker.stop().await;
+}
+
+/// A request of `api` at `version` with default contents (a group where one is needed).
+fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages::RequestKind> {
+    use kafka_protocol::messages::*;
+    Some(match api {
+        ApiKey::Metadata => RequestKind::Metadata(MetadataRequest::default()),
+        ApiKey::FindCoordinator if version >= 4 => RequestKind::FindCoordinator(
+            FindCoordinatorRequest::default()
+                .with_coordinator_keys(vec![StrBytes::from_static_str("g")]),
+        ),
+        ApiKey::FindCoordinator => RequestKind::FindCoordinator(
+            FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("g")),
+        ),
+        ApiKey::ListOffsets => RequestKind::ListOffsets(ListOffsetsRequest::default()),
+        ApiKey::Heartbeat => RequestKind::Heartbeat(HeartbeatRequest::default()),
+        ApiKey::LeaveGroup => RequestKind::LeaveGroup(LeaveGroupRequest::default()),
+        ApiKey::OffsetCommit => RequestKind::OffsetCommit(OffsetCommitRequest::default()),
+        ApiKey::OffsetFetch => RequestKind::OffsetFetch(OffsetFetchRequest::default()),
+        ApiKey::DescribeGroups => RequestKind::DescribeGroups(DescribeGroupsRequest::default()),
+        ApiKey::ListGroups => RequestKind::ListGroups(ListGroupsRequest::default()),
+        ApiKey::DeleteGroups => RequestKind::DeleteGroups(DeleteGroupsRequest::default()),
+        ApiKey::CreateTopics => RequestKind::CreateTopics(CreateTopicsRequest::default()),
+        ApiKey::DeleteTopics => RequestKind::DeleteTopics(DeleteTopicsRequest::default()),
+        ApiKey::CreatePartitions => {
+            RequestKind::CreatePartitions(CreatePartitionsRequest::default())
+        }
+        ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(DescribeConfigsRequest::default()),
+        ApiKey::AlterConfigs => RequestKind::AlterConfigs(AlterConfigsRequest::default()),
+        ApiKey::InitProducerId => RequestKind::InitProducerId(InitProducerIdRequest::default()),
+        ApiKey::ApiVersions => RequestKind::ApiVersions(ApiVersionsRequest::default()),
+        ApiKey::Fetch => RequestKind::Fetch(FetchRequest::default().with_session_epoch(-1)),
+        ApiKey::Produce => RequestKind::Produce(ProduceRequest::default().with_acks(-1)),
+        // An empty group id is refused at once, so the join does not wait for a rebalance.
+        ApiKey::JoinGroup => RequestKind::JoinGroup(JoinGroupRequest::default()),
+        ApiKey::SyncGroup => RequestKind::SyncGroup(SyncGroupRequest::default()),
+        ApiKey::SaslHandshake => RequestKind::SaslHandshake(SaslHandshakeRequest::default()),
+        ApiKey::SaslAuthenticate => RequestKind::SaslAuthenticate(
+            SaslAuthenticateRequest::default()
+                .with_auth_bytes(Bytes::from_static(b"\0guest\0guest")),
+        ),
+        _ => return None,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_advertised_version_is_answered_in_a_form_it_decodes() {
+    let broker = TestBroker::start().await;
+    let mut raw = Raw::connect(broker.addr).await;
+    let mut checked = 0;
+    for &(api, min, max) in ferry::kafka::api::SUPPORTED {
+        for version in min..=max {
+            let request = default_request(api, version)
+                .unwrap_or_else(|| panic!("{api:?} has no request in this test"));
+            if api == ApiKey::SaslAuthenticate {
+                // Authentication follows a handshake choosing PLAIN.
+                let handshake = SaslHandshakeRequest::default()
+                    .with_mechanism(StrBytes::from_static_str("PLAIN"));
+                raw.request(ApiKey::SaslHandshake, 1, &handshake).await;
+            }
+            let mut body = bytes::BytesMut::new();
+            request.encode(&mut body, version).unwrap();
+            // The answer decodes as `api` at `version` (Raw::answer panics otherwise).
+            raw.request_encoded(api, version, &body).await;
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked} versions checked");
     broker.stop().await;
 }

@@ -54,6 +54,24 @@ impl Raw {
 
     /// Sends `body` as `api` at `version` without waiting for an answer.
     pub async fn send(&mut self, api: ApiKey, version: i16, body: &impl Encodable) {
+        let mut encoded = BytesMut::new();
+        body.encode(&mut encoded, version).unwrap();
+        self.send_encoded(api, version, &encoded).await;
+    }
+
+    /// Sends an already encoded body as `api` at `version` and decodes the answer.
+    pub async fn request_encoded(
+        &mut self,
+        api: ApiKey,
+        version: i16,
+        body: &[u8],
+    ) -> ResponseKind {
+        self.send_encoded(api, version, body).await;
+        self.answer(api, version).await
+    }
+
+    /// Sends an already encoded body as `api` at `version`.
+    async fn send_encoded(&mut self, api: ApiKey, version: i16, body: &[u8]) {
         self.correlation_id += 1;
         let frame = frame(api, version, self.correlation_id, body);
         self.send_bytes(&frame).await;
@@ -89,8 +107,8 @@ impl Raw {
     }
 }
 
-/// A request frame: size, header, body.
-pub fn frame(api: ApiKey, version: i16, correlation_id: i32, body: &impl Encodable) -> Vec<u8> {
+/// A request frame: size, header, encoded body.
+pub fn frame(api: ApiKey, version: i16, correlation_id: i32, body: &[u8]) -> Vec<u8> {
     let mut buf = BytesMut::new();
     RequestHeader::default()
         .with_request_api_key(api as i16)
@@ -99,10 +117,17 @@ pub fn frame(api: ApiKey, version: i16, correlation_id: i32, body: &impl Encodab
         .with_client_id(Some(StrBytes::from_static_str("raw-test")))
         .encode(&mut buf, api.request_header_version(version))
         .unwrap();
-    body.encode(&mut buf, version).unwrap();
+    buf.extend_from_slice(body);
     let mut out = (buf.len() as i32).to_be_bytes().to_vec();
     out.extend_from_slice(&buf);
     out
+}
+
+/// `body` encoded at `version`.
+pub fn encoded(body: &impl Encodable, version: i16) -> Vec<u8> {
+    let mut buf = BytesMut::new();
+    body.encode(&mut buf, version).unwrap();
+    buf.to_vec()
 }
 
 /// A v2 record batch of `values`, uncompressed, without a producer id.
