@@ -111,6 +111,17 @@ impl FrameDecoder {
     }
 }
 
+impl FrameDecoder {
+    /// The API key of the frame at the head of `buf` when the whole frame is there (and
+    /// within the size limit): lets a connection see what its client pipelined.
+    pub fn next_api(&self, buf: &[u8]) -> Option<i16> {
+        let declared = i32::from_be_bytes(buf.get(..SIZE_PREFIX)?.try_into().ok()?);
+        let size = usize::try_from(declared).ok().filter(|s| *s <= self.max)?;
+        let frame = buf.get(SIZE_PREFIX..SIZE_PREFIX + size)?;
+        Some(i16::from_be_bytes(frame.get(..2)?.try_into().ok()?))
+    }
+}
+
 /// A decoded request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
@@ -223,6 +234,17 @@ mod tests {
         buf.extend_from_slice(b"cd");
         assert_eq!(d.decode(&mut buf), Ok(Some(Bytes::from_static(b"abc"))));
         assert_eq!(&buf[..], b"d");
+    }
+
+    #[test]
+    fn the_next_whole_frames_api_is_visible() {
+        let d = FrameDecoder::new(100);
+        assert_eq!(d.next_api(&[0, 0, 0, 4, 0, 3, 0]), None, "not whole yet");
+        assert_eq!(d.next_api(&[0, 0, 0, 4, 0, 3, 0, 9]), Some(3));
+        assert_eq!(
+            FrameDecoder::new(2).next_api(&[0, 0, 0, 4, 0, 3, 0, 9]),
+            None
+        );
     }
 
     #[test]

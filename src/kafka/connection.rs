@@ -4,16 +4,18 @@
 //!
 //! The reader decodes each request and runs its handler's ordered part; the writer task
 //! writes each answer — immediate, or the result of its spawned `Later` future — in
-//! request order. Anything the codec refuses (an oversized or negative size, a truncated
+//! request order. Produce requests already buffered behind one another are handled as one
+//! burst, so their batches share staging transactions. Anything the codec refuses (an oversized or negative size, a truncated
 //! or undecodable request, an unknown API) closes this connection only, after the answers
 //! already owed; nothing staged or acknowledged is affected.
 
 use super::Context;
 use super::api::{self, Reply, Session};
-use super::codec::{CodecError, FrameDecoder, decode_request, encode_response};
+use super::codec::{CodecError, FrameDecoder, Request, decode_request, encode_response};
 use crate::telemetry::kafka as m;
 use crate::telemetry::names::LABEL_CODE;
-use kafka_protocol::messages::{ApiKey, ResponseKind};
+use bytes::BytesMut;
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,6 +29,8 @@ use tracing::{debug, info, trace, warn};
 
 /// Answers a connection may owe at once; the reader waits when it owes this many.
 const IN_FLIGHT: usize = 32;
+/// Most pipelined produce requests staged together.
+const MAX_BURST: usize = 16;
 
 /// An answer owed, in request order.
 struct Owed {
@@ -102,84 +106,25 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) {
     metrics::gauge!(m::CONNECTIONS).increment(1.0);
-    let (mut reader, writer) = stream.into_split();
+    let (mut socket, writer) = stream.into_split();
     let (owed, queue) = mpsc::channel(IN_FLIGHT);
     let writer = tokio::spawn(write(writer, queue));
-    let decoder = FrameDecoder::new(ctx.config.max_request_size);
-    let mut buf = bytes::BytesMut::new();
-    let mut session = Session::new(peer);
+    let mut reader = Reader {
+        decoder: FrameDecoder::new(ctx.config.max_request_size),
+        ctx,
+        session: Session::new(peer),
+        buf: BytesMut::new(),
+        owed,
+    };
     let refusal = loop {
-        let frame = match decoder.decode(&mut buf) {
-            Ok(frame) => frame,
-            Err(e) => break Some(Refusal::Codec(e)),
-        };
-        if let Some(frame) = frame {
-            let started = Instant::now();
-            let request = match decode_request(frame, api::supported) {
-                Ok(r) => r,
-                Err(CodecError::Unsupported {
-                    api: ApiKey::ApiVersions,
-                    correlation_id,
-                    ..
-                }) => {
-                    let answer = Owed {
-                        api: ApiKey::ApiVersions,
-                        version: 0,
-                        correlation_id,
-                        started,
-                        response: Pending::Ready(Box::new(api::unsupported_version())),
-                    };
-                    if owed.send(answer).await.is_err() {
-                        break None;
-                    }
-                    continue;
-                }
-                Err(e) => break Some(Refusal::Codec(e)),
-            };
-            session.client_id = request
-                .header
-                .client_id
-                .as_ref()
-                .map(|c| c.to_string())
-                .unwrap_or_default();
-            let (api, version, correlation_id) = (
-                request.api,
-                request.version(),
-                request.header.correlation_id,
-            );
-            debug!(%peer, ?api, version, correlation_id, "Kafka request");
-            let owe = |response| Owed {
-                api,
-                version,
-                correlation_id,
-                started,
-                response,
-            };
-            let (answer, last) = match api::handle(&ctx, &mut session, request).await {
-                Reply::Now(r) => (Some(owe(Pending::Ready(Box::new(r)))), false),
-                Reply::Later(f) => (Some(owe(Pending::Spawned(tokio::spawn(f)))), false),
-                Reply::Last(r) => (Some(owe(Pending::Ready(Box::new(r)))), true),
-                Reply::Nothing => {
-                    count(api, 0, started);
-                    (None, false)
-                }
-                Reply::Close(reason) => break Some(Refusal::Refused(reason)),
-            };
-            if let Some(answer) = answer
-                && owed.send(answer).await.is_err()
-            {
-                break None;
-            }
-            if last {
-                break Some(Refusal::AuthFailed);
-            }
-            continue;
+        if let Err(stop) = reader.answer_buffered().await {
+            break stop;
         }
         tokio::select! {
             () = shutdown.cancelled() => break None,
-            read = reader.read_buf(&mut buf) => match read {
-                Ok(0) if buf.is_empty() => break None,
-                Ok(0) => break Some(Refusal::Truncated(buf.len())),
+            read = socket.read_buf(&mut reader.buf) => match read {
+                Ok(0) if reader.buf.is_empty() => break None,
+                Ok(0) => break Some(Refusal::Truncated(reader.buf.len())),
                 Ok(_) => {}
                 Err(e) => {
                     debug!(%peer, error = %e, "Kafka connection read failed");
@@ -188,7 +133,7 @@ pub async fn serve(
             },
         }
     };
-    drop(owed);
+    drop(reader);
     let _ = writer.await;
     if let Some(refusal) = refusal {
         info!(%peer, reason = %refusal, "closing a Kafka connection");
@@ -196,6 +141,177 @@ pub async fn serve(
             .increment(1);
     }
     metrics::gauge!(m::CONNECTIONS).decrement(1.0);
+}
+
+/// Why reading stops: `Some` refusal, or `None` when the connection simply ends (the writer
+/// went away).
+type Stop = Option<Refusal>;
+
+/// The reading side of a connection.
+struct Reader {
+    /// What handlers share.
+    ctx: Arc<Context>,
+    /// What this connection knows about its client.
+    session: Session,
+    /// Splits frames off `buf`.
+    decoder: FrameDecoder,
+    /// Bytes read and not yet decoded.
+    buf: BytesMut,
+    /// The answers owed, in order, to the writer.
+    owed: mpsc::Sender<Owed>,
+}
+
+impl Reader {
+    /// Decodes and handles every whole frame in the buffer, in order.
+    async fn answer_buffered(&mut self) -> Result<(), Stop> {
+        loop {
+            let Some(frame) = self
+                .decoder
+                .decode(&mut self.buf)
+                .map_err(|e| Some(Refusal::Codec(e)))?
+            else {
+                return Ok(());
+            };
+            let started = Instant::now();
+            let request = match decode_request(frame, api::supported) {
+                Ok(r) => r,
+                Err(CodecError::Unsupported {
+                    api: ApiKey::ApiVersions,
+                    correlation_id,
+                    ..
+                }) => {
+                    let answer = Pending::Ready(Box::new(api::unsupported_version()));
+                    self.owe(ApiKey::ApiVersions, 0, correlation_id, started, answer)
+                        .await?;
+                    continue;
+                }
+                Err(e) => return Err(Some(Refusal::Codec(e))),
+            };
+            self.note(&request);
+            if request.api == ApiKey::Produce
+                && api::refusal(&self.ctx, &self.session, ApiKey::Produce).is_none()
+            {
+                self.produce_burst(request, started).await?;
+            } else {
+                let (api, version, id) = (
+                    request.api,
+                    request.version(),
+                    request.header.correlation_id,
+                );
+                let reply = api::handle(&self.ctx, &mut self.session, request).await;
+                self.reply(api, version, id, started, reply).await?;
+            }
+        }
+    }
+
+    /// Handles `first` with every produce request already buffered behind it (up to
+    /// [`MAX_BURST`]) in one burst, so their batches are staged together.
+    async fn produce_burst(&mut self, first: Request, started: Instant) -> Result<(), Stop> {
+        let mut burst = vec![(first, started)];
+        let mut undecodable = None;
+        while burst.len() < MAX_BURST
+            && self.decoder.next_api(&self.buf) == Some(ApiKey::Produce as i16)
+        {
+            let Ok(Some(frame)) = self.decoder.decode(&mut self.buf) else {
+                break;
+            };
+            match decode_request(frame, api::supported) {
+                Ok(r) => {
+                    self.note(&r);
+                    burst.push((r, Instant::now()));
+                }
+                Err(e) => {
+                    // Answer what came before it, then close.
+                    undecodable = Some(e);
+                    break;
+                }
+            }
+        }
+        let mut heads = Vec::with_capacity(burst.len());
+        let mut bodies = Vec::with_capacity(burst.len());
+        for (r, started) in burst {
+            let head = (r.api, r.version(), r.header.correlation_id, started);
+            if let RequestKind::Produce(body) = r.body {
+                heads.push(head);
+                bodies.push(body);
+            }
+        }
+        let replies = api::produce_burst(&self.ctx, bodies).await;
+        for ((api, version, id, started), reply) in heads.into_iter().zip(replies) {
+            self.reply(api, version, id, started, reply).await?;
+        }
+        match undecodable {
+            Some(e) => Err(Some(Refusal::Codec(e))),
+            None => Ok(()),
+        }
+    }
+
+    /// Records what a request says about its client.
+    fn note(&mut self, request: &Request) {
+        self.session.client_id = request
+            .header
+            .client_id
+            .as_ref()
+            .map(|c| c.to_string())
+            .unwrap_or_default();
+        debug!(
+            peer = %self.session.peer,
+            api = ?request.api,
+            version = request.version(),
+            correlation_id = request.header.correlation_id,
+            "Kafka request"
+        );
+    }
+
+    /// Queues the answer a handler's reply calls for.
+    async fn reply(
+        &self,
+        api: ApiKey,
+        version: i16,
+        id: i32,
+        started: Instant,
+        reply: Reply,
+    ) -> Result<(), Stop> {
+        match reply {
+            Reply::Now(r) => {
+                self.owe(api, version, id, started, Pending::Ready(Box::new(r)))
+                    .await
+            }
+            Reply::Later(f) => {
+                let task = Pending::Spawned(tokio::spawn(f));
+                self.owe(api, version, id, started, task).await
+            }
+            Reply::Last(r) => {
+                self.owe(api, version, id, started, Pending::Ready(Box::new(r)))
+                    .await?;
+                Err(Some(Refusal::AuthFailed))
+            }
+            Reply::Nothing => {
+                count(api, 0, started);
+                Ok(())
+            }
+            Reply::Close(reason) => Err(Some(Refusal::Refused(reason))),
+        }
+    }
+
+    /// Hands an answer to the writer (waiting while [`IN_FLIGHT`] are owed).
+    async fn owe(
+        &self,
+        api: ApiKey,
+        version: i16,
+        correlation_id: i32,
+        started: Instant,
+        response: Pending,
+    ) -> Result<(), Stop> {
+        let owed = Owed {
+            api,
+            version,
+            correlation_id,
+            started,
+            response,
+        };
+        self.owed.send(owed).await.map_err(|_| None)
+    }
 }
 
 /// Writes the owed answers in order, flushing whenever no further answer is ready.

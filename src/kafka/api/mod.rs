@@ -37,7 +37,7 @@ pub use api_versions::unsupported_version;
 use super::Context;
 use super::codec::Request;
 use futures::future::BoxFuture;
-use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestKind, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -115,25 +115,36 @@ pub enum Reply {
     Close(String),
 }
 
+/// Why the session may not make a request of `api` now, if it may not: with
+/// `kafka.require_sasl`, only ApiVersions and the SASL exchange come before authentication.
+pub fn refusal(ctx: &Context, session: &Session, api: ApiKey) -> Option<String> {
+    let open = matches!(
+        api,
+        ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
+    );
+    (ctx.config.require_sasl && session.user.is_none() && !open)
+        .then(|| format!("{api:?} before SASL authentication (kafka.require_sasl is on)"))
+}
+
+/// Answers a burst of produce requests the connection read back to back (their batches are
+/// staged together); one reply per request, in order. Check [`refusal`] first.
+pub async fn produce_burst(ctx: &Arc<Context>, requests: Vec<ProduceRequest>) -> Vec<Reply> {
+    produce::handle(ctx, requests).await
+}
+
 /// Answers one request.
 pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request) -> Reply {
     let version = request.version();
-    if ctx.config.require_sasl
-        && session.user.is_none()
-        && !matches!(
-            request.api,
-            ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
-        )
-    {
-        return Reply::Close(format!(
-            "{:?} before SASL authentication (kafka.require_sasl is on)",
-            request.api
-        ));
+    if let Some(reason) = refusal(ctx, session, request.api) {
+        return Reply::Close(reason);
     }
     match request.body {
         RequestKind::ApiVersions(_) => Reply::Now(api_versions::handle(version)),
         RequestKind::Metadata(r) => Reply::Now(metadata::handle(ctx, version, r).await),
-        RequestKind::Produce(r) => produce::handle(ctx, version, r).await,
+        RequestKind::Produce(r) => produce::handle(ctx, vec![r])
+            .await
+            .pop()
+            .unwrap_or(Reply::Nothing),
         RequestKind::Fetch(r) => fetch::handle(ctx, version, r),
         RequestKind::ListOffsets(r) => Reply::Now(list_offsets::handle(ctx, r).await),
         RequestKind::FindCoordinator(r) => Reply::Now(find_coordinator::handle(ctx, version, r)),
