@@ -1,7 +1,9 @@
-//! Bad input on raw sockets: an oversized declared size, a truncated request, an unknown
-//! API key, a corrupt record batch, a produce to a missing topic, wrong SASL credentials.
-//! Each gets Kafka's error code or a clean close of that one connection; other
-//! connections carry on and every acknowledged record stays intact.
+//! The Kafka front on raw sockets, sending what real clients rarely do. Bad input — an
+//! oversized declared size, a truncated request, an unknown API key, an array longer than
+//! its frame, a corrupt record batch, a produce to a missing topic, wrong SASL credentials —
+//! gets Kafka's error code or a clean close of that one connection; other connections
+//! carry on and every acknowledged record stays intact. Also: every advertised version is
+//! answered decodably, and a request larger than one transaction is staged whole.
 
 mod kafka_support;
 
@@ -426,5 +428,48 @@ async fn every_advertised_version_is_answered_in_a_form_it_decodes() {
         }
     }
     assert!(checked > 100, "{checked} versions checked");
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_larger_than_a_transaction_is_staged_whole() {
+    let broker = TestBroker::start_with(|c| c.max_message_bytes = 4 << 20).await;
+    let mut raw = Raw::connect(broker.addr).await;
+    let create = CreateTopicsRequest::default()
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("big"))
+                .with_num_partitions(4)
+                .with_replication_factor(1),
+        ])
+        .with_timeout_ms(5000);
+    raw.request(ApiKey::CreateTopics, 5, &create).await;
+    // Four 3 MB batches: 12 MB in one request, over FoundationDB's 10 MB transaction limit.
+    let value = "x".repeat(3 << 20);
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(name("big"))
+                .with_partition_data(
+                    (0..4)
+                        .map(|p| {
+                            PartitionProduceData::default()
+                                .with_index(p)
+                                .with_records(Some(batch(&[&value])))
+                        })
+                        .collect(),
+                ),
+        ]);
+    let ResponseKind::Produce(r) = raw.request(ApiKey::Produce, 9, &request).await else {
+        panic!("not a Produce answer");
+    };
+    let codes: Vec<(i16, i64)> = r.responses[0]
+        .partition_responses
+        .iter()
+        .map(|p| (p.error_code, p.base_offset))
+        .collect();
+    assert_eq!(codes, vec![(0, 0); 4]);
     broker.stop().await;
 }
