@@ -6,7 +6,7 @@
 //!
 //! Layout: [`config`] loads and validates `ferry.toml`; [`store`] is the transactional
 //! key-value interface with its engines; [`stage`] is the queue layer built from
-//! FoundationDB's queue recipes; [`auth`] checks users for every front; [`server`] is the
+//! FoundationDB's queue recipes; [`kafka`] is the Kafka wire front; [`auth`] checks users for every front; [`server`] is the
 //! accept loop every front shares; [`daemon`] runs the long-lived process; [`telemetry`]
 //! names every metric Ferry exports; [`bench`] holds the load tools.
 
@@ -15,6 +15,7 @@ pub mod bench;
 pub mod bridge;
 pub mod config;
 pub mod daemon;
+pub mod kafka;
 pub mod server;
 pub mod stage;
 pub mod store;

@@ -56,6 +56,8 @@ enum Command {
 enum Bench {
     /// Durable appends and pops on one stage of the embedded engine.
     Stage(ferry::bench::stage::StageBench),
+    /// Produce (acks=all), group fetch and end-to-end latency against a Kafka broker.
+    Kafka(ferry::bench::kafka::KafkaBench),
 }
 
 /// Arguments of the subcommands that read a configuration.
@@ -111,6 +113,10 @@ fn run_bench(bench: Bench) -> anyhow::Result<()> {
     runtime.block_on(async {
         match bench {
             Bench::Stage(b) => ferry::bench::stage::run(&b).await.map(|_| ()),
+            Bench::Kafka(b) => ferry::bench::kafka::run(&b)
+                .await
+                .map(|_| ())
+                .map_err(anyhow::Error::from),
         }
     })
 }

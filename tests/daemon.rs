@@ -3,11 +3,11 @@
 
 mod support;
 
-use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
+use support::http::get;
 use support::process::Ferry;
 use tempfile::TempDir;
 
@@ -25,42 +25,23 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// `ferry run` with the shipped config, the metrics server on `port` and the store in `dir`.
+/// `ferry run` with the shipped config, the metrics server on `port`, the Kafka front on a
+/// free loopback port and the store in `dir`.
 fn start(dir: &TempDir, port: u16) -> Ferry {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
     let listen = format!("127.0.0.1:{port}");
+    let kafka = format!("127.0.0.1:{}", free_port());
     let data = dir.path().join("data");
     Ferry::spawn(
         dir.path(),
         &["run", "--config", config.to_str().unwrap()],
         &[
             ("FERRY__METRICS__LISTEN", listen.as_str()),
+            ("FERRY__KAFKA__LISTEN", kafka.as_str()),
             ("FERRY__STORE__PATH", data.to_str().unwrap()),
             ("FERRY__DAEMON__SHUTDOWN_TIMEOUT_MS", "5000"),
         ],
     )
-}
-
-/// `GET path` on 127.0.0.1:`port`: the status code and the body.
-fn get(port: u16, path: &str) -> io::Result<(u16, String)> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let malformed = || io::Error::new(io::ErrorKind::InvalidData, response.clone());
-    let (head, body) = response.split_once("\r\n\r\n").ok_or_else(malformed)?;
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(malformed)?;
-    Ok((status, body.to_owned()))
 }
 
 /// Polls `/healthz` until it answers 200; on timeout kills the daemon and panics with its

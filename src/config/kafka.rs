@@ -1,12 +1,38 @@
-//! `[kafka]`: the Kafka wire front.
+//! `[kafka]`: the Kafka wire front — where it listens, what it tells clients, its limits,
+//! topic defaults, consumer group timeouts and the partition sequencers' lease.
 
+use super::ConfigError;
+use super::validate::{at_least, between, is_host};
 use serde::Deserialize;
+use std::time::Duration;
 
 /// The key path of [`KafkaConfig::listen`].
 pub const LISTEN_KEY: &str = "kafka.listen";
 
 /// Default for `kafka.listen`.
 pub const DEFAULT_KAFKA_LISTEN: &str = "0.0.0.0:9092";
+/// Default for `kafka.max_connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// Default for `kafka.max_request_size`: Kafka's `socket.request.max.bytes` (100 MiB).
+pub const DEFAULT_MAX_REQUEST_SIZE: usize = 104_857_600;
+/// Default for `kafka.max_message_bytes`: Kafka's `message.max.bytes`.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+/// The largest `kafka.max_message_bytes`: a staged batch must fit one stage body.
+pub const MAX_MESSAGE_BYTES_LIMIT: usize = 8 * 1024 * 1024 - 64;
+/// Default for `kafka.retention_ms`: Kafka's seven days.
+pub const DEFAULT_RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+/// Default for `kafka.retention_check_interval_ms`: Kafka's five minutes.
+pub const DEFAULT_RETENTION_CHECK_INTERVAL_MS: u64 = 300_000;
+/// Default for `kafka.group_min_session_timeout_ms`: Kafka's.
+pub const DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS: i32 = 6_000;
+/// Default for `kafka.group_max_session_timeout_ms`: Kafka's 30 minutes.
+pub const DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS: i32 = 1_800_000;
+/// Default for `kafka.group_initial_rebalance_delay_ms`: Kafka's.
+pub const DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS: u64 = 3_000;
+/// Default for `kafka.sequencer_lease_ms`.
+pub const DEFAULT_SEQUENCER_LEASE_MS: u64 = 10_000;
+/// Default for `kafka.sequencer_batch`.
+pub const DEFAULT_SEQUENCER_BATCH: usize = 1_024;
 
 /// `[kafka]` section.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -14,12 +40,195 @@ pub const DEFAULT_KAFKA_LISTEN: &str = "0.0.0.0:9092";
 pub struct KafkaConfig {
     /// `host:port` the Kafka front listens on.
     pub listen: String,
+    /// This instance's broker id in Metadata answers; every Ferry instance sharing a
+    /// store needs its own.
+    pub node_id: i32,
+    /// The host clients are told to connect to. Empty: the listen host, or this machine's
+    /// hostname when listening on every interface.
+    pub advertised_host: String,
+    /// The port clients are told to connect to. 0: the port actually bound.
+    pub advertised_port: u16,
+    /// Most client connections at once; further clients wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// Largest request, in bytes, a client may send; a larger declared size closes the
+    /// connection before anything is allocated for it.
+    pub max_request_size: usize,
+    /// Largest record batch, in bytes, a topic accepts unless its `max.message.bytes`
+    /// says otherwise.
+    pub max_message_bytes: usize,
+    /// Whether a Metadata request naming an unknown topic creates it (Kafka's
+    /// `auto.create.topics.enable`).
+    pub auto_create_topics: bool,
+    /// Partitions of an auto-created topic, and of a created one that asks for the default.
+    pub default_partitions: i32,
+    /// How long a topic keeps records unless its `retention.ms` says otherwise; -1: forever.
+    pub retention_ms: i64,
+    /// How many bytes a partition keeps unless its topic's `retention.bytes` says
+    /// otherwise; -1: no limit.
+    pub retention_bytes: i64,
+    /// How often each partition's sequencer deletes records past retention.
+    pub retention_check_interval_ms: u64,
+    /// Whether clients must authenticate with SASL PLAIN (as a `[[users]]` user) before any
+    /// request other than ApiVersions and the SASL handshake.
+    pub require_sasl: bool,
+    /// Shortest session timeout a consumer group member may ask for.
+    pub group_min_session_timeout_ms: i32,
+    /// Longest session timeout a consumer group member may ask for.
+    pub group_max_session_timeout_ms: i32,
+    /// How long the first rebalance of an empty group waits for more members to join.
+    pub group_initial_rebalance_delay_ms: u64,
+    /// How long a partition sequencer's lease lasts without renewal; after that another
+    /// instance may take the partition over.
+    pub sequencer_lease_ms: u64,
+    /// Most staged batches a sequencer moves into the log in one transaction.
+    pub sequencer_batch: usize,
 }
 
 impl Default for KafkaConfig {
     fn default() -> Self {
         Self {
             listen: DEFAULT_KAFKA_LISTEN.to_owned(),
+            node_id: 0,
+            advertised_host: String::new(),
+            advertised_port: 0,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_request_size: DEFAULT_MAX_REQUEST_SIZE,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            auto_create_topics: true,
+            default_partitions: 1,
+            retention_ms: DEFAULT_RETENTION_MS,
+            retention_bytes: -1,
+            retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+            require_sasl: false,
+            group_min_session_timeout_ms: DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
+            group_max_session_timeout_ms: DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS,
+            group_initial_rebalance_delay_ms: DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
+            sequencer_lease_ms: DEFAULT_SEQUENCER_LEASE_MS,
+            sequencer_batch: DEFAULT_SEQUENCER_BATCH,
         }
+    }
+}
+
+impl KafkaConfig {
+    /// Checks the section's ranges and formats (the listen address is checked with every
+    /// other listener). Pure: no I/O.
+    ///
+    /// # Errors
+    /// The first [`ConfigError::Invalid`], naming the key and the bad value.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        at_least("kafka.node_id", self.node_id, 0)?;
+        if !self.advertised_host.is_empty() && !is_host(&self.advertised_host) {
+            return Err(ConfigError::invalid(
+                "kafka.advertised_host",
+                format!("'{}' is not a hostname or IP address", self.advertised_host),
+            ));
+        }
+        at_least("kafka.max_connections", self.max_connections, 1)?;
+        between(
+            "kafka.max_request_size",
+            self.max_request_size,
+            1024,
+            1 << 30,
+        )?;
+        between(
+            "kafka.max_message_bytes",
+            self.max_message_bytes,
+            1024,
+            MAX_MESSAGE_BYTES_LIMIT.min(self.max_request_size),
+        )?;
+        between(
+            "kafka.default_partitions",
+            self.default_partitions,
+            1,
+            10_000,
+        )?;
+        at_least("kafka.retention_ms", self.retention_ms, -1)?;
+        at_least("kafka.retention_bytes", self.retention_bytes, -1)?;
+        at_least(
+            "kafka.retention_check_interval_ms",
+            self.retention_check_interval_ms,
+            1,
+        )?;
+        at_least(
+            "kafka.group_min_session_timeout_ms",
+            self.group_min_session_timeout_ms,
+            1,
+        )?;
+        at_least(
+            "kafka.group_max_session_timeout_ms",
+            self.group_max_session_timeout_ms,
+            self.group_min_session_timeout_ms,
+        )?;
+        at_least("kafka.sequencer_lease_ms", self.sequencer_lease_ms, 100)?;
+        between("kafka.sequencer_batch", self.sequencer_batch, 1, 10_000)
+    }
+
+    /// `sequencer_lease_ms` as a duration.
+    pub fn sequencer_lease(&self) -> Duration {
+        Duration::from_millis(self.sequencer_lease_ms)
+    }
+
+    /// `retention_check_interval_ms` as a duration.
+    pub fn retention_check_interval(&self) -> Duration {
+        Duration::from_millis(self.retention_check_interval_ms)
+    }
+
+    /// `group_initial_rebalance_delay_ms` as a duration.
+    pub fn group_initial_rebalance_delay(&self) -> Duration {
+        Duration::from_millis(self.group_initial_rebalance_delay_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    fn error_after(edit: impl FnOnce(&mut Config)) -> String {
+        let mut config = Config::default();
+        edit(&mut config);
+        config.validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn negative_node_id_is_rejected() {
+        assert_eq!(
+            error_after(|c| c.kafka.node_id = -1),
+            "kafka.node_id: -1 must be at least 0"
+        );
+    }
+
+    #[test]
+    fn advertised_host_must_be_a_host() {
+        assert_eq!(
+            error_after(|c| c.kafka.advertised_host = "not a host".into()),
+            "kafka.advertised_host: 'not a host' is not a hostname or IP address"
+        );
+    }
+
+    #[test]
+    fn message_size_may_not_exceed_the_request_size() {
+        assert_eq!(
+            error_after(|c| {
+                c.kafka.max_request_size = 4096;
+                c.kafka.max_message_bytes = 8192;
+            }),
+            "kafka.max_message_bytes: 8192 must be between 1024 and 4096"
+        );
+    }
+
+    #[test]
+    fn max_session_timeout_below_min_is_rejected() {
+        assert_eq!(
+            error_after(|c| c.kafka.group_max_session_timeout_ms = 10),
+            "kafka.group_max_session_timeout_ms: 10 must be at least 6000"
+        );
+    }
+
+    #[test]
+    fn zero_partitions_is_rejected() {
+        assert_eq!(
+            error_after(|c| c.kafka.default_partitions = 0),
+            "kafka.default_partitions: 0 must be between 1 and 10000"
+        );
     }
 }

@@ -24,6 +24,7 @@ impl Config {
         validate_store(&self.store)?;
         validate_stage(&self.stage)?;
         validate_users(&self.users)?;
+        self.kafka.validate()?;
         for (key, addr) in self.listen_addresses() {
             host_port(key, addr)?;
         }
@@ -108,7 +109,11 @@ fn validate_daemon(daemon: &DaemonConfig) -> Result<(), ConfigError> {
 }
 
 /// `value` ≥ `min`.
-fn at_least<T: PartialOrd + Display>(key: &str, value: T, min: T) -> Result<(), ConfigError> {
+pub(super) fn at_least<T: PartialOrd + Display>(
+    key: &str,
+    value: T,
+    min: T,
+) -> Result<(), ConfigError> {
     if value >= min {
         Ok(())
     } else {
@@ -120,7 +125,7 @@ fn at_least<T: PartialOrd + Display>(key: &str, value: T, min: T) -> Result<(), 
 }
 
 /// `min` ≤ `value` ≤ `max`.
-fn between<T: PartialOrd + Display>(
+pub(super) fn between<T: PartialOrd + Display>(
     key: &str,
     value: T,
     min: T,
@@ -178,6 +183,12 @@ fn host_port(key: &str, addr: &str) -> Result<(), ConfigError> {
             format!("'{addr}' is not a host:port address"),
         ))
     }
+}
+
+/// A bare host, as clients are told to connect to: an IPv4 address, an IPv6 address
+/// (without brackets) or a hostname.
+pub(super) fn is_host(host: &str) -> bool {
+    host.parse::<Ipv4Addr>().is_ok() || host.parse::<Ipv6Addr>().is_ok() || is_hostname(host)
 }
 
 /// RFC 1123 hostname syntax: dot-separated labels of letters, digits and inner hyphens.

@@ -1,9 +1,10 @@
 //! The daemon: the long-running `ferry run` process.
 //!
 //! Startup: logging, the metrics recorder, signal handlers, the listen sockets (so a busy
-//! port fails fast, before the store is opened), the store, then the background loops and
-//! the operations HTTP server. Shutdown (SIGTERM or SIGINT): `/readyz` turns 503, the loops
-//! stop, the store closes, and the HTTP server stops last — all within
+//! port fails fast, before the store is opened), the store, the Kafka front, then the
+//! background loops and the operations HTTP server. Shutdown (SIGTERM or SIGINT): `/readyz`
+//! turns 503, the fronts stop accepting and finish the answers they owe, the loops stop,
+//! the store closes, and the HTTP server stops last — all within
 //! `daemon.shutdown_timeout_ms`, after which what is left is aborted and named in the log.
 //!
 //! Modules: [`logging`], [`recorder`] (Prometheus), [`listener`] (binding with clear errors,
@@ -21,7 +22,8 @@ pub mod shutdown;
 pub mod store_metrics;
 pub mod tasks;
 
-use crate::config::{Config, env_var, metrics::LISTEN_KEY};
+use crate::config::{Config, env_var, kafka::LISTEN_KEY as KAFKA_LISTEN_KEY, metrics::LISTEN_KEY};
+use crate::kafka::{KafkaError, KafkaFront};
 use crate::stage::{StageError, Stages};
 use crate::store::{Database, StoreError};
 use shutdown::Drain;
@@ -47,6 +49,9 @@ pub enum DaemonError {
     /// The store did not open.
     #[error("cannot open the store: {0}")]
     StoreOpen(StoreError),
+    /// The Kafka front could not start.
+    #[error(transparent)]
+    Kafka(#[from] KafkaError),
     /// The keyspace in the store is not one this ferry can use.
     #[error("cannot use the keyspace: {0}")]
     Keyspace(StageError),
@@ -78,6 +83,12 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let metrics_addr = metrics_listener
         .local_addr()
         .map_or_else(|_| config.metrics.listen.clone(), |addr| addr.to_string());
+    let kafka_listener = listener::bind(
+        KAFKA_LISTEN_KEY,
+        &env_var(KAFKA_LISTEN_KEY),
+        &config.kafka.listen,
+    )
+    .await?;
     let db = Database::open(&config.store)
         .await
         .map_err(DaemonError::StoreOpen)?;
@@ -86,11 +97,24 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         .ensure_schema()
         .await
         .map_err(DaemonError::Keyspace)?;
+    let kafka = KafkaFront::start(
+        &config.kafka,
+        &config.users,
+        stages.clone(),
+        &config.store.prefix,
+        kafka_listener,
+        shutdown.clone(),
+    )
+    .await?;
+    let kafka_addr = kafka
+        .local_addr()
+        .map_or_else(|_| config.kafka.listen.clone(), |addr| addr.to_string());
     info!(
         version = env!("CARGO_PKG_VERSION"),
         engine = db.engine_name(),
         store_path = %config.store.path.display(),
         metrics = %metrics_addr,
+        kafka = %kafka_addr,
         "ferry started"
     );
 
@@ -103,6 +127,10 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let (holders, ttl, token) = (stages.holders(), config.stage.lease_ttl(), shutdown.clone());
     loops.spawn("lease reaper", async move {
         lease_reaper::run(holders, ttl, token).await;
+        Ok(())
+    });
+    loops.spawn("kafka front", async move {
+        kafka.run().await;
         Ok(())
     });
     let (handle, token) = (metrics.clone(), shutdown.clone());

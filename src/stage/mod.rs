@@ -319,6 +319,49 @@ impl Stage {
         Ok(deliveries)
     }
 
+    /// [`Stage::pop_in`] for a stage whose single consumer is fenced by other means (a
+    /// Kafka partition's sequencer holds a lease in the store): the head is read as a
+    /// snapshot and the transaction conflicts only on the entries it takes, so appends
+    /// committing meanwhile never make it retry, however often the stage runs empty. Takes
+    /// up to `k` messages, stopping before the one whose body would take the total past
+    /// `max_bytes` (always taking at least one). Expiry is not applied.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn pop_exclusive_in(
+        &self,
+        tx: &Transaction,
+        k: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<Delivery>, StageError> {
+        let (b, e) = self.keys.ready_range();
+        let head = tx
+            .get_range(&RangeOption::new(b, e).limit(k.max(1)), true)
+            .await?;
+        let mut taken = Vec::with_capacity(head.len());
+        let mut bytes = 0usize;
+        for kv in &head {
+            let envelope = Envelope::decode(&kv.value)?;
+            if !taken.is_empty() && bytes + envelope.body_len as usize > max_bytes {
+                break;
+            }
+            bytes += envelope.body_len as usize;
+            taken.push((self.message_of(&kv.key)?, envelope));
+        }
+        let (Some(first), Some(last)) = (head.first(), taken.len().checked_sub(1)) else {
+            return Ok(Vec::new());
+        };
+        let end = key_after(&head[last].key);
+        tx.add_read_conflict_range(&first.key, &end);
+        tx.clear_range(&first.key, &end);
+        let deliveries = self.with_bodies(tx, taken).await?;
+        for d in &deliveries {
+            clear_body(tx, &self.keys, &d.id, d.envelope.body_len);
+        }
+        self.count(tx, Counter::Pop, deliveries.len() as i64);
+        Ok(deliveries)
+    }
+
     /// Leases up to `k` messages from the head to `holder`. See [`Stage::lease_in`].
     ///
     /// # Errors

@@ -1,6 +1,139 @@
 //! The metrics of the Kafka front.
 
-use super::names::Metric;
+use super::names::{BATCH_SIZE_BUCKETS, Kind, Metric, SECONDS_BUCKETS};
+
+/// Label: a Kafka API name (`Produce`, `Fetch`, …).
+pub const LABEL_API: &str = "api";
+/// Label: a Kafka topic.
+pub const LABEL_TOPIC: &str = "topic";
+/// Label: a partition number.
+pub const LABEL_PARTITION: &str = "partition";
+/// Label: a consumer group id.
+pub const LABEL_GROUP: &str = "group";
+/// Label: why a connection was closed by Ferry.
+pub const LABEL_REASON: &str = "reason";
+
+/// Requests answered, by API and by the first error code of the answer (0: none).
+pub const REQUESTS_TOTAL: &str = "ferry_kafka_requests_total";
+/// Seconds from reading a request to writing its answer, by API.
+pub const REQUEST_SECONDS: &str = "ferry_kafka_request_seconds";
+/// Client connections open now.
+pub const CONNECTIONS: &str = "ferry_kafka_connections";
+/// Connections Ferry closed because of what the client sent, by reason.
+pub const CONNECTIONS_REFUSED_TOTAL: &str = "ferry_kafka_connections_refused_total";
+/// Record batch bytes accepted by Produce, by topic.
+pub const PRODUCED_BYTES_TOTAL: &str = "ferry_kafka_produced_bytes_total";
+/// Records accepted by Produce, by topic.
+pub const PRODUCED_RECORDS_TOTAL: &str = "ferry_kafka_produced_records_total";
+/// Record batch bytes returned by Fetch, by topic.
+pub const FETCHED_BYTES_TOTAL: &str = "ferry_kafka_fetched_bytes_total";
+/// Records returned by Fetch, by topic.
+pub const FETCHED_RECORDS_TOTAL: &str = "ferry_kafka_fetched_records_total";
+/// Batches an idempotent producer sent again that the sequencer recognised and did not
+/// store twice, by topic.
+pub const DUPLICATE_BATCHES_TOTAL: &str = "ferry_kafka_duplicate_batches_total";
+/// Staged batches a sequencer moved into a partition log per transaction.
+pub const SEQUENCER_BATCH_SIZE: &str = "ferry_kafka_sequencer_batch_size";
+/// Partitions whose sequencer lease this instance holds.
+pub const SEQUENCERS: &str = "ferry_kafka_sequencers";
+/// The next offset a partition will assign (its high watermark and log end offset).
+pub const PARTITION_HIGH_WATERMARK: &str = "ferry_kafka_partition_high_watermark";
+/// The first offset still stored in a partition.
+pub const PARTITION_LOG_START_OFFSET: &str = "ferry_kafka_partition_log_start_offset";
+/// Record batch bytes stored in a partition log.
+pub const PARTITION_BYTES: &str = "ferry_kafka_partition_bytes";
+/// Members of a consumer group.
+pub const GROUP_MEMBERS: &str = "ferry_kafka_group_members";
+/// Rebalances a consumer group completed.
+pub const GROUP_REBALANCES_TOTAL: &str = "ferry_kafka_group_rebalances_total";
+/// Records between a group's committed offset and the partition's high watermark.
+pub const GROUP_LAG: &str = "ferry_kafka_group_lag";
 
 /// Every metric of the Kafka front.
-pub const ALL: &[Metric] = &[];
+pub const ALL: &[Metric] = &[
+    Metric {
+        name: REQUESTS_TOTAL,
+        kind: Kind::Counter,
+        help: "Kafka requests answered, by API and first error code (0: none).",
+    },
+    Metric {
+        name: REQUEST_SECONDS,
+        kind: Kind::Histogram(SECONDS_BUCKETS),
+        help: "Seconds from reading a Kafka request to writing its answer.",
+    },
+    Metric {
+        name: CONNECTIONS,
+        kind: Kind::Gauge,
+        help: "Kafka client connections open.",
+    },
+    Metric {
+        name: CONNECTIONS_REFUSED_TOTAL,
+        kind: Kind::Counter,
+        help: "Kafka connections closed because of what the client sent, by reason.",
+    },
+    Metric {
+        name: PRODUCED_BYTES_TOTAL,
+        kind: Kind::Counter,
+        help: "Record batch bytes accepted by Produce.",
+    },
+    Metric {
+        name: PRODUCED_RECORDS_TOTAL,
+        kind: Kind::Counter,
+        help: "Records accepted by Produce.",
+    },
+    Metric {
+        name: FETCHED_BYTES_TOTAL,
+        kind: Kind::Counter,
+        help: "Record batch bytes returned by Fetch.",
+    },
+    Metric {
+        name: FETCHED_RECORDS_TOTAL,
+        kind: Kind::Counter,
+        help: "Records returned by Fetch.",
+    },
+    Metric {
+        name: DUPLICATE_BATCHES_TOTAL,
+        kind: Kind::Counter,
+        help: "Resent idempotent batches recognised and not stored twice.",
+    },
+    Metric {
+        name: SEQUENCER_BATCH_SIZE,
+        kind: Kind::Histogram(BATCH_SIZE_BUCKETS),
+        help: "Staged batches moved into a partition log per transaction.",
+    },
+    Metric {
+        name: SEQUENCERS,
+        kind: Kind::Gauge,
+        help: "Partitions whose sequencer lease this instance holds.",
+    },
+    Metric {
+        name: PARTITION_HIGH_WATERMARK,
+        kind: Kind::Gauge,
+        help: "Next offset of a partition (high watermark, log end offset).",
+    },
+    Metric {
+        name: PARTITION_LOG_START_OFFSET,
+        kind: Kind::Gauge,
+        help: "First offset still stored in a partition.",
+    },
+    Metric {
+        name: PARTITION_BYTES,
+        kind: Kind::Gauge,
+        help: "Record batch bytes stored in a partition log.",
+    },
+    Metric {
+        name: GROUP_MEMBERS,
+        kind: Kind::Gauge,
+        help: "Members of a consumer group.",
+    },
+    Metric {
+        name: GROUP_REBALANCES_TOTAL,
+        kind: Kind::Counter,
+        help: "Rebalances a consumer group completed.",
+    },
+    Metric {
+        name: GROUP_LAG,
+        kind: Kind::Gauge,
+        help: "Records between a group's committed offset and the high watermark.",
+    },
+];

@@ -1,0 +1,375 @@
+//! `ferry bench kafka`: a Kafka load tool on librdkafka (rdkafka), for any broker — Ferry
+//! or another Kafka-compatible one — so both are measured with the same client.
+//!
+//! Phase 1 (produce): `records` records of `size` bytes, acks=all, as fast as the broker
+//! takes them with at most `in_flight` unacknowledged; records/s, MB/s and the latency from
+//! send to acknowledgement. Phase 2 (fetch): a consumer group reads them all back;
+//! records/s and MB/s. Phase 3 (end to end): a group consumer waits at the end of the
+//! topic (its group's offsets are committed there before it joins) while a producer sends at `load` × the phase-1 rate for `latency_seconds`; for
+//! every record, the time from its acknowledgement to the consumer receiving it.
+
+use super::Percentiles;
+use futures::stream::{FuturesUnordered, StreamExt};
+use rdkafka::ClientConfig;
+use rdkafka::TopicPartitionList;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::util::Timeout;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest a single client operation may take before the run is abandoned.
+const PATIENCE: Duration = Duration::from_secs(60);
+/// How long the end-to-end consumer waits for a record before it stops.
+const IDLE: Duration = Duration::from_secs(5);
+
+/// What to run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KafkaBench {
+    /// `bootstrap.servers` of the broker to measure.
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    pub bootstrap: String,
+    /// Topic to use (created with `partitions` partitions when missing).
+    #[arg(long, default_value = "ferry-bench")]
+    pub topic: String,
+    /// Partitions of the topic when it is created.
+    #[arg(long, default_value_t = 4)]
+    pub partitions: i32,
+    /// Records to produce and then consume.
+    #[arg(long, default_value_t = 200_000)]
+    pub records: usize,
+    /// Record value size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    pub size: usize,
+    /// Most records sent and not yet acknowledged.
+    #[arg(long, default_value_t = 20_000)]
+    pub in_flight: usize,
+    /// Whether the producer is idempotent (`enable.idempotence`).
+    #[arg(long, default_value_t = false)]
+    pub idempotence: bool,
+    /// Producer `linger.ms`.
+    #[arg(long, default_value_t = 5)]
+    pub linger_ms: u64,
+    /// Fraction of the phase-1 produce rate at which the end-to-end phase sends.
+    #[arg(long, default_value_t = 0.5)]
+    pub load: f64,
+    /// Length of the end-to-end phase.
+    #[arg(long, default_value_t = 10)]
+    pub latency_seconds: u64,
+}
+
+/// Why the benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A client could not be created or failed.
+    #[error("the Kafka client failed: {0}")]
+    Client(#[from] KafkaError),
+    /// The broker refused to create the topic.
+    #[error("cannot create topic '{topic}': {code}")]
+    Topic {
+        /// The topic.
+        topic: String,
+        /// The broker's error.
+        code: RDKafkaErrorCode,
+    },
+    /// A phase did not finish in time.
+    #[error("{0} did not finish within {PATIENCE:?}")]
+    Stalled(&'static str),
+}
+
+/// The figures of one run.
+#[derive(Debug, Clone)]
+pub struct KafkaReport {
+    /// Phase 1: acknowledged records per second.
+    pub produce_rate: f64,
+    /// Phase 1: latency from send to acknowledgement.
+    pub produce_latency: Percentiles,
+    /// Phase 2: records per second a group consumer read.
+    pub fetch_rate: f64,
+    /// Phase 3: records per second sent.
+    pub latency_rate: f64,
+    /// Phase 3: from acknowledgement to the consumer receiving the record (0 when the
+    /// consumer saw it first).
+    pub end_to_end: Percentiles,
+    /// Phase 3: from send to the consumer receiving the record.
+    pub send_to_receive: Percentiles,
+}
+
+/// Runs the benchmark against `bench.bootstrap` and prints its figures.
+///
+/// # Errors
+/// [`BenchError`] when a client fails or a phase stalls.
+pub async fn run(bench: &KafkaBench) -> Result<KafkaReport, BenchError> {
+    println!(
+        "kafka bench: {} records of {} B to {} ({} partitions), acks=all, idempotence {}, linger {} ms, {} in flight",
+        bench.records,
+        bench.size,
+        bench.bootstrap,
+        bench.partitions,
+        bench.idempotence,
+        bench.linger_ms,
+        bench.in_flight
+    );
+    create_topic(bench).await?;
+    let producer = producer(bench)?;
+
+    let started = Instant::now();
+    let mut latencies = produce_all(&producer, bench, bench.records).await?;
+    let elapsed = started.elapsed();
+    let produce_rate = bench.records as f64 / elapsed.as_secs_f64();
+    let produce_latency = Percentiles::of(&mut latencies);
+    println!(
+        "produce: {:.0} records/s, {:.1} MB/s; latency {produce_latency}",
+        produce_rate,
+        produce_rate * bench.size as f64 / 1e6
+    );
+
+    let fetch_rate = fetch_all(bench).await?;
+    println!(
+        "fetch:   {:.0} records/s, {:.1} MB/s (one consumer group member)",
+        fetch_rate,
+        fetch_rate * bench.size as f64 / 1e6
+    );
+
+    let latency_rate = produce_rate * bench.load;
+    let (mut end_to_end, mut send_to_receive) = end_to_end(&producer, bench, latency_rate).await?;
+    let end_to_end = Percentiles::of(&mut end_to_end);
+    let send_to_receive = Percentiles::of(&mut send_to_receive);
+    println!(
+        "end to end at {:.0} records/s ({:.0}% of the produce rate): acknowledged → consumed {end_to_end}; sent → consumed {send_to_receive}",
+        latency_rate,
+        bench.load * 100.0
+    );
+    Ok(KafkaReport {
+        produce_rate,
+        produce_latency,
+        fetch_rate,
+        latency_rate,
+        end_to_end,
+        send_to_receive,
+    })
+}
+
+fn client(bench: &KafkaBench) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &bench.bootstrap)
+        .set("broker.address.family", "v4");
+    c
+}
+
+async fn create_topic(bench: &KafkaBench) -> Result<(), BenchError> {
+    let admin: AdminClient<DefaultClientContext> = client(bench).create()?;
+    let topic = NewTopic::new(&bench.topic, bench.partitions, TopicReplication::Fixed(1));
+    let options = AdminOptions::new().operation_timeout(Some(Timeout::After(PATIENCE)));
+    match admin.create_topics(&[topic], &options).await?.pop() {
+        Some(Err((_, code))) if code != RDKafkaErrorCode::TopicAlreadyExists => {
+            Err(BenchError::Topic {
+                topic: bench.topic.clone(),
+                code,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+fn producer(bench: &KafkaBench) -> Result<FutureProducer, BenchError> {
+    Ok(client(bench)
+        .set("acks", "all")
+        .set("enable.idempotence", bench.idempotence.to_string())
+        .set("linger.ms", bench.linger_ms.to_string())
+        .set("batch.size", "1000000")
+        .set("queue.buffering.max.messages", "1000000")
+        .set("queue.buffering.max.kbytes", "2097151")
+        .set("message.timeout.ms", "120000")
+        .create()?)
+}
+
+/// A record value of `size` bytes starting with `index`.
+fn value(index: u64, size: usize) -> Vec<u8> {
+    let mut v = vec![b'x'; size.max(8)];
+    v[..8].copy_from_slice(&index.to_be_bytes());
+    v
+}
+
+/// Sends `count` records with at most `in_flight` outstanding; the latency of each.
+async fn produce_all(
+    producer: &FutureProducer,
+    bench: &KafkaBench,
+    count: usize,
+) -> Result<Vec<Duration>, BenchError> {
+    let mut pending = FuturesUnordered::new();
+    let mut latencies = Vec::with_capacity(count);
+    for i in 0..count as u64 {
+        if pending.len() >= bench.in_flight {
+            latencies.push(next_ack(&mut pending).await?);
+        }
+        let payload = value(i, bench.size);
+        let topic = bench.topic.clone();
+        pending.push(async move {
+            let sent = Instant::now();
+            producer
+                .send(
+                    FutureRecord::<(), _>::to(&topic).payload(&payload),
+                    Timeout::After(PATIENCE),
+                )
+                .await
+                .map(|_| sent.elapsed())
+                .map_err(|(e, _)| e)
+        });
+    }
+    while !pending.is_empty() {
+        latencies.push(next_ack(&mut pending).await?);
+    }
+    Ok(latencies)
+}
+
+async fn next_ack<F>(pending: &mut FuturesUnordered<F>) -> Result<Duration, BenchError>
+where
+    F: Future<Output = Result<Duration, KafkaError>>,
+{
+    match pending.next().await {
+        Some(r) => Ok(r?),
+        None => Err(BenchError::Stalled("the produce phase")),
+    }
+}
+
+/// A consumer in a new group, starting where the group committed or else at `reset`.
+fn consumer(bench: &KafkaBench, reset: &str) -> Result<StreamConsumer, BenchError> {
+    let consumer: StreamConsumer = client(bench)
+        .set("group.id", format!("ferry-bench-{:08x}", fastrand::u32(..)))
+        .set("auto.offset.reset", reset)
+        .set("enable.auto.commit", "true")
+        .set("fetch.wait.max.ms", "100")
+        .set("fetch.max.bytes", "52428800")
+        .set("max.partition.fetch.bytes", "10485760")
+        .create()?;
+    Ok(consumer)
+}
+
+/// Reads every record of phase 1 with a new group; records per second.
+async fn fetch_all(bench: &KafkaBench) -> Result<f64, BenchError> {
+    let consumer = consumer(bench, "earliest")?;
+    consumer.subscribe(&[bench.topic.as_str()])?;
+    let mut read = 0usize;
+    let mut started = None;
+    while read < bench.records {
+        let m = tokio::time::timeout(PATIENCE, consumer.recv())
+            .await
+            .map_err(|_| BenchError::Stalled("the fetch phase"))??;
+        started.get_or_insert_with(Instant::now);
+        if m.payload().is_some() {
+            read += 1;
+        }
+    }
+    let elapsed = started.map_or(Duration::ZERO, |s| s.elapsed());
+    Ok(read as f64 / elapsed.as_secs_f64().max(1e-9))
+}
+
+/// Sends at `rate` for `latency_seconds` while a consumer waits at the end of the topic;
+/// per record, acknowledged → received and sent → received.
+async fn end_to_end(
+    producer: &FutureProducer,
+    bench: &KafkaBench,
+    rate: f64,
+) -> Result<(Vec<Duration>, Vec<Duration>), BenchError> {
+    let count = (rate * bench.latency_seconds as f64) as usize;
+    // The group starts from the partitions' current ends: committed before it subscribes
+    // (an offset reset to "latest" may resolve after the first records are sent).
+    let consumer = consumer(bench, "earliest")?;
+    let mut ends = TopicPartitionList::new();
+    for partition in 0..bench.partitions {
+        let (_, end) =
+            consumer.fetch_watermarks(&bench.topic, partition, Timeout::After(PATIENCE))?;
+        ends.add_partition_offset(&bench.topic, partition, rdkafka::Offset::Offset(end))?;
+    }
+    consumer.commit(&ends, CommitMode::Sync)?;
+    consumer.subscribe(&[bench.topic.as_str()])?;
+    let consumer = Arc::new(consumer);
+    tokio::time::timeout(PATIENCE, async {
+        while consumer.assignment().map_or(0, |a| a.count()) < bench.partitions as usize {
+            let _ = tokio::time::timeout(Duration::from_millis(100), consumer.recv()).await;
+        }
+    })
+    .await
+    .map_err(|_| BenchError::Stalled("joining the consumer group"))?;
+    let base = 1u64 << 40;
+    let reader = {
+        let consumer = consumer.clone();
+        tokio::spawn(async move {
+            let mut received = vec![None; count];
+            let mut seen = 0;
+            while seen < count {
+                let m = match tokio::time::timeout(IDLE, consumer.recv()).await {
+                    Ok(Ok(m)) => m,
+                    Ok(Err(_)) => continue,
+                    Err(_) => break,
+                };
+                let now = Instant::now();
+                let index = m
+                    .payload()
+                    .and_then(|p| p.get(..8))
+                    .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
+                if let Some(i) = index.and_then(|i| i.checked_sub(base))
+                    && let Some(slot) = received.get_mut(i as usize)
+                    && slot.is_none()
+                {
+                    *slot = Some(now);
+                    seen += 1;
+                }
+            }
+            received
+        })
+    };
+    let interval = Duration::from_secs_f64(1.0 / rate.max(1.0));
+    let started = Instant::now();
+    let mut pending = FuturesUnordered::new();
+    let mut acks: Vec<Option<(Instant, Instant)>> = vec![None; count];
+    for i in 0..count {
+        // Paced: record i leaves at started + i × interval.
+        tokio::time::sleep_until((started + interval * i as u32).into()).await;
+        while let Some(Some(done)) = futures::FutureExt::now_or_never(pending.next()) {
+            let (index, sent, acked): (usize, Instant, Result<Instant, KafkaError>) = done;
+            acks[index] = Some((sent, acked?));
+        }
+        let payload = value(base + i as u64, bench.size);
+        let topic = bench.topic.clone();
+        pending.push(async move {
+            let sent = Instant::now();
+            let acked = producer
+                .send(
+                    FutureRecord::<(), _>::to(&topic).payload(&payload),
+                    Timeout::After(PATIENCE),
+                )
+                .await
+                .map(|_| Instant::now())
+                .map_err(|(e, _)| e);
+            (i, sent, acked)
+        });
+    }
+    while let Some((index, sent, acked)) = pending.next().await {
+        acks[index] = Some((sent, acked?));
+    }
+    let received = reader
+        .await
+        .map_err(|_| BenchError::Stalled("the end-to-end consumer"))?;
+    let mut after_ack = Vec::with_capacity(count);
+    let mut after_send = Vec::with_capacity(count);
+    for (ack, got) in acks.iter().zip(&received) {
+        if let (Some((sent, acked)), Some(got)) = (ack, got) {
+            after_ack.push(got.saturating_duration_since(*acked));
+            after_send.push(got.saturating_duration_since(*sent));
+        }
+    }
+    if after_ack.len() < count {
+        println!(
+            "end to end: the consumer received {} of the {count} records acknowledged, then nothing for {IDLE:?}; figures are over those received",
+            after_ack.len()
+        );
+    }
+    Ok((after_ack, after_send))
+}

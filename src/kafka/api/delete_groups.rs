@@ -1,0 +1,27 @@
+//! DeleteGroups: removes empty groups with their committed offsets; a group with members
+//! is `NON_EMPTY_GROUP`, an unknown one `GROUP_ID_NOT_FOUND`.
+
+use crate::kafka::Context;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, ResponseKind};
+use std::sync::Arc;
+
+/// Deletes every group asked for that may be deleted.
+pub async fn handle(ctx: &Arc<Context>, request: DeleteGroupsRequest) -> ResponseKind {
+    let mut results = Vec::with_capacity(request.groups_names.len());
+    for id in request.groups_names {
+        let name = id.0.to_string();
+        let code = match ctx.coordinator.store().exists(&name).await {
+            Ok(true) => ctx.coordinator.delete(&name).await,
+            Ok(false) => ResponseError::GroupIdNotFound.code(),
+            Err(_) => ResponseError::CoordinatorNotAvailable.code(),
+        };
+        results.push(
+            DeletableGroupResult::default()
+                .with_group_id(id)
+                .with_error_code(code),
+        );
+    }
+    ResponseKind::DeleteGroups(DeleteGroupsResponse::default().with_results(results))
+}

@@ -1,0 +1,25 @@
+//! Heartbeat: keeps a member's session alive and tells it when to rejoin.
+
+use super::Reply;
+use crate::kafka::Context;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse, ResponseKind};
+use std::sync::Arc;
+
+/// Queues the heartbeat in request order.
+pub async fn handle(ctx: &Arc<Context>, request: HeartbeatRequest) -> Reply {
+    let pending = ctx
+        .coordinator
+        .heartbeat(
+            request.group_id.0.as_str(),
+            request.member_id.to_string(),
+            request.generation_id,
+        )
+        .await;
+    Reply::Later(Box::pin(async move {
+        let code = pending
+            .await
+            .unwrap_or(ResponseError::CoordinatorNotAvailable.code());
+        ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(code))
+    }))
+}

@@ -1,0 +1,130 @@
+//! Metadata: the live Ferry instances as brokers and, per partition, the instance holding
+//! its sequencer lease as leader. Unknown topics are created when `kafka.auto_create_topics`
+//! allows (and, from v4, the client asks).
+
+use super::str_bytes;
+use crate::kafka::Context;
+use crate::kafka::brokers::Broker;
+use crate::kafka::sequencer::leaders;
+use crate::kafka::topics::{Topic, TopicConfig, TopicError};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, MetadataRequest, MetadataResponse, ResponseKind, TopicName,
+};
+use std::sync::Arc;
+use tracing::warn;
+use uuid::Uuid;
+
+/// Describes the brokers and the topics asked for (every topic when none are named).
+pub async fn handle(ctx: &Arc<Context>, version: i16, request: MetadataRequest) -> ResponseKind {
+    let brokers = match ctx.brokers.live().await {
+        Ok(b) => b,
+        Err(e) => {
+            warn!(error = %e, "cannot list the brokers; answering with this one");
+            vec![ctx.brokers.me().clone()]
+        }
+    };
+    let auto_create =
+        ctx.config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
+    let wanted = match request.topics {
+        Some(topics) if !(version == 0 && topics.is_empty()) => Some(topics),
+        _ => None,
+    };
+    let mut topics = Vec::new();
+    match wanted {
+        None => {
+            for t in ctx.topics.all() {
+                topics.push(describe(ctx, &t).await);
+            }
+        }
+        Some(wanted) => {
+            for w in wanted {
+                let answer = match w.name {
+                    Some(name) => by_name(ctx, name.0.as_str(), auto_create).await,
+                    None => match ctx.topics.by_uuid(*w.topic_id.as_bytes()) {
+                        Some(t) => describe(ctx, &t).await,
+                        None => MetadataResponseTopic::default()
+                            .with_topic_id(w.topic_id)
+                            .with_error_code(ResponseError::UnknownTopicId.code()),
+                    },
+                };
+                topics.push(answer);
+            }
+        }
+    }
+    ResponseKind::Metadata(
+        MetadataResponse::default()
+            .with_brokers(brokers.iter().map(broker).collect())
+            .with_cluster_id(Some(str_bytes(ctx.cluster_id.clone())))
+            .with_controller_id(BrokerId(ctx.brokers.me().node))
+            .with_topics(topics),
+    )
+}
+
+async fn by_name(ctx: &Arc<Context>, name: &str, auto_create: bool) -> MetadataResponseTopic {
+    let topic = match ctx.topics.get(name) {
+        Some(t) => Ok(t),
+        None if auto_create => {
+            let partitions = ctx.config.default_partitions;
+            match ctx
+                .create_topic(name, partitions, TopicConfig::default())
+                .await
+            {
+                Err(TopicError::Exists(_)) => ctx
+                    .topics
+                    .get(name)
+                    .ok_or_else(|| TopicError::Unknown(name.to_owned())),
+                other => other,
+            }
+        }
+        None => Err(TopicError::Unknown(name.to_owned())),
+    };
+    match topic {
+        Ok(t) => describe(ctx, &t).await,
+        Err(e) => MetadataResponseTopic::default()
+            .with_name(Some(TopicName(str_bytes(name))))
+            .with_error_code(e.code()),
+    }
+}
+
+async fn describe(ctx: &Arc<Context>, topic: &Topic) -> MetadataResponseTopic {
+    let keys: Vec<_> = topic.partitions.iter().map(|p| p.keys.clone()).collect();
+    let leaders = match leaders(&ctx.db, &keys).await {
+        Ok(l) => l,
+        Err(e) => {
+            warn!(topic = %topic.meta.name, error = %e, "cannot read the partition leaders");
+            vec![None; keys.len()]
+        }
+    };
+    let partitions = topic
+        .partitions
+        .iter()
+        .zip(leaders)
+        .map(|(p, leader)| {
+            let partition = MetadataResponsePartition::default().with_partition_index(p.index);
+            match leader {
+                Some(node) => partition
+                    .with_leader_id(BrokerId(node))
+                    .with_replica_nodes(vec![BrokerId(node)])
+                    .with_isr_nodes(vec![BrokerId(node)]),
+                None => partition
+                    .with_leader_id(BrokerId(-1))
+                    .with_error_code(ResponseError::LeaderNotAvailable.code()),
+            }
+        })
+        .collect();
+    MetadataResponseTopic::default()
+        .with_name(Some(TopicName(str_bytes(topic.meta.name.clone()))))
+        .with_topic_id(Uuid::from_bytes(topic.meta.uuid))
+        .with_partitions(partitions)
+}
+
+fn broker(b: &Broker) -> MetadataResponseBroker {
+    MetadataResponseBroker::default()
+        .with_node_id(BrokerId(b.node))
+        .with_host(str_bytes(b.host.clone()))
+        .with_port(b.port)
+}

@@ -1,0 +1,243 @@
+//! The Kafka APIs Ferry implements, one module each, and the table of versions
+//! ApiVersions advertises — exactly the versions these modules answer, flexible versions
+//! included.
+//!
+//! A handler returns a [`Reply`]. Work whose order matters (staging a produced batch,
+//! queueing a group command, committing offsets) happens before the handler returns, so it
+//! follows the connection's request order; waiting (for the sequencer, a long poll, a
+//! rebalance) is the `Later` future, which runs concurrently with the next requests while
+//! the connection still answers in request order.
+
+mod alter_configs;
+mod api_versions;
+mod create_partitions;
+mod create_topics;
+mod delete_groups;
+mod delete_topics;
+mod describe_configs;
+mod describe_groups;
+mod fetch;
+mod find_coordinator;
+mod heartbeat;
+mod init_producer_id;
+mod join_group;
+mod leave_group;
+mod list_groups;
+mod list_offsets;
+mod metadata;
+mod offset_commit;
+mod offset_fetch;
+mod produce;
+mod sasl_authenticate;
+mod sasl_handshake;
+mod sync_group;
+
+pub use api_versions::unsupported_version;
+
+use super::Context;
+use super::codec::Request;
+use futures::future::BoxFuture;
+use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestKind, ResponseKind};
+use kafka_protocol::protocol::StrBytes;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Every API Ferry answers, with the versions it answers.
+pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 9),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 6),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetFetch, 1, 7),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 7),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 4),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::ListGroups, 0, 3),
+    (ApiKey::SaslHandshake, 1, 1),
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::CreateTopics, 2, 5),
+    (ApiKey::DeleteTopics, 1, 5),
+    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::DeleteGroups, 0, 2),
+];
+
+/// Whether Ferry answers `api` at `version`.
+pub fn supported(api: ApiKey, version: i16) -> bool {
+    SUPPORTED
+        .iter()
+        .any(|&(a, min, max)| a == api && (min..=max).contains(&version))
+}
+
+/// What one connection knows about its client.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// The client id of its latest request.
+    pub client_id: String,
+    /// The SASL mechanism the client chose in SaslHandshake.
+    pub mechanism: Option<String>,
+    /// The user the client authenticated as.
+    pub user: Option<String>,
+}
+
+impl Session {
+    /// A session of a client connected from `peer`, not authenticated.
+    pub fn new(peer: SocketAddr) -> Self {
+        Self {
+            peer,
+            client_id: String::new(),
+            mechanism: None,
+            user: None,
+        }
+    }
+}
+
+/// How a request is answered.
+pub enum Reply {
+    /// With this response.
+    Now(ResponseKind),
+    /// With the response this future produces.
+    Later(BoxFuture<'static, ResponseKind>),
+    /// Not at all (a produce with `acks=0`).
+    Nothing,
+    /// With this response, then the connection closes (failed authentication).
+    Last(ResponseKind),
+    /// The connection closes, for this reason, after the answers already owed.
+    Close(String),
+}
+
+/// Why the session may not make a request of `api` now, if it may not: with
+/// `kafka.require_sasl`, only ApiVersions and the SASL exchange come before authentication.
+pub fn refusal(ctx: &Context, session: &Session, api: ApiKey) -> Option<String> {
+    let open = matches!(
+        api,
+        ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
+    );
+    (ctx.config.require_sasl && session.user.is_none() && !open)
+        .then(|| format!("{api:?} before SASL authentication (kafka.require_sasl is on)"))
+}
+
+/// Answers a burst of produce requests the connection read back to back (their batches are
+/// staged together); one reply per request, in order. Check [`refusal`] first.
+pub async fn produce_burst(ctx: &Arc<Context>, requests: Vec<ProduceRequest>) -> Vec<Reply> {
+    produce::handle(ctx, requests).await
+}
+
+/// Answers one request.
+pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request) -> Reply {
+    let version = request.version();
+    if let Some(reason) = refusal(ctx, session, request.api) {
+        return Reply::Close(reason);
+    }
+    match request.body {
+        RequestKind::ApiVersions(_) => Reply::Now(api_versions::handle(version)),
+        RequestKind::Metadata(r) => Reply::Now(metadata::handle(ctx, version, r).await),
+        RequestKind::Produce(r) => produce::handle(ctx, vec![r])
+            .await
+            .pop()
+            .unwrap_or(Reply::Nothing),
+        RequestKind::Fetch(r) => fetch::handle(ctx, version, r),
+        RequestKind::ListOffsets(r) => Reply::Now(list_offsets::handle(ctx, r).await),
+        RequestKind::FindCoordinator(r) => Reply::Now(find_coordinator::handle(ctx, version, r)),
+        RequestKind::JoinGroup(r) => join_group::handle(ctx, session, version, r).await,
+        RequestKind::SyncGroup(r) => sync_group::handle(ctx, r).await,
+        RequestKind::Heartbeat(r) => heartbeat::handle(ctx, r).await,
+        RequestKind::LeaveGroup(r) => leave_group::handle(ctx, version, r).await,
+        RequestKind::OffsetCommit(r) => Reply::Now(offset_commit::handle(ctx, r).await),
+        RequestKind::OffsetFetch(r) => Reply::Now(offset_fetch::handle(ctx, version, r).await),
+        RequestKind::DescribeGroups(r) => Reply::Now(describe_groups::handle(ctx, r).await),
+        RequestKind::ListGroups(_) => Reply::Now(list_groups::handle(ctx).await),
+        RequestKind::DeleteGroups(r) => Reply::Now(delete_groups::handle(ctx, r).await),
+        RequestKind::CreateTopics(r) => Reply::Now(create_topics::handle(ctx, version, r).await),
+        RequestKind::DeleteTopics(r) => Reply::Now(delete_topics::handle(ctx, version, r).await),
+        RequestKind::CreatePartitions(r) => Reply::Now(create_partitions::handle(ctx, r).await),
+        RequestKind::DescribeConfigs(r) => Reply::Now(describe_configs::handle(ctx, version, r)),
+        RequestKind::AlterConfigs(r) => Reply::Now(alter_configs::handle(ctx, r).await),
+        RequestKind::InitProducerId(r) => Reply::Now(init_producer_id::handle(ctx, r).await),
+        RequestKind::SaslHandshake(r) => Reply::Now(sasl_handshake::handle(session, r)),
+        RequestKind::SaslAuthenticate(r) => sasl_authenticate::handle(ctx, session, r),
+        other => Reply::Close(format!("{other:?} is not implemented")),
+    }
+}
+
+/// The first error code in `response` (0 when none), for the requests metric.
+pub fn first_error(response: &ResponseKind) -> i16 {
+    match response {
+        ResponseKind::ApiVersions(r) => r.error_code,
+        ResponseKind::Metadata(r) => first(r.topics.iter().flat_map(|t| {
+            std::iter::once(t.error_code).chain(t.partitions.iter().map(|p| p.error_code))
+        })),
+        ResponseKind::Produce(r) => first(
+            &mut r
+                .responses
+                .iter()
+                .flat_map(|t| t.partition_responses.iter().map(|p| p.error_code)),
+        ),
+        ResponseKind::Fetch(r) => first(
+            &mut std::iter::once(r.error_code).chain(
+                r.responses
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            ),
+        ),
+        ResponseKind::ListOffsets(r) => first(
+            &mut r
+                .topics
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+        ),
+        ResponseKind::FindCoordinator(r) => first(
+            &mut std::iter::once(r.error_code).chain(r.coordinators.iter().map(|c| c.error_code)),
+        ),
+        ResponseKind::JoinGroup(r) => r.error_code,
+        ResponseKind::SyncGroup(r) => r.error_code,
+        ResponseKind::Heartbeat(r) => r.error_code,
+        ResponseKind::LeaveGroup(r) => {
+            first(&mut std::iter::once(r.error_code).chain(r.members.iter().map(|m| m.error_code)))
+        }
+        ResponseKind::OffsetCommit(r) => first(
+            &mut r
+                .topics
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+        ),
+        ResponseKind::OffsetFetch(r) => first(
+            &mut std::iter::once(r.error_code).chain(
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            ),
+        ),
+        ResponseKind::DescribeGroups(r) => first(r.groups.iter().map(|g| g.error_code)),
+        ResponseKind::ListGroups(r) => r.error_code,
+        ResponseKind::DeleteGroups(r) => first(r.results.iter().map(|g| g.error_code)),
+        ResponseKind::CreateTopics(r) => first(r.topics.iter().map(|t| t.error_code)),
+        ResponseKind::DeleteTopics(r) => first(r.responses.iter().map(|t| t.error_code)),
+        ResponseKind::CreatePartitions(r) => first(r.results.iter().map(|t| t.error_code)),
+        ResponseKind::DescribeConfigs(r) => first(r.results.iter().map(|t| t.error_code)),
+        ResponseKind::AlterConfigs(r) => first(r.responses.iter().map(|t| t.error_code)),
+        ResponseKind::InitProducerId(r) => r.error_code,
+        ResponseKind::SaslHandshake(r) => r.error_code,
+        ResponseKind::SaslAuthenticate(r) => r.error_code,
+        _ => 0,
+    }
+}
+
+/// The first non-zero code of `codes`, or 0.
+fn first(mut codes: impl Iterator<Item = i16>) -> i16 {
+    codes.find(|c| *c != 0).unwrap_or(0)
+}
+
+/// A protocol string.
+pub(crate) fn str_bytes(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}

@@ -1,0 +1,220 @@
+//! Produce: each partition's record batch is validated (format v2, CRC-32C, size, no
+//! transactional or control batch), then the accepted batches are appended, as sent, to
+//! their partitions' stages in conflict-free transactions. The answer waits until each
+//! partition's sequencer has written its batch to the log (`acks` 1 and -1 both answer
+//! after that durable commit) and carries the offset the batch got; `acks=0` is not
+//! answered.
+//!
+//! A connection hands over every produce request already buffered behind the first one
+//! (a client pipelines them) as one burst: their batches are staged together, in request
+//! order, in transactions of at most [`STAGE_BYTES`], so one commit — one fsync — serves
+//! several requests.
+
+use super::Reply;
+use crate::kafka::Context;
+use crate::kafka::batch;
+use crate::kafka::sequencer::stage_record;
+use crate::kafka::topics::Partition;
+use crate::kafka::waiters::Outcome;
+use crate::stage::{NewMessage, StageError, now_ms};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind, TopicName};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tracing::warn;
+
+/// Most staged bytes per append transaction (FoundationDB's limit is 10 MB).
+const STAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// How one partition of a request will be answered.
+enum Answer {
+    /// With this error, now.
+    Refused(i16),
+    /// With what the sequencer reports for this token.
+    Waiting(u64, oneshot::Receiver<Outcome>),
+    /// `acks=0`: staged, nobody waits.
+    Staged,
+}
+
+/// One request, validated.
+struct Prepared {
+    /// `acks=0`: no answer.
+    unanswered: bool,
+    /// How long the answer may wait for the log.
+    timeout: Duration,
+    /// The answer of every partition, by topic, in request order.
+    answers: Vec<(TopicName, Vec<(i32, Answer)>)>,
+}
+
+/// A batch to stage, and the answer it belongs to (request, topic, partition).
+struct Append {
+    /// Where its answer is in the burst.
+    answer: (usize, usize, usize),
+    /// Its partition.
+    partition: Partition,
+    /// The staged record.
+    message: NewMessage,
+}
+
+/// Validates and stages a burst of produce requests in request order, then waits for the
+/// log; one reply per request.
+pub async fn handle(ctx: &Arc<Context>, requests: Vec<ProduceRequest>) -> Vec<Reply> {
+    let mut appends = Vec::new();
+    let mut prepared: Vec<Prepared> = requests
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| prepare(ctx, i, r, &mut appends))
+        .collect();
+    for group in transactions(&appends) {
+        if let Err(e) = stage(ctx, group).await {
+            warn!(error = %e, "cannot stage produced batches");
+            for a in group {
+                let (r, t, p) = a.answer;
+                let answer = &mut prepared[r].answers[t].1[p].1;
+                if let Answer::Waiting(token, _) = answer {
+                    ctx.waiters.forget(*token);
+                }
+                *answer = Answer::Refused(ResponseError::KafkaStorageError.code());
+            }
+        }
+    }
+    prepared
+        .into_iter()
+        .map(|p| {
+            if p.unanswered {
+                Reply::Nothing
+            } else {
+                let waiters = ctx.waiters.clone();
+                Reply::Later(Box::pin(answer(waiters, p)))
+            }
+        })
+        .collect()
+}
+
+/// Validates request number `index` of the burst, registering a waiter per accepted batch
+/// and adding the batch to `appends`.
+fn prepare(
+    ctx: &Context,
+    index: usize,
+    request: ProduceRequest,
+    appends: &mut Vec<Append>,
+) -> Prepared {
+    let acks = request.acks;
+    let mut answers = Vec::with_capacity(request.topic_data.len());
+    for (t, topic_data) in request.topic_data.into_iter().enumerate() {
+        let topic = ctx.topics.get(topic_data.name.0.as_str());
+        let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
+        for (p, data) in topic_data.partition_data.into_iter().enumerate() {
+            let partition = topic.as_ref().and_then(|t| t.partition(data.index));
+            let answer = match (&topic, partition) {
+                (Some(topic), Some(partition)) => {
+                    let max = ctx.defaults.max_message_bytes(&topic.meta.config);
+                    let records = data.records.unwrap_or_default();
+                    match batch::validate(&records, max) {
+                        Err(e) => {
+                            warn!(topic = %partition.topic, partition = data.index, error = %e, "refusing a produced batch");
+                            Answer::Refused(e.code())
+                        }
+                        Ok(_) if !ctx.sequencers.is_local(partition.topic_id, data.index) => {
+                            Answer::Refused(ResponseError::NotLeaderOrFollower.code())
+                        }
+                        Ok(_) => {
+                            let (token, answer) = if acks == 0 {
+                                (ctx.waiters.unwaited_token(), Answer::Staged)
+                            } else {
+                                let (token, rx) = ctx.waiters.register();
+                                (token, Answer::Waiting(token, rx))
+                            };
+                            let body = stage_record(ctx.waiters.incarnation(), token, &records);
+                            appends.push(Append {
+                                answer: (index, t, p),
+                                partition: partition.clone(),
+                                message: NewMessage::new(body),
+                            });
+                            answer
+                        }
+                    }
+                }
+                _ => Answer::Refused(ResponseError::UnknownTopicOrPartition.code()),
+            };
+            partitions.push((data.index, answer));
+        }
+        answers.push((topic_data.name, partitions));
+    }
+    Prepared {
+        unanswered: acks == 0,
+        timeout: Duration::from_millis(u64::try_from(request.timeout_ms).unwrap_or(0)),
+        answers,
+    }
+}
+
+/// Splits `appends` into consecutive groups of at most [`STAGE_BYTES`] (a batch larger
+/// than that alone in its group).
+fn transactions(appends: &[Append]) -> Vec<&[Append]> {
+    let mut groups = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, a) in appends.iter().enumerate() {
+        let size = a.message.body.len();
+        if i > start && bytes + size > STAGE_BYTES {
+            groups.push(&appends[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < appends.len() {
+        groups.push(&appends[start..]);
+    }
+    groups
+}
+
+/// Appends a group of batches to their stages in one transaction.
+async fn stage(ctx: &Context, appends: &[Append]) -> Result<(), StageError> {
+    let now = now_ms();
+    ctx.db
+        .run(|tx| async move {
+            for a in appends {
+                a.partition
+                    .stage
+                    .append_in(&tx, std::slice::from_ref(&a.message), now)
+                    .await?;
+            }
+            Ok(())
+        })
+        .await
+}
+
+/// The answer of one request, once every partition's batch is in the log (or its timeout
+/// passed).
+async fn answer(waiters: Arc<crate::kafka::waiters::Waiters>, prepared: Prepared) -> ResponseKind {
+    let deadline = tokio::time::Instant::now() + prepared.timeout;
+    let mut responses = Vec::with_capacity(prepared.answers.len());
+    for (name, partitions) in prepared.answers {
+        let mut out = Vec::with_capacity(partitions.len());
+        for (index, answer) in partitions {
+            let response = PartitionProduceResponse::default().with_index(index);
+            out.push(match answer {
+                Answer::Refused(code) => response.with_error_code(code),
+                // Only `acks=0` stages without waiting, and it is not answered.
+                Answer::Staged => response.with_base_offset(-1),
+                Answer::Waiting(token, rx) => match tokio::time::timeout_at(deadline, rx).await {
+                    Ok(Ok(Outcome::Appended(base) | Outcome::Duplicate(base))) => {
+                        response.with_base_offset(base)
+                    }
+                    Ok(Ok(Outcome::Refused(e))) => response.with_error_code(e.code()),
+                    Ok(Err(_)) | Err(_) => {
+                        waiters.forget(token);
+                        response.with_error_code(ResponseError::RequestTimedOut.code())
+                    }
+                },
+            });
+        }
+        responses.push(
+            TopicProduceResponse::default()
+                .with_name(name)
+                .with_partition_responses(out),
+        );
+    }
+    ResponseKind::Produce(ProduceResponse::default().with_responses(responses))
+}

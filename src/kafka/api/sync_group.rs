@@ -1,0 +1,40 @@
+//! SyncGroup: the leader hands in the assignment; every member's answer carries its part.
+
+use super::Reply;
+use crate::kafka::Context;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::{ResponseKind, SyncGroupRequest, SyncGroupResponse};
+use std::sync::Arc;
+
+/// Queues the sync; followers' replies wait for the leader's.
+pub async fn handle(ctx: &Arc<Context>, request: SyncGroupRequest) -> Reply {
+    let assignments = request
+        .assignments
+        .into_iter()
+        .map(|a| (a.member_id.to_string(), a.assignment))
+        .collect();
+    let pending = ctx
+        .coordinator
+        .sync(
+            request.group_id.0.as_str(),
+            request.member_id.to_string(),
+            request.generation_id,
+            assignments,
+        )
+        .await;
+    let (protocol_type, protocol_name) = (request.protocol_type, request.protocol_name);
+    Reply::Later(Box::pin(async move {
+        let response = match pending.await {
+            Ok(synced) => SyncGroupResponse::default()
+                .with_error_code(synced.error)
+                .with_assignment(synced.assignment),
+            Err(_) => SyncGroupResponse::default()
+                .with_error_code(ResponseError::RebalanceInProgress.code()),
+        };
+        ResponseKind::SyncGroup(
+            response
+                .with_protocol_type(protocol_type)
+                .with_protocol_name(protocol_name),
+        )
+    }))
+}

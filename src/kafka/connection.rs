@@ -1,0 +1,358 @@
+//! One client connection: frames are read and answered in order, with up to
+//! [`IN_FLIGHT`] answers outstanding so a client's pipelined requests (librdkafka sends
+//! several produce requests before the first answer) are worked on concurrently.
+//!
+//! The reader decodes each request and runs its handler's ordered part; the writer task
+//! writes each answer — immediate, or the result of its spawned `Later` future — in
+//! request order. Produce requests already buffered behind one another are handled as one
+//! burst, so their batches share staging transactions. Anything the codec refuses (an oversized or negative size, a truncated
+//! or undecodable request, an unknown API) closes this connection only, after the answers
+//! already owed; nothing staged or acknowledged is affected.
+
+use super::Context;
+use super::api::{self, Reply, Session};
+use super::codec::{CodecError, FrameDecoder, Request, decode_request, encode_response};
+use crate::telemetry::kafka as m;
+use crate::telemetry::names::LABEL_CODE;
+use bytes::BytesMut;
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, trace, warn};
+
+/// Answers a connection may owe at once; the reader waits when it owes this many.
+const IN_FLIGHT: usize = 32;
+/// Most pipelined produce requests staged together.
+const MAX_BURST: usize = 16;
+
+/// An answer owed, in request order.
+struct Owed {
+    /// The API answered.
+    api: ApiKey,
+    /// The version to encode at.
+    version: i16,
+    /// The request's correlation id.
+    correlation_id: i32,
+    /// When the request was read.
+    started: Instant,
+    /// The answer, or the task computing it.
+    response: Pending,
+}
+
+/// An answer now or later.
+enum Pending {
+    /// Ready.
+    Ready(Box<ResponseKind>),
+    /// Being computed.
+    Spawned(JoinHandle<ResponseKind>),
+}
+
+/// Why Ferry closed a connection.
+#[derive(Debug)]
+enum Refusal {
+    /// The codec could not read the client's bytes.
+    Codec(CodecError),
+    /// The client closed its side in the middle of a request.
+    Truncated(usize),
+    /// The request is not allowed (before authentication, not implemented).
+    Refused(String),
+    /// Authentication failed (the answer said so first).
+    AuthFailed,
+}
+
+impl Refusal {
+    /// The `reason` label of the refused-connections metric.
+    fn label(&self) -> &'static str {
+        match self {
+            Self::Codec(CodecError::TooLarge { .. }) => "too_large",
+            Self::Codec(CodecError::NegativeSize(_)) => "negative_size",
+            Self::Codec(CodecError::Truncated(_)) | Self::Truncated(_) => "truncated",
+            Self::Codec(CodecError::UnknownApi(_)) => "unknown_api",
+            Self::Codec(CodecError::Unsupported { .. }) => "unsupported_version",
+            Self::Codec(CodecError::Malformed { .. }) => "malformed",
+            Self::Codec(CodecError::Encode { .. }) => "encode",
+            Self::Refused(_) => "refused",
+            Self::AuthFailed => "auth_failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Codec(e) => write!(f, "{e}"),
+            Self::Truncated(n) => write!(
+                f,
+                "the client closed the connection {n} bytes into a request"
+            ),
+            Self::Refused(reason) => f.write_str(reason),
+            Self::AuthFailed => f.write_str("SASL authentication failed"),
+        }
+    }
+}
+
+/// Serves one connection until the client closes it, Ferry refuses it, or `shutdown`.
+pub async fn serve(
+    ctx: Arc<Context>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    shutdown: CancellationToken,
+) {
+    metrics::gauge!(m::CONNECTIONS).increment(1.0);
+    let (mut socket, writer) = stream.into_split();
+    let (owed, queue) = mpsc::channel(IN_FLIGHT);
+    let writer = tokio::spawn(write(writer, queue));
+    let mut reader = Reader {
+        decoder: FrameDecoder::new(ctx.config.max_request_size),
+        ctx,
+        session: Session::new(peer),
+        buf: BytesMut::new(),
+        owed,
+    };
+    let refusal = loop {
+        if let Err(stop) = reader.answer_buffered().await {
+            break stop;
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => break None,
+            read = socket.read_buf(&mut reader.buf) => match read {
+                Ok(0) if reader.buf.is_empty() => break None,
+                Ok(0) => break Some(Refusal::Truncated(reader.buf.len())),
+                Ok(_) => {}
+                Err(e) => {
+                    debug!(%peer, error = %e, "Kafka connection read failed");
+                    break None;
+                }
+            },
+        }
+    };
+    drop(reader);
+    let _ = writer.await;
+    if let Some(refusal) = refusal {
+        info!(%peer, reason = %refusal, "closing a Kafka connection");
+        metrics::counter!(m::CONNECTIONS_REFUSED_TOTAL, m::LABEL_REASON => refusal.label())
+            .increment(1);
+    }
+    metrics::gauge!(m::CONNECTIONS).decrement(1.0);
+}
+
+/// Why reading stops: `Some` refusal, or `None` when the connection simply ends (the writer
+/// went away).
+type Stop = Option<Refusal>;
+
+/// The reading side of a connection.
+struct Reader {
+    /// What handlers share.
+    ctx: Arc<Context>,
+    /// What this connection knows about its client.
+    session: Session,
+    /// Splits frames off `buf`.
+    decoder: FrameDecoder,
+    /// Bytes read and not yet decoded.
+    buf: BytesMut,
+    /// The answers owed, in order, to the writer.
+    owed: mpsc::Sender<Owed>,
+}
+
+impl Reader {
+    /// Decodes and handles every whole frame in the buffer, in order.
+    async fn answer_buffered(&mut self) -> Result<(), Stop> {
+        loop {
+            let Some(frame) = self
+                .decoder
+                .decode(&mut self.buf)
+                .map_err(|e| Some(Refusal::Codec(e)))?
+            else {
+                return Ok(());
+            };
+            let started = Instant::now();
+            let request = match decode_request(frame, api::supported) {
+                Ok(r) => r,
+                Err(CodecError::Unsupported {
+                    api: ApiKey::ApiVersions,
+                    correlation_id,
+                    ..
+                }) => {
+                    let answer = Pending::Ready(Box::new(api::unsupported_version()));
+                    self.owe(ApiKey::ApiVersions, 0, correlation_id, started, answer)
+                        .await?;
+                    continue;
+                }
+                Err(e) => return Err(Some(Refusal::Codec(e))),
+            };
+            self.note(&request);
+            if request.api == ApiKey::Produce
+                && api::refusal(&self.ctx, &self.session, ApiKey::Produce).is_none()
+            {
+                self.produce_burst(request, started).await?;
+            } else {
+                let (api, version, id) = (
+                    request.api,
+                    request.version(),
+                    request.header.correlation_id,
+                );
+                let reply = api::handle(&self.ctx, &mut self.session, request).await;
+                self.reply(api, version, id, started, reply).await?;
+            }
+        }
+    }
+
+    /// Handles `first` with every produce request already buffered behind it (up to
+    /// [`MAX_BURST`]) in one burst, so their batches are staged together.
+    async fn produce_burst(&mut self, first: Request, started: Instant) -> Result<(), Stop> {
+        let mut burst = vec![(first, started)];
+        let mut undecodable = None;
+        while burst.len() < MAX_BURST
+            && self.decoder.next_api(&self.buf) == Some(ApiKey::Produce as i16)
+        {
+            let Ok(Some(frame)) = self.decoder.decode(&mut self.buf) else {
+                break;
+            };
+            match decode_request(frame, api::supported) {
+                Ok(r) => {
+                    self.note(&r);
+                    burst.push((r, Instant::now()));
+                }
+                Err(e) => {
+                    // Answer what came before it, then close.
+                    undecodable = Some(e);
+                    break;
+                }
+            }
+        }
+        let mut heads = Vec::with_capacity(burst.len());
+        let mut bodies = Vec::with_capacity(burst.len());
+        for (r, started) in burst {
+            let head = (r.api, r.version(), r.header.correlation_id, started);
+            if let RequestKind::Produce(body) = r.body {
+                heads.push(head);
+                bodies.push(body);
+            }
+        }
+        let replies = api::produce_burst(&self.ctx, bodies).await;
+        for ((api, version, id, started), reply) in heads.into_iter().zip(replies) {
+            self.reply(api, version, id, started, reply).await?;
+        }
+        match undecodable {
+            Some(e) => Err(Some(Refusal::Codec(e))),
+            None => Ok(()),
+        }
+    }
+
+    /// Records what a request says about its client.
+    fn note(&mut self, request: &Request) {
+        self.session.client_id = request
+            .header
+            .client_id
+            .as_ref()
+            .map(|c| c.to_string())
+            .unwrap_or_default();
+        debug!(
+            peer = %self.session.peer,
+            api = ?request.api,
+            version = request.version(),
+            correlation_id = request.header.correlation_id,
+            "Kafka request"
+        );
+    }
+
+    /// Queues the answer a handler's reply calls for.
+    async fn reply(
+        &self,
+        api: ApiKey,
+        version: i16,
+        id: i32,
+        started: Instant,
+        reply: Reply,
+    ) -> Result<(), Stop> {
+        match reply {
+            Reply::Now(r) => {
+                self.owe(api, version, id, started, Pending::Ready(Box::new(r)))
+                    .await
+            }
+            Reply::Later(f) => {
+                let task = Pending::Spawned(tokio::spawn(f));
+                self.owe(api, version, id, started, task).await
+            }
+            Reply::Last(r) => {
+                self.owe(api, version, id, started, Pending::Ready(Box::new(r)))
+                    .await?;
+                Err(Some(Refusal::AuthFailed))
+            }
+            Reply::Nothing => {
+                count(api, 0, started);
+                Ok(())
+            }
+            Reply::Close(reason) => Err(Some(Refusal::Refused(reason))),
+        }
+    }
+
+    /// Hands an answer to the writer (waiting while [`IN_FLIGHT`] are owed).
+    async fn owe(
+        &self,
+        api: ApiKey,
+        version: i16,
+        correlation_id: i32,
+        started: Instant,
+        response: Pending,
+    ) -> Result<(), Stop> {
+        let owed = Owed {
+            api,
+            version,
+            correlation_id,
+            started,
+            response,
+        };
+        self.owed.send(owed).await.map_err(|_| None)
+    }
+}
+
+/// Writes the owed answers in order, flushing whenever no further answer is ready.
+async fn write(writer: OwnedWriteHalf, mut queue: mpsc::Receiver<Owed>) {
+    let mut writer = BufWriter::new(writer);
+    while let Some(owed) = queue.recv().await {
+        let response = match owed.response {
+            Pending::Ready(r) => *r,
+            Pending::Spawned(task) => match task.await {
+                Ok(r) => r,
+                Err(e) => {
+                    warn!(api = ?owed.api, error = %e, "a Kafka request handler failed");
+                    break;
+                }
+            },
+        };
+        count(owed.api, api::first_error(&response), owed.started);
+        let bytes = match encode_response(owed.api, owed.version, owed.correlation_id, &response) {
+            Ok(b) => b,
+            Err(e) => {
+                warn!(error = %e, "cannot encode a Kafka response; closing the connection");
+                break;
+            }
+        };
+        if writer.write_all(&bytes).await.is_err() {
+            break;
+        }
+        trace!(api = ?owed.api, correlation_id = owed.correlation_id, bytes = bytes.len(), "Kafka answer");
+        if queue.is_empty() && writer.flush().await.is_err() {
+            break;
+        }
+    }
+    let _ = writer.flush().await;
+    let _ = writer.shutdown().await;
+}
+
+/// Counts an answered request.
+fn count(api: ApiKey, code: i16, started: Instant) {
+    let name = format!("{api:?}");
+    metrics::counter!(m::REQUESTS_TOTAL, m::LABEL_API => name.clone(), LABEL_CODE => code.to_string())
+        .increment(1);
+    metrics::histogram!(m::REQUEST_SECONDS, m::LABEL_API => name)
+        .record(started.elapsed().as_secs_f64());
+}

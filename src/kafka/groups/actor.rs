@@ -1,0 +1,261 @@
+//! One task per consumer group: it owns the group's [`Group`] state, takes commands in
+//! arrival order, answers joins and syncs when the protocol allows, expires members on
+//! time, and persists the group after every change of membership or generation.
+
+use super::state::{Group, GroupSettings, JoinRequest, Joined, Reply, Synced};
+use super::store::GroupStore;
+use crate::telemetry::kafka as m;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::time::Instant;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+/// A member as DescribeGroups shows it.
+#[derive(Debug, Clone)]
+pub struct MemberView {
+    /// Member id.
+    pub id: String,
+    /// Client id.
+    pub client_id: String,
+    /// Client address.
+    pub client_host: String,
+    /// Metadata for the chosen protocol.
+    pub metadata: Bytes,
+    /// Assignment.
+    pub assignment: Bytes,
+}
+
+/// A group as DescribeGroups shows it.
+#[derive(Debug, Clone)]
+pub struct GroupView {
+    /// Phase name.
+    pub state: &'static str,
+    /// Protocol type.
+    pub protocol_type: String,
+    /// Chosen protocol.
+    pub protocol: String,
+    /// Members.
+    pub members: Vec<MemberView>,
+}
+
+/// What a group task can be asked.
+pub enum Command {
+    /// JoinGroup.
+    Join(JoinRequest, oneshot::Sender<Joined>),
+    /// SyncGroup.
+    Sync {
+        /// Member id.
+        member: String,
+        /// Generation.
+        generation: i32,
+        /// The leader's assignment (empty from followers).
+        assignments: Vec<(String, Bytes)>,
+        /// Where the answer goes.
+        reply: oneshot::Sender<Synced>,
+    },
+    /// Heartbeat.
+    Heartbeat {
+        /// Member id.
+        member: String,
+        /// Generation.
+        generation: i32,
+        /// Where the error code goes.
+        reply: oneshot::Sender<i16>,
+    },
+    /// LeaveGroup.
+    Leave {
+        /// Member ids.
+        members: Vec<String>,
+        /// Where the per-member error codes go.
+        reply: oneshot::Sender<Vec<i16>>,
+    },
+    /// Checks whether an OffsetCommit may proceed.
+    CheckCommit {
+        /// Member id.
+        member: String,
+        /// Generation.
+        generation: i32,
+        /// Where the error code goes.
+        reply: oneshot::Sender<i16>,
+    },
+    /// DescribeGroups.
+    Describe(oneshot::Sender<GroupView>),
+    /// DeleteGroups: refused while the group has members.
+    Delete(oneshot::Sender<i16>),
+}
+
+/// Runs the task of group `id` until `commands` closes or `shutdown`.
+pub async fn run(
+    id: String,
+    settings: GroupSettings,
+    store: GroupStore,
+    mut commands: mpsc::Receiver<Command>,
+    shutdown: CancellationToken,
+) {
+    let mut group = match store.load(&id).await {
+        Ok(Some(s)) => Group::restore(
+            &id,
+            settings,
+            s.generation,
+            s.protocol_type,
+            s.protocol,
+            s.leader,
+            s.members,
+            s.stable,
+            Instant::now(),
+        ),
+        Ok(None) => Group::new(&id, settings),
+        Err(e) => {
+            warn!(group = %id, error = %e, "cannot load the group; starting it empty");
+            Group::new(&id, settings)
+        }
+    };
+    let mut joins: HashMap<String, oneshot::Sender<Joined>> = HashMap::new();
+    let mut syncs: HashMap<String, oneshot::Sender<Synced>> = HashMap::new();
+    publish_members(&group);
+    loop {
+        let deadline = group.next_deadline().map(tokio::time::Instant::from_std);
+        let replies = tokio::select! {
+            () = shutdown.cancelled() => break,
+            command = commands.recv() => match command {
+                None => break,
+                Some(c) => handle(&mut group, &store, c, &mut joins, &mut syncs).await,
+            },
+            () = sleep_until(deadline) => group.tick(Instant::now()),
+        };
+        for reply in replies {
+            debug!(group = %id, ?reply, "group reply");
+            match reply {
+                Reply::Join(member, joined) => {
+                    if let Some(tx) = joins.remove(&member) {
+                        let _ = tx.send(joined);
+                    }
+                }
+                Reply::Sync(member, synced) => {
+                    if let Some(tx) = syncs.remove(&member) {
+                        let _ = tx.send(synced);
+                    }
+                }
+            }
+        }
+        // Whoever left or expired is not answered: dropping its sender tells its request.
+        joins.retain(|member, _| group.members.contains_key(member));
+        syncs.retain(|member, _| group.members.contains_key(member));
+        let rebalances = group.take_rebalances();
+        if rebalances > 0 {
+            metrics::counter!(m::GROUP_REBALANCES_TOTAL, m::LABEL_GROUP => id.clone())
+                .increment(rebalances);
+        }
+        if group.take_dirty() {
+            publish_members(&group);
+            if let Err(e) = store.save(&group).await {
+                warn!(group = %id, error = %e, "cannot persist the group");
+            }
+        }
+    }
+}
+
+/// Applies one command; returns the replies owed to waiting members.
+async fn handle(
+    group: &mut Group,
+    store: &GroupStore,
+    command: Command,
+    joins: &mut HashMap<String, oneshot::Sender<Joined>>,
+    syncs: &mut HashMap<String, oneshot::Sender<Synced>>,
+) -> Vec<Reply> {
+    let now = Instant::now();
+    match command {
+        Command::Join(req, reply) => {
+            let (member, replies) = group.join(req, now);
+            joins.insert(member, reply);
+            replies
+        }
+        Command::Sync {
+            member,
+            generation,
+            assignments,
+            reply,
+        } => {
+            syncs.insert(member.clone(), reply);
+            group.sync(&member, generation, assignments, now)
+        }
+        Command::Heartbeat {
+            member,
+            generation,
+            reply,
+        } => {
+            let _ = reply.send(group.heartbeat(&member, generation, now));
+            Vec::new()
+        }
+        Command::Leave { members, reply } => {
+            let (codes, replies) = group.leave(&members, now);
+            let _ = reply.send(codes);
+            replies
+        }
+        Command::CheckCommit {
+            member,
+            generation,
+            reply,
+        } => {
+            let _ = reply.send(group.check_commit(&member, generation));
+            Vec::new()
+        }
+        Command::Describe(reply) => {
+            let _ = reply.send(view(group));
+            Vec::new()
+        }
+        Command::Delete(reply) => {
+            let code = if !group.members.is_empty() {
+                kafka_protocol::ResponseError::NonEmptyGroup.code()
+            } else {
+                match store.delete(&group.id).await {
+                    Ok(()) => {
+                        *group = Group::new(&group.id.clone(), group.settings());
+                        0
+                    }
+                    Err(e) => {
+                        warn!(group = %group.id, error = %e, "cannot delete the group");
+                        kafka_protocol::ResponseError::UnknownServerError.code()
+                    }
+                }
+            };
+            let _ = reply.send(code);
+            Vec::new()
+        }
+    }
+}
+
+fn view(group: &Group) -> GroupView {
+    let protocol = group.protocol.clone().unwrap_or_default();
+    GroupView {
+        state: group.phase.as_str(),
+        protocol_type: group.protocol_type.clone().unwrap_or_default(),
+        members: group
+            .members
+            .values()
+            .map(|m| MemberView {
+                id: m.id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                metadata: m.metadata(&protocol),
+                assignment: m.assignment.clone(),
+            })
+            .collect(),
+        protocol,
+    }
+}
+
+fn publish_members(group: &Group) {
+    metrics::gauge!(m::GROUP_MEMBERS, m::LABEL_GROUP => group.id.clone())
+        .set(group.members.len() as f64);
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

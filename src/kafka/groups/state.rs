@@ -1,0 +1,965 @@
+//! The classic consumer group protocol as a pure state machine: no I/O, no clocks (every
+//! call takes `now`), so each rule is unit-tested here and the actor around it only
+//! delivers replies and persists.
+//!
+//! Phases, as Kafka names them: `Empty` → (a join) → `PreparingRebalance`, which waits
+//! until every known member has (re)joined or the rebalance timeout passes (members that
+//! did not rejoin are dropped; an empty group first waits
+//! `group_initial_rebalance_delay_ms` for more members) → `CompletingRebalance`, a new
+//! generation whose leader computes the assignment → (the leader's SyncGroup) → `Stable`.
+//! A join with new metadata, a leave or a missed session timeout starts a new rebalance.
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Where a group is in the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// No members.
+    Empty,
+    /// Waiting for members to (re)join.
+    PreparingRebalance,
+    /// Waiting for the leader's assignment.
+    CompletingRebalance,
+    /// Members have their assignments.
+    Stable,
+}
+
+impl Phase {
+    /// The name DescribeGroups and ListGroups report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Empty => "Empty",
+            Self::PreparingRebalance => "PreparingRebalance",
+            Self::CompletingRebalance => "CompletingRebalance",
+            Self::Stable => "Stable",
+        }
+    }
+}
+
+/// Timeouts that bound every member's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupSettings {
+    /// Shortest session timeout a member may ask for.
+    pub min_session: Duration,
+    /// Longest session timeout a member may ask for.
+    pub max_session: Duration,
+    /// How long an empty group's first rebalance waits for more members.
+    pub initial_delay: Duration,
+}
+
+/// One member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Its id (`client_id-uuid`).
+    pub id: String,
+    /// The client id it connected with.
+    pub client_id: String,
+    /// The address it connected from.
+    pub client_host: String,
+    /// How long it may go without a heartbeat.
+    pub session_timeout: Duration,
+    /// How long a rebalance waits for it to rejoin.
+    pub rebalance_timeout: Duration,
+    /// The protocols it supports, in preference order, with its metadata for each.
+    pub protocols: Vec<(String, Bytes)>,
+    /// Its assignment in the current generation.
+    pub assignment: Bytes,
+    /// Its last join, sync or heartbeat.
+    last_seen: Instant,
+    /// Whether it has joined the rebalance under way.
+    joined: bool,
+    /// Whether it has sent SyncGroup in this generation.
+    synced: bool,
+}
+
+/// A join request.
+#[derive(Debug, Clone)]
+pub struct JoinRequest {
+    /// The member id; empty for a new member.
+    pub member_id: String,
+    /// The client id.
+    pub client_id: String,
+    /// The client's address.
+    pub client_host: String,
+    /// Requested session timeout.
+    pub session_timeout: Duration,
+    /// Requested rebalance timeout.
+    pub rebalance_timeout: Duration,
+    /// `consumer` for Kafka consumers.
+    pub protocol_type: String,
+    /// Supported protocols (assignors) with metadata, in preference order.
+    pub protocols: Vec<(String, Bytes)>,
+}
+
+/// The answer to a join.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Joined {
+    /// 0 or a Kafka error code.
+    pub error: i16,
+    /// The new generation.
+    pub generation: i32,
+    /// The chosen protocol.
+    pub protocol: Option<String>,
+    /// The protocol type.
+    pub protocol_type: Option<String>,
+    /// The leader's member id.
+    pub leader: String,
+    /// The member's id.
+    pub member_id: String,
+    /// Every member with its metadata (for the leader only).
+    pub members: Vec<(String, Bytes)>,
+}
+
+impl Joined {
+    fn error(member_id: &str, e: ResponseError) -> Self {
+        Self {
+            error: e.code(),
+            generation: -1,
+            protocol: None,
+            protocol_type: None,
+            leader: String::new(),
+            member_id: member_id.to_owned(),
+            members: Vec::new(),
+        }
+    }
+}
+
+/// The answer to a sync.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Synced {
+    /// 0 or a Kafka error code.
+    pub error: i16,
+    /// The member's assignment.
+    pub assignment: Bytes,
+}
+
+impl Synced {
+    fn error(e: ResponseError) -> Self {
+        Self {
+            error: e.code(),
+            assignment: Bytes::new(),
+        }
+    }
+}
+
+/// A reply owed to a member whose join or sync was waiting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Answer the member's pending join.
+    Join(String, Joined),
+    /// Answer the member's pending sync.
+    Sync(String, Synced),
+}
+
+/// A consumer group.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The group id.
+    pub id: String,
+    /// Its phase.
+    pub phase: Phase,
+    /// Its generation.
+    pub generation: i32,
+    /// The members' protocol type.
+    pub protocol_type: Option<String>,
+    /// The protocol chosen in this generation.
+    pub protocol: Option<String>,
+    /// The leader's member id.
+    pub leader: Option<String>,
+    /// The members, by id.
+    pub members: BTreeMap<String, Member>,
+    /// When the rebalance under way stops waiting for joins or for the sync.
+    deadline: Option<Instant>,
+    /// Whether the rebalance under way started from an empty group (it then waits out the
+    /// initial delay even when everyone has joined).
+    initial: bool,
+    /// Whether something worth persisting changed.
+    dirty: bool,
+    /// Rebalances completed since the last [`Group::take_rebalances`].
+    rebalances: u64,
+    /// The bounds on members' timeouts.
+    settings: GroupSettings,
+}
+
+impl Group {
+    /// A new, empty group.
+    pub fn new(id: &str, settings: GroupSettings) -> Self {
+        Self {
+            id: id.to_owned(),
+            phase: Phase::Empty,
+            generation: 0,
+            protocol_type: None,
+            protocol: None,
+            leader: None,
+            members: BTreeMap::new(),
+            deadline: None,
+            initial: false,
+            dirty: false,
+            rebalances: 0,
+            settings,
+        }
+    }
+
+    /// A group as persisted, at `now`: its members' sessions restart now. A group
+    /// persisted mid-rebalance rebalances again.
+    #[allow(clippy::too_many_arguments)]
+    pub fn restore(
+        id: &str,
+        settings: GroupSettings,
+        generation: i32,
+        protocol_type: Option<String>,
+        protocol: Option<String>,
+        leader: Option<String>,
+        members: Vec<StoredMember>,
+        stable: bool,
+        now: Instant,
+    ) -> Self {
+        let mut group = Self::new(id, settings);
+        group.generation = generation;
+        group.protocol_type = protocol_type;
+        group.protocol = protocol;
+        group.leader = leader;
+        for m in members {
+            group.members.insert(
+                m.id.clone(),
+                Member {
+                    id: m.id,
+                    client_id: m.client_id,
+                    client_host: m.client_host,
+                    session_timeout: m.session_timeout,
+                    rebalance_timeout: m.rebalance_timeout,
+                    protocols: m.protocols,
+                    assignment: m.assignment,
+                    last_seen: now,
+                    joined: false,
+                    synced: true,
+                },
+            );
+        }
+        if !group.members.is_empty() {
+            if stable {
+                group.phase = Phase::Stable;
+            } else {
+                group.begin_rebalance(now);
+            }
+        }
+        group
+    }
+
+    /// The bounds on its members' timeouts.
+    pub fn settings(&self) -> GroupSettings {
+        self.settings
+    }
+
+    /// Whether something worth persisting changed since the last call.
+    pub fn take_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// Rebalances completed since the last call.
+    pub fn take_rebalances(&mut self) -> u64 {
+        std::mem::take(&mut self.rebalances)
+    }
+
+    /// When [`Group::tick`] next has something to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let sessions = self
+            .members
+            .values()
+            .filter(|m| !(self.phase == Phase::PreparingRebalance && m.joined))
+            .map(|m| m.last_seen + m.session_timeout);
+        sessions.chain(self.deadline).min()
+    }
+
+    /// Handles a JoinGroup: returns the member's id and the replies now owed (which may
+    /// include this member's own, when it completes the rebalance or needs none).
+    pub fn join(&mut self, req: JoinRequest, now: Instant) -> (String, Vec<Reply>) {
+        let refuse = |e| {
+            (
+                req.member_id.clone(),
+                vec![Reply::Join(
+                    req.member_id.clone(),
+                    Joined::error(&req.member_id, e),
+                )],
+            )
+        };
+        if req.session_timeout < self.settings.min_session
+            || req.session_timeout > self.settings.max_session
+        {
+            return refuse(ResponseError::InvalidSessionTimeout);
+        }
+        if req.protocols.is_empty()
+            || (!self.members.is_empty()
+                && (self.protocol_type.as_deref() != Some(req.protocol_type.as_str())
+                    || !self.shares_a_protocol(&req.protocols)))
+        {
+            return refuse(ResponseError::InconsistentGroupProtocol);
+        }
+        if !req.member_id.is_empty() && !self.members.contains_key(&req.member_id) {
+            return refuse(ResponseError::UnknownMemberId);
+        }
+        let id = if req.member_id.is_empty() {
+            format!("{}-{:032x}", req.client_id, fastrand::u128(..))
+        } else {
+            req.member_id.clone()
+        };
+        let unchanged = self
+            .members
+            .get(&id)
+            .is_some_and(|m| m.protocols == req.protocols);
+        let member = self.members.entry(id.clone()).or_insert_with(|| Member {
+            id: id.clone(),
+            client_id: req.client_id.clone(),
+            client_host: req.client_host.clone(),
+            session_timeout: req.session_timeout,
+            rebalance_timeout: req.rebalance_timeout,
+            protocols: Vec::new(),
+            assignment: Bytes::new(),
+            last_seen: now,
+            joined: false,
+            synced: false,
+        });
+        member.session_timeout = req.session_timeout;
+        member.rebalance_timeout = req.rebalance_timeout;
+        member.protocols = req.protocols;
+        member.last_seen = now;
+        self.protocol_type = Some(req.protocol_type);
+        let is_leader = self.leader.as_deref() == Some(id.as_str());
+        if self.phase == Phase::Stable && unchanged && !is_leader {
+            // A follower rejoining with the same metadata needs no rebalance.
+            let reply = self.joined_reply(&id);
+            return (id, vec![Reply::Join(reply.member_id.clone(), reply)]);
+        }
+        let mut replies = Vec::new();
+        if self.phase != Phase::PreparingRebalance {
+            replies.extend(self.begin_rebalance(now));
+        }
+        if let Some(m) = self.members.get_mut(&id) {
+            m.joined = true;
+        }
+        self.dirty = true;
+        replies.extend(self.complete_join_if_ready(now));
+        (id, replies)
+    }
+
+    /// Handles a SyncGroup: the replies now owed (this member's own included unless it
+    /// must wait for the leader).
+    pub fn sync(
+        &mut self,
+        member_id: &str,
+        generation: i32,
+        assignments: Vec<(String, Bytes)>,
+        now: Instant,
+    ) -> Vec<Reply> {
+        let refuse = |e| vec![Reply::Sync(member_id.to_owned(), Synced::error(e))];
+        let Some(member) = self.members.get_mut(member_id) else {
+            return refuse(ResponseError::UnknownMemberId);
+        };
+        member.last_seen = now;
+        if generation != self.generation {
+            return refuse(ResponseError::IllegalGeneration);
+        }
+        match self.phase {
+            Phase::Empty | Phase::PreparingRebalance => refuse(ResponseError::RebalanceInProgress),
+            Phase::Stable => vec![Reply::Sync(
+                member_id.to_owned(),
+                Synced {
+                    error: 0,
+                    assignment: member.assignment.clone(),
+                },
+            )],
+            Phase::CompletingRebalance => {
+                member.synced = true;
+                if self.leader.as_deref() != Some(member_id) {
+                    return Vec::new();
+                }
+                let mut given: BTreeMap<String, Bytes> = assignments.into_iter().collect();
+                for m in self.members.values_mut() {
+                    m.assignment = given.remove(&m.id).unwrap_or_default();
+                }
+                self.phase = Phase::Stable;
+                self.deadline = None;
+                self.dirty = true;
+                self.members
+                    .values()
+                    .filter(|m| m.synced)
+                    .map(|m| {
+                        Reply::Sync(
+                            m.id.clone(),
+                            Synced {
+                                error: 0,
+                                assignment: m.assignment.clone(),
+                            },
+                        )
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Handles a Heartbeat: the error code to answer.
+    pub fn heartbeat(&mut self, member_id: &str, generation: i32, now: Instant) -> i16 {
+        let Some(member) = self.members.get_mut(member_id) else {
+            return ResponseError::UnknownMemberId.code();
+        };
+        member.last_seen = now;
+        if generation != self.generation {
+            return ResponseError::IllegalGeneration.code();
+        }
+        match self.phase {
+            Phase::PreparingRebalance => ResponseError::RebalanceInProgress.code(),
+            _ => 0,
+        }
+    }
+
+    /// Handles a LeaveGroup for `member_ids`: an error code per member and the replies
+    /// now owed.
+    pub fn leave(&mut self, member_ids: &[String], now: Instant) -> (Vec<i16>, Vec<Reply>) {
+        let mut codes = Vec::with_capacity(member_ids.len());
+        let mut left = false;
+        for id in member_ids {
+            if self.members.remove(id).is_some() {
+                codes.push(0);
+                left = true;
+            } else {
+                codes.push(ResponseError::UnknownMemberId.code());
+            }
+        }
+        let replies = if left {
+            self.after_departure(now)
+        } else {
+            Vec::new()
+        };
+        (codes, replies)
+    }
+
+    /// Expires members past their session and rebalances whose time is up.
+    pub fn tick(&mut self, now: Instant) -> Vec<Reply> {
+        let phase = self.phase;
+        let expired: Vec<String> = self
+            .members
+            .values()
+            .filter(|m| !(phase == Phase::PreparingRebalance && m.joined))
+            .filter(|m| m.last_seen + m.session_timeout <= now)
+            .map(|m| m.id.clone())
+            .collect();
+        let mut replies = Vec::new();
+        if !expired.is_empty() {
+            for id in &expired {
+                self.members.remove(id);
+            }
+            replies.extend(self.after_departure(now));
+        }
+        if self.deadline.is_some_and(|d| d <= now) {
+            match self.phase {
+                Phase::PreparingRebalance => replies.extend(self.complete_join(now)),
+                Phase::CompletingRebalance => {
+                    // The leader never sent the assignment: drop who did not sync, retry.
+                    self.members.retain(|_, m| m.synced);
+                    replies.extend(self.after_departure(now));
+                    if self.phase == Phase::CompletingRebalance {
+                        replies.extend(self.begin_rebalance(now));
+                    }
+                }
+                Phase::Empty | Phase::Stable => self.deadline = None,
+            }
+        }
+        replies
+    }
+
+    /// The error code for an OffsetCommit by `member_id` in `generation` (-1 and an empty
+    /// member: a commit from a consumer outside group management).
+    pub fn check_commit(&self, member_id: &str, generation: i32) -> i16 {
+        if generation < 0 && member_id.is_empty() {
+            return if self.members.is_empty() {
+                0
+            } else {
+                ResponseError::UnknownMemberId.code()
+            };
+        }
+        if !self.members.contains_key(member_id) {
+            return ResponseError::UnknownMemberId.code();
+        }
+        if generation != self.generation {
+            return ResponseError::IllegalGeneration.code();
+        }
+        if self.phase == Phase::CompletingRebalance {
+            return ResponseError::RebalanceInProgress.code();
+        }
+        0
+    }
+
+    /// After members left or expired: an empty group becomes `Empty`; otherwise a
+    /// rebalance starts (or the one under way may now complete).
+    fn after_departure(&mut self, now: Instant) -> Vec<Reply> {
+        self.dirty = true;
+        if self
+            .leader
+            .as_ref()
+            .is_some_and(|l| !self.members.contains_key(l))
+        {
+            self.leader = None;
+        }
+        if self.members.is_empty() {
+            self.phase = Phase::Empty;
+            self.generation += 1;
+            self.protocol = None;
+            self.leader = None;
+            self.deadline = None;
+            return Vec::new();
+        }
+        match self.phase {
+            Phase::PreparingRebalance => self.complete_join_if_ready(now),
+            _ => self.begin_rebalance(now),
+        }
+    }
+
+    /// Enters `PreparingRebalance`: every member must join again; syncs still waiting are
+    /// told a rebalance is in progress.
+    fn begin_rebalance(&mut self, now: Instant) -> Vec<Reply> {
+        let replies = if self.phase == Phase::CompletingRebalance {
+            self.members
+                .values()
+                .filter(|m| m.synced && self.leader.as_deref() != Some(m.id.as_str()))
+                .map(|m| {
+                    Reply::Sync(
+                        m.id.clone(),
+                        Synced::error(ResponseError::RebalanceInProgress),
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.initial = self.phase == Phase::Empty;
+        let wait = if self.initial {
+            self.settings.initial_delay
+        } else {
+            self.max_rebalance_timeout()
+        };
+        self.phase = Phase::PreparingRebalance;
+        self.deadline = Some(now + wait);
+        for m in self.members.values_mut() {
+            m.joined = false;
+            m.synced = false;
+        }
+        replies
+    }
+
+    /// Completes the join phase once every member has joined (an empty group's first
+    /// rebalance waits out its initial delay).
+    fn complete_join_if_ready(&mut self, now: Instant) -> Vec<Reply> {
+        let everyone = self.members.values().all(|m| m.joined);
+        if self.phase == Phase::PreparingRebalance
+            && everyone
+            && !(self.initial && self.deadline.is_some_and(|d| d > now))
+        {
+            self.complete_join(now)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Starts the next generation with the members that joined: picks the protocol and the
+    /// leader and answers every pending join.
+    fn complete_join(&mut self, now: Instant) -> Vec<Reply> {
+        self.members.retain(|_, m| m.joined);
+        self.dirty = true;
+        if self.members.is_empty() {
+            return self.after_departure(now);
+        }
+        self.generation += 1;
+        self.rebalances += 1;
+        self.protocol = self.choose_protocol();
+        if self
+            .leader
+            .as_ref()
+            .is_none_or(|l| !self.members.contains_key(l))
+        {
+            self.leader = self.members.keys().next().cloned();
+        }
+        self.phase = Phase::CompletingRebalance;
+        self.deadline = Some(now + self.max_rebalance_timeout());
+        for m in self.members.values_mut() {
+            m.joined = false;
+            m.synced = false;
+            m.assignment = Bytes::new();
+            m.last_seen = now;
+        }
+        self.members
+            .keys()
+            .map(|id| Reply::Join(id.clone(), self.joined_reply(id)))
+            .collect()
+    }
+
+    /// The join answer for `member_id` in the current generation.
+    fn joined_reply(&self, member_id: &str) -> Joined {
+        let leader = self.leader.clone().unwrap_or_default();
+        let members = if leader == member_id {
+            let protocol = self.protocol.as_deref().unwrap_or_default();
+            self.members
+                .values()
+                .map(|m| (m.id.clone(), m.metadata(protocol)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Joined {
+            error: 0,
+            generation: self.generation,
+            protocol: self.protocol.clone(),
+            protocol_type: self.protocol_type.clone(),
+            leader,
+            member_id: member_id.to_owned(),
+            members,
+        }
+    }
+
+    /// The protocol most members prefer among those every member supports.
+    fn choose_protocol(&self) -> Option<String> {
+        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
+        for m in self.members.values() {
+            let choice = m
+                .protocols
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .find(|name| self.members.values().all(|o| o.supports(name)));
+            if let Some(name) = choice {
+                *votes.entry(name).or_default() += 1;
+            }
+        }
+        votes
+            .into_iter()
+            .max_by_key(|(_, n)| *n)
+            .map(|(name, _)| name.to_owned())
+    }
+
+    /// Whether `protocols` shares a protocol with every current member.
+    fn shares_a_protocol(&self, protocols: &[(String, Bytes)]) -> bool {
+        protocols
+            .iter()
+            .any(|(name, _)| self.members.values().all(|m| m.supports(name)))
+    }
+
+    fn max_rebalance_timeout(&self) -> Duration {
+        self.members
+            .values()
+            .map(|m| m.rebalance_timeout)
+            .max()
+            .unwrap_or_default()
+    }
+}
+
+impl Member {
+    fn supports(&self, protocol: &str) -> bool {
+        self.protocols.iter().any(|(name, _)| name == protocol)
+    }
+
+    /// Its metadata for `protocol`.
+    pub fn metadata(&self, protocol: &str) -> Bytes {
+        self.protocols
+            .iter()
+            .find(|(name, _)| name == protocol)
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// A member as persisted (everything but its liveness).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMember {
+    /// See [`Member::id`].
+    pub id: String,
+    /// See [`Member::client_id`].
+    pub client_id: String,
+    /// See [`Member::client_host`].
+    pub client_host: String,
+    /// See [`Member::session_timeout`].
+    pub session_timeout: Duration,
+    /// See [`Member::rebalance_timeout`].
+    pub rebalance_timeout: Duration,
+    /// See [`Member::protocols`].
+    pub protocols: Vec<(String, Bytes)>,
+    /// See [`Member::assignment`].
+    pub assignment: Bytes,
+}
+
+impl From<&Member> for StoredMember {
+    fn from(m: &Member) -> Self {
+        Self {
+            id: m.id.clone(),
+            client_id: m.client_id.clone(),
+            client_host: m.client_host.clone(),
+            session_timeout: m.session_timeout,
+            rebalance_timeout: m.rebalance_timeout,
+            protocols: m.protocols.clone(),
+            assignment: m.assignment.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SESSION: Duration = Duration::from_secs(10);
+
+    fn settings(initial: u64) -> GroupSettings {
+        GroupSettings {
+            min_session: Duration::from_secs(1),
+            max_session: Duration::from_secs(60),
+            initial_delay: Duration::from_millis(initial),
+        }
+    }
+
+    fn join_req(member: &str, metadata: &'static [u8]) -> JoinRequest {
+        JoinRequest {
+            member_id: member.to_owned(),
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            session_timeout: SESSION,
+            rebalance_timeout: Duration::from_secs(5),
+            protocol_type: "consumer".into(),
+            protocols: vec![("range".into(), Bytes::from_static(metadata))],
+        }
+    }
+
+    fn joined(replies: &[Reply], member: &str) -> Option<Joined> {
+        replies.iter().find_map(|r| match r {
+            Reply::Join(m, j) if m == member => Some(j.clone()),
+            _ => None,
+        })
+    }
+
+    fn synced(replies: &[Reply], member: &str) -> Option<Synced> {
+        replies.iter().find_map(|r| match r {
+            Reply::Sync(m, s) if m == member => Some(s.clone()),
+            _ => None,
+        })
+    }
+
+    /// A stable group of one member at generation 1.
+    fn stable_with_one(now: Instant) -> (Group, String) {
+        let mut g = Group::new("g", settings(0));
+        let (a, replies) = g.join(join_req("", b"a"), now);
+        let j = joined(&replies, &a).expect("completes at once without initial delay");
+        assert_eq!((j.generation, j.leader.as_str()), (1, a.as_str()));
+        let r = g.sync(&a, 1, vec![(a.clone(), Bytes::from_static(b"p0"))], now);
+        assert_eq!(
+            synced(&r, &a).unwrap().assignment,
+            Bytes::from_static(b"p0")
+        );
+        assert_eq!(g.phase, Phase::Stable);
+        (g, a)
+    }
+
+    #[test]
+    fn first_rebalance_waits_for_the_initial_delay() {
+        let t0 = Instant::now();
+        let mut g = Group::new("g", settings(100));
+        let (a, replies) = g.join(join_req("", b"a"), t0);
+        assert!(replies.is_empty(), "waits for more members");
+        let (b, replies) = g.join(join_req("", b"b"), t0 + Duration::from_millis(50));
+        assert!(replies.is_empty());
+        assert_eq!(g.next_deadline(), Some(t0 + Duration::from_millis(100)));
+        let replies = g.tick(t0 + Duration::from_millis(100));
+        let (ja, jb) = (joined(&replies, &a).unwrap(), joined(&replies, &b).unwrap());
+        assert_eq!(ja.generation, 1);
+        assert_eq!(ja.leader, jb.leader);
+        let leader = ja.leader.clone();
+        let (leader_reply, follower_reply) = if leader == a { (&ja, &jb) } else { (&jb, &ja) };
+        assert_eq!(
+            leader_reply.members.len(),
+            2,
+            "the leader sees every member"
+        );
+        assert!(follower_reply.members.is_empty());
+    }
+
+    #[test]
+    fn followers_wait_for_the_leaders_assignment() {
+        let t0 = Instant::now();
+        let (mut g, a) = stable_with_one(t0);
+        let (b, replies) = g.join(join_req("", b"b"), t0);
+        assert!(
+            joined(&replies, &b).is_none(),
+            "waits for the leader to rejoin"
+        );
+        assert_eq!(
+            g.heartbeat(&a, 1, t0),
+            ResponseError::RebalanceInProgress.code()
+        );
+        let replies = g.join(join_req(&a, b"a"), t0).1;
+        assert_eq!(joined(&replies, &b).unwrap().generation, 2);
+        assert!(g.sync(&b, 2, vec![], t0).is_empty(), "the follower waits");
+        let replies = g.sync(
+            &a,
+            2,
+            vec![
+                (a.clone(), Bytes::from_static(b"pa")),
+                (b.clone(), Bytes::from_static(b"pb")),
+            ],
+            t0,
+        );
+        assert_eq!(
+            synced(&replies, &b).unwrap().assignment,
+            Bytes::from_static(b"pb")
+        );
+        assert_eq!(
+            synced(&replies, &a).unwrap().assignment,
+            Bytes::from_static(b"pa")
+        );
+        assert_eq!(g.phase, Phase::Stable);
+        assert_eq!(g.heartbeat(&b, 2, t0), 0);
+    }
+
+    #[test]
+    fn a_leave_rebalances_the_rest() {
+        let t0 = Instant::now();
+        let (mut g, a) = stable_with_one(t0);
+        let (b, _) = g.join(join_req("", b"b"), t0);
+        g.join(join_req(&a, b"a"), t0);
+        g.sync(&a, 2, vec![], t0);
+        let (codes, _) = g.leave(std::slice::from_ref(&b), t0);
+        assert_eq!(codes, vec![0]);
+        assert_eq!(g.phase, Phase::PreparingRebalance);
+        let replies = g.join(join_req(&a, b"a"), t0).1;
+        assert_eq!(joined(&replies, &a).unwrap().generation, 3);
+        let (codes, _) = g.leave(&[a.clone(), "ghost".into()], t0);
+        assert_eq!(codes, vec![0, ResponseError::UnknownMemberId.code()]);
+        assert_eq!(g.phase, Phase::Empty);
+    }
+
+    #[test]
+    fn a_silent_member_expires_after_its_session_timeout() {
+        let t0 = Instant::now();
+        let (mut g, a) = stable_with_one(t0);
+        assert_eq!(g.next_deadline(), Some(t0 + SESSION));
+        assert!(g.tick(t0 + SESSION - Duration::from_millis(1)).is_empty());
+        assert!(g.members.contains_key(&a));
+        g.tick(t0 + SESSION);
+        assert!(g.members.is_empty());
+        assert_eq!(g.phase, Phase::Empty);
+    }
+
+    #[test]
+    fn a_member_that_does_not_rejoin_is_dropped_at_the_rebalance_timeout() {
+        let t0 = Instant::now();
+        let (mut g, a) = stable_with_one(t0);
+        let (b, _) = g.join(join_req("", b"b"), t0);
+        let replies = g.tick(t0 + Duration::from_secs(5));
+        let jb = joined(&replies, &b).unwrap();
+        assert_eq!((jb.generation, jb.leader.as_str()), (2, b.as_str()));
+        assert!(!g.members.contains_key(&a));
+    }
+
+    #[test]
+    fn losing_the_leader_rebalances_as_soon_as_the_rest_rejoin() {
+        let t0 = Instant::now();
+        let mut g = Group::new("g", settings(60_000));
+        let (a, _) = g.join(join_req("", b"a"), t0);
+        let (b, _) = g.join(join_req("", b"b"), t0);
+        g.tick(t0 + Duration::from_secs(60));
+        let leader = g.leader.clone().unwrap();
+        let follower = if leader == a { b } else { a };
+        g.leave(std::slice::from_ref(&leader), t0 + Duration::from_secs(61));
+        let r = g
+            .join(join_req(&follower, b"x"), t0 + Duration::from_secs(61))
+            .1;
+        let j = joined(&r, &follower).expect("no initial delay outside an empty group");
+        assert_eq!(j.leader, follower);
+    }
+
+    #[test]
+    fn wrong_generation_unknown_member_and_bad_timeouts_are_refused() {
+        let t0 = Instant::now();
+        let (mut g, a) = stable_with_one(t0);
+        assert_eq!(
+            g.heartbeat(&a, 7, t0),
+            ResponseError::IllegalGeneration.code()
+        );
+        assert_eq!(
+            g.heartbeat("x", 1, t0),
+            ResponseError::UnknownMemberId.code()
+        );
+        let r = g.join(join_req("x", b"x"), t0).1;
+        assert_eq!(
+            joined(&r, "x").unwrap().error,
+            ResponseError::UnknownMemberId.code()
+        );
+        let mut short = join_req("", b"s");
+        short.session_timeout = Duration::from_millis(10);
+        let r = g.join(short, t0).1;
+        assert_eq!(
+            joined(&r, "").unwrap().error,
+            ResponseError::InvalidSessionTimeout.code()
+        );
+        let mut other = join_req("", b"o");
+        other.protocol_type = "connect".into();
+        let r = g.join(other, t0).1;
+        assert_eq!(
+            joined(&r, "").unwrap().error,
+            ResponseError::InconsistentGroupProtocol.code()
+        );
+    }
+
+    #[test]
+    fn a_follower_rejoining_unchanged_keeps_the_generation() {
+        let t0 = Instant::now();
+        let (mut g, a) = stable_with_one(t0);
+        let (b, _) = g.join(join_req("", b"b"), t0);
+        g.join(join_req(&a, b"a"), t0);
+        g.sync(&a, 2, vec![], t0);
+        let (follower, metadata): (&str, &'static [u8]) = if g.leader.as_deref() == Some(a.as_str())
+        {
+            (&b, b"b")
+        } else {
+            (&a, b"a")
+        };
+        let r = g.join(join_req(follower, metadata), t0).1;
+        assert_eq!(joined(&r, follower).unwrap().generation, 2);
+        assert_eq!(g.phase, Phase::Stable);
+    }
+
+    #[test]
+    fn commits_are_checked_against_the_generation() {
+        let t0 = Instant::now();
+        let empty = Group::new("g", settings(0));
+        assert_eq!(empty.check_commit("", -1), 0);
+        let (g, a) = stable_with_one(t0);
+        assert_eq!(g.check_commit(&a, 1), 0);
+        assert_eq!(
+            g.check_commit(&a, 0),
+            ResponseError::IllegalGeneration.code()
+        );
+        assert_eq!(
+            g.check_commit("", -1),
+            ResponseError::UnknownMemberId.code()
+        );
+    }
+
+    #[test]
+    fn a_restored_group_is_stable_with_fresh_sessions() {
+        let t0 = Instant::now();
+        let (g, a) = stable_with_one(t0);
+        let stored: Vec<StoredMember> = g.members.values().map(StoredMember::from).collect();
+        let later = t0 + Duration::from_secs(100);
+        let mut r = Group::restore(
+            "g",
+            settings(0),
+            g.generation,
+            g.protocol_type.clone(),
+            g.protocol.clone(),
+            g.leader.clone(),
+            stored,
+            true,
+            later,
+        );
+        assert_eq!(r.phase, Phase::Stable);
+        assert_eq!(r.heartbeat(&a, 1, later), 0);
+        assert_eq!(r.next_deadline(), Some(later + SESSION));
+    }
+}

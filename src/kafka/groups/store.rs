@@ -1,0 +1,317 @@
+//! Consumer groups in the store: each group's generation, protocol, leader and members
+//! (written whenever they change, so a restarted Ferry resumes the group where it was),
+//! and its committed offsets (written by OffsetCommit, one key per partition).
+//!
+//! Transactional offset commits (TxnOffsetCommit) fit later as pending offsets under the
+//! group, moved to `("o", …)` by the transaction's commit marker.
+
+use super::state::{Group, Phase, StoredMember};
+use crate::kafka::keys::KafkaKeys;
+use crate::stage::now_ms;
+use crate::store::{Database, RangeOption, StoreError, Transaction};
+use bytes::Bytes;
+use foundationdb_tuple::{pack, unpack};
+use std::time::Duration;
+
+/// Format version of every value here.
+const FORMAT: u16 = 1;
+
+/// A committed offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedOffset {
+    /// The next offset the group will consume.
+    pub offset: i64,
+    /// The leader epoch the consumer saw; -1 if unknown.
+    pub leader_epoch: i32,
+    /// The consumer's metadata string.
+    pub metadata: Option<String>,
+}
+
+/// A group as persisted.
+#[derive(Debug, Clone)]
+pub struct StoredGroup {
+    /// Its generation.
+    pub generation: i32,
+    /// Its members' protocol type.
+    pub protocol_type: Option<String>,
+    /// The protocol of its generation.
+    pub protocol: Option<String>,
+    /// Its leader.
+    pub leader: Option<String>,
+    /// Whether it was stable when persisted.
+    pub stable: bool,
+    /// Its members.
+    pub members: Vec<StoredMember>,
+}
+
+type MetaTuple = (
+    u16,
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    bool,
+);
+type MemberTuple = (
+    u16,
+    String,
+    String,
+    u64,
+    u64,
+    Vec<(String, Vec<u8>)>,
+    Vec<u8>,
+);
+
+/// The groups of one store.
+#[derive(Clone)]
+pub struct GroupStore {
+    /// The store.
+    db: Database,
+    /// The Kafka keyspace.
+    keys: KafkaKeys,
+}
+
+impl GroupStore {
+    /// The groups under `keys`.
+    pub fn new(db: Database, keys: KafkaKeys) -> Self {
+        Self { db, keys }
+    }
+
+    /// Loads group `id`, if it was ever persisted with members or a generation.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn load(&self, id: &str) -> Result<Option<StoredGroup>, StoreError> {
+        let keys = self.keys.group(id);
+        let tx = self.db.begin()?;
+        let Some(meta) = tx.get(&keys.meta(), true).await? else {
+            return Ok(None);
+        };
+        let (_, generation, protocol_type, protocol, leader, stable) =
+            unpack::<MetaTuple>(&meta).map_err(|e| corrupt("group metadata", &e))?;
+        let (b, e) = keys.members();
+        let mut members = Vec::new();
+        for kv in tx.get_range(&RangeOption::new(b, e), true).await? {
+            let (_, client_id, client_host, session, rebalance, protocols, assignment) =
+                unpack::<MemberTuple>(&kv.value).map_err(|e| corrupt("group member", &e))?;
+            let id = keys
+                .member_of(&kv.key)
+                .ok_or_else(|| StoreError::Storage("undecodable group member key".into()))?;
+            members.push(StoredMember {
+                id,
+                client_id,
+                client_host,
+                session_timeout: Duration::from_millis(session),
+                rebalance_timeout: Duration::from_millis(rebalance),
+                protocols: protocols
+                    .into_iter()
+                    .map(|(name, m)| (name, Bytes::from(m)))
+                    .collect(),
+                assignment: Bytes::from(assignment),
+            });
+        }
+        Ok(Some(StoredGroup {
+            generation: i32::try_from(generation).unwrap_or(0),
+            protocol_type,
+            protocol,
+            leader,
+            stable,
+            members,
+        }))
+    }
+
+    /// Persists `group`'s generation, protocol, leader and members.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn save(&self, group: &Group) -> Result<(), StoreError> {
+        let keys = self.keys.group(&group.id);
+        let meta = pack(&(
+            FORMAT,
+            i64::from(group.generation),
+            group.protocol_type.clone(),
+            group.protocol.clone(),
+            group.leader.clone(),
+            group.phase == Phase::Stable,
+        ));
+        let members: Vec<(Vec<u8>, Vec<u8>)> = group
+            .members
+            .values()
+            .map(|m| {
+                let protocols: Vec<(String, Vec<u8>)> = m
+                    .protocols
+                    .iter()
+                    .map(|(n, b)| (n.clone(), b.to_vec()))
+                    .collect();
+                let value = pack(&(
+                    FORMAT,
+                    m.client_id.as_str(),
+                    m.client_host.as_str(),
+                    m.session_timeout.as_millis() as u64,
+                    m.rebalance_timeout.as_millis() as u64,
+                    protocols,
+                    m.assignment.to_vec(),
+                ));
+                (keys.member(&m.id), value)
+            })
+            .collect();
+        let listing = self.keys.group_listing(&group.id);
+        self.db
+            .run(|tx| {
+                let (keys, meta, members, listing) = (&keys, &meta, &members, &listing);
+                async move {
+                    let (b, e) = keys.members();
+                    tx.clear_range(&b, &e);
+                    for (k, v) in members {
+                        tx.set(k, v);
+                    }
+                    tx.set(&keys.meta(), meta);
+                    tx.set(listing, b"");
+                    Ok::<_, StoreError>(())
+                }
+            })
+            .await
+    }
+
+    /// Removes group `id` with its committed offsets.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn delete(&self, id: &str) -> Result<(), StoreError> {
+        let (b, e) = self.keys.group(id).all();
+        let listing = self.keys.group_listing(id);
+        self.db
+            .run(|tx| {
+                let (b, e, listing) = (&b, &e, &listing);
+                async move {
+                    tx.clear_range(b, e);
+                    tx.clear(listing);
+                    Ok::<_, StoreError>(())
+                }
+            })
+            .await
+    }
+
+    /// Whether group `id` exists (was persisted or committed offsets).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn exists(&self, id: &str) -> Result<bool, StoreError> {
+        let tx = self.db.begin()?;
+        Ok(tx.get(&self.keys.group_listing(id), true).await?.is_some())
+    }
+
+    /// Every group's id and protocol type, sorted by id.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn list(&self) -> Result<Vec<(String, Option<String>)>, StoreError> {
+        let tx = self.db.begin()?;
+        let (b, e) = self.keys.group_listings();
+        let mut out = Vec::new();
+        for kv in tx.get_range(&RangeOption::new(b, e), true).await? {
+            let Some(id) = self.keys.group_of(&kv.key) else {
+                continue;
+            };
+            let protocol_type = match tx.get(&self.keys.group(&id).meta(), true).await? {
+                Some(v) => unpack::<MetaTuple>(&v).ok().and_then(|(_, _, t, ..)| t),
+                None => None,
+            };
+            out.push((id, protocol_type));
+        }
+        Ok(out)
+    }
+
+    /// Writes committed offsets of group `id` in one transaction.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn commit(
+        &self,
+        id: &str,
+        offsets: &[(String, i32, CommittedOffset)],
+    ) -> Result<(), StoreError> {
+        let keys = self.keys.group(id);
+        let listing = self.keys.group_listing(id);
+        let now = now_ms();
+        self.db
+            .run(|tx| {
+                let (keys, listing) = (&keys, &listing);
+                async move {
+                    for (topic, partition, c) in offsets {
+                        let value = pack(&(
+                            FORMAT,
+                            c.offset,
+                            i64::from(c.leader_epoch),
+                            c.metadata.clone(),
+                            now,
+                        ));
+                        tx.set(&keys.offset(topic, *partition), &value);
+                    }
+                    tx.set(listing, b"");
+                    Ok::<_, StoreError>(())
+                }
+            })
+            .await
+    }
+
+    /// Committed offsets of group `id`: of `wanted` (topic, partitions) or of everything.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn offsets(
+        &self,
+        id: &str,
+        wanted: Option<&[(String, Vec<i32>)]>,
+    ) -> Result<Vec<(String, i32, Option<CommittedOffset>)>, StoreError> {
+        let keys = self.keys.group(id);
+        let tx = self.db.begin()?;
+        match wanted {
+            Some(wanted) => {
+                let mut out = Vec::new();
+                for (topic, partitions) in wanted {
+                    for &p in partitions {
+                        let v = tx.get(&keys.offset(topic, p), true).await?;
+                        out.push((
+                            topic.clone(),
+                            p,
+                            v.as_deref().map(decode_offset).transpose()?,
+                        ));
+                    }
+                }
+                Ok(out)
+            }
+            None => all_offsets(&tx, &keys).await,
+        }
+    }
+}
+
+/// Every committed offset under a group's keys.
+async fn all_offsets(
+    tx: &Transaction,
+    keys: &crate::kafka::keys::GroupKeys,
+) -> Result<Vec<(String, i32, Option<CommittedOffset>)>, StoreError> {
+    let (b, e) = keys.offsets();
+    let mut out = Vec::new();
+    for kv in tx.get_range(&RangeOption::new(b, e), true).await? {
+        if let Some((topic, p)) = keys.offset_of(&kv.key) {
+            out.push((topic, p, Some(decode_offset(&kv.value)?)));
+        }
+    }
+    Ok(out)
+}
+
+fn decode_offset(bytes: &[u8]) -> Result<CommittedOffset, StoreError> {
+    let (_, offset, leader_epoch, metadata, _) =
+        unpack::<(u16, i64, i64, Option<String>, u64)>(bytes)
+            .map_err(|e| corrupt("committed offset", &e))?;
+    Ok(CommittedOffset {
+        offset,
+        leader_epoch: i32::try_from(leader_epoch).unwrap_or(-1),
+        metadata,
+    })
+}
+
+fn corrupt(what: &str, e: &impl std::fmt::Debug) -> StoreError {
+    StoreError::Storage(format!("undecodable {what} in the store: {e:?}"))
+}

@@ -1,0 +1,322 @@
+//! The Kafka front's keyspace, tuple-encoded under `(P, "k")`. `docs/keyspace.md`
+//! documents the same layout; change both together. Every value is a tuple whose first
+//! element is a format version, except the 8-byte little-endian counters.
+//!
+//! ```text
+//! (P,"k","topic","by_name",name)              = (topic_id,)
+//! (P,"k","topic","next_id")                   = (next topic id,)            ids start at 1
+//! (P,"k","topic","meta",topic_id)             = TopicMeta
+//! (P,"k","topic","version")                   = i64 LE, atomic add: bumped by every topic change
+//! (P,"k","broker",node_id)                    = Broker (host, port, deadline)
+//! (P,"k","producer","next_id")                = (next idempotent producer id,)
+//! (P,"k","p",topic_id,partition,"lease")      = SequencerLease (node, epoch, deadline)
+//! (P,"k","p",topic_id,partition,"hw")         = i64 LE: next offset (high watermark = log end)
+//! (P,"k","p",topic_id,partition,"start")      = i64 LE: log start offset
+//! (P,"k","p",topic_id,partition,"bytes")      = i64 LE, atomic add: bytes in the log
+//! (P,"k","p",topic_id,partition,"maxts")      = (newest timestamp in the log,)
+//! (P,"k","p",topic_id,partition,"i",base)     = BatchIndex: one per batch in the log
+//! (P,"k","p",topic_id,partition,"l",base,n)   = chunk n of the batch at `base` (≤ 100,000 B)
+//! (P,"k","p",topic_id,partition,"t",ts,base)  = "": the log's newest timestamp first
+//!                                               reached `ts` in the batch at `base`
+//! (P,"k","p",topic_id,partition,"pid",id)     = ProducerState of an idempotent producer
+//! (P,"k","groups",group)                      = "": the group exists (ListGroups reads these)
+//! (P,"k","g",group,"meta")                    = GroupMeta (generation, protocol, leader)
+//! (P,"k","g",group,"m",member)                = Member (client, timeouts, metadata, assignment)
+//! (P,"k","g",group,"o",topic,partition)       = CommittedOffset
+//! ```
+//!
+//! A partition's staged batches live in the stage named `kafka/<topic_id>/<partition>`
+//! (the stage keyspace), so the produce path is the stage's conflict-free append.
+
+use crate::store::keys::prefix_range;
+use foundationdb_tuple::Subspace;
+
+/// The name of the stage holding a partition's staged batches.
+pub fn stage_name(topic_id: u64, partition: i32) -> String {
+    format!("kafka/{topic_id}/{partition}")
+}
+
+/// Keys outside any one partition or group.
+#[derive(Debug, Clone)]
+pub struct KafkaKeys {
+    /// `(P, "k")`.
+    space: Subspace,
+}
+
+impl KafkaKeys {
+    /// The Kafka keyspace under the store prefix `prefix`.
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            space: Subspace::from_bytes(foundationdb_tuple::pack(&(prefix, "k"))),
+        }
+    }
+
+    /// Topic name → id.
+    pub fn topic_by_name(&self, name: &str) -> Vec<u8> {
+        self.space.pack(&("topic", "by_name", name))
+    }
+
+    /// The next topic id.
+    pub fn next_topic_id(&self) -> Vec<u8> {
+        self.space.pack(&("topic", "next_id"))
+    }
+
+    /// A topic's metadata.
+    pub fn topic_meta(&self, id: u64) -> Vec<u8> {
+        self.space.pack(&("topic", "meta", id))
+    }
+
+    /// Every topic's metadata.
+    pub fn topic_metas(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("topic", "meta")))
+    }
+
+    /// The counter every topic change bumps (topic caches watch it).
+    pub fn topics_version(&self) -> Vec<u8> {
+        self.space.pack(&("topic", "version"))
+    }
+
+    /// A registered broker (Ferry instance).
+    pub fn broker(&self, node_id: i32) -> Vec<u8> {
+        self.space.pack(&("broker", i64::from(node_id)))
+    }
+
+    /// Every registered broker.
+    pub fn brokers(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("broker",)))
+    }
+
+    /// Decodes a broker key into its node id.
+    pub fn broker_of(&self, key: &[u8]) -> Option<i32> {
+        let (_, node) = self.space.unpack::<(String, i64)>(key).ok()?;
+        i32::try_from(node).ok()
+    }
+
+    /// The next idempotent producer id.
+    pub fn next_producer_id(&self) -> Vec<u8> {
+        self.space.pack(&("producer", "next_id"))
+    }
+
+    /// The keys of one partition.
+    pub fn partition(&self, topic_id: u64, partition: i32) -> PartitionKeys {
+        PartitionKeys {
+            space: self.space.subspace(&("p", topic_id, i64::from(partition))),
+        }
+    }
+
+    /// Every key of every partition of a topic.
+    pub fn topic_partitions(&self, topic_id: u64) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("p", topic_id)))
+    }
+
+    /// The keys of one consumer group.
+    pub fn group(&self, group: &str) -> GroupKeys {
+        GroupKeys {
+            space: self.space.subspace(&("g", group)),
+        }
+    }
+
+    /// The listing entry of a group.
+    pub fn group_listing(&self, group: &str) -> Vec<u8> {
+        self.space.pack(&("groups", group))
+    }
+
+    /// Every group's listing entry.
+    pub fn group_listings(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("groups",)))
+    }
+
+    /// Decodes a listing entry into its group id.
+    pub fn group_of(&self, key: &[u8]) -> Option<String> {
+        self.space
+            .unpack::<(String, String)>(key)
+            .ok()
+            .map(|(_, g)| g)
+    }
+}
+
+/// Keys of one partition.
+#[derive(Debug, Clone)]
+pub struct PartitionKeys {
+    /// `(P, "k", "p", topic_id, partition)`.
+    space: Subspace,
+}
+
+impl PartitionKeys {
+    /// The sequencer lease.
+    pub fn lease(&self) -> Vec<u8> {
+        self.space.pack(&("lease",))
+    }
+
+    /// The high watermark: the next offset to assign. Fetchers watch it.
+    pub fn high_watermark(&self) -> Vec<u8> {
+        self.space.pack(&("hw",))
+    }
+
+    /// The log start offset.
+    pub fn log_start(&self) -> Vec<u8> {
+        self.space.pack(&("start",))
+    }
+
+    /// Bytes stored in the log (atomic add).
+    pub fn bytes(&self) -> Vec<u8> {
+        self.space.pack(&("bytes",))
+    }
+
+    /// The newest timestamp the log has held.
+    pub fn max_timestamp(&self) -> Vec<u8> {
+        self.space.pack(&("maxts",))
+    }
+
+    /// The index entry of the batch at `base`.
+    pub fn index(&self, base: i64) -> Vec<u8> {
+        self.space.pack(&("i", base))
+    }
+
+    /// Index entries of batches with bases in `[from, to)`.
+    pub fn index_range(&self, from: i64, to: i64) -> (Vec<u8>, Vec<u8>) {
+        (self.index(from), self.index(to))
+    }
+
+    /// Decodes an index key into its base offset.
+    pub fn index_base(&self, key: &[u8]) -> Option<i64> {
+        self.space.unpack::<(String, i64)>(key).ok().map(|(_, b)| b)
+    }
+
+    /// Chunk `chunk` of the batch at `base`.
+    pub fn log_chunk(&self, base: i64, chunk: u32) -> Vec<u8> {
+        self.space.pack(&("l", base, chunk))
+    }
+
+    /// Every chunk of the batches with bases in `[from, to)`.
+    pub fn log_range(&self, from: i64, to: i64) -> (Vec<u8>, Vec<u8>) {
+        (self.space.pack(&("l", from)), self.space.pack(&("l", to)))
+    }
+
+    /// The time index entry: the log's newest timestamp reached `ts` in the batch at `base`.
+    pub fn time(&self, ts: i64, base: i64) -> Vec<u8> {
+        self.space.pack(&("t", ts, base))
+    }
+
+    /// Time index entries at or after `ts`.
+    pub fn time_from(&self, ts: i64) -> (Vec<u8>, Vec<u8>) {
+        let (_, end) = prefix_range(&self.space.pack(&("t",)));
+        (self.space.pack(&("t", ts)), end)
+    }
+
+    /// Decodes a time index key into (timestamp, base offset).
+    pub fn time_entry(&self, key: &[u8]) -> Option<(i64, i64)> {
+        self.space
+            .unpack::<(String, i64, i64)>(key)
+            .ok()
+            .map(|(_, ts, base)| (ts, base))
+    }
+
+    /// An idempotent producer's state in this partition.
+    pub fn producer(&self, producer_id: i64) -> Vec<u8> {
+        self.space.pack(&("pid", producer_id))
+    }
+}
+
+/// Keys of one consumer group.
+#[derive(Debug, Clone)]
+pub struct GroupKeys {
+    /// `(P, "k", "g", group)`.
+    space: Subspace,
+}
+
+impl GroupKeys {
+    /// Generation, protocol and leader.
+    pub fn meta(&self) -> Vec<u8> {
+        self.space.pack(&("meta",))
+    }
+
+    /// One member.
+    pub fn member(&self, member: &str) -> Vec<u8> {
+        self.space.pack(&("m", member))
+    }
+
+    /// Every member.
+    pub fn members(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("m",)))
+    }
+
+    /// Decodes a member key into the member id.
+    pub fn member_of(&self, key: &[u8]) -> Option<String> {
+        self.space
+            .unpack::<(String, String)>(key)
+            .ok()
+            .map(|(_, m)| m)
+    }
+
+    /// A committed offset.
+    pub fn offset(&self, topic: &str, partition: i32) -> Vec<u8> {
+        self.space.pack(&("o", topic, i64::from(partition)))
+    }
+
+    /// Every committed offset.
+    pub fn offsets(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("o",)))
+    }
+
+    /// Decodes an offset key into (topic, partition).
+    pub fn offset_of(&self, key: &[u8]) -> Option<(String, i32)> {
+        let (_, topic, partition) = self.space.unpack::<(String, String, i64)>(key).ok()?;
+        Some((topic, i32::try_from(partition).ok()?))
+    }
+
+    /// Every key of the group.
+    pub fn all(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(self.space.bytes())
+    }
+}
+
+/// Encodes an 8-byte little-endian counter or offset value.
+pub fn encode_i64(v: i64) -> [u8; 8] {
+    v.to_le_bytes()
+}
+
+/// Decodes an 8-byte little-endian value; a missing or malformed one is 0.
+pub fn decode_i64(bytes: Option<&[u8]>) -> i64 {
+    bytes
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map_or(0, i64::from_le_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_keys_sort_by_offset_then_chunk() {
+        let p = KafkaKeys::new("ferry").partition(1, 0);
+        assert!(p.log_chunk(9, 1) < p.log_chunk(10, 0));
+        assert!(p.log_chunk(10, 0) < p.log_chunk(10, 1));
+        let (b, e) = p.log_range(10, 11);
+        assert!(b <= p.log_chunk(10, 0) && p.log_chunk(10, 99) < e);
+        assert!(p.log_chunk(11, 0) >= e);
+    }
+
+    #[test]
+    fn keys_decode_back() {
+        let k = KafkaKeys::new("ferry");
+        assert_eq!(k.broker_of(&k.broker(3)), Some(3));
+        let p = k.partition(4, 2);
+        assert_eq!(p.index_base(&p.index(77)), Some(77));
+        assert_eq!(p.time_entry(&p.time(-1, 5)), Some((-1, 5)));
+        let g = k.group("g1");
+        assert_eq!(g.offset_of(&g.offset("t", 3)), Some(("t".into(), 3)));
+        assert_eq!(g.member_of(&g.member("m-1")), Some("m-1".into()));
+        assert_eq!(k.group_of(&k.group_listing("g1")), Some("g1".into()));
+    }
+
+    #[test]
+    fn partitions_of_one_topic_share_a_prefix() {
+        let k = KafkaKeys::new("ferry");
+        let (b, e) = k.topic_partitions(4);
+        for key in [k.partition(4, 0).lease(), k.partition(4, 9).log_chunk(0, 0)] {
+            assert!(b <= key && key < e);
+        }
+        assert!(k.partition(5, 0).lease() >= e);
+    }
+}

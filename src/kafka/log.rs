@@ -1,0 +1,371 @@
+//! A partition's log in the store: record batches at dense int64 offsets, the high
+//! watermark, the log start offset, a time index, and retention that deletes old ranges.
+//!
+//! Layout (keys in [`super::keys`]): each batch is stored as sent (compression kept, base
+//! offset rewritten) in chunks of at most 100,000 bytes under `("l", base, n)`, with an
+//! index entry `("i", base)` giving its last offset, newest timestamp, size and record
+//! count. `hw` is the next offset: only the partition's sequencer writes it, in the
+//! transaction that appends, and fetchers watch it. `("t", ts, base)` records where the
+//! log's newest timestamp first reached `ts` (the running maximum, as Kafka's time index),
+//! so a timestamp lookup is one range read.
+//!
+//! Transactions (read_committed) fit this layout later: a transactional batch keeps its
+//! producer id in its header, the sequencer would append commit/abort control batches like
+//! any other, and a last-stable-offset key and an aborted-transactions index beside `hw`
+//! would let Fetch answer `read_committed` consumers.
+
+use super::batch::{BatchHeader, first_offset_at_or_after};
+use super::keys::{PartitionKeys, decode_i64, encode_i64};
+use crate::store::keys::key_after;
+use crate::store::{RangeOption, StoreError, Transaction};
+use bytes::{Bytes, BytesMut};
+use foundationdb_tuple::{pack, unpack};
+
+/// Bytes per stored chunk of a batch: FoundationDB's value limit.
+const CHUNK: usize = 100_000;
+/// Format version of [`BatchIndex`] values.
+const FORMAT: u16 = 1;
+/// Most index entries one read looks at.
+const INDEX_READ_LIMIT: usize = 1024;
+
+/// Why the log cannot be read or written.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LogError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored value does not decode.
+    #[error("the store holds a partition log value this ferry cannot decode ({0})")]
+    Corrupt(String),
+}
+
+impl crate::store::TransactionError for LogError {
+    fn store_error(&self) -> Option<&StoreError> {
+        match self {
+            Self::Store(e) => Some(e),
+            Self::Corrupt(_) => None,
+        }
+    }
+}
+
+/// What the log keeps about one batch besides its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchIndex {
+    /// The batch's first offset.
+    pub base: i64,
+    /// Its last offset.
+    pub last: i64,
+    /// Its newest record timestamp.
+    pub max_timestamp: i64,
+    /// Its size in bytes.
+    pub size: u32,
+    /// Its record count.
+    pub records: i32,
+}
+
+impl BatchIndex {
+    fn encode(&self) -> Vec<u8> {
+        pack(&(
+            FORMAT,
+            self.last,
+            self.max_timestamp,
+            self.size,
+            i64::from(self.records),
+        ))
+    }
+
+    fn decode(base: i64, bytes: &[u8]) -> Result<Self, LogError> {
+        let (_, last, max_timestamp, size, records) = unpack::<(u16, i64, i64, u32, i64)>(bytes)
+            .map_err(|e| LogError::Corrupt(format!("batch index: {e:?}")))?;
+        Ok(Self {
+            base,
+            last,
+            max_timestamp,
+            size,
+            records: i32::try_from(records).unwrap_or(i32::MAX),
+        })
+    }
+}
+
+/// Offsets and size of a partition log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Bounds {
+    /// The first offset still stored.
+    pub start: i64,
+    /// The next offset to be assigned (high watermark, log end offset).
+    pub high_watermark: i64,
+}
+
+/// Batches read from a log.
+#[derive(Debug, Clone, Default)]
+pub struct Read {
+    /// The batches, back to back, as a Fetch answer carries them.
+    pub bytes: Bytes,
+    /// How many records they hold.
+    pub records: i64,
+}
+
+/// One partition's log.
+#[derive(Debug, Clone, Copy)]
+pub struct Log<'a> {
+    /// The partition's keys.
+    pub keys: &'a PartitionKeys,
+}
+
+impl<'a> Log<'a> {
+    /// The log of the partition with `keys`.
+    pub fn new(keys: &'a PartitionKeys) -> Self {
+        Self { keys }
+    }
+
+    /// The log's start offset and high watermark.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn bounds(&self, tx: &Transaction, snapshot: bool) -> Result<Bounds, LogError> {
+        let (start_key, hw_key) = (self.keys.log_start(), self.keys.high_watermark());
+        let (start, hw) =
+            futures::try_join!(tx.get(&start_key, snapshot), tx.get(&hw_key, snapshot))?;
+        Ok(Bounds {
+            start: decode_i64(start.as_deref()),
+            high_watermark: decode_i64(hw.as_deref()),
+        })
+    }
+
+    /// Bytes stored in the log (a snapshot read: retention's estimate need not conflict
+    /// with appends).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn size(&self, tx: &Transaction) -> Result<i64, LogError> {
+        Ok(decode_i64(
+            tx.get(&self.keys.bytes(), true).await?.as_deref(),
+        ))
+    }
+
+    /// The newest timestamp the log has held (`i64::MIN` for an empty log).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn newest_timestamp(&self, tx: &Transaction) -> Result<i64, LogError> {
+        match tx.get(&self.keys.max_timestamp(), false).await? {
+            Some(v) => unpack::<(i64,)>(&v)
+                .map(|(t,)| t)
+                .map_err(|e| LogError::Corrupt(format!("newest timestamp: {e:?}"))),
+            None => Ok(i64::MIN),
+        }
+    }
+
+    /// Appends `batch` (whose base offset is already `base`) within `tx`: its chunks, its
+    /// index entry and, when it holds the log's newest timestamp so far, a time index
+    /// entry. `newest` is the log's newest timestamp before it; returns the one after.
+    /// The caller (the sequencer) sets the high watermark once per transaction.
+    pub fn append(
+        &self,
+        tx: &Transaction,
+        base: i64,
+        batch: &[u8],
+        header: &BatchHeader,
+        newest: i64,
+    ) -> i64 {
+        for (n, chunk) in batch.chunks(CHUNK).enumerate() {
+            tx.set(&self.keys.log_chunk(base, n as u32), chunk);
+        }
+        let timestamp = header.newest_timestamp();
+        let entry = BatchIndex {
+            base,
+            last: base + header.offset_span() - 1,
+            max_timestamp: timestamp,
+            size: batch.len() as u32,
+            records: header.record_count,
+        };
+        tx.set(&self.keys.index(base), &entry.encode());
+        tx.atomic_add(&self.keys.bytes(), batch.len() as i64);
+        if timestamp > newest {
+            tx.set(&self.keys.time(timestamp, base), b"");
+            timestamp
+        } else {
+            newest
+        }
+    }
+
+    /// Records the end of an append transaction: the new high watermark and newest
+    /// timestamp.
+    pub fn seal(&self, tx: &Transaction, high_watermark: i64, newest: i64) {
+        tx.set(&self.keys.high_watermark(), &encode_i64(high_watermark));
+        tx.set(&self.keys.max_timestamp(), &pack(&(newest,)));
+    }
+
+    /// Reads whole batches from the one holding offset `from`, stopping before the batch
+    /// that would take the total over `max_bytes` — but always returning the first, however
+    /// large, so a consumer can make progress (Kafka's KIP-74). Snapshot reads.
+    ///
+    /// # Errors
+    /// The store's error, or a corrupt index.
+    pub async fn read(
+        &self,
+        tx: &Transaction,
+        from: i64,
+        max_bytes: usize,
+    ) -> Result<Read, LogError> {
+        let (b, e) = self.keys.index_range(i64::MIN, from.saturating_add(1));
+        let first = tx
+            .get_range(&RangeOption::new(b, e).limit(1).reverse(), true)
+            .await?;
+        let Some(first) = first.first() else {
+            return Ok(Read::default());
+        };
+        let first_base = self.base_of(&first.key)?;
+        let limit = (max_bytes / 512).clamp(16, INDEX_READ_LIMIT);
+        let (b, e) = self.keys.index_range(first_base, i64::MAX);
+        let entries = tx
+            .get_range(&RangeOption::new(b, e).limit(limit), true)
+            .await?;
+        let mut total = 0usize;
+        let mut records = 0i64;
+        let mut end = first_base;
+        for kv in &entries {
+            let entry = BatchIndex::decode(self.base_of(&kv.key)?, &kv.value)?;
+            if total > 0 && total + entry.size as usize > max_bytes {
+                break;
+            }
+            total += entry.size as usize;
+            records += i64::from(entry.records);
+            end = entry.base + 1;
+        }
+        if total == 0 {
+            return Ok(Read::default());
+        }
+        let (b, e) = self.keys.log_range(first_base, end);
+        let chunks = tx.get_range(&RangeOption::new(b, e), true).await?;
+        let mut bytes = BytesMut::with_capacity(total);
+        for kv in chunks {
+            bytes.extend_from_slice(&kv.value);
+        }
+        if bytes.len() != total {
+            return Err(LogError::Corrupt(format!(
+                "batches from offset {first_base} hold {} of their {total} bytes",
+                bytes.len()
+            )));
+        }
+        Ok(Read {
+            bytes: bytes.freeze(),
+            records,
+        })
+    }
+
+    /// The first offset whose record timestamp is at least `at`, with the timestamp found
+    /// (exact for uncompressed batches; for a compressed batch, its first offset and newest
+    /// timestamp); `None` when no record is that new.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn offset_for_timestamp(
+        &self,
+        tx: &Transaction,
+        at: i64,
+        start: i64,
+    ) -> Result<Option<(i64, i64)>, LogError> {
+        let (b, e) = self.keys.time_from(at);
+        let hit = tx.get_range(&RangeOption::new(b, e).limit(1), true).await?;
+        let Some((timestamp, base)) = hit.first().and_then(|kv| self.keys.time_entry(&kv.key))
+        else {
+            return Ok(None);
+        };
+        let (b, e) = self.keys.log_range(base, base + 1);
+        let chunks = tx.get_range(&RangeOption::new(b, e), true).await?;
+        let batch: Vec<u8> = chunks.into_iter().flat_map(|kv| kv.value).collect();
+        let offset = first_offset_at_or_after(&batch, at).unwrap_or(base);
+        Ok(Some((offset.max(start), timestamp)))
+    }
+
+    /// Deletes whole batches from the start of the log while `expired(entry, bytes_left)`
+    /// says so, at most `limit` of them, within `tx`; returns how many went. Index reads are
+    /// snapshot reads with conflict ranges only on the entries deleted, so appends at the
+    /// end never conflict with it.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn trim(
+        &self,
+        tx: &Transaction,
+        limit: usize,
+        mut expired: impl FnMut(&BatchIndex, i64) -> bool,
+    ) -> Result<usize, LogError> {
+        let bounds = self.bounds(tx, false).await?;
+        let mut size = self.size(tx).await?;
+        let (b, e) = self.keys.index_range(bounds.start, bounds.high_watermark);
+        let entries = tx
+            .get_range(&RangeOption::new(b, e).limit(limit), true)
+            .await?;
+        let mut new_start = bounds.start;
+        let mut freed = 0i64;
+        let mut deleted = 0;
+        for kv in &entries {
+            let entry = BatchIndex::decode(self.base_of(&kv.key)?, &kv.value)?;
+            if !expired(&entry, size) {
+                break;
+            }
+            size -= i64::from(entry.size);
+            freed += i64::from(entry.size);
+            new_start = entry.last + 1;
+            deleted += 1;
+        }
+        if deleted == 0 {
+            return Ok(0);
+        }
+        let first_key = &entries[0].key;
+        tx.add_read_conflict_range(first_key, &key_after(&entries[deleted - 1].key));
+        let (b, e) = self.keys.index_range(i64::MIN, new_start);
+        tx.clear_range(&b, &e);
+        let (b, e) = self.keys.log_range(i64::MIN, new_start);
+        tx.clear_range(&b, &e);
+        self.clear_time_entries_before(tx, new_start).await?;
+        tx.set(&self.keys.log_start(), &encode_i64(new_start));
+        tx.atomic_add(&self.keys.bytes(), -freed);
+        Ok(deleted)
+    }
+
+    /// Removes time index entries of batches before `start` (they are in base order, as
+    /// the running maximum only grows).
+    async fn clear_time_entries_before(
+        &self,
+        tx: &Transaction,
+        start: i64,
+    ) -> Result<(), LogError> {
+        let (b, e) = self.keys.time_from(i64::MIN);
+        let entries = tx
+            .get_range(&RangeOption::new(b, e).limit(INDEX_READ_LIMIT), true)
+            .await?;
+        for kv in entries {
+            match self.keys.time_entry(&kv.key) {
+                Some((_, base)) if base < start => tx.clear(&kv.key),
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn base_of(&self, key: &[u8]) -> Result<i64, LogError> {
+        self.keys
+            .index_base(key)
+            .ok_or_else(|| LogError::Corrupt("undecodable batch index key".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_entries_round_trip() {
+        let e = BatchIndex {
+            base: 10,
+            last: 14,
+            max_timestamp: -1,
+            size: 900,
+            records: 5,
+        };
+        assert_eq!(BatchIndex::decode(10, &e.encode()).unwrap(), e);
+    }
+}

@@ -1,0 +1,264 @@
+//! The Kafka wire front: existing Kafka producers and consumers (librdkafka, kcat,
+//! kafka-python) talk to Ferry with only `bootstrap.servers` changed.
+//!
+//! Modules: [`codec`] (frames, request decoding, response encoding — no I/O),
+//! [`connection`] (one client), [`api`] (one module per API), [`batch`] (record batches as
+//! bytes), [`topics`] (topic metadata and its cache), [`log`] (a partition's log),
+//! [`sequencer`] (the fenced writer of each log), [`waiters`] (produce requests waiting
+//! for the log), [`producers`] (idempotent producers), [`groups`] (the consumer group
+//! coordinator), [`brokers`] (live instances), [`keys`] (the keyspace).
+//!
+//! Produce path: a batch is validated and appended as sent to its partition's stage
+//! (conflict-free, any instance); the partition's sequencer moves staged batches into the
+//! log, assigning dense offsets in the same transaction; the producer is answered with its
+//! offset after that commit. Fetchers long-poll on watches of the high watermark.
+
+pub mod api;
+pub mod batch;
+pub mod brokers;
+pub mod codec;
+pub mod connection;
+pub mod groups;
+pub mod keys;
+pub mod log;
+pub mod producers;
+pub mod sequencer;
+pub mod topics;
+pub mod waiters;
+
+use crate::auth::Users;
+use crate::config::KafkaConfig;
+use crate::stage::Stages;
+use crate::store::{Database, StoreError};
+use brokers::{Broker, Brokers};
+use groups::Coordinator;
+use groups::state::GroupSettings;
+use groups::store::GroupStore;
+use keys::KafkaKeys;
+use sequencer::{SequencerSettings, Sequencers};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use topics::{Topic, TopicConfig, TopicDefaults, TopicError, Topics};
+use tracing::info;
+use waiters::Waiters;
+
+/// Why the Kafka front could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum KafkaError {
+    /// The store failed.
+    #[error("the Kafka front cannot use the store: {0}")]
+    Store(#[from] StoreError),
+    /// The topics could not be loaded.
+    #[error("the Kafka front cannot load its topics: {0}")]
+    Topics(#[from] TopicError),
+    /// The listener has no local address.
+    #[error("the Kafka listener has no local address: {0}")]
+    Listener(std::io::Error),
+    /// A `[[users]]` entry is unusable.
+    #[error("{0}")]
+    Users(String),
+}
+
+/// What every connection and request handler shares.
+pub struct Context {
+    /// `[kafka]`.
+    pub config: KafkaConfig,
+    /// The store.
+    pub db: Database,
+    /// The Kafka keyspace.
+    pub keys: KafkaKeys,
+    /// The topics.
+    pub topics: Topics,
+    /// This instance's sequencers.
+    pub sequencers: Sequencers,
+    /// Produce requests waiting for the log.
+    pub waiters: Arc<Waiters>,
+    /// The live brokers.
+    pub brokers: Brokers,
+    /// The consumer group coordinator.
+    pub coordinator: Coordinator,
+    /// Who may authenticate.
+    pub users: Users,
+    /// Topic settings' defaults.
+    pub defaults: TopicDefaults,
+    /// The cluster id Metadata reports.
+    pub cluster_id: String,
+    /// Fires when the daemon shuts down (long polls answer early).
+    pub shutdown: CancellationToken,
+}
+
+impl Context {
+    /// Creates a topic and takes its partitions' sequencer leases, so it is writable at
+    /// once.
+    ///
+    /// # Errors
+    /// As [`Topics::create`].
+    pub async fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        config: TopicConfig,
+    ) -> Result<Arc<Topic>, TopicError> {
+        let topic = self.topics.create(name, partitions, config, false).await?;
+        for p in &topic.partitions {
+            self.sequencers.claim(p).await;
+        }
+        info!(topic = name, partitions, "topic created");
+        Ok(topic)
+    }
+}
+
+/// The Kafka front, started and ready to serve.
+pub struct KafkaFront {
+    /// Shared with every connection.
+    ctx: Arc<Context>,
+    /// The bound listener.
+    listener: TcpListener,
+    /// Stops the sequencers and background loops once connections have drained.
+    internal: CancellationToken,
+}
+
+impl KafkaFront {
+    /// Registers this instance as a broker, loads the topics, takes the sequencer leases
+    /// of every partition no live instance holds, and keeps `listener` for [`Self::run`].
+    ///
+    /// # Errors
+    /// [`KafkaError`] when the store or the users cannot be used.
+    pub async fn start(
+        config: &KafkaConfig,
+        users: &[crate::config::UserConfig],
+        stages: Stages,
+        prefix: &str,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> Result<Self, KafkaError> {
+        let db = stages.db().clone();
+        let keys = KafkaKeys::new(prefix);
+        let local = listener.local_addr().map_err(KafkaError::Listener)?;
+        let me = Broker {
+            node: config.node_id,
+            host: advertised_host(config, local),
+            port: if config.advertised_port == 0 {
+                i32::from(local.port())
+            } else {
+                i32::from(config.advertised_port)
+            },
+        };
+        let brokers = Brokers::new(db.clone(), keys.clone(), me, config.sequencer_lease());
+        brokers.register().await?;
+        let topics = Topics::new(db.clone(), keys.clone(), stages);
+        topics.refresh().await?;
+        let internal = CancellationToken::new();
+        let waiters = Arc::new(Waiters::default());
+        let defaults = TopicDefaults::from_config(config);
+        let sequencers = Sequencers::new(
+            db.clone(),
+            topics.clone(),
+            waiters.clone(),
+            SequencerSettings {
+                node: config.node_id,
+                lease: config.sequencer_lease(),
+                batch: config.sequencer_batch,
+                retention_interval: config.retention_check_interval(),
+                defaults,
+            },
+            internal.clone(),
+        );
+        sequencers.claim_all().await;
+        let coordinator = Coordinator::new(
+            GroupStore::new(db.clone(), keys.clone()),
+            GroupSettings {
+                min_session: millis(config.group_min_session_timeout_ms),
+                max_session: millis(config.group_max_session_timeout_ms),
+                initial_delay: config.group_initial_rebalance_delay(),
+            },
+            shutdown.clone(),
+        );
+        let ctx = Context {
+            config: config.clone(),
+            cluster_id: format!("ferry-{prefix}"),
+            users: Users::from_config(users).map_err(KafkaError::Users)?,
+            db,
+            keys,
+            topics,
+            sequencers,
+            waiters,
+            brokers,
+            coordinator,
+            defaults,
+            shutdown,
+        };
+        Ok(Self {
+            ctx: Arc::new(ctx),
+            listener,
+            internal,
+        })
+    }
+
+    /// The address the listener is bound to.
+    ///
+    /// # Errors
+    /// The operating system's error.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves clients until the shutdown token fires; then lets open connections finish
+    /// the answers they owe, stops the sequencers (releasing their leases), the group
+    /// tasks and the background loops, and removes this broker's registration.
+    pub async fn run(self) {
+        let ctx = self.ctx;
+        let background = [
+            tokio::spawn(ctx.sequencers.clone().run()),
+            tokio::spawn(ctx.brokers.clone().run(self.internal.clone())),
+            tokio::spawn({
+                let topics = ctx.topics.clone();
+                let token = self.internal.clone();
+                async move { topics.follow_changes(token).await }
+            }),
+            tokio::spawn(groups::lag::run(
+                ctx.db.clone(),
+                ctx.topics.clone(),
+                ctx.coordinator.store().clone(),
+                self.internal.clone(),
+            )),
+        ];
+        let handler_ctx = ctx.clone();
+        crate::server::serve(
+            "kafka",
+            self.listener,
+            ctx.config.max_connections,
+            ctx.shutdown.clone(),
+            move |stream, peer, stop| connection::serve(handler_ctx.clone(), stream, peer, stop),
+        )
+        .await;
+        self.internal.cancel();
+        ctx.coordinator.stopped().await;
+        for task in background {
+            let _ = task.await;
+        }
+    }
+}
+
+/// The host clients are told to use: `advertised_host`, else the listen host, else (when
+/// listening on every interface) this machine's hostname.
+fn advertised_host(config: &KafkaConfig, local: SocketAddr) -> String {
+    if !config.advertised_host.is_empty() {
+        return config.advertised_host.clone();
+    }
+    if !local.ip().is_unspecified() {
+        return local.ip().to_string();
+    }
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+fn millis(ms: i32) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}

@@ -1,0 +1,826 @@
+//! Partition sequencers: the one writer of each partition log.
+//!
+//! Producers append batches to a partition's stage (versionstamped, conflict-free, from
+//! any instance). The partition's sequencer — the holder of a lease in the store, fenced by
+//! an epoch — moves them into the log: in ONE transaction it reads the lease (a new holder
+//! bumps the epoch, so a stale holder's transaction conflicts and fails), pops up to
+//! `kafka.sequencer_batch` staged batches (the seeds' `pop_k`), checks idempotent
+//! producers' sequences, rewrites each batch's base offset to the next dense offset,
+//! writes it to the log and advances the high watermark. After the commit it answers the
+//! waiting produce requests ([`Waiters`]); the high-watermark write wakes long-polling
+//! fetchers through their watches. An idle sequencer sleeps on a watch of the stage.
+//!
+//! The same task renews its lease (every third of `kafka.sequencer_lease_ms`) and applies
+//! retention on a timer, so everything that writes the log is serialised in one place.
+
+use super::batch::{BatchHeader, set_base_offset};
+use super::keys::PartitionKeys;
+use super::log::{Log, LogError};
+use super::producers::{ProducerState, Verdict};
+use super::topics::{Partition, TopicDefaults, Topics};
+use super::waiters::{Outcome, Waiters};
+use crate::stage::{Delivery, MessageId, StageError, Wakeup, now_ms};
+use crate::store::{Database, StoreError, Transaction, TransactionError};
+use crate::telemetry::kafka as m;
+use foundationdb_tuple::{pack, unpack};
+use kafka_protocol::ResponseError;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// Format version of staged records and lease values.
+const FORMAT: u8 = 1;
+/// Bytes before the batch in a staged record: format, incarnation, token.
+const STAGED_HEADER: usize = 17;
+/// Most staged bytes one sequencer transaction moves (well inside the 10 MB limit, which
+/// counts the pop's clears and the log's writes).
+const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
+/// Staging tokens remembered per partition, to drop a batch staged twice by a retried
+/// append whose first commit reported an unknown result.
+const RECENT_TOKENS: usize = 65_536;
+/// Most batches one retention transaction deletes.
+const RETENTION_BATCH: usize = 512;
+/// Most retention transactions in one pass (the next pass continues).
+const RETENTION_ROUNDS: usize = 64;
+/// Pause after a failed sequencer transaction.
+const ERROR_PAUSE: Duration = Duration::from_millis(200);
+
+/// The record staged for a produced batch: who waits for it, then the batch as sent.
+pub fn stage_record(incarnation: u64, token: u64, batch: &[u8]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(STAGED_HEADER + batch.len());
+    body.push(FORMAT);
+    body.extend_from_slice(&incarnation.to_be_bytes());
+    body.extend_from_slice(&token.to_be_bytes());
+    body.extend_from_slice(batch);
+    body
+}
+
+/// Splits a staged record into (incarnation, token, batch start).
+fn staged_parts(body: &[u8]) -> Option<(u64, u64)> {
+    if body.len() < STAGED_HEADER || body[0] != FORMAT {
+        return None;
+    }
+    let incarnation = u64::from_be_bytes(body[1..9].try_into().ok()?);
+    let token = u64::from_be_bytes(body[9..17].try_into().ok()?);
+    Some((incarnation, token))
+}
+
+/// Why the sequencer machinery failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SequencerError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The stage failed.
+    #[error(transparent)]
+    Stage(StageError),
+    /// The log holds something undecodable.
+    #[error(transparent)]
+    Log(LogError),
+    /// A lease value does not decode.
+    #[error("the store holds a sequencer lease this ferry cannot decode")]
+    CorruptLease,
+}
+
+impl TransactionError for SequencerError {
+    fn store_error(&self) -> Option<&StoreError> {
+        match self {
+            Self::Store(e) => Some(e),
+            Self::Stage(StageError::Store(e)) => Some(e),
+            Self::Log(LogError::Store(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<StageError> for SequencerError {
+    fn from(e: StageError) -> Self {
+        Self::Stage(e)
+    }
+}
+
+impl From<LogError> for SequencerError {
+    fn from(e: LogError) -> Self {
+        Self::Log(e)
+    }
+}
+
+/// A partition's sequencer lease, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// The node holding it.
+    pub node: i32,
+    /// Bumped by every new holder; the holder's transactions check it.
+    pub epoch: i64,
+    /// When it lapses unless renewed, ms since the epoch.
+    pub deadline_ms: u64,
+}
+
+impl Lease {
+    fn encode(&self) -> Vec<u8> {
+        pack(&(
+            u16::from(FORMAT),
+            i64::from(self.node),
+            self.epoch,
+            self.deadline_ms,
+        ))
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, SequencerError> {
+        let (_, node, epoch, deadline_ms) =
+            unpack::<(u16, i64, i64, u64)>(bytes).map_err(|_| SequencerError::CorruptLease)?;
+        Ok(Self {
+            node: i32::try_from(node).map_err(|_| SequencerError::CorruptLease)?,
+            epoch,
+            deadline_ms,
+        })
+    }
+
+    /// Reads the lease of the partition with `keys`.
+    ///
+    /// # Errors
+    /// The store's error, or an undecodable lease.
+    pub async fn read(
+        tx: &Transaction,
+        keys: &PartitionKeys,
+        snapshot: bool,
+    ) -> Result<Option<Self>, SequencerError> {
+        match tx.get(&keys.lease(), snapshot).await? {
+            Some(v) => Ok(Some(Self::decode(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The node leading the partition now: the holder of a lease that has not lapsed.
+    pub fn leader(lease: Option<Self>, now: u64) -> Option<i32> {
+        lease.filter(|l| l.deadline_ms > now).map(|l| l.node)
+    }
+}
+
+/// What the sequencers of one instance share.
+struct Shared {
+    /// The store.
+    db: Database,
+    /// The topics.
+    topics: Topics,
+    /// Produce requests waiting for their batches.
+    waiters: Arc<Waiters>,
+    /// This instance's node id.
+    node: i32,
+    /// How long a lease lasts unrenewed.
+    lease: Duration,
+    /// Most staged batches per transaction.
+    batch: usize,
+    /// How often retention runs.
+    retention_interval: Duration,
+    /// Topic defaults (retention).
+    defaults: TopicDefaults,
+    /// The epoch of every partition this instance sequences, by (topic id, partition).
+    running: Mutex<HashMap<(u64, i32), i64>>,
+    /// The sequencer tasks.
+    tasks: Mutex<JoinSet<()>>,
+    /// Stops every sequencer.
+    shutdown: CancellationToken,
+}
+
+/// Settings of an instance's sequencers.
+#[derive(Debug, Clone, Copy)]
+pub struct SequencerSettings {
+    /// This instance's node id.
+    pub node: i32,
+    /// How long a lease lasts unrenewed.
+    pub lease: Duration,
+    /// Most staged batches per transaction.
+    pub batch: usize,
+    /// How often retention runs.
+    pub retention_interval: Duration,
+    /// Topic defaults (retention).
+    pub defaults: TopicDefaults,
+}
+
+/// The sequencers of this instance; cheap to clone.
+#[derive(Clone)]
+pub struct Sequencers {
+    /// Shared state.
+    shared: Arc<Shared>,
+}
+
+impl Sequencers {
+    /// Sequencers for the partitions of `topics`, stopping on `shutdown`.
+    pub fn new(
+        db: Database,
+        topics: Topics,
+        waiters: Arc<Waiters>,
+        settings: SequencerSettings,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                db,
+                topics,
+                waiters,
+                node: settings.node,
+                lease: settings.lease,
+                batch: settings.batch,
+                retention_interval: settings.retention_interval,
+                defaults: settings.defaults,
+                running: Mutex::default(),
+                tasks: Mutex::new(JoinSet::new()),
+                shutdown,
+            }),
+        }
+    }
+
+    /// Whether this instance sequences the partition.
+    pub fn is_local(&self, topic_id: u64, partition: i32) -> bool {
+        self.shared
+            .running
+            .lock()
+            .contains_key(&(topic_id, partition))
+    }
+
+    /// Takes the lease of every partition of every topic that no live instance holds and
+    /// starts its sequencer.
+    pub async fn claim_all(&self) {
+        for topic in self.shared.topics.all() {
+            for partition in &topic.partitions {
+                self.claim(partition).await;
+            }
+        }
+    }
+
+    /// Takes `partition`'s lease if no other live instance holds it, and starts its
+    /// sequencer; nothing when this instance sequences it already.
+    pub async fn claim(&self, partition: &Partition) {
+        let id = (partition.topic_id, partition.index);
+        if self.shared.shutdown.is_cancelled() || self.shared.running.lock().contains_key(&id) {
+            return;
+        }
+        let shared = &self.shared;
+        let keys = &partition.keys;
+        let claimed = shared
+            .db
+            .run(|tx| async move {
+                let now = now_ms();
+                let epoch = match Lease::read(&tx, keys, false).await? {
+                    None => 1,
+                    Some(l) if l.node == shared.node || l.deadline_ms <= now => l.epoch + 1,
+                    Some(_) => return Ok(None),
+                };
+                let lease = Lease {
+                    node: shared.node,
+                    epoch,
+                    deadline_ms: now + shared.lease.as_millis() as u64,
+                };
+                tx.set(&keys.lease(), &lease.encode());
+                Ok::<_, SequencerError>(Some(epoch))
+            })
+            .await;
+        match claimed {
+            Ok(Some(epoch)) => {
+                if shared.running.lock().insert(id, epoch).is_some() {
+                    return;
+                }
+                metrics::gauge!(m::SEQUENCERS).increment(1.0);
+                info!(topic = %partition.topic, partition = partition.index, epoch, "sequencing partition");
+                let task = Sequencer {
+                    shared: shared.clone(),
+                    partition: partition.clone(),
+                    epoch,
+                    recent_tokens: RecentTokens::default(),
+                };
+                shared.tasks.lock().spawn(task.run());
+            }
+            Ok(None) => {}
+            Err(e) => {
+                warn!(topic = %partition.topic, partition = partition.index, error = %e, "cannot claim the sequencer lease");
+            }
+        }
+    }
+
+    /// Claims unheld partitions (new topics from other instances, leases that lapsed)
+    /// every third of the lease until shutdown; then waits for the sequencers to stop and
+    /// releases their leases so another instance can take over at once.
+    pub async fn run(self) {
+        let interval = self.shared.lease / 3;
+        loop {
+            self.claim_all().await;
+            tokio::select! {
+                () = self.shared.shutdown.cancelled() => break,
+                () = tokio::time::sleep(interval) => {}
+            }
+        }
+        let mut tasks = std::mem::take(&mut *self.shared.tasks.lock());
+        while tasks.join_next().await.is_some() {}
+    }
+}
+
+/// Staging tokens one sequencer has seen recently.
+#[derive(Default)]
+struct RecentTokens {
+    /// In arrival order, to forget the oldest.
+    order: VecDeque<(u64, u64)>,
+    /// For lookup.
+    set: HashSet<(u64, u64)>,
+}
+
+impl RecentTokens {
+    fn contains(&self, id: (u64, u64)) -> bool {
+        self.set.contains(&id)
+    }
+
+    fn insert(&mut self, id: (u64, u64)) {
+        if self.set.insert(id) {
+            self.order.push_back(id);
+            if self.order.len() > RECENT_TOKENS
+                && let Some(old) = self.order.pop_front()
+            {
+                self.set.remove(&old);
+            }
+        }
+    }
+}
+
+/// What became of one staged batch.
+#[derive(Debug, Clone)]
+struct Sequenced {
+    /// Who waits for it: (incarnation, token).
+    waiter: (u64, u64),
+    /// Its place in the stage.
+    staged: MessageId,
+    /// Its outcome.
+    outcome: Outcome,
+    /// Bytes and records written to the log, when it was.
+    written: Option<(i64, i32)>,
+}
+
+/// The log's state as one sequencer transaction advances it.
+struct Cursor {
+    /// The next offset.
+    high_watermark: i64,
+    /// The newest timestamp so far.
+    newest: i64,
+    /// Idempotent producers' states, as read and as changed.
+    producers: HashMap<i64, Option<ProducerState>>,
+    /// Tokens sequenced in this transaction.
+    seen: HashSet<(u64, u64)>,
+    /// Tokens of earlier attempts whose commit was reported unknown, with the stage entries
+    /// they took.
+    uncertain: HashMap<(u64, u64), Vec<MessageId>>,
+}
+
+/// What one sequencer transaction did.
+enum Step {
+    /// Moved batches.
+    Moved {
+        /// Per staged batch, in order.
+        outcomes: Vec<Sequenced>,
+        /// The high watermark after the transaction.
+        high_watermark: i64,
+    },
+    /// Nothing staged; wait on this.
+    Idle(Wakeup),
+    /// The lease belongs to someone else now.
+    Lost,
+}
+
+/// The sequencer of one partition.
+struct Sequencer {
+    /// What all sequencers share.
+    shared: Arc<Shared>,
+    /// The partition.
+    partition: Partition,
+    /// The lease epoch this sequencer holds.
+    epoch: i64,
+    /// Staging tokens already sequenced.
+    recent_tokens: RecentTokens,
+}
+
+impl Sequencer {
+    async fn run(mut self) {
+        let id = (self.partition.topic_id, self.partition.index);
+        let renew_every = self.shared.lease / 3;
+        let mut next_retention = tokio::time::Instant::now() + self.shared.retention_interval;
+        self.publish_bounds().await;
+        loop {
+            if self.shared.shutdown.is_cancelled() {
+                break;
+            }
+            if tokio::time::Instant::now() >= next_retention {
+                self.retention().await;
+                next_retention = tokio::time::Instant::now() + self.shared.retention_interval;
+            }
+            let (step, committed_earlier) = match self.step().await {
+                Ok(done) => done,
+                Err(e) => {
+                    warn!(topic = %self.partition.topic, partition = self.partition.index, error = %e, "sequencer transaction failed; retrying");
+                    tokio::select! {
+                        () = self.shared.shutdown.cancelled() => break,
+                        () = tokio::time::sleep(ERROR_PAUSE) => {}
+                    }
+                    continue;
+                }
+            };
+            self.answer(committed_earlier);
+            match step {
+                Step::Moved {
+                    outcomes,
+                    high_watermark,
+                } => {
+                    self.answer(outcomes);
+                    metrics::gauge!(m::PARTITION_HIGH_WATERMARK, m::LABEL_TOPIC => self.partition.topic.to_string(), m::LABEL_PARTITION => self.partition.index.to_string())
+                        .set(high_watermark as f64);
+                }
+                Step::Idle(wakeup) => {
+                    let wake_by = (tokio::time::Instant::now() + renew_every).min(next_retention);
+                    tokio::select! {
+                        () = self.shared.shutdown.cancelled() => break,
+                        _ = wakeup.wait() => {}
+                        () = tokio::time::sleep_until(wake_by) => {}
+                    }
+                }
+                Step::Lost => {
+                    info!(topic = %self.partition.topic, partition = self.partition.index, "sequencer lease taken over; stopping");
+                    break;
+                }
+            }
+        }
+        self.shared.running.lock().remove(&id);
+        metrics::gauge!(m::SEQUENCERS).decrement(1.0);
+        if self.shared.shutdown.is_cancelled() {
+            self.release().await;
+        }
+    }
+
+    /// One transaction: check and renew the lease, move staged batches into the log.
+    ///
+    /// Also returns the outcomes of earlier attempts that committed although their commit
+    /// was reported unknown (`commit_unknown_result`): their batches left the stage, so the
+    /// attempt that finally commits does not see them, yet their producers wait. An earlier
+    /// attempt that did not commit left its batches at the head, where the final attempt
+    /// takes them again, so its outcomes are superseded by token.
+    async fn step(&self) -> Result<(Step, Vec<Sequenced>), SequencerError> {
+        let recent = &self.recent_tokens;
+        let latest: Mutex<Vec<Sequenced>> = Mutex::default();
+        let uncertain: Mutex<Vec<Sequenced>> = Mutex::default();
+        let step = self
+            .shared
+            .db
+            .run(|tx| {
+                let (latest, uncertain) = (&latest, &uncertain);
+                async move {
+                    let previous = std::mem::take(&mut *latest.lock());
+                    if tx.maybe_committed() {
+                        uncertain.lock().extend(previous);
+                    }
+                    let now = now_ms();
+                    if !self.hold_lease(&tx, now).await? {
+                        return Ok::<_, SequencerError>(Step::Lost);
+                    }
+                    let stage = &self.partition.stage;
+                    let staged = stage
+                        .pop_exclusive_in(&tx, self.shared.batch, MAX_TRANSACTION_BYTES)
+                        .await?;
+                    if staged.is_empty() {
+                        return Ok(Step::Idle(stage.watch_ready(&tx)));
+                    }
+                    let log = Log::new(&self.partition.keys);
+                    let (bounds, newest) =
+                        futures::try_join!(log.bounds(&tx, false), log.newest_timestamp(&tx))?;
+                    let mut cursor = Cursor {
+                        high_watermark: bounds.high_watermark,
+                        newest,
+                        producers: self.producer_states(&tx, &staged).await?,
+                        seen: HashSet::new(),
+                        uncertain: uncertain.lock().iter().fold(
+                            HashMap::new(),
+                            |mut by_waiter: HashMap<_, Vec<_>>, o| {
+                                by_waiter.entry(o.waiter).or_default().push(o.staged);
+                                by_waiter
+                            },
+                        ),
+                    };
+                    let outcomes: Vec<Sequenced> = staged
+                        .into_iter()
+                        .filter_map(|d| self.sequence(&tx, &log, d, recent, &mut cursor))
+                        .collect();
+                    for (id, state) in &cursor.producers {
+                        if let Some(state) = state {
+                            tx.set(&self.partition.keys.producer(*id), &state.encode());
+                        }
+                    }
+                    let high_watermark = cursor.high_watermark;
+                    log.seal(&tx, high_watermark, cursor.newest);
+                    latest.lock().clone_from(&outcomes);
+                    Ok(Step::Moved {
+                        outcomes,
+                        high_watermark,
+                    })
+                }
+            })
+            .await?;
+        // An earlier attempt is superseded where the final one took the same stage entry.
+        let taken_now: HashSet<MessageId> = match &step {
+            Step::Moved { outcomes, .. } => outcomes.iter().map(|o| o.staged).collect(),
+            _ => HashSet::new(),
+        };
+        let mut earlier = uncertain.into_inner();
+        earlier.retain(|o| !taken_now.contains(&o.staged));
+        Ok((step, earlier))
+    }
+
+    /// Decides what becomes of one staged batch within the transaction, writing it to the
+    /// log at the cursor when it is new; `None` for an undecodable staged record.
+    fn sequence(
+        &self,
+        tx: &Transaction,
+        log: &Log<'_>,
+        delivery: Delivery,
+        recent: &RecentTokens,
+        cursor: &mut Cursor,
+    ) -> Option<Sequenced> {
+        let staged = delivery.id;
+        let mut body = delivery.body;
+        let Some(waiter) = staged_parts(&body) else {
+            warn!(topic = %self.partition.topic, "dropping an undecodable staged record");
+            return None;
+        };
+        let skipped = |outcome| {
+            Some(Sequenced {
+                waiter,
+                staged,
+                outcome,
+                written: None,
+            })
+        };
+        // A token staged twice is an append retried after an unknown commit result whose
+        // first attempt did commit: sequence it once, as its oldest copy. That copy was
+        // sequenced earlier in this transaction, or by an earlier transaction: one that
+        // answered it (the token is recent), or an attempt reported unknown that took an
+        // older copy — which, had the attempt not committed, would still be staged ahead
+        // of this one and seen first here.
+        let first_here = cursor.seen.insert(waiter);
+        let sequenced_before = recent.contains(waiter)
+            || cursor
+                .uncertain
+                .get(&waiter)
+                .is_some_and(|ids| ids.iter().any(|id| *id < staged));
+        if sequenced_before || !first_here {
+            return skipped(Outcome::Duplicate(-1));
+        }
+        let batch = &mut body[STAGED_HEADER..];
+        let Ok(header) = BatchHeader::parse(batch) else {
+            return skipped(Outcome::Refused(ResponseError::CorruptMessage));
+        };
+        if header.is_idempotent() {
+            let state = cursor.producers.get(&header.producer_id).cloned().flatten();
+            match ProducerState::judge(state.as_ref(), &header) {
+                Verdict::Append => {
+                    let after = ProducerState::after(state, &header, cursor.high_watermark);
+                    cursor.producers.insert(header.producer_id, Some(after));
+                }
+                Verdict::Duplicate(at) => return skipped(Outcome::Duplicate(at)),
+                Verdict::Refuse(e) => return skipped(Outcome::Refused(e)),
+            }
+        }
+        let base = cursor.high_watermark;
+        set_base_offset(batch, base);
+        cursor.newest = log.append(tx, base, batch, &header, cursor.newest);
+        cursor.high_watermark += header.offset_span();
+        Some(Sequenced {
+            waiter,
+            staged,
+            outcome: Outcome::Appended(base),
+            written: Some((batch.len() as i64, header.record_count)),
+        })
+    }
+
+    /// Checks the lease is still this sequencer's (a conflicting read: a takeover makes
+    /// this transaction fail) and renews it once a third of its term has passed.
+    async fn hold_lease(&self, tx: &Transaction, now: u64) -> Result<bool, SequencerError> {
+        let keys = &self.partition.keys;
+        let Some(lease) = Lease::read(tx, keys, false).await? else {
+            return Ok(false);
+        };
+        if lease.node != self.shared.node || lease.epoch != self.epoch {
+            return Ok(false);
+        }
+        let term = self.shared.lease.as_millis() as u64;
+        if lease.deadline_ms < now + term * 2 / 3 {
+            let renewed = Lease {
+                deadline_ms: now + term,
+                ..lease
+            };
+            tx.set(&keys.lease(), &renewed.encode());
+        }
+        Ok(true)
+    }
+
+    /// The stored state of every idempotent producer among `staged`.
+    async fn producer_states(
+        &self,
+        tx: &Transaction,
+        staged: &[Delivery],
+    ) -> Result<HashMap<i64, Option<ProducerState>>, SequencerError> {
+        let ids: HashSet<i64> = staged
+            .iter()
+            .filter_map(|d| d.body.get(STAGED_HEADER..))
+            .filter_map(|b| BatchHeader::parse(b).ok())
+            .filter(BatchHeader::is_idempotent)
+            .map(|h| h.producer_id)
+            .collect();
+        let reads = ids.into_iter().map(|id| {
+            let key = self.partition.keys.producer(id);
+            async move {
+                let v = tx.get(&key, false).await?;
+                Ok::<_, StoreError>((id, v.as_deref().and_then(ProducerState::decode)))
+            }
+        });
+        Ok(futures::future::try_join_all(reads)
+            .await?
+            .into_iter()
+            .collect())
+    }
+
+    /// Answers the waiting producers of committed outcomes and counts them.
+    fn answer(&mut self, outcomes: Vec<Sequenced>) {
+        if outcomes.is_empty() {
+            return;
+        }
+        let topic = self.partition.topic.to_string();
+        metrics::histogram!(m::SEQUENCER_BATCH_SIZE).record(outcomes.len() as f64);
+        let (mut bytes, mut records, mut duplicates) = (0i64, 0i64, 0u64);
+        for Sequenced {
+            waiter: (incarnation, token),
+            outcome,
+            written,
+            ..
+        } in outcomes
+        {
+            self.recent_tokens.insert((incarnation, token));
+            if let Some((b, r)) = written {
+                bytes += b;
+                records += i64::from(r);
+            }
+            if matches!(outcome, Outcome::Duplicate(_)) {
+                duplicates += 1;
+            }
+            self.shared.waiters.answer(incarnation, token, outcome);
+        }
+        metrics::counter!(m::PRODUCED_BYTES_TOTAL, m::LABEL_TOPIC => topic.clone())
+            .increment(bytes as u64);
+        metrics::counter!(m::PRODUCED_RECORDS_TOTAL, m::LABEL_TOPIC => topic.clone())
+            .increment(records as u64);
+        if duplicates > 0 {
+            metrics::counter!(m::DUPLICATE_BATCHES_TOTAL, m::LABEL_TOPIC => topic)
+                .increment(duplicates);
+        }
+    }
+
+    /// Deletes batches past the topic's retention, in bounded transactions.
+    async fn retention(&self) {
+        let Some(topic) = self.shared.topics.get(&self.partition.topic) else {
+            return;
+        };
+        let defaults = self.shared.defaults;
+        let retention_ms = defaults.retention_ms(&topic.meta.config);
+        let retention_bytes = defaults.retention_bytes(&topic.meta.config);
+        if retention_ms < 0 && retention_bytes < 0 {
+            return;
+        }
+        for _ in 0..RETENTION_ROUNDS {
+            let deleted = self
+                .shared
+                .db
+                .run(|tx| async move {
+                    let now = now_ms() as i64;
+                    if !self.hold_lease(&tx, now as u64).await? {
+                        return Ok(0);
+                    }
+                    let log = Log::new(&self.partition.keys);
+                    let n = log
+                        .trim(&tx, RETENTION_BATCH, |entry, size| {
+                            (retention_ms >= 0
+                                && entry.max_timestamp < now.saturating_sub(retention_ms))
+                                || (retention_bytes >= 0 && size > retention_bytes)
+                        })
+                        .await?;
+                    Ok::<_, SequencerError>(n)
+                })
+                .await;
+            match deleted {
+                Ok(n) if n == RETENTION_BATCH => continue,
+                Ok(_) => break,
+                Err(e) => {
+                    warn!(topic = %self.partition.topic, partition = self.partition.index, error = %e, "retention failed");
+                    break;
+                }
+            }
+        }
+        self.publish_bounds().await;
+    }
+
+    /// Sets the partition's offset and size gauges from the store.
+    async fn publish_bounds(&self) {
+        let Ok(tx) = self.shared.db.begin() else {
+            return;
+        };
+        let log = Log::new(&self.partition.keys);
+        if let (Ok(bounds), Ok(size)) = (log.bounds(&tx, true).await, log.size(&tx).await) {
+            let labels = [
+                (m::LABEL_TOPIC, self.partition.topic.to_string()),
+                (m::LABEL_PARTITION, self.partition.index.to_string()),
+            ];
+            metrics::gauge!(m::PARTITION_HIGH_WATERMARK, &labels).set(bounds.high_watermark as f64);
+            metrics::gauge!(m::PARTITION_LOG_START_OFFSET, &labels).set(bounds.start as f64);
+            metrics::gauge!(m::PARTITION_BYTES, &labels).set(size as f64);
+        }
+    }
+
+    /// Lets the lease lapse now, so another instance need not wait for its term.
+    async fn release(&self) {
+        let keys = &self.partition.keys;
+        let (node, epoch) = (self.shared.node, self.epoch);
+        let released = self
+            .shared
+            .db
+            .run(|tx| async move {
+                if let Some(lease) = Lease::read(&tx, keys, false).await?
+                    && lease.node == node
+                    && lease.epoch == epoch
+                {
+                    let lapsed = Lease {
+                        deadline_ms: 0,
+                        ..lease
+                    };
+                    tx.set(&keys.lease(), &lapsed.encode());
+                }
+                Ok::<_, SequencerError>(())
+            })
+            .await;
+        if let Err(e) = released {
+            warn!(topic = %self.partition.topic, partition = self.partition.index, error = %e, "cannot release the sequencer lease");
+        }
+    }
+}
+
+/// The leader of every partition of `keys` for Metadata answers.
+///
+/// # Errors
+/// The store's error.
+pub async fn leaders(
+    db: &Database,
+    keys: &[PartitionKeys],
+) -> Result<Vec<Option<i32>>, SequencerError> {
+    let tx = db.begin()?;
+    let now = now_ms();
+    let reads = keys.iter().map(|k| {
+        let tx = tx.clone();
+        async move {
+            Lease::read(&tx, k, true)
+                .await
+                .map(|l| Lease::leader(l, now))
+        }
+    });
+    futures::future::try_join_all(reads).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staged_records_carry_their_waiter() {
+        let body = stage_record(5, 9, b"batch");
+        assert_eq!(staged_parts(&body), Some((5, 9)));
+        assert_eq!(&body[STAGED_HEADER..], b"batch");
+        assert_eq!(staged_parts(b"short"), None);
+    }
+
+    #[test]
+    fn leases_round_trip_and_lapse() {
+        let l = Lease {
+            node: 3,
+            epoch: 12,
+            deadline_ms: 1000,
+        };
+        assert_eq!(Lease::decode(&l.encode()).unwrap(), l);
+        assert_eq!(Lease::leader(Some(l), 999), Some(3));
+        assert_eq!(Lease::leader(Some(l), 1000), None);
+        assert_eq!(Lease::leader(None, 0), None);
+    }
+
+    #[test]
+    fn recent_tokens_forget_the_oldest() {
+        let mut r = RecentTokens::default();
+        for t in 0..=RECENT_TOKENS as u64 {
+            r.insert((1, t));
+        }
+        assert!(!r.contains((1, 0)));
+        assert!(r.contains((1, RECENT_TOKENS as u64)));
+    }
+}

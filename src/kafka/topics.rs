@@ -1,0 +1,680 @@
+//! Topics: their metadata in the store, the settings Ferry supports, and a cache every
+//! request reads instead of the store.
+//!
+//! A topic has a numeric id (never reused, so a recreated topic never meets its
+//! predecessor's keys), a UUID for the protocol versions that name topics by id, a
+//! partition count, and its overrides of the broker's defaults. Each partition owns a
+//! stage (`kafka/<id>/<partition>`) that producers append to and a log its sequencer
+//! writes. Every change bumps `(P,"k","topic","version")`, which every instance's cache
+//! watches, so all instances see a new topic without polling.
+
+use super::keys::{KafkaKeys, PartitionKeys, stage_name};
+use crate::config::KafkaConfig;
+use crate::stage::Stage;
+use crate::stage::{StageError, StageOptions, Stages};
+use crate::store::{Database, RangeOption, StoreError, Transaction, TransactionError};
+use foundationdb_tuple::{pack, unpack};
+use parking_lot::RwLock;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+/// Format version of [`TopicMeta`] values.
+const FORMAT: u16 = 1;
+/// Longest topic name Kafka allows.
+const MAX_NAME_LEN: usize = 249;
+/// Most partitions a topic may have.
+pub const MAX_PARTITIONS: i32 = 10_000;
+
+/// The topic settings Ferry implements, as Kafka names them.
+pub const RETENTION_MS: &str = "retention.ms";
+/// See [`RETENTION_MS`].
+pub const RETENTION_BYTES: &str = "retention.bytes";
+/// See [`RETENTION_MS`].
+pub const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
+/// See [`RETENTION_MS`]; only `delete` is supported.
+pub const CLEANUP_POLICY: &str = "cleanup.policy";
+
+/// Why a topic operation failed; each maps to a Kafka error code.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TopicError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A partition's stage could not be created.
+    #[error("cannot create the partition stage: {0}")]
+    Stage(String),
+    /// The topic exists already.
+    #[error("topic '{0}' already exists")]
+    Exists(String),
+    /// No topic has this name.
+    #[error("topic '{0}' does not exist")]
+    Unknown(String),
+    /// The name is not a legal Kafka topic name.
+    #[error(
+        "'{0}' is not a valid topic name: use 1 to 249 of a-z, A-Z, 0-9, '.', '_', '-' (not '.' or '..')"
+    )]
+    InvalidName(String),
+    /// The partition count is out of range or does not grow.
+    #[error("{0}")]
+    InvalidPartitions(String),
+    /// A setting is unknown or its value is invalid.
+    #[error("{key}: {message}")]
+    InvalidConfig {
+        /// The setting.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A stored value does not decode.
+    #[error("the store holds a topic value this ferry cannot decode ({0})")]
+    Corrupt(String),
+}
+
+impl TransactionError for TopicError {
+    fn store_error(&self) -> Option<&StoreError> {
+        match self {
+            Self::Store(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<StageError> for TopicError {
+    fn from(e: StageError) -> Self {
+        match e {
+            StageError::Store(s) => Self::Store(s),
+            other => Self::Stage(other.to_string()),
+        }
+    }
+}
+
+impl TopicError {
+    /// The Kafka error code for an answer.
+    pub fn code(&self) -> i16 {
+        use kafka_protocol::ResponseError as E;
+        match self {
+            Self::Store(_) | Self::Stage(_) | Self::Corrupt(_) => E::UnknownServerError.code(),
+            Self::Exists(_) => E::TopicAlreadyExists.code(),
+            Self::Unknown(_) => E::UnknownTopicOrPartition.code(),
+            Self::InvalidName(_) => E::InvalidTopicException.code(),
+            Self::InvalidPartitions(_) => E::InvalidPartitions.code(),
+            Self::InvalidConfig { .. } => E::InvalidConfig.code(),
+        }
+    }
+}
+
+/// A topic's overrides of the broker defaults; `None` follows the `[kafka]` default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TopicConfig {
+    /// `retention.ms`.
+    pub retention_ms: Option<i64>,
+    /// `retention.bytes`.
+    pub retention_bytes: Option<i64>,
+    /// `max.message.bytes`.
+    pub max_message_bytes: Option<i64>,
+}
+
+impl TopicConfig {
+    /// Settings from Kafka's (name, value) pairs, as CreateTopics and AlterConfigs carry
+    /// them; a `None` value restores the default.
+    ///
+    /// # Errors
+    /// [`TopicError::InvalidConfig`] for an unknown setting or a bad value.
+    pub fn parse<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    ) -> Result<Self, TopicError> {
+        let mut config = Self::default();
+        for (key, value) in pairs {
+            let number = |min: i64, max: i64| -> Result<Option<i64>, TopicError> {
+                value
+                    .map(|v| {
+                        v.trim()
+                            .parse::<i64>()
+                            .ok()
+                            .filter(|n| (min..=max).contains(n))
+                            .ok_or_else(|| TopicError::InvalidConfig {
+                                key: key.to_owned(),
+                                message: format!("'{v}' must be an integer from {min} to {max}"),
+                            })
+                    })
+                    .transpose()
+            };
+            match key {
+                RETENTION_MS => config.retention_ms = number(-1, i64::MAX)?,
+                RETENTION_BYTES => config.retention_bytes = number(-1, i64::MAX)?,
+                MAX_MESSAGE_BYTES => {
+                    config.max_message_bytes =
+                        number(0, crate::config::kafka::MAX_MESSAGE_BYTES_LIMIT as i64)?;
+                }
+                CLEANUP_POLICY if value.is_none_or(|v| v == "delete") => {}
+                CLEANUP_POLICY => {
+                    return Err(TopicError::InvalidConfig {
+                        key: key.to_owned(),
+                        message: "only 'delete' is supported (no compaction)".into(),
+                    });
+                }
+                _ => {
+                    return Err(TopicError::InvalidConfig {
+                        key: key.to_owned(),
+                        message: format!(
+                            "is not a setting Ferry supports ({RETENTION_MS}, {RETENTION_BYTES}, {MAX_MESSAGE_BYTES}, {CLEANUP_POLICY})"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// What a topic is, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicMeta {
+    /// The numeric id (keys use it).
+    pub id: u64,
+    /// The topic id of protocol versions that name topics by UUID.
+    pub uuid: [u8; 16],
+    /// The name.
+    pub name: String,
+    /// How many partitions it has.
+    pub partitions: i32,
+    /// Its overrides of the broker defaults.
+    pub config: TopicConfig,
+}
+
+type MetaTuple = (
+    u16,
+    String,
+    Vec<u8>,
+    i64,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
+
+impl TopicMeta {
+    fn encode(&self) -> Vec<u8> {
+        pack(&(
+            FORMAT,
+            self.name.as_str(),
+            self.uuid.to_vec(),
+            i64::from(self.partitions),
+            self.config.retention_ms,
+            self.config.retention_bytes,
+            self.config.max_message_bytes,
+        ))
+    }
+
+    fn decode(id: u64, bytes: &[u8]) -> Result<Self, TopicError> {
+        let (_, name, uuid, partitions, retention_ms, retention_bytes, max_message_bytes) =
+            unpack::<MetaTuple>(bytes).map_err(|e| TopicError::Corrupt(format!("{e:?}")))?;
+        Ok(Self {
+            id,
+            uuid: uuid
+                .try_into()
+                .map_err(|_| TopicError::Corrupt("topic uuid".into()))?,
+            name,
+            partitions: i32::try_from(partitions)
+                .map_err(|_| TopicError::Corrupt("partition count".into()))?,
+            config: TopicConfig {
+                retention_ms,
+                retention_bytes,
+                max_message_bytes,
+            },
+        })
+    }
+}
+
+/// One partition of a cached topic.
+#[derive(Debug, Clone)]
+pub struct Partition {
+    /// The topic's name (for metric labels and answers).
+    pub topic: Arc<str>,
+    /// The topic's id.
+    pub topic_id: u64,
+    /// Its index in the topic.
+    pub index: i32,
+    /// Its keys.
+    pub keys: PartitionKeys,
+    /// The stage producers append to.
+    pub stage: Stage,
+}
+
+/// A cached topic.
+#[derive(Debug)]
+pub struct Topic {
+    /// What the store says about it.
+    pub meta: TopicMeta,
+    /// Its partitions, by index.
+    pub partitions: Vec<Partition>,
+}
+
+impl Topic {
+    /// Partition `index`, if the topic has it.
+    pub fn partition(&self, index: i32) -> Option<&Partition> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.partitions.get(i))
+    }
+}
+
+/// The broker-wide defaults a topic follows unless it overrides them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopicDefaults {
+    /// `kafka.retention_ms`.
+    pub retention_ms: i64,
+    /// `kafka.retention_bytes`.
+    pub retention_bytes: i64,
+    /// `kafka.max_message_bytes`.
+    pub max_message_bytes: i64,
+}
+
+impl TopicDefaults {
+    /// The defaults `[kafka]` sets.
+    pub fn from_config(config: &KafkaConfig) -> Self {
+        Self {
+            retention_ms: config.retention_ms,
+            retention_bytes: config.retention_bytes,
+            max_message_bytes: config.max_message_bytes as i64,
+        }
+    }
+
+    /// A topic's effective `retention.ms`.
+    pub fn retention_ms(&self, t: &TopicConfig) -> i64 {
+        t.retention_ms.unwrap_or(self.retention_ms)
+    }
+
+    /// A topic's effective `retention.bytes`.
+    pub fn retention_bytes(&self, t: &TopicConfig) -> i64 {
+        t.retention_bytes.unwrap_or(self.retention_bytes)
+    }
+
+    /// A topic's effective `max.message.bytes`.
+    pub fn max_message_bytes(&self, t: &TopicConfig) -> usize {
+        usize::try_from(t.max_message_bytes.unwrap_or(self.max_message_bytes)).unwrap_or(0)
+    }
+}
+
+/// Every topic in one store, cached; cheap to clone.
+#[derive(Clone)]
+pub struct Topics {
+    /// The store.
+    db: Database,
+    /// The Kafka keyspace.
+    keys: KafkaKeys,
+    /// The stages, for each partition's staging queue.
+    stages: Stages,
+    /// The cache, by name.
+    cache: Arc<RwLock<HashMap<String, Arc<Topic>>>>,
+}
+
+impl Topics {
+    /// The topics of `db` under the key prefix of `stages`.
+    pub fn new(db: Database, keys: KafkaKeys, stages: Stages) -> Self {
+        Self {
+            db,
+            keys,
+            stages,
+            cache: Arc::default(),
+        }
+    }
+
+    /// The cached topic `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<Topic>> {
+        self.cache.read().get(name).cloned()
+    }
+
+    /// Every cached topic, sorted by name.
+    pub fn all(&self) -> Vec<Arc<Topic>> {
+        let mut all: Vec<_> = self.cache.read().values().cloned().collect();
+        all.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
+        all
+    }
+
+    /// The cached topic whose UUID is `uuid`.
+    pub fn by_uuid(&self, uuid: [u8; 16]) -> Option<Arc<Topic>> {
+        self.cache
+            .read()
+            .values()
+            .find(|t| t.meta.uuid == uuid)
+            .cloned()
+    }
+
+    /// Creates topic `name` with `partitions` partitions and `config`, then refreshes the
+    /// cache. With `validate_only`, checks everything and creates nothing.
+    ///
+    /// # Errors
+    /// [`TopicError::InvalidName`], [`TopicError::InvalidPartitions`],
+    /// [`TopicError::Exists`], or the store's error.
+    pub async fn create(
+        &self,
+        name: &str,
+        partitions: i32,
+        config: TopicConfig,
+        validate_only: bool,
+    ) -> Result<Arc<Topic>, TopicError> {
+        check_name(name)?;
+        check_partition_count(partitions)?;
+        let meta = self
+            .db
+            .run(|tx| async move {
+                if tx
+                    .get(&self.keys.topic_by_name(name), false)
+                    .await?
+                    .is_some()
+                {
+                    return Err(TopicError::Exists(name.to_owned()));
+                }
+                let id = match tx.get(&self.keys.next_topic_id(), false).await? {
+                    Some(v) => decode_id(&v)?,
+                    None => 1,
+                };
+                let meta = TopicMeta {
+                    id,
+                    uuid: new_uuid(),
+                    name: name.to_owned(),
+                    partitions,
+                    config,
+                };
+                if !validate_only {
+                    tx.set(&self.keys.next_topic_id(), &pack(&(id + 1,)));
+                    tx.set(&self.keys.topic_by_name(name), &pack(&(id,)));
+                    self.write_meta(&tx, &meta);
+                }
+                Ok(meta)
+            })
+            .await?;
+        if validate_only {
+            return Ok(Arc::new(Topic {
+                meta,
+                partitions: Vec::new(),
+            }));
+        }
+        self.refresh().await?;
+        self.get(name)
+            .ok_or_else(|| TopicError::Unknown(name.to_owned()))
+    }
+
+    /// Deletes topic `name`: its metadata, every partition's log, lease and producer state,
+    /// and its stages. A sequencer of the topic fails its next transaction (its lease is
+    /// gone) and stops.
+    ///
+    /// # Errors
+    /// [`TopicError::Unknown`], or the store's error.
+    pub async fn delete(&self, name: &str) -> Result<(), TopicError> {
+        let meta = self
+            .db
+            .run(|tx| async move {
+                let meta = self.meta_in(&tx, name).await?;
+                tx.clear(&self.keys.topic_by_name(name));
+                tx.clear(&self.keys.topic_meta(meta.id));
+                let (b, e) = self.keys.topic_partitions(meta.id);
+                tx.clear_range(&b, &e);
+                tx.atomic_add(&self.keys.topics_version(), 1);
+                Ok::<_, TopicError>(meta)
+            })
+            .await?;
+        for p in 0..meta.partitions {
+            self.stages.delete(&stage_name(meta.id, p)).await?;
+        }
+        self.refresh().await
+    }
+
+    /// Grows topic `name` to `count` partitions.
+    ///
+    /// # Errors
+    /// [`TopicError::InvalidPartitions`] when `count` does not grow it,
+    /// [`TopicError::Unknown`], or the store's error.
+    pub async fn add_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        check_partition_count(count)?;
+        self.db
+            .run(|tx| async move {
+                let mut meta = self.meta_in(&tx, name).await?;
+                if count <= meta.partitions {
+                    return Err(TopicError::InvalidPartitions(format!(
+                        "topic '{name}' has {} partitions; the new count must be larger, not {count}",
+                        meta.partitions
+                    )));
+                }
+                meta.partitions = count;
+                if !validate_only {
+                    self.write_meta(&tx, &meta);
+                }
+                Ok(())
+            })
+            .await?;
+        self.refresh().await
+    }
+
+    /// Replaces topic `name`'s overrides with `config`.
+    ///
+    /// # Errors
+    /// [`TopicError::Unknown`], or the store's error.
+    pub async fn set_config(
+        &self,
+        name: &str,
+        config: TopicConfig,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        self.db
+            .run(|tx| async move {
+                let mut meta = self.meta_in(&tx, name).await?;
+                meta.config = config;
+                if !validate_only {
+                    self.write_meta(&tx, &meta);
+                }
+                Ok::<_, TopicError>(())
+            })
+            .await?;
+        self.refresh().await
+    }
+
+    /// Reloads the cache from the store, keeping the cached value of every topic whose
+    /// metadata did not change.
+    ///
+    /// # Errors
+    /// The store's error, or a partition stage that cannot be opened.
+    pub async fn refresh(&self) -> Result<(), TopicError> {
+        let tx = self.db.begin()?;
+        let (b, e) = self.keys.topic_metas();
+        let kvs = tx.get_range(&RangeOption::new(b, e), true).await?;
+        let mut fresh = HashMap::with_capacity(kvs.len());
+        for kv in kvs {
+            let id = foundationdb_tuple::unpack::<(String, String, String, String, u64)>(&kv.key)
+                .map(|(.., id)| id)
+                .map_err(|e| TopicError::Corrupt(format!("topic key: {e:?}")))?;
+            let meta = TopicMeta::decode(id, &kv.value)?;
+            let cached = self.get(&meta.name).filter(|t| t.meta == meta);
+            let topic = match cached {
+                Some(t) => t,
+                None => Arc::new(self.load(meta).await?),
+            };
+            fresh.insert(topic.meta.name.clone(), topic);
+        }
+        *self.cache.write() = fresh;
+        Ok(())
+    }
+
+    /// Keeps the cache fresh until `shutdown`: sleeps on a watch of the topics version
+    /// and refreshes whenever any instance changes a topic.
+    pub async fn follow_changes(&self, shutdown: CancellationToken) {
+        loop {
+            let watch = match self.db.begin() {
+                Ok(tx) => {
+                    let watch = tx.watch(&self.keys.topics_version());
+                    match tx.get(&self.keys.topics_version(), false).await {
+                        Ok(_) => tx.commit().await.map(|_| watch),
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            let outcome = match watch {
+                Ok(watch) => tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    fired = watch => fired,
+                },
+                Err(e) => Err(e),
+            };
+            if let Err(e) = outcome {
+                warn!(error = %e, "watching the topic list failed; retrying");
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+                }
+            }
+            if let Err(e) = self.refresh().await {
+                warn!(error = %e, "refreshing the topic list failed");
+            }
+        }
+    }
+
+    /// Builds a cached topic, opening (or creating) each partition's stage.
+    async fn load(&self, meta: TopicMeta) -> Result<Topic, TopicError> {
+        let name: Arc<str> = Arc::from(meta.name.as_str());
+        let mut partitions = Vec::with_capacity(meta.partitions as usize);
+        for index in 0..meta.partitions {
+            let stage = self
+                .stages
+                .create(&stage_name(meta.id, index), &StageOptions::default())
+                .await?;
+            partitions.push(Partition {
+                topic: name.clone(),
+                topic_id: meta.id,
+                index,
+                keys: self.keys.partition(meta.id, index),
+                stage,
+            });
+        }
+        Ok(Topic { meta, partitions })
+    }
+
+    async fn meta_in(&self, tx: &Transaction, name: &str) -> Result<TopicMeta, TopicError> {
+        let id = tx
+            .get(&self.keys.topic_by_name(name), false)
+            .await?
+            .ok_or_else(|| TopicError::Unknown(name.to_owned()))?;
+        let id = decode_id(&id)?;
+        let meta = tx
+            .get(&self.keys.topic_meta(id), false)
+            .await?
+            .ok_or_else(|| TopicError::Corrupt(format!("topic '{name}' has no metadata")))?;
+        TopicMeta::decode(id, &meta)
+    }
+
+    fn write_meta(&self, tx: &Transaction, meta: &TopicMeta) {
+        tx.set(&self.keys.topic_meta(meta.id), &meta.encode());
+        tx.atomic_add(&self.keys.topics_version(), 1);
+    }
+}
+
+fn decode_id(bytes: &[u8]) -> Result<u64, TopicError> {
+    unpack::<(u64,)>(bytes)
+        .map(|(id,)| id)
+        .map_err(|e| TopicError::Corrupt(format!("topic id: {e:?}")))
+}
+
+/// A random (version 4) UUID for a new topic.
+fn new_uuid() -> [u8; 16] {
+    let mut bytes = fastrand::u128(..).to_be_bytes();
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    bytes
+}
+
+/// Kafka's topic name rule.
+fn check_name(name: &str) -> Result<(), TopicError> {
+    let legal = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if legal {
+        Ok(())
+    } else {
+        Err(TopicError::InvalidName(name.to_owned()))
+    }
+}
+
+fn check_partition_count(count: i32) -> Result<(), TopicError> {
+    if (1..=MAX_PARTITIONS).contains(&count) {
+        Ok(())
+    } else {
+        Err(TopicError::InvalidPartitions(format!(
+            "a topic needs 1 to {MAX_PARTITIONS} partitions, not {count}"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_topic_names_are_checked() {
+        for ok in ["orders", "a.b_c-D9", &"x".repeat(249)] {
+            check_name(ok).unwrap();
+        }
+        for bad in ["", ".", "..", "has space", "ü", &"x".repeat(250)] {
+            assert!(
+                matches!(check_name(bad), Err(TopicError::InvalidName(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn supported_settings_parse_and_others_are_named() {
+        let c = TopicConfig::parse([
+            (RETENTION_MS, Some("1000")),
+            (RETENTION_BYTES, Some("-1")),
+            (CLEANUP_POLICY, Some("delete")),
+        ])
+        .unwrap();
+        assert_eq!(c.retention_ms, Some(1000));
+        assert_eq!(c.retention_bytes, Some(-1));
+        assert_eq!(
+            TopicConfig::parse([(RETENTION_MS, Some("soon"))])
+                .unwrap_err()
+                .to_string(),
+            "retention.ms: 'soon' must be an integer from -1 to 9223372036854775807"
+        );
+        assert!(
+            TopicConfig::parse([(CLEANUP_POLICY, Some("compact"))])
+                .unwrap_err()
+                .to_string()
+                .contains("no compaction")
+        );
+        assert!(
+            TopicConfig::parse([("segment.bytes", Some("1"))])
+                .unwrap_err()
+                .to_string()
+                .starts_with("segment.bytes: is not a setting")
+        );
+    }
+
+    #[test]
+    fn meta_round_trips() {
+        let m = TopicMeta {
+            id: 7,
+            uuid: new_uuid(),
+            name: "t".into(),
+            partitions: 3,
+            config: TopicConfig {
+                retention_ms: Some(5),
+                retention_bytes: None,
+                max_message_bytes: Some(2048),
+            },
+        };
+        assert_eq!(TopicMeta::decode(7, &m.encode()).unwrap(), m);
+    }
+}
