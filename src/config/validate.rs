@@ -24,6 +24,7 @@ impl Config {
         validate_store(&self.store)?;
         validate_stage(&self.stage)?;
         validate_users(&self.users)?;
+        self.amqp.validate()?;
         for (key, addr) in self.listen_addresses() {
             host_port(key, addr)?;
         }
