@@ -401,8 +401,9 @@ impl VHost {
             }
             if !passive {
                 self.check_equivalent(&queue, &wanted)?;
+                // A redeclare counts as use for `x-expires`; a passive check does not.
+                queue.touch();
             }
-            queue.touch();
             return Ok(queue);
         }
         if passive {
