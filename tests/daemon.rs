@@ -1,5 +1,6 @@
 //! `ferry run` driven as a supervisor would: health, readiness and metrics over HTTP, a
-//! clean exit on SIGTERM and SIGINT, and a clear failure when the metrics port is taken.
+//! clean exit on SIGTERM and SIGINT, and a clear failure when the metrics or AMQP port is
+//! taken.
 
 mod support;
 
@@ -25,8 +26,14 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// `ferry run` with the shipped config, the metrics server on `port` and the store in `dir`.
+/// `ferry run` with the shipped config, the metrics server on `port`, the AMQP front on
+/// a free loopback port (5672 may belong to a RabbitMQ) and the store in `dir`.
 fn start(dir: &TempDir, port: u16) -> Ferry {
+    start_with_amqp(dir, port, &format!("127.0.0.1:{}", free_port()))
+}
+
+/// [`start`] with the AMQP front on `amqp`.
+fn start_with_amqp(dir: &TempDir, port: u16, amqp: &str) -> Ferry {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
     let listen = format!("127.0.0.1:{port}");
     let data = dir.path().join("data");
@@ -35,6 +42,7 @@ fn start(dir: &TempDir, port: u16) -> Ferry {
         &["run", "--config", config.to_str().unwrap()],
         &[
             ("FERRY__METRICS__LISTEN", listen.as_str()),
+            ("FERRY__AMQP__LISTEN", amqp),
             ("FERRY__STORE__PATH", data.to_str().unwrap()),
             ("FERRY__DAEMON__SHUTDOWN_TIMEOUT_MS", "5000"),
         ],
@@ -150,6 +158,18 @@ fn taken_metrics_port_fails_naming_key_and_variable() {
     assert_ne!(outcome.status.code(), Some(0), "{}", outcome.stderr);
     let expected =
         format!("error: metrics.listen: 127.0.0.1:{port} is in use; set FERRY__METRICS__LISTEN\n");
+    assert!(outcome.stderr.ends_with(&expected), "{}", outcome.stderr);
+    drop(taken);
+}
+
+#[test]
+fn taken_amqp_port_fails_naming_key_and_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let amqp = taken.local_addr().unwrap().to_string();
+    let outcome = start_with_amqp(&dir, free_port(), &amqp).wait(EXIT);
+    assert_ne!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    let expected = format!("error: amqp.listen: {amqp} is in use; set FERRY__AMQP__LISTEN\n");
     assert!(outcome.stderr.ends_with(&expected), "{}", outcome.stderr);
     drop(taken);
 }

@@ -21,7 +21,7 @@ pub mod shutdown;
 pub mod store_metrics;
 pub mod tasks;
 
-use crate::config::{Config, env_var, metrics::LISTEN_KEY};
+use crate::config::{Config, amqp::LISTEN_KEY as AMQP_LISTEN_KEY, env_var, metrics::LISTEN_KEY};
 use crate::stage::{StageError, Stages};
 use crate::store::{Database, StoreError};
 use shutdown::Drain;
@@ -53,6 +53,12 @@ pub enum DaemonError {
     /// The operations HTTP server stopped with an error.
     #[error("the metrics server failed: {0}")]
     Http(std::io::Error),
+    /// The users in `[[users]]` cannot be used.
+    #[error("{0}")]
+    Users(String),
+    /// The AMQP front could not start.
+    #[error(transparent)]
+    Amqp(#[from] crate::amqp::FrontError),
     /// A background task panicked.
     #[error("background task '{task}' panicked")]
     Panicked {
@@ -78,6 +84,16 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let metrics_addr = metrics_listener
         .local_addr()
         .map_or_else(|_| config.metrics.listen.clone(), |addr| addr.to_string());
+    let amqp_listener = listener::bind(
+        AMQP_LISTEN_KEY,
+        &env_var(AMQP_LISTEN_KEY),
+        &config.amqp.listen,
+    )
+    .await?;
+    let amqp_addr = amqp_listener
+        .local_addr()
+        .map_or_else(|_| config.amqp.listen.clone(), |addr| addr.to_string());
+    let users = crate::auth::Users::from_config(&config.users).map_err(DaemonError::Users)?;
     let db = Database::open(&config.store)
         .await
         .map_err(DaemonError::StoreOpen)?;
@@ -91,6 +107,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         engine = db.engine_name(),
         store_path = %config.store.path.display(),
         metrics = %metrics_addr,
+        amqp = %amqp_addr,
         "ferry started"
     );
 
@@ -104,6 +121,23 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     loops.spawn("lease reaper", async move {
         lease_reaper::run(holders, ttl, token).await;
         Ok(())
+    });
+    let front = crate::amqp::Front {
+        config: config.amqp.clone(),
+        users,
+        db: db.clone(),
+        stages: stages.clone(),
+        prefix: config.store.prefix.clone(),
+        lease_ttl: config.stage.lease_ttl(),
+    };
+    let (token, failed) = (shutdown.clone(), shutdown.clone());
+    loops.spawn("amqp front", async move {
+        let result = crate::amqp::run(front, amqp_listener, token).await;
+        if result.is_err() {
+            // The daemon does not run without its AMQP front.
+            failed.cancel();
+        }
+        result.map_err(DaemonError::from)
     });
     let (handle, token) = (metrics.clone(), shutdown.clone());
     loops.spawn("metrics upkeep", async move {
