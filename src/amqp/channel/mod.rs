@@ -31,6 +31,13 @@ use tokio_util::sync::CancellationToken;
 /// Frames queued for a channel before the connection waits (and stops reading).
 const INBOUND: usize = 1024;
 
+/// Ties a content frame's exception to basic.publish, the method the content belongs to.
+fn on_publish(e: AmqpError) -> AmqpError {
+    e.on(&AMQPClass::Basic(basic::AMQPMethod::Publish(
+        basic::Publish::default(),
+    )))
+}
+
 /// The connection's handle on a channel task.
 #[derive(Debug, Clone)]
 pub struct ChannelHandle {
@@ -225,11 +232,11 @@ impl Channel {
                 }
                 self.on_method(*method).await
             }
-            Frame::Header(_, header) => match self.content.header(header)? {
+            Frame::Header(_, header) => match self.content.header(header).map_err(on_publish)? {
                 Some(incoming) => self.on_publish(incoming).await,
                 None => Ok(None),
             },
-            Frame::Body(_, body) => match self.content.body(body)? {
+            Frame::Body(_, body) => match self.content.body(body).map_err(on_publish)? {
                 Some(incoming) => self.on_publish(incoming).await,
                 None => Ok(None),
             },

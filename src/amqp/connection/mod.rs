@@ -225,16 +225,27 @@ fn close_method(e: &AmqpError) -> AMQPClass {
 async fn await_close_ok(reader: &mut OwnedReadHalf, buf: &mut BytesMut, frame_max: u32) {
     let wait = async {
         loop {
-            while let Ok(Some(frame)) = codec::decode(buf, frame_max) {
-                if let Frame::Method(0, m) = frame
-                    && matches!(
-                        *m,
-                        AMQPClass::Connection(
-                            connection::AMQPMethod::CloseOk(_) | connection::AMQPMethod::Close(_)
-                        )
-                    )
-                {
-                    return;
+            loop {
+                match codec::decode(buf, frame_max) {
+                    Ok(Some(Frame::Method(0, m)))
+                        if matches!(
+                            *m,
+                            AMQPClass::Connection(
+                                connection::AMQPMethod::CloseOk(_)
+                                    | connection::AMQPMethod::Close(_)
+                            )
+                        ) =>
+                    {
+                        return;
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    // Bytes that do not parse (what closed the connection, maybe) are
+                    // skipped; the close-ok, if any, comes in a later read.
+                    Err(_) => {
+                        buf.clear();
+                        break;
+                    }
                 }
             }
             match reader.read_buf(buf).await {
@@ -379,6 +390,12 @@ impl Connection {
         let id = frame.channel();
         if id == 0 {
             return self.dispatch_connection(frame).await;
+        }
+        if let Frame::Heartbeat(_) = frame {
+            return Err(AmqpError::new(
+                ReplyCode::FrameError,
+                format!("heartbeat frame on channel {id}; heartbeats belong to channel 0"),
+            ));
         }
         let method = match &frame {
             Frame::Method(_, m) => Some(&**m),
