@@ -489,18 +489,20 @@ impl Consumers {
         let mut out = Vec::new();
         let mut redelivered = 0;
         let mut ids = Vec::new();
-        for d in &deliveries {
+        let count = deliveries.len();
+        for d in deliveries {
             self.last_tag += 1;
-            let message = StoredMessage::decode(Bytes::from(d.body.clone()))
+            let (id, redelivery) = (d.id, d.redelivered());
+            let message = StoredMessage::decode(Bytes::from(d.body))
                 .map_err(|e| AmqpError::internal(e.to_string()))?;
-            redelivered += u64::from(d.redelivered());
+            redelivered += u64::from(redelivery);
             codec::encode_method(
                 &mut out,
                 self.channel,
                 AMQPClass::Basic(basic::AMQPMethod::Deliver(basic::Deliver {
                     consumer_tag: tag.into(),
                     delivery_tag: self.last_tag,
-                    redelivered: d.redelivered(),
+                    redelivered: redelivery,
                     exchange: message.exchange.as_str().into(),
                     routing_key: message.routing_key.as_str().into(),
                 })),
@@ -513,20 +515,20 @@ impl Consumers {
                 self.ctx.frame_max,
             );
             if no_ack {
-                ids.push(d.id);
+                ids.push(id);
             } else {
                 self.unacked.insert(
                     self.last_tag,
                     Unacked {
                         queue: queue.clone(),
                         holder,
-                        id: d.id,
+                        id,
                         consumer: Some(tag.to_owned()),
                     },
                 );
             }
         }
-        count_deliveries(&queue, deliveries.len(), redelivered);
+        count_deliveries(&queue, count, redelivered);
         if no_ack {
             self.no_ack_unsettled += ids.len();
             self.pending.push(Settlement {
@@ -671,10 +673,13 @@ impl Consumers {
         groups
     }
 
-    /// Queues settlements for the next settle commit, and lets consumers use the room.
+    /// Queues settlements for the next settle commit.
+    ///
+    /// The room they free is used once they are committed ([`Consumers::settled`]): by then
+    /// more acknowledgements have usually arrived, so the next lease takes many messages
+    /// instead of one per acknowledgement.
     pub fn queue_settlements(&mut self, settlements: Vec<Settlement>) {
         self.pending.extend(settlements);
-        self.kick_all();
     }
 
     /// Starts a settle commit of what is pending, unless one is under way.
