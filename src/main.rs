@@ -56,6 +56,9 @@ enum Command {
 enum Bench {
     /// Durable appends and pops on one stage of the embedded engine.
     Stage(ferry::bench::stage::StageBench),
+    /// Publish-with-confirms, consume-with-acks and confirm latency against any AMQP 0-9-1
+    /// broker (Ferry or RabbitMQ), through lapin.
+    Amqp(ferry::bench::amqp::AmqpBench),
 }
 
 /// Arguments of the subcommands that read a configuration.
@@ -111,6 +114,7 @@ fn run_bench(bench: Bench) -> anyhow::Result<()> {
     runtime.block_on(async {
         match bench {
             Bench::Stage(b) => ferry::bench::stage::run(&b).await.map(|_| ()),
+            Bench::Amqp(b) => ferry::bench::amqp::run(&b).await.map(|_| ()),
         }
     })
 }
