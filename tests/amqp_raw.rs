@@ -25,7 +25,7 @@ struct Raw {
 /// What the server did next.
 #[derive(Debug, PartialEq)]
 enum Seen {
-    Frame(AMQPFrame),
+    Frame(Box<AMQPFrame>),
     /// It closed the socket.
     Eof,
 }
@@ -59,7 +59,7 @@ impl Raw {
                     let parsed = parse_frame(&self.buf[..]).map(|(rest, f)| (rest.len(), f));
                     if let Ok((rest, frame)) = parsed {
                         self.buf.drain(..self.buf.len() - rest);
-                        return Seen::Frame(frame);
+                        return Seen::Frame(Box::new(frame));
                     }
                 }
                 let mut chunk = [0u8; 4096];
@@ -77,9 +77,11 @@ impl Raw {
     async fn next_method(&mut self) -> Option<(u16, AMQPClass)> {
         loop {
             match self.next().await {
-                Seen::Frame(AMQPFrame::Method(c, m)) => return Some((c, m)),
-                Seen::Frame(AMQPFrame::Heartbeat) => {}
-                Seen::Frame(other) => panic!("unexpected frame {other:?}"),
+                Seen::Frame(frame) => match *frame {
+                    AMQPFrame::Method(c, m) => return Some((c, m)),
+                    AMQPFrame::Heartbeat => {}
+                    other => panic!("unexpected frame {other:?}"),
+                },
                 Seen::Eof => return None,
             }
         }
@@ -420,7 +422,7 @@ async fn a_silent_peer_is_disconnected_after_two_heartbeats_and_gets_heartbeats_
     let mut heartbeats = 0;
     loop {
         match raw.next().await {
-            Seen::Frame(AMQPFrame::Heartbeat) => heartbeats += 1,
+            Seen::Frame(frame) if *frame == AMQPFrame::Heartbeat => heartbeats += 1,
             Seen::Eof => break,
             Seen::Frame(other) => panic!("unexpected {other:?}"),
         }
