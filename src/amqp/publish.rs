@@ -272,10 +272,10 @@ impl Publisher {
                 fits
             })
             .count();
-        let batch: Vec<Routed> = self.pending.drain(..take).collect();
+        let mut batch: Vec<Routed> = self.pending.drain(..take).collect();
         self.pending_bytes = self.pending_bytes.saturating_sub(bytes);
         let now = now_ms();
-        let batches = plan(&batch, self.producer, now);
+        let batches = plan(&mut batch, self.producer, now);
         let db = broker.db.clone();
         self.in_flight = Some(tokio::spawn(async move {
             let batches_ref = &batches;
@@ -332,9 +332,9 @@ impl Publisher {
         broker: &Broker,
         settlements: Vec<Settlement>,
     ) -> Result<(), AmqpError> {
-        let held = std::mem::take(&mut self.held);
+        let mut held = std::mem::take(&mut self.held);
         let now = now_ms();
-        let batches = plan(&held, self.producer, now);
+        let batches = plan(&mut held, self.producer, now);
         let (batches_ref, settlements) = (&batches, &settlements);
         let stored = broker
             .db
@@ -356,12 +356,14 @@ impl Publisher {
     }
 }
 
-/// Groups a batch by queue, in order, with each message's stage form.
-fn plan(batch: &[Routed], producer: u64, now: u64) -> Vec<QueueBatch> {
+/// Groups a batch by queue, in order, with each message's stage form (the last queue of
+/// a message takes its stored bytes, the others a copy).
+fn plan(batch: &mut [Routed], producer: u64, now: u64) -> Vec<QueueBatch> {
     let mut by_stage: HashMap<u64, usize> = HashMap::new();
     let mut batches: Vec<QueueBatch> = Vec::new();
-    for (item, r) in batch.iter().enumerate() {
-        for queue in &r.queues {
+    for (item, r) in batch.iter_mut().enumerate() {
+        let last = r.queues.len().saturating_sub(1);
+        for (n, queue) in r.queues.iter().enumerate() {
             let at = *by_stage.entry(queue.stage.id()).or_insert_with(|| {
                 batches.push(QueueBatch {
                     queue: queue.clone(),
@@ -369,7 +371,12 @@ fn plan(batch: &[Routed], producer: u64, now: u64) -> Vec<QueueBatch> {
                 });
                 batches.len() - 1
             });
-            let message = NewMessage::new(r.stored.clone())
+            let body = if n == last {
+                std::mem::take(&mut r.stored)
+            } else {
+                r.stored.clone()
+            };
+            let message = NewMessage::new(body)
                 .priority(r.priority)
                 .expires_ms(expires_at(queue, r.ttl, now))
                 .idempotency(producer, r.sequence);

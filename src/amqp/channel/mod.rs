@@ -28,8 +28,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// Frames queued for a channel before the connection waits (and stops reading).
-const INBOUND: usize = 1024;
+/// Batches of frames queued for a channel before the connection waits (and stops
+/// reading).
+const INBOUND: usize = 256;
 
 /// Ties a content frame's exception to basic.publish, the method the content belongs to.
 fn on_publish(e: AmqpError) -> AmqpError {
@@ -41,14 +42,19 @@ fn on_publish(e: AmqpError) -> AmqpError {
 /// The connection's handle on a channel task.
 #[derive(Debug, Clone)]
 pub struct ChannelHandle {
-    inbound: mpsc::Sender<Frame>,
+    inbound: mpsc::Sender<Vec<Frame>>,
 }
 
 impl ChannelHandle {
     /// Hands a frame to the channel, waiting while its queue is full. A channel that has
     /// ended drops it.
     pub async fn send(&self, frame: Frame) {
-        let _ = self.inbound.send(frame).await;
+        self.send_all(vec![frame]).await;
+    }
+
+    /// Hands consecutive frames to the channel at once.
+    pub async fn send_all(&self, frames: Vec<Frame>) {
+        let _ = self.inbound.send(frames).await;
     }
 }
 
@@ -92,7 +98,7 @@ struct Channel {
     ctx: Arc<ConnectionContext>,
     id: u16,
     stop: CancellationToken,
-    inbound: mpsc::Receiver<Frame>,
+    inbound: mpsc::Receiver<Vec<Frame>>,
     content: Content,
     publisher: Publisher,
     consumers: Consumers,
@@ -171,8 +177,8 @@ impl Channel {
                     self.renew().await;
                     Ok(None)
                 }
-                frame = self.inbound.recv(), if !self.publisher.saturated() => match frame {
-                    Some(frame) => self.on_frame(frame).await,
+                frames = self.inbound.recv(), if !self.publisher.saturated() => match frames {
+                    Some(frames) => self.on_frames(frames).await,
                     None => return Exit::Stopped,
                 },
             };
@@ -217,6 +223,15 @@ impl Channel {
                 Ok(None)
             }
         }
+    }
+
+    async fn on_frames(&mut self, frames: Vec<Frame>) -> Result<Option<Exit>, AmqpError> {
+        for frame in frames {
+            if let Some(exit) = self.on_frame(frame).await? {
+                return Ok(Some(exit));
+            }
+        }
+        Ok(None)
     }
 
     async fn on_frame(&mut self, frame: Frame) -> Result<Option<Exit>, AmqpError> {

@@ -279,6 +279,10 @@ impl Connection {
         let mut last_read = Instant::now();
         let mut renew = tokio::time::interval(self.ctx.broker.renew_period());
         renew.reset();
+        // Consecutive frames for one open channel go to its task together: one queue
+        // operation and one wake-up per read instead of one per frame.
+        let mut batch: Vec<Frame> = Vec::new();
+        let mut batch_to: Option<(u16, ChannelHandle)> = None;
         loop {
             loop {
                 let frame = match codec::decode(&mut self.buf, self.ctx.frame_max) {
@@ -287,6 +291,7 @@ impl Connection {
                     Err(e) => return End::Failed(e.into()),
                 };
                 if is_publish(&frame) && self.blocked.borrow().is_some() {
+                    flush(&mut batch, &mut batch_to).await;
                     if let Some(end) = self.wait_unblocked().await {
                         return end;
                     }
@@ -295,12 +300,25 @@ impl Connection {
                 if let Some(end) = self.drain_control() {
                     return end;
                 }
+                if let Some(handle) = self.plain_target(&frame) {
+                    if batch_to
+                        .as_ref()
+                        .is_some_and(|(id, _)| *id != frame.channel())
+                    {
+                        flush(&mut batch, &mut batch_to).await;
+                    }
+                    batch_to.get_or_insert((frame.channel(), handle));
+                    batch.push(frame);
+                    continue;
+                }
+                flush(&mut batch, &mut batch_to).await;
                 match self.dispatch(frame).await {
                     Ok(None) => {}
                     Ok(Some(end)) => return end,
                     Err(e) => return End::Failed(e),
                 }
             }
+            flush(&mut batch, &mut batch_to).await;
             let silent_until = self.heartbeat.map(|h| last_read + h * 2);
             tokio::select! {
                 biased;
@@ -383,6 +401,27 @@ impl Connection {
                 None
             }
             Control::ConnectionFailed(e) => Some(End::Failed(e)),
+        }
+    }
+
+    /// The channel a frame can go to without the loop looking at it: an open channel's
+    /// frame that does not open or close it.
+    fn plain_target(&self, frame: &Frame) -> Option<ChannelHandle> {
+        let id = frame.channel();
+        if id == 0 || matches!(frame, Frame::Heartbeat(_)) {
+            return None;
+        }
+        if let Frame::Method(_, m) = frame
+            && matches!(
+                **m,
+                AMQPClass::Channel(ch::AMQPMethod::Open(_) | ch::AMQPMethod::Close(_))
+            )
+        {
+            return None;
+        }
+        match self.channels.get(&id) {
+            Some(Slot::Open(handle)) => Some(handle.clone()),
+            _ => None,
         }
     }
 
@@ -530,6 +569,15 @@ impl Connection {
         if matches!(end, End::Failed(_) | End::Shutdown) {
             await_close_ok(&mut self.reader, &mut self.buf, self.ctx.frame_max).await;
         }
+    }
+}
+
+/// Hands a batch of frames to its channel.
+async fn flush(batch: &mut Vec<Frame>, to: &mut Option<(u16, ChannelHandle)>) {
+    if let Some((_, handle)) = to.take()
+        && !batch.is_empty()
+    {
+        handle.send_all(std::mem::take(batch)).await;
     }
 }
 
