@@ -365,6 +365,12 @@ impl Consumers {
 
     /// Starts a lease step for `tag` if it may receive and is not busy.
     fn kick(&mut self, tag: &str) {
+        self.kick_at_least(tag, 1);
+    }
+
+    /// Starts a lease step for `tag` if it may receive at least `least` messages and is
+    /// not busy.
+    fn kick_at_least(&mut self, tag: &str, least: usize) {
         let Some(c) = self.consumers.get(tag) else {
             return;
         };
@@ -372,7 +378,7 @@ impl Consumers {
             return;
         }
         let room = self.room(c);
-        if room == 0 {
+        if room == 0 || room < least.min(self.prefetch_of(c)) {
             return;
         }
         let c = self.consumers.get_mut(tag).expect("looked up above");
@@ -675,11 +681,30 @@ impl Consumers {
 
     /// Queues settlements for the next settle commit.
     ///
-    /// The room they free is used once they are committed ([`Consumers::settled`]): by then
-    /// more acknowledgements have usually arrived, so the next lease takes many messages
-    /// instead of one per acknowledgement.
+    /// The room they free is used at once only by a consumer that can now lease a quarter
+    /// of its prefetch; any other waits until they are committed
+    /// ([`Consumers::settled`]), when more acknowledgements have usually arrived. So a
+    /// lease never takes one message per acknowledgement, and leasing overlaps settling.
     pub fn queue_settlements(&mut self, settlements: Vec<Settlement>) {
         self.pending.extend(settlements);
+        let tags: Vec<String> = self.consumers.keys().cloned().collect();
+        for tag in tags {
+            if let Some(c) = self.consumers.get(&tag) {
+                let least = (self.prefetch_of(c) / 4).max(1);
+                self.kick_at_least(&tag, least);
+            }
+        }
+    }
+
+    /// The prefetch that bounds `c`: the smaller of its own and the channel's (or the
+    /// largest lease when neither is set).
+    fn prefetch_of(&self, c: &ConsumerState) -> usize {
+        [c.limit, self.channel_prefetch]
+            .into_iter()
+            .filter(|p| *p > 0)
+            .min()
+            .unwrap_or(LEASE_BATCH)
+            .min(LEASE_BATCH)
     }
 
     /// Starts a settle commit of what is pending, unless one is under way.
