@@ -490,3 +490,64 @@ async fn bad_input_on_other_connections_loses_no_accepted_message() {
     assert_eq!(drain(&ch, "precious").await, bodies);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirms_of_a_burst_are_grouped_into_multiple_acks() {
+    let server = Server::start().await;
+    let mut raw = Raw::connect(&server).await;
+    raw.handshake().await;
+    raw.open_channel(1).await;
+    raw.method(1, declare_queue("burst")).await;
+    assert!(matches!(
+        raw.next_method().await,
+        Some((1, AMQPClass::Queue(queue::AMQPMethod::DeclareOk(_))))
+    ));
+    raw.method(
+        1,
+        AMQPClass::Confirm(amq_protocol::protocol::confirm::AMQPMethod::Select(
+            amq_protocol::protocol::confirm::Select { nowait: false },
+        )),
+    )
+    .await;
+    raw.next_method().await.expect("select-ok");
+    // Fifty publishes in one write: they are stored in few transactions, and each run of
+    // acks arrives as one multiple ack.
+    let mut burst = Vec::new();
+    for i in 0..50u8 {
+        burst.extend(encode(&AMQPFrame::Method(
+            1,
+            AMQPClass::Basic(basic::AMQPMethod::Publish(basic::Publish {
+                exchange: "".into(),
+                routing_key: "burst".into(),
+                mandatory: false,
+                immediate: false,
+            })),
+        )));
+        burst.extend(encode(&AMQPFrame::Header(
+            1,
+            amq_protocol::frame::AMQPContentHeader {
+                class_id: 60,
+                body_size: 1,
+                properties: Default::default(),
+            },
+        )));
+        burst.extend(encode(&AMQPFrame::Body(1, vec![i])));
+    }
+    raw.send(&burst).await;
+    let (mut confirmed, mut acks, mut multiple) = (0u64, 0, false);
+    while confirmed < 50 {
+        match raw.next_method().await {
+            Some((1, AMQPClass::Basic(basic::AMQPMethod::Ack(a)))) => {
+                assert!(a.delivery_tag > confirmed, "acks come in order");
+                confirmed = a.delivery_tag;
+                acks += 1;
+                multiple |= a.multiple;
+            }
+            other => panic!("expected basic.ack, got {other:?}"),
+        }
+    }
+    assert!(multiple, "a run of confirms was sent as one multiple ack");
+    assert!(acks < 50, "{acks} acks for 50 publishes");
+    drop(raw);
+    server.stop().await;
+}
