@@ -12,12 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// mimalloc instead of the system allocator: the store and the fronts allocate and free
-/// many small buffers per message, and glibc's malloc spent over a tenth of the daemon's
-/// CPU on them under AMQP load (docs/benchmarks.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The config file used when `--config` is not given.
 const DEFAULT_CONFIG: &str = "config/ferry.toml";
 
