@@ -1,9 +1,10 @@
 //! The daemon: the long-running `ferry run` process.
 //!
-//! Startup: logging, the metrics recorder, signal handlers, the listen sockets (so a busy
-//! port fails fast, before the store is opened), the store, then the background loops and
-//! the operations HTTP server. Shutdown (SIGTERM or SIGINT): `/readyz` turns 503, the loops
-//! stop, the store closes, and the HTTP server stops last — all within
+//! Startup: logging, the metrics recorder, signal handlers, the listen sockets (metrics and
+//! AMQP, so a busy port fails fast, before the store is opened), the store, then the
+//! background loops, the AMQP front ([`crate::amqp`]) and the operations HTTP server.
+//! Shutdown (SIGTERM or SIGINT): `/readyz` turns 503, the loops and the AMQP front stop
+//! (its connections drained), the store closes, and the HTTP server stops last — all within
 //! `daemon.shutdown_timeout_ms`, after which what is left is aborted and named in the log.
 //!
 //! Modules: [`logging`], [`recorder`] (Prometheus), [`listener`] (binding with clear errors,
