@@ -6,10 +6,13 @@
 //!
 //! Layout: [`config`] loads and validates `ferry.toml`; [`store`] is the transactional
 //! key-value interface with its engines; [`stage`] is the queue layer built from
-//! FoundationDB's queue recipes; [`kafka`] is the Kafka wire front; [`auth`] checks users for every front; [`server`] is the
-//! accept loop every front shares; [`daemon`] runs the long-lived process; [`telemetry`]
-//! names every metric Ferry exports; [`bench`] holds the load tools.
+//! FoundationDB's queue recipes; [`amqp`] is the AMQP 0-9-1 front and [`kafka`] the Kafka
+//! wire front; [`bridge`] connects them and external brokers; [`auth`] checks users for
+//! every front; [`server`] is the accept loop every front shares; [`daemon`] runs the
+//! long-lived process; [`telemetry`] names every metric Ferry exports; [`bench`] holds the
+//! load tools.
 
+pub mod amqp;
 pub mod auth;
 pub mod bench;
 pub mod bridge;

@@ -58,6 +58,9 @@ enum Bench {
     Stage(ferry::bench::stage::StageBench),
     /// Produce (acks=all), group fetch and end-to-end latency against a Kafka broker.
     Kafka(ferry::bench::kafka::KafkaBench),
+    /// Publish-with-confirms, consume-with-acks and confirm latency against any AMQP 0-9-1
+    /// broker (Ferry or RabbitMQ), through lapin.
+    Amqp(ferry::bench::amqp::AmqpBench),
 }
 
 /// Arguments of the subcommands that read a configuration.
@@ -117,6 +120,7 @@ fn run_bench(bench: Bench) -> anyhow::Result<()> {
                 .await
                 .map(|_| ())
                 .map_err(anyhow::Error::from),
+            Bench::Amqp(b) => ferry::bench::amqp::run(&b).await.map(|_| ()),
         }
     })
 }

@@ -1,14 +1,14 @@
 //! `ferry run` driven as a supervisor would: health, readiness and metrics over HTTP, a
-//! clean exit on SIGTERM and SIGINT, and a clear failure when the metrics port is taken.
+//! clean exit on SIGTERM and SIGINT, and a clear failure when the metrics or AMQP port is
+//! taken.
 
 mod support;
 
 use std::net::{Ipv4Addr, TcpListener};
-use std::path::Path;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 use support::http::get;
-use support::process::Ferry;
+use support::process::{Ferry, Ports, free_port};
 use tempfile::TempDir;
 
 /// Upper bound on startup, until `/healthz` answers.
@@ -16,31 +16,16 @@ const STARTUP: Duration = Duration::from_secs(30);
 /// Upper bound on exiting after a signal or a startup failure.
 const EXIT: Duration = Duration::from_secs(15);
 
-/// A port that was free a moment ago (bound to port 0, then released).
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `ferry run` with the shipped config, the metrics server on `port`, the Kafka front on a
-/// free loopback port and the store in `dir`.
+/// `ferry run` with the metrics server on `port`, every other listener on a free loopback
+/// port, and the store in `dir`.
 fn start(dir: &TempDir, port: u16) -> Ferry {
-    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
-    let listen = format!("127.0.0.1:{port}");
-    let kafka = format!("127.0.0.1:{}", free_port());
-    let data = dir.path().join("data");
-    Ferry::spawn(
+    Ferry::run_daemon(
         dir.path(),
-        &["run", "--config", config.to_str().unwrap()],
-        &[
-            ("FERRY__METRICS__LISTEN", listen.as_str()),
-            ("FERRY__KAFKA__LISTEN", kafka.as_str()),
-            ("FERRY__STORE__PATH", data.to_str().unwrap()),
-            ("FERRY__DAEMON__SHUTDOWN_TIMEOUT_MS", "5000"),
-        ],
+        Ports {
+            metrics: port,
+            ..Ports::free()
+        },
+        &[],
     )
 }
 
@@ -131,6 +116,22 @@ fn taken_metrics_port_fails_naming_key_and_variable() {
     assert_ne!(outcome.status.code(), Some(0), "{}", outcome.stderr);
     let expected =
         format!("error: metrics.listen: 127.0.0.1:{port} is in use; set FERRY__METRICS__LISTEN\n");
+    assert!(outcome.stderr.ends_with(&expected), "{}", outcome.stderr);
+    drop(taken);
+}
+
+#[test]
+fn taken_amqp_port_fails_naming_key_and_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let amqp = taken.local_addr().unwrap().to_string();
+    let ports = Ports {
+        amqp: taken.local_addr().unwrap().port(),
+        ..Ports::free()
+    };
+    let outcome = Ferry::run_daemon(dir.path(), ports, &[]).wait(EXIT);
+    assert_ne!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    let expected = format!("error: amqp.listen: {amqp} is in use; set FERRY__AMQP__LISTEN\n");
     assert!(outcome.stderr.ends_with(&expected), "{}", outcome.stderr);
     drop(taken);
 }

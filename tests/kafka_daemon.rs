@@ -14,43 +14,31 @@ use rdkafka::consumer::Consumer;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpStream};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use support::http::get;
-use support::process::Ferry;
+use support::process::{Ferry, Ports, free_port};
 
 /// Records the producer tries to write.
 const RECORDS: usize = 3000;
 /// Records sent concurrently.
 const WAVE: usize = 50;
 
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `ferry run` with its Kafka front on `kafka_port`, its metrics on `metrics_port` and its
-/// store in `dir`.
+/// `ferry run` with its Kafka front on `kafka_port`, its metrics on `metrics_port`, its
+/// other listeners on free loopback ports and its store in `dir`.
 fn start(dir: &Path, kafka_port: u16, metrics_port: u16) -> Ferry {
-    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
-    let kafka = format!("127.0.0.1:{kafka_port}");
-    let metrics = format!("127.0.0.1:{metrics_port}");
-    let data = dir.join("data");
-    Ferry::spawn(
+    let ports = Ports {
+        kafka: kafka_port,
+        metrics: metrics_port,
+        ..Ports::free()
+    };
+    Ferry::run_daemon(
         dir,
-        &["run", "--config", config.to_str().unwrap()],
-        &[
-            ("FERRY__KAFKA__LISTEN", kafka.as_str()),
-            ("FERRY__METRICS__LISTEN", metrics.as_str()),
-            ("FERRY__STORE__PATH", data.to_str().unwrap()),
-            ("FERRY__KAFKA__GROUP_INITIAL_REBALANCE_DELAY_MS", "0"),
-        ],
+        ports,
+        &[("FERRY__KAFKA__GROUP_INITIAL_REBALANCE_DELAY_MS", "0")],
     )
 }
 

@@ -29,6 +29,10 @@ for_each_engine!(
     registry_creates_opens_and_refuses_inequivalent_redeclare,
     purge_removes_ready_messages_only,
     competing_consumers_share_without_duplicates,
+    drop_head_dead_letters_the_oldest_with_reason_max_length,
+    expire_head_stops_at_the_first_live_message,
+    consumer_lease_size_follows_set_batch_and_forget_drops_acked_ids,
+    delete_in_removes_a_stage_inside_a_larger_transaction,
 );
 
 async fn stage(store: &TestStore, name: &str, options: StageOptions) -> (Stages, Stage) {
@@ -487,4 +491,91 @@ async fn competing_consumers_share_without_duplicates(store: TestStore) {
         "each message delivered exactly once"
     );
     eprintln!("dequeue requests registered under contention: {requests}");
+}
+
+async fn drop_head_dead_letters_the_oldest_with_reason_max_length(store: TestStore) {
+    let (stages, dlq, q) = with_dead_letter(&store, "bounded", StageOptions::default()).await;
+    append_all(&q, &[("oldest", 0), ("middle", 0), ("newest", 0)]).await;
+    let dropped = stages
+        .db()
+        .run(|tx| {
+            let q = q.clone();
+            async move { q.drop_head_in(&tx, 2, now_ms()).await }
+        })
+        .await
+        .unwrap();
+    assert_eq!(dropped, 2);
+    let holder = holder(&stages).await;
+    assert_eq!(bodies(&q.lease(holder, 10).await.unwrap()), ["newest"]);
+    let dead = dlq.pop(10).await.unwrap();
+    assert_eq!(bodies(&dead), ["oldest", "middle"]);
+    assert_eq!(
+        dead[0].envelope.dead_letter.unwrap().reason,
+        DeadLetterReason::MaxLength
+    );
+    assert_eq!(DeadLetterReason::MaxLength.as_str(), "maxlen");
+}
+
+async fn expire_head_stops_at_the_first_live_message(store: TestStore) {
+    let (stages, dlq, q) = with_dead_letter(&store, "sweep", StageOptions::default()).await;
+    let now = now_ms();
+    q.append(&[
+        NewMessage::new("stale 1").expires_ms(now - 2),
+        NewMessage::new("stale 2").expires_ms(now - 1),
+        NewMessage::new("live").expires_ms(now + 60_000),
+        NewMessage::new("stale behind live").expires_ms(now - 1),
+    ])
+    .await
+    .unwrap();
+    let outcome = stages
+        .db()
+        .run(|tx| {
+            let q = q.clone();
+            async move { q.expire_head_in(&tx, 100, now).await }
+        })
+        .await
+        .unwrap();
+    assert_eq!(outcome.expired, 2);
+    assert_eq!(outcome.next_expiry_ms, Some(now + 60_000));
+    assert_eq!(bodies(&dlq.pop(10).await.unwrap()), ["stale 1", "stale 2"]);
+    assert_eq!(q.depth().await.unwrap().ready, 2);
+}
+
+async fn consumer_lease_size_follows_set_batch_and_forget_drops_acked_ids(store: TestStore) {
+    let (stages, q) = stage(&store, "batched", StageOptions::default()).await;
+    append_all(&q, &[("a", 0), ("b", 0), ("c", 0), ("d", 0)]).await;
+    let holder = holder(&stages).await;
+    let mut consumer = Consumer::new(q.clone(), stages.holders(), holder, 1);
+    consumer.set_batch(3);
+    let got = consumer.next().await.unwrap();
+    assert_eq!(bodies(&got), ["a", "b", "c"]);
+    let ids: Vec<_> = got.iter().map(|d| d.id).collect();
+    assert_eq!(q.ack(holder, &ids).await.unwrap(), 3);
+    consumer.forget(&ids);
+    assert_eq!(consumer.outstanding(), 0);
+    assert_eq!(bodies(&consumer.next().await.unwrap()), ["d"]);
+}
+
+async fn delete_in_removes_a_stage_inside_a_larger_transaction(store: TestStore) {
+    let (stages, q) = stage(&store, "doomed", StageOptions::default()).await;
+    append_all(&q, &[("x", 0)]).await;
+    let marker = store.key("marker");
+    let deleted = stages
+        .db()
+        .run(|tx| {
+            let (stages, marker) = (stages.clone(), marker.clone());
+            async move {
+                tx.set(&marker, b"set with the delete");
+                stages.delete_in(&tx, "doomed").await
+            }
+        })
+        .await
+        .unwrap();
+    assert!(deleted);
+    assert!(matches!(
+        stages.open("doomed").await,
+        Err(StageError::NotFound(_))
+    ));
+    let tx = store.db.begin().unwrap();
+    assert!(tx.get(&marker, false).await.unwrap().is_some());
 }

@@ -1,6 +1,7 @@
 //! Load tools behind `ferry bench`: each drives a real workload, prints its figures, and
 //! returns them so `docs/benchmarks.md` can quote the same numbers.
 
+pub mod amqp;
 pub mod kafka;
 pub mod stage;
 

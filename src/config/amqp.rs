@@ -1,6 +1,11 @@
 //! `[amqp]`: the AMQP 0-9-1 front.
+//!
+//! Each key is documented here and in the shipped `config/ferry.toml`; [`AmqpConfig::validate`]
+//! checks ranges without I/O and names the key at fault.
 
+use super::ConfigError;
 use serde::Deserialize;
+use std::time::Duration;
 
 /// The key path of [`AmqpConfig::listen`].
 pub const LISTEN_KEY: &str = "amqp.listen";
@@ -8,18 +13,205 @@ pub const LISTEN_KEY: &str = "amqp.listen";
 /// Default for `amqp.listen`.
 pub const DEFAULT_AMQP_LISTEN: &str = "0.0.0.0:5672";
 
+/// The smallest `frame_max` AMQP 0-9-1 allows (`frame-min-size`).
+pub const MIN_FRAME_MAX: u32 = 4096;
+
+/// The largest message body the front accepts at most: the stage holds up to 8 MiB per
+/// message, and the front keeps 256 KiB of that for the exchange, routing key and
+/// properties it stores with the body.
+pub const MAX_MESSAGE_SIZE_LIMIT: u32 = (crate::stage::MAX_BODY_SIZE - 256 * 1024) as u32;
+
 /// `[amqp]` section.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AmqpConfig {
     /// `host:port` the AMQP 0-9-1 front listens on.
     pub listen: String,
+    /// The largest frame (header and end byte included) Ferry proposes in `connection.tune`;
+    /// a client may ask for less, never more. Bounds what one read may allocate.
+    pub frame_max: u32,
+    /// The most channels a connection may open (`connection.tune` channel-max).
+    pub channel_max: u16,
+    /// Heartbeat interval, seconds, proposed in `connection.tune` (0: none). A peer silent
+    /// for two intervals is considered dead and its connection closed.
+    pub heartbeat_s: u16,
+    /// The most simultaneous AMQP connections; further clients wait in the listen backlog.
+    pub max_connections: usize,
+    /// The largest message body a publisher may send, in bytes; a larger one closes its
+    /// channel with 406 PRECONDITION_FAILED before the body is read.
+    pub max_message_size: u32,
+    /// The virtual hosts that exist; `connection.open` to any other fails with 530.
+    pub vhosts: Vec<String>,
+    /// Milliseconds a client has from connecting to `connection.open-ok` before it is
+    /// disconnected, so half-open connections cannot hold slots.
+    pub handshake_timeout_ms: u64,
+    /// Ready messages across all AMQP queues above which publishing connections are
+    /// blocked (`connection.blocked`) until the backlog falls below it; 0: no limit.
+    pub max_backlog_messages: u64,
+    /// Resident memory of the process, MiB, above which publishing connections are
+    /// blocked until it falls below it; 0: no limit.
+    pub max_memory_mb: u64,
+    /// Milliseconds between two checks of the resource limits and queue-depth metrics.
+    pub resource_check_ms: u64,
 }
 
 impl Default for AmqpConfig {
     fn default() -> Self {
         Self {
             listen: DEFAULT_AMQP_LISTEN.to_owned(),
+            frame_max: 131_072,
+            channel_max: 2047,
+            heartbeat_s: 60,
+            max_connections: 4096,
+            max_message_size: 4 * 1024 * 1024,
+            vhosts: vec![super::users::DEFAULT_VHOST.to_owned()],
+            handshake_timeout_ms: 10_000,
+            max_backlog_messages: 0,
+            max_memory_mb: 0,
+            resource_check_ms: 1000,
         }
+    }
+}
+
+impl AmqpConfig {
+    /// The handshake deadline.
+    pub fn handshake_timeout(&self) -> Duration {
+        Duration::from_millis(self.handshake_timeout_ms)
+    }
+
+    /// The period of the resource and depth checks.
+    pub fn resource_check(&self) -> Duration {
+        Duration::from_millis(self.resource_check_ms)
+    }
+
+    /// Checks every value's range. Pure.
+    ///
+    /// # Errors
+    /// The first [`ConfigError::Invalid`] found, naming the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.frame_max < MIN_FRAME_MAX {
+            return Err(ConfigError::invalid(
+                "amqp.frame_max",
+                format!(
+                    "{} must be at least {MIN_FRAME_MAX} (AMQP's frame-min-size)",
+                    self.frame_max
+                ),
+            ));
+        }
+        if self.channel_max == 0 {
+            return Err(ConfigError::invalid(
+                "amqp.channel_max",
+                "0 must be at least 1",
+            ));
+        }
+        if self.max_connections == 0 {
+            return Err(ConfigError::invalid(
+                "amqp.max_connections",
+                "0 must be at least 1",
+            ));
+        }
+        if !(1..=MAX_MESSAGE_SIZE_LIMIT).contains(&self.max_message_size) {
+            return Err(ConfigError::invalid(
+                "amqp.max_message_size",
+                format!(
+                    "{} must be between 1 and {MAX_MESSAGE_SIZE_LIMIT} (a stage holds 8 MiB per message)",
+                    self.max_message_size
+                ),
+            ));
+        }
+        if self.vhosts.is_empty() {
+            return Err(ConfigError::invalid(
+                "amqp.vhosts",
+                "must name at least one virtual host",
+            ));
+        }
+        for (i, vhost) in self.vhosts.iter().enumerate() {
+            if vhost.is_empty() || vhost.len() > 255 {
+                return Err(ConfigError::invalid(
+                    format!("amqp.vhosts[{i}]"),
+                    format!("'{vhost}' must be 1 to 255 bytes long"),
+                ));
+            }
+            if self.vhosts[..i].contains(vhost) {
+                return Err(ConfigError::invalid(
+                    format!("amqp.vhosts[{i}]"),
+                    format!("'{vhost}' is listed twice"),
+                ));
+            }
+        }
+        for (key, value) in [
+            ("amqp.handshake_timeout_ms", self.handshake_timeout_ms),
+            ("amqp.resource_check_ms", self.resource_check_ms),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::invalid(key, "0 must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_after(edit: impl FnOnce(&mut AmqpConfig)) -> String {
+        let mut config = AmqpConfig::default();
+        edit(&mut config);
+        config.validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        AmqpConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn frame_max_below_the_protocol_minimum_is_named() {
+        assert_eq!(
+            error_after(|c| c.frame_max = 1024),
+            "amqp.frame_max: 1024 must be at least 4096 (AMQP's frame-min-size)"
+        );
+    }
+
+    #[test]
+    fn message_size_above_the_stage_limit_is_named() {
+        let message = error_after(|c| c.max_message_size = 9 * 1024 * 1024);
+        assert!(
+            message.starts_with("amqp.max_message_size: 9437184 must be between 1 and"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn duplicate_and_empty_vhosts_are_named_by_index() {
+        assert_eq!(
+            error_after(|c| c.vhosts = vec!["/".into(), "/".into()]),
+            "amqp.vhosts[1]: '/' is listed twice"
+        );
+        assert_eq!(
+            error_after(|c| c.vhosts = vec![String::new()]),
+            "amqp.vhosts[0]: '' must be 1 to 255 bytes long"
+        );
+        assert_eq!(
+            error_after(|c| c.vhosts.clear()),
+            "amqp.vhosts: must name at least one virtual host"
+        );
+    }
+
+    #[test]
+    fn zero_limits_are_rejected() {
+        assert_eq!(
+            error_after(|c| c.channel_max = 0),
+            "amqp.channel_max: 0 must be at least 1"
+        );
+        assert_eq!(
+            error_after(|c| c.max_connections = 0),
+            "amqp.max_connections: 0 must be at least 1"
+        );
+        assert_eq!(
+            error_after(|c| c.resource_check_ms = 0),
+            "amqp.resource_check_ms: 0 must be at least 1"
+        );
     }
 }

@@ -25,6 +25,7 @@ impl Config {
         validate_stage(&self.stage)?;
         validate_users(&self.users)?;
         self.kafka.validate()?;
+        self.amqp.validate()?;
         for (key, addr) in self.listen_addresses() {
             host_port(key, addr)?;
         }

@@ -1,10 +1,11 @@
 //! The daemon: the long-running `ferry run` process.
 //!
-//! Startup: logging, the metrics recorder, signal handlers, the listen sockets (so a busy
-//! port fails fast, before the store is opened), the store, the Kafka front, then the
-//! background loops and the operations HTTP server. Shutdown (SIGTERM or SIGINT): `/readyz`
-//! turns 503, the fronts stop accepting and finish the answers they owe, the loops stop,
-//! the store closes, and the HTTP server stops last — all within
+//! Startup: logging, the metrics recorder, signal handlers, the listen sockets (metrics,
+//! AMQP and Kafka, so a busy port fails fast, before the store is opened), the store, the
+//! fronts ([`crate::amqp`], [`crate::kafka`]), then the background loops and the operations
+//! HTTP server. Shutdown (SIGTERM or SIGINT): `/readyz` turns 503, the fronts stop accepting
+//! and finish the answers they owe (connections drained), the loops stop, the store closes,
+//! and the HTTP server stops last — all within
 //! `daemon.shutdown_timeout_ms`, after which what is left is aborted and named in the log.
 //!
 //! Modules: [`logging`], [`recorder`] (Prometheus), [`listener`] (binding with clear errors,
@@ -22,7 +23,10 @@ pub mod shutdown;
 pub mod store_metrics;
 pub mod tasks;
 
-use crate::config::{Config, env_var, kafka::LISTEN_KEY as KAFKA_LISTEN_KEY, metrics::LISTEN_KEY};
+use crate::config::{
+    Config, amqp::LISTEN_KEY as AMQP_LISTEN_KEY, env_var, kafka::LISTEN_KEY as KAFKA_LISTEN_KEY,
+    metrics::LISTEN_KEY,
+};
 use crate::kafka::{KafkaError, KafkaFront};
 use crate::stage::{StageError, Stages};
 use crate::store::{Database, StoreError};
@@ -58,6 +62,12 @@ pub enum DaemonError {
     /// The operations HTTP server stopped with an error.
     #[error("the metrics server failed: {0}")]
     Http(std::io::Error),
+    /// The users in `[[users]]` cannot be used.
+    #[error("{0}")]
+    Users(String),
+    /// The AMQP front could not start.
+    #[error(transparent)]
+    Amqp(#[from] crate::amqp::FrontError),
     /// A background task panicked.
     #[error("background task '{task}' panicked")]
     Panicked {
@@ -83,6 +93,16 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let metrics_addr = metrics_listener
         .local_addr()
         .map_or_else(|_| config.metrics.listen.clone(), |addr| addr.to_string());
+    let amqp_listener = listener::bind(
+        AMQP_LISTEN_KEY,
+        &env_var(AMQP_LISTEN_KEY),
+        &config.amqp.listen,
+    )
+    .await?;
+    let amqp_addr = amqp_listener
+        .local_addr()
+        .map_or_else(|_| config.amqp.listen.clone(), |addr| addr.to_string());
+    let users = crate::auth::Users::from_config(&config.users).map_err(DaemonError::Users)?;
     let kafka_listener = listener::bind(
         KAFKA_LISTEN_KEY,
         &env_var(KAFKA_LISTEN_KEY),
@@ -114,6 +134,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         engine = db.engine_name(),
         store_path = %config.store.path.display(),
         metrics = %metrics_addr,
+        amqp = %amqp_addr,
         kafka = %kafka_addr,
         "ferry started"
     );
@@ -132,6 +153,23 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     loops.spawn("kafka front", async move {
         kafka.run().await;
         Ok(())
+    });
+    let front = crate::amqp::Front {
+        config: config.amqp.clone(),
+        users,
+        db: db.clone(),
+        stages: stages.clone(),
+        prefix: config.store.prefix.clone(),
+        lease_ttl: config.stage.lease_ttl(),
+    };
+    let (token, failed) = (shutdown.clone(), shutdown.clone());
+    loops.spawn("amqp front", async move {
+        let result = crate::amqp::run(front, amqp_listener, token).await;
+        if result.is_err() {
+            // The daemon does not run without its AMQP front.
+            failed.cancel();
+        }
+        result.map_err(DaemonError::from)
     });
     let (handle, token) = (metrics.clone(), shutdown.clone());
     loops.spawn("metrics upkeep", async move {

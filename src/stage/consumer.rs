@@ -108,6 +108,22 @@ impl Consumer {
         self.outstanding.len()
     }
 
+    /// Changes how many messages the next lease takes at most (an AMQP consumer's
+    /// prefetch room changes as its deliveries are acknowledged).
+    pub fn set_batch(&mut self, batch: usize) {
+        self.batch = batch.max(1);
+    }
+
+    /// Forgets delivered messages that were acknowledged or released outside this consumer
+    /// (in a transaction the caller ran with [`Stage::ack_in`] or [`Stage::release_in`]).
+    /// Call it only after that transaction committed: until then the leases are still held,
+    /// and a forgotten lease would look unseen and be delivered again.
+    pub fn forget(&mut self, ids: &[MessageId]) {
+        for id in ids {
+            self.outstanding.remove(id);
+        }
+    }
+
     /// How many times a lease conflicted and this consumer fell back to a dequeue request.
     pub fn requests_registered(&self) -> u64 {
         self.requests_registered

@@ -32,7 +32,7 @@ pub mod keys;
 mod record;
 mod registry;
 
-pub use consumer::{Consumer, Wakeup};
+pub use consumer::{Consumer, Step, Wakeup};
 pub use error::StageError;
 pub use holders::Holders;
 pub use keys::{MessageId, RootKeys, lane_of};
@@ -163,6 +163,16 @@ pub struct Depth {
     pub dead_lettered: i64,
     /// Appends dropped as duplicates.
     pub duplicates: i64,
+}
+
+/// What [`Stage::expire_head_in`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HeadExpiry {
+    /// Messages dead-lettered (or dropped) because they had expired.
+    pub expired: usize,
+    /// When the live message now at the head expires, if it has an expiry: the next time
+    /// the head is worth checking.
+    pub next_expiry_ms: Option<u64>,
 }
 
 /// The dead-letter stage of a stage, resolved when the stage is opened.
@@ -491,7 +501,15 @@ impl Stage {
     /// # Errors
     /// The store's error.
     pub async fn depth(&self) -> Result<Depth, StageError> {
-        let tx = self.db.begin()?;
+        self.depth_in(&self.db.begin()?).await
+    }
+
+    /// [`Stage::depth`] within `tx` (snapshot reads: a length check inside an append
+    /// transaction does not conflict with every concurrent append and ack).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn depth_in(&self, tx: &Transaction) -> Result<Depth, StageError> {
         let read = |c| {
             let tx = tx.clone();
             let key = self.keys.counter(c);
@@ -512,6 +530,59 @@ impl Stage {
             dead_lettered,
             duplicates,
         })
+    }
+
+    /// Moves up to `n` messages from the head to the dead-letter stage (or drops them)
+    /// with [`DeadLetterReason::MaxLength`], making room in a stage at its length limit
+    /// (AMQP `x-overflow: drop-head`). Returns how many were moved.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn drop_head_in(
+        &self,
+        tx: &Transaction,
+        n: usize,
+        now: u64,
+    ) -> Result<usize, StageError> {
+        if n == 0 {
+            return Ok(0);
+        }
+        let head = self.read_head(tx, n).await?;
+        if let (Some(first), Some(last)) = (head.first(), head.last()) {
+            tx.clear_range(&first.0, &key_after(&last.0));
+        }
+        for (_, id, envelope) in &head {
+            self.dead_letter_in(tx, id, *envelope, DeadLetterReason::MaxLength, now)
+                .await?;
+        }
+        Ok(head.len())
+    }
+
+    /// Dead-letters the expired messages at the head, stopping at the first live one or
+    /// after `limit` messages, so messages expire even when no consumer takes them.
+    /// Expiry is checked at the head only (as RabbitMQ does): a message behind a live one
+    /// expires when it reaches the head.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn expire_head_in(
+        &self,
+        tx: &Transaction,
+        limit: usize,
+        now: u64,
+    ) -> Result<HeadExpiry, StageError> {
+        let mut outcome = HeadExpiry::default();
+        for (key, id, envelope) in self.read_head(tx, limit).await? {
+            if !envelope.expired(now) {
+                outcome.next_expiry_ms = (envelope.expires_ms != 0).then_some(envelope.expires_ms);
+                break;
+            }
+            tx.clear(&key);
+            self.dead_letter_in(tx, &id, envelope, DeadLetterReason::Expired, now)
+                .await?;
+            outcome.expired += 1;
+        }
+        Ok(outcome)
     }
 
     /// Removes every ready message (leased ones stay); returns how many were removed.
@@ -594,18 +665,13 @@ impl Stage {
         k: usize,
         now: u64,
     ) -> Result<Vec<(MessageId, Envelope)>, StageError> {
-        let (b, e) = self.keys.ready_range();
-        let head = tx
-            .get_range(&RangeOption::new(b, e).limit(k.max(1)), false)
-            .await?;
+        let head = self.read_head(tx, k).await?;
         let (Some(first), Some(last)) = (head.first(), head.last()) else {
             return Ok(Vec::new());
         };
-        tx.clear_range(&first.key, &key_after(&last.key));
+        tx.clear_range(&first.0, &key_after(&last.0));
         let mut live = Vec::with_capacity(head.len());
-        for kv in &head {
-            let id = self.message_of(&kv.key)?;
-            let envelope = Envelope::decode(&kv.value)?;
+        for (_, id, envelope) in head {
             if envelope.expired(now) {
                 self.dead_letter_in(tx, &id, envelope, DeadLetterReason::Expired, now)
                     .await?;
@@ -614,6 +680,26 @@ impl Stage {
             }
         }
         Ok(live)
+    }
+
+    /// Reads up to `n` ready entries from the head (non-snapshot: conflicts only on what
+    /// it returned), decoded.
+    async fn read_head(
+        &self,
+        tx: &Transaction,
+        n: usize,
+    ) -> Result<Vec<(Vec<u8>, MessageId, Envelope)>, StageError> {
+        let (b, e) = self.keys.ready_range();
+        let head = tx
+            .get_range(&RangeOption::new(b, e).limit(n.max(1)), false)
+            .await?;
+        head.into_iter()
+            .map(|kv| {
+                let id = self.message_of(&kv.key)?;
+                let envelope = Envelope::decode(&kv.value)?;
+                Ok((kv.key, id, envelope))
+            })
+            .collect()
     }
 
     /// Moves taken ready entries to in-flight entries owned by `holder`.

@@ -16,6 +16,9 @@ pub enum DeadLetterReason {
     DeliveryLimit = 2,
     /// Its time to live ran out before delivery.
     Expired = 3,
+    /// It was the oldest message of a stage at its length limit when another arrived
+    /// (AMQP `x-overflow: drop-head`).
+    MaxLength = 4,
 }
 
 impl DeadLetterReason {
@@ -24,6 +27,7 @@ impl DeadLetterReason {
             1 => Some(Self::Rejected),
             2 => Some(Self::DeliveryLimit),
             3 => Some(Self::Expired),
+            4 => Some(Self::MaxLength),
             _ => None,
         }
     }
@@ -34,6 +38,7 @@ impl DeadLetterReason {
             Self::Rejected => "rejected",
             Self::DeliveryLimit => "delivery_limit",
             Self::Expired => "expired",
+            Self::MaxLength => "maxlen",
         }
     }
 }

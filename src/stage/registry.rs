@@ -167,17 +167,24 @@ impl Stages {
     /// The store's error.
     pub async fn delete(&self, name: &str) -> Result<bool, StageError> {
         self.db
-            .run(|tx| async move {
-                let Some(id) = self.id_in(&tx, name).await? else {
-                    return Ok(false);
-                };
-                let (b, e) = self.root.stage(id).all();
-                tx.clear_range(&b, &e);
-                tx.clear(&self.root.stage_meta(id));
-                tx.clear(&self.root.stage_by_name(name));
-                Ok::<_, StageError>(true)
-            })
+            .run(|tx| async move { self.delete_in(&tx, name).await })
             .await
+    }
+
+    /// [`Stages::delete`] within `tx`, so a layer above can delete a stage together with
+    /// its own records.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn delete_in(&self, tx: &Transaction, name: &str) -> Result<bool, StageError> {
+        let Some(id) = self.id_in(tx, name).await? else {
+            return Ok(false);
+        };
+        let (b, e) = self.root.stage(id).all();
+        tx.clear_range(&b, &e);
+        tx.clear(&self.root.stage_meta(id));
+        tx.clear(&self.root.stage_by_name(name));
+        Ok(true)
     }
 
     /// The names of every stage, sorted.

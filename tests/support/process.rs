@@ -8,6 +8,38 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 use tempfile::NamedTempFile;
 
+/// A loopback port that was free a moment ago (bound to port 0, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The ports of one `ferry run`: every listener on loopback, never a standard port (5672
+/// belongs to the machine's RabbitMQ).
+#[derive(Debug, Clone, Copy)]
+pub struct Ports {
+    /// `amqp.listen`.
+    pub amqp: u16,
+    /// `kafka.listen`.
+    pub kafka: u16,
+    /// `metrics.listen`.
+    pub metrics: u16,
+}
+
+impl Ports {
+    /// Free ports for every listener.
+    pub fn free() -> Self {
+        Self {
+            amqp: free_port(),
+            kafka: free_port(),
+            metrics: free_port(),
+        }
+    }
+}
+
 /// A running `ferry` process.
 pub struct Ferry {
     /// The process.
@@ -29,6 +61,28 @@ pub struct Outcome {
 }
 
 impl Ferry {
+    /// Starts `ferry run` with the shipped config, its listeners on `ports`, its store in
+    /// `dir/data`, a 5 s shutdown drain, and `extra` overrides.
+    pub fn run_daemon(dir: &Path, ports: Ports, extra: &[(&str, &str)]) -> Self {
+        let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
+        let listen = |port: u16| format!("127.0.0.1:{port}");
+        let (amqp, kafka, metrics) = (
+            listen(ports.amqp),
+            listen(ports.kafka),
+            listen(ports.metrics),
+        );
+        let data = dir.join("data");
+        let mut env = vec![
+            ("FERRY__AMQP__LISTEN", amqp.as_str()),
+            ("FERRY__KAFKA__LISTEN", kafka.as_str()),
+            ("FERRY__METRICS__LISTEN", metrics.as_str()),
+            ("FERRY__STORE__PATH", data.to_str().unwrap()),
+            ("FERRY__DAEMON__SHUTDOWN_TIMEOUT_MS", "5000"),
+        ];
+        env.extend_from_slice(extra);
+        Self::spawn(dir, &["run", "--config", config.to_str().unwrap()], &env)
+    }
+
     /// Starts `ferry ARGS` in `cwd` with `env` added to this process's environment, minus any
     /// `FERRY__*` and `RUST_LOG` variables the test runner itself has.
     pub fn spawn(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {

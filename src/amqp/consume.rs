@@ -1,0 +1,902 @@
+//! Consuming on one channel: consumers, basic.get, deliveries, prefetch, and the
+//! acknowledgements that settle them.
+//!
+//! **Leases.** Each consumer (and the channel's basic.get) has its own lease holder, so a
+//! stage consumer never mistakes another consumer's lease for its own. A consumer leases
+//! at most its prefetch room at a time ([`crate::stage::Consumer`], with the
+//! high-contention dequeue when consumers compete); an idle one waits on the stage's
+//! watches. Deliveries are written to the socket only after the lease committed.
+//!
+//! **Settling.** basic.ack/nack/reject and recover are collected and committed in batches
+//! (one transaction while the previous one commits), like publishes. A consumer forgets a
+//! settled lease only after that commit, so it never takes a still-held lease for unseen.
+//!
+//! **Closing.** When the channel closes, every holder is released: unacknowledged
+//! deliveries return to their original positions and come back with `redelivered` set.
+
+use super::codec;
+use super::connection::ConnectionContext;
+use super::errors::{AmqpError, TxError};
+use super::message::StoredMessage;
+use super::sac;
+use super::topology::Queue;
+use crate::stage::{self, Delivery, MessageId, Release, StageError, Step, now_ms};
+use crate::store::Transaction;
+use crate::telemetry::amqp as metric;
+use amq_protocol::protocol::{AMQPClass, basic};
+use bytes::Bytes;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Messages one lease takes at most, whatever the prefetch.
+const LEASE_BATCH: usize = 1000;
+
+/// What to do with settled deliveries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// Acknowledged: removed for good.
+    Ack,
+    /// Back to its original position (nack/reject with requeue, recover).
+    Requeue,
+    /// Dead-lettered, or dropped without a dead-letter exchange.
+    Reject,
+}
+
+/// Deliveries of one queue and holder, settled the same way.
+#[derive(Debug, Clone)]
+pub struct Settlement {
+    /// The queue.
+    pub queue: Arc<Queue>,
+    /// The holder they are leased to.
+    pub holder: u64,
+    /// The deliveries.
+    pub ids: Vec<MessageId>,
+    /// What to do.
+    pub how: How,
+}
+
+/// Applies a settlement within `tx`.
+///
+/// # Errors
+/// The stage's error.
+pub async fn settle_in(tx: &Transaction, s: &Settlement, now: u64) -> Result<(), StageError> {
+    let stage = &s.queue.stage;
+    match s.how {
+        How::Ack => stage.ack_in(tx, s.holder, &s.ids).await.map(|_| ()),
+        How::Requeue => stage
+            .release_in(tx, s.holder, &s.ids, Release::Requeue, now)
+            .await
+            .map(|_| ()),
+        How::Reject => stage
+            .release_in(tx, s.holder, &s.ids, Release::Reject, now)
+            .await
+            .map(|_| ()),
+    }
+}
+
+/// A delivery not yet acknowledged.
+#[derive(Debug, Clone)]
+struct Unacked {
+    queue: Arc<Queue>,
+    holder: u64,
+    id: MessageId,
+    /// The consumer that received it (`None`: basic.get).
+    consumer: Option<String>,
+}
+
+/// News from a consumer's background work.
+pub enum Event {
+    /// A lease step finished.
+    Stepped {
+        tag: String,
+        consumer: Box<stage::Consumer>,
+        result: Result<Step, StageError>,
+    },
+    /// A watch fired: messages may be ready.
+    Woke { tag: String },
+    /// A single-active-consumer queue's turn came to this consumer.
+    Activated { tag: String },
+    /// The consumer's queue was deleted.
+    QueueDeleted { tag: String },
+}
+
+/// One consumer.
+struct ConsumerState {
+    queue: Arc<Queue>,
+    no_ack: bool,
+    exclusive: bool,
+    holder: u64,
+    /// Its prefetch (0: unlimited).
+    limit: usize,
+    /// Its deliveries not yet acknowledged.
+    unacked: usize,
+    /// The room its running step may fill (counted against the channel's prefetch until
+    /// the step returns).
+    reserved: usize,
+    /// The stage consumer; `None` while a step runs with it.
+    stage: Option<stage::Consumer>,
+    /// The running step.
+    step: Option<JoinHandle<()>>,
+    /// Whether it waits on a watch.
+    waiting: bool,
+    /// Whether it may receive (single active consumer: its turn came).
+    active: bool,
+    /// Settled leases to forget once the step returns the stage consumer.
+    forget_later: Vec<MessageId>,
+    /// Stops its helper tasks (watch wait, turn wait, deletion watch).
+    stop: CancellationToken,
+    /// Set once basic.cancel (or the queue's deletion) began removing it.
+    cancelling: bool,
+}
+
+/// What [`Consumers::next_work`] found.
+pub enum Work {
+    /// A consumer event.
+    Event(Event),
+    /// The settle commit finished.
+    Settled(Result<Settled, AmqpError>),
+}
+
+/// A finished settle commit.
+pub struct Settled {
+    settlements: Vec<Settlement>,
+    result: Result<(), AmqpError>,
+}
+
+/// One channel's consumers and unacknowledged deliveries.
+pub struct Consumers {
+    ctx: Arc<ConnectionContext>,
+    channel: u16,
+    consumers: HashMap<String, ConsumerState>,
+    /// Which consumer owns a holder.
+    owner_of: HashMap<u64, String>,
+    /// Every holder the channel registered (consumers', basic.get's), to renew and release.
+    holders: Vec<u64>,
+    get_holder: Option<u64>,
+    unacked: BTreeMap<u64, Unacked>,
+    last_tag: u64,
+    /// basic.qos global=false: the prefetch of consumers created from now on.
+    consumer_prefetch: usize,
+    /// basic.qos global=true: the prefetch shared by the channel's consumers.
+    channel_prefetch: usize,
+    /// channel.flow: whether deliveries may flow.
+    flowing: bool,
+    /// No-ack deliveries sent and not yet removed from their stage.
+    no_ack_unsettled: usize,
+    /// The room all running steps may fill.
+    reserved: usize,
+    pending: Vec<Settlement>,
+    in_flight: Option<JoinHandle<Settled>>,
+    events_tx: mpsc::UnboundedSender<Event>,
+    events: mpsc::UnboundedReceiver<Event>,
+}
+
+impl Consumers {
+    /// No consumers yet.
+    pub fn new(ctx: Arc<ConnectionContext>, channel: u16) -> Self {
+        let (events_tx, events) = mpsc::unbounded_channel();
+        Self {
+            ctx,
+            channel,
+            consumers: HashMap::new(),
+            owner_of: HashMap::new(),
+            holders: Vec::new(),
+            get_holder: None,
+            unacked: BTreeMap::new(),
+            last_tag: 0,
+            consumer_prefetch: 0,
+            channel_prefetch: 0,
+            flowing: true,
+            no_ack_unsettled: 0,
+            reserved: 0,
+            pending: Vec::new(),
+            in_flight: None,
+            events_tx,
+            events,
+        }
+    }
+
+    /// Waits for the next consumer event or the end of the settle commit under way.
+    pub async fn next_work(&mut self) -> Work {
+        let (in_flight, events) = (&mut self.in_flight, &mut self.events);
+        let settled = async {
+            match in_flight.as_mut() {
+                Some(task) => {
+                    let done = task.await;
+                    *in_flight = None;
+                    done.map_err(|e| AmqpError::internal(format!("a settle commit panicked: {e}")))
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            // The channel holds a sender, so the stream of events never ends.
+            Some(event) = events.recv() => Work::Event(event),
+            done = settled => Work::Settled(done),
+        }
+    }
+
+    /// Every holder of the channel, to renew.
+    pub fn holders(&self) -> &[u64] {
+        &self.holders
+    }
+
+    /// basic.qos.
+    pub fn qos(&mut self, prefetch: u16, global: bool) {
+        if global {
+            self.channel_prefetch = prefetch.into();
+        } else {
+            self.consumer_prefetch = prefetch.into();
+        }
+    }
+
+    /// channel.flow: pauses or resumes deliveries.
+    pub fn flow(&mut self, active: bool) {
+        self.flowing = active;
+        self.kick_all();
+    }
+
+    /// Whether `tag` names a consumer of this channel.
+    pub fn has(&self, tag: &str) -> bool {
+        self.consumers.contains_key(tag)
+    }
+
+    /// basic.consume: registers a consumer (the caller sends consume-ok, then calls
+    /// [`Consumers::start`]).
+    ///
+    /// # Errors
+    /// 530 for a consumer tag in use, 403 for exclusivity conflicts, 541 when the store
+    /// fails.
+    pub async fn consume(
+        &mut self,
+        queue: Arc<Queue>,
+        tag: &str,
+        no_ack: bool,
+        exclusive: bool,
+    ) -> Result<String, AmqpError> {
+        let tag = if tag.is_empty() {
+            format!(
+                "amq.ctag-{:016x}{:016x}",
+                fastrand::u64(..),
+                fastrand::u64(..)
+            )
+        } else {
+            tag.to_owned()
+        };
+        if self.consumers.contains_key(&tag) {
+            return Err(AmqpError::not_allowed(format!(
+                "attempt to reuse consumer tag '{tag}'"
+            )));
+        }
+        self.ctx.vhost.add_consumer(&queue, exclusive)?;
+        let broker = &self.ctx.broker;
+        let holder = match broker.holders.register(broker.lease_ttl).await {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = self.ctx.vhost.remove_consumer(&queue, exclusive).await;
+                return Err(e.into());
+            }
+        };
+        self.holders.push(holder);
+        self.owner_of.insert(holder, tag.clone());
+        let stop = CancellationToken::new();
+        let single = queue.spec.args.single_active_consumer;
+        if single {
+            let (broker, events, key, stop, tag) = (
+                broker.clone(),
+                self.events_tx.clone(),
+                self.ctx.vhost.keys().active_consumer(queue.stage.id()),
+                stop.clone(),
+                tag.clone(),
+            );
+            tokio::spawn(async move {
+                if sac::await_turn(&broker, &key, holder, &stop).await {
+                    let _ = events.send(Event::Activated { tag });
+                }
+            });
+        }
+        {
+            let (deleted, stop, events, tag) = (
+                queue.deleted.clone(),
+                stop.clone(),
+                self.events_tx.clone(),
+                tag.clone(),
+            );
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = deleted.cancelled() => { let _ = events.send(Event::QueueDeleted { tag }); }
+                    () = stop.cancelled() => {}
+                }
+            });
+        }
+        let consumer = stage::Consumer::new(
+            queue.stage.clone(),
+            broker.holders.clone(),
+            holder,
+            LEASE_BATCH,
+        );
+        self.consumers.insert(
+            tag.clone(),
+            ConsumerState {
+                queue,
+                no_ack,
+                exclusive,
+                holder,
+                limit: self.consumer_prefetch,
+                unacked: 0,
+                reserved: 0,
+                stage: Some(consumer),
+                step: None,
+                waiting: false,
+                active: !single,
+                forget_later: Vec::new(),
+                stop,
+                cancelling: false,
+            },
+        );
+        Ok(tag)
+    }
+
+    /// Starts delivering to a consumer registered by [`Consumers::consume`].
+    pub fn start(&mut self, tag: &str) {
+        self.kick(tag);
+    }
+
+    /// How many messages `c` may receive now.
+    fn room(&self, c: &ConsumerState) -> usize {
+        if c.no_ack {
+            return LEASE_BATCH.saturating_sub(self.no_ack_unsettled + self.reserved);
+        }
+        let mut room = LEASE_BATCH;
+        if c.limit > 0 {
+            room = room.min(c.limit.saturating_sub(c.unacked));
+        }
+        if self.channel_prefetch > 0 {
+            room = room.min(
+                self.channel_prefetch
+                    .saturating_sub(self.unacked.len() + self.reserved),
+            );
+        }
+        room
+    }
+
+    /// Starts a lease step for `tag` if it may receive and is not busy.
+    fn kick(&mut self, tag: &str) {
+        self.kick_at_least(tag, 1);
+    }
+
+    /// Starts a lease step for `tag` if it may receive at least `least` messages and is
+    /// not busy.
+    fn kick_at_least(&mut self, tag: &str, least: usize) {
+        let Some(c) = self.consumers.get(tag) else {
+            return;
+        };
+        if !self.flowing || !c.active || c.cancelling || c.waiting || c.step.is_some() {
+            return;
+        }
+        let room = self.room(c);
+        if room == 0 || room < least.min(self.prefetch_of(c)) {
+            return;
+        }
+        let c = self.consumers.get_mut(tag).expect("looked up above");
+        let Some(mut consumer) = c.stage.take() else {
+            return;
+        };
+        consumer.set_batch(room);
+        c.reserved = room;
+        self.reserved += room;
+        let (events, tag) = (self.events_tx.clone(), tag.to_owned());
+        c.step = Some(tokio::spawn(async move {
+            let result = consumer.step().await;
+            let _ = events.send(Event::Stepped {
+                tag,
+                consumer: Box::new(consumer),
+                result,
+            });
+        }));
+    }
+
+    fn kick_all(&mut self) {
+        let tags: Vec<String> = self.consumers.keys().cloned().collect();
+        for tag in tags {
+            self.kick(&tag);
+        }
+    }
+
+    /// Handles a consumer event; returns frames to send.
+    ///
+    /// # Errors
+    /// 541 when the store fails or a stored message cannot be read.
+    pub async fn on_event(&mut self, event: Event) -> Result<Vec<u8>, AmqpError> {
+        match event {
+            Event::Stepped {
+                tag,
+                consumer,
+                result,
+            } => self.stepped(&tag, consumer, result),
+            Event::Woke { tag } => {
+                if let Some(c) = self.consumers.get_mut(&tag) {
+                    c.waiting = false;
+                }
+                self.kick(&tag);
+                Ok(Vec::new())
+            }
+            Event::Activated { tag } => {
+                if let Some(c) = self.consumers.get_mut(&tag) {
+                    c.active = true;
+                }
+                self.kick(&tag);
+                Ok(Vec::new())
+            }
+            Event::QueueDeleted { tag } => {
+                if !self.consumers.contains_key(&tag) {
+                    return Ok(Vec::new());
+                }
+                let mut out = self.cancel(&tag).await?;
+                if self.ctx.capabilities.consumer_cancel_notify {
+                    codec::encode_method(
+                        &mut out,
+                        self.channel,
+                        AMQPClass::Basic(basic::AMQPMethod::Cancel(basic::Cancel {
+                            consumer_tag: tag.as_str().into(),
+                            nowait: true,
+                        })),
+                    );
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Takes back a stage consumer after its step: delivers what it leased or starts
+    /// waiting on its watches, then steps again if it may.
+    fn stepped(
+        &mut self,
+        tag: &str,
+        mut consumer: Box<stage::Consumer>,
+        result: Result<Step, StageError>,
+    ) -> Result<Vec<u8>, AmqpError> {
+        let Some(c) = self.consumers.get_mut(tag) else {
+            return Ok(Vec::new());
+        };
+        c.step = None;
+        self.reserved -= std::mem::take(&mut c.reserved);
+        consumer.forget(&std::mem::take(&mut c.forget_later));
+        c.stage = Some(*consumer);
+        let out = match result? {
+            Step::Delivered(deliveries) => self.deliver(tag, deliveries)?,
+            Step::Idle(wakeup) => {
+                c.waiting = true;
+                let (events, stop, tag) = (self.events_tx.clone(), c.stop.clone(), tag.to_owned());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        // A failed watch (unknown commit outcome) just means: look again.
+                        _ = wakeup.wait() => { let _ = events.send(Event::Woke { tag }); }
+                        () = stop.cancelled() => {}
+                    }
+                });
+                Vec::new()
+            }
+        };
+        self.kick(tag);
+        Ok(out)
+    }
+
+    /// Encodes deliveries for consumer `tag` and records them.
+    fn deliver(&mut self, tag: &str, deliveries: Vec<Delivery>) -> Result<Vec<u8>, AmqpError> {
+        let c = self.consumers.get_mut(tag).expect("the caller found it");
+        let (queue, holder, no_ack) = (c.queue.clone(), c.holder, c.no_ack);
+        if !no_ack {
+            c.unacked += deliveries.len();
+        }
+        let mut out = Vec::new();
+        let mut redelivered = 0;
+        let mut ids = Vec::new();
+        let count = deliveries.len();
+        for d in deliveries {
+            self.last_tag += 1;
+            let (id, redelivery) = (d.id, d.redelivered());
+            let message = StoredMessage::decode(Bytes::from(d.body))
+                .map_err(|e| AmqpError::internal(e.to_string()))?;
+            redelivered += u64::from(redelivery);
+            codec::encode_method(
+                &mut out,
+                self.channel,
+                AMQPClass::Basic(basic::AMQPMethod::Deliver(basic::Deliver {
+                    consumer_tag: tag.into(),
+                    delivery_tag: self.last_tag,
+                    redelivered: redelivery,
+                    exchange: message.exchange.as_str().into(),
+                    routing_key: message.routing_key.as_str().into(),
+                })),
+            );
+            codec::encode_content(
+                &mut out,
+                self.channel,
+                &message.raw_properties,
+                &message.body,
+                self.ctx.frame_max,
+            );
+            if no_ack {
+                ids.push(id);
+            } else {
+                self.unacked.insert(
+                    self.last_tag,
+                    Unacked {
+                        queue: queue.clone(),
+                        holder,
+                        id,
+                        consumer: Some(tag.to_owned()),
+                    },
+                );
+            }
+        }
+        count_deliveries(&queue, count, redelivered);
+        if no_ack {
+            self.no_ack_unsettled += ids.len();
+            self.pending.push(Settlement {
+                queue,
+                holder,
+                ids,
+                how: How::Ack,
+            });
+        }
+        Ok(out)
+    }
+
+    /// basic.get: one message, or get-empty.
+    ///
+    /// # Errors
+    /// 541 when the store fails.
+    pub async fn get(&mut self, queue: Arc<Queue>, no_ack: bool) -> Result<Vec<u8>, AmqpError> {
+        queue.touch();
+        let mut got = if no_ack {
+            queue.stage.pop(1).await?
+        } else {
+            let holder = match self.get_holder {
+                Some(h) => h,
+                None => {
+                    let broker = &self.ctx.broker;
+                    let h = broker.holders.register(broker.lease_ttl).await?;
+                    self.holders.push(h);
+                    self.get_holder = Some(h);
+                    h
+                }
+            };
+            queue.stage.lease(holder, 1).await?
+        };
+        let mut out = Vec::new();
+        let Some(d) = got.pop() else {
+            codec::encode_method(
+                &mut out,
+                self.channel,
+                AMQPClass::Basic(basic::AMQPMethod::GetEmpty(basic::GetEmpty {})),
+            );
+            return Ok(out);
+        };
+        let message = StoredMessage::decode(Bytes::from(d.body.clone()))
+            .map_err(|e| AmqpError::internal(e.to_string()))?;
+        let remaining = queue.stage.depth().await?.ready.max(0) as u32;
+        self.last_tag += 1;
+        if let (false, Some(holder)) = (no_ack, self.get_holder) {
+            self.unacked.insert(
+                self.last_tag,
+                Unacked {
+                    queue: queue.clone(),
+                    holder,
+                    id: d.id,
+                    consumer: None,
+                },
+            );
+        }
+        // A popped message's delivery is not counted, so any earlier one makes it a
+        // redelivery.
+        let redelivered = if no_ack {
+            d.envelope.delivery_count > 0
+        } else {
+            d.redelivered()
+        };
+        count_deliveries(&queue, 1, u64::from(redelivered));
+        codec::encode_method(
+            &mut out,
+            self.channel,
+            AMQPClass::Basic(basic::AMQPMethod::GetOk(basic::GetOk {
+                delivery_tag: self.last_tag,
+                redelivered,
+                exchange: message.exchange.as_str().into(),
+                routing_key: message.routing_key.as_str().into(),
+                message_count: remaining,
+            })),
+        );
+        codec::encode_content(
+            &mut out,
+            self.channel,
+            &message.raw_properties,
+            &message.body,
+            self.ctx.frame_max,
+        );
+        Ok(out)
+    }
+
+    /// basic.ack, basic.nack and basic.reject: settles the deliveries `tag` names (with
+    /// `multiple`, every one up to it; tag 0 with `multiple`: all). Returns the settlements
+    /// for a transactional channel to hold instead of queueing them.
+    ///
+    /// # Errors
+    /// 406 for an unknown delivery tag.
+    pub fn settle(
+        &mut self,
+        tag: u64,
+        multiple: bool,
+        how: How,
+    ) -> Result<Vec<Settlement>, AmqpError> {
+        let tags: Vec<u64> = if multiple {
+            let upto = if tag == 0 { u64::MAX } else { tag };
+            self.unacked.range(..=upto).map(|(t, _)| *t).collect()
+        } else if self.unacked.contains_key(&tag) {
+            vec![tag]
+        } else {
+            Vec::new()
+        };
+        if tags.is_empty() && !(multiple && tag == 0) {
+            return Err(AmqpError::precondition_failed(format!(
+                "unknown delivery tag {tag}"
+            )));
+        }
+        let entries: Vec<Unacked> = tags.iter().filter_map(|t| self.unacked.remove(t)).collect();
+        Ok(self.group(entries, how))
+    }
+
+    /// basic.recover with requeue: every unacknowledged delivery goes back.
+    pub fn recover(&mut self) -> Vec<Settlement> {
+        let entries: Vec<Unacked> = std::mem::take(&mut self.unacked).into_values().collect();
+        self.group(entries, How::Requeue)
+    }
+
+    /// Groups entries by (queue, holder) and frees their consumers' prefetch room.
+    fn group(&mut self, entries: Vec<Unacked>, how: How) -> Vec<Settlement> {
+        let mut groups: Vec<Settlement> = Vec::new();
+        for e in entries {
+            if let Some(c) = e.consumer.as_ref().and_then(|t| self.consumers.get_mut(t)) {
+                c.unacked = c.unacked.saturating_sub(1);
+            }
+            match groups
+                .iter_mut()
+                .find(|s| s.holder == e.holder && Arc::ptr_eq(&s.queue, &e.queue))
+            {
+                Some(s) => s.ids.push(e.id),
+                None => groups.push(Settlement {
+                    queue: e.queue,
+                    holder: e.holder,
+                    ids: vec![e.id],
+                    how,
+                }),
+            }
+        }
+        groups
+    }
+
+    /// Queues settlements for the next settle commit.
+    ///
+    /// The room they free is used at once only by a consumer that can now lease a quarter
+    /// of its prefetch; any other waits until they are committed
+    /// ([`Consumers::settled`]), when more acknowledgements have usually arrived. So a
+    /// lease never takes one message per acknowledgement, and leasing overlaps settling.
+    pub fn queue_settlements(&mut self, settlements: Vec<Settlement>) {
+        self.pending.extend(settlements);
+        let tags: Vec<String> = self.consumers.keys().cloned().collect();
+        for tag in tags {
+            if let Some(c) = self.consumers.get(&tag) {
+                let least = (self.prefetch_of(c) / 4).max(1);
+                self.kick_at_least(&tag, least);
+            }
+        }
+    }
+
+    /// The prefetch that bounds `c`: the smaller of its own and the channel's (or the
+    /// largest lease when neither is set).
+    fn prefetch_of(&self, c: &ConsumerState) -> usize {
+        [c.limit, self.channel_prefetch]
+            .into_iter()
+            .filter(|p| *p > 0)
+            .min()
+            .unwrap_or(LEASE_BATCH)
+            .min(LEASE_BATCH)
+    }
+
+    /// Starts a settle commit of what is pending, unless one is under way.
+    pub fn start_commit(&mut self) {
+        if self.in_flight.is_some() || self.pending.is_empty() {
+            return;
+        }
+        let settlements = std::mem::take(&mut self.pending);
+        let db = self.ctx.broker.db.clone();
+        self.in_flight = Some(tokio::spawn(async move {
+            let now = now_ms();
+            let list = &settlements;
+            let result = db
+                .run(|tx| async move {
+                    for s in list {
+                        settle_in(&tx, s, now).await?;
+                    }
+                    Ok::<_, TxError>(())
+                })
+                .await
+                .map_err(AmqpError::from);
+            Settled {
+                settlements,
+                result,
+            }
+        }));
+    }
+
+    /// Takes a finished settle commit: counts it and lets consumers forget what it settled.
+    ///
+    /// # Errors
+    /// 541 when the commit failed.
+    pub fn finish_commit(&mut self, done: Settled) -> Result<(), AmqpError> {
+        self.in_flight = None;
+        done.result?;
+        self.settled(&done.settlements);
+        Ok(())
+    }
+
+    /// Accounts for committed settlements (also those of tx.commit).
+    pub fn settled(&mut self, settlements: &[Settlement]) {
+        for s in settlements {
+            let n = s.ids.len() as u64;
+            let labels = s.queue.labels();
+            match s.how {
+                How::Ack => metrics::counter!(metric::ACKS_TOTAL, &labels).increment(n),
+                How::Requeue | How::Reject => {
+                    metrics::counter!(metric::NACKS_TOTAL, &labels).increment(n);
+                }
+            }
+            let Some(tag) = self.owner_of.get(&s.holder) else {
+                continue;
+            };
+            let Some(c) = self.consumers.get_mut(tag) else {
+                continue;
+            };
+            if c.no_ack {
+                self.no_ack_unsettled = self.no_ack_unsettled.saturating_sub(s.ids.len());
+            }
+            match c.stage.as_mut() {
+                Some(consumer) => consumer.forget(&s.ids),
+                None => c.forget_later.extend_from_slice(&s.ids),
+            }
+        }
+        self.kick_all();
+    }
+
+    /// Commits every pending settlement and waits for the commit under way.
+    ///
+    /// # Errors
+    /// 541 when a commit fails.
+    pub async fn flush(&mut self) -> Result<(), AmqpError> {
+        loop {
+            if let Some(task) = self.in_flight.take() {
+                let done = task
+                    .await
+                    .map_err(|e| AmqpError::internal(format!("a settle commit panicked: {e}")))?;
+                self.in_flight = None;
+                done.result?;
+                self.settled(&done.settlements);
+            }
+            if self.pending.is_empty() {
+                return Ok(());
+            }
+            self.start_commit();
+        }
+    }
+
+    /// Takes every pending settlement (tx.commit applies them itself).
+    pub fn take_pending(&mut self) -> Vec<Settlement> {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// basic.cancel: stops a consumer (deliveries already leased to it are delivered
+    /// first); its unacknowledged deliveries stay until acknowledged or the channel
+    /// closes. Returns frames to send before cancel-ok.
+    ///
+    /// # Errors
+    /// 541 when the store fails.
+    pub async fn cancel(&mut self, tag: &str) -> Result<Vec<u8>, AmqpError> {
+        let mut out = Vec::new();
+        let Some(c) = self.consumers.get_mut(tag) else {
+            return Ok(out);
+        };
+        c.cancelling = true;
+        c.stop.cancel();
+        // Let a running step finish, delivering what it leased: the client sees those
+        // deliveries before cancel-ok, as with RabbitMQ.
+        let mut later = Vec::new();
+        while self.consumers.get(tag).is_some_and(|c| c.step.is_some()) {
+            match self.events.recv().await {
+                Some(Event::Stepped {
+                    tag,
+                    consumer,
+                    result,
+                }) => out.extend(self.stepped(&tag, consumer, result)?),
+                Some(other) => later.push(other),
+                None => break,
+            }
+        }
+        // Other news waits for the channel loop.
+        for event in later {
+            let _ = self.events_tx.send(event);
+        }
+        let Some(c) = self.consumers.remove(tag) else {
+            return Ok(out);
+        };
+        if c.queue.spec.args.single_active_consumer {
+            sac::give_up_turn(
+                &self.ctx.broker,
+                &self.ctx.vhost.keys().active_consumer(c.queue.stage.id()),
+                c.holder,
+            )
+            .await;
+        }
+        self.ctx
+            .vhost
+            .remove_consumer(&c.queue, c.exclusive)
+            .await?;
+        Ok(out)
+    }
+
+    /// Closes every consumer and returns every unacknowledged delivery: pending
+    /// settlements are committed first (the client acknowledged those), then each holder
+    /// is released.
+    pub async fn close(&mut self) {
+        for c in self.consumers.values() {
+            c.stop.cancel();
+        }
+        // Steps still running hold stage consumers; wait for them so no lease commits
+        // after its holder was released.
+        while self.consumers.values().any(|c| c.step.is_some()) {
+            match self.events.recv().await {
+                Some(Event::Stepped { tag, consumer, .. }) => {
+                    if let Some(c) = self.consumers.get_mut(&tag) {
+                        c.step = None;
+                        self.reserved -= std::mem::take(&mut c.reserved);
+                        c.stage = Some(*consumer);
+                    }
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        if let Err(e) = self.flush().await {
+            tracing::warn!(error = %e, "cannot commit acknowledgements of a closing channel");
+        }
+        let broker = self.ctx.broker.clone();
+        for (_, c) in self.consumers.drain() {
+            if c.queue.spec.args.single_active_consumer {
+                sac::give_up_turn(
+                    &broker,
+                    &self.ctx.vhost.keys().active_consumer(c.queue.stage.id()),
+                    c.holder,
+                )
+                .await;
+            }
+            let _ = self.ctx.vhost.remove_consumer(&c.queue, c.exclusive).await;
+        }
+        for holder in self.holders.drain(..) {
+            if let Err(e) = broker.holders.release(holder).await {
+                tracing::warn!(error = %e, "cannot return a closed channel's deliveries; they return when its lease expires");
+            }
+        }
+        self.unacked.clear();
+    }
+}
+
+fn count_deliveries(queue: &Queue, delivered: usize, redelivered: u64) {
+    let labels = queue.labels();
+    metrics::counter!(metric::DELIVERED_TOTAL, &labels).increment(delivered as u64);
+    if redelivered > 0 {
+        metrics::counter!(metric::REDELIVERED_TOTAL, &labels).increment(redelivered);
+    }
+}

@@ -1,0 +1,262 @@
+//! The AMQP 0-9-1 front: a RabbitMQ-compatible server over the stage.
+//!
+//! An AMQP queue *is* a stage; exchanges and bindings live in the front's own subspace.
+//! Modules, from the wire inwards: [`codec`] (frames, sans-io), [`connection`] (handshake,
+//! heartbeats, the per-connection loop), [`channel`] (the per-channel state machine),
+//! [`publish`] and [`consume`] (group-committed publishes with confirms; leased
+//! deliveries with batched acknowledgements), [`enqueue`] (storing into queues with their
+//! TTL and length rules), [`message`] (a message's stored form), [`topology`] (exchanges,
+//! queues, bindings, routing), [`dead_letter`] (the dead-letter router), [`expiry`] (head
+//! expiry without consumers), [`sac`] (single active consumer), [`janitor`]
+//! (`x-expires` and transient entities of dead owners), [`resources`] (queue-depth
+//! gauges and the publisher alarm), [`errors`] (reply codes), [`broker`] (shared state).
+//!
+//! [`run`] serves until shutdown, then drains: every connection is closed with 320
+//! CONNECTION_FORCED after its channels stored what they had accepted and returned their
+//! unacknowledged deliveries.
+
+pub mod broker;
+mod channel;
+pub mod codec;
+pub mod connection;
+pub mod consume;
+pub mod dead_letter;
+pub mod enqueue;
+pub mod errors;
+pub mod expiry;
+pub mod janitor;
+pub mod message;
+pub mod publish;
+pub mod resources;
+pub mod sac;
+pub mod topology;
+
+use crate::auth::Users;
+use crate::config::AmqpConfig;
+use crate::stage::{StageError, Stages, now_ms};
+use crate::store::{Database, StoreError};
+use broker::Broker;
+use errors::AmqpError;
+use expiry::ExpiryHints;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use topology::VHost;
+use topology::records::TopologyKeys;
+use tracing::warn;
+
+/// Pause before watching a virtual host's version key again after the store failed.
+const WATCH_RETRY: Duration = Duration::from_secs(1);
+
+/// What the front needs from the daemon.
+#[derive(Clone)]
+pub struct Front {
+    /// `[amqp]`.
+    pub config: AmqpConfig,
+    /// Who may log in.
+    pub users: Users,
+    /// The store.
+    pub db: Database,
+    /// The stages (under `store.prefix`).
+    pub stages: Stages,
+    /// `store.prefix`, under which the front keeps its topology.
+    pub prefix: String,
+    /// `stage.lease_ttl_ms`.
+    pub lease_ttl: Duration,
+}
+
+/// Why the AMQP front could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontError {
+    /// The front's own lease holder could not be registered.
+    #[error("the AMQP front cannot register its lease holder: {0}")]
+    Holder(StageError),
+    /// A virtual host's stored topology could not be loaded.
+    #[error("the AMQP front cannot load the topology of vhost '{vhost}': {error}")]
+    Topology {
+        /// The virtual host.
+        vhost: String,
+        /// What went wrong.
+        error: AmqpError,
+    },
+}
+
+/// Serves AMQP on `listener` until `shutdown`, then drains every connection and stops the
+/// front's background tasks.
+///
+/// # Errors
+/// [`FrontError`] when the front cannot start.
+pub async fn run(
+    front: Front,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), FrontError> {
+    let holders = front.stages.holders();
+    let instance = holders
+        .register(front.lease_ttl)
+        .await
+        .map_err(FrontError::Holder)?;
+    let keys = TopologyKeys::new(&front.prefix);
+    let (opened_tx, opened_rx) = mpsc::unbounded_channel();
+    let vhosts: HashMap<String, Arc<VHost>> = front
+        .config
+        .vhosts
+        .iter()
+        .map(|name| {
+            let vhost = VHost::new(
+                name.clone(),
+                front.db.clone(),
+                front.stages.clone(),
+                keys.clone(),
+                opened_tx.clone(),
+            );
+            (name.clone(), Arc::new(vhost))
+        })
+        .collect();
+    drop(opened_tx);
+    for vhost in vhosts.values() {
+        vhost.load().await.map_err(|error| FrontError::Topology {
+            vhost: vhost.name.clone(),
+            error,
+        })?;
+    }
+    let (alarm, blocked) = watch::channel(None);
+    let (expiry, expiry_rx) = ExpiryHints::new();
+    let broker = Arc::new(Broker {
+        config: front.config.clone(),
+        users: front.users,
+        db: front.db.clone(),
+        stages: front.stages,
+        holders: holders.clone(),
+        lease_ttl: front.lease_ttl,
+        vhosts: vhosts.clone(),
+        instance,
+        blocked,
+        expiry,
+    });
+
+    let background = CancellationToken::new();
+    let mut tasks = JoinSet::new();
+    tasks.spawn(expiry::run(front.db.clone(), expiry_rx, background.clone()));
+    tasks.spawn(resources::run(
+        front.config.clone(),
+        vhosts.clone(),
+        alarm,
+        background.clone(),
+    ));
+    tasks.spawn(janitor::reap_orphans(broker.clone(), background.clone()));
+    tasks.spawn(renew_instance(broker.clone(), background.clone()));
+    for vhost in vhosts.values() {
+        tasks.spawn(watch_topology(vhost.clone(), background.clone()));
+    }
+    tasks.spawn(supervise_queues(
+        broker.clone(),
+        opened_rx,
+        background.clone(),
+    ));
+
+    let serving = broker.clone();
+    crate::server::serve(
+        "amqp",
+        listener,
+        front.config.max_connections,
+        shutdown,
+        move |stream, peer, token| connection::serve(serving.clone(), stream, peer, token),
+    )
+    .await;
+    background.cancel();
+    while tasks.join_next().await.is_some() {}
+    let _ = holders.release(instance).await;
+    Ok(())
+}
+
+/// Keeps the instance's holder alive (its transient exchanges and queues live with it).
+async fn renew_instance(broker: Arc<Broker>, shutdown: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(broker.renew_period()) => {}
+            () = shutdown.cancelled() => return,
+        }
+        if let Err(e) = broker
+            .holders
+            .renew(broker.instance, broker.lease_ttl)
+            .await
+        {
+            warn!(error = %e, "cannot renew the AMQP front's lease holder");
+        }
+    }
+}
+
+/// Starts each opened queue's background work: its dead-letter router, its `x-expires`
+/// timer, and a first expiry check of its head.
+async fn supervise_queues(
+    broker: Arc<Broker>,
+    mut opened: mpsc::UnboundedReceiver<Arc<topology::Queue>>,
+    shutdown: CancellationToken,
+) {
+    let mut per_queue = JoinSet::new();
+    loop {
+        let queue = tokio::select! {
+            () = shutdown.cancelled() => break,
+            queue = opened.recv() => match queue {
+                Some(q) => q,
+                None => break,
+            },
+        };
+        while per_queue.try_join_next().is_some() {}
+        let Some(vhost) = broker.vhosts.get(&queue.vhost).cloned() else {
+            continue;
+        };
+        broker.expiry.hint(&queue, now_ms());
+        if queue.dead_letter_stage.is_some() {
+            per_queue.spawn(dead_letter::run(
+                vhost.clone(),
+                queue.clone(),
+                shutdown.clone(),
+            ));
+        }
+        if queue.spec.args.expires.is_some() {
+            per_queue.spawn(janitor::expire_unused(vhost, queue, shutdown.clone()));
+        }
+    }
+    while per_queue.join_next().await.is_some() {}
+}
+
+/// Reloads a virtual host's topology whenever its version key changes (another instance,
+/// or this one, changed it).
+async fn watch_topology(vhost: Arc<VHost>, shutdown: CancellationToken) {
+    let key = vhost.keys().version(&vhost.name);
+    loop {
+        let watch = async {
+            let tx = vhost.db().begin()?;
+            tx.get(&key, false).await?;
+            let watch = tx.watch(&key);
+            tx.commit().await?;
+            Ok::<_, StoreError>(watch)
+        }
+        .await;
+        let pause = match watch {
+            Ok(watch) => {
+                if let Err(e) = vhost.load().await {
+                    warn!(vhost = %vhost.name, error = %e, "cannot reload the AMQP topology");
+                }
+                tokio::select! {
+                    _ = watch => continue,
+                    () = shutdown.cancelled() => return,
+                }
+            }
+            Err(e) => {
+                warn!(vhost = %vhost.name, error = %e, "cannot watch the AMQP topology");
+                WATCH_RETRY
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = shutdown.cancelled() => return,
+        }
+    }
+}

@@ -1,0 +1,528 @@
+//! Publishing on one channel: routing each complete message, storing messages in group
+//! commits, publisher confirms, and transactions.
+//!
+//! **Group commit.** While one append transaction of the channel is committing, the next
+//! publishes wait in `pending`; when it finishes they are appended together in the next
+//! transaction. So a publisher with many confirms outstanding gets large transactions,
+//! and one with one outstanding gets one message per transaction.
+//!
+//! **Confirms after commit.** basic.ack (or basic.nack, for a message a queue refused
+//! with `x-overflow: reject-publish`) is sent only after the message's transaction
+//! committed; a run of acks goes as one `multiple` ack.
+//!
+//! **Idempotency.** Every append carries (the channel's random producer id, the publish's
+//! sequence number), so the retry of a commit whose outcome was unknown stores nothing
+//! twice.
+//!
+//! **Transactions.** After tx.select, publishes (and acknowledgements, see
+//! [`super::consume`]) are held until tx.commit stores them all in one store transaction.
+
+use super::broker::Broker;
+use super::codec::{self, ContentHeader};
+use super::consume::{Settlement, settle_in};
+use super::enqueue::{Entry, QueueBatch, Stored, enqueue_in, expires_at};
+use super::errors::{AmqpError, TxError};
+use super::message::StoredMessage;
+use super::topology::{Queue, VHost};
+use crate::stage::{NewMessage, now_ms};
+use crate::telemetry::amqp as metric;
+use amq_protocol::protocol::{AMQPClass, basic};
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::task::JoinHandle;
+
+/// Bytes (body copies times queues) one commit takes at most, well inside FoundationDB's
+/// 10 MB transaction limit.
+const COMMIT_BYTES: usize = 4 * 1024 * 1024;
+/// Bytes of publishes waiting for a commit above which the channel stops reading frames
+/// (the client then feels TCP back-pressure).
+const PENDING_BYTES_MAX: usize = 32 * 1024 * 1024;
+
+/// A complete basic.publish: method, header and body.
+#[derive(Debug)]
+pub struct Incoming {
+    /// The method.
+    pub publish: basic::Publish,
+    /// The content header.
+    pub header: Box<ContentHeader>,
+    /// The body.
+    pub body: Bytes,
+    /// When its last frame arrived (for the confirm latency).
+    pub received: Instant,
+}
+
+/// A routed message waiting to be stored.
+#[derive(Debug)]
+struct Routed {
+    /// Its confirm delivery tag, in confirm mode.
+    tag: Option<u64>,
+    /// Its idempotency sequence.
+    sequence: u64,
+    /// The queues it goes to (none: unroutable, confirmed at once with the batch).
+    queues: Vec<Arc<Queue>>,
+    /// Its stage body.
+    stored: Vec<u8>,
+    /// Its priority property.
+    priority: u8,
+    /// Its `expiration` property, ms.
+    ttl: Option<u64>,
+    /// When it arrived.
+    received: Instant,
+}
+
+/// A finished commit of the confirm pipeline.
+pub struct Committed {
+    batch: Vec<Routed>,
+    batches: Vec<QueueBatch>,
+    result: Result<Stored, AmqpError>,
+}
+
+/// One channel's publishing state.
+pub struct Publisher {
+    /// Random per channel: with `sequence`, the idempotency key of every append.
+    producer: u64,
+    /// The last publish's sequence.
+    sequence: u64,
+    /// In confirm mode, the last confirm tag handed out.
+    confirm: Option<u64>,
+    /// Whether tx.select was called.
+    transactional: bool,
+    /// Publishes held for tx.commit.
+    held: Vec<Routed>,
+    /// Publishes waiting for the next commit.
+    pending: Vec<Routed>,
+    /// Their bytes.
+    pending_bytes: usize,
+    /// The commit under way.
+    in_flight: Option<JoinHandle<Committed>>,
+}
+
+impl Default for Publisher {
+    fn default() -> Self {
+        Self {
+            producer: fastrand::u64(1..),
+            sequence: 0,
+            confirm: None,
+            transactional: false,
+            held: Vec::new(),
+            pending: Vec::new(),
+            pending_bytes: 0,
+            in_flight: None,
+        }
+    }
+}
+
+impl Publisher {
+    /// confirm.select.
+    ///
+    /// # Errors
+    /// 406 on a transactional channel.
+    pub fn select_confirm(&mut self) -> Result<(), AmqpError> {
+        if self.transactional {
+            return Err(AmqpError::precondition_failed(
+                "cannot switch from tx to confirm mode",
+            ));
+        }
+        self.confirm.get_or_insert(0);
+        Ok(())
+    }
+
+    /// tx.select.
+    ///
+    /// # Errors
+    /// 406 on a channel in confirm mode.
+    pub fn select_tx(&mut self) -> Result<(), AmqpError> {
+        if self.confirm.is_some() {
+            return Err(AmqpError::precondition_failed(
+                "cannot switch from confirm to tx mode",
+            ));
+        }
+        self.transactional = true;
+        Ok(())
+    }
+
+    /// Whether tx.select was called.
+    pub fn transactional(&self) -> bool {
+        self.transactional
+    }
+
+    /// Whether so much waits for a commit that the channel should stop reading.
+    pub fn saturated(&self) -> bool {
+        self.pending_bytes > PENDING_BYTES_MAX
+    }
+
+    /// Whether nothing waits for or is in a commit (tx.select's held publishes aside).
+    pub fn idle(&self) -> bool {
+        self.pending.is_empty() && self.in_flight.is_none()
+    }
+
+    /// Waits for the commit under way (forever when there is none, so it can sit in a
+    /// `select!`).
+    ///
+    /// # Errors
+    /// 541 when the commit task panicked.
+    pub async fn committed(&mut self) -> Result<Committed, AmqpError> {
+        let Some(task) = self.in_flight.as_mut() else {
+            return std::future::pending().await;
+        };
+        let done = task.await;
+        self.in_flight = None;
+        done.map_err(|e| AmqpError::internal(format!("a publish commit panicked: {e}")))
+    }
+
+    /// Routes a complete message and queues it for storing; returns frames to send at once
+    /// (basic.return for an unroutable mandatory message).
+    ///
+    /// # Errors
+    /// 404 for a missing exchange, 403 for an internal one, 406 for an invalid
+    /// `expiration`, 540 for `immediate`.
+    pub fn accept(
+        &mut self,
+        vhost: &VHost,
+        channel: u16,
+        frame_max: u32,
+        incoming: Incoming,
+    ) -> Result<Vec<u8>, AmqpError> {
+        let Incoming {
+            publish,
+            header,
+            body,
+            received,
+        } = incoming;
+        if publish.immediate {
+            return Err(AmqpError::not_implemented("immediate=true"));
+        }
+        let properties = &header.properties;
+        let ttl = match properties.expiration() {
+            None => None,
+            Some(e) => Some(e.as_str().parse::<u64>().map_err(|_| {
+                AmqpError::precondition_failed(format!("invalid expiration '{e}'"))
+            })?),
+        };
+        let queues = vhost.topology().route(
+            &vhost.name,
+            publish.exchange.as_str(),
+            publish.routing_key.as_str(),
+            properties.headers().as_ref(),
+        )?;
+        let mut out = Vec::new();
+        if queues.is_empty() && publish.mandatory {
+            codec::encode_method(
+                &mut out,
+                channel,
+                AMQPClass::Basic(basic::AMQPMethod::Return(basic::Return {
+                    reply_code: 312,
+                    reply_text: "NO_ROUTE".into(),
+                    exchange: publish.exchange.clone(),
+                    routing_key: publish.routing_key.clone(),
+                })),
+            );
+            codec::encode_content(&mut out, channel, &header.raw_properties, &body, frame_max);
+            metrics::counter!(metric::RETURNS_TOTAL, metric::LABEL_VHOST => vhost.name.clone())
+                .increment(1);
+        }
+        self.sequence += 1;
+        let tag = self.confirm.as_mut().map(|t| {
+            *t += 1;
+            *t
+        });
+        let stored = if queues.is_empty() {
+            Vec::new()
+        } else {
+            StoredMessage {
+                exchange: publish.exchange.to_string(),
+                routing_key: publish.routing_key.to_string(),
+                raw_properties: header.raw_properties.clone(),
+                body,
+            }
+            .encode()
+        };
+        let routed = Routed {
+            tag,
+            sequence: self.sequence,
+            priority: properties.priority().unwrap_or(0),
+            ttl,
+            stored,
+            queues,
+            received,
+        };
+        if self.transactional {
+            self.held.push(routed);
+        } else {
+            self.pending_bytes += routed.stored.len() * routed.queues.len();
+            self.pending.push(routed);
+        }
+        Ok(out)
+    }
+
+    /// Starts a commit of what is pending, unless one is under way.
+    pub fn start_commit(&mut self, broker: &Arc<Broker>) {
+        if self.in_flight.is_some() || self.pending.is_empty() {
+            return;
+        }
+        let mut bytes = 0;
+        let take = self
+            .pending
+            .iter()
+            .take_while(|r| {
+                let fits = bytes < COMMIT_BYTES;
+                bytes += r.stored.len() * r.queues.len();
+                fits
+            })
+            .count();
+        let mut batch: Vec<Routed> = self.pending.drain(..take).collect();
+        self.pending_bytes = self.pending_bytes.saturating_sub(bytes);
+        let now = now_ms();
+        let batches = plan(&mut batch, self.producer, now);
+        let db = broker.db.clone();
+        self.in_flight = Some(tokio::spawn(async move {
+            let batches_ref = &batches;
+            let result = db
+                .run(|tx| async move {
+                    enqueue_in(&tx, batches_ref, now)
+                        .await
+                        .map_err(TxError::from)
+                })
+                .await
+                .map_err(AmqpError::from);
+            Committed {
+                batch,
+                batches,
+                result,
+            }
+        }));
+    }
+
+    /// Takes the finished commit: records its metrics, hints the expiry sweeper, and
+    /// returns the confirms to send. A batch the store refused is nacked.
+    pub fn finish_commit(
+        &mut self,
+        broker: &Broker,
+        vhost: &str,
+        channel: u16,
+        done: Committed,
+    ) -> Vec<u8> {
+        self.in_flight = None;
+        let Committed {
+            batch,
+            batches,
+            result,
+        } = done;
+        let rejected = match &result {
+            Ok(stored) => {
+                record_stored(broker, &batches, stored);
+                Some(stored.rejected.as_slice())
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, messages = batch.len(), "cannot store published messages; nacking them");
+                None
+            }
+        };
+        confirms(&batch, rejected, vhost, channel)
+    }
+
+    /// tx.commit: stores the held publishes and applies `settlements` in one transaction.
+    ///
+    /// # Errors
+    /// 541 when the store fails.
+    pub async fn commit_tx(
+        &mut self,
+        broker: &Broker,
+        settlements: Vec<Settlement>,
+    ) -> Result<(), AmqpError> {
+        let mut held = std::mem::take(&mut self.held);
+        let now = now_ms();
+        let batches = plan(&mut held, self.producer, now);
+        let (batches_ref, settlements) = (&batches, &settlements);
+        let stored = broker
+            .db
+            .run(|tx| async move {
+                let stored = enqueue_in(&tx, batches_ref, now).await?;
+                for s in settlements {
+                    settle_in(&tx, s, now).await?;
+                }
+                Ok::<_, TxError>(stored)
+            })
+            .await?;
+        record_stored(broker, &batches, &stored);
+        Ok(())
+    }
+
+    /// tx.rollback: forgets the held publishes.
+    pub fn rollback_tx(&mut self) {
+        self.held.clear();
+    }
+}
+
+/// Groups a batch by queue, in order, with each message's stage form (the last queue of
+/// a message takes its stored bytes, the others a copy).
+fn plan(batch: &mut [Routed], producer: u64, now: u64) -> Vec<QueueBatch> {
+    let mut by_stage: HashMap<u64, usize> = HashMap::new();
+    let mut batches: Vec<QueueBatch> = Vec::new();
+    for (item, r) in batch.iter_mut().enumerate() {
+        let last = r.queues.len().saturating_sub(1);
+        for (n, queue) in r.queues.iter().enumerate() {
+            let at = *by_stage.entry(queue.stage.id()).or_insert_with(|| {
+                batches.push(QueueBatch {
+                    queue: queue.clone(),
+                    messages: Vec::new(),
+                });
+                batches.len() - 1
+            });
+            let body = if n == last {
+                std::mem::take(&mut r.stored)
+            } else {
+                r.stored.clone()
+            };
+            let message = NewMessage::new(body)
+                .priority(r.priority)
+                .expires_ms(expires_at(queue, r.ttl, now))
+                .idempotency(producer, r.sequence);
+            batches[at].messages.push(Entry { item, message });
+        }
+    }
+    batches
+}
+
+/// Counts what a commit stored and tells the expiry sweeper about expiring messages.
+fn record_stored(broker: &Broker, batches: &[QueueBatch], stored: &Stored) {
+    for (i, batch) in batches.iter().enumerate() {
+        let labels = batch.queue.labels();
+        metrics::counter!(metric::PUBLISHED_TOTAL, &labels).increment(stored.appended[i] as u64);
+        let soonest = batch
+            .messages
+            .iter()
+            .map(|e| e.message.expires_ms)
+            .filter(|at| *at != 0)
+            .min();
+        if let Some(at) = soonest {
+            broker.expiry.hint(&batch.queue, at);
+        }
+    }
+}
+
+/// The confirm frames of a batch: runs of acks as one `multiple` ack, a nack for each
+/// message refused (`rejected`), or every message nacked when the store failed (`None`).
+fn confirms(batch: &[Routed], rejected: Option<&[usize]>, vhost: &str, channel: u16) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut run: Option<(u64, usize)> = None;
+    let flush = |out: &mut Vec<u8>, run: &mut Option<(u64, usize)>| {
+        if let Some((last, len)) = run.take() {
+            codec::encode_method(
+                out,
+                channel,
+                AMQPClass::Basic(basic::AMQPMethod::Ack(basic::Ack {
+                    delivery_tag: last,
+                    multiple: len > 1,
+                })),
+            );
+        }
+    };
+    let (mut acks, mut nacks) = (0u64, 0u64);
+    let latency = metrics::histogram!(metric::CONFIRM_SECONDS);
+    for (item, r) in batch.iter().enumerate() {
+        let Some(tag) = r.tag else { continue };
+        latency.record(r.received.elapsed().as_secs_f64());
+        let refused = rejected.is_none_or(|rejected| rejected.contains(&item));
+        if refused {
+            flush(&mut out, &mut run);
+            codec::encode_method(
+                &mut out,
+                channel,
+                AMQPClass::Basic(basic::AMQPMethod::Nack(basic::Nack {
+                    delivery_tag: tag,
+                    multiple: false,
+                    requeue: false,
+                })),
+            );
+            nacks += 1;
+        } else {
+            run = Some((tag, run.map_or(1, |(_, n)| n + 1)));
+            acks += 1;
+        }
+    }
+    flush(&mut out, &mut run);
+    for (outcome, n) in [("ack", acks), ("nack", nacks)] {
+        if n > 0 {
+            metrics::counter!(metric::CONFIRMS_TOTAL, metric::LABEL_VHOST => vhost.to_owned(), metric::LABEL_OUTCOME => outcome)
+                .increment(n);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::amqp::codec::{Frame, decode};
+    use bytes::BytesMut;
+
+    fn routed(tag: u64) -> Routed {
+        Routed {
+            tag: Some(tag),
+            sequence: tag,
+            queues: Vec::new(),
+            stored: Vec::new(),
+            priority: 0,
+            ttl: None,
+            received: Instant::now(),
+        }
+    }
+
+    fn methods(bytes: Vec<u8>) -> Vec<basic::AMQPMethod> {
+        let mut buf = BytesMut::from(&bytes[..]);
+        let mut out = Vec::new();
+        while let Some(Frame::Method(_, m)) = decode(&mut buf, 4096).unwrap() {
+            if let AMQPClass::Basic(b) = *m {
+                out.push(b);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_run_of_acks_becomes_one_multiple_ack_around_a_nack() {
+        let batch: Vec<Routed> = (1..=5).map(routed).collect();
+        let got = methods(confirms(&batch, Some(&[2]), "/", 1));
+        assert_eq!(
+            got,
+            [
+                basic::AMQPMethod::Ack(basic::Ack {
+                    delivery_tag: 2,
+                    multiple: true
+                }),
+                basic::AMQPMethod::Nack(basic::Nack {
+                    delivery_tag: 3,
+                    multiple: false,
+                    requeue: false
+                }),
+                basic::AMQPMethod::Ack(basic::Ack {
+                    delivery_tag: 5,
+                    multiple: true
+                }),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_commit_nacks_every_message() {
+        let batch: Vec<Routed> = (7..=8).map(routed).collect();
+        let got = methods(confirms(&batch, None, "/", 1));
+        assert_eq!(got.len(), 2);
+        assert!(got.iter().all(|m| matches!(m, basic::AMQPMethod::Nack(_))));
+    }
+
+    #[test]
+    fn a_single_ack_is_not_multiple() {
+        let got = methods(confirms(&[routed(1)], Some(&[]), "/", 1));
+        assert_eq!(
+            got,
+            [basic::AMQPMethod::Ack(basic::Ack {
+                delivery_tag: 1,
+                multiple: false
+            })]
+        );
+    }
+}

@@ -1,0 +1,279 @@
+//! The AMQP front's keyspace: exchanges, queues and bindings of each virtual host, a
+//! version key per virtual host that other instances watch, and single-active-consumer
+//! claims. `docs/keyspace.md` documents the same layout.
+//!
+//! ```text
+//! (P, "amqp", "v", vhost, "x", name)                          = ExchangeRecord tuple
+//! (P, "amqp", "v", vhost, "q", name)                          = QueueRecord tuple
+//! (P, "amqp", "v", vhost, "b", source, kind, dest, key, args)  = "" (a binding)
+//! (P, "amqp", "v", vhost, "ver")                              = i64 LE, atomic add per change
+//! (P, "amqp", "sac", stage_id)                                = tuple (holder,): the active consumer
+//! ```
+
+use super::args::{decode_table, encode_table};
+use super::exchange::{Exchange, ExchangeKind};
+use super::routing::{Binding, Destination};
+use crate::store::keys::prefix_range;
+use foundationdb_tuple::{Subspace, pack, unpack};
+
+/// Format version of the records below.
+const FORMAT: u16 = 1;
+
+/// Keys of the AMQP front.
+#[derive(Debug, Clone)]
+pub struct TopologyKeys {
+    space: Subspace,
+}
+
+impl TopologyKeys {
+    /// The keys under `(prefix, "amqp")`.
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            space: Subspace::from_bytes(pack(&(prefix,))).subspace(&("amqp",)),
+        }
+    }
+
+    /// An exchange.
+    pub fn exchange(&self, vhost: &str, name: &str) -> Vec<u8> {
+        self.space.pack(&("v", vhost, "x", name))
+    }
+
+    /// Every exchange of a virtual host.
+    pub fn exchanges(&self, vhost: &str) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("v", vhost, "x")))
+    }
+
+    /// A queue.
+    pub fn queue(&self, vhost: &str, name: &str) -> Vec<u8> {
+        self.space.pack(&("v", vhost, "q", name))
+    }
+
+    /// Every queue of a virtual host.
+    pub fn queues(&self, vhost: &str) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("v", vhost, "q")))
+    }
+
+    /// A binding.
+    pub fn binding(&self, vhost: &str, b: &Binding) -> Vec<u8> {
+        let (kind, dest) = match &b.destination {
+            Destination::Queue(q) => ("q", q.as_str()),
+            Destination::Exchange(x) => ("x", x.as_str()),
+        };
+        self.space.pack(&(
+            "v",
+            vhost,
+            "b",
+            b.source.as_str(),
+            kind,
+            dest,
+            b.routing_key.as_str(),
+            encode_table(&b.arguments),
+        ))
+    }
+
+    /// Every binding of a virtual host.
+    pub fn bindings(&self, vhost: &str) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("v", vhost, "b")))
+    }
+
+    /// Decodes a binding key.
+    pub fn binding_of(&self, key: &[u8]) -> Option<Binding> {
+        type Key = (
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            Vec<u8>,
+        );
+        let (_, _, _, source, kind, dest, routing_key, args) =
+            self.space.unpack::<Key>(key).ok()?;
+        let destination = match kind.as_str() {
+            "q" => Destination::Queue(dest),
+            "x" => Destination::Exchange(dest),
+            _ => return None,
+        };
+        Some(Binding {
+            source,
+            destination,
+            routing_key,
+            arguments: decode_table(&args)?,
+        })
+    }
+
+    /// The change counter of a virtual host's topology.
+    pub fn version(&self, vhost: &str) -> Vec<u8> {
+        self.space.pack(&("v", vhost, "ver"))
+    }
+
+    /// The single-active-consumer claim of a queue's stage.
+    pub fn active_consumer(&self, stage_id: u64) -> Vec<u8> {
+        self.space.pack(&("sac", stage_id))
+    }
+}
+
+/// Why a stored record cannot be read.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "the store holds an AMQP {0} record this ferry cannot decode; the keyspace was written by another version or damaged"
+)]
+pub struct RecordError(&'static str);
+
+/// Encodes an exchange.
+pub fn encode_exchange(x: &Exchange) -> Vec<u8> {
+    pack(&(
+        FORMAT,
+        x.kind.as_str(),
+        x.durable,
+        x.auto_delete,
+        x.internal,
+        encode_table(&x.arguments),
+        x.owner,
+    ))
+}
+
+/// Decodes an exchange named `name`.
+///
+/// # Errors
+/// [`RecordError`] for a value of another layout.
+pub fn decode_exchange(name: &str, bytes: &[u8]) -> Result<Exchange, RecordError> {
+    type Record = (u16, String, bool, bool, bool, Vec<u8>, u64);
+    let (_, kind, durable, auto_delete, internal, args, owner) =
+        unpack::<Record>(bytes).map_err(|_| RecordError("exchange"))?;
+    Ok(Exchange {
+        name: name.to_owned(),
+        kind: ExchangeKind::parse(&kind).map_err(|_| RecordError("exchange"))?,
+        durable,
+        auto_delete,
+        internal,
+        arguments: decode_table(&args).ok_or(RecordError("exchange"))?,
+        owner,
+        builtin: false,
+    })
+}
+
+/// A queue as stored: its declaration and its stages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueRecord {
+    /// Whether it survives a restart.
+    pub durable: bool,
+    /// Whether it goes with its last consumer.
+    pub auto_delete: bool,
+    /// The owning connection's holder, 0 when not exclusive.
+    pub exclusive_owner: u64,
+    /// The holder whose death removes it, 0 when durable.
+    pub owner: u64,
+    /// The arguments table as declared.
+    pub arguments: Vec<u8>,
+    /// Its stage's name.
+    pub stage: String,
+    /// Its dead-letter stage's name, "" when it has no dead-letter exchange.
+    pub dead_letter_stage: String,
+    /// Its stage's id: tells this incarnation of the queue from a deleted one of the same
+    /// name, so a reload never keeps a handle on a deleted stage.
+    pub stage_id: u64,
+}
+
+impl QueueRecord {
+    /// The stored value.
+    pub fn encode(&self) -> Vec<u8> {
+        pack(&(
+            FORMAT,
+            self.durable,
+            self.auto_delete,
+            self.exclusive_owner,
+            self.owner,
+            self.arguments.clone(),
+            self.stage.as_str(),
+            self.dead_letter_stage.as_str(),
+            self.stage_id,
+        ))
+    }
+
+    /// Decodes the stored value.
+    ///
+    /// # Errors
+    /// [`RecordError`] for a value of another layout.
+    pub fn decode(bytes: &[u8]) -> Result<Self, RecordError> {
+        type Record = (u16, bool, bool, u64, u64, Vec<u8>, String, String, u64);
+        let (
+            _,
+            durable,
+            auto_delete,
+            exclusive_owner,
+            owner,
+            arguments,
+            stage,
+            dead_letter_stage,
+            stage_id,
+        ) = unpack::<Record>(bytes).map_err(|_| RecordError("queue"))?;
+        Ok(Self {
+            durable,
+            auto_delete,
+            exclusive_owner,
+            owner,
+            arguments,
+            stage,
+            dead_letter_stage,
+            stage_id,
+        })
+    }
+}
+
+/// The exchange or queue name in an exchange or queue key.
+pub fn entity_name(keys: &TopologyKeys, key: &[u8]) -> Option<String> {
+    keys.space
+        .unpack::<(String, String, String, String)>(key)
+        .ok()
+        .map(|(_, _, _, name)| name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amq_protocol::types::{AMQPValue, FieldTable};
+
+    #[test]
+    fn records_round_trip() {
+        let mut x = Exchange::builtins().remove(3);
+        x.name = "events".into();
+        x.builtin = false;
+        x.owner = 9;
+        x.arguments.insert(
+            "alternate-exchange".into(),
+            AMQPValue::LongString("ae".into()),
+        );
+        assert_eq!(decode_exchange("events", &encode_exchange(&x)).unwrap(), x);
+        let q = QueueRecord {
+            durable: true,
+            auto_delete: false,
+            exclusive_owner: 0,
+            owner: 0,
+            arguments: encode_table(&FieldTable::default()),
+            stage: "amqp/1///q".into(),
+            dead_letter_stage: String::new(),
+            stage_id: 4,
+        };
+        assert_eq!(QueueRecord::decode(&q.encode()).unwrap(), q);
+    }
+
+    #[test]
+    fn binding_and_entity_keys_decode_back() {
+        let keys = TopologyKeys::new("ferry");
+        let mut arguments = FieldTable::default();
+        arguments.insert("x-match".into(), AMQPValue::LongString("any".into()));
+        let b = Binding {
+            source: "amq.headers".into(),
+            destination: Destination::Exchange("downstream".into()),
+            routing_key: String::new(),
+            arguments,
+        };
+        assert_eq!(keys.binding_of(&keys.binding("/", &b)), Some(b));
+        assert_eq!(
+            entity_name(&keys, &keys.queue("/", "orders")).as_deref(),
+            Some("orders")
+        );
+    }
+}

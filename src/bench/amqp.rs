@@ -1,0 +1,245 @@
+//! `ferry bench amqp`: a PerfTest-like load of any AMQP 0-9-1 broker (Ferry or RabbitMQ)
+//! through lapin, so both are measured with the same client and settings.
+//!
+//! Phase 1: `producers` connections publish `messages` persistent messages of `size` bytes
+//! to a durable queue with publisher confirms, at most `confirm_window` unconfirmed each.
+//! Phase 2: `consumers` connections consume them with acknowledgements (one basic.ack per
+//! message) and a prefetch of `prefetch`. Phase 3: one publisher with a single confirm
+//! outstanding measures confirm latency. The queue is deleted and declared afresh first
+//! (`--queue-type` classic or quorum), and deleted at the end.
+
+use super::Percentiles;
+use anyhow::Context;
+use futures::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
+};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// What to run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AmqpBench {
+    /// The broker, e.g. `amqp://guest:guest@127.0.0.1:5672/%2f`.
+    #[arg(long)]
+    pub uri: String,
+    /// Messages to publish (and then consume).
+    #[arg(long, default_value_t = 200_000)]
+    pub messages: u64,
+    /// Message body size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    pub size: usize,
+    /// Unconfirmed publishes a producer may have outstanding.
+    #[arg(long, default_value_t = 1000)]
+    pub confirm_window: usize,
+    /// basic.qos prefetch of each consumer.
+    #[arg(long, default_value_t = 1000)]
+    pub prefetch: u16,
+    /// Publishing connections.
+    #[arg(long, default_value_t = 1)]
+    pub producers: u64,
+    /// Consuming connections.
+    #[arg(long, default_value_t = 1)]
+    pub consumers: u64,
+    /// `x-queue-type` of the queue: classic or quorum.
+    #[arg(long, default_value = "classic")]
+    pub queue_type: String,
+    /// The queue's name.
+    #[arg(long, default_value = "ferry-bench")]
+    pub queue: String,
+    /// Publishes of the latency phase (one confirm outstanding).
+    #[arg(long, default_value_t = 5000)]
+    pub latency_messages: u64,
+}
+
+/// The figures of one run.
+#[derive(Debug, Clone)]
+pub struct AmqpReport {
+    /// Published and confirmed messages per second.
+    pub publish_rate: f64,
+    /// Consumed and acknowledged messages per second.
+    pub consume_rate: f64,
+    /// Confirm latency with one publish outstanding.
+    pub confirm_latency: Percentiles,
+}
+
+async fn connect(uri: &str) -> anyhow::Result<Connection> {
+    Connection::connect(uri, ConnectionProperties::default())
+        .await
+        .with_context(|| format!("cannot connect to {uri}"))
+}
+
+fn persistent() -> BasicProperties {
+    BasicProperties::default().with_delivery_mode(2)
+}
+
+/// Runs the benchmark and prints its figures.
+///
+/// # Errors
+/// A connection or protocol error.
+pub async fn run(bench: &AmqpBench) -> anyhow::Result<AmqpReport> {
+    let admin = connect(&bench.uri).await?;
+    let ch = admin.create_channel().await?;
+    ch.queue_delete(bench.queue.as_str().into(), QueueDeleteOptions::default())
+        .await?;
+    let mut args = FieldTable::default();
+    args.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString(bench.queue_type.as_str().into()),
+    );
+    ch.queue_declare(
+        bench.queue.as_str().into(),
+        QueueDeclareOptions {
+            durable: true,
+            ..QueueDeclareOptions::default()
+        },
+        args,
+    )
+    .await?;
+    println!(
+        "amqp bench: {} persistent messages of {} B to durable {} queue '{}', {} producer(s) with confirm window {}, {} consumer(s) with prefetch {}",
+        bench.messages,
+        bench.size,
+        bench.queue_type,
+        bench.queue,
+        bench.producers,
+        bench.confirm_window,
+        bench.consumers,
+        bench.prefetch
+    );
+
+    let publish_rate = publish_phase(bench).await?;
+    println!("publish+confirm: {publish_rate:>9.0} msg/s");
+    let consume_rate = consume_phase(bench).await?;
+    println!("consume+ack:     {consume_rate:>9.0} msg/s");
+    let confirm_latency = latency_phase(bench).await?;
+    println!(
+        "confirm latency, 1 outstanding ({} messages): {confirm_latency}",
+        bench.latency_messages
+    );
+
+    ch.queue_delete(bench.queue.as_str().into(), QueueDeleteOptions::default())
+        .await?;
+    admin.close(200, "bench done".into()).await?;
+    Ok(AmqpReport {
+        publish_rate,
+        consume_rate,
+        confirm_latency,
+    })
+}
+
+async fn publish_phase(bench: &AmqpBench) -> anyhow::Result<f64> {
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..bench.producers {
+        let (bench, next) = (bench.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let conn = connect(&bench.uri).await?;
+            let ch = conn.create_channel().await?;
+            ch.confirm_select(ConfirmSelectOptions::default()).await?;
+            let body = vec![b'x'; bench.size];
+            let mut outstanding = VecDeque::with_capacity(bench.confirm_window);
+            while next.fetch_add(1, Ordering::Relaxed) < bench.messages {
+                if outstanding.len() >= bench.confirm_window.max(1) {
+                    let confirm: lapin::PublisherConfirm =
+                        outstanding.pop_front().expect("the window is full");
+                    anyhow::ensure!(confirm.await?.is_ack(), "a publish was nacked");
+                }
+                let confirm = ch
+                    .basic_publish(
+                        "".into(),
+                        bench.queue.as_str().into(),
+                        BasicPublishOptions::default(),
+                        &body,
+                        persistent(),
+                    )
+                    .await?;
+                outstanding.push_back(confirm);
+            }
+            for confirm in outstanding {
+                anyhow::ensure!(confirm.await?.is_ack(), "a publish was nacked");
+            }
+            conn.close(200, "published".into()).await?;
+            Ok::<_, anyhow::Error>(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    Ok(bench.messages as f64 / started.elapsed().as_secs_f64())
+}
+
+async fn consume_phase(bench: &AmqpBench) -> anyhow::Result<f64> {
+    let received = Arc::new(AtomicU64::new(0));
+    // Cancelled when every message arrived, so consumers left without messages stop.
+    let done = CancellationToken::new();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..bench.consumers {
+        let (bench, received, done) = (bench.clone(), received.clone(), done.clone());
+        tasks.push(tokio::spawn(async move {
+            let conn = connect(&bench.uri).await?;
+            let ch = conn.create_channel().await?;
+            ch.basic_qos(bench.prefetch, BasicQosOptions::default())
+                .await?;
+            let mut consumer = ch
+                .basic_consume(
+                    bench.queue.as_str().into(),
+                    format!("bench-{i}").into(),
+                    BasicConsumeOptions::default(),
+                    FieldTable::default(),
+                )
+                .await?;
+            loop {
+                let next = tokio::select! {
+                    () = done.cancelled() => break,
+                    next = tokio::time::timeout(Duration::from_secs(30), consumer.next()) => next,
+                };
+                let Ok(Some(delivery)) = next else {
+                    anyhow::bail!("no delivery for 30 s");
+                };
+                delivery?.acker.ack(BasicAckOptions::default()).await?;
+                if received.fetch_add(1, Ordering::Relaxed) + 1 >= bench.messages {
+                    done.cancel();
+                }
+            }
+            conn.close(200, "consumed".into()).await?;
+            Ok::<_, anyhow::Error>(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    Ok(bench.messages as f64 / started.elapsed().as_secs_f64())
+}
+
+async fn latency_phase(bench: &AmqpBench) -> anyhow::Result<Percentiles> {
+    let conn = connect(&bench.uri).await?;
+    let ch: Channel = conn.create_channel().await?;
+    ch.confirm_select(ConfirmSelectOptions::default()).await?;
+    let body = vec![b'x'; bench.size];
+    let mut samples = Vec::with_capacity(bench.latency_messages as usize);
+    for _ in 0..bench.latency_messages {
+        let t = Instant::now();
+        let confirm = ch
+            .basic_publish(
+                "".into(),
+                bench.queue.as_str().into(),
+                BasicPublishOptions::default(),
+                &body,
+                persistent(),
+            )
+            .await?;
+        anyhow::ensure!(confirm.await?.is_ack(), "a publish was nacked");
+        samples.push(t.elapsed());
+    }
+    conn.close(200, "measured".into()).await?;
+    Ok(Percentiles::of(&mut samples))
+}
