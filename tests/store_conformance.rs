@@ -33,6 +33,7 @@ for_each_engine!(
     transaction_older_than_five_seconds_is_too_old,
     retry_loop_survives_commit_unknown_result_without_double_effect,
     injected_conflicts_are_retried_to_completion,
+    a_failed_write_stops_the_store_until_a_restart_recovers_it,
 );
 
 async fn put(store: &TestStore, pairs: &[(&str, &str)]) {
@@ -537,4 +538,30 @@ async fn injected_conflicts_are_retried_to_completion(store: TestStore) {
         .unwrap_err();
     faults.set_conflict_rate(0.0);
     assert_eq!(err.code(), Some(code::NOT_COMMITTED));
+}
+
+async fn a_failed_write_stops_the_store_until_a_restart_recovers_it(mut store: TestStore) {
+    let Some(faults) = store.db.faults() else {
+        eprintln!("skipped: this engine cannot inject a failed write");
+        return;
+    };
+    put(&store, &[("kept", "1")]).await;
+    faults.fail_storage();
+    let tx = store.db.begin().unwrap();
+    tx.set(&store.key("lost"), b"2");
+    let err = tx.commit().await.unwrap_err();
+    assert!(matches!(err, StoreError::Failed(_)), "{err}");
+    assert!(!err.is_retryable());
+    assert!(store.db.failure().is_some());
+    assert!(matches!(store.db.begin(), Err(StoreError::Failed(_))));
+    assert!(store.db.ping().await.is_err(), "readiness sees the failure");
+    store.restart().await;
+    assert!(store.db.failure().is_none());
+    assert_eq!(get(&store, "kept").await.as_deref(), Some(&b"1"[..]));
+    assert_eq!(
+        get(&store, "lost").await,
+        None,
+        "nothing of the failed batch was applied"
+    );
+    put(&store, &[("after", "3")]).await;
 }

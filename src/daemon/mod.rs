@@ -56,6 +56,9 @@ pub enum DaemonError {
     /// The Kafka front could not start.
     #[error(transparent)]
     Kafka(#[from] KafkaError),
+    /// The store failed while running and accepts no more transactions.
+    #[error("{0}")]
+    StoreFailed(StoreError),
     /// The keyspace in the store is not one this ferry can use.
     #[error("cannot use the keyspace: {0}")]
     Keyspace(StageError),
@@ -142,8 +145,9 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut loops = Tasks::default();
     let (watch_db, prefix, token) = (db.clone(), config.store.prefix.clone(), shutdown.clone());
     loops.spawn("store metrics", async move {
-        store_metrics::run(watch_db, prefix, token).await;
-        Ok(())
+        store_metrics::run(watch_db, prefix, token)
+            .await
+            .map_err(DaemonError::StoreFailed)
     });
     let (holders, ttl, token) = (stages.holders(), config.stage.lease_ttl(), shutdown.clone());
     loops.spawn("lease reaper", async move {

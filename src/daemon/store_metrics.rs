@@ -5,19 +5,28 @@
 //! tick, so a long outage does not flood the log.
 
 use crate::stage::Stages;
-use crate::store::Database;
+use crate::store::{Database, StoreError};
 use crate::telemetry::names;
 use std::time::Duration;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 /// Time between two refreshes.
 pub const PERIOD: Duration = Duration::from_secs(5);
 
 /// Refreshes the store and stage metrics every [`PERIOD`], starting at once, until
 /// `shutdown` is cancelled (also mid-refresh: a store that hangs does not hold up shutdown).
-pub async fn run(db: Database, prefix: String, shutdown: CancellationToken) {
+///
+/// # Errors
+/// The store's failure, when it stopped accepting transactions (a failed write on the
+/// embedded engine): then it also cancels `shutdown`, so the daemon exits and its
+/// supervisor's restart recovers the store.
+pub async fn run(
+    db: Database,
+    prefix: String,
+    shutdown: CancellationToken,
+) -> Result<(), StoreError> {
     let stages = Stages::new(db.clone(), &prefix);
     let mut ticks = tokio::time::interval(PERIOD);
     // After a slow refresh, wait a full period rather than refreshing back to back.
@@ -26,11 +35,16 @@ pub async fn run(db: Database, prefix: String, shutdown: CancellationToken) {
     loop {
         tokio::select! {
             biased;
-            () = shutdown.cancelled() => return,
+            () = shutdown.cancelled() => return Ok(()),
             () = async {
                 ticks.tick().await;
                 was_up = Some(refresh(&db, &stages, was_up).await);
             } => {}
+        }
+        if let Some(failure) = db.failure() {
+            error!(error = %failure, "the store failed; stopping so a restart can recover it");
+            shutdown.cancel();
+            return Err(failure);
         }
     }
 }

@@ -170,6 +170,11 @@ pub enum StoreError {
     /// The store is closed or closing.
     #[error("the store is closed")]
     Closed,
+    /// The storage underneath failed in a way the engine cannot continue from (the
+    /// embedded engine after a failed write, e.g. a full disk); every later transaction
+    /// gets this error until the process restarts, which recovers the store.
+    #[error("the store failed and accepts no more transactions ({0}); restart ferry to recover it")]
+    Failed(String),
 }
 
 impl StoreError {
@@ -185,7 +190,7 @@ impl StoreError {
             Self::ValueTooLarge { .. } => code::VALUE_TOO_LARGE,
             Self::BadVersionstampOffset { .. } => code::INVALID_MUTATION_TYPE,
             Self::Fdb { code, .. } => *code,
-            Self::Open(_) | Self::Storage(_) | Self::Closed => return None,
+            Self::Open(_) | Self::Storage(_) | Self::Closed | Self::Failed(_) => return None,
         })
     }
 

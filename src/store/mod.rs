@@ -250,6 +250,16 @@ impl Database {
         }
     }
 
+    /// Why the store stopped accepting transactions, if it did (a failed write on the
+    /// embedded engine); the daemon exits on it so a restart recovers the store.
+    pub fn failure(&self) -> Option<StoreError> {
+        match self {
+            Self::Embedded(db) => db.failure(),
+            #[cfg(feature = "fdb")]
+            Self::Fdb(_) => None,
+        }
+    }
+
     /// Starts a transaction.
     ///
     /// # Errors

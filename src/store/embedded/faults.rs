@@ -1,7 +1,7 @@
 //! Fault injection: FoundationDB's failures on demand, so the retry and idempotence paths
 //! above the store are exercised without a cluster.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Probabilities of injected failures, changeable while the store runs.
 #[derive(Debug, Default)]
@@ -10,6 +10,8 @@ pub struct Faults {
     conflict: AtomicU64,
     /// Probability (as `f64` bits) that an applied commit reports `commit_unknown_result`.
     unknown_result: AtomicU64,
+    /// Whether the next group commit fails as a full disk would make it.
+    storage_failure: AtomicBool,
 }
 
 impl Faults {
@@ -23,6 +25,17 @@ impl Faults {
     /// `commit_unknown_result`.
     pub fn set_unknown_result_rate(&self, p: f64) {
         self.unknown_result.store(p.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Makes the next group commit fail as a write to a full disk would: nothing of it is
+    /// applied, and the engine stops accepting transactions.
+    pub fn fail_storage(&self) {
+        self.storage_failure.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether to fail this group commit's write (once).
+    pub(super) fn storage_failure(&self) -> bool {
+        self.storage_failure.swap(false, Ordering::Relaxed)
     }
 
     /// Draws whether to inject a conflict now.

@@ -90,6 +90,9 @@ struct Shared {
     faults: Faults,
     /// The sequencer's inbox; `None` once the store is closed.
     requests: RwLock<Option<Sender<Request>>>,
+    /// Set once a group commit's write failed: redb refuses further writes after an I/O
+    /// error, so the engine refuses transactions until a restart recovers the file.
+    failure: Mutex<Option<StoreError>>,
     /// The sequencer and finisher threads, joined on close.
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
@@ -150,6 +153,7 @@ impl EmbeddedDb {
             watches: Mutex::new(Watches::default()),
             faults,
             requests: RwLock::new(Some(tx)),
+            failure: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
         });
         let (finisher, completions) = std::sync::mpsc::channel();
@@ -187,7 +191,15 @@ impl EmbeddedDb {
         if self.shared.requests.read().is_none() {
             return Err(StoreError::Closed);
         }
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
         Ok(Transaction::new(self.shared.clone(), self.shared.latest()))
+    }
+
+    /// Why the engine stopped accepting transactions, if it did.
+    pub fn failure(&self) -> Option<StoreError> {
+        self.shared.failure.lock().clone()
     }
 
     /// The fault injector; tests switch faults on and off through it.

@@ -131,6 +131,12 @@ impl Sequencer {
     }
 
     fn commit_batch(&mut self, batch: Vec<CommitRequest>) {
+        if let Some(e) = self.shared.failure.lock().clone() {
+            for request in batch {
+                let _ = request.reply.send(Err(e.clone()));
+            }
+            return;
+        }
         let version = self.next_version();
         let mut accepted: Vec<Accepted> = Vec::with_capacity(batch.len());
         let mut batch_writes = WriteSet::default();
@@ -190,7 +196,9 @@ impl Sequencer {
                 }
             }
             Err(error) => {
+                let error = StoreError::Failed(error.to_string());
                 tracing::error!(%error, "group commit failed; no transaction of the batch was applied");
+                *self.shared.failure.lock() = Some(error.clone());
                 Completion::Failed { error, accepted }
             }
         };
@@ -200,6 +208,11 @@ impl Sequencer {
 
     /// Applies the accepted transactions, in order, in one durable redb transaction.
     fn apply(&self, version: u64, accepted: &[Accepted]) -> Result<(), StoreError> {
+        if self.shared.faults.storage_failure() {
+            return Err(StoreError::Storage(
+                "injected: no space left on device".into(),
+            ));
+        }
         let tx = self.db.begin_write().map_err(storage)?;
         {
             let mut writer = BatchWriter::new(tx.open_table(DATA).map_err(storage)?);
