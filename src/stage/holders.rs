@@ -1,7 +1,8 @@
 //! Lease holders: who may own leased messages, and for how long.
 //!
 //! A holder (a consumer, a channel, a sink task) registers with a deadline and renews it
-//! while alive. Its leases are indexed under `(P, "held", holder, …)`, so releasing a
+//! while alive. Its leases live under `(P, "s", stage, "f", holder, …)` and the stages it
+//! leased from are listed under `(P, "held", holder, stage)`, so releasing a
 //! holder — when it closes, or when its deadline passes because its process died — returns
 //! every message it held to its original position in its stage, in bounded batches.
 
@@ -73,43 +74,42 @@ impl Holders {
                 .run(|tx| {
                     let opened = &opened;
                     async move {
-                        // Not a snapshot read: a lease made concurrently (a dequeue request
-                        // fulfilled for this holder) conflicts, so none is left behind.
-                        let (b, e) = root.held_by(holder);
-                        let held = tx
-                            .get_range(&RangeOption::new(b, e).limit(RELEASE_BATCH), false)
+                        // Not snapshot reads: a lease made concurrently for this holder (a
+                        // dequeue request fulfilled for it) conflicts, so none is left behind.
+                        let (b, e) = root.holder_stages(holder);
+                        let first = tx
+                            .get_range(&RangeOption::new(b, e).limit(1), false)
                             .await?;
-                        let mut by_stage: HashMap<u64, Vec<_>> = HashMap::new();
-                        for kv in &held {
-                            if let Some((stage, id)) = root.held_entry(&kv.key) {
-                                by_stage.entry(stage).or_default().push(id);
-                            }
-                            // An entry of a deleted stage has nothing to return.
-                            tx.clear(&kv.key);
-                        }
-                        let now = now_ms();
-                        let mut n = 0;
-                        for (id, ids) in by_stage {
-                            let cached = opened.lock().get(&id).cloned();
-                            let stage = match cached {
-                                Some(s) => s,
-                                None => {
-                                    let s = self.stages.open_id(id).await?;
-                                    opened.lock().insert(id, s.clone());
-                                    s
-                                }
-                            };
-                            if let Some(stage) = stage {
-                                n += stage
-                                    .release_in(&tx, holder, &ids, Release::Requeue, now)
-                                    .await?;
-                            }
-                        }
-                        let done = held.len() < RELEASE_BATCH;
-                        if done {
+                        let Some(entry) = first.first() else {
                             tx.clear(&root.holder(holder));
+                            return Ok::<_, StageError>((0, true));
+                        };
+                        let Some(id) = root.holder_stage_of(&entry.key) else {
+                            return Err(StageError::Corrupt("undecodable holder stage key".into()));
+                        };
+                        let cached = opened.lock().get(&id).cloned();
+                        let stage = match cached {
+                            Some(s) => s,
+                            None => {
+                                let s = self.stages.open_id(id).await?;
+                                opened.lock().insert(id, s.clone());
+                                s
+                            }
+                        };
+                        // A deleted stage took its leases with it.
+                        let Some(stage) = stage else {
+                            tx.clear(&entry.key);
+                            return Ok((0, false));
+                        };
+                        let leases = stage.leases_in(&tx, holder, RELEASE_BATCH).await?;
+                        if leases.len() < RELEASE_BATCH {
+                            tx.clear(&entry.key);
                         }
-                        Ok::<_, StageError>((n, done))
+                        let ids: Vec<_> = leases.into_iter().map(|(id, _)| id).collect();
+                        let n = stage
+                            .release_in(&tx, holder, &ids, Release::Requeue, now_ms())
+                            .await?;
+                        Ok((n, false))
                     }
                 })
                 .await?;

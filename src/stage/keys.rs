@@ -9,12 +9,12 @@
 //! (P, "stages", "meta", id)                   = StageMeta tuple
 //! (P, "s", id, "b", vs, chunk)                = body chunk i of message vs (≤ 100,000 B)
 //! (P, "s", id, "r", lane, vs)                 = Envelope tuple: a message ready for delivery
-//! (P, "s", id, "f", lane, vs)                 = Lease tuple: a message leased to a holder
+//! (P, "s", id, "f", holder, lane, vs)         = Envelope tuple: a message leased to holder
 //! (P, "s", id, "n", counter)                  = i64 little-endian, atomic add only
 //! (P, "s", id, "p", producer)                 = last appended sequence of that producer
 //! (P, "s", id, "q", vs)                       = DequeueRequest tuple (high-contention pop)
 //! (P, "holders", holder)                      = holder deadline, ms since the epoch
-//! (P, "held", holder, id, lane, vs)           = "" (index: the leases of a holder)
+//! (P, "held", holder, id)                     = "" (holder has leases in stage id)
 //! ```
 //!
 //! `vs` is a 12-byte tuple versionstamp (10-byte commit versionstamp + 2-byte user
@@ -26,7 +26,7 @@ use crate::store::keys::prefix_range;
 use foundationdb_tuple::{Subspace, Versionstamp};
 
 /// Version of the layout above.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The stage's counters, each an atomic-add key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,29 +147,21 @@ impl RootKeys {
         self.root.unpack::<(String, u64)>(key).ok().map(|(_, h)| h)
     }
 
-    /// The index entry of one lease.
-    pub fn held(&self, holder: u64, stage: u64, id: &MessageId) -> Vec<u8> {
-        self.root
-            .pack(&("held", holder, stage, u16::from(id.lane), id.versionstamp()))
+    /// Marks that `holder` has (or had) leases in stage `stage`, so releasing the holder
+    /// knows which stages to look in. Written once per lease transaction, not per message.
+    pub fn holder_stage(&self, holder: u64, stage: u64) -> Vec<u8> {
+        self.root.pack(&("held", holder, stage))
     }
 
-    /// Every lease of `holder`.
-    pub fn held_by(&self, holder: u64) -> (Vec<u8>, Vec<u8>) {
+    /// The stages `holder` has leases in.
+    pub fn holder_stages(&self, holder: u64) -> (Vec<u8>, Vec<u8>) {
         prefix_range(&self.root.pack(&("held", holder)))
     }
 
-    /// The leases of `holder` in stage `stage`.
-    pub fn held_in(&self, holder: u64, stage: u64) -> (Vec<u8>, Vec<u8>) {
-        prefix_range(&self.root.pack(&("held", holder, stage)))
-    }
-
-    /// Decodes a `held` key into (stage, message).
-    pub fn held_entry(&self, key: &[u8]) -> Option<(u64, MessageId)> {
-        let (_, _, stage, lane, vs) = self
-            .root
-            .unpack::<(String, u64, u64, u16, Versionstamp)>(key)
-            .ok()?;
-        Some((stage, message_id(lane, &vs)?))
+    /// Decodes a [`RootKeys::holder_stage`] key into its stage.
+    pub fn holder_stage_of(&self, key: &[u8]) -> Option<u64> {
+        let (_, _, stage) = self.root.unpack::<(String, u64, u64)>(key).ok()?;
+        Some(stage)
     }
 }
 
@@ -221,20 +213,29 @@ impl StageKeys {
         prefix_range(&self.space.pack(&("r",)))
     }
 
-    /// A leased message.
-    pub fn leased(&self, id: &MessageId) -> Vec<u8> {
+    /// A message leased to `holder`.
+    pub fn leased(&self, holder: u64, id: &MessageId) -> Vec<u8> {
         self.space
-            .pack(&("f", u16::from(id.lane), id.versionstamp()))
+            .pack(&("f", holder, u16::from(id.lane), id.versionstamp()))
     }
 
-    /// Every leased message.
-    pub fn leased_range(&self) -> (Vec<u8>, Vec<u8>) {
-        prefix_range(&self.space.pack(&("f",)))
+    /// Every message leased to `holder`, in delivery order.
+    pub fn leased_by(&self, holder: u64) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("f", holder)))
     }
 
-    /// Decodes a ready or leased key.
+    /// Decodes a ready key.
     pub fn message_of(&self, key: &[u8]) -> Option<MessageId> {
         let (_, lane, vs) = self.space.unpack::<(String, u16, Versionstamp)>(key).ok()?;
+        message_id(lane, &vs)
+    }
+
+    /// Decodes a leased key.
+    pub fn leased_message_of(&self, key: &[u8]) -> Option<MessageId> {
+        let (_, _, lane, vs) = self
+            .space
+            .unpack::<(String, u64, u16, Versionstamp)>(key)
+            .ok()?;
         message_id(lane, &vs)
     }
 
@@ -302,8 +303,8 @@ mod tests {
         let keys = root.stage(3);
         let m = id(250, 9);
         assert_eq!(keys.message_of(&keys.ready(&m)), Some(m));
-        assert_eq!(keys.message_of(&keys.leased(&m)), Some(m));
-        assert_eq!(root.held_entry(&root.held(42, 3, &m)), Some((3, m)));
+        assert_eq!(keys.leased_message_of(&keys.leased(42, &m)), Some(m));
+        assert_eq!(root.holder_stage_of(&root.holder_stage(42, 3)), Some(3));
         assert_eq!(root.holder_of(&root.holder(42)), Some(42));
     }
 }

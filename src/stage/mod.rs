@@ -43,7 +43,7 @@ use crate::store::keys::key_after;
 use crate::store::{Database, RangeOption, Transaction};
 use futures::future::try_join_all;
 use keys::{Counter, StageKeys};
-use record::{Lease, decode_counter, decode_u64, encode_u64};
+use record::{decode_counter, decode_u64, encode_u64};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -424,9 +424,9 @@ impl Stage {
         ids: &[MessageId],
     ) -> Result<usize, StageError> {
         let leases = self.leases_of(tx, holder, ids).await?;
-        for (id, lease) in &leases {
+        for (id, envelope) in &leases {
             self.unlease(tx, holder, id);
-            clear_body(tx, &self.keys, id, lease.envelope.body_len);
+            clear_body(tx, &self.keys, id, envelope.body_len);
         }
         self.count(tx, Counter::Pop, leases.len() as i64);
         Ok(leases.len())
@@ -464,9 +464,9 @@ impl Stage {
     ) -> Result<usize, StageError> {
         let leases = self.leases_of(tx, holder, ids).await?;
         let mut requeued = 0;
-        for (id, lease) in &leases {
+        for (id, envelope) in &leases {
             self.unlease(tx, holder, id);
-            let envelope = lease.envelope;
+            let envelope = *envelope;
             let limit = self.meta.max_deliveries;
             let reason = match how {
                 Release::Reject => Some(DeadLetterReason::Rejected),
@@ -631,16 +631,40 @@ impl Stage {
         holder: u64,
         known: &std::collections::HashSet<MessageId>,
     ) -> Result<Vec<Delivery>, StageError> {
-        let (b, e) = self.root.held_in(holder, self.id());
-        let held = tx.get_range(&RangeOption::new(b, e), false).await?;
-        let ids: Vec<MessageId> = held
+        let mut unseen = Vec::new();
+        for (id, envelope) in self.leases_in(tx, holder, 0).await? {
+            if !known.contains(&id) {
+                unseen.push((id, envelope));
+            }
+        }
+        self.with_bodies(tx, unseen).await
+    }
+
+    /// Up to `limit` (0: all) messages leased to `holder`, in delivery order. Not a
+    /// snapshot read: a lease made or settled concurrently conflicts.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn leases_in(
+        &self,
+        tx: &Transaction,
+        holder: u64,
+        limit: usize,
+    ) -> Result<Vec<(MessageId, Envelope)>, StageError> {
+        let (b, e) = self.keys.leased_by(holder);
+        let leased = tx
+            .get_range(&RangeOption::new(b, e).limit(limit), false)
+            .await?;
+        leased
             .iter()
-            .filter_map(|kv| self.root.held_entry(&kv.key).map(|(_, id)| id))
-            .filter(|id| !known.contains(id))
-            .collect();
-        let leases = self.leases_of(tx, holder, &ids).await?;
-        let entries = leases.into_iter().map(|(id, l)| (id, l.envelope)).collect();
-        self.with_bodies(tx, entries).await
+            .map(|kv| {
+                let id = self
+                    .keys
+                    .leased_message_of(&kv.key)
+                    .ok_or_else(|| StageError::Corrupt("undecodable lease key".into()))?;
+                Ok((id, Envelope::decode(&kv.value)?))
+            })
+            .collect()
     }
 
     // ----- shared transaction steps -----
@@ -712,42 +736,40 @@ impl Stage {
         let mut leased = Vec::with_capacity(taken.len());
         for (id, mut envelope) in taken {
             envelope.delivery_count += 1;
-            tx.set(&self.keys.leased(&id), &Lease { holder, envelope }.encode());
-            tx.set(&self.root.held(holder, self.id(), &id), b"");
+            tx.set(&self.keys.leased(holder, &id), &envelope.encode());
             leased.push((id, envelope));
+        }
+        if !leased.is_empty() {
+            tx.set(&self.root.holder_stage(holder, self.id()), b"");
         }
         self.count(tx, Counter::InFlight, leased.len() as i64);
         leased
     }
 
-    /// The leases among `ids` that `holder` owns (reads conflict, so a concurrent ack or
-    /// release of the same message makes one of them retry).
+    /// The leases among `ids` that `holder` owns, with their envelopes (reads conflict, so
+    /// a concurrent ack or release of the same message makes one of them retry).
     async fn leases_of(
         &self,
         tx: &Transaction,
         holder: u64,
         ids: &[MessageId],
-    ) -> Result<Vec<(MessageId, Lease)>, StageError> {
+    ) -> Result<Vec<(MessageId, Envelope)>, StageError> {
         let reads = ids.iter().map(|id| {
-            let key = self.keys.leased(id);
+            let key = self.keys.leased(holder, id);
             async move { tx.get(&key, false).await.map(|v| (*id, v)) }
         });
         let mut out = Vec::new();
         for (id, value) in try_join_all(reads).await? {
             if let Some(v) = value {
-                let lease = Lease::decode(&v)?;
-                if lease.holder == holder {
-                    out.push((id, lease));
-                }
+                out.push((id, Envelope::decode(&v)?));
             }
         }
         Ok(out)
     }
 
-    /// Removes a lease's in-flight entry and its holder index entry.
+    /// Removes a lease's in-flight entry.
     fn unlease(&self, tx: &Transaction, holder: u64, id: &MessageId) {
-        tx.clear(&self.keys.leased(id));
-        tx.clear(&self.root.held(holder, self.id(), id));
+        tx.clear(&self.keys.leased(holder, id));
         self.count(tx, Counter::InFlight, -1);
     }
 

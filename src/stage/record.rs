@@ -125,32 +125,6 @@ impl Envelope {
     }
 }
 
-/// A leased message: who holds it, and its envelope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Lease {
-    /// The holder it is leased to.
-    pub holder: u64,
-    /// The message's envelope (with the delivery counted).
-    pub envelope: Envelope,
-}
-
-impl Lease {
-    /// The value of an in-flight entry.
-    pub fn encode(&self) -> Vec<u8> {
-        pack(&(self.holder, self.envelope.to_tuple()))
-    }
-
-    /// Decodes an in-flight entry.
-    pub fn decode(bytes: &[u8]) -> Result<Self, StageError> {
-        unpack::<(u64, EnvelopeTuple)>(bytes)
-            .map(|(holder, t)| Self {
-                holder,
-                envelope: Envelope::from_tuple(t),
-            })
-            .map_err(|e| StageError::Corrupt(format!("in-flight entry: {e:?}")))
-    }
-}
-
 /// A stage's settings, stored with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StageMeta {
@@ -236,7 +210,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn envelope_and_lease_round_trip() {
+    fn envelope_round_trips() {
         let e = Envelope {
             body_len: 1024,
             priority: 7,
@@ -250,11 +224,6 @@ mod tests {
             }),
         };
         assert_eq!(Envelope::decode(&e.encode()).unwrap(), e);
-        let l = Lease {
-            holder: u64::MAX,
-            envelope: e,
-        };
-        assert_eq!(Lease::decode(&l.encode()).unwrap(), l);
     }
 
     #[test]
