@@ -2,12 +2,14 @@
 //! environment overrides, validated purely, then preflight-checked against the machine.
 //!
 //! One module per section (`[store]`, `[stage]`, `[amqp]`, `[kafka]`, `[[users]]`,
-//! `[metrics]`, `[log]`, `[daemon]`) declares
+//! `[metrics]`, `[log]`, `[daemon]`, and the bridge's `[sources.NAME]`, `[sinks.NAME]`,
+//! `[[routes]]` in [`bridge`]) declares
 //! its keys, their defaults and their meaning; [`load`] reads, [`validate`] checks values
 //! without I/O, [`preflight`] checks the machine. The shipped `config/ferry.toml` lists every
 //! key with its default, and a test keeps it equal to [`Config::default`].
 
 pub mod amqp;
+pub mod bridge;
 pub mod daemon;
 pub mod error;
 pub mod kafka;
@@ -21,6 +23,7 @@ pub mod users;
 pub mod validate;
 
 pub use amqp::AmqpConfig;
+pub use bridge::{Endpoint, RouteConfig, SinkConfig, SourceConfig};
 pub use daemon::DaemonConfig;
 pub use error::ConfigError;
 pub use kafka::KafkaConfig;
@@ -32,6 +35,7 @@ pub use store::StoreConfig;
 pub use users::UserConfig;
 
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 /// Everything `ferry.toml` can set.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -53,6 +57,12 @@ pub struct Config {
     pub log: LogConfig,
     /// Process-wide behaviour such as the shutdown drain.
     pub daemon: DaemonConfig,
+    /// The bridge's external sources, by name.
+    pub sources: BTreeMap<String, SourceConfig>,
+    /// The bridge's external sinks, by name.
+    pub sinks: BTreeMap<String, SinkConfig>,
+    /// The bridge's routes.
+    pub routes: Vec<RouteConfig>,
 }
 
 impl Default for Config {
@@ -66,6 +76,9 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             log: LogConfig::default(),
             daemon: DaemonConfig::default(),
+            sources: BTreeMap::new(),
+            sinks: BTreeMap::new(),
+            routes: Vec::new(),
         }
     }
 }

@@ -30,7 +30,8 @@ impl Config {
             host_port(key, addr)?;
         }
         validate_log(&self.log)?;
-        validate_daemon(&self.daemon)
+        validate_daemon(&self.daemon)?;
+        super::bridge::validate(&self.sources, &self.sinks, &self.routes)
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! It stays up through the shutdown drain, so `/readyz` can answer 503 ("shutting down")
 //! while in-flight work finishes and load balancers stop sending traffic; it is the last
-//! thing the daemon stops.
+//! thing the daemon stops. `/readyz` also lists the state of each of the bridge's
+//! external brokers, one per line after `ready`.
 
 use crate::store::Database;
 use axum::Router;
@@ -32,6 +33,9 @@ pub struct Endpoints {
     pub db: Database,
     /// Cancelled when the daemon starts shutting down; `/readyz` then answers 503.
     pub shutdown: CancellationToken,
+    /// The bridge's external brokers, listed by `/readyz` (a broker that is down does
+    /// not make Ferry unready).
+    pub bridge: crate::bridge::status::Status,
 }
 
 /// The routes of the operations server.
@@ -78,7 +82,11 @@ async fn readyz(State(endpoints): State<Endpoints>) -> (StatusCode, String) {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down".to_owned());
     }
     match tokio::time::timeout(READY_PING_TIMEOUT, endpoints.db.ping()).await {
-        Ok(Ok(())) => (StatusCode::OK, "ready".to_owned()),
+        Ok(Ok(())) => {
+            let lines = endpoints.bridge.lines();
+            let detail = lines.iter().fold(String::new(), |out, l| out + "\n" + l);
+            (StatusCode::OK, format!("ready{detail}"))
+        }
         Ok(Err(e)) => (
             StatusCode::SERVICE_UNAVAILABLE,
             format!("store unavailable: {e}"),
@@ -108,6 +116,7 @@ mod tests {
             metrics: PrometheusBuilder::new().build_recorder().handle(),
             db: Database::open(&store).await.unwrap(),
             shutdown: CancellationToken::new(),
+            bridge: crate::bridge::status::Status::default(),
         }
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Startup: logging, the metrics recorder, signal handlers, the listen sockets (metrics,
 //! AMQP and Kafka, so a busy port fails fast, before the store is opened), the store, the
-//! fronts ([`crate::amqp`], [`crate::kafka`]), then the background loops and the operations
+//! fronts ([`crate::amqp`], [`crate::kafka`]), the bridge's routes ([`crate::bridge`]), then the background loops and the operations
 //! HTTP server. Shutdown (SIGTERM or SIGINT): `/readyz` turns 503, the fronts stop accepting
 //! and finish the answers they owe (connections drained), the loops stop, the store closes,
 //! and the HTTP server stops last — all within
@@ -71,6 +71,9 @@ pub enum DaemonError {
     /// The AMQP front could not start.
     #[error(transparent)]
     Amqp(#[from] crate::amqp::FrontError),
+    /// The bridge stopped with a failure.
+    #[error(transparent)]
+    Bridge(#[from] crate::bridge::BridgeError),
     /// A background task panicked.
     #[error("background task '{task}' panicked")]
     Panicked {
@@ -175,6 +178,21 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         }
         result.map_err(DaemonError::from)
     });
+    let bridge_status = crate::bridge::status::Status::default();
+    let bridge = crate::bridge::Setup {
+        config: config.clone(),
+        stages: stages.clone(),
+        fronts: crate::bridge::Fronts::default(),
+        status: bridge_status.clone(),
+    };
+    let (token, failed) = (shutdown.clone(), shutdown.clone());
+    loops.spawn("bridge", async move {
+        let result = crate::bridge::run(bridge, token).await;
+        if result.is_err() {
+            failed.cancel();
+        }
+        result.map_err(DaemonError::from)
+    });
     let (handle, token) = (metrics.clone(), shutdown.clone());
     loops.spawn("metrics upkeep", async move {
         recorder::upkeep(handle, token).await;
@@ -186,6 +204,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         metrics,
         db: db.clone(),
         shutdown: shutdown.clone(),
+        bridge: bridge_status,
     };
     let mut server = Tasks::default();
     let (stop, failed) = (stop_http.clone(), shutdown.clone());

@@ -1,0 +1,164 @@
+//! The form every bridged message takes in a route's stages: the AMQP front's stored
+//! message (exchange, routing key, raw properties, body), so one encoding serves every
+//! path. A Kafka record is staged as its AMQP mapping (lossless both ways, see
+//! [`super::mapping`]) and mapped back when it leaves for Kafka.
+
+use super::mapping::{AmqpMessage, KafkaRecord, KeySource, Mapped, amqp_to_kafka, kafka_to_amqp};
+use crate::amqp::codec::{decode_properties, encode_properties};
+use crate::amqp::message::StoredMessage;
+use crate::stage::{Delivery, MessageId, NewMessage};
+use bytes::Bytes;
+
+/// Why a staged body could not be read back.
+#[derive(Debug, thiserror::Error)]
+#[error("a bridged message cannot be decoded: {0}")]
+pub struct StagedError(String);
+
+/// The stage message for an AMQP message; its priority picks the lane.
+pub fn from_amqp(m: &AmqpMessage) -> NewMessage {
+    let stored = StoredMessage {
+        exchange: m.exchange.clone(),
+        routing_key: m.routing_key.clone(),
+        raw_properties: Bytes::from(encode_properties(&m.properties)),
+        body: Bytes::copy_from_slice(&m.body),
+    };
+    NewMessage::new(stored.encode()).priority(m.properties.priority().unwrap_or(0))
+}
+
+/// The stage message for a Kafka record (through its AMQP mapping), with the header
+/// values that followed the fallback rule.
+pub fn from_kafka(r: &KafkaRecord) -> Mapped<NewMessage> {
+    let mapped = kafka_to_amqp(r, "");
+    Mapped {
+        message: from_amqp(&mapped.message),
+        fallbacks: mapped.fallbacks,
+    }
+}
+
+/// A staged message on its way to a destination.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// Its place in the destination stage.
+    pub id: MessageId,
+    /// The message.
+    pub message: AmqpMessage,
+    /// Whether it was handed to this destination before with an unknown outcome.
+    pub redelivered: bool,
+    /// When it was staged, ms since the epoch.
+    pub staged_ms: u64,
+}
+
+impl Outgoing {
+    /// Reads a delivery of a route stage.
+    ///
+    /// # Errors
+    /// [`StagedError`] when the body is not a stored message.
+    pub fn decode(d: &Delivery) -> Result<Self, StagedError> {
+        let stored = StoredMessage::decode(Bytes::copy_from_slice(&d.body))
+            .map_err(|e| StagedError(e.to_string()))?;
+        let properties =
+            decode_properties(&stored.raw_properties).map_err(|e| StagedError(e.to_string()))?;
+        Ok(Self {
+            id: d.id,
+            message: AmqpMessage {
+                exchange: stored.exchange,
+                routing_key: stored.routing_key,
+                properties,
+                body: stored.body.to_vec(),
+            },
+            redelivered: d.redelivered(),
+            staged_ms: d.envelope.enqueued_ms,
+        })
+    }
+
+    /// The message-id a destination can deduplicate by: the message's own, or one
+    /// derived from its place in the stage (`ferry-LANE-VERSIONSTAMP` in hex), which is
+    /// the same on every attempt.
+    pub fn message_id(&self) -> String {
+        match self.message.properties.message_id() {
+            Some(id) => id.as_str().to_owned(),
+            None => {
+                let hex: String = self.id.stamp.iter().map(|b| format!("{b:02x}")).collect();
+                format!("ferry-{}-{hex}", self.id.lane)
+            }
+        }
+    }
+
+    /// The message as a Kafka record, its key made as `key` says.
+    pub fn to_kafka(&self, key: KeySource) -> KafkaRecord {
+        amqp_to_kafka(&self.message, key)
+    }
+
+    /// Body bytes, for the byte counters.
+    pub fn len(&self) -> usize {
+        self.message.body.len()
+    }
+
+    /// Whether the body is empty.
+    pub fn is_empty(&self) -> bool {
+        self.message.body.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage::Envelope;
+    use amq_protocol::protocol::BasicProperties;
+
+    fn delivered(m: NewMessage) -> Delivery {
+        Delivery {
+            id: MessageId {
+                lane: 3,
+                stamp: [7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 0, 1],
+            },
+            body: m.body,
+            envelope: Envelope {
+                body_len: 0,
+                priority: 0,
+                delivery_count: 2,
+                enqueued_ms: 5,
+                expires_ms: 0,
+                dead_letter: None,
+            },
+        }
+    }
+
+    #[test]
+    fn an_amqp_message_round_trips_through_a_stage_body() {
+        let m = AmqpMessage {
+            exchange: "x".into(),
+            routing_key: "k".into(),
+            properties: BasicProperties::default().with_priority(7),
+            body: b"hello".to_vec(),
+        };
+        let staged = from_amqp(&m);
+        assert_eq!(staged.priority, 7);
+        let out = Outgoing::decode(&delivered(staged)).unwrap();
+        assert_eq!(out.message, m);
+        assert!(out.redelivered);
+        assert_eq!(
+            out.message_id(),
+            format!("ferry-3-{}01", "07".repeat(10) + "00")
+        );
+    }
+
+    #[test]
+    fn a_kafka_record_round_trips_through_a_stage_body() {
+        let r = KafkaRecord {
+            key: Some(b"k".to_vec()),
+            value: None,
+            headers: vec![("h".into(), None), ("h".into(), Some(b"v".to_vec()))],
+            timestamp_ms: Some(42),
+        };
+        let staged = from_kafka(&r);
+        assert!(staged.fallbacks.is_empty());
+        let out = Outgoing::decode(&delivered(staged.message)).unwrap();
+        assert_eq!(out.to_kafka(KeySource::RoutingKey), r);
+    }
+
+    #[test]
+    fn a_foreign_body_is_an_error_not_a_panic() {
+        assert!(Outgoing::decode(&delivered(NewMessage::new(b"\x09junk".to_vec()))).is_err());
+    }
+}

@@ -1,0 +1,581 @@
+//! `[sources.NAME]`, `[sinks.NAME]` and `[[routes]]`: the bridge's external brokers and
+//! the routes that connect a source (an external broker or one of Ferry's fronts) to one
+//! or more destinations.
+//!
+//! An endpoint is a small table naming exactly one of: `source` (from only), `sink` (to
+//! only), `amqp_exchange` (an exchange on Ferry's AMQP front, with `vhost` and a
+//! `binding_key` on the way in or a `routing_key` on the way out) or `kafka_topic` (a
+//! topic on Ferry's Kafka front). [`RouteConfig::from_endpoint`] and
+//! [`RouteConfig::destinations`] give the checked form, [`Endpoint`].
+
+use super::ConfigError;
+use super::validate::{at_least, between};
+use crate::bridge::mapping::KeySource;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Default for `sources.NAME.prefetch`.
+pub const DEFAULT_PREFETCH: u16 = 1_000;
+/// Default for `sources.NAME.dedup_window_ms`: ten minutes.
+pub const DEFAULT_DEDUP_WINDOW_MS: u64 = 600_000;
+/// Default for `sinks.NAME.partitioner`: Java Kafka's, so keys land where Java producers
+/// would put them.
+pub const DEFAULT_PARTITIONER: &str = "murmur2_random";
+/// The partitioners librdkafka knows.
+pub const PARTITIONERS: [&str; 6] = [
+    "random",
+    "consistent",
+    "consistent_random",
+    "murmur2",
+    "murmur2_random",
+    "fnv1a_random",
+];
+/// Default for `routes[i].max_attempts`.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 10;
+/// Default for `routes[i].retry_initial_ms`.
+pub const DEFAULT_RETRY_INITIAL_MS: u64 = 100;
+/// Default for `routes[i].retry_max_ms`.
+pub const DEFAULT_RETRY_MAX_MS: u64 = 30_000;
+/// Default for `routes[i].batch`.
+pub const DEFAULT_BATCH: usize = 256;
+/// Largest `routes[i].batch`: one batch stays well inside a store transaction.
+pub const MAX_BATCH: usize = 4_096;
+
+/// A named external source: where messages come from.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SourceConfig {
+    /// A queue on an external RabbitMQ, consumed with lapin.
+    Rabbitmq {
+        /// AMQP URI, e.g. `amqp://user:pass@host:5672/%2f`.
+        uri: String,
+        /// The queue to consume (it must exist).
+        queue: String,
+        /// Unacknowledged deliveries the source may hold (basic.qos prefetch count).
+        #[serde(default = "default_prefetch")]
+        prefetch: u16,
+        /// How long a message-id is remembered, so an upstream redelivery of a message
+        /// already staged is dropped (and counted) instead of staged twice.
+        #[serde(default = "default_dedup_window_ms")]
+        dedup_window_ms: u64,
+    },
+    /// Topics on an external Kafka cluster, consumed with rdkafka in a consumer group.
+    Kafka {
+        /// `bootstrap.servers`.
+        bootstrap_servers: String,
+        /// The topics to consume.
+        topics: Vec<String>,
+        /// The consumer group (offsets are also committed there, for standard tooling).
+        group_id: String,
+        /// Extra librdkafka properties (e.g. `security.protocol`).
+        #[serde(default)]
+        properties: BTreeMap<String, String>,
+    },
+}
+
+/// A named external sink: where messages go.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SinkConfig {
+    /// An exchange on an external RabbitMQ, published to with lapin and publisher confirms.
+    Rabbitmq {
+        /// AMQP URI.
+        uri: String,
+        /// The exchange (`""` is the default exchange).
+        #[serde(default)]
+        exchange: String,
+        /// The routing key; absent keeps each message's own routing key (for a Kafka
+        /// record: its key, see `docs/mapping.md`).
+        #[serde(default)]
+        routing_key: Option<String>,
+    },
+    /// A topic on an external Kafka cluster, produced to with rdkafka's idempotent
+    /// producer.
+    Kafka {
+        /// `bootstrap.servers`.
+        bootstrap_servers: String,
+        /// The topic.
+        topic: String,
+        /// librdkafka's `partitioner` for keyed records.
+        #[serde(default = "default_partitioner")]
+        partitioner: String,
+        /// Produce in Kafka transactions (transactional id `ferry.ROUTE.INDEX`), so
+        /// the sink hands each message over exactly once.
+        #[serde(default)]
+        transactional: bool,
+        /// Extra librdkafka properties.
+        #[serde(default)]
+        properties: BTreeMap<String, String>,
+    },
+}
+
+/// One end of a route as written in the file. Exactly one of `source`, `sink`,
+/// `amqp_exchange` and `kafka_topic` is set.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// A `[sources.NAME]` (in `from`).
+    pub source: Option<String>,
+    /// A `[sinks.NAME]` (in `to`).
+    pub sink: Option<String>,
+    /// An exchange on Ferry's AMQP front.
+    pub amqp_exchange: Option<String>,
+    /// The AMQP front's vhost of `amqp_exchange`.
+    #[serde(default = "default_vhost")]
+    pub vhost: String,
+    /// In `from`: the binding key that selects the exchange's messages (default `#`, for
+    /// a topic exchange everything; for a direct exchange, the exact key).
+    pub binding_key: Option<String>,
+    /// In `to`: the routing key to publish with; absent keeps each message's own.
+    pub routing_key: Option<String>,
+    /// A topic on Ferry's Kafka front.
+    pub kafka_topic: Option<String>,
+}
+
+/// A checked endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A named external source.
+    Source(String),
+    /// A named external sink.
+    Sink(String),
+    /// An exchange on Ferry's AMQP front: bound with `key` in `from`, published to with
+    /// `key` (or the message's own routing key) in `to`.
+    AmqpExchange {
+        /// The vhost.
+        vhost: String,
+        /// The exchange.
+        exchange: String,
+        /// Binding key (from) or routing key override (to).
+        key: Option<String>,
+    },
+    /// A topic on Ferry's Kafka front.
+    KafkaTopic(String),
+}
+
+/// `[[routes]]`: one source to one or more destinations.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// Unique name; it names the route's stages (`bridge.NAME.INDEX`) and metrics.
+    pub name: String,
+    /// Where its messages come from.
+    pub from: EndpointConfig,
+    /// Where they go; each destination gets every message once, independently.
+    pub to: Vec<EndpointConfig>,
+    /// What a Kafka record's key is made from when an AMQP message goes to Kafka:
+    /// `routing_key`, `message_id` or `none`.
+    #[serde(default)]
+    pub key: KeySource,
+    /// Delivery attempts a destination may reject a message before it goes to the
+    /// route's dead-letter stage (`bridge.NAME.INDEX.dead`), from which it can be
+    /// replayed.
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    /// First retry delay after a failed delivery; doubles per failure, with jitter.
+    #[serde(default = "default_retry_initial_ms")]
+    pub retry_initial_ms: u64,
+    /// Longest retry delay.
+    #[serde(default = "default_retry_max_ms")]
+    pub retry_max_ms: u64,
+    /// Messages moved per store transaction and per downstream batch.
+    #[serde(default = "default_batch")]
+    pub batch: usize,
+}
+
+fn default_prefetch() -> u16 {
+    DEFAULT_PREFETCH
+}
+fn default_dedup_window_ms() -> u64 {
+    DEFAULT_DEDUP_WINDOW_MS
+}
+fn default_partitioner() -> String {
+    DEFAULT_PARTITIONER.to_owned()
+}
+fn default_vhost() -> String {
+    "/".to_owned()
+}
+fn default_max_attempts() -> u32 {
+    DEFAULT_MAX_ATTEMPTS
+}
+fn default_retry_initial_ms() -> u64 {
+    DEFAULT_RETRY_INITIAL_MS
+}
+fn default_retry_max_ms() -> u64 {
+    DEFAULT_RETRY_MAX_MS
+}
+fn default_batch() -> usize {
+    DEFAULT_BATCH
+}
+
+/// Checks `[sources]`, `[sinks]` and `[[routes]]` together (routes name the others).
+///
+/// # Errors
+/// The first bad key, e.g. `routes[2].to[0]: unknown sink 'kafak-out'`.
+pub fn validate(
+    sources: &BTreeMap<String, SourceConfig>,
+    sinks: &BTreeMap<String, SinkConfig>,
+    routes: &[RouteConfig],
+) -> Result<(), ConfigError> {
+    for (name, source) in sources {
+        name_rule(&format!("sources.{name}"), name)?;
+        validate_source(name, source)?;
+    }
+    for (name, sink) in sinks {
+        name_rule(&format!("sinks.{name}"), name)?;
+        validate_sink(name, sink)?;
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, route) in routes.iter().enumerate() {
+        let at = format!("routes[{i}]");
+        name_rule(&format!("{at}.name"), &route.name)?;
+        if !seen.insert(route.name.as_str()) {
+            return Err(ConfigError::invalid(
+                format!("{at}.name"),
+                format!("'{}' names another route too", route.name),
+            ));
+        }
+        route.from_endpoint(&at, sources)?;
+        route.destinations(&at, sinks)?;
+        at_least(&format!("{at}.max_attempts"), route.max_attempts, 1)?;
+        at_least(&format!("{at}.retry_initial_ms"), route.retry_initial_ms, 1)?;
+        at_least(
+            &format!("{at}.retry_max_ms"),
+            route.retry_max_ms,
+            route.retry_initial_ms,
+        )?;
+        between(&format!("{at}.batch"), route.batch, 1, MAX_BATCH)?;
+    }
+    Ok(())
+}
+
+fn validate_source(name: &str, source: &SourceConfig) -> Result<(), ConfigError> {
+    let at = |key: &str| format!("sources.{name}.{key}");
+    match source {
+        SourceConfig::Rabbitmq {
+            uri,
+            queue,
+            prefetch,
+            dedup_window_ms,
+        } => {
+            amqp_uri(&at("uri"), uri)?;
+            not_empty(&at("queue"), queue)?;
+            at_least(&at("prefetch"), *prefetch, 1)?;
+            at_least(&at("dedup_window_ms"), *dedup_window_ms, 1)
+        }
+        SourceConfig::Kafka {
+            bootstrap_servers,
+            topics,
+            group_id,
+            ..
+        } => {
+            not_empty(&at("bootstrap_servers"), bootstrap_servers)?;
+            if topics.is_empty() {
+                return Err(ConfigError::invalid(at("topics"), "must name a topic"));
+            }
+            for (i, t) in topics.iter().enumerate() {
+                not_empty(&at(&format!("topics[{i}]")), t)?;
+            }
+            not_empty(&at("group_id"), group_id)
+        }
+    }
+}
+
+fn validate_sink(name: &str, sink: &SinkConfig) -> Result<(), ConfigError> {
+    let at = |key: &str| format!("sinks.{name}.{key}");
+    match sink {
+        SinkConfig::Rabbitmq { uri, .. } => amqp_uri(&at("uri"), uri),
+        SinkConfig::Kafka {
+            bootstrap_servers,
+            topic,
+            partitioner,
+            ..
+        } => {
+            not_empty(&at("bootstrap_servers"), bootstrap_servers)?;
+            not_empty(&at("topic"), topic)?;
+            if !PARTITIONERS.contains(&partitioner.as_str()) {
+                return Err(ConfigError::invalid(
+                    at("partitioner"),
+                    format!("'{partitioner}' is not one of {}", PARTITIONERS.join(", ")),
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+impl RouteConfig {
+    /// The checked `from` endpoint (`at` is the route's key path, `routes[i]`).
+    ///
+    /// # Errors
+    /// The key of a bad or unknown endpoint.
+    pub fn from_endpoint(
+        &self,
+        at: &str,
+        sources: &BTreeMap<String, SourceConfig>,
+    ) -> Result<Endpoint, ConfigError> {
+        let at = format!("{at}.from");
+        let e = &self.from;
+        if e.sink.is_some() {
+            return Err(ConfigError::invalid(
+                format!("{at}.sink"),
+                "a route's from names a source, an amqp_exchange or a kafka_topic",
+            ));
+        }
+        if e.routing_key.is_some() {
+            return Err(ConfigError::invalid(
+                format!("{at}.routing_key"),
+                "is for destinations; a source exchange takes binding_key",
+            ));
+        }
+        let endpoint = resolve(&at, e, e.binding_key.clone().or(Some("#".to_owned())))?;
+        match &endpoint {
+            Endpoint::Source(name) if !sources.contains_key(name) => {
+                Err(ConfigError::invalid(at, format!("unknown source '{name}'")))
+            }
+            Endpoint::AmqpExchange { exchange, .. } if exchange.is_empty() => {
+                Err(ConfigError::invalid(
+                    format!("{at}.amqp_exchange"),
+                    "the default exchange cannot be bound to; name another exchange",
+                ))
+            }
+            _ => Ok(endpoint),
+        }
+    }
+
+    /// The checked `to` endpoints, in order.
+    ///
+    /// # Errors
+    /// The key of a bad or unknown endpoint (`routes[2].to[0]: unknown sink 'kafak-out'`).
+    pub fn destinations(
+        &self,
+        at: &str,
+        sinks: &BTreeMap<String, SinkConfig>,
+    ) -> Result<Vec<Endpoint>, ConfigError> {
+        if self.to.is_empty() {
+            return Err(ConfigError::invalid(
+                format!("{at}.to"),
+                "must name at least one destination",
+            ));
+        }
+        let mut out = Vec::with_capacity(self.to.len());
+        for (i, e) in self.to.iter().enumerate() {
+            let at = format!("{at}.to[{i}]");
+            if e.source.is_some() {
+                return Err(ConfigError::invalid(
+                    format!("{at}.source"),
+                    "a destination names a sink, an amqp_exchange or a kafka_topic",
+                ));
+            }
+            if e.binding_key.is_some() {
+                return Err(ConfigError::invalid(
+                    format!("{at}.binding_key"),
+                    "is for sources; a destination exchange takes routing_key",
+                ));
+            }
+            let endpoint = resolve(&at, e, e.routing_key.clone())?;
+            if let Endpoint::Sink(name) = &endpoint
+                && !sinks.contains_key(name)
+            {
+                return Err(ConfigError::invalid(at, format!("unknown sink '{name}'")));
+            }
+            if out.contains(&endpoint) {
+                return Err(ConfigError::invalid(
+                    at,
+                    "names an earlier destination again",
+                ));
+            }
+            out.push(endpoint);
+        }
+        Ok(out)
+    }
+}
+
+/// The one endpoint a table names.
+fn resolve(at: &str, e: &EndpointConfig, key: Option<String>) -> Result<Endpoint, ConfigError> {
+    let named: Vec<Endpoint> = [
+        e.source.clone().map(Endpoint::Source),
+        e.sink.clone().map(Endpoint::Sink),
+        e.amqp_exchange
+            .clone()
+            .map(|exchange| Endpoint::AmqpExchange {
+                vhost: e.vhost.clone(),
+                exchange,
+                key: key.clone(),
+            }),
+        e.kafka_topic.clone().map(Endpoint::KafkaTopic),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    match named.as_slice() {
+        [one] => {
+            let exchange_only =
+                e.vhost != "/" || e.binding_key.is_some() || e.routing_key.is_some();
+            if exchange_only && !matches!(one, Endpoint::AmqpExchange { .. }) {
+                return Err(ConfigError::invalid(
+                    at,
+                    "vhost, binding_key and routing_key belong with amqp_exchange",
+                ));
+            }
+            Ok(one.clone())
+        }
+        [] => Err(ConfigError::invalid(
+            at,
+            "names no endpoint; set one of source, sink, amqp_exchange, kafka_topic",
+        )),
+        _ => Err(ConfigError::invalid(
+            at,
+            "names more than one endpoint; set exactly one of source, sink, amqp_exchange, kafka_topic",
+        )),
+    }
+}
+
+/// Route, source and sink names end up in stage names and metric labels.
+fn name_rule(key: &str, name: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            key,
+            format!("'{name}' must be 1-100 letters, digits, '-' or '_'"),
+        ))
+    }
+}
+
+fn not_empty(key: &str, value: &str) -> Result<(), ConfigError> {
+    if value.trim().is_empty() {
+        Err(ConfigError::invalid(key, "must not be empty"))
+    } else {
+        Ok(())
+    }
+}
+
+fn amqp_uri(key: &str, uri: &str) -> Result<(), ConfigError> {
+    uri.parse::<lapin::uri::AMQPUri>()
+        .map(|_| ())
+        .map_err(|e| ConfigError::invalid(key, format!("'{uri}' is not an AMQP URI: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(toml: &str) -> Result<(), ConfigError> {
+        #[derive(Deserialize)]
+        struct Tree {
+            #[serde(default)]
+            sources: BTreeMap<String, SourceConfig>,
+            #[serde(default)]
+            sinks: BTreeMap<String, SinkConfig>,
+            #[serde(default)]
+            routes: Vec<RouteConfig>,
+        }
+        let t: Tree = config::Config::builder()
+            .add_source(config::File::from_str(toml, config::FileFormat::Toml))
+            .build()
+            .and_then(config::Config::try_deserialize)
+            .map_err(|e| ConfigError::invalid("toml", e.to_string()))?;
+        validate(&t.sources, &t.sinks, &t.routes)
+    }
+
+    const GOOD: &str = r#"
+        [sources.rabbit-in]
+        kind = "rabbitmq"
+        uri = "amqp://guest:guest@127.0.0.1:5672/%2f"
+        queue = "orders"
+        [sinks.kafka-out]
+        kind = "kafka"
+        bootstrap_servers = "127.0.0.1:9092"
+        topic = "orders"
+        [[routes]]
+        name = "orders"
+        from = { source = "rabbit-in" }
+        to = [{ sink = "kafka-out" }, { kafka_topic = "orders" }, { amqp_exchange = "amq.topic", routing_key = "x" }]
+        [[routes]]
+        name = "back"
+        from = { amqp_exchange = "amq.topic", binding_key = "orders.#" }
+        to = [{ sink = "kafka-out" }]
+    "#;
+
+    #[test]
+    fn a_good_bridge_validates() {
+        parse(GOOD).unwrap();
+    }
+
+    #[test]
+    fn an_unknown_sink_is_named_with_its_key() {
+        let bad = GOOD.replace(
+            "to = [{ sink = \"kafka-out\" }]",
+            "to = [{ sink = \"kafak-out\" }]",
+        );
+        let err = parse(&bad).unwrap_err().to_string();
+        assert_eq!(err, "routes[1].to[0]: unknown sink 'kafak-out'");
+    }
+
+    #[test]
+    fn bad_endpoints_are_named() {
+        let cases = [
+            (
+                "from = { source = \"rabbit-in\" }",
+                "from = { source = \"nope\" }",
+                "routes[0].from: unknown source 'nope'",
+            ),
+            (
+                "from = { source = \"rabbit-in\" }",
+                "from = { source = \"rabbit-in\", kafka_topic = \"t\" }",
+                "routes[0].from: names more than one endpoint",
+            ),
+            (
+                "from = { source = \"rabbit-in\" }",
+                "from = { sink = \"kafka-out\" }",
+                "routes[0].from.sink:",
+            ),
+            (
+                "name = \"back\"",
+                "name = \"orders\"",
+                "routes[1].name: 'orders' names another route too",
+            ),
+            (
+                "name = \"back\"",
+                "name = \"a b\"",
+                "routes[1].name: 'a b' must be",
+            ),
+            (
+                "topic = \"orders\"",
+                "topic = \"orders\"\npartitioner = \"magic\"",
+                "sinks.kafka-out.partitioner: 'magic' is not one of",
+            ),
+            (
+                "queue = \"orders\"",
+                "queue = \"orders\"\nprefetch = 0",
+                "sources.rabbit-in.prefetch",
+            ),
+            (
+                "uri = \"amqp://guest:guest@127.0.0.1:5672/%2f\"",
+                "uri = \"http://x\"",
+                "sources.rabbit-in.uri: 'http://x' is not an AMQP URI",
+            ),
+        ];
+        for (from, to, want) in cases {
+            let bad = GOOD.replacen(from, to, 1);
+            let err = parse(&bad).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{to}: got {err}, want {want}");
+        }
+    }
+
+    #[test]
+    fn a_destination_named_twice_is_refused() {
+        let bad = GOOD.replace(
+            "to = [{ sink = \"kafka-out\" }]",
+            "to = [{ sink = \"kafka-out\" }, { sink = \"kafka-out\" }]",
+        );
+        let err = parse(&bad).unwrap_err().to_string();
+        assert_eq!(err, "routes[1].to[1]: names an earlier destination again");
+    }
+}
