@@ -61,6 +61,9 @@ enum Bench {
     /// Publish-with-confirms, consume-with-acks and confirm latency against any AMQP 0-9-1
     /// broker (Ferry or RabbitMQ), through lapin.
     Amqp(ferry::bench::amqp::AmqpBench),
+    /// Moving persistent messages between two RabbitMQ queues: Ferry's bridge against
+    /// RabbitMQ's Shovel plugin.
+    Bridge(ferry::bench::bridge::BridgeBench),
 }
 
 /// Arguments of the subcommands that read a configuration.
@@ -121,6 +124,7 @@ fn run_bench(bench: Bench) -> anyhow::Result<()> {
                 .map(|_| ())
                 .map_err(anyhow::Error::from),
             Bench::Amqp(b) => ferry::bench::amqp::run(&b).await.map(|_| ()),
+            Bench::Bridge(b) => ferry::bench::bridge::run(&b).await.map(|_| ()),
         }
     })
 }

@@ -69,7 +69,7 @@ pub struct AmqpReport {
     pub confirm_latency: Percentiles,
 }
 
-async fn connect(uri: &str) -> anyhow::Result<Connection> {
+pub(super) async fn connect(uri: &str) -> anyhow::Result<Connection> {
     Connection::connect(uri, ConnectionProperties::default())
         .await
         .with_context(|| format!("cannot connect to {uri}"))
@@ -134,7 +134,7 @@ pub async fn run(bench: &AmqpBench) -> anyhow::Result<AmqpReport> {
     })
 }
 
-async fn publish_phase(bench: &AmqpBench) -> anyhow::Result<f64> {
+pub(super) async fn publish_phase(bench: &AmqpBench) -> anyhow::Result<f64> {
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();

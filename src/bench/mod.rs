@@ -2,6 +2,7 @@
 //! returns them so `docs/benchmarks.md` can quote the same numbers.
 
 pub mod amqp;
+pub mod bridge;
 pub mod kafka;
 pub mod stage;
 
