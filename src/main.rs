@@ -46,6 +46,20 @@ enum Command {
         /// The password.
         password: Option<String>,
     },
+    /// Move a route destination's dead-lettered messages (stage `bridge.ROUTE.INDEX.dead`)
+    /// back to its stage, to be delivered again. With the embedded engine, stop the daemon
+    /// first: its store belongs to one process.
+    Replay {
+        /// The configuration whose store holds the route.
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The route's name.
+        #[arg(long)]
+        route: String,
+        /// The destination's place in the route's `to` list.
+        #[arg(long, default_value_t = 0)]
+        destination: usize,
+    },
     /// Run a load benchmark and print its figures.
     #[command(subcommand)]
     Bench(Bench),
@@ -97,6 +111,22 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(e, EXIT_FAILURE),
         },
+        Command::Replay {
+            config,
+            route,
+            destination,
+        } => match checked_config(&config.config) {
+            Ok(config) => match replay(&config, &route, destination) {
+                Ok(moved) => {
+                    println!(
+                        "replayed {moved} message(s) of route '{route}' destination {destination}"
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(e, EXIT_FAILURE),
+            },
+            Err(e) => fail(e, EXIT_CONFIG),
+        },
         Command::Bench(bench) => match run_bench(bench) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e, EXIT_FAILURE),
@@ -111,6 +141,20 @@ fn read_password() -> anyhow::Result<String> {
         .read_line(&mut line)
         .context("cannot read the password from standard input")?;
     Ok(line.trim_end_matches(['\r', '\n']).to_owned())
+}
+
+/// Replays route `route`'s dead-letters of destination `destination` in `config`'s store.
+fn replay(config: &Config, route: &str, destination: usize) -> anyhow::Result<u64> {
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let db = ferry::store::Database::open(&config.store)
+            .await
+            .context("cannot open the store")?;
+        let stages = ferry::stage::Stages::new(db.clone(), &config.store.prefix);
+        let moved = ferry::bridge::replay::replay(&stages, route, destination).await;
+        db.close().await;
+        moved.with_context(|| format!("cannot replay route '{route}' destination {destination}"))
+    })
 }
 
 /// Runs one benchmark on a multi-threaded runtime.

@@ -11,10 +11,12 @@
 //! Modules: [`mapping`] (AMQP ↔ Kafka), [`staged`] (the stage body of a bridged message),
 //! [`route`] (a route's stages), [`sources`] and [`sinks`] (one module per kind of
 //! endpoint), [`sink`] (the delivery worker), [`keys`] (source and sink progress),
-//! [`status`] (connection states for `/readyz`).
+//! [`status`] (connection states for `/readyz`), [`replay`] (dead-letters back to their
+//! stage).
 
 pub mod keys;
 pub mod mapping;
+pub mod replay;
 pub mod route;
 pub mod sink;
 pub mod sinks;
