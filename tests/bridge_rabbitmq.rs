@@ -180,7 +180,7 @@ async fn receive(
     timeout: Duration,
 ) -> Vec<lapin::message::Delivery> {
     let deadline = tokio::time::Instant::now() + timeout;
-    let mut out = Vec::with_capacity(n);
+    let mut out = Vec::new();
     while out.len() < n {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(d)) => out.push(d),
@@ -223,7 +223,7 @@ fn headers(i: usize) -> FieldTable {
     let mut t = FieldTable::default();
     t.insert("seq".into(), AMQPValue::LongLongInt(i as i64));
     t.insert("tag".into(), AMQPValue::LongString(format!("t{i}").into()));
-    t.insert("flag".into(), AMQPValue::Boolean(i % 2 == 0));
+    t.insert("flag".into(), AMQPValue::Boolean(i.is_multiple_of(2)));
     t
 }
 
@@ -243,7 +243,7 @@ async fn rabbitmq_to_rabbitmq_keeps_properties_headers_and_bodies_exactly_once()
                 .with_correlation_id(format!("c{i}").into())
                 .with_delivery_mode(2)
                 .with_headers(headers(i));
-            if i % 10 != 0 {
+            if !i.is_multiple_of(10) {
                 p = p.with_message_id(format!("m{i}").into());
             }
             (p, format!("body-{i}").into_bytes())
@@ -270,7 +270,7 @@ async fn rabbitmq_to_rabbitmq_keeps_properties_headers_and_bodies_exactly_once()
             .expect("a message-id")
             .to_string();
         assert!(ids.insert(id.clone()), "message-id {id} arrived twice");
-        if i % 10 == 0 {
+        if i.is_multiple_of(10) {
             assert!(id.starts_with("ferry-"), "{id}");
         } else {
             assert_eq!(id, format!("m{i}"));
@@ -374,6 +374,92 @@ async fn an_unroutable_message_is_dead_lettered_after_max_attempts() {
         daemon.metric("ferry_bridge_messages_out_total", &[&route_label]),
         0.0
     );
+    drop(daemon);
+    rabbit.delete().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_message_arrives_under_repeated_kill_9_and_duplicates_are_counted_redeliveries() {
+    const N: usize = 100_000;
+    const KILLS: usize = 6;
+    let started = Instant::now();
+    let mut rabbit = Rabbit::connect().await;
+    let (src, dst, x, route) = (unique("src"), unique("dst"), unique("x"), unique("r"));
+    rabbit.queue(&src).await;
+    rabbit.queue(&dst).await;
+    rabbit.exchange(&x, Some(&dst)).await;
+    let sent: Vec<(BasicProperties, Vec<u8>)> = (0..N)
+        .map(|i| {
+            let p = BasicProperties::default().with_message_id(format!("k{i}").into());
+            (p, i.to_be_bytes().to_vec())
+        })
+        .collect();
+    rabbit.publish(&src, &sent).await;
+    let mut rx = collect(&dst).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = route_config(&route, &src, RABBIT, &x, "batch = 1000");
+    let route_label = format!("route=\"{route}\"");
+    let redeliveries =
+        |d: &BridgeDaemon| d.metric("ferry_bridge_redeliveries_total", &[&route_label]);
+
+    let mut counts: HashMap<String, usize> = HashMap::with_capacity(N);
+    let absorb = |counts: &mut HashMap<String, usize>, got: Vec<lapin::message::Delivery>| {
+        for d in got {
+            let id = d.properties.message_id().clone().expect("a message-id");
+            *counts.entry(id.to_string()).or_default() += 1;
+        }
+    };
+    let mut reported = 0.0;
+    let mut source_duplicates = 0.0;
+    for _ in 0..KILLS {
+        let mut daemon = BridgeDaemon::start(dir.path(), &config);
+        let life = Duration::from_millis(fastrand::u64(500..2_500));
+        absorb(&mut counts, receive(&mut rx, usize::MAX, life).await);
+        reported += redeliveries(&daemon);
+        source_duplicates += daemon.metric("ferry_bridge_source_duplicates_total", &[&route_label]);
+        daemon.ferry.signal(libc::SIGKILL);
+        daemon.ferry.wait(Duration::from_secs(10));
+    }
+    let daemon = BridgeDaemon::start(dir.path(), &config);
+    let deadline = started + Duration::from_secs(300);
+    loop {
+        let distinct = counts.len();
+        assert!(
+            Instant::now() < deadline,
+            "only {distinct} of {N} ids arrived within 5 minutes; /readyz:\n{}",
+            daemon.readyz()
+        );
+        if distinct == N {
+            break;
+        }
+        absorb(
+            &mut counts,
+            receive(&mut rx, N - distinct, Duration::from_secs(1)).await,
+        );
+    }
+    // Stragglers of the last redeliveries.
+    absorb(
+        &mut counts,
+        receive(&mut rx, usize::MAX, Duration::from_secs(3)).await,
+    );
+    reported += redeliveries(&daemon);
+    source_duplicates += daemon.metric("ferry_bridge_source_duplicates_total", &[&route_label]);
+
+    let sent_ids: HashSet<String> = (0..N).map(|i| format!("k{i}")).collect();
+    assert!(
+        counts.keys().all(|id| sent_ids.contains(id)),
+        "an id that was never sent arrived"
+    );
+    let duplicates: usize = counts.values().map(|c| c - 1).sum();
+    eprintln!(
+        "{N} messages, {KILLS} kill -9: {duplicates} duplicates downstream, {reported} redeliveries reported, {source_duplicates} upstream redeliveries dropped by message-id, {:?}",
+        started.elapsed()
+    );
+    assert!(
+        duplicates as f64 <= reported,
+        "{duplicates} duplicates but only {reported} redeliveries were reported"
+    );
+    assert_eq!(rabbit.depth(&src).await, 0);
     drop(daemon);
     rabbit.delete().await;
 }
