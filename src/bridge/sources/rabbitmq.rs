@@ -1,9 +1,11 @@
 //! `[sources.NAME] kind = "rabbitmq"`: consumes a queue on an external RabbitMQ with
 //! lapin (manual acks, `basic.qos` prefetch) and stages what arrives.
 //!
-//! Each batch (up to the route's `batch`, or what arrived within [`GATHER`]) is staged in
-//! one store transaction that also remembers every message-id it staged, and only after
-//! that commit is the batch acknowledged upstream (`basic.ack`, `multiple`). A crash or a
+//! Each batch (up to the route's `batch` or [`BATCH_BYTES`], or what arrived within
+//! [`GATHER`]) is staged in one store transaction that also remembers every message-id it
+//! staged, and only after that commit is the batch acknowledged upstream (`basic.ack`,
+//! `multiple`). A message too large for a stage is rejected upstream (`requeue=false`, so
+//! the queue's own dead-letter exchange gets it, if it has one). A crash or a
 //! lost connection between the commit and the ack makes RabbitMQ redeliver the batch; its
 //! message-ids are found among the remembered ones and the messages are dropped (counted
 //! in `ferry_bridge_source_duplicates_total`) instead of staged twice. Messages without a
@@ -25,12 +27,12 @@ use crate::bridge::mapping::AmqpMessage;
 use crate::bridge::sink::Backoff;
 use crate::bridge::staged;
 use crate::bridge::{BridgeError, RouteContext};
-use crate::stage::{NewMessage, StageError, now_ms};
+use crate::stage::{MAX_BODY_SIZE, NewMessage, StageError, now_ms};
 use crate::store::RangeOption;
 use crate::telemetry::bridge as metric;
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions};
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions, BasicRejectOptions};
 use lapin::types::FieldTable;
 use lapin::{Connection, ConnectionProperties, Consumer};
 use std::collections::HashSet;
@@ -43,6 +45,8 @@ use tracing::{info, warn};
 pub const GATHER: Duration = Duration::from_millis(5);
 /// Longest time between two expiries of old message-ids.
 pub const CLEANUP_EVERY: Duration = Duration::from_secs(60);
+/// Body bytes after which a batch stops gathering, well inside a store transaction.
+pub const BATCH_BYTES: usize = 4 * 1024 * 1024;
 /// Expired message-ids removed per cleanup transaction.
 const CLEANUP_BATCH: usize = 1_000;
 
@@ -221,35 +225,20 @@ async fn consume(
         }
         if !batch.is_empty() {
             let deadline = tokio::time::Instant::now() + GATHER;
-            while batch.len() < ctx.config.batch {
+            let mut bytes: usize = batch.iter().map(|d| d.data.len()).sum();
+            while batch.len() < ctx.config.batch && bytes < BATCH_BYTES {
                 match tokio::time::timeout_at(deadline, consumer.next()).await {
-                    Ok(Some(Ok(d))) => batch.push(d),
+                    Ok(Some(Ok(d))) => {
+                        bytes += d.data.len();
+                        batch.push(d);
+                    }
                     // A failure is seen again by the next `next()`; stage what arrived.
                     Ok(Some(Err(_)) | None) | Err(_) => break,
                 }
             }
-            let messages: Vec<AmqpMessage> = batch
-                .iter()
-                .map(|d| AmqpMessage {
-                    exchange: d.exchange.as_str().to_owned(),
-                    routing_key: d.routing_key.as_str().to_owned(),
-                    properties: d.properties.clone(),
-                    body: d.data.clone(),
-                })
-                .collect();
-            let (staged, duplicates, bytes) = match stage(ctx, &messages).await {
-                Ok(counts) => counts,
-                Err(e) => return SessionEnd::Store(e),
-            };
-            // Everything up to the last delivery of the batch is staged.
-            if let Some(last) = batch.last()
-                && let Err(e) = last.acker.ack(BasicAckOptions { multiple: true }).await
-            {
-                return SessionEnd::Broker(format!("basic.ack failed: {e}"));
+            if let Err(end) = stage_and_ack(ctx, label, &labels, batch).await {
+                return end;
             }
-            metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels).increment(staged);
-            metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes);
-            metrics::counter!(metric::SOURCE_DUPLICATES_TOTAL, &labels).increment(duplicates);
         }
         if last_cleanup.elapsed() >= cleanup_every {
             if let Err(e) = expire(ctx, now_ms().saturating_sub(window)).await {
@@ -260,11 +249,55 @@ async fn consume(
     }
 }
 
+/// Stages `batch` (rejecting upstream what no stage can hold), then acknowledges it.
+async fn stage_and_ack(
+    ctx: &RouteContext,
+    label: &str,
+    labels: &[(&'static str, String)],
+    batch: Vec<lapin::message::Delivery>,
+) -> Result<(), SessionEnd> {
+    let mut messages = Vec::with_capacity(batch.len());
+    let mut ackable = None;
+    for d in batch {
+        let message = AmqpMessage {
+            exchange: d.exchange.as_str().to_owned(),
+            routing_key: d.routing_key.as_str().to_owned(),
+            properties: d.properties.clone(),
+            body: d.data.clone(),
+        };
+        let staged = staged::from_amqp(&message);
+        if staged.body.len() > MAX_BODY_SIZE {
+            // Settled before the batch's multiple ack, which then skips it; the broker
+            // dead-letters it if the queue has a dead-letter exchange.
+            warn!(route = %ctx.config.name, source = label, size = staged.body.len(), max = MAX_BODY_SIZE, "rejecting a message too large to stage");
+            d.acker
+                .reject(BasicRejectOptions { requeue: false })
+                .await
+                .map_err(|e| SessionEnd::Broker(format!("basic.reject failed: {e}")))?;
+            continue;
+        }
+        messages.push((message, staged));
+        ackable = Some(d.acker);
+    }
+    let (staged, duplicates, bytes) = stage(ctx, &messages).await.map_err(SessionEnd::Store)?;
+    // Every delivery up to the last one kept is staged (or was already).
+    if let Some(acker) = ackable {
+        acker
+            .ack(BasicAckOptions { multiple: true })
+            .await
+            .map_err(|e| SessionEnd::Broker(format!("basic.ack failed: {e}")))?;
+    }
+    metrics::counter!(metric::MESSAGES_IN_TOTAL, labels).increment(staged);
+    metrics::counter!(metric::BYTES_IN_TOTAL, labels).increment(bytes);
+    metrics::counter!(metric::SOURCE_DUPLICATES_TOTAL, labels).increment(duplicates);
+    Ok(())
+}
+
 /// Stages `messages` except those whose message-id was seen; returns how many were
 /// staged, how many were duplicates, and the staged body bytes.
 async fn stage(
     ctx: &RouteContext,
-    messages: &[AmqpMessage],
+    messages: &[(AmqpMessage, NewMessage)],
 ) -> Result<(u64, u64, u64), StageError> {
     let now = now_ms();
     let space = ctx.keys.space();
@@ -273,7 +306,7 @@ async fn stage(
             let mut fresh: Vec<NewMessage> = Vec::with_capacity(messages.len());
             let mut in_batch = HashSet::new();
             let (mut duplicates, mut bytes) = (0u64, 0u64);
-            for m in messages {
+            for (m, staged) in messages {
                 if let Some(id) = m.properties.message_id() {
                     let id = id.as_str();
                     let seen = space.pack(&("seen", id));
@@ -285,7 +318,7 @@ async fn stage(
                     tx.set(&space.pack(&("seen-at", now, id)), b"");
                 }
                 bytes += m.body.len() as u64;
-                fresh.push(staged::from_amqp(m));
+                fresh.push(staged.clone());
             }
             ctx.stages.stage_in(&tx, &fresh, now).await?;
             Ok((fresh.len() as u64, duplicates, bytes))
@@ -329,5 +362,19 @@ async fn expire(ctx: &RouteContext, cutoff: u64) -> Result<(), StageError> {
         if removed < CLEANUP_BATCH {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    #[test]
+    fn redacted_uris_keep_the_user_and_hide_the_password() {
+        assert_eq!(
+            redacted("amqp://bob:secret@host:5672/%2f"),
+            "amqp://bob:***@host:5672/%2f"
+        );
+        assert_eq!(redacted("amqp://host/%2f"), "amqp://host/%2f");
     }
 }
