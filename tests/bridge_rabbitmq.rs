@@ -2,7 +2,8 @@
 //! (127.0.0.1:5672, guest/guest) as the external broker: properties, headers and bodies
 //! arrive exactly once; exactly once holds under repeated `kill -9`; a missing queue and
 //! a wrong password are reported in `/readyz` without stopping other routes; an
-//! unroutable message ends in the route's dead-letter stage.
+//! unroutable message ends in the route's dead-letter stage; a message-id is staged once
+//! within the dedup window and forgotten after it.
 
 mod support;
 
@@ -460,6 +461,50 @@ async fn every_message_arrives_under_repeated_kill_9_and_duplicates_are_counted_
         "{duplicates} duplicates but only {reported} redeliveries were reported"
     );
     assert_eq!(rabbit.depth(&src).await, 0);
+    drop(daemon);
+    rabbit.delete().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_message_id_is_staged_once_within_the_dedup_window_and_again_after_it() {
+    let mut rabbit = Rabbit::connect().await;
+    let (src, dst, x, route) = (unique("src"), unique("dst"), unique("x"), unique("r"));
+    rabbit.queue(&src).await;
+    rabbit.queue(&dst).await;
+    rabbit.exchange(&x, Some(&dst)).await;
+    let config = route_config(&route, &src, RABBIT, &x, "")
+        .replace("prefetch = 2000", "prefetch = 2000\ndedup_window_ms = 300");
+    let mut rx = collect(&dst).await;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = BridgeDaemon::start(dir.path(), &config);
+    let with_id = |id: &str, body: &str| {
+        (
+            BasicProperties::default().with_message_id(id.into()),
+            body.as_bytes().to_vec(),
+        )
+    };
+
+    rabbit
+        .publish(&src, &[with_id("same", "first"), with_id("same", "second")])
+        .await;
+    let got = receive(&mut rx, 2, Duration::from_secs(2)).await;
+    assert_eq!(
+        got.len(),
+        1,
+        "the second copy is a duplicate within the window"
+    );
+    assert_eq!(got[0].data, b"first");
+    let route_label = format!("route=\"{route}\"");
+    daemon.wait_for("the duplicate counted", Duration::from_secs(10), |d| {
+        d.metric("ferry_bridge_source_duplicates_total", &[&route_label]) == 1.0
+    });
+
+    // Past the window (and a cleanup) the id is forgotten and staged again.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    rabbit.publish(&src, &[with_id("same", "third")]).await;
+    let got = receive(&mut rx, 1, Duration::from_secs(10)).await;
+    assert_eq!(got.len(), 1, "{}", daemon.readyz());
+    assert_eq!(got[0].data, b"third");
     drop(daemon);
     rabbit.delete().await;
 }
