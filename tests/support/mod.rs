@@ -2,6 +2,7 @@
 //! the real `ferry` binary as a child process ([`process`]).
 #![allow(dead_code)]
 
+pub mod bridge;
 pub mod http;
 pub mod process;
 

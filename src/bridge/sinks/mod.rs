@@ -1,10 +1,13 @@
 //! Sinks: how a route destination hands messages over ([`super::sink::Sink`]).
 //!
-//! Modules (one per kind of endpoint, added as each is built): rabbitmq and kafka (external brokers), amqp_front and
-//! kafka_front (Ferry's own fronts).
+//! Modules (one per kind of endpoint, added as each is built): [`rabbitmq`] (an external
+//! RabbitMQ exchange); to come: kafka (external brokers), amqp_front and kafka_front
+//! (Ferry's own fronts).
+
+pub mod rabbitmq;
 
 use super::route::Destination;
-use super::sink::Sink;
+use super::sink::{Sink, endpoint_label};
 use super::{BridgeError, RouteContext};
 use crate::config::{Endpoint, SinkConfig};
 use std::collections::BTreeMap;
@@ -27,7 +30,17 @@ pub async fn open(
     };
     match &destination.endpoint {
         Endpoint::Sink(name) => match sinks.get(name) {
-            Some(SinkConfig::Rabbitmq { .. }) => Err(unsupported("rabbitmq")),
+            Some(SinkConfig::Rabbitmq {
+                uri,
+                exchange,
+                routing_key,
+            }) => Ok(Sink::External(Box::new(rabbitmq::RabbitmqSink::new(
+                endpoint_label(&destination.endpoint),
+                uri.clone(),
+                exchange.clone(),
+                routing_key.clone(),
+                ctx.status.clone(),
+            )))),
             Some(SinkConfig::Kafka { .. }) => Err(unsupported("kafka")),
             None => Err(BridgeError::Config(format!("unknown sink '{name}'"))),
         },

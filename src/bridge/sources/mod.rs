@@ -2,8 +2,11 @@
 //! [`super::route::RouteStages::stage_in`] in a transaction that also records its own
 //! progress, and tells its upstream only after that commit.
 //!
-//! Modules (one per kind of endpoint, added as each is built): rabbitmq and kafka (external brokers), amqp_front and
+//! Modules (one per kind of endpoint, added as each is built): [`rabbitmq`] (an external
+//! RabbitMQ queue); to come: kafka (external brokers), amqp_front and
 //! kafka_front (Ferry's own fronts).
+
+pub mod rabbitmq;
 
 use super::{BridgeError, RouteContext};
 use crate::config::{Endpoint, SourceConfig};
@@ -20,7 +23,7 @@ pub fn start(
     ctx: Arc<RouteContext>,
     endpoint: Endpoint,
     sources: &BTreeMap<String, SourceConfig>,
-    _shutdown: CancellationToken,
+    shutdown: CancellationToken,
 ) -> Result<BoxFuture<'static, Result<(), BridgeError>>, BridgeError> {
     let unsupported = |what: &str| {
         BridgeError::Config(format!(
@@ -30,7 +33,21 @@ pub fn start(
     };
     match endpoint {
         Endpoint::Source(name) => match sources.get(&name) {
-            Some(SourceConfig::Rabbitmq { .. }) => Err(unsupported("rabbitmq")),
+            Some(SourceConfig::Rabbitmq {
+                uri,
+                queue,
+                prefetch,
+                dedup_window_ms,
+            }) => {
+                let settings = rabbitmq::Settings {
+                    name: name.clone(),
+                    uri: uri.clone(),
+                    queue: queue.clone(),
+                    prefetch: *prefetch,
+                    dedup_window_ms: *dedup_window_ms,
+                };
+                Ok(rabbitmq::run(ctx, settings, shutdown))
+            }
             Some(SourceConfig::Kafka { .. }) => Err(unsupported("kafka")),
             None => Err(BridgeError::Config(format!("unknown source '{name}'"))),
         },

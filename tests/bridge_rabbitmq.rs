@@ -1,0 +1,510 @@
+//! RabbitMQ → Ferry → RabbitMQ through a bridge route, against the machine's RabbitMQ
+//! (127.0.0.1:5672, guest/guest) as the external broker: properties, headers and bodies
+//! arrive exactly once; exactly once holds under repeated `kill -9`; a missing queue and
+//! a wrong password are reported in `/readyz` without stopping other routes; an
+//! unroutable message ends in the route's dead-letter stage; a message-id is staged once
+//! within the dedup window and forgotten after it.
+
+mod support;
+
+use futures::StreamExt;
+use lapin::options::{
+    BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions,
+    ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
+};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+use support::bridge::BridgeDaemon;
+
+/// The external broker.
+const RABBIT: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+
+/// Names unique to one test run.
+fn unique(what: &str) -> String {
+    format!("ferry-test-{what}-{:08x}", fastrand::u32(..))
+}
+
+/// The external broker's topology for one test, deleted at the end.
+struct Rabbit {
+    channel: Channel,
+    queues: Vec<String>,
+    exchanges: Vec<String>,
+}
+
+impl Rabbit {
+    async fn connect() -> Self {
+        let connection = Connection::connect(RABBIT, ConnectionProperties::default())
+            .await
+            .expect("the machine's RabbitMQ on 127.0.0.1:5672");
+        let channel = connection.create_channel().await.unwrap();
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .unwrap();
+        Self {
+            channel,
+            queues: Vec::new(),
+            exchanges: Vec::new(),
+        }
+    }
+
+    async fn queue(&mut self, name: &str) {
+        self.channel
+            .queue_declare(
+                name.into(),
+                QueueDeclareOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        self.queues.push(name.to_owned());
+    }
+
+    /// A fanout exchange bound to `queue` (or unbound when `None`).
+    async fn exchange(&mut self, name: &str, queue: Option<&str>) {
+        self.channel
+            .exchange_declare(
+                name.into(),
+                ExchangeKind::Fanout,
+                ExchangeDeclareOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        if let Some(q) = queue {
+            self.channel
+                .queue_bind(
+                    q.into(),
+                    name.into(),
+                    "".into(),
+                    QueueBindOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .unwrap();
+        }
+        self.exchanges.push(name.to_owned());
+    }
+
+    /// Publishes every message to `queue` with pipelined confirms.
+    async fn publish(&self, queue: &str, messages: &[(BasicProperties, Vec<u8>)]) {
+        for chunk in messages.chunks(5_000) {
+            let mut confirms = Vec::with_capacity(chunk.len());
+            for (properties, body) in chunk {
+                confirms.push(
+                    self.channel
+                        .basic_publish(
+                            "".into(),
+                            queue.into(),
+                            BasicPublishOptions::default(),
+                            body,
+                            properties.clone(),
+                        )
+                        .await
+                        .unwrap(),
+                );
+            }
+            for c in confirms {
+                assert!(c.await.unwrap().is_ack());
+            }
+        }
+    }
+
+    /// Messages in `queue`.
+    async fn depth(&self, queue: &str) -> u32 {
+        self.channel
+            .queue_declare(
+                queue.into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .unwrap()
+            .message_count()
+    }
+
+    async fn delete(self) {
+        for q in &self.queues {
+            let _ = self
+                .channel
+                .queue_delete(q.as_str().into(), QueueDeleteOptions::default())
+                .await;
+        }
+        for x in &self.exchanges {
+            let _ = self
+                .channel
+                .exchange_delete(x.as_str().into(), ExchangeDeleteOptions::default())
+                .await;
+        }
+    }
+}
+
+/// Everything that arrives in `queue`, collected in the background (auto-ack).
+async fn collect(queue: &str) -> tokio::sync::mpsc::UnboundedReceiver<lapin::message::Delivery> {
+    let connection = Connection::connect(RABBIT, ConnectionProperties::default())
+        .await
+        .unwrap();
+    let channel = connection.create_channel().await.unwrap();
+    let mut consumer = channel
+        .basic_consume(
+            queue.into(),
+            "".into(),
+            BasicConsumeOptions {
+                no_ack: true,
+                ..BasicConsumeOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let _keep = connection;
+        while let Some(Ok(d)) = consumer.next().await {
+            if tx.send(d).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Receives until `n` messages arrived or `timeout` passed.
+async fn receive(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<lapin::message::Delivery>,
+    n: usize,
+    timeout: Duration,
+) -> Vec<lapin::message::Delivery> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut out = Vec::new();
+    while out.len() < n {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(d)) => out.push(d),
+            _ => break,
+        }
+    }
+    out
+}
+
+fn route_config(
+    route: &str,
+    source_queue: &str,
+    sink_uri: &str,
+    exchange: &str,
+    extra: &str,
+) -> String {
+    format!(
+        r#"
+[sources.{route}-in]
+kind = "rabbitmq"
+uri = "{RABBIT}"
+queue = "{source_queue}"
+prefetch = 2000
+
+[sinks.{route}-out]
+kind = "rabbitmq"
+uri = "{sink_uri}"
+exchange = "{exchange}"
+
+[[routes]]
+name = "{route}"
+from = {{ source = "{route}-in" }}
+to = [{{ sink = "{route}-out" }}]
+{extra}
+"#
+    )
+}
+
+fn headers(i: usize) -> FieldTable {
+    let mut t = FieldTable::default();
+    t.insert("seq".into(), AMQPValue::LongLongInt(i as i64));
+    t.insert("tag".into(), AMQPValue::LongString(format!("t{i}").into()));
+    t.insert("flag".into(), AMQPValue::Boolean(i.is_multiple_of(2)));
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rabbitmq_to_rabbitmq_keeps_properties_headers_and_bodies_exactly_once() {
+    const N: usize = 5_000;
+    let mut rabbit = Rabbit::connect().await;
+    let (src, dst, x, route) = (unique("src"), unique("dst"), unique("x"), unique("r"));
+    rabbit.queue(&src).await;
+    rabbit.queue(&dst).await;
+    rabbit.exchange(&x, Some(&dst)).await;
+    // Every tenth message has no message-id: the sink gives it its stable one.
+    let sent: Vec<(BasicProperties, Vec<u8>)> = (0..N)
+        .map(|i| {
+            let mut p = BasicProperties::default()
+                .with_content_type("text/plain".into())
+                .with_correlation_id(format!("c{i}").into())
+                .with_delivery_mode(2)
+                .with_headers(headers(i));
+            if !i.is_multiple_of(10) {
+                p = p.with_message_id(format!("m{i}").into());
+            }
+            (p, format!("body-{i}").into_bytes())
+        })
+        .collect();
+    rabbit.publish(&src, &sent).await;
+    let mut rx = collect(&dst).await;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = BridgeDaemon::start(dir.path(), &route_config(&route, &src, RABBIT, &x, ""));
+
+    let got = receive(&mut rx, N, Duration::from_secs(120)).await;
+    assert_eq!(got.len(), N, "{}", daemon.readyz());
+    // Nothing more comes: each message arrived once.
+    assert!(receive(&mut rx, 1, Duration::from_secs(2)).await.is_empty());
+    let mut ids = HashSet::new();
+    for d in &got {
+        let body = String::from_utf8(d.data.clone()).unwrap();
+        let i: usize = body.strip_prefix("body-").unwrap().parse().unwrap();
+        let want = &sent[i].0;
+        let id = d
+            .properties
+            .message_id()
+            .clone()
+            .expect("a message-id")
+            .to_string();
+        assert!(ids.insert(id.clone()), "message-id {id} arrived twice");
+        if i.is_multiple_of(10) {
+            assert!(id.starts_with("ferry-"), "{id}");
+        } else {
+            assert_eq!(id, format!("m{i}"));
+        }
+        assert_eq!(d.properties.headers(), want.headers());
+        assert_eq!(d.properties.content_type(), want.content_type());
+        assert_eq!(d.properties.correlation_id(), want.correlation_id());
+        assert_eq!(d.properties.delivery_mode(), want.delivery_mode());
+        assert_eq!(d.routing_key.as_str(), src, "the message's own routing key");
+    }
+    assert_eq!(rabbit.depth(&src).await, 0);
+    let route_label = format!("route=\"{route}\"");
+    assert_eq!(
+        daemon.metric("ferry_bridge_messages_in_total", &[&route_label]),
+        N as f64
+    );
+    drop(daemon);
+    rabbit.delete().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_missing_queue_and_a_wrong_password_are_reported_while_another_route_moves_messages() {
+    let mut rabbit = Rabbit::connect().await;
+    let (missing, bad_src, good_src, dst, x) = (
+        unique("missing"),
+        unique("badsrc"),
+        unique("goodsrc"),
+        unique("dst"),
+        unique("x"),
+    );
+    for q in [&bad_src, &good_src, &dst] {
+        rabbit.queue(q).await;
+    }
+    rabbit.exchange(&x, Some(&dst)).await;
+    let wrong = "amqp://guest:not-the-password@127.0.0.1:5672/%2f";
+    let config = [
+        route_config("nosuchqueue", &missing, RABBIT, &x, ""),
+        route_config("badpass", &bad_src, wrong, &x, ""),
+        route_config("good", &good_src, RABBIT, &x, ""),
+    ]
+    .concat();
+    let one = |i: usize| (BasicProperties::default(), format!("m{i}").into_bytes());
+    rabbit.publish(&bad_src, &[one(0)]).await;
+    rabbit
+        .publish(&good_src, &(0..10).map(one).collect::<Vec<_>>())
+        .await;
+    let mut rx = collect(&dst).await;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = BridgeDaemon::start(dir.path(), &config);
+
+    let got = receive(&mut rx, 10, Duration::from_secs(60)).await;
+    assert_eq!(got.len(), 10, "{}", daemon.readyz());
+    let missing_line = format!("source:nosuchqueue-in: down: queue '{missing}' not found");
+    daemon.wait_for("both failures in /readyz", Duration::from_secs(30), |d| {
+        let r = d.readyz();
+        r.contains(&missing_line)
+            && r.contains("sink:badpass-out: down: cannot connect to amqp://guest:***@127.0.0.1")
+    });
+    let readyz = daemon.readyz();
+    eprintln!("/readyz:\n{readyz}");
+    assert!(readyz.starts_with("ready"), "{readyz}");
+    assert!(!readyz.contains("not-the-password"), "{readyz}");
+    assert!(readyz.contains("source:good-in: up"), "{readyz}");
+    assert!(readyz.contains("sink:good-out: up"), "{readyz}");
+    // The message for the unreachable sink waits in its stage, not lost.
+    assert_eq!(rabbit.depth(&bad_src).await, 0);
+    drop(daemon);
+    rabbit.delete().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_unroutable_message_is_dead_lettered_after_max_attempts() {
+    let mut rabbit = Rabbit::connect().await;
+    let (src, x, route) = (unique("src"), unique("unbound"), unique("r"));
+    rabbit.queue(&src).await;
+    rabbit.exchange(&x, None).await;
+    let config = route_config(
+        &route,
+        &src,
+        RABBIT,
+        &x,
+        "max_attempts = 2\nretry_initial_ms = 10\nretry_max_ms = 50",
+    );
+    rabbit
+        .publish(&src, &[(BasicProperties::default(), b"nowhere".to_vec())])
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = BridgeDaemon::start(dir.path(), &config);
+
+    let dead = format!("stage=\"bridge.{route}.0.dead\"");
+    let route_label = format!("route=\"{route}\"");
+    daemon.wait_for("a dead letter", Duration::from_secs(30), |d| {
+        d.metric("ferry_bridge_dead_letters_total", &[&route_label]) == 1.0
+    });
+    daemon.wait_for(
+        "the dead-letter stage gauge",
+        Duration::from_secs(30),
+        |d| d.metric("ferry_stage_ready", &[&dead]) == 1.0,
+    );
+    assert_eq!(
+        daemon.metric("ferry_bridge_messages_out_total", &[&route_label]),
+        0.0
+    );
+    drop(daemon);
+    rabbit.delete().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_message_arrives_under_repeated_kill_9_and_duplicates_are_counted_redeliveries() {
+    const N: usize = 100_000;
+    const KILLS: usize = 6;
+    let started = Instant::now();
+    let mut rabbit = Rabbit::connect().await;
+    let (src, dst, x, route) = (unique("src"), unique("dst"), unique("x"), unique("r"));
+    rabbit.queue(&src).await;
+    rabbit.queue(&dst).await;
+    rabbit.exchange(&x, Some(&dst)).await;
+    let sent: Vec<(BasicProperties, Vec<u8>)> = (0..N)
+        .map(|i| {
+            let p = BasicProperties::default().with_message_id(format!("k{i}").into());
+            (p, i.to_be_bytes().to_vec())
+        })
+        .collect();
+    rabbit.publish(&src, &sent).await;
+    let mut rx = collect(&dst).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = route_config(&route, &src, RABBIT, &x, "batch = 1000");
+    let route_label = format!("route=\"{route}\"");
+    let redeliveries =
+        |d: &BridgeDaemon| d.metric("ferry_bridge_redeliveries_total", &[&route_label]);
+
+    let mut counts: HashMap<String, usize> = HashMap::with_capacity(N);
+    let absorb = |counts: &mut HashMap<String, usize>, got: Vec<lapin::message::Delivery>| {
+        for d in got {
+            let id = d.properties.message_id().clone().expect("a message-id");
+            *counts.entry(id.to_string()).or_default() += 1;
+        }
+    };
+    let mut reported = 0.0;
+    let mut source_duplicates = 0.0;
+    for _ in 0..KILLS {
+        let mut daemon = BridgeDaemon::start(dir.path(), &config);
+        let life = Duration::from_millis(fastrand::u64(500..2_500));
+        absorb(&mut counts, receive(&mut rx, usize::MAX, life).await);
+        reported += redeliveries(&daemon);
+        source_duplicates += daemon.metric("ferry_bridge_source_duplicates_total", &[&route_label]);
+        daemon.ferry.signal(libc::SIGKILL);
+        daemon.ferry.wait(Duration::from_secs(10));
+    }
+    let daemon = BridgeDaemon::start(dir.path(), &config);
+    let deadline = started + Duration::from_secs(300);
+    loop {
+        let distinct = counts.len();
+        assert!(
+            Instant::now() < deadline,
+            "only {distinct} of {N} ids arrived within 5 minutes; /readyz:\n{}",
+            daemon.readyz()
+        );
+        if distinct == N {
+            break;
+        }
+        absorb(
+            &mut counts,
+            receive(&mut rx, N - distinct, Duration::from_secs(1)).await,
+        );
+    }
+    // Stragglers of the last redeliveries.
+    absorb(
+        &mut counts,
+        receive(&mut rx, usize::MAX, Duration::from_secs(3)).await,
+    );
+    reported += redeliveries(&daemon);
+    source_duplicates += daemon.metric("ferry_bridge_source_duplicates_total", &[&route_label]);
+
+    let sent_ids: HashSet<String> = (0..N).map(|i| format!("k{i}")).collect();
+    assert!(
+        counts.keys().all(|id| sent_ids.contains(id)),
+        "an id that was never sent arrived"
+    );
+    let duplicates: usize = counts.values().map(|c| c - 1).sum();
+    eprintln!(
+        "{N} messages, {KILLS} kill -9: {duplicates} duplicates downstream, {reported} redeliveries reported, {source_duplicates} upstream redeliveries dropped by message-id, {:?}",
+        started.elapsed()
+    );
+    assert!(
+        duplicates as f64 <= reported,
+        "{duplicates} duplicates but only {reported} redeliveries were reported"
+    );
+    assert_eq!(rabbit.depth(&src).await, 0);
+    drop(daemon);
+    rabbit.delete().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_message_id_is_staged_once_within_the_dedup_window_and_again_after_it() {
+    let mut rabbit = Rabbit::connect().await;
+    let (src, dst, x, route) = (unique("src"), unique("dst"), unique("x"), unique("r"));
+    rabbit.queue(&src).await;
+    rabbit.queue(&dst).await;
+    rabbit.exchange(&x, Some(&dst)).await;
+    let config = route_config(&route, &src, RABBIT, &x, "")
+        .replace("prefetch = 2000", "prefetch = 2000\ndedup_window_ms = 300");
+    let mut rx = collect(&dst).await;
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = BridgeDaemon::start(dir.path(), &config);
+    let with_id = |id: &str, body: &str| {
+        (
+            BasicProperties::default().with_message_id(id.into()),
+            body.as_bytes().to_vec(),
+        )
+    };
+
+    rabbit
+        .publish(&src, &[with_id("same", "first"), with_id("same", "second")])
+        .await;
+    let got = receive(&mut rx, 2, Duration::from_secs(2)).await;
+    assert_eq!(
+        got.len(),
+        1,
+        "the second copy is a duplicate within the window"
+    );
+    assert_eq!(got[0].data, b"first");
+    let route_label = format!("route=\"{route}\"");
+    daemon.wait_for("the duplicate counted", Duration::from_secs(10), |d| {
+        d.metric("ferry_bridge_source_duplicates_total", &[&route_label]) == 1.0
+    });
+
+    // Past the window (and a cleanup) the id is forgotten and staged again.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    rabbit.publish(&src, &[with_id("same", "third")]).await;
+    let got = receive(&mut rx, 1, Duration::from_secs(10)).await;
+    assert_eq!(got.len(), 1, "{}", daemon.readyz());
+    assert_eq!(got[0].data, b"third");
+    drop(daemon);
+    rabbit.delete().await;
+}
