@@ -54,6 +54,13 @@ fn start(dir: &Path, config: &Path, ports: Ports) -> Ferry {
     ferry
 }
 
+/// Kills `ferry` and returns its log, for a failure message.
+fn stop(mut ferry: Ferry) -> String {
+    ferry.signal(libc::SIGKILL);
+    let out = ferry.wait(PATIENCE);
+    out.stdout + &out.stderr
+}
+
 fn amqp_uri(ports: Ports) -> String {
     format!("amqp://guest:guest@127.0.0.1:{}/%2f", ports.amqp)
 }
@@ -145,7 +152,7 @@ from = { amqp_exchange = "orders", binding_key = "order.#" }
 to = [{ kafka_topic = "orders-out" }]
 "#,
         );
-        let _ferry = start(dir.path(), &config, ports);
+        let ferry = start(dir.path(), &config, ports);
         let (_conn, ch) = channel(ports).await.unwrap();
         declare_exchange(&ch, "orders").await;
         wait_for_route_queue(ports, "a2k").await;
@@ -181,11 +188,14 @@ to = [{ kafka_topic = "orders-out" }]
         let mut seen: BTreeMap<usize, usize> = BTreeMap::new();
         let mut stream = consumer.stream();
         while seen.len() < MESSAGES {
-            let m = tokio::time::timeout(PATIENCE, stream.next())
-                .await
-                .expect("the Kafka topic stopped short")
-                .unwrap()
-                .unwrap();
+            let Ok(m) = tokio::time::timeout(PATIENCE, stream.next()).await else {
+                panic!(
+                    "the Kafka topic stopped after {} messages; ferry's log:\n{}",
+                    seen.len(),
+                    stop(ferry)
+                );
+            };
+            let m = m.unwrap().unwrap();
             let id = std::str::from_utf8(header(&m, "amqp.message-id").unwrap()).unwrap();
             let i: usize = id[1..].parse().unwrap();
             assert_eq!(m.payload().unwrap(), format!("body {i}").as_bytes());
