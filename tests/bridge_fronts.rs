@@ -411,6 +411,47 @@ async fn publish_until_confirmed(ports: Ports, total: usize, deadline: Instant) 
     sends
 }
 
+/// Five SIGKILLs at random moments, each followed by a restart on the same store; the
+/// last process is returned.
+fn kill_five_times(
+    ferry: Ferry,
+    dir: &Path,
+    config: PathBuf,
+    ports: Ports,
+) -> tokio::task::JoinHandle<Ferry> {
+    let dir = dir.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let mut ferry = ferry;
+        for _ in 0..5 {
+            std::thread::sleep(Duration::from_millis(fastrand::u64(500..3_000)));
+            ferry.signal(libc::SIGKILL);
+            ferry.wait(PATIENCE);
+            ferry = start(&dir, &config, ports);
+        }
+        ferry
+    })
+}
+
+/// The copies beyond what the sender itself sent: `arrived[i]` copies of message `i`,
+/// which was sent `sends[i]` times (a resend of an unconfirmed message may legitimately
+/// have been stored twice upstream of the route). Also (copies of resent messages,
+/// missing messages).
+fn duplicates(arrived: &[u32], sends: &[u32]) -> (u32, u32, usize) {
+    let made: u32 = arrived
+        .iter()
+        .zip(sends)
+        .map(|(a, s)| a.saturating_sub((*s).max(1)))
+        .sum();
+    let resent: u32 = arrived
+        .iter()
+        .zip(sends)
+        .filter(|(_, s)| **s > 1)
+        .map(|(a, _)| a.saturating_sub(1))
+        .sum();
+    let missing = arrived.iter().filter(|n| **n == 0).count();
+    (made, resent, missing)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn amqp_front_to_kafka_front_is_exactly_once_under_kill_9() {
     let total = crash_messages();
@@ -435,19 +476,7 @@ key = "message_id"
     }
     wait_for_route_queue(ports, "crash").await;
 
-    // The killer: at least five SIGKILLs at random moments, each followed by a restart
-    // on the same store.
-    let killer_dir = dir.path().to_owned();
-    let killer = tokio::task::spawn_blocking(move || {
-        let mut ferry = ferry;
-        for _ in 0..5 {
-            std::thread::sleep(Duration::from_millis(fastrand::u64(500..3_000)));
-            ferry.signal(libc::SIGKILL);
-            ferry.wait(PATIENCE);
-            ferry = start(&killer_dir, &config, ports);
-        }
-        ferry
-    });
+    let killer = kill_five_times(ferry, dir.path(), config, ports);
     let sends = publish_until_confirmed(ports, total, deadline).await;
     let _ferry = killer.await.unwrap();
     let resent = sends.iter().filter(|n| **n > 1).count();
@@ -475,22 +504,133 @@ key = "message_id"
         }
         arrived[i] += 1;
     }
-    let missing = arrived.iter().filter(|n| **n == 0).count();
-    // A publisher that resends an unconfirmed message may legitimately have stored it
-    // twice upstream of the route; any other copy is a duplicate Ferry made.
-    let ferry_duplicates: u32 = arrived
-        .iter()
-        .zip(&sends)
-        .map(|(a, s)| a.saturating_sub((*s).max(1)))
-        .sum();
-    let publisher_duplicates: u32 = arrived
-        .iter()
-        .zip(&sends)
-        .filter(|(_, s)| **s > 1)
-        .map(|(a, _)| a.saturating_sub(1))
-        .sum();
+    let (ferry_duplicates, publisher_duplicates, missing) = duplicates(&arrived, &sends);
     println!(
         "kill -9 x5, {total} messages in {:?}: {distinct} arrived, {missing} missing, {resent} resent by the publisher, {publisher_duplicates} copies of resent messages, {ferry_duplicates} duplicates made by ferry",
+        started.elapsed()
+    );
+    assert_eq!(missing, 0);
+    assert_eq!(ferry_duplicates, 0);
+}
+
+/// Produces ids `0..total` with an idempotent producer until each is acknowledged once;
+/// returns how often each id was handed to the producer (a record that failed is sent
+/// again, a legitimate upstream duplicate if the first one was stored after all).
+async fn produce_until_acknowledged(ports: Ports, total: usize, deadline: Instant) -> Vec<u32> {
+    let producer: FutureProducer = kafka_config(ports)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "20000")
+        .create()
+        .unwrap();
+    let mut sends = vec![0u32; total];
+    let mut acknowledged = vec![false; total];
+    let mut left = total;
+    while left > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{left} records never acknowledged"
+        );
+        let todo: Vec<usize> = (0..total).filter(|i| !acknowledged[*i]).collect();
+        for wave in todo.chunks(2_000) {
+            let mut pending = Vec::with_capacity(wave.len());
+            for &i in wave {
+                let payload = i.to_string();
+                let key = format!("k{}", i % 17);
+                sends[i] += 1;
+                match producer.send_result(FutureRecord::to("crash-in").key(&key).payload(&payload))
+                {
+                    Ok(f) => pending.push((i, f)),
+                    Err(_) => break,
+                }
+            }
+            for (i, f) in pending {
+                if let Ok(Ok(_)) = f.await {
+                    acknowledged[i] = true;
+                    left -= 1;
+                }
+            }
+        }
+    }
+    sends
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_front_to_amqp_front_is_exactly_once_under_kill_9() {
+    let total = crash_messages();
+    let started = Instant::now();
+    let deadline = started + TEST_LIMIT;
+    let dir = tempfile::tempdir().unwrap();
+    let ports = Ports::free();
+    let config = config_with(
+        dir.path(),
+        r#"
+[[routes]]
+name = "crash"
+from = { kafka_topic = "crash-in" }
+to = [{ amqp_exchange = "crash-out" }]
+"#,
+    );
+    let ferry = start(dir.path(), &config, ports);
+    {
+        let (_conn, ch) = channel(ports).await.unwrap();
+        declare_exchange(&ch, "crash-out").await;
+        let durable = QueueDeclareOptions {
+            durable: true,
+            ..QueueDeclareOptions::default()
+        };
+        ch.queue_declare("crash".into(), durable, FieldTable::default())
+            .await
+            .unwrap();
+        ch.queue_bind(
+            "crash".into(),
+            "crash-out".into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    }
+    let killer = kill_five_times(ferry, dir.path(), config, ports);
+    let sends = produce_until_acknowledged(ports, total, deadline).await;
+    let _ferry = killer.await.unwrap();
+    let resent = sends.iter().filter(|n| **n > 1).count();
+
+    let (_conn, ch) = channel(ports).await.unwrap();
+    ch.basic_qos(2_000, BasicQosOptions::default())
+        .await
+        .unwrap();
+    let options = BasicConsumeOptions {
+        no_ack: true,
+        ..BasicConsumeOptions::default()
+    };
+    let mut consumer = ch
+        .basic_consume("crash".into(), "t".into(), options, FieldTable::default())
+        .await
+        .unwrap();
+    let mut arrived = vec![0u32; total];
+    let mut distinct = 0;
+    loop {
+        let wait = if distinct < total {
+            deadline.saturating_duration_since(Instant::now())
+        } else {
+            Duration::from_secs(3)
+        };
+        let Ok(Some(d)) = tokio::time::timeout(wait, consumer.next()).await else {
+            break;
+        };
+        let d = d.unwrap();
+        let i: usize = std::str::from_utf8(&d.data).unwrap().parse().unwrap();
+        if arrived[i] == 0 {
+            distinct += 1;
+        }
+        arrived[i] += 1;
+    }
+    let (ferry_duplicates, producer_duplicates, missing) = duplicates(&arrived, &sends);
+    println!(
+        "kill -9 x5, {total} records in {:?}: {distinct} arrived, {missing} missing, {resent} resent by the producer, {producer_duplicates} copies of resent records, {ferry_duplicates} duplicates made by ferry",
         started.elapsed()
     );
     assert_eq!(missing, 0);
