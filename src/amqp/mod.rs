@@ -11,7 +11,7 @@
 //! (`x-expires` and transient entities of dead owners), [`resources`] (queue-depth
 //! gauges and the publisher alarm), [`errors`] (reply codes), [`broker`] (shared state).
 //!
-//! [`run`] serves until shutdown, then drains: every connection is closed with 320
+//! [`start`] loads the topology, then [`Started::run`] serves until shutdown, then drains: every connection is closed with 320
 //! CONNECTION_FORCED after its channels stored what they had accepted and returned their
 //! unacknowledged deliveries.
 
@@ -85,23 +85,31 @@ pub enum FrontError {
     },
 }
 
-/// Serves AMQP on `listener` until `shutdown`, then drains every connection and stops the
-/// front's background tasks.
+/// The AMQP front with its topology loaded, ready to serve ([`Started::run`]); the
+/// bridge routes through its [`Broker`] meanwhile.
+pub struct Started {
+    /// Shared with every connection (and the bridge).
+    broker: Arc<Broker>,
+    /// Queues opened by this instance, for their background work.
+    opened: mpsc::UnboundedReceiver<Arc<topology::Queue>>,
+    /// Raises and clears the publisher alarm.
+    alarm: watch::Sender<Option<String>>,
+    /// Expiry hints, for the sweeper.
+    expiry: mpsc::UnboundedReceiver<(u64, std::sync::Weak<topology::Queue>)>,
+}
+
+/// Registers the front's lease holder and loads every virtual host's topology.
 ///
 /// # Errors
 /// [`FrontError`] when the front cannot start.
-pub async fn run(
-    front: Front,
-    listener: TcpListener,
-    shutdown: CancellationToken,
-) -> Result<(), FrontError> {
+pub async fn start(front: Front) -> Result<Started, FrontError> {
     let holders = front.stages.holders();
     let instance = holders
         .register(front.lease_ttl)
         .await
         .map_err(FrontError::Holder)?;
     let keys = TopologyKeys::new(&front.prefix);
-    let (opened_tx, opened_rx) = mpsc::unbounded_channel();
+    let (opened_tx, opened) = mpsc::unbounded_channel();
     let vhosts: HashMap<String, Arc<VHost>> = front
         .config
         .vhosts
@@ -127,51 +135,82 @@ pub async fn run(
     let (alarm, blocked) = watch::channel(None);
     let (expiry, expiry_rx) = ExpiryHints::new();
     let broker = Arc::new(Broker {
-        config: front.config.clone(),
+        config: front.config,
         users: front.users,
-        db: front.db.clone(),
+        db: front.db,
         stages: front.stages,
-        holders: holders.clone(),
+        holders,
         lease_ttl: front.lease_ttl,
-        vhosts: vhosts.clone(),
+        vhosts,
         instance,
         blocked,
         expiry,
     });
-
-    let background = CancellationToken::new();
-    let mut tasks = JoinSet::new();
-    tasks.spawn(expiry::run(front.db.clone(), expiry_rx, background.clone()));
-    tasks.spawn(resources::run(
-        front.config.clone(),
-        vhosts.clone(),
+    Ok(Started {
+        broker,
+        opened,
         alarm,
-        background.clone(),
-    ));
-    tasks.spawn(janitor::reap_orphans(broker.clone(), background.clone()));
-    tasks.spawn(renew_instance(broker.clone(), background.clone()));
-    for vhost in vhosts.values() {
-        tasks.spawn(watch_topology(vhost.clone(), background.clone()));
-    }
-    tasks.spawn(supervise_queues(
-        broker.clone(),
-        opened_rx,
-        background.clone(),
-    ));
+        expiry: expiry_rx,
+    })
+}
 
-    let serving = broker.clone();
-    crate::server::serve(
-        "amqp",
-        listener,
-        front.config.max_connections,
-        shutdown,
-        move |stream, peer, token| connection::serve(serving.clone(), stream, peer, token),
-    )
-    .await;
-    background.cancel();
-    while tasks.join_next().await.is_some() {}
-    let _ = holders.release(instance).await;
+/// [`start`], then [`Started::run`]: serves AMQP on `listener` until `shutdown`.
+///
+/// # Errors
+/// [`FrontError`] when the front cannot start.
+pub async fn run(
+    front: Front,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), FrontError> {
+    start(front).await?.run(listener, shutdown).await;
     Ok(())
+}
+
+impl Started {
+    /// The state the front shares, for the bridge's routes through it.
+    pub fn broker(&self) -> Arc<Broker> {
+        self.broker.clone()
+    }
+
+    /// Serves AMQP on `listener` until `shutdown`, then drains every connection and stops
+    /// the front's background tasks.
+    pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) {
+        let Self {
+            broker,
+            opened,
+            alarm,
+            expiry,
+        } = self;
+        let background = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        tasks.spawn(expiry::run(broker.db.clone(), expiry, background.clone()));
+        tasks.spawn(resources::run(
+            broker.config.clone(),
+            broker.vhosts.clone(),
+            alarm,
+            background.clone(),
+        ));
+        tasks.spawn(janitor::reap_orphans(broker.clone(), background.clone()));
+        tasks.spawn(renew_instance(broker.clone(), background.clone()));
+        for vhost in broker.vhosts.values() {
+            tasks.spawn(watch_topology(vhost.clone(), background.clone()));
+        }
+        tasks.spawn(supervise_queues(broker.clone(), opened, background.clone()));
+
+        let serving = broker.clone();
+        crate::server::serve(
+            "amqp",
+            listener,
+            broker.config.max_connections,
+            shutdown,
+            move |stream, peer, token| connection::serve(serving.clone(), stream, peer, token),
+        )
+        .await;
+        background.cancel();
+        while tasks.join_next().await.is_some() {}
+        let _ = broker.holders.release(broker.instance).await;
+    }
 }
 
 /// Keeps the instance's holder alive (its transient exchanges and queues live with it).

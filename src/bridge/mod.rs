@@ -66,9 +66,15 @@ impl From<StageError> for BridgeError {
     }
 }
 
-/// What Ferry's own fronts offer routes that start or end at them.
+/// What Ferry's own fronts offer routes that start or end at them; `None` for a front
+/// this process does not run (then such routes fail to start, naming the front).
 #[derive(Clone, Default)]
-pub struct Fronts {}
+pub struct Fronts {
+    /// The AMQP front's shared state: its virtual hosts, their topology and queues.
+    pub amqp: Option<Arc<crate::amqp::broker::Broker>>,
+    /// The Kafka front's shared state: its topics, partition logs and sequencers.
+    pub kafka: Option<Arc<crate::kafka::Context>>,
+}
 
 /// Everything one route's source and sinks share.
 pub struct RouteContext {

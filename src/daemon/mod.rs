@@ -157,6 +157,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         lease_reaper::run(holders, ttl, token).await;
         Ok(())
     });
+    let kafka_ctx = kafka.context();
     loops.spawn("kafka front", async move {
         kafka.run().await;
         Ok(())
@@ -169,20 +170,21 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         prefix: config.store.prefix.clone(),
         lease_ttl: config.stage.lease_ttl(),
     };
-    let (token, failed) = (shutdown.clone(), shutdown.clone());
+    let amqp = crate::amqp::start(front).await?;
+    let fronts = crate::bridge::Fronts {
+        amqp: Some(amqp.broker()),
+        kafka: Some(kafka_ctx),
+    };
+    let token = shutdown.clone();
     loops.spawn("amqp front", async move {
-        let result = crate::amqp::run(front, amqp_listener, token).await;
-        if result.is_err() {
-            // The daemon does not run without its AMQP front.
-            failed.cancel();
-        }
-        result.map_err(DaemonError::from)
+        amqp.run(amqp_listener, token).await;
+        Ok(())
     });
     let bridge_status = crate::bridge::status::Status::default();
     let bridge = crate::bridge::Setup {
         config: config.clone(),
         stages: stages.clone(),
-        fronts: crate::bridge::Fronts::default(),
+        fronts,
         status: bridge_status.clone(),
     };
     let (token, failed) = (shutdown.clone(), shutdown.clone());

@@ -109,6 +109,36 @@ impl Context {
         info!(topic = name, partitions, "topic created");
         Ok(topic)
     }
+
+    /// Topic `name`, created with the default partition count when it is missing and
+    /// `auto_create` allows it.
+    ///
+    /// # Errors
+    /// [`TopicError::Unknown`] for a missing topic that may not be created, or as
+    /// [`Context::create_topic`].
+    pub async fn topic_or_create(
+        &self,
+        name: &str,
+        auto_create: bool,
+    ) -> Result<Arc<Topic>, TopicError> {
+        match self.topics.get(name) {
+            Some(t) => Ok(t),
+            None if auto_create => {
+                let partitions = self.config.default_partitions;
+                match self
+                    .create_topic(name, partitions, TopicConfig::default())
+                    .await
+                {
+                    Err(TopicError::Exists(_)) => self
+                        .topics
+                        .get(name)
+                        .ok_or_else(|| TopicError::Unknown(name.to_owned())),
+                    other => other,
+                }
+            }
+            None => Err(TopicError::Unknown(name.to_owned())),
+        }
+    }
 }
 
 /// The Kafka front, started and ready to serve.
@@ -196,6 +226,11 @@ impl KafkaFront {
             listener,
             internal,
         })
+    }
+
+    /// What every connection shares, for the bridge's routes through the front.
+    pub fn context(&self) -> Arc<Context> {
+        self.ctx.clone()
     }
 
     /// The address the listener is bound to.

@@ -1,9 +1,11 @@
 //! Sinks: how a route destination hands messages over ([`super::sink::Sink`]).
 //!
-//! Modules (one per kind of endpoint, added as each is built): [`rabbitmq`] (an external
-//! RabbitMQ exchange); to come: kafka (external brokers), amqp_front and kafka_front
-//! (Ferry's own fronts).
+//! Modules, one per kind of endpoint: [`rabbitmq`] (an external RabbitMQ exchange),
+//! kafka (external Kafka topics; to come), [`amqp_front`] and [`kafka_front`] (Ferry's own
+//! fronts).
 
+pub mod amqp_front;
+pub mod kafka_front;
 pub mod rabbitmq;
 
 use super::route::Destination;
@@ -28,6 +30,12 @@ pub async fn open(
             ctx.config.name
         ))
     };
+    let no_front = |front: &str| {
+        BridgeError::Config(format!(
+            "route '{}': the {front} front does not run in this process",
+            ctx.config.name
+        ))
+    };
     match &destination.endpoint {
         Endpoint::Sink(name) => match sinks.get(name) {
             Some(SinkConfig::Rabbitmq {
@@ -44,8 +52,25 @@ pub async fn open(
             Some(SinkConfig::Kafka { .. }) => Err(unsupported("kafka")),
             None => Err(BridgeError::Config(format!("unknown sink '{name}'"))),
         },
-        Endpoint::AmqpExchange { .. } => Err(unsupported("amqp_exchange")),
-        Endpoint::KafkaTopic(_) => Err(unsupported("kafka_topic")),
+        Endpoint::AmqpExchange {
+            vhost,
+            exchange,
+            key,
+        } => {
+            let broker = ctx.fronts.amqp.clone().ok_or_else(|| no_front("AMQP"))?;
+            Ok(Sink::InStore(Box::new(amqp_front::AmqpFrontSink::new(
+                broker,
+                vhost.clone(),
+                exchange.clone(),
+                key.clone(),
+            ))))
+        }
+        Endpoint::KafkaTopic(topic) => {
+            let kafka = ctx.fronts.kafka.clone().ok_or_else(|| no_front("Kafka"))?;
+            Ok(Sink::InStore(Box::new(
+                kafka_front::KafkaFrontSink::open(kafka, topic.clone(), ctx.config.key).await,
+            )))
+        }
         Endpoint::Source(name) => Err(BridgeError::Config(format!(
             "source '{name}' cannot be a destination"
         ))),

@@ -2,10 +2,12 @@
 //! [`super::route::RouteStages::stage_in`] in a transaction that also records its own
 //! progress, and tells its upstream only after that commit.
 //!
-//! Modules (one per kind of endpoint, added as each is built): [`rabbitmq`] (an external
-//! RabbitMQ queue); to come: kafka (external brokers), amqp_front and
-//! kafka_front (Ferry's own fronts).
+//! Modules, one per kind of endpoint: [`rabbitmq`] (an external RabbitMQ queue),
+//! kafka (external Kafka topics; to come), [`amqp_front`] and [`kafka_front`] (Ferry's own
+//! fronts).
 
+pub mod amqp_front;
+pub mod kafka_front;
 pub mod rabbitmq;
 
 use super::{BridgeError, RouteContext};
@@ -31,6 +33,12 @@ pub fn start(
             ctx.config.name
         ))
     };
+    let no_front = |front: &str| {
+        BridgeError::Config(format!(
+            "route '{}': the {front} front does not run in this process",
+            ctx.config.name
+        ))
+    };
     match endpoint {
         Endpoint::Source(name) => match sources.get(&name) {
             Some(SourceConfig::Rabbitmq {
@@ -51,8 +59,23 @@ pub fn start(
             Some(SourceConfig::Kafka { .. }) => Err(unsupported("kafka")),
             None => Err(BridgeError::Config(format!("unknown source '{name}'"))),
         },
-        Endpoint::AmqpExchange { .. } => Err(unsupported("amqp_exchange")),
-        Endpoint::KafkaTopic(_) => Err(unsupported("kafka_topic")),
+        Endpoint::AmqpExchange {
+            vhost,
+            exchange,
+            key,
+        } => {
+            let broker = ctx.fronts.amqp.clone().ok_or_else(|| no_front("AMQP"))?;
+            let from = amqp_front::Exchange {
+                vhost,
+                exchange,
+                binding_key: key.unwrap_or_else(|| "#".to_owned()),
+            };
+            Ok(Box::pin(amqp_front::run(ctx, broker, from, shutdown)))
+        }
+        Endpoint::KafkaTopic(topic) => {
+            let kafka = ctx.fronts.kafka.clone().ok_or_else(|| no_front("Kafka"))?;
+            Ok(Box::pin(kafka_front::run(ctx, kafka, topic, shutdown)))
+        }
         Endpoint::Sink(name) => Err(BridgeError::Config(format!(
             "sink '{name}' cannot be a source"
         ))),

@@ -6,7 +6,7 @@ use super::str_bytes;
 use crate::kafka::Context;
 use crate::kafka::brokers::Broker;
 use crate::kafka::sequencer::leaders;
-use crate::kafka::topics::{Topic, TopicConfig, TopicError};
+use crate::kafka::topics::Topic;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -65,23 +65,7 @@ pub async fn handle(ctx: &Arc<Context>, version: i16, request: MetadataRequest) 
 }
 
 async fn by_name(ctx: &Arc<Context>, name: &str, auto_create: bool) -> MetadataResponseTopic {
-    let topic = match ctx.topics.get(name) {
-        Some(t) => Ok(t),
-        None if auto_create => {
-            let partitions = ctx.config.default_partitions;
-            match ctx
-                .create_topic(name, partitions, TopicConfig::default())
-                .await
-            {
-                Err(TopicError::Exists(_)) => ctx
-                    .topics
-                    .get(name)
-                    .ok_or_else(|| TopicError::Unknown(name.to_owned())),
-                other => other,
-            }
-        }
-        None => Err(TopicError::Unknown(name.to_owned())),
-    };
+    let topic = ctx.topic_or_create(name, auto_create).await;
     match topic {
         Ok(t) => describe(ctx, &t).await,
         Err(e) => MetadataResponseTopic::default()

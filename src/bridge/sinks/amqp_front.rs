@@ -1,0 +1,180 @@
+//! An exchange on Ferry's own AMQP front as a route destination ([`InStoreSink`]).
+//!
+//! Each message is routed through the vhost's topology as a publish to the exchange with
+//! the route's routing key (or the message's own) and its headers, and stored into the
+//! routed queues with the front's own [`enqueue_in`] (queue TTL, priorities, length
+//! limits) in the transaction that acknowledges it in the route's stage: exactly once.
+//! The stored body is the front's [`StoredMessage`], so the queues' consumers get every
+//! property.
+//!
+//! A missing exchange (or vhost) is retried (the worker backs off; nothing is counted as
+//! an attempt); a message no queue is bound for is rejected as unroutable, and after
+//! `max_attempts` dead-lettered to the route's dead-letter stage. A queue with
+//! `x-overflow: reject-publish` at its `x-max-length` drops what it refuses, as it does
+//! for an unconfirmed publisher.
+
+use crate::amqp::broker::Broker;
+use crate::amqp::codec::encode_properties;
+use crate::amqp::enqueue::{Entry, QueueBatch, enqueue_in, expires_at};
+use crate::amqp::message::StoredMessage;
+use crate::amqp::topology::Queue;
+use crate::bridge::sink::{InStoreSink, Outcome};
+use crate::bridge::staged::Outgoing;
+use crate::stage::{MessageId, NewMessage, StageError};
+use crate::store::Transaction;
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Where one message goes: the queues it reaches and its own TTL (`expiration`).
+type Routed = (Vec<Arc<Queue>>, Option<u64>);
+
+/// Where a route delivers on the AMQP front.
+pub struct AmqpFrontSink {
+    /// The front.
+    broker: Arc<Broker>,
+    /// The vhost.
+    vhost: String,
+    /// The exchange.
+    exchange: String,
+    /// The routing key; `None` keeps each message's own.
+    routing_key: Option<String>,
+    /// The queues each message of the batch being delivered was routed to by
+    /// [`InStoreSink::plan`], with its TTL, for [`InStoreSink::write_in`].
+    planned: Mutex<HashMap<MessageId, Routed>>,
+}
+
+impl AmqpFrontSink {
+    /// A sink publishing to `exchange` in `vhost` of `broker`'s front.
+    pub fn new(
+        broker: Arc<Broker>,
+        vhost: String,
+        exchange: String,
+        routing_key: Option<String>,
+    ) -> Self {
+        Self {
+            broker,
+            vhost,
+            exchange,
+            routing_key,
+            planned: Mutex::default(),
+        }
+    }
+
+    fn routing_key<'a>(&'a self, o: &'a Outgoing) -> &'a str {
+        self.routing_key
+            .as_deref()
+            .unwrap_or(&o.message.routing_key)
+    }
+
+    /// The queues `o` reaches, with its own TTL, or why it cannot be published.
+    fn route(&self, o: &Outgoing) -> Result<Routed, Outcome> {
+        let Some(vhost) = self.broker.vhosts.get(&self.vhost) else {
+            return Err(Outcome::Retry(format!(
+                "no vhost '{}' on the AMQP front",
+                self.vhost
+            )));
+        };
+        let properties = &o.message.properties;
+        let ttl = match properties.expiration() {
+            None => None,
+            Some(e) => match e.as_str().parse::<u64>() {
+                Ok(ttl) => Some(ttl),
+                Err(_) => return Err(Outcome::Rejected(format!("invalid expiration '{e}'"))),
+            },
+        };
+        let queues = vhost
+            .topology()
+            .route(
+                &self.vhost,
+                &self.exchange,
+                self.routing_key(o),
+                properties.headers().as_ref(),
+            )
+            .map_err(|e| Outcome::Retry(e.to_string()))?;
+        if queues.is_empty() {
+            return Err(Outcome::Rejected(format!(
+                "unroutable: no queue is bound to exchange '{}' in vhost '{}' for routing key '{}'",
+                self.exchange,
+                self.vhost,
+                self.routing_key(o)
+            )));
+        }
+        Ok((queues, ttl))
+    }
+}
+
+impl InStoreSink for AmqpFrontSink {
+    fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome> {
+        let mut planned = self.planned.lock();
+        planned.clear();
+        batch
+            .iter()
+            .map(|o| match self.route(o) {
+                Ok(routed) => {
+                    planned.insert(o.id, routed);
+                    Outcome::Delivered
+                }
+                Err(outcome) => outcome,
+            })
+            .collect()
+    }
+
+    fn write_in<'a>(
+        &'a self,
+        tx: &'a Transaction,
+        batch: &'a [&'a Outgoing],
+        now: u64,
+    ) -> BoxFuture<'a, Result<(), StageError>> {
+        let mut by_stage: HashMap<u64, usize> = HashMap::new();
+        let mut batches: Vec<QueueBatch> = Vec::new();
+        {
+            let planned = self.planned.lock();
+            for (item, o) in batch.iter().enumerate() {
+                let Some((queues, ttl)) = planned.get(&o.id) else {
+                    continue;
+                };
+                let body = StoredMessage {
+                    exchange: self.exchange.clone(),
+                    routing_key: self.routing_key(o).to_owned(),
+                    raw_properties: Bytes::from(encode_properties(&o.message.properties)),
+                    body: Bytes::copy_from_slice(&o.message.body),
+                }
+                .encode();
+                let priority = o.message.properties.priority().unwrap_or(0);
+                for queue in queues {
+                    let at = *by_stage.entry(queue.stage.id()).or_insert_with(|| {
+                        batches.push(QueueBatch {
+                            queue: queue.clone(),
+                            messages: Vec::new(),
+                        });
+                        batches.len() - 1
+                    });
+                    let message = NewMessage::new(body.clone())
+                        .priority(priority)
+                        .expires_ms(expires_at(queue, *ttl, now));
+                    batches[at].messages.push(Entry { item, message });
+                }
+            }
+        }
+        Box::pin(async move {
+            enqueue_in(tx, &batches, now).await?;
+            // Tell the expiry sweeper about expiring messages; a hint for a transaction
+            // that is retried is only an early look at the queue's head.
+            for b in &batches {
+                let soonest = b
+                    .messages
+                    .iter()
+                    .map(|e| e.message.expires_ms)
+                    .filter(|at| *at != 0)
+                    .min();
+                if let Some(at) = soonest {
+                    self.broker.expiry.hint(&b.queue, at);
+                }
+            }
+            Ok(())
+        })
+    }
+}

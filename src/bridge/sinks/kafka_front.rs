@@ -1,0 +1,200 @@
+//! A topic on Ferry's own Kafka front as a route destination ([`InStoreSink`]).
+//!
+//! Each message becomes a Kafka record (`docs/mapping.md`, its key as the route's `key`
+//! says); a keyed record goes to the partition Java clients pick (murmur2 of the key),
+//! an unkeyed one round robin. The records of one partition are encoded as one record
+//! batch and appended to the partition's stage exactly as the produce path stages a
+//! produced batch, in the transaction that acknowledges them in the route's stage:
+//! exactly once. The partition's sequencer then moves the batch into the log.
+//!
+//! A missing topic is created when the route starts if `kafka.auto_create_topics`
+//! allows it; while it is missing, deliveries are retried.
+
+use crate::bridge::mapping::KeySource;
+use crate::bridge::sink::{InStoreSink, Outcome};
+use crate::bridge::staged::Outgoing;
+use crate::kafka::Context;
+use crate::kafka::sequencer::stage_record;
+use crate::kafka::topics::Topic;
+use crate::stage::{NewMessage, StageError};
+use crate::store::Transaction;
+use bytes::{Bytes, BytesMut};
+use futures::future::BoxFuture;
+use kafka_protocol::indexmap::IndexMap;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tracing::warn;
+
+/// Where a route delivers on the Kafka front.
+pub struct KafkaFrontSink {
+    /// The front.
+    kafka: Arc<Context>,
+    /// The topic.
+    topic: String,
+    /// What a record's key is made from.
+    key: KeySource,
+    /// The next partition for an unkeyed record.
+    round_robin: AtomicUsize,
+}
+
+impl KafkaFrontSink {
+    /// A sink producing to `topic` of `kafka`'s front, creating the topic now if it is
+    /// missing and `kafka.auto_create_topics` allows it.
+    pub async fn open(kafka: Arc<Context>, topic: String, key: KeySource) -> Self {
+        if let Err(e) = kafka
+            .topic_or_create(&topic, kafka.config.auto_create_topics)
+            .await
+        {
+            warn!(topic = %topic, error = %e, "the route's Kafka topic is not there yet; deliveries wait for it");
+        }
+        Self {
+            kafka,
+            topic,
+            key,
+            round_robin: AtomicUsize::new(fastrand::usize(..)),
+        }
+    }
+
+    fn topic(&self) -> Option<Arc<Topic>> {
+        self.kafka.topics.get(&self.topic)
+    }
+}
+
+/// Java Kafka's murmur2 hash (`org.apache.kafka.common.utils.Utils.murmur2`).
+pub fn murmur2(data: &[u8]) -> i32 {
+    const SEED: u32 = 0x9747_b28c;
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let mut h = SEED ^ data.len() as u32;
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let tail = chunks.remainder();
+    if tail.len() >= 3 {
+        h ^= u32::from(tail[2]) << 16;
+    }
+    if tail.len() >= 2 {
+        h ^= u32::from(tail[1]) << 8;
+    }
+    if !tail.is_empty() {
+        h ^= u32::from(tail[0]);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+/// The partition Java's default partitioner picks for `key` among `partitions`.
+pub fn partition_for_key(key: &[u8], partitions: usize) -> usize {
+    (murmur2(key) & 0x7fff_ffff) as usize % partitions.max(1)
+}
+
+impl InStoreSink for KafkaFrontSink {
+    fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome> {
+        let outcome = match self.topic() {
+            Some(_) => Outcome::Delivered,
+            None => Outcome::Retry(format!("no topic '{}' on the Kafka front", self.topic)),
+        };
+        vec![outcome; batch.len()]
+    }
+
+    fn write_in<'a>(
+        &'a self,
+        tx: &'a Transaction,
+        batch: &'a [&'a Outgoing],
+        now: u64,
+    ) -> BoxFuture<'a, Result<(), StageError>> {
+        Box::pin(async move {
+            // `plan` found the topic; it cannot be gone from the cache without a delete,
+            // and then its stages are gone too.
+            let Some(topic) = self.topic() else {
+                return Ok(());
+            };
+            let count = topic.partitions.len();
+            let mut by_partition: BTreeMap<usize, Vec<Record>> = BTreeMap::new();
+            for o in batch {
+                let r = o.to_kafka(self.key);
+                let p = match &r.key {
+                    Some(k) => partition_for_key(k, count),
+                    None => self.round_robin.fetch_add(1, Ordering::Relaxed) % count.max(1),
+                };
+                let records = by_partition.entry(p).or_default();
+                let n = records.len() as i64;
+                records.push(Record {
+                    transactional: false,
+                    control: false,
+                    delete_horizon: false,
+                    partition_leader_epoch: -1,
+                    producer_id: -1,
+                    producer_epoch: -1,
+                    timestamp_type: TimestampType::Creation,
+                    offset: n,
+                    // offset − sequence must be constant for one batch; no producer: -1 first.
+                    sequence: n as i32 - 1,
+                    timestamp: r.timestamp_ms.unwrap_or(now as i64),
+                    key: r.key.map(Bytes::from),
+                    value: r.value.map(Bytes::from),
+                    headers: r
+                        .headers
+                        .into_iter()
+                        .map(|(k, v)| (StrBytes::from_string(k), v.map(Bytes::from)))
+                        .collect::<IndexMap<_, _>>(),
+                });
+            }
+            let waiters = &self.kafka.waiters;
+            for (p, records) in by_partition {
+                let Some(partition) = topic.partition(p as i32) else {
+                    continue;
+                };
+                let mut buf = BytesMut::new();
+                RecordBatchEncoder::encode(
+                    &mut buf,
+                    &records,
+                    &RecordEncodeOptions {
+                        version: 2,
+                        compression: Compression::None,
+                    },
+                )
+                .expect("uncompressed records encode into memory");
+                let body = stage_record(waiters.incarnation(), waiters.unwaited_token(), &buf);
+                partition
+                    .stage
+                    .append_in(tx, &[NewMessage::new(body)], now)
+                    .await?;
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn murmur2_matches_java_kafka() {
+        // The cases of Kafka's own UtilsTest.
+        assert_eq!(murmur2(b"21"), -973_932_308);
+        assert_eq!(murmur2(b"foobar"), -790_332_482);
+        assert_eq!(murmur2(b"a-little-bit-long-string"), -985_981_536);
+        assert_eq!(murmur2(b"a-little-bit-longer-string"), -1_486_304_829);
+        assert_eq!(
+            murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"),
+            -58_897_971
+        );
+        assert_eq!(murmur2(b"abc"), 479_470_107);
+    }
+}

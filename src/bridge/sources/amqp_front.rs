@@ -1,0 +1,220 @@
+//! An exchange on Ferry's own AMQP front as a route's source.
+//!
+//! The route owns a durable queue `ferry.bridge.ROUTE` in the vhost, bound to the
+//! exchange with the route's binding key, so the front's own publish path stores every
+//! matching message in it (and confirms to the publisher after that commit). The source
+//! leases the queue's messages and moves each leased batch in ONE store transaction:
+//! a message is acknowledged in the queue and staged for the route's destinations only if
+//! the acknowledgement removed it (`ack_in == 1`), so a transaction retried after an
+//! unknown commit result never stages a message twice. The move is exactly once.
+//!
+//! A missing exchange is logged, shown as down in `/readyz`, and retried with backoff.
+
+use crate::amqp::broker::Broker;
+use crate::amqp::codec::decode_properties;
+use crate::amqp::errors::AmqpError;
+use crate::amqp::message::StoredMessage;
+use crate::amqp::topology::args::QueueArgs;
+use crate::amqp::topology::queue::QueueSpec;
+use crate::amqp::topology::routing::{Binding, Destination};
+use crate::amqp::topology::{Queue, VHost};
+use crate::bridge::mapping::AmqpMessage;
+use crate::bridge::sink::{Backoff, endpoint_label};
+use crate::bridge::{BridgeError, RouteContext, staged};
+use crate::config::Endpoint;
+use crate::stage::{Consumer, Delivery, MessageId, NewMessage, StageError, Step, now_ms};
+use crate::telemetry::bridge as metric;
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// The queue a route from the AMQP front reads: `ferry.bridge.ROUTE`.
+pub fn queue_name(route: &str) -> String {
+    format!("ferry.bridge.{route}")
+}
+
+/// Where the source reads from.
+pub struct Exchange {
+    /// The vhost.
+    pub vhost: String,
+    /// The exchange.
+    pub exchange: String,
+    /// The binding key (default `#`).
+    pub binding_key: String,
+}
+
+/// Moves the exchange's messages into the route's stages until `shutdown`.
+///
+/// # Errors
+/// [`BridgeError`] when the store fails.
+pub async fn run(
+    ctx: Arc<RouteContext>,
+    broker: Arc<Broker>,
+    from: Exchange,
+    shutdown: CancellationToken,
+) -> Result<(), BridgeError> {
+    let label = endpoint_label(&Endpoint::AmqpExchange {
+        vhost: from.vhost.clone(),
+        exchange: from.exchange.clone(),
+        key: Some(from.binding_key.clone()),
+    });
+    let mut backoff = Backoff::new(
+        Duration::from_millis(ctx.config.retry_initial_ms),
+        Duration::from_millis(ctx.config.retry_max_ms),
+    );
+    loop {
+        let why = match bind(&ctx, &broker, &from).await {
+            Ok(queue) => {
+                ctx.status.up(&label);
+                backoff.reset();
+                info!(route = %ctx.config.name, queue = %queue.name, "reading from the AMQP front");
+                match consume(&ctx, &queue, &label, &shutdown).await {
+                    Ok(true) => return Ok(()),
+                    Ok(false) => format!("queue '{}' was deleted", queue.name),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(e) => e.to_string(),
+        };
+        warn!(route = %ctx.config.name, source = %label, error = %why, "cannot read from the AMQP front; retrying");
+        ctx.status.down(&label, why);
+        tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            () = tokio::time::sleep(backoff.next_delay()) => {}
+        }
+    }
+}
+
+/// Declares (idempotently) the route's durable queue and binds it to the exchange.
+async fn bind(
+    ctx: &RouteContext,
+    broker: &Broker,
+    from: &Exchange,
+) -> Result<Arc<Queue>, AmqpError> {
+    let vhost: &Arc<VHost> = broker.vhosts.get(&from.vhost).ok_or_else(|| {
+        AmqpError::not_found(format!("no vhost '{}' on the AMQP front", from.vhost))
+    })?;
+    if !vhost.topology().exchanges.contains_key(&from.exchange) {
+        return Err(AmqpError::not_found(format!(
+            "no exchange '{}' in vhost '{}'",
+            from.exchange, from.vhost
+        )));
+    }
+    let name = queue_name(&ctx.config.name);
+    let spec = QueueSpec {
+        durable: true,
+        exclusive_owner: None,
+        auto_delete: false,
+        args: QueueArgs::default(),
+        owner: 0,
+    };
+    let queue = vhost.declare_queue(&name, spec, false, 0).await?;
+    vhost
+        .bind(
+            Binding {
+                source: from.exchange.clone(),
+                destination: Destination::Queue(name),
+                routing_key: from.binding_key.clone(),
+                arguments: Default::default(),
+            },
+            0,
+        )
+        .await?;
+    Ok(queue)
+}
+
+/// Moves leased batches until shutdown (`true`) or the queue's deletion (`false`).
+async fn consume(
+    ctx: &RouteContext,
+    queue: &Queue,
+    label: &str,
+    shutdown: &CancellationToken,
+) -> Result<bool, StageError> {
+    let mut consumer = Consumer::new(
+        queue.stage.clone(),
+        ctx.holders.clone(),
+        ctx.holder,
+        ctx.config.batch,
+    );
+    loop {
+        let step = tokio::select! {
+            () = shutdown.cancelled() => return Ok(true),
+            () = queue.deleted.cancelled() => return Ok(false),
+            step = consumer.step() => step?,
+        };
+        match step {
+            Step::Delivered(deliveries) => {
+                let ids: Vec<MessageId> = deliveries.iter().map(|d| d.id).collect();
+                move_batch(ctx, queue, &deliveries, label).await?;
+                consumer.forget(&ids);
+            }
+            Step::Idle(wakeup) => {
+                tokio::select! {
+                    () = shutdown.cancelled() => return Ok(true),
+                    () = queue.deleted.cancelled() => return Ok(false),
+                    _ = wakeup.wait() => {}
+                }
+            }
+        }
+    }
+}
+
+/// The route's form of a queued message; `None` for a body the front did not write.
+fn decode(d: &Delivery) -> Option<NewMessage> {
+    let stored = StoredMessage::decode(Bytes::copy_from_slice(&d.body)).ok()?;
+    let properties = decode_properties(&stored.raw_properties).ok()?;
+    Some(staged::from_amqp(&AmqpMessage {
+        exchange: stored.exchange,
+        routing_key: stored.routing_key,
+        properties,
+        body: stored.body.to_vec(),
+    }))
+}
+
+/// Acknowledges `deliveries` in the queue and stages them for the route, in one
+/// transaction; a message no longer leased to us (an earlier attempt of this very
+/// transaction committed) is skipped.
+async fn move_batch(
+    ctx: &RouteContext,
+    queue: &Queue,
+    deliveries: &[Delivery],
+    label: &str,
+) -> Result<(), StageError> {
+    let decoded: Vec<(MessageId, Option<NewMessage>)> =
+        deliveries.iter().map(|d| (d.id, decode(d))).collect();
+    let now = now_ms();
+    let (staged, bytes, undecodable) = ctx
+        .db
+        .run(|tx| {
+            let decoded = &decoded;
+            async move {
+                let mut staged = Vec::with_capacity(decoded.len());
+                let mut undecodable = 0usize;
+                for (id, message) in decoded {
+                    if queue.stage.ack_in(&tx, ctx.holder, &[*id]).await? != 1 {
+                        continue;
+                    }
+                    match message {
+                        Some(m) => staged.push(m.clone()),
+                        None => undecodable += 1,
+                    }
+                }
+                ctx.stages.stage_in(&tx, &staged, now).await?;
+                let bytes: usize = staged.iter().map(|m| m.body.len()).sum();
+                Ok::<_, StageError>((staged.len(), bytes, undecodable))
+            }
+        })
+        .await?;
+    if undecodable > 0 {
+        warn!(route = %ctx.config.name, source = label, messages = undecodable, "dropped queued messages the AMQP front did not write");
+    }
+    let labels = [
+        (metric::LABEL_ROUTE, ctx.config.name.clone()),
+        (metric::LABEL_ENDPOINT, label.to_owned()),
+    ];
+    metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels).increment(staged as u64);
+    metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes as u64);
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! A topic on Ferry's own Kafka front as a route's source.
+//!
+//! One task per partition reads the partition's log directly from the offset the route
+//! stored under `(P, "bridge", route, "front-offset", topic, partition)` and, in ONE
+//! store transaction, stages the records read and advances that offset. The offset is
+//! read without snapshot in that transaction, so two attempts (a retry after an unknown
+//! commit result, or a second instance) cannot both stage the same records: the move is
+//! exactly once. An idle partition sleeps on a watch of its high watermark, which the
+//! partition's sequencer writes when it appends.
+//!
+//! A missing topic is created when `kafka.auto_create_topics` allows it; otherwise it is
+//! logged, shown as down in `/readyz`, and retried with backoff. Partitions are those the
+//! topic has when the route starts.
+
+use crate::bridge::mapping::KafkaRecord;
+use crate::bridge::sink::{Backoff, endpoint_label};
+use crate::bridge::{BridgeError, RouteContext, staged};
+use crate::config::Endpoint;
+use crate::kafka::Context;
+use crate::kafka::keys::{decode_i64, encode_i64};
+use crate::kafka::log::{Log, LogError};
+use crate::kafka::topics::Partition;
+use crate::stage::{NewMessage, StageError, now_ms};
+use crate::store::{StoreError, TransactionError};
+use crate::telemetry::bridge as metric;
+use kafka_protocol::records::RecordBatchDecoder;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// Log bytes read per transaction.
+const READ_BYTES: usize = 1024 * 1024;
+
+/// Why one move failed.
+#[derive(Debug, thiserror::Error)]
+enum MoveError {
+    #[error(transparent)]
+    Stage(#[from] StageError),
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl TransactionError for MoveError {
+    fn store_error(&self) -> Option<&StoreError> {
+        match self {
+            Self::Stage(e) => e.store_error(),
+            Self::Log(e) => e.store_error(),
+            Self::Store(e) => Some(e),
+        }
+    }
+}
+
+impl From<MoveError> for BridgeError {
+    fn from(e: MoveError) -> Self {
+        match e {
+            MoveError::Stage(e) => e.into(),
+            MoveError::Store(e) => e.into(),
+            MoveError::Log(e) => BridgeError::Config(format!("the Kafka front's log: {e}")),
+        }
+    }
+}
+
+/// Moves topic `topic`'s records into the route's stages until `shutdown`.
+///
+/// # Errors
+/// [`BridgeError`] when the store fails.
+pub async fn run(
+    ctx: Arc<RouteContext>,
+    kafka: Arc<Context>,
+    topic: String,
+    shutdown: CancellationToken,
+) -> Result<(), BridgeError> {
+    let label = endpoint_label(&Endpoint::KafkaTopic(topic.clone()));
+    let mut backoff = Backoff::new(
+        Duration::from_millis(ctx.config.retry_initial_ms),
+        Duration::from_millis(ctx.config.retry_max_ms),
+    );
+    let found = loop {
+        match kafka
+            .topic_or_create(&topic, kafka.config.auto_create_topics)
+            .await
+        {
+            Ok(t) => break t,
+            Err(e) => {
+                warn!(route = %ctx.config.name, source = %label, error = %e, "cannot read from the Kafka front; retrying");
+                ctx.status.down(&label, e.to_string());
+            }
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            () = tokio::time::sleep(backoff.next_delay()) => {}
+        }
+    };
+    ctx.status.up(&label);
+    info!(route = %ctx.config.name, topic = %topic, partitions = found.partitions.len(), "reading from the Kafka front");
+    let mut tasks = JoinSet::new();
+    for p in &found.partitions {
+        tasks.spawn(partition(
+            ctx.clone(),
+            p.clone(),
+            label.clone(),
+            shutdown.clone(),
+        ));
+    }
+    let mut result = Ok(());
+    while let Some(r) = tasks.join_next().await {
+        if let Ok(Err(e)) = r
+            && result.is_ok()
+        {
+            shutdown.cancel();
+            result = Err(e.into());
+        }
+    }
+    result
+}
+
+/// The key of the next offset the route reads from `topic`'s partition `index`.
+fn offset_key(ctx: &RouteContext, topic: &str, index: i32) -> Vec<u8> {
+    ctx.keys.space().pack(&("front-offset", topic, index))
+}
+
+/// Moves one partition's records until `shutdown`.
+async fn partition(
+    ctx: Arc<RouteContext>,
+    p: Partition,
+    label: String,
+    shutdown: CancellationToken,
+) -> Result<(), MoveError> {
+    let key = offset_key(&ctx, &p.topic, p.index);
+    let labels = [
+        (metric::LABEL_ROUTE, ctx.config.name.clone()),
+        (metric::LABEL_ENDPOINT, label),
+    ];
+    loop {
+        if shutdown.is_cancelled() {
+            return Ok(());
+        }
+        let now = now_ms();
+        let moved = ctx
+            .db
+            .run(|tx| {
+                let (ctx, p, key) = (&ctx, &p, &key);
+                async move {
+                    let log = Log::new(&p.keys);
+                    let bounds = log.bounds(&tx, true).await?;
+                    // Not a snapshot read: a concurrent move of the same records conflicts.
+                    let mut from = decode_i64(tx.get(key, false).await?.as_deref());
+                    if from > bounds.high_watermark {
+                        // The topic was deleted and recreated: its log starts over.
+                        from = bounds.start;
+                    }
+                    from = from.max(bounds.start);
+                    if from >= bounds.high_watermark {
+                        return Ok(None);
+                    }
+                    let read = log.read(&tx, from, READ_BYTES).await?;
+                    let (messages, next, fallbacks) = decode(&read.bytes, from)?;
+                    ctx.stages.stage_in(&tx, &messages, now).await?;
+                    tx.set(key, &encode_i64(next.max(from)));
+                    let bytes: usize = messages.iter().map(|m| m.body.len()).sum();
+                    Ok::<_, MoveError>(Some((messages.len(), bytes, fallbacks)))
+                }
+            })
+            .await?;
+        match moved {
+            Some((messages, bytes, fallbacks)) => {
+                metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels).increment(messages as u64);
+                metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes as u64);
+                metrics::counter!(metric::MAPPING_FALLBACKS_TOTAL, &labels)
+                    .increment(fallbacks as u64);
+            }
+            None => {
+                let watch = {
+                    let tx = ctx.db.begin()?;
+                    let hw = decode_i64(tx.get(&p.keys.high_watermark(), false).await?.as_deref());
+                    let at = decode_i64(tx.get(&key, false).await?.as_deref());
+                    if hw > at {
+                        continue;
+                    }
+                    let watch = tx.watch(&p.keys.high_watermark());
+                    tx.commit().await?;
+                    watch
+                };
+                tokio::select! {
+                    () = shutdown.cancelled() => return Ok(()),
+                    _ = watch => {}
+                }
+            }
+        }
+    }
+}
+
+/// The stage messages of the records at or after offset `from` in `batches`, the offset
+/// after the last record, and how many header values followed the fallback rule.
+fn decode(batches: &[u8], from: i64) -> Result<(Vec<NewMessage>, i64, usize), LogError> {
+    let mut buf = bytes::Bytes::copy_from_slice(batches);
+    let sets = RecordBatchDecoder::decode_all(&mut buf)
+        .map_err(|e| LogError::Corrupt(format!("a record batch does not decode: {e}")))?;
+    let mut messages = Vec::new();
+    let mut next = from;
+    let mut fallbacks = 0;
+    for record in sets.iter().flat_map(|s| s.records.iter()) {
+        next = next.max(record.offset + 1);
+        if record.offset < from || record.control {
+            continue;
+        }
+        let mapped = staged::from_kafka(&KafkaRecord {
+            key: record.key.as_ref().map(|k| k.to_vec()),
+            value: record.value.as_ref().map(|v| v.to_vec()),
+            headers: record
+                .headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.as_ref().map(|v| v.to_vec())))
+                .collect(),
+            timestamp_ms: Some(record.timestamp),
+        });
+        fallbacks += mapped.fallbacks.len();
+        messages.push(mapped.message);
+    }
+    Ok((messages, next, fallbacks))
+}

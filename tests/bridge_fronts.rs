@@ -1,0 +1,638 @@
+//! Routes between Ferry's own fronts, through the real `ferry` process and real clients:
+//! lapin publishes to an exchange on the AMQP front and an rdkafka consumer reads the
+//! route's Kafka topic (properties and headers mapped as `docs/mapping.md` says); rdkafka
+//! produces to a topic on the Kafka front and lapin consumes the routed queue (key,
+//! headers and timestamp mapped); and under repeated `kill -9` every confirmed message
+//! crosses from the AMQP front to the Kafka front exactly once.
+
+mod support;
+
+use futures::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
+};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use rdkafka::ClientConfig;
+use rdkafka::Message;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::message::{Header, Headers, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use std::collections::{BTreeMap, HashMap};
+use std::net::{Ipv4Addr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use support::process::{Ferry, Ports};
+
+/// How long one test may run.
+const TEST_LIMIT: Duration = Duration::from_secs(240);
+/// How long a single wait (a port, a message) may take.
+const PATIENCE: Duration = Duration::from_secs(60);
+/// Messages of the mapping tests.
+const MESSAGES: usize = 2_000;
+
+/// Writes the shipped config plus `routes` (TOML) to `dir/ferry.toml`.
+fn config_with(dir: &Path, routes: &str) -> PathBuf {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
+    let text = std::fs::read_to_string(shipped).unwrap() + "\n" + routes;
+    let path = dir.join("ferry.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Starts `ferry run` with `config` and waits for its AMQP and Kafka ports.
+fn start(dir: &Path, config: &Path, ports: Ports) -> Ferry {
+    let ferry = Ferry::run_daemon_with(dir, config, ports, &[]);
+    for port in [ports.amqp, ports.kafka] {
+        let deadline = Instant::now() + PATIENCE;
+        while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
+            assert!(Instant::now() < deadline, "ferry did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    ferry
+}
+
+/// Kills `ferry` and returns its log, for a failure message.
+fn stop(mut ferry: Ferry) -> String {
+    ferry.signal(libc::SIGKILL);
+    let out = ferry.wait(PATIENCE);
+    out.stdout + &out.stderr
+}
+
+fn amqp_uri(ports: Ports) -> String {
+    format!("amqp://guest:guest@127.0.0.1:{}/%2f", ports.amqp)
+}
+
+async fn channel(ports: Ports) -> lapin::Result<(Connection, Channel)> {
+    let conn = Connection::connect(&amqp_uri(ports), ConnectionProperties::default()).await?;
+    let ch = conn.create_channel().await?;
+    Ok((conn, ch))
+}
+
+fn kafka_config(ports: Ports) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", format!("127.0.0.1:{}", ports.kafka))
+        .set("broker.address.family", "v4")
+        .set("topic.metadata.refresh.interval.ms", "1000");
+    c
+}
+
+/// A consumer of `topic` from its beginning, in its own group.
+fn kafka_consumer(ports: Ports, topic: &str) -> StreamConsumer {
+    let c: StreamConsumer = kafka_config(ports)
+        .set("group.id", format!("test-{}", fastrand::u64(..)))
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .set("session.timeout.ms", "6000")
+        .set("heartbeat.interval.ms", "500")
+        .set("fetch.wait.max.ms", "100")
+        .create()
+        .unwrap();
+    c.subscribe(&[topic]).unwrap();
+    c
+}
+
+/// Declares `exchange` (topic) on the front.
+async fn declare_exchange(ch: &Channel, exchange: &str) {
+    ch.exchange_declare(
+        exchange.into(),
+        ExchangeKind::Topic,
+        ExchangeDeclareOptions {
+            durable: true,
+            ..ExchangeDeclareOptions::default()
+        },
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+}
+
+/// Waits until the route's queue on the AMQP front exists (its source bound it).
+async fn wait_for_route_queue(ports: Ports, route: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let (_conn, ch) = channel(ports).await.unwrap();
+        let passive = QueueDeclareOptions {
+            passive: true,
+            ..QueueDeclareOptions::default()
+        };
+        let name = format!("ferry.bridge.{route}");
+        if ch
+            .queue_declare(name.as_str().into(), passive, FieldTable::default())
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "route '{route}' never bound");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn header<'a>(m: &'a rdkafka::message::BorrowedMessage<'_>, name: &str) -> Option<&'a [u8]> {
+    m.headers()?
+        .iter()
+        .find(|h| h.key == name)
+        .and_then(|h| h.value)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn amqp_front_messages_reach_a_kafka_front_topic_once_with_their_properties() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = tempfile::tempdir().unwrap();
+        let ports = Ports::free();
+        let config = config_with(
+            dir.path(),
+            r#"
+[[routes]]
+name = "a2k"
+from = { amqp_exchange = "orders", binding_key = "order.#" }
+to = [{ kafka_topic = "orders-out" }]
+"#,
+        );
+        let ferry = start(dir.path(), &config, ports);
+        let (_conn, ch) = channel(ports).await.unwrap();
+        declare_exchange(&ch, "orders").await;
+        wait_for_route_queue(ports, "a2k").await;
+        ch.confirm_select(ConfirmSelectOptions::default())
+            .await
+            .unwrap();
+        let mut confirms = Vec::with_capacity(MESSAGES);
+        for i in 0..MESSAGES {
+            let mut headers = FieldTable::default();
+            headers.insert("n".into(), AMQPValue::LongLongInt(i as i64));
+            headers.insert("tag".into(), AMQPValue::LongString(format!("t{i}").into()));
+            let properties = BasicProperties::default()
+                .with_message_id(format!("m{i}").into())
+                .with_content_type("text/plain".into())
+                .with_priority((i % 10) as u8)
+                .with_headers(headers);
+            confirms.push(
+                ch.basic_publish(
+                    "orders".into(),
+                    format!("order.{}", i % 7).as_str().into(),
+                    BasicPublishOptions::default(),
+                    format!("body {i}").as_bytes(),
+                    properties,
+                )
+                .await
+                .unwrap(),
+            );
+        }
+        for c in confirms {
+            assert!(c.await.unwrap().is_ack());
+        }
+        let consumer = kafka_consumer(ports, "orders-out");
+        let mut seen: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut stream = consumer.stream();
+        while seen.len() < MESSAGES {
+            let Ok(m) = tokio::time::timeout(PATIENCE, stream.next()).await else {
+                panic!(
+                    "the Kafka topic stopped after {} messages; ferry's log:\n{}",
+                    seen.len(),
+                    stop(ferry)
+                );
+            };
+            let m = m.unwrap().unwrap();
+            let id = std::str::from_utf8(header(&m, "amqp.message-id").unwrap()).unwrap();
+            let i: usize = id[1..].parse().unwrap();
+            assert_eq!(m.payload().unwrap(), format!("body {i}").as_bytes());
+            assert_eq!(m.key().unwrap(), format!("order.{}", i % 7).as_bytes());
+            assert_eq!(header(&m, "amqp.exchange").unwrap(), b"orders");
+            assert_eq!(header(&m, "amqp.content-type").unwrap(), b"text/plain");
+            assert_eq!(
+                header(&m, "amqp.priority").unwrap(),
+                (i % 10).to_string().as_bytes()
+            );
+            assert_eq!(header(&m, "n").unwrap(), i.to_string().as_bytes());
+            assert_eq!(header(&m, "tag").unwrap(), format!("t{i}").as_bytes());
+            *seen.entry(i).or_default() += 1;
+        }
+        // Anything more would be a duplicate: give it a moment to show up.
+        while let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(2), stream.next()).await {
+            let m = m.unwrap();
+            let id = std::str::from_utf8(header(&m, "amqp.message-id").unwrap()).unwrap();
+            *seen.entry(id[1..].parse().unwrap()).or_default() += 1;
+        }
+        let duplicates: usize = seen.values().map(|n| n - 1).sum();
+        println!(
+            "amqp front -> kafka front: {} distinct, {duplicates} duplicates",
+            seen.len()
+        );
+        assert_eq!(seen.len(), MESSAGES);
+        assert_eq!(duplicates, 0);
+    })
+    .await
+    .expect("the test took too long");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_front_records_reach_an_amqp_front_queue_once_with_key_headers_and_timestamp() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = tempfile::tempdir().unwrap();
+        let ports = Ports::free();
+        let config = config_with(
+            dir.path(),
+            r#"
+[[routes]]
+name = "k2a"
+from = { kafka_topic = "events" }
+to = [{ amqp_exchange = "events-in" }]
+"#,
+        );
+        let _ferry = start(dir.path(), &config, ports);
+        let (_conn, ch) = channel(ports).await.unwrap();
+        declare_exchange(&ch, "events-in").await;
+        ch.queue_declare(
+            "events".into(),
+            QueueDeclareOptions {
+                durable: true,
+                ..QueueDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+        ch.queue_bind(
+            "events".into(),
+            "events-in".into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+        let producer: FutureProducer = kafka_config(ports)
+            .set("acks", "all")
+            .set("linger.ms", "5")
+            .set("enable.idempotence", "true")
+            .create()
+            .unwrap();
+        let mut sends = Vec::with_capacity(MESSAGES);
+        for i in 0..MESSAGES {
+            let key = format!("k{}", i % 13);
+            let value = format!("value {i}");
+            let headers = OwnedHeaders::new()
+                .insert(Header {
+                    key: "n",
+                    value: Some(i.to_string().as_bytes()),
+                })
+                .insert(Header {
+                    key: "source",
+                    value: Some("test"),
+                });
+            let record = FutureRecord::to("events")
+                .key(&key)
+                .payload(&value)
+                .timestamp(1_700_000_000_000 + i as i64)
+                .headers(headers);
+            sends.push(producer.send_result(record).unwrap());
+        }
+        for s in sends {
+            s.await.unwrap().unwrap();
+        }
+        ch.basic_qos(500, BasicQosOptions::default()).await.unwrap();
+        let mut consumer = ch
+            .basic_consume(
+                "events".into(),
+                "t".into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        let mut seen: HashMap<usize, usize> = HashMap::new();
+        let text = |v: &AMQPValue| match v {
+            AMQPValue::LongString(s) => s.to_string(),
+            other => panic!("not a string: {other:?}"),
+        };
+        let mut total = 0;
+        loop {
+            let wait = if seen.len() < MESSAGES {
+                PATIENCE
+            } else {
+                Duration::from_secs(2)
+            };
+            let Ok(next) = tokio::time::timeout(wait, consumer.next()).await else {
+                break;
+            };
+            let d = next.unwrap().unwrap();
+            total += 1;
+            let body = String::from_utf8(d.data.clone()).unwrap();
+            let i: usize = body["value ".len()..].parse().unwrap();
+            let headers = d.properties.headers().as_ref().unwrap().inner();
+            assert_eq!(text(&headers["n"]), i.to_string());
+            assert_eq!(text(&headers["source"]), "test");
+            assert_eq!(
+                headers["x-kafka-timestamp"],
+                AMQPValue::LongLongInt(1_700_000_000_000 + i as i64)
+            );
+            assert_eq!(
+                headers["x-kafka-key"],
+                AMQPValue::ByteArray(format!("k{}", i % 13).into_bytes().into())
+            );
+            assert_eq!(d.routing_key.as_str(), format!("k{}", i % 13));
+            *seen.entry(i).or_default() += 1;
+            d.ack(BasicAckOptions::default()).await.unwrap();
+        }
+        println!(
+            "kafka front -> amqp front: {} distinct of {total} delivered",
+            seen.len()
+        );
+        assert_eq!(seen.len(), MESSAGES);
+        assert_eq!(total, MESSAGES, "duplicates were delivered");
+    })
+    .await
+    .expect("the test took too long");
+}
+
+/// Messages of the crash test (`FERRY_TEST_CRASH_MESSAGES` overrides).
+fn crash_messages() -> usize {
+    std::env::var("FERRY_TEST_CRASH_MESSAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000)
+}
+
+/// Publishes ids `todo` under confirms until each is confirmed once; returns how often
+/// each id was sent. Survives the front going away: unconfirmed ids are sent again.
+async fn publish_until_confirmed(ports: Ports, total: usize, deadline: Instant) -> Vec<u32> {
+    let mut sends = vec![0u32; total];
+    let mut confirmed = vec![false; total];
+    let mut left = total;
+    while left > 0 {
+        assert!(Instant::now() < deadline, "{left} messages never confirmed");
+        let Ok((_conn, ch)) = channel(ports).await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        if ch
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .is_err()
+        {
+            continue;
+        }
+        let todo: Vec<usize> = (0..total).filter(|i| !confirmed[*i]).collect();
+        'waves: for wave in todo.chunks(1_000) {
+            let mut pending = Vec::with_capacity(wave.len());
+            for &i in wave {
+                let properties = BasicProperties::default()
+                    .with_message_id(format!("m{i}").into())
+                    .with_delivery_mode(2);
+                sends[i] += 1;
+                match ch
+                    .basic_publish(
+                        "crash".into(),
+                        "k".into(),
+                        BasicPublishOptions::default(),
+                        format!("{i}").as_bytes(),
+                        properties,
+                    )
+                    .await
+                {
+                    Ok(c) => pending.push((i, c)),
+                    Err(_) => break 'waves,
+                }
+            }
+            for (i, c) in pending {
+                match c.await {
+                    Ok(c) if c.is_ack() => {
+                        confirmed[i] = true;
+                        left -= 1;
+                    }
+                    _ => break 'waves,
+                }
+            }
+        }
+    }
+    sends
+}
+
+/// Five SIGKILLs at random moments, each followed by a restart on the same store; the
+/// last process is returned.
+fn kill_five_times(
+    ferry: Ferry,
+    dir: &Path,
+    config: PathBuf,
+    ports: Ports,
+) -> tokio::task::JoinHandle<Ferry> {
+    let dir = dir.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let mut ferry = ferry;
+        for _ in 0..5 {
+            std::thread::sleep(Duration::from_millis(fastrand::u64(500..3_000)));
+            ferry.signal(libc::SIGKILL);
+            ferry.wait(PATIENCE);
+            ferry = start(&dir, &config, ports);
+        }
+        ferry
+    })
+}
+
+/// The copies beyond what the sender itself sent: `arrived[i]` copies of message `i`,
+/// which was sent `sends[i]` times (a resend of an unconfirmed message may legitimately
+/// have been stored twice upstream of the route). Also (copies of resent messages,
+/// missing messages).
+fn duplicates(arrived: &[u32], sends: &[u32]) -> (u32, u32, usize) {
+    let made: u32 = arrived
+        .iter()
+        .zip(sends)
+        .map(|(a, s)| a.saturating_sub((*s).max(1)))
+        .sum();
+    let resent: u32 = arrived
+        .iter()
+        .zip(sends)
+        .filter(|(_, s)| **s > 1)
+        .map(|(a, _)| a.saturating_sub(1))
+        .sum();
+    let missing = arrived.iter().filter(|n| **n == 0).count();
+    (made, resent, missing)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn amqp_front_to_kafka_front_is_exactly_once_under_kill_9() {
+    let total = crash_messages();
+    let started = Instant::now();
+    let deadline = started + TEST_LIMIT;
+    let dir = tempfile::tempdir().unwrap();
+    let ports = Ports::free();
+    let config = config_with(
+        dir.path(),
+        r#"
+[[routes]]
+name = "crash"
+from = { amqp_exchange = "crash" }
+to = [{ kafka_topic = "crash-out" }]
+key = "message_id"
+"#,
+    );
+    let ferry = start(dir.path(), &config, ports);
+    {
+        let (_conn, ch) = channel(ports).await.unwrap();
+        declare_exchange(&ch, "crash").await;
+    }
+    wait_for_route_queue(ports, "crash").await;
+
+    let killer = kill_five_times(ferry, dir.path(), config, ports);
+    let sends = publish_until_confirmed(ports, total, deadline).await;
+    let _ferry = killer.await.unwrap();
+    let resent = sends.iter().filter(|n| **n > 1).count();
+
+    let consumer = kafka_consumer(ports, "crash-out");
+    let mut stream = consumer.stream();
+    let mut arrived = vec![0u32; total];
+    let mut distinct = 0;
+    loop {
+        let wait = if distinct < total {
+            deadline.saturating_duration_since(Instant::now())
+        } else {
+            Duration::from_secs(3)
+        };
+        let Ok(Some(m)) = tokio::time::timeout(wait, stream.next()).await else {
+            break;
+        };
+        let m = m.unwrap();
+        let i: usize = std::str::from_utf8(m.payload().unwrap())
+            .unwrap()
+            .parse()
+            .unwrap();
+        if arrived[i] == 0 {
+            distinct += 1;
+        }
+        arrived[i] += 1;
+    }
+    let (ferry_duplicates, publisher_duplicates, missing) = duplicates(&arrived, &sends);
+    println!(
+        "kill -9 x5, {total} messages in {:?}: {distinct} arrived, {missing} missing, {resent} resent by the publisher, {publisher_duplicates} copies of resent messages, {ferry_duplicates} duplicates made by ferry",
+        started.elapsed()
+    );
+    assert_eq!(missing, 0);
+    assert_eq!(ferry_duplicates, 0);
+}
+
+/// Produces ids `0..total` with an idempotent producer until each is acknowledged once;
+/// returns how often each id was handed to the producer (a record that failed is sent
+/// again, a legitimate upstream duplicate if the first one was stored after all).
+async fn produce_until_acknowledged(ports: Ports, total: usize, deadline: Instant) -> Vec<u32> {
+    let producer: FutureProducer = kafka_config(ports)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "20000")
+        .create()
+        .unwrap();
+    let mut sends = vec![0u32; total];
+    let mut acknowledged = vec![false; total];
+    let mut left = total;
+    while left > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{left} records never acknowledged"
+        );
+        let todo: Vec<usize> = (0..total).filter(|i| !acknowledged[*i]).collect();
+        for wave in todo.chunks(2_000) {
+            let mut pending = Vec::with_capacity(wave.len());
+            for &i in wave {
+                let payload = i.to_string();
+                let key = format!("k{}", i % 17);
+                sends[i] += 1;
+                match producer.send_result(FutureRecord::to("crash-in").key(&key).payload(&payload))
+                {
+                    Ok(f) => pending.push((i, f)),
+                    Err(_) => break,
+                }
+            }
+            for (i, f) in pending {
+                if let Ok(Ok(_)) = f.await {
+                    acknowledged[i] = true;
+                    left -= 1;
+                }
+            }
+        }
+    }
+    sends
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_front_to_amqp_front_is_exactly_once_under_kill_9() {
+    let total = crash_messages();
+    let started = Instant::now();
+    let deadline = started + TEST_LIMIT;
+    let dir = tempfile::tempdir().unwrap();
+    let ports = Ports::free();
+    let config = config_with(
+        dir.path(),
+        r#"
+[[routes]]
+name = "crash"
+from = { kafka_topic = "crash-in" }
+to = [{ amqp_exchange = "crash-out" }]
+"#,
+    );
+    let ferry = start(dir.path(), &config, ports);
+    {
+        let (_conn, ch) = channel(ports).await.unwrap();
+        declare_exchange(&ch, "crash-out").await;
+        let durable = QueueDeclareOptions {
+            durable: true,
+            ..QueueDeclareOptions::default()
+        };
+        ch.queue_declare("crash".into(), durable, FieldTable::default())
+            .await
+            .unwrap();
+        ch.queue_bind(
+            "crash".into(),
+            "crash-out".into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    }
+    let killer = kill_five_times(ferry, dir.path(), config, ports);
+    let sends = produce_until_acknowledged(ports, total, deadline).await;
+    let _ferry = killer.await.unwrap();
+    let resent = sends.iter().filter(|n| **n > 1).count();
+
+    let (_conn, ch) = channel(ports).await.unwrap();
+    ch.basic_qos(2_000, BasicQosOptions::default())
+        .await
+        .unwrap();
+    let options = BasicConsumeOptions {
+        no_ack: true,
+        ..BasicConsumeOptions::default()
+    };
+    let mut consumer = ch
+        .basic_consume("crash".into(), "t".into(), options, FieldTable::default())
+        .await
+        .unwrap();
+    let mut arrived = vec![0u32; total];
+    let mut distinct = 0;
+    loop {
+        let wait = if distinct < total {
+            deadline.saturating_duration_since(Instant::now())
+        } else {
+            Duration::from_secs(3)
+        };
+        let Ok(Some(d)) = tokio::time::timeout(wait, consumer.next()).await else {
+            break;
+        };
+        let d = d.unwrap();
+        let i: usize = std::str::from_utf8(&d.data).unwrap().parse().unwrap();
+        if arrived[i] == 0 {
+            distinct += 1;
+        }
+        arrived[i] += 1;
+    }
+    let (ferry_duplicates, producer_duplicates, missing) = duplicates(&arrived, &sends);
+    println!(
+        "kill -9 x5, {total} records in {:?}: {distinct} arrived, {missing} missing, {resent} resent by the producer, {producer_duplicates} copies of resent records, {ferry_duplicates} duplicates made by ferry",
+        started.elapsed()
+    );
+    assert_eq!(missing, 0);
+    assert_eq!(ferry_duplicates, 0);
+}
