@@ -65,6 +65,16 @@ impl Ferry {
     /// `dir/data`, a 5 s shutdown drain, and `extra` overrides.
     pub fn run_daemon(dir: &Path, ports: Ports, extra: &[(&str, &str)]) -> Self {
         let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
+        Self::run_daemon_with(dir, &config, ports, extra)
+    }
+
+    /// [`Ferry::run_daemon`] with the config file `config` instead of the shipped one.
+    pub fn run_daemon_with(
+        dir: &Path,
+        config: &Path,
+        ports: Ports,
+        extra: &[(&str, &str)],
+    ) -> Self {
         let listen = |port: u16| format!("127.0.0.1:{port}");
         let (amqp, kafka, metrics) = (
             listen(ports.amqp),

@@ -1,7 +1,9 @@
 //! Sinks: how a route destination hands messages over ([`super::sink::Sink`]).
 //!
-//! Modules (one per kind of endpoint, added as each is built): rabbitmq and kafka (external brokers), amqp_front and
-//! kafka_front (Ferry's own fronts).
+//! Modules (one per kind of endpoint, added as each is built): rabbitmq and [`kafka`]
+//! (external brokers), amqp_front and kafka_front (Ferry's own fronts).
+
+pub mod kafka;
 
 use super::route::Destination;
 use super::sink::Sink;
@@ -28,7 +30,28 @@ pub async fn open(
     match &destination.endpoint {
         Endpoint::Sink(name) => match sinks.get(name) {
             Some(SinkConfig::Rabbitmq { .. }) => Err(unsupported("rabbitmq")),
-            Some(SinkConfig::Kafka { .. }) => Err(unsupported("kafka")),
+            Some(SinkConfig::Kafka {
+                bootstrap_servers,
+                topic,
+                partitioner,
+                transactional,
+                properties,
+            }) => Ok(Sink::External(Box::new(kafka::KafkaSink::new(
+                kafka::KafkaSinkConfig {
+                    label: super::sink::endpoint_label(&destination.endpoint),
+                    bootstrap_servers: bootstrap_servers.clone(),
+                    topic: topic.clone(),
+                    index: destination.index,
+                    partitioner: partitioner.clone(),
+                    transactional_id: transactional
+                        .then(|| format!("ferry.{}.{}", ctx.config.name, destination.index)),
+                    properties: properties.clone(),
+                    key: ctx.config.key,
+                },
+                ctx.status.clone(),
+                ctx.db.clone(),
+                ctx.keys.space(),
+            )))),
             None => Err(BridgeError::Config(format!("unknown sink '{name}'"))),
         },
         Endpoint::AmqpExchange { .. } => Err(unsupported("amqp_exchange")),

@@ -2,8 +2,10 @@
 //! [`super::route::RouteStages::stage_in`] in a transaction that also records its own
 //! progress, and tells its upstream only after that commit.
 //!
-//! Modules (one per kind of endpoint, added as each is built): rabbitmq and kafka (external brokers), amqp_front and
-//! kafka_front (Ferry's own fronts).
+//! Modules (one per kind of endpoint, added as each is built): rabbitmq and [`kafka`]
+//! (external brokers), amqp_front and kafka_front (Ferry's own fronts).
+
+pub mod kafka;
 
 use super::{BridgeError, RouteContext};
 use crate::config::{Endpoint, SourceConfig};
@@ -20,7 +22,7 @@ pub fn start(
     ctx: Arc<RouteContext>,
     endpoint: Endpoint,
     sources: &BTreeMap<String, SourceConfig>,
-    _shutdown: CancellationToken,
+    shutdown: CancellationToken,
 ) -> Result<BoxFuture<'static, Result<(), BridgeError>>, BridgeError> {
     let unsupported = |what: &str| {
         BridgeError::Config(format!(
@@ -31,7 +33,22 @@ pub fn start(
     match endpoint {
         Endpoint::Source(name) => match sources.get(&name) {
             Some(SourceConfig::Rabbitmq { .. }) => Err(unsupported("rabbitmq")),
-            Some(SourceConfig::Kafka { .. }) => Err(unsupported("kafka")),
+            Some(SourceConfig::Kafka {
+                bootstrap_servers,
+                topics,
+                group_id,
+                properties,
+            }) => Ok(kafka::start(
+                ctx.clone(),
+                kafka::KafkaSource {
+                    name,
+                    bootstrap_servers: bootstrap_servers.clone(),
+                    topics: topics.clone(),
+                    group_id: group_id.clone(),
+                    properties: properties.clone(),
+                },
+                shutdown,
+            )),
             None => Err(BridgeError::Config(format!("unknown source '{name}'"))),
         },
         Endpoint::AmqpExchange { .. } => Err(unsupported("amqp_exchange")),
