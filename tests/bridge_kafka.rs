@@ -4,7 +4,7 @@
 //! - records with keys, null values, repeated and null headers and timestamps go
 //!   Kafka → Ferry → Kafka byte-identical, each exactly once;
 //! - `kill -9` at random moments, restarted on the same data dir, loses nothing on the way
-//!   Kafka → Ferry → transactional Kafka sink (see `the_kill_test` for what the mock can
+//!   Kafka → Ferry → transactional Kafka sink (see the kill test for what the mock can
 //!   and cannot prove about duplicates);
 //! - an unreachable broker leaves the daemon running and `/readyz` naming it down.
 
@@ -226,7 +226,7 @@ async fn kafka_records_cross_the_bridge_byte_identical_and_exactly_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_kill_test() {
+async fn kill_9_loses_nothing_and_resends_at_most_the_batch_in_flight_per_crash() {
     const RECORDS: usize = 100_000;
     const KILLS: usize = 5;
     let cluster = cluster();
