@@ -1,10 +1,11 @@
 //! Sinks: how a route destination hands messages over ([`super::sink::Sink`]).
 //!
 //! Modules, one per kind of endpoint: [`rabbitmq`] (an external RabbitMQ exchange),
-//! kafka (external Kafka topics; to come), [`amqp_front`] and [`kafka_front`] (Ferry's own
+//! [`kafka`] (external Kafka topics), [`amqp_front`] and [`kafka_front`] (Ferry's own
 //! fronts).
 
 pub mod amqp_front;
+pub mod kafka;
 pub mod kafka_front;
 pub mod rabbitmq;
 
@@ -18,18 +19,12 @@ use std::collections::BTreeMap;
 /// retried deliveries.
 ///
 /// # Errors
-/// [`BridgeError::Config`] for a destination this build cannot deliver to.
+/// [`BridgeError::Config`] for a destination on a front this process does not run.
 pub async fn open(
     ctx: &RouteContext,
     destination: &Destination,
     sinks: &BTreeMap<String, SinkConfig>,
 ) -> Result<Sink, BridgeError> {
-    let unsupported = |what: &str| {
-        BridgeError::Config(format!(
-            "route '{}': {what} sinks are not built yet",
-            ctx.config.name
-        ))
-    };
     let no_front = |front: &str| {
         BridgeError::Config(format!(
             "route '{}': the {front} front does not run in this process",
@@ -49,7 +44,28 @@ pub async fn open(
                 routing_key.clone(),
                 ctx.status.clone(),
             )))),
-            Some(SinkConfig::Kafka { .. }) => Err(unsupported("kafka")),
+            Some(SinkConfig::Kafka {
+                bootstrap_servers,
+                topic,
+                partitioner,
+                transactional,
+                properties,
+            }) => Ok(Sink::External(Box::new(kafka::KafkaSink::new(
+                kafka::KafkaSinkConfig {
+                    label: super::sink::endpoint_label(&destination.endpoint),
+                    bootstrap_servers: bootstrap_servers.clone(),
+                    topic: topic.clone(),
+                    index: destination.index,
+                    partitioner: partitioner.clone(),
+                    transactional_id: transactional
+                        .then(|| format!("ferry.{}.{}", ctx.config.name, destination.index)),
+                    properties: properties.clone(),
+                    key: ctx.config.key,
+                },
+                ctx.status.clone(),
+                ctx.db.clone(),
+                ctx.keys.space(),
+            )))),
             None => Err(BridgeError::Config(format!("unknown sink '{name}'"))),
         },
         Endpoint::AmqpExchange {

@@ -3,10 +3,11 @@
 //! progress, and tells its upstream only after that commit.
 //!
 //! Modules, one per kind of endpoint: [`rabbitmq`] (an external RabbitMQ queue),
-//! kafka (external Kafka topics; to come), [`amqp_front`] and [`kafka_front`] (Ferry's own
+//! [`kafka`] (external Kafka topics), [`amqp_front`] and [`kafka_front`] (Ferry's own
 //! fronts).
 
 pub mod amqp_front;
+pub mod kafka;
 pub mod kafka_front;
 pub mod rabbitmq;
 
@@ -20,19 +21,13 @@ use tokio_util::sync::CancellationToken;
 /// The task that runs `endpoint` as the source of `ctx`'s route until `shutdown`.
 ///
 /// # Errors
-/// [`BridgeError::Config`] for an endpoint this build cannot read from.
+/// [`BridgeError::Config`] for an endpoint on a front this process does not run.
 pub fn start(
     ctx: Arc<RouteContext>,
     endpoint: Endpoint,
     sources: &BTreeMap<String, SourceConfig>,
     shutdown: CancellationToken,
 ) -> Result<BoxFuture<'static, Result<(), BridgeError>>, BridgeError> {
-    let unsupported = |what: &str| {
-        BridgeError::Config(format!(
-            "route '{}': {what} sources are not built yet",
-            ctx.config.name
-        ))
-    };
     let no_front = |front: &str| {
         BridgeError::Config(format!(
             "route '{}': the {front} front does not run in this process",
@@ -56,7 +51,22 @@ pub fn start(
                 };
                 Ok(rabbitmq::run(ctx, settings, shutdown))
             }
-            Some(SourceConfig::Kafka { .. }) => Err(unsupported("kafka")),
+            Some(SourceConfig::Kafka {
+                bootstrap_servers,
+                topics,
+                group_id,
+                properties,
+            }) => Ok(kafka::start(
+                ctx.clone(),
+                kafka::KafkaSource {
+                    name,
+                    bootstrap_servers: bootstrap_servers.clone(),
+                    topics: topics.clone(),
+                    group_id: group_id.clone(),
+                    properties: properties.clone(),
+                },
+                shutdown,
+            )),
             None => Err(BridgeError::Config(format!("unknown source '{name}'"))),
         },
         Endpoint::AmqpExchange {

@@ -1,0 +1,391 @@
+//! `[sources.NAME] kind = "kafka"`: topics on an external Kafka cluster, consumed with
+//! rdkafka in a consumer group, staged exactly once.
+//!
+//! Kafka's committed offsets are not trusted: the next offset to read of every
+//! (topic, partition) lives in Ferry's store and is written in the *same* transaction that
+//! stages the records, after a non-snapshot read of it, so a record below it (a replay
+//! after a crash or a rebalance) is dropped and counted in
+//! `ferry_bridge_source_duplicates_total`, and two consumers racing on one partition
+//! conflict instead of staging twice. On assignment every partition starts at its stored
+//! offset; only after the store commit are the offsets also committed to Kafka (async, best
+//! effort), so standard tooling shows the group's progress.
+//!
+//! ```text
+//! (P, "bridge", route, "kafka-offset", topic, partition) = next offset to read (i64)
+//! ```
+
+use crate::bridge::mapping::KafkaRecord;
+use crate::bridge::sink::Backoff;
+use crate::bridge::staged;
+use crate::bridge::status::Status;
+use crate::bridge::{BridgeError, RouteContext};
+use crate::stage::{NewMessage, StageError};
+use crate::store::RangeOption;
+use crate::telemetry::bridge as metric;
+use foundationdb_tuple::Subspace;
+use parking_lot::Mutex;
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol, StreamConsumer,
+};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{BorrowedMessage, Headers, Message};
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// How long a batch waits for more records once it has one.
+const BATCH_LINGER: Duration = Duration::from_millis(5);
+
+/// A source's configuration (`[sources.NAME]`).
+pub struct KafkaSource {
+    /// The source's name.
+    pub name: String,
+    /// `bootstrap.servers`.
+    pub bootstrap_servers: String,
+    /// Topics to consume.
+    pub topics: Vec<String>,
+    /// The consumer group.
+    pub group_id: String,
+    /// Extra librdkafka properties.
+    pub properties: BTreeMap<String, String>,
+}
+
+/// The key of `topic`/`partition`'s next offset in the route's space.
+fn offset_key(space: &Subspace, topic: &str, partition: i32) -> Vec<u8> {
+    space.pack(&("kafka-offset", topic, i64::from(partition)))
+}
+
+/// Next offsets to read by (topic, partition), as last committed to the store.
+type Offsets = Arc<Mutex<HashMap<(String, i32), i64>>>;
+
+/// rdkafka callbacks: connection errors go to `/readyz`, assigned partitions start at
+/// their stored offsets.
+struct SourceContext {
+    /// Connection states.
+    status: Status,
+    /// `source:NAME`.
+    label: String,
+    /// The stored offsets this source knows of.
+    offsets: Offsets,
+}
+
+impl ClientContext for SourceContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        warn!(source = %self.label, error = %error, reason, "kafka source error");
+        self.status.down(&self.label, format!("{error}: {reason}"));
+    }
+}
+
+impl ConsumerContext for SourceContext {
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
+        let cooperative = matches!(
+            consumer.rebalance_protocol(),
+            RebalanceProtocol::Cooperative
+        );
+        let result = match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                {
+                    let offsets = self.offsets.lock();
+                    for mut e in tpl.elements() {
+                        let stored = offsets.get(&(e.topic().to_owned(), e.partition()));
+                        if let Some(&next) = stored {
+                            // Ignored on failure: the partition then starts at Kafka's
+                            // committed offset and the stored one still filters replays.
+                            let _ = e.set_offset(Offset::Offset(next));
+                        }
+                    }
+                }
+                info!(source = %self.label, partitions = tpl.count(), "kafka partitions assigned");
+                self.status.up(&self.label);
+                if cooperative {
+                    consumer.incremental_assign(tpl)
+                } else {
+                    consumer.assign(tpl)
+                }
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                if cooperative {
+                    consumer.incremental_unassign(tpl)
+                } else {
+                    consumer.unassign()
+                }
+            }
+            other => {
+                warn!(source = %self.label, error = ?other, "kafka rebalance failed");
+                consumer.unassign()
+            }
+        };
+        if let Err(e) = result {
+            warn!(source = %self.label, error = %e, "kafka (un)assignment failed");
+        }
+    }
+}
+
+/// The task that consumes `source` into `ctx`'s route until `shutdown`.
+pub fn start(
+    ctx: Arc<RouteContext>,
+    source: KafkaSource,
+    shutdown: CancellationToken,
+) -> futures::future::BoxFuture<'static, Result<(), BridgeError>> {
+    Box::pin(run(ctx, source, shutdown))
+}
+
+async fn run(
+    ctx: Arc<RouteContext>,
+    source: KafkaSource,
+    shutdown: CancellationToken,
+) -> Result<(), BridgeError> {
+    let label = format!("source:{}", source.name);
+    ctx.status.down(&label, "connecting");
+    let offsets: Offsets = Arc::new(Mutex::new(load_offsets(&ctx).await?));
+    let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
+    let consumer = loop {
+        match consumer(&ctx, &source, &label, &offsets) {
+            Ok(c) => break c,
+            Err(e) => {
+                warn!(source = %label, error = %e, "cannot create the kafka consumer; retrying");
+                ctx.status.down(&label, e.to_string());
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Ok(()),
+                    _ = tokio::time::sleep(backoff.next_delay()) => {}
+                }
+            }
+        }
+    };
+    let labels = [
+        (metric::LABEL_ROUTE, ctx.config.name.clone()),
+        (metric::LABEL_ENDPOINT, label.clone()),
+    ];
+    let batch_size = ctx.config.batch;
+    loop {
+        let mut batch = Vec::with_capacity(batch_size);
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            first = consumer.recv() => match first {
+                Ok(m) => batch.push(record_of(&m)),
+                Err(e) => {
+                    warn!(source = %label, error = %e, "kafka consume error");
+                    ctx.status.down(&label, e.to_string());
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return Ok(()),
+                        _ = tokio::time::sleep(backoff.next_delay()) => {}
+                    }
+                    continue;
+                }
+            },
+        }
+        let linger = tokio::time::sleep(BATCH_LINGER);
+        tokio::pin!(linger);
+        while batch.len() < batch_size {
+            tokio::select! {
+                _ = &mut linger => break,
+                next = consumer.recv() => match next {
+                    Ok(m) => batch.push(record_of(&m)),
+                    Err(_) => break,
+                },
+            }
+        }
+        backoff.reset();
+        ctx.status.up(&label);
+        let (staged, duplicates, next) = stage(&ctx, &batch, &labels).await?;
+        let bytes: usize = staged.iter().map(|r| r.bytes).sum();
+        metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels).increment(staged.len() as u64);
+        metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes as u64);
+        metrics::counter!(metric::SOURCE_DUPLICATES_TOTAL, &labels).increment(duplicates);
+        let mut tpl = TopicPartitionList::new();
+        {
+            let mut known = offsets.lock();
+            for ((topic, partition), offset) in next {
+                let _ = tpl.add_partition_offset(&topic, partition, Offset::Offset(offset));
+                known.insert((topic, partition), offset);
+            }
+        }
+        // Only for visibility: the store's offsets are the ones that count.
+        if let Err(e) = consumer.commit(&tpl, CommitMode::Async) {
+            warn!(source = %label, error = %e, "cannot commit offsets to kafka (the store has them)");
+        }
+    }
+}
+
+/// One consumed record, mapped and ready to stage.
+struct Consumed {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    /// The stage message.
+    message: NewMessage,
+    /// Header values mapped by the fallback rule.
+    fallbacks: usize,
+    /// Value bytes.
+    bytes: usize,
+}
+
+fn record_of(m: &BorrowedMessage<'_>) -> Consumed {
+    let headers = m
+        .headers()
+        .map(|h| {
+            h.iter()
+                .map(|h| (h.key.to_owned(), h.value.map(<[u8]>::to_vec)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let record = KafkaRecord {
+        key: m.key().map(<[u8]>::to_vec),
+        value: m.payload().map(<[u8]>::to_vec),
+        headers,
+        timestamp_ms: m.timestamp().to_millis(),
+    };
+    let mapped = staged::from_kafka(&record);
+    Consumed {
+        topic: m.topic().to_owned(),
+        partition: m.partition(),
+        offset: m.offset(),
+        message: mapped.message,
+        fallbacks: mapped.fallbacks.len(),
+        bytes: record.value.as_ref().map_or(0, Vec::len),
+    }
+}
+
+/// Stages the records of `batch` not below their partition's stored offset, and moves
+/// the stored offsets past the batch, in one transaction. Returns the staged records, the
+/// duplicates dropped, and the new next offsets.
+async fn stage<'b>(
+    ctx: &RouteContext,
+    batch: &'b [Consumed],
+    labels: &[(&'static str, String)],
+) -> Result<(Vec<&'b Consumed>, u64, BTreeMap<(String, i32), i64>), BridgeError> {
+    let space = ctx.keys.space();
+    let now = crate::stage::now_ms();
+    let (staged, next) = ctx
+        .db
+        .run(|tx| async move {
+            let mut next: BTreeMap<(String, i32), i64> = BTreeMap::new();
+            for r in batch {
+                let at = (r.topic.clone(), r.partition);
+                if let std::collections::btree_map::Entry::Vacant(slot) = next.entry(at) {
+                    // Not a snapshot read: a concurrent consumer of this partition that
+                    // commits first makes this transaction conflict and re-read.
+                    let stored = tx
+                        .get(&offset_key(space, &r.topic, r.partition), false)
+                        .await?
+                        .map(|v| decode_offset(&v))
+                        .unwrap_or(0);
+                    slot.insert(stored);
+                }
+            }
+            let mut staged = Vec::with_capacity(batch.len());
+            for r in batch {
+                let at = next
+                    .get_mut(&(r.topic.clone(), r.partition))
+                    .expect("read above");
+                if r.offset >= *at {
+                    staged.push(r);
+                    *at = r.offset + 1;
+                }
+            }
+            let messages: Vec<NewMessage> = staged.iter().map(|r| r.message.clone()).collect();
+            ctx.stages.stage_in(&tx, &messages, now).await?;
+            for ((topic, partition), offset) in &next {
+                tx.set(
+                    &offset_key(space, topic, *partition),
+                    &foundationdb_tuple::pack(offset),
+                );
+            }
+            Ok::<_, StageError>((staged, next))
+        })
+        .await
+        .map_err(|error| BridgeError::Stage {
+            route: ctx.config.name.clone(),
+            error,
+        })?;
+    let fallbacks: usize = staged.iter().map(|r| r.fallbacks).sum();
+    metrics::counter!(metric::MAPPING_FALLBACKS_TOTAL, labels).increment(fallbacks as u64);
+    let duplicates = (batch.len() - staged.len()) as u64;
+    Ok((staged, duplicates, next))
+}
+
+fn decode_offset(v: &[u8]) -> i64 {
+    foundationdb_tuple::unpack(v).unwrap_or(0)
+}
+
+/// The stored next offsets of the route's partitions.
+async fn load_offsets(ctx: &RouteContext) -> Result<HashMap<(String, i32), i64>, BridgeError> {
+    let space = ctx.keys.space().subspace(&("kafka-offset",));
+    let (begin, end) = space.range();
+    let pairs = ctx
+        .db
+        .run(|tx| {
+            let (begin, end) = (begin.clone(), end.clone());
+            async move {
+                tx.get_range(&RangeOption::new(begin, end), true)
+                    .await
+                    .map_err(StageError::from)
+            }
+        })
+        .await
+        .map_err(|error| BridgeError::Stage {
+            route: ctx.config.name.clone(),
+            error,
+        })?;
+    Ok(pairs
+        .iter()
+        .filter_map(|kv| {
+            let (topic, partition) = space.unpack::<(String, i64)>(&kv.key).ok()?;
+            Some((
+                (topic, i32::try_from(partition).ok()?),
+                decode_offset(&kv.value),
+            ))
+        })
+        .collect())
+}
+
+fn consumer(
+    ctx: &RouteContext,
+    source: &KafkaSource,
+    label: &str,
+    offsets: &Offsets,
+) -> Result<StreamConsumer<SourceContext>, KafkaError> {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", &source.bootstrap_servers)
+        .set("group.id", &source.group_id)
+        .set("auto.offset.reset", "earliest");
+    for (k, v) in &source.properties {
+        config.set(k, v);
+    }
+    // Not overridable: the store decides what was consumed.
+    config
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false");
+    let context = SourceContext {
+        status: ctx.status.clone(),
+        label: label.to_owned(),
+        offsets: offsets.clone(),
+    };
+    let consumer: StreamConsumer<SourceContext> = config.create_with_context(context)?;
+    let topics: Vec<&str> = source.topics.iter().map(String::as_str).collect();
+    consumer.subscribe(&topics)?;
+    Ok(consumer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_keys_sort_by_topic_then_partition() {
+        let space = Subspace::from_bytes(b"p".to_vec());
+        assert!(offset_key(&space, "a", 9) < offset_key(&space, "b", 0));
+        assert!(offset_key(&space, "a", 2) < offset_key(&space, "a", 10));
+        assert_eq!(decode_offset(&foundationdb_tuple::pack(&42i64)), 42);
+    }
+}
