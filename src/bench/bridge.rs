@@ -16,8 +16,8 @@ use crate::config::{Config, EndpointConfig, RouteConfig, SinkConfig, SourceConfi
 use crate::stage::Stages;
 use crate::store::Database;
 use anyhow::Context;
-use lapin::options::{QueueDeclareOptions, QueueDeleteOptions, QueuePurgeOptions};
-use lapin::types::FieldTable;
+use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
+use lapin::types::{AMQPValue, FieldTable};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -40,6 +40,9 @@ pub struct BridgeBench {
     /// The route's batch.
     #[arg(long, default_value_t = 256)]
     pub batch: usize,
+    /// `x-queue-type` of both queues: classic or quorum.
+    #[arg(long, default_value = "classic")]
+    pub queue_type: String,
     /// Skip the Shovel phase (e.g. on a machine without the plugin).
     #[arg(long)]
     pub no_shovel: bool,
@@ -64,8 +67,8 @@ const SHOVEL: &str = "ferry-bench-bridge";
 /// A broker, store or `rabbitmqctl` error.
 pub async fn run(bench: &BridgeBench) -> anyhow::Result<BridgeReport> {
     println!(
-        "bridge bench: {} persistent messages of {} B from queue '{SOURCE}' to queue '{DESTINATION}' on {}",
-        bench.messages, bench.size, bench.uri
+        "bridge bench: {} persistent messages of {} B from {} queue '{SOURCE}' to {} queue '{DESTINATION}' on {}",
+        bench.messages, bench.size, bench.queue_type, bench.queue_type, bench.uri
     );
     let shovel = if bench.no_shovel {
         None
@@ -96,18 +99,24 @@ where
 {
     let admin = connect(&bench.uri).await?;
     let ch = admin.create_channel().await?;
+    let mut args = FieldTable::default();
+    args.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString(bench.queue_type.as_str().into()),
+    );
     for q in [SOURCE, DESTINATION] {
+        // A queue of another type from an earlier run cannot be redeclared.
+        ch.queue_delete(q.into(), QueueDeleteOptions::default())
+            .await?;
         ch.queue_declare(
             q.into(),
             QueueDeclareOptions {
                 durable: true,
                 ..QueueDeclareOptions::default()
             },
-            FieldTable::default(),
+            args.clone(),
         )
         .await?;
-        ch.queue_purge(q.into(), QueuePurgeOptions::default())
-            .await?;
     }
     let fill = AmqpBench {
         uri: bench.uri.clone(),
@@ -117,7 +126,7 @@ where
         prefetch: bench.prefetch,
         producers: 1,
         consumers: 1,
-        queue_type: "classic".into(),
+        queue_type: bench.queue_type.clone(),
         queue: SOURCE.into(),
         latency_messages: 0,
     };

@@ -11,6 +11,10 @@
 //!   destination in the *same* store transaction that acknowledges it, and only if this
 //!   holder still held it, so it lands exactly once.
 //!
+//! An external sink that pipelines may have [`IN_FLIGHT_BATCHES`] batches sent and
+//! unconfirmed at once ([`ExternalSink::send`], [`ExternalSink::in_flight_batches`]); they are settled in order, and after a failure the rest of
+//! the window settles before the failed messages are retried, in order.
+//!
 //! Outcomes: a transient failure ([`Outcome::Retry`], e.g. the broker is down) keeps the
 //! batch leased and tries again after an exponential backoff with jitter, never counting
 //! an attempt, so an outage only grows the stage. A permanent refusal
@@ -23,6 +27,7 @@ use crate::stage::{Consumer, Delivery, Holders, MessageId, Release, Stage, Stage
 use crate::store::Transaction;
 use crate::telemetry::bridge as metric;
 use futures::future::BoxFuture;
+use std::collections::VecDeque;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
@@ -38,10 +43,35 @@ pub enum Outcome {
     Rejected(String),
 }
 
+/// The outcomes of a sent batch, one per message in order, once the broker confirmed.
+pub type Confirms = BoxFuture<'static, Vec<Outcome>>;
+
 /// A destination outside the store: it confirms asynchronously.
 pub trait ExternalSink: Send {
     /// Hands over `batch`; one outcome per message, in order. Waits for the confirms.
     fn deliver<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, Vec<Outcome>>;
+
+    /// Sends `batch` and returns, once it is on its way, the future of its confirms, so
+    /// the worker can send the next batch meanwhile (up to [`IN_FLIGHT_BATCHES`]). A sink
+    /// whose confirms cannot overlap keeps this default, which delivers the whole batch
+    /// first.
+    #[expect(
+        clippy::async_yields_async,
+        reason = "sending and confirming are two steps: the outer future sends"
+    )]
+    fn send<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, Confirms> {
+        Box::pin(async move {
+            let outcomes = self.deliver(batch).await;
+            Box::pin(std::future::ready(outcomes)) as Confirms
+        })
+    }
+
+    /// How many sent batches may wait for their confirms at once: 1 unless the sink
+    /// overrides [`ExternalSink::send`] (a batch handed over whole must be acknowledged
+    /// in the stage before the next goes, or a crash would send several again).
+    fn in_flight_batches(&self) -> usize {
+        1
+    }
 }
 
 /// A destination inside the store (one of Ferry's fronts).
@@ -98,6 +128,17 @@ impl Backoff {
     }
 }
 
+/// Batches a pipelining external sink may have sent and not yet had confirmed: the next
+/// batch goes out while the broker confirms the previous ones, in order on one
+/// connection.
+pub const IN_FLIGHT_BATCHES: usize = 4;
+
+/// A sent batch waiting for its confirms.
+struct InFlight {
+    batch: Vec<Outgoing>,
+    confirms: Confirms,
+}
+
 /// Everything a destination worker needs.
 pub struct Worker {
     /// The route's name (a metric label).
@@ -126,49 +167,101 @@ impl Worker {
         let stage = self.destination.stage.clone();
         let mut consumer =
             Consumer::new(stage.clone(), self.holders.clone(), self.holder, self.batch);
-        let label = endpoint_label(&self.destination.endpoint);
+        let labels = [
+            (metric::LABEL_ROUTE, self.route.clone()),
+            (
+                metric::LABEL_ENDPOINT,
+                endpoint_label(&self.destination.endpoint),
+            ),
+        ];
+        let window_size = match &self.sink {
+            Sink::External(sink) => sink.in_flight_batches().max(1),
+            Sink::InStore(_) => 1,
+        };
+        let mut window: VecDeque<InFlight> = VecDeque::new();
         loop {
-            let step = tokio::select! {
-                _ = shutdown.cancelled() => return Ok(()),
-                step = consumer.step() => step?,
-            };
-            let deliveries = match step {
-                Step::Delivered(d) => d,
-                Step::Idle(wakeup) => {
+            if window.len() < window_size {
+                // Never waits for messages while confirms are due.
+                let step = if window.is_empty() {
                     tokio::select! {
                         _ = shutdown.cancelled() => return Ok(()),
-                        _ = wakeup.wait() => continue,
+                        step = consumer.step() => step?,
                     }
+                } else {
+                    consumer.step().await?
+                };
+                match step {
+                    Step::Delivered(deliveries) => {
+                        let (batch, dropped) = self.prepare(&stage, &deliveries, &labels).await?;
+                        consumer.forget(&dropped);
+                        if batch.is_empty() {
+                            continue;
+                        }
+                        match &mut self.sink {
+                            Sink::External(sink) => {
+                                let confirms = sink.send(&batch).await;
+                                window.push_back(InFlight { batch, confirms });
+                            }
+                            Sink::InStore(_) => {
+                                let done = self
+                                    .until_settled(&stage, batch, &labels, &shutdown)
+                                    .await?;
+                                consumer.forget(&done);
+                            }
+                        }
+                        continue;
+                    }
+                    Step::Idle(wakeup) if window.is_empty() => {
+                        tokio::select! {
+                            _ = shutdown.cancelled() => return Ok(()),
+                            _ = wakeup.wait() => continue,
+                        }
+                    }
+                    Step::Idle(_) => {}
                 }
+            }
+            let Some(InFlight { batch, confirms }) = window.pop_front() else {
+                continue;
             };
-            let done = self
-                .hand_over(&stage, &deliveries, &label, &shutdown)
-                .await?;
+            let outcomes = tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                outcomes = confirms => outcomes,
+            };
+            let (done, retry) = self.settle(&stage, batch, outcomes, &labels).await?;
             consumer.forget(&done);
+            if !retry.is_empty() {
+                // The broker failed: let what is on its way settle, then retry in order.
+                let mut failed = retry;
+                while let Some(InFlight { batch, confirms }) = window.pop_front() {
+                    let outcomes = confirms.await;
+                    let (done, retry) = self.settle(&stage, batch, outcomes, &labels).await?;
+                    consumer.forget(&done);
+                    failed.extend(retry);
+                }
+                self.pause(&labels, &shutdown).await;
+                let done = self
+                    .until_settled(&stage, failed, &labels, &shutdown)
+                    .await?;
+                consumer.forget(&done);
+            }
         }
     }
 
-    /// Delivers one leased batch until every message is acknowledged, returned or
-    /// dead-lettered (or shutdown); returns the ids settled.
-    async fn hand_over(
+    /// Decodes a leased batch; a message that cannot be decoded is dead-lettered at once.
+    /// Returns the batch and the ids dead-lettered.
+    async fn prepare(
         &mut self,
         stage: &Stage,
         deliveries: &[Delivery],
-        label: &str,
-        shutdown: &CancellationToken,
-    ) -> Result<Vec<MessageId>, StageError> {
-        let labels = [
-            (metric::LABEL_ROUTE, self.route.clone()),
-            (metric::LABEL_ENDPOINT, label.to_owned()),
-        ];
-        let mut settled = Vec::with_capacity(deliveries.len());
-        let mut pending = Vec::with_capacity(deliveries.len());
+        labels: &[(&'static str, String); 2],
+    ) -> Result<(Vec<Outgoing>, Vec<MessageId>), StageError> {
+        let mut batch = Vec::with_capacity(deliveries.len());
         let mut undecodable = Vec::new();
         for d in deliveries {
             match Outgoing::decode(d) {
-                Ok(o) => pending.push(o),
+                Ok(o) => batch.push(o),
                 Err(e) => {
-                    warn!(route = %self.route, destination = label, error = %e, "dead-lettering a message that cannot be decoded");
+                    warn!(route = %self.route, destination = %labels[1].1, error = %e, "dead-lettering a message that cannot be decoded");
                     undecodable.push(d.id);
                 }
             }
@@ -177,89 +270,107 @@ impl Worker {
             stage
                 .release(self.holder, &undecodable, Release::Reject)
                 .await?;
-            metrics::counter!(metric::DEAD_LETTERS_TOTAL, &labels)
+            metrics::counter!(metric::DEAD_LETTERS_TOTAL, labels)
                 .increment(undecodable.len() as u64);
-            settled.extend(undecodable);
         }
-        let redelivered = pending.iter().filter(|o| o.redelivered).count();
-        metrics::counter!(metric::REDELIVERIES_TOTAL, &labels).increment(redelivered as u64);
-        while !pending.is_empty() {
-            if shutdown.is_cancelled() {
-                return Ok(settled);
-            }
+        let redelivered = batch.iter().filter(|o| o.redelivered).count();
+        metrics::counter!(metric::REDELIVERIES_TOTAL, labels).increment(redelivered as u64);
+        Ok((batch, undecodable))
+    }
+
+    /// Hands `pending` over, retrying after a backoff, until every message is
+    /// acknowledged, returned or dead-lettered (or shutdown); returns the ids settled.
+    async fn until_settled(
+        &mut self,
+        stage: &Stage,
+        mut pending: Vec<Outgoing>,
+        labels: &[(&'static str, String); 2],
+        shutdown: &CancellationToken,
+    ) -> Result<Vec<MessageId>, StageError> {
+        let mut settled = Vec::with_capacity(pending.len());
+        while !pending.is_empty() && !shutdown.is_cancelled() {
             let outcomes = match &mut self.sink {
-                Sink::External(sink) => sink.deliver(&pending).await,
+                Sink::External(sink) => sink.send(&pending).await.await,
                 Sink::InStore(sink) => {
                     deliver_in_store(stage, self.holder, sink.as_ref(), &pending).await?
                 }
             };
-            let mut delivered = Vec::new();
-            let mut rejected = Vec::new();
-            let mut retry = Vec::new();
-            let mut last_error = None;
-            for (o, outcome) in pending.drain(..).zip(outcomes) {
-                match outcome {
-                    Outcome::Delivered => delivered.push(o),
-                    Outcome::Rejected(why) => {
-                        last_error = Some(why);
-                        rejected.push(o);
-                    }
-                    Outcome::Retry(why) => {
-                        last_error = Some(why);
-                        retry.push(o);
-                    }
-                }
-            }
-            if !delivered.is_empty() {
-                let ids: Vec<MessageId> = delivered.iter().map(|o| o.id).collect();
-                if matches!(self.sink, Sink::External(_)) {
-                    stage.ack(self.holder, &ids).await?;
-                }
-                let now = crate::stage::now_ms();
-                let bytes: usize = delivered.iter().map(Outgoing::len).sum();
-                metrics::counter!(metric::MESSAGES_OUT_TOTAL, &labels).increment(ids.len() as u64);
-                metrics::counter!(metric::BYTES_OUT_TOTAL, &labels).increment(bytes as u64);
-                let latency = metrics::histogram!(metric::DELIVERY_SECONDS, &labels);
-                for o in &delivered {
-                    latency.record(now.saturating_sub(o.staged_ms) as f64 / 1000.0);
-                }
-                settled.extend(ids);
-                self.backoff.reset();
-            }
-            if !rejected.is_empty() {
-                let ids: Vec<MessageId> = rejected.iter().map(|o| o.id).collect();
-                let before = self
-                    .destination
-                    .dead
-                    .depth()
-                    .await
-                    .map(|d| d.pushed)
-                    .unwrap_or(0);
-                stage.release(self.holder, &ids, Release::Requeue).await?;
-                let after = self
-                    .destination
-                    .dead
-                    .depth()
-                    .await
-                    .map(|d| d.pushed)
-                    .unwrap_or(before);
-                metrics::counter!(metric::DEAD_LETTERS_TOTAL, &labels)
-                    .increment(after.saturating_sub(before) as u64);
-                metrics::counter!(metric::RETRIES_TOTAL, &labels).increment(ids.len() as u64);
-                settled.extend(ids);
-            }
-            if let Some(why) = last_error {
-                metrics::counter!(metric::RETRIES_TOTAL, &labels).increment(retry.len() as u64);
-                let delay = self.backoff.next_delay();
-                debug!(route = %self.route, destination = label, error = %why, ?delay, "delivery failed; retrying");
-                tokio::select! {
-                    _ = shutdown.cancelled() => return Ok(settled),
-                    _ = tokio::time::sleep(delay) => {}
-                }
+            let (done, retry) = self.settle(stage, pending, outcomes, labels).await?;
+            settled.extend(done);
+            if !retry.is_empty() {
+                self.pause(labels, shutdown).await;
             }
             pending = retry;
         }
         Ok(settled)
+    }
+
+    /// Acts on a batch's outcomes: acknowledges what was delivered (external sinks; an
+    /// in-store sink acknowledged it in its own transaction) and returns what was refused.
+    /// Returns the ids settled and the messages to retry.
+    async fn settle(
+        &mut self,
+        stage: &Stage,
+        batch: Vec<Outgoing>,
+        outcomes: Vec<Outcome>,
+        labels: &[(&'static str, String); 2],
+    ) -> Result<(Vec<MessageId>, Vec<Outgoing>), StageError> {
+        let mut delivered = Vec::new();
+        let mut rejected = Vec::new();
+        let mut retry = Vec::new();
+        for (o, outcome) in batch.into_iter().zip(outcomes) {
+            match outcome {
+                Outcome::Delivered => delivered.push(o),
+                Outcome::Rejected(why) => {
+                    debug!(route = %self.route, destination = %labels[1].1, error = %why, "destination refused a message");
+                    rejected.push(o);
+                }
+                Outcome::Retry(why) => {
+                    debug!(route = %self.route, destination = %labels[1].1, error = %why, "delivery failed; will retry");
+                    retry.push(o);
+                }
+            }
+        }
+        let mut settled = Vec::with_capacity(delivered.len() + rejected.len());
+        if !delivered.is_empty() {
+            let ids: Vec<MessageId> = delivered.iter().map(|o| o.id).collect();
+            if matches!(self.sink, Sink::External(_)) {
+                stage.ack(self.holder, &ids).await?;
+            }
+            let now = crate::stage::now_ms();
+            let bytes: usize = delivered.iter().map(Outgoing::len).sum();
+            metrics::counter!(metric::MESSAGES_OUT_TOTAL, labels).increment(ids.len() as u64);
+            metrics::counter!(metric::BYTES_OUT_TOTAL, labels).increment(bytes as u64);
+            let latency = metrics::histogram!(metric::DELIVERY_SECONDS, labels);
+            for o in &delivered {
+                latency.record(now.saturating_sub(o.staged_ms) as f64 / 1000.0);
+            }
+            settled.extend(ids);
+            self.backoff.reset();
+        }
+        if !rejected.is_empty() {
+            let ids: Vec<MessageId> = rejected.iter().map(|o| o.id).collect();
+            let dead = &self.destination.dead;
+            let before = dead.depth().await.map(|d| d.pushed).unwrap_or(0);
+            stage.release(self.holder, &ids, Release::Requeue).await?;
+            let after = dead.depth().await.map(|d| d.pushed).unwrap_or(before);
+            metrics::counter!(metric::DEAD_LETTERS_TOTAL, labels)
+                .increment(after.saturating_sub(before) as u64);
+            metrics::counter!(metric::RETRIES_TOTAL, labels).increment(ids.len() as u64);
+            settled.extend(ids);
+        }
+        metrics::counter!(metric::RETRIES_TOTAL, labels).increment(retry.len() as u64);
+        Ok((settled, retry))
+    }
+
+    /// Waits out the next backoff delay (or shutdown).
+    async fn pause(&mut self, labels: &[(&'static str, String); 2], shutdown: &CancellationToken) {
+        let delay = self.backoff.next_delay();
+        debug!(route = %self.route, destination = %labels[1].1, ?delay, "backing off");
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = tokio::time::sleep(delay) => {}
+        }
     }
 }
 

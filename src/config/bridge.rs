@@ -111,7 +111,7 @@ pub enum SinkConfig {
 
 /// One end of a route as written in the file. Exactly one of `source`, `sink`,
 /// `amqp_exchange` and `kafka_topic` is set.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointConfig {
     /// A `[sources.NAME]` (in `from`).
@@ -130,6 +130,21 @@ pub struct EndpointConfig {
     pub routing_key: Option<String>,
     /// A topic on Ferry's Kafka front.
     pub kafka_topic: Option<String>,
+}
+
+impl Default for EndpointConfig {
+    /// No endpoint named yet, in vhost `/` (as a table without `vhost`).
+    fn default() -> Self {
+        Self {
+            source: None,
+            sink: None,
+            amqp_exchange: None,
+            vhost: default_vhost(),
+            binding_key: None,
+            routing_key: None,
+            kafka_topic: None,
+        }
+    }
 }
 
 /// A checked endpoint.

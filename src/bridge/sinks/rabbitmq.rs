@@ -2,7 +2,8 @@
 //! publisher confirms.
 //!
 //! A batch is published in full (`mandatory`, so an unroutable message comes back) and
-//! then every confirm is awaited; a message is [`Outcome::Delivered`] only once the broker
+//! its confirms are awaited while the next batches go out (see
+//! [`crate::bridge::sink::IN_FLIGHT_BATCHES`]); a message is [`Outcome::Delivered`] only once the broker
 //! confirmed it. Each message keeps its properties and gets its stable
 //! [`Outgoing::message_id`] when it had none, so a message sent again after a crash can
 //! be recognised downstream. Outcomes: unroutable (`basic.return`) is
@@ -11,7 +12,7 @@
 //! [`CONFIRM_TIMEOUT`] is [`Outcome::Retry`], and the next batch connects again. The
 //! connection is opened lazily, on the first batch.
 
-use crate::bridge::sink::{ExternalSink, Outcome};
+use crate::bridge::sink::{Confirms, ExternalSink, IN_FLIGHT_BATCHES, Outcome};
 use crate::bridge::sources::rabbitmq::connect;
 use crate::bridge::staged::Outgoing;
 use crate::bridge::status::Status;
@@ -19,6 +20,8 @@ use futures::future::BoxFuture;
 use lapin::Confirmation;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::{Channel, Connection};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
 
@@ -40,6 +43,8 @@ pub struct RabbitmqSink {
     /// The open connection and its confirm-mode channel; `None` until the next batch
     /// connects (at first, and after a failure).
     link: Option<(Connection, Channel)>,
+    /// Why the connection failed, set by a batch's confirms; the next send reconnects.
+    broken: Arc<Mutex<Option<String>>>,
 }
 
 impl RabbitmqSink {
@@ -59,6 +64,7 @@ impl RabbitmqSink {
             routing_key,
             status,
             link: None,
+            broken: Arc::default(),
         }
     }
 
@@ -86,16 +92,14 @@ impl RabbitmqSink {
         Ok(channel)
     }
 
-    /// Publishes `batch` and awaits its confirms; one outcome per message. Sets `broken`
-    /// when the connection must be opened again.
-    async fn publish(
-        &self,
-        channel: &Channel,
-        batch: &[Outgoing],
-        broken: &mut Option<String>,
-    ) -> Vec<Outcome> {
-        let mut confirms = Vec::with_capacity(batch.len());
-        for o in batch {
+    /// Publishes `batch`; returns the future of its confirms, one outcome per message.
+    /// A failure that needs a new connection is written to `broken`, which the next send
+    /// reads (the confirms may settle after this call returned).
+    async fn publish(&self, channel: &Channel, batch: &[Outgoing]) -> Confirms {
+        // The publishes are issued together (polled in batch order, so they go out in
+        // order): awaiting each before the next costs a round trip through lapin's I/O
+        // loop per message.
+        let publishes = batch.iter().map(|o| {
             let mut properties = o.message.properties.clone();
             if properties.message_id().is_none() {
                 properties = properties.with_message_id(o.message_id().into());
@@ -104,95 +108,99 @@ impl RabbitmqSink {
                 .routing_key
                 .as_deref()
                 .unwrap_or(&o.message.routing_key);
-            let published = channel
-                .basic_publish(
-                    self.exchange.as_str().into(),
-                    routing_key.into(),
-                    BasicPublishOptions {
-                        mandatory: true,
-                        ..BasicPublishOptions::default()
-                    },
-                    &o.message.body,
-                    properties,
-                )
-                .await;
-            match published {
-                Ok(confirm) => confirms.push(Ok(confirm)),
-                Err(e) => {
-                    let why = format!("basic.publish failed: {e}");
-                    *broken = Some(why.clone());
-                    confirms.push(Err(why));
-                }
-            }
-        }
-        // Every message is on its way; the confirms arrive in one pipelined stream.
-        let mut outcomes = Vec::with_capacity(batch.len());
-        let deadline = tokio::time::Instant::now() + CONFIRM_TIMEOUT;
-        for confirm in confirms {
-            let outcome = match confirm {
-                Err(why) => Outcome::Retry(why),
-                Ok(confirm) => match tokio::time::timeout_at(deadline, confirm).await {
-                    Ok(Ok(Confirmation::Ack(None))) => Outcome::Delivered,
-                    Ok(Ok(
-                        Confirmation::Ack(Some(returned)) | Confirmation::Nack(Some(returned)),
-                    )) => Outcome::Rejected(format!(
-                        "unroutable: exchange '{}' has no binding for routing key '{}' ({} {})",
-                        returned.delivery.exchange,
-                        returned.delivery.routing_key,
-                        returned.reply_code,
-                        returned.reply_text
-                    )),
-                    Ok(Ok(Confirmation::Nack(None))) => {
-                        Outcome::Retry("the broker refused the message (basic.nack)".into())
-                    }
-                    Ok(Ok(Confirmation::NotRequested)) => {
-                        *broken = Some("the channel is not in confirm mode".into());
-                        Outcome::Retry("the channel is not in confirm mode".into())
-                    }
-                    Ok(Err(e)) => {
-                        let why = format!("the channel failed: {e}");
-                        *broken = Some(why.clone());
-                        Outcome::Retry(why)
-                    }
-                    Err(_) => {
-                        let why = format!(
+            channel.basic_publish(
+                self.exchange.as_str().into(),
+                routing_key.into(),
+                BasicPublishOptions {
+                    mandatory: true,
+                    ..BasicPublishOptions::default()
+                },
+                &o.message.body,
+                properties,
+            )
+        });
+        let published = futures::future::join_all(publishes).await;
+        let broken = self.broken.clone();
+        Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + CONFIRM_TIMEOUT;
+            let mut outcomes = Vec::with_capacity(published.len());
+            for confirm in published {
+                let outcome = match confirm {
+                    Err(e) => Err(format!("basic.publish failed: {e}")),
+                    Ok(confirm) => match tokio::time::timeout_at(deadline, confirm).await {
+                        Ok(Ok(Confirmation::Ack(None))) => Ok(Outcome::Delivered),
+                        Ok(Ok(
+                            Confirmation::Ack(Some(returned)) | Confirmation::Nack(Some(returned)),
+                        )) => Ok(Outcome::Rejected(format!(
+                            "unroutable: exchange '{}' has no binding for routing key '{}' ({} {})",
+                            returned.delivery.exchange,
+                            returned.delivery.routing_key,
+                            returned.reply_code,
+                            returned.reply_text
+                        ))),
+                        Ok(Ok(Confirmation::Nack(None))) => Ok(Outcome::Retry(
+                            "the broker refused the message (basic.nack)".into(),
+                        )),
+                        Ok(Ok(Confirmation::NotRequested)) => {
+                            Err("the channel is not in confirm mode".into())
+                        }
+                        Ok(Err(e)) => Err(format!("the channel failed: {e}")),
+                        Err(_) => Err(format!(
                             "no publisher confirm within {} s",
                             CONFIRM_TIMEOUT.as_secs()
-                        );
-                        *broken = Some(why.clone());
-                        Outcome::Retry(why)
-                    }
-                },
-            };
-            outcomes.push(outcome);
+                        )),
+                    },
+                };
+                outcomes.push(outcome.unwrap_or_else(|why| {
+                    *broken.lock() = Some(why.clone());
+                    Outcome::Retry(why)
+                }));
+            }
+            outcomes
+        })
+    }
+
+    /// Drops the connection if a confirm said it is broken; says why.
+    async fn check_link(&mut self) {
+        let why = self.broken.lock().take();
+        if let Some(why) = why {
+            warn!(sink = %self.label, error = %why, "RabbitMQ sink connection failed; reconnecting");
+            self.status.down(&self.label, why);
+            if let Some((connection, _)) = self.link.take() {
+                let _ = connection
+                    .close(200, "ferry sink reconnecting".into())
+                    .await;
+            }
         }
-        outcomes
     }
 }
 
 impl ExternalSink for RabbitmqSink {
     fn deliver<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, Vec<Outcome>> {
+        Box::pin(async move { self.send(batch).await.await })
+    }
+
+    fn in_flight_batches(&self) -> usize {
+        IN_FLIGHT_BATCHES
+    }
+
+    #[expect(
+        clippy::async_yields_async,
+        reason = "sending and confirming are two steps: the outer future sends"
+    )]
+    fn send<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, Confirms> {
         Box::pin(async move {
+            self.check_link().await;
             let channel = match self.channel().await {
                 Ok(c) => c,
                 Err(why) => {
                     warn!(sink = %self.label, error = %why, "RabbitMQ sink is down; retrying");
                     self.status.down(&self.label, why.clone());
-                    return vec![Outcome::Retry(why); batch.len()];
+                    let outcomes = vec![Outcome::Retry(why); batch.len()];
+                    return Box::pin(std::future::ready(outcomes)) as Confirms;
                 }
             };
-            let mut broken = None;
-            let outcomes = self.publish(&channel, batch, &mut broken).await;
-            if let Some(why) = broken {
-                warn!(sink = %self.label, error = %why, "RabbitMQ sink connection failed; reconnecting");
-                self.status.down(&self.label, why);
-                if let Some((connection, _)) = self.link.take() {
-                    let _ = connection
-                        .close(200, "ferry sink reconnecting".into())
-                        .await;
-                }
-            }
-            outcomes
+            self.publish(&channel, batch).await
         })
     }
 }
