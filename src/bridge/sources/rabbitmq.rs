@@ -8,7 +8,8 @@
 //! the queue's own dead-letter exchange gets it, if it has one). A crash or a
 //! lost connection between the commit and the ack makes RabbitMQ redeliver the batch; its
 //! message-ids are found among the remembered ones and the messages are dropped (counted
-//! in `ferry_bridge_source_duplicates_total`) instead of staged twice. Messages without a
+//! in `ferry_bridge_source_duplicates_total`) instead of staged twice. The next batch gathers
+//! while the previous one commits; batches are staged one after another, in upstream order. Messages without a
 //! message-id are always staged (at least once).
 //!
 //! Keys, under the route's subspace `(P, "bridge", ROUTE)`:
@@ -38,6 +39,7 @@ use lapin::{Connection, ConnectionProperties, Consumer};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -136,7 +138,7 @@ pub async fn connect(uri: &str) -> Result<Connection, String> {
 
 /// One connection: consumes and stages until the broker fails or shutdown.
 async fn session(
-    ctx: &RouteContext,
+    ctx: &Arc<RouteContext>,
     settings: &Settings,
     label: &str,
     backoff: &mut Backoff,
@@ -198,7 +200,7 @@ async fn subscribe(connection: &Connection, settings: &Settings) -> Result<Consu
 
 /// Stages batches of deliveries and acknowledges them after each commit.
 async fn consume(
-    ctx: &RouteContext,
+    ctx: &Arc<RouteContext>,
     settings: &Settings,
     label: &str,
     mut consumer: Consumer,
@@ -211,6 +213,9 @@ async fn consume(
     let window = settings.dedup_window_ms;
     let cleanup_every = CLEANUP_EVERY.min(Duration::from_millis(window / 10).max(GATHER));
     let mut last_cleanup = Instant::now();
+    // The previous batch's commit and ack run while the next batch gathers; a batch is
+    // staged only after the one before it was, so staging keeps the upstream order.
+    let mut committing: Option<JoinHandle<Result<(), SessionEnd>>> = None;
     loop {
         let first = tokio::select! {
             _ = shutdown.cancelled() => return SessionEnd::Shutdown,
@@ -236,17 +241,36 @@ async fn consume(
                     Ok(Some(Err(_)) | None) | Err(_) => break,
                 }
             }
-            if let Err(end) = stage_and_ack(ctx, label, &labels, batch).await {
-                return end;
-            }
+        }
+        if let Some(previous) = committing.take()
+            && let Err(end) = finished(previous).await
+        {
+            return end;
+        }
+        if !batch.is_empty() {
+            let (ctx, label, labels) = (ctx.clone(), label.to_owned(), labels.clone());
+            committing = Some(tokio::spawn(async move {
+                stage_and_ack(&ctx, &label, &labels, batch).await
+            }));
         }
         if last_cleanup.elapsed() >= cleanup_every {
+            if let Some(previous) = committing.take()
+                && let Err(end) = finished(previous).await
+            {
+                return end;
+            }
             if let Err(e) = expire(ctx, now_ms().saturating_sub(window)).await {
                 return SessionEnd::Store(e);
             }
             last_cleanup = Instant::now();
         }
     }
+}
+
+/// The outcome of a spawned [`stage_and_ack`].
+async fn finished(task: JoinHandle<Result<(), SessionEnd>>) -> Result<(), SessionEnd> {
+    task.await
+        .unwrap_or_else(|e| Err(SessionEnd::Broker(format!("the staging task failed: {e}"))))
 }
 
 /// Stages `batch` (rejecting upstream what no stage can hold), then acknowledges it.
