@@ -123,3 +123,20 @@ pub fn expires_at(queue: &Queue, message_ttl: Option<u64>, now: u64) -> u64 {
         (a, b) => now + a.unwrap_or(u64::MAX).min(b.unwrap_or(u64::MAX)),
     }
 }
+
+/// Tells the expiry sweeper the soonest expiry among each batch's messages, so it looks
+/// at those queues' heads in time. Only a hint: giving it for a transaction that is then
+/// retried just makes the sweeper look early.
+pub fn hint_expiries(expiry: &super::expiry::ExpiryHints, batches: &[QueueBatch]) {
+    for batch in batches {
+        let soonest = batch
+            .messages
+            .iter()
+            .map(|e| e.message.expires_ms)
+            .filter(|at| *at != 0)
+            .min();
+        if let Some(at) = soonest {
+            expiry.hint(&batch.queue, at);
+        }
+    }
+}

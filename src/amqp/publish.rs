@@ -20,7 +20,7 @@
 use super::broker::Broker;
 use super::codec::{self, ContentHeader};
 use super::consume::{Settlement, settle_in};
-use super::enqueue::{Entry, QueueBatch, Stored, enqueue_in, expires_at};
+use super::enqueue::{Entry, QueueBatch, Stored, enqueue_in, expires_at, hint_expiries};
 use super::errors::{AmqpError, TxError};
 use super::message::StoredMessage;
 use super::topology::{Queue, VHost};
@@ -391,16 +391,8 @@ fn record_stored(broker: &Broker, batches: &[QueueBatch], stored: &Stored) {
     for (i, batch) in batches.iter().enumerate() {
         let labels = batch.queue.labels();
         metrics::counter!(metric::PUBLISHED_TOTAL, &labels).increment(stored.appended[i] as u64);
-        let soonest = batch
-            .messages
-            .iter()
-            .map(|e| e.message.expires_ms)
-            .filter(|at| *at != 0)
-            .min();
-        if let Some(at) = soonest {
-            broker.expiry.hint(&batch.queue, at);
-        }
     }
+    hint_expiries(&broker.expiry, batches);
 }
 
 /// The confirm frames of a batch: runs of acks as one `multiple` ack, a nack for each

@@ -15,7 +15,7 @@
 
 use crate::amqp::broker::Broker;
 use crate::amqp::codec::encode_properties;
-use crate::amqp::enqueue::{Entry, QueueBatch, enqueue_in, expires_at};
+use crate::amqp::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries};
 use crate::amqp::message::StoredMessage;
 use crate::amqp::topology::Queue;
 use crate::bridge::sink::{InStoreSink, Outcome};
@@ -161,19 +161,7 @@ impl InStoreSink for AmqpFrontSink {
         }
         Box::pin(async move {
             enqueue_in(tx, &batches, now).await?;
-            // Tell the expiry sweeper about expiring messages; a hint for a transaction
-            // that is retried is only an early look at the queue's head.
-            for b in &batches {
-                let soonest = b
-                    .messages
-                    .iter()
-                    .map(|e| e.message.expires_ms)
-                    .filter(|at| *at != 0)
-                    .min();
-                if let Some(at) = soonest {
-                    self.broker.expiry.hint(&b.queue, at);
-                }
-            }
+            hint_expiries(&self.broker.expiry, &batches);
             Ok(())
         })
     }
