@@ -111,10 +111,10 @@ pub struct KafkaSink {
 }
 
 impl KafkaSink {
-    /// A sink that connects on its first delivery.
+    /// A sink that connects on its first delivery (until then `/readyz` does not list it,
+    /// as for the RabbitMQ sink: an idle sink is not a broker that is down).
     pub fn new(config: KafkaSinkConfig, status: Status, db: Database, space: &Subspace) -> Self {
         let index = config.index as i64;
-        status.down(&config.label, "connecting");
         Self {
             txn_key: space.pack(&("kafka-txn", index)),
             config,
