@@ -24,7 +24,7 @@ pub mod sources;
 pub mod staged;
 pub mod status;
 
-use crate::config::{Config, Endpoint, RouteConfig, SinkConfig, SourceConfig};
+use crate::config::{Config, RouteConfig, SinkConfig, SourceConfig};
 use crate::stage::{Holders, StageError, Stages};
 use crate::store::{Database, StoreError};
 use keys::RouteKeys;
@@ -227,9 +227,4 @@ async fn renew_holder(
             error!(error = %e, "cannot renew the bridge's lease holder");
         }
     }
-}
-
-/// The label of an endpoint in metrics and logs.
-pub fn endpoint_label(e: &Endpoint) -> String {
-    sink::endpoint_label(e)
 }
