@@ -54,19 +54,24 @@ fn drive(
     })
 }
 
-/// Receives until every value in `wanted` has been seen; returns who saw which partitions.
+/// Receives until every value in `wanted` has been seen; returns who saw which partitions
+/// among the records of `wanted`.
 async fn collect(
     rx: &mut mpsc::UnboundedReceiver<(usize, i32, usize)>,
     mut wanted: BTreeSet<usize>,
 ) -> BTreeMap<usize, BTreeSet<i32>> {
     let mut seen_by: BTreeMap<usize, BTreeSet<i32>> = BTreeMap::new();
+    // Records read earlier (re-read after a rebalance, still queued) are not counted.
+    let range = wanted.clone();
     while !wanted.is_empty() {
         let (member, partition, value) = tokio::time::timeout(PATIENCE, rx.recv())
             .await
             .unwrap_or_else(|_| panic!("still missing {} records", wanted.len()))
             .unwrap();
         wanted.remove(&value);
-        seen_by.entry(member).or_default().insert(partition);
+        if range.contains(&value) {
+            seen_by.entry(member).or_default().insert(partition);
+        }
     }
     seen_by
 }
