@@ -201,7 +201,13 @@ async fn start_route(
             ),
         };
         let token = shutdown.clone();
-        tasks.spawn(async move { worker.run(token).await.map_err(BridgeError::from) });
+        let name = route.name.clone();
+        tasks.spawn(async move {
+            worker
+                .run(token)
+                .await
+                .map_err(|error| BridgeError::Stage { route: name, error })
+        });
     }
     let from = route
         .from_endpoint("routes", sources)
