@@ -34,9 +34,26 @@ def produce(bootstrap, topic, records):
     producer.close()
 
 
+def await_partitions(bootstrap, consumer, topic):
+    """Makes the subscribed consumer's metadata know TOPIC's partitions before its first join;
+    a producer's metadata request creates the topic when auto-create is on.
+
+    This works around a kafka-python bug (seen in 3.0.12; 2.x has the same loop): when
+    metadata arriving after a join changes the subscribed partitions, the member rejoins
+    because its assignment snapshot differs from the metadata snapshot; if poll() returns
+    while that join is in flight, the leader's assignment makes need_rejoin() false before
+    the finished join is applied, so the member never takes its partitions. Joining only once
+    the topic's partitions are known keeps that rejoin from happening.
+    """
+    producer = KafkaProducer(bootstrap_servers=bootstrap, client_id="py-member-metadata")
+    producer.partitions_for(topic)
+    producer.close()
+    if not consumer.partitions_for_topic(topic):
+        sys.exit(f"no partitions for {topic}")
+
+
 def member(bootstrap, topic, group):
     consumer = KafkaConsumer(
-        topic,
         bootstrap_servers=bootstrap,
         group_id=group,
         client_id="py-member",
@@ -45,6 +62,8 @@ def member(bootstrap, topic, group):
         session_timeout_ms=3000,
         heartbeat_interval_ms=300,
     )
+    consumer.subscribe([topic])
+    await_partitions(bootstrap, consumer, topic)
     assigned = None
     while True:
         batches = consumer.poll(timeout_ms=100)

@@ -269,7 +269,7 @@ impl Group {
         let sessions = self
             .members
             .values()
-            .filter(|m| !(self.phase == Phase::PreparingRebalance && m.joined))
+            .filter(|m| !self.held_waiting(m))
             .map(|m| m.last_seen + m.session_timeout);
         sessions.chain(self.deadline).min()
     }
@@ -438,11 +438,10 @@ impl Group {
 
     /// Expires members past their session and rebalances whose time is up.
     pub fn tick(&mut self, now: Instant) -> Vec<Reply> {
-        let phase = self.phase;
         let expired: Vec<String> = self
             .members
             .values()
-            .filter(|m| !(phase == Phase::PreparingRebalance && m.joined))
+            .filter(|m| !self.held_waiting(m))
             .filter(|m| m.last_seen + m.session_timeout <= now)
             .map(|m| m.id.clone())
             .collect();
@@ -644,6 +643,19 @@ impl Group {
             .any(|(name, _)| self.members.values().all(|m| m.supports(name)))
     }
 
+    /// Whether `m` is waiting on the coordinator rather than on itself: it joined the
+    /// rebalance under way, or sent its SyncGroup and waits for the leader's assignment.
+    /// Clients send no heartbeats while a join or sync is outstanding, so such a member's
+    /// session does not run (Kafka's `shouldKeepAlive`); the rebalance deadline bounds the
+    /// wait instead.
+    fn held_waiting(&self, m: &Member) -> bool {
+        match self.phase {
+            Phase::PreparingRebalance => m.joined,
+            Phase::CompletingRebalance => m.synced,
+            Phase::Empty | Phase::Stable => false,
+        }
+    }
+
     fn max_rebalance_timeout(&self) -> Duration {
         self.members
             .values()
@@ -843,6 +855,44 @@ mod tests {
         g.tick(t0 + SESSION);
         assert!(g.members.is_empty());
         assert_eq!(g.phase, Phase::Empty);
+    }
+
+    #[test]
+    fn a_follower_waiting_for_a_slow_leader_keeps_its_session() {
+        let t0 = Instant::now();
+        let short = |member: &str, metadata| JoinRequest {
+            session_timeout: Duration::from_secs(2),
+            ..join_req(member, metadata)
+        };
+        let (mut g, a) = stable_with_one(t0);
+        let (b, _) = g.join(short("", b"b"), t0);
+        g.join(short(&a, b"a"), t0);
+        let (leader, follower) = match g.leader.clone().unwrap() {
+            l if l == a => (a, b),
+            l => (l, a),
+        };
+        assert!(
+            g.sync(&follower, 2, vec![], t0).is_empty(),
+            "waits for the leader"
+        );
+        // The leader takes longer than a session (2 s) to assign, within the rebalance
+        // timeout (5 s); it heartbeats meanwhile, the follower (its sync outstanding)
+        // cannot.
+        let late = t0 + Duration::from_millis(2500);
+        assert_eq!(g.heartbeat(&leader, 2, t0 + Duration::from_secs(1)), 0);
+        assert!(g.tick(late).is_empty());
+        assert!(g.members.contains_key(&follower), "held, not expired");
+        let replies = g.sync(
+            &leader,
+            2,
+            vec![(follower.clone(), Bytes::from_static(b"pf"))],
+            late,
+        );
+        assert_eq!(
+            synced(&replies, &follower).unwrap().assignment,
+            Bytes::from_static(b"pf")
+        );
+        assert_eq!(g.phase, Phase::Stable);
     }
 
     #[test]
