@@ -4,55 +4,14 @@
 
 mod kafka_support;
 
-use kafka_support::{PATIENCE, TestBroker, consumer, producer};
+use kafka_support::{PATIENCE, TestBroker, consumer, drive, producer, send_range};
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-
-/// Sends records `from..to` to `topic`, keyed so they spread over the partitions.
-async fn send_range(p: &FutureProducer, topic: &str, from: usize, to: usize) {
-    let sends = (from..to).map(|i| async move {
-        let key = format!("key-{i}");
-        let value = format!("{i}");
-        p.send(
-            FutureRecord::to(topic)
-                .key(key.as_bytes())
-                .payload(value.as_bytes()),
-            Timeout::After(PATIENCE),
-        )
-        .await
-        .expect("acknowledged");
-    });
-    futures::future::join_all(sends).await;
-}
-
-/// Runs `consumer` until its channel closes, reporting (member, partition, value).
-fn drive(
-    member: usize,
-    c: Arc<StreamConsumer>,
-    tx: mpsc::UnboundedSender<(usize, i32, usize)>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                () = tx.closed() => return,
-                m = c.recv() => {
-                    // Transient errors (a broker restarting) are the client's to recover.
-                    let Ok(m) = m else { continue };
-                    let value = std::str::from_utf8(m.payload().unwrap()).unwrap().parse().unwrap();
-                    if tx.send((member, m.partition(), value)).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    })
-}
 
 /// Receives until every value in `wanted` has been seen; returns who saw which partitions
 /// among the records of `wanted`.
@@ -104,7 +63,7 @@ async fn three_members_split_the_partitions_and_rebalance_when_one_leaves() {
     let mut tasks = Vec::new();
     for (i, c) in members.iter().enumerate() {
         c.subscribe(&["events"]).unwrap();
-        tasks.push(drive(i, c.clone(), tx.clone()));
+        tasks.push(drive(i, c.clone(), false, tx.clone()));
     }
     collect(&mut rx, (0..300).collect()).await;
 
@@ -226,7 +185,7 @@ async fn a_stable_group_survives_a_restart_with_its_member_and_generation() {
     let c = Arc::new(consumer(&broker.bootstrap(), "steady-group", &[]));
     c.subscribe(&["steady"]).unwrap();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let task = drive(0, c.clone(), tx);
+    let task = drive(0, c.clone(), false, tx);
     collect(&mut rx, (0..10).collect()).await;
     until_assigned(&c).await;
     let before = group_members(&c, "steady-group");

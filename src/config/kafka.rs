@@ -77,8 +77,8 @@ pub struct KafkaConfig {
     pub group_max_session_timeout_ms: i32,
     /// How long the first rebalance of an empty group waits for more members to join.
     pub group_initial_rebalance_delay_ms: u64,
-    /// How long a partition sequencer's lease lasts without renewal; after that another
-    /// instance may take the partition over.
+    /// How long a lease (a partition's sequencer, a group's coordinator, a broker
+    /// registration) lasts without renewal; after that another instance may take over.
     pub sequencer_lease_ms: u64,
     /// Most staged batches a sequencer moves into the log in one transaction.
     pub sequencer_batch: usize,

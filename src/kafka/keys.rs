@@ -9,7 +9,7 @@
 //! (P,"k","topic","version")                   = i64 LE, atomic add: bumped by every topic change
 //! (P,"k","broker",node_id)                    = Broker (host, port, deadline)
 //! (P,"k","producer","next_id")                = (next idempotent producer id,)
-//! (P,"k","p",topic_id,partition,"lease")      = SequencerLease (node, epoch, deadline)
+//! (P,"k","p",topic_id,partition,"lease")      = Lease (node, epoch, deadline): its sequencer
 //! (P,"k","p",topic_id,partition,"hw")         = i64 LE: next offset (high watermark = log end)
 //! (P,"k","p",topic_id,partition,"start")      = i64 LE: log start offset
 //! (P,"k","p",topic_id,partition,"bytes")      = i64 LE, atomic add: bytes in the log
@@ -20,6 +20,7 @@
 //!                                               reached `ts` in the batch at `base`
 //! (P,"k","p",topic_id,partition,"pid",id)     = ProducerState of an idempotent producer
 //! (P,"k","groups",group)                      = "": the group exists (ListGroups reads these)
+//! (P,"k","gcoord",group)                      = Lease (node, epoch, deadline): its coordinator
 //! (P,"k","g",group,"meta")                    = GroupMeta (generation, protocol, leader)
 //! (P,"k","g",group,"m",member)                = Member (client, timeouts, metadata, assignment)
 //! (P,"k","g",group,"o",topic,partition)       = CommittedOffset
@@ -114,6 +115,12 @@ impl KafkaKeys {
         GroupKeys {
             space: self.space.subspace(&("g", group)),
         }
+    }
+
+    /// The lease of a group's coordinator (outside the group's own keys, which a
+    /// DeleteGroups clears).
+    pub fn group_lease(&self, group: &str) -> Vec<u8> {
+        self.space.pack(&("gcoord", group))
     }
 
     /// The listing entry of a group.

@@ -20,6 +20,7 @@ pub mod codec;
 pub mod connection;
 pub mod groups;
 pub mod keys;
+pub mod lease;
 pub mod log;
 pub mod producers;
 pub mod sequencer;
@@ -31,9 +32,9 @@ use crate::config::KafkaConfig;
 use crate::stage::Stages;
 use crate::store::{Database, StoreError};
 use brokers::{Broker, Brokers};
-use groups::Coordinator;
 use groups::state::GroupSettings;
 use groups::store::GroupStore;
+use groups::{Coordinator, Identity};
 use keys::KafkaKeys;
 use sequencer::{SequencerSettings, Sequencers};
 use std::net::SocketAddr;
@@ -205,6 +206,10 @@ impl KafkaFront {
                 max_session: millis(config.group_max_session_timeout_ms),
                 initial_delay: config.group_initial_rebalance_delay(),
             },
+            Identity {
+                node: config.node_id,
+                lease: config.sequencer_lease(),
+            },
             shutdown.clone(),
         );
         let ctx = Context {
@@ -254,6 +259,7 @@ impl KafkaFront {
                 let token = self.internal.clone();
                 async move { topics.follow_changes(token).await }
             }),
+            tokio::spawn(ctx.coordinator.clone().run(self.internal.clone())),
             tokio::spawn(groups::lag::run(
                 ctx.db.clone(),
                 ctx.topics.clone(),

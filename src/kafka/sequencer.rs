@@ -15,6 +15,7 @@
 
 use super::batch::{BatchHeader, set_base_offset};
 use super::keys::PartitionKeys;
+use super::lease::Lease;
 use super::log::{Log, LogError};
 use super::producers::{ProducerState, Verdict};
 use super::topics::{Partition, TopicDefaults, Topics};
@@ -22,7 +23,6 @@ use super::waiters::{Outcome, Waiters};
 use crate::stage::{Delivery, MessageId, StageError, Wakeup, now_ms};
 use crate::store::{Database, StoreError, Transaction, TransactionError};
 use crate::telemetry::kafka as m;
-use foundationdb_tuple::{pack, unpack};
 use kafka_protocol::ResponseError;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -32,7 +32,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-/// Format version of staged records and lease values.
+/// Format version of staged records.
 const FORMAT: u8 = 1;
 /// Bytes before the batch in a staged record: format, incarnation, token.
 const STAGED_HEADER: usize = 17;
@@ -81,9 +81,6 @@ pub enum SequencerError {
     /// The log holds something undecodable.
     #[error(transparent)]
     Log(LogError),
-    /// A lease value does not decode.
-    #[error("the store holds a sequencer lease this ferry cannot decode")]
-    CorruptLease,
 }
 
 impl TransactionError for SequencerError {
@@ -106,58 +103,6 @@ impl From<StageError> for SequencerError {
 impl From<LogError> for SequencerError {
     fn from(e: LogError) -> Self {
         Self::Log(e)
-    }
-}
-
-/// A partition's sequencer lease, as stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Lease {
-    /// The node holding it.
-    pub node: i32,
-    /// Bumped by every new holder; the holder's transactions check it.
-    pub epoch: i64,
-    /// When it lapses unless renewed, ms since the epoch.
-    pub deadline_ms: u64,
-}
-
-impl Lease {
-    fn encode(&self) -> Vec<u8> {
-        pack(&(
-            u16::from(FORMAT),
-            i64::from(self.node),
-            self.epoch,
-            self.deadline_ms,
-        ))
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Self, SequencerError> {
-        let (_, node, epoch, deadline_ms) =
-            unpack::<(u16, i64, i64, u64)>(bytes).map_err(|_| SequencerError::CorruptLease)?;
-        Ok(Self {
-            node: i32::try_from(node).map_err(|_| SequencerError::CorruptLease)?,
-            epoch,
-            deadline_ms,
-        })
-    }
-
-    /// Reads the lease of the partition with `keys`.
-    ///
-    /// # Errors
-    /// The store's error, or an undecodable lease.
-    pub async fn read(
-        tx: &Transaction,
-        keys: &PartitionKeys,
-        snapshot: bool,
-    ) -> Result<Option<Self>, SequencerError> {
-        match tx.get(&keys.lease(), snapshot).await? {
-            Some(v) => Ok(Some(Self::decode(&v)?)),
-            None => Ok(None),
-        }
-    }
-
-    /// The node leading the partition now: the holder of a lease that has not lapsed.
-    pub fn leader(lease: Option<Self>, now: u64) -> Option<i32> {
-        lease.filter(|l| l.deadline_ms > now).map(|l| l.node)
     }
 }
 
@@ -265,19 +210,9 @@ impl Sequencers {
         let claimed = shared
             .db
             .run(|tx| async move {
-                let now = now_ms();
-                let epoch = match Lease::read(&tx, keys, false).await? {
-                    None => 1,
-                    Some(l) if l.node == shared.node || l.deadline_ms <= now => l.epoch + 1,
-                    Some(_) => return Ok(None),
-                };
-                let lease = Lease {
-                    node: shared.node,
-                    epoch,
-                    deadline_ms: now + shared.lease.as_millis() as u64,
-                };
-                tx.set(&keys.lease(), &lease.encode());
-                Ok::<_, SequencerError>(Some(epoch))
+                let term = shared.lease.as_millis() as u64;
+                let claimed = Lease::claim(&tx, &keys.lease(), shared.node, term, now_ms()).await?;
+                Ok::<_, SequencerError>(claimed.ok().map(|l| l.epoch))
             })
             .await;
         match claimed {
@@ -602,22 +537,9 @@ impl Sequencer {
     /// Checks the lease is still this sequencer's (a conflicting read: a takeover makes
     /// this transaction fail) and renews it once a third of its term has passed.
     async fn hold_lease(&self, tx: &Transaction, now: u64) -> Result<bool, SequencerError> {
-        let keys = &self.partition.keys;
-        let Some(lease) = Lease::read(tx, keys, false).await? else {
-            return Ok(false);
-        };
-        if lease.node != self.shared.node || lease.epoch != self.epoch {
-            return Ok(false);
-        }
         let term = self.shared.lease.as_millis() as u64;
-        if lease.deadline_ms < now + term * 2 / 3 {
-            let renewed = Lease {
-                deadline_ms: now + term,
-                ..lease
-            };
-            tx.set(&keys.lease(), &renewed.encode());
-        }
-        Ok(true)
+        let holder = (self.shared.node, self.epoch);
+        Ok(Lease::hold(tx, &self.partition.keys.lease(), holder, term, now).await?)
     }
 
     /// The stored state of every idempotent producer among `staged`.
@@ -748,19 +670,7 @@ impl Sequencer {
         let released = self
             .shared
             .db
-            .run(|tx| async move {
-                if let Some(lease) = Lease::read(&tx, keys, false).await?
-                    && lease.node == node
-                    && lease.epoch == epoch
-                {
-                    let lapsed = Lease {
-                        deadline_ms: 0,
-                        ..lease
-                    };
-                    tx.set(&keys.lease(), &lapsed.encode());
-                }
-                Ok::<_, SequencerError>(())
-            })
+            .run(|tx| async move { Lease::release(&tx, &keys.lease(), (node, epoch)).await })
             .await;
         if let Err(e) = released {
             warn!(topic = %self.partition.topic, partition = self.partition.index, error = %e, "cannot release the sequencer lease");
@@ -781,9 +691,10 @@ pub async fn leaders(
     let reads = keys.iter().map(|k| {
         let tx = tx.clone();
         async move {
-            Lease::read(&tx, k, true)
-                .await
-                .map(|l| Lease::leader(l, now))
+            Ok(Lease::holder(
+                Lease::read(&tx, &k.lease(), true).await?,
+                now,
+            ))
         }
     });
     futures::future::try_join_all(reads).await
@@ -799,19 +710,6 @@ mod tests {
         assert_eq!(staged_parts(&body), Some((5, 9)));
         assert_eq!(&body[STAGED_HEADER..], b"batch");
         assert_eq!(staged_parts(b"short"), None);
-    }
-
-    #[test]
-    fn leases_round_trip_and_lapse() {
-        let l = Lease {
-            node: 3,
-            epoch: 12,
-            deadline_ms: 1000,
-        };
-        assert_eq!(Lease::decode(&l.encode()).unwrap(), l);
-        assert_eq!(Lease::leader(Some(l), 999), Some(3));
-        assert_eq!(Lease::leader(Some(l), 1000), None);
-        assert_eq!(Lease::leader(None, 0), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Shared scaffolding of the Kafka tests: a Ferry Kafka front running in the test's own
-//! runtime on a fresh embedded store (bound to 127.0.0.1:0), and rdkafka clients pointed
-//! at it.
+//! runtime on a fresh embedded store (bound to 127.0.0.1:0), peers on the same store (more
+//! instances), and rdkafka clients pointed at them.
 #![allow(dead_code)]
 
 pub mod raw;
@@ -11,12 +11,15 @@ use ferry::config::users::default_users;
 use ferry::kafka::KafkaFront;
 use ferry::stage::Stages;
 use ferry::store::Database;
-use rdkafka::ClientConfig;
-use rdkafka::consumer::StreamConsumer;
-use rdkafka::producer::FutureProducer;
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::util::Timeout;
+use rdkafka::{ClientConfig, Message};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -104,12 +107,60 @@ impl TestBroker {
     }
 }
 
+/// A second Kafka front on a [`TestBroker`]'s store, as another Ferry instance sharing
+/// the same cluster would be.
+pub struct Peer {
+    /// Where clients connect.
+    pub addr: SocketAddr,
+    /// Stops the front.
+    shutdown: CancellationToken,
+    /// The front's task.
+    task: JoinHandle<()>,
+}
+
+impl TestBroker {
+    /// Starts another front on this broker's store with node id `node`.
+    pub async fn peer(&self, node: i32) -> Peer {
+        let mut config = self.config.clone();
+        config.node_id = node;
+        let (addr, shutdown, task) = serve(self.db.clone(), &self.store, &config).await;
+        Peer {
+            addr,
+            shutdown,
+            task,
+        }
+    }
+}
+
+impl Peer {
+    /// `host:port` for `bootstrap.servers`.
+    pub fn bootstrap(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// Stops the front (it releases its leases as it goes).
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        self.task.await.unwrap();
+    }
+}
+
 async fn launch(
     store: &StoreConfig,
     config: &KafkaConfig,
 ) -> (SocketAddr, Database, CancellationToken, JoinHandle<()>) {
     let db = Database::open(store).await.unwrap();
-    let stages = Stages::new(db.clone(), &store.prefix);
+    let (addr, shutdown, task) = serve(db.clone(), store, config).await;
+    (addr, db, shutdown, task)
+}
+
+/// Starts a Kafka front on `db`.
+async fn serve(
+    db: Database,
+    store: &StoreConfig,
+    config: &KafkaConfig,
+) -> (SocketAddr, CancellationToken, JoinHandle<()>) {
+    let stages = Stages::new(db, &store.prefix);
     stages.ensure_schema().await.unwrap();
     let listener = TcpListener::bind(&config.listen).await.unwrap();
     let shutdown = CancellationToken::new();
@@ -124,7 +175,7 @@ async fn launch(
     .await
     .unwrap();
     let addr = front.local_addr().unwrap();
-    (addr, db, shutdown, tokio::spawn(front.run()))
+    (addr, shutdown, tokio::spawn(front.run()))
 }
 
 /// An rdkafka client configuration for `bootstrap` with `settings` on top.
@@ -158,4 +209,51 @@ pub fn consumer(bootstrap: &str, group: &str, settings: &[(&str, &str)]) -> Stre
     ];
     base.extend_from_slice(settings);
     client_config(bootstrap, &base).create().unwrap()
+}
+
+/// Sends records `from..to` to `topic`, keyed so they spread over the partitions; each
+/// record's value is its number.
+pub async fn send_range(p: &FutureProducer, topic: &str, from: usize, to: usize) {
+    let sends = (from..to).map(|i| async move {
+        let key = format!("key-{i}");
+        let value = format!("{i}");
+        p.send(
+            FutureRecord::to(topic)
+                .key(key.as_bytes())
+                .payload(value.as_bytes()),
+            Timeout::After(PATIENCE),
+        )
+        .await
+        .expect("acknowledged");
+    });
+    futures::future::join_all(sends).await;
+}
+
+/// Runs `consumer` as member `member` until the channel closes, reporting (member,
+/// partition, value) for every record of [`send_range`] it reads, and committing each
+/// record it reads when `commit`.
+pub fn drive(
+    member: usize,
+    c: Arc<StreamConsumer>,
+    commit: bool,
+    tx: mpsc::UnboundedSender<(usize, i32, usize)>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = tx.closed() => return,
+                m = c.recv() => {
+                    // Transient errors (a broker restarting) are the client's to recover.
+                    let Ok(m) = m else { continue };
+                    let value = std::str::from_utf8(m.payload().unwrap()).unwrap().parse().unwrap();
+                    if commit {
+                        let _ = c.commit_message(&m, CommitMode::Async);
+                    }
+                    if tx.send((member, m.partition(), value)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    })
 }

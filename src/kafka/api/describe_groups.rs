@@ -3,7 +3,6 @@
 
 use super::str_bytes;
 use crate::kafka::Context;
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, ResponseKind};
 use std::sync::Arc;
@@ -14,9 +13,12 @@ pub async fn handle(ctx: &Arc<Context>, request: DescribeGroupsRequest) -> Respo
     for id in request.groups {
         let name = id.0.to_string();
         let described = DescribedGroup::default().with_group_id(id);
-        let Some(view) = ctx.coordinator.describe(&name).await else {
-            groups.push(described.with_error_code(ResponseError::CoordinatorNotAvailable.code()));
-            continue;
+        let view = match ctx.coordinator.describe(&name).await {
+            Ok(view) => view,
+            Err(code) => {
+                groups.push(described.with_error_code(code));
+                continue;
+            }
         };
         let exists = !view.members.is_empty()
             || ctx.coordinator.store().exists(&name).await.unwrap_or(false);

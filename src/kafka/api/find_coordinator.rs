@@ -1,54 +1,107 @@
-//! FindCoordinator: this instance coordinates every consumer group. Transaction
-//! coordinators (key type 1) are not available: transactions are not supported yet.
+//! FindCoordinator: names the instance holding each group's coordinator lease, taking the
+//! lease here when no live instance holds it. Transaction coordinators (key type 1) are not
+//! available: transactions are not supported yet.
 
 use super::str_bytes;
 use crate::kafka::Context;
+use crate::kafka::brokers::Broker;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{
     BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, ResponseKind,
 };
 use std::sync::Arc;
+use tracing::warn;
 
 /// Kafka's key type for consumer groups.
 const GROUP: i8 = 0;
 
-/// Names this instance for every group key asked for.
-pub fn handle(ctx: &Arc<Context>, version: i16, request: FindCoordinatorRequest) -> ResponseKind {
-    let me = ctx.brokers.me();
-    let error = (request.key_type != GROUP).then_some(ResponseError::CoordinatorNotAvailable);
+/// Where one key's coordinator is, or why it cannot be named.
+type Located = Result<Broker, (ResponseError, &'static str)>;
+
+/// Names the coordinator of every key asked for.
+pub async fn handle(
+    ctx: &Arc<Context>,
+    version: i16,
+    request: FindCoordinatorRequest,
+) -> ResponseKind {
+    let keys = if version >= 4 {
+        request
+            .coordinator_keys
+            .iter()
+            .map(|k| k.to_string())
+            .collect()
+    } else {
+        vec![request.key.to_string()]
+    };
+    let mut located = Vec::with_capacity(keys.len());
+    for key in &keys {
+        located.push(if request.key_type == GROUP {
+            locate(ctx, key).await
+        } else {
+            Err((
+                ResponseError::CoordinatorNotAvailable,
+                "transactions are not supported",
+            ))
+        });
+    }
     let response = if version >= 4 {
         let coordinators = request
             .coordinator_keys
             .into_iter()
-            .map(|key| {
+            .zip(located)
+            .map(|(key, found)| {
                 let c = Coordinator::default().with_key(key);
-                match error {
-                    Some(e) => c
+                match found {
+                    Ok(b) => c
+                        .with_node_id(BrokerId(b.node))
+                        .with_host(str_bytes(b.host))
+                        .with_port(b.port),
+                    Err((e, why)) => c
                         .with_node_id(BrokerId(-1))
                         .with_error_code(e.code())
-                        .with_error_message(Some(str_bytes("transactions are not supported"))),
-                    None => c
-                        .with_node_id(BrokerId(me.node))
-                        .with_host(str_bytes(me.host.clone()))
-                        .with_port(me.port),
+                        .with_error_message(Some(str_bytes(why))),
                 }
             })
             .collect();
         FindCoordinatorResponse::default().with_coordinators(coordinators)
     } else {
-        match error {
-            Some(e) => FindCoordinatorResponse::default()
+        // Before v4 there is exactly one key.
+        match located
+            .pop()
+            .unwrap_or(Err((ResponseError::InvalidRequest, "no key")))
+        {
+            Ok(b) => FindCoordinatorResponse::default()
+                .with_node_id(BrokerId(b.node))
+                .with_host(str_bytes(b.host))
+                .with_port(b.port),
+            Err((e, why)) => FindCoordinatorResponse::default()
                 .with_node_id(BrokerId(-1))
                 .with_error_code(e.code())
-                .with_error_message(
-                    (version >= 1).then(|| str_bytes("transactions are not supported")),
-                ),
-            None => FindCoordinatorResponse::default()
-                .with_node_id(BrokerId(me.node))
-                .with_host(str_bytes(me.host.clone()))
-                .with_port(me.port),
+                .with_error_message((version >= 1).then(|| str_bytes(why))),
         }
     };
     ResponseKind::FindCoordinator(response)
+}
+
+/// The live broker coordinating `group`.
+async fn locate(ctx: &Context, group: &str) -> Located {
+    let unavailable = |why| Err((ResponseError::CoordinatorNotAvailable, why));
+    let node = match ctx.coordinator.locate(group).await {
+        Ok(node) => node,
+        Err(e) => {
+            warn!(group, error = %e, "cannot locate the group's coordinator");
+            return unavailable("the store cannot be read");
+        }
+    };
+    if node == ctx.brokers.me().node {
+        return Ok(ctx.brokers.me().clone());
+    }
+    match ctx.brokers.live().await {
+        Ok(live) => live.into_iter().find(|b| b.node == node).map_or_else(
+            || unavailable("the coordinating instance is not registered"),
+            Ok,
+        ),
+        Err(_) => unavailable("the store cannot be read"),
+    }
 }

@@ -17,9 +17,12 @@ pub async fn handle(ctx: &Arc<Context>, request: HeartbeatRequest) -> Reply {
         )
         .await;
     Reply::Later(Box::pin(async move {
-        let code = pending
-            .await
-            .unwrap_or(ResponseError::CoordinatorNotAvailable.code());
+        let code = match pending {
+            Ok(code) => code
+                .await
+                .unwrap_or(ResponseError::CoordinatorNotAvailable.code()),
+            Err(e) => e.code(),
+        };
         ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(code))
     }))
 }

@@ -51,15 +51,13 @@ pub async fn handle(
     let member_id = join.member_id.clone();
     let pending = ctx.coordinator.join(&group, join).await;
     Reply::Later(Box::pin(async move {
-        response(pending.await.unwrap_or_else(|_| Joined {
-            error: ResponseError::UnknownMemberId.code(),
-            generation: -1,
-            protocol: None,
-            protocol_type: None,
-            leader: String::new(),
-            member_id,
-            members: Vec::new(),
-        }))
+        response(match pending {
+            // A dropped answer: the member left or expired while it waited.
+            Ok(joined) => joined
+                .await
+                .unwrap_or_else(|_| Joined::error(&member_id, ResponseError::UnknownMemberId)),
+            Err(_) => Joined::error(&member_id, ResponseError::NotCoordinator),
+        })
     }))
 }
 

@@ -23,9 +23,12 @@ pub async fn handle(ctx: &Arc<Context>, version: i16, request: LeaveGroupRequest
         .leave(request.group_id.0.as_str(), members.clone())
         .await;
     Reply::Later(Box::pin(async move {
-        let codes = pending
-            .await
-            .unwrap_or_else(|_| vec![ResponseError::CoordinatorNotAvailable.code(); members.len()]);
+        let codes = match pending {
+            Ok(codes) => codes.await.unwrap_or_else(|_| {
+                vec![ResponseError::CoordinatorNotAvailable.code(); members.len()]
+            }),
+            Err(e) => vec![e.code(); members.len()],
+        };
         let response = if version >= 3 {
             LeaveGroupResponse::default().with_members(
                 request

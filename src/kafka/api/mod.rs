@@ -147,7 +147,9 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
             .unwrap_or(Reply::Nothing),
         RequestKind::Fetch(r) => fetch::handle(ctx, version, r),
         RequestKind::ListOffsets(r) => Reply::Now(list_offsets::handle(ctx, r).await),
-        RequestKind::FindCoordinator(r) => Reply::Now(find_coordinator::handle(ctx, version, r)),
+        RequestKind::FindCoordinator(r) => {
+            Reply::Now(find_coordinator::handle(ctx, version, r).await)
+        }
         RequestKind::JoinGroup(r) => join_group::handle(ctx, session, version, r).await,
         RequestKind::SyncGroup(r) => sync_group::handle(ctx, r).await,
         RequestKind::Heartbeat(r) => heartbeat::handle(ctx, r).await,

@@ -24,12 +24,15 @@ pub async fn handle(ctx: &Arc<Context>, request: SyncGroupRequest) -> Reply {
         .await;
     let (protocol_type, protocol_name) = (request.protocol_type, request.protocol_name);
     Reply::Later(Box::pin(async move {
-        let response = match pending.await {
-            Ok(synced) => SyncGroupResponse::default()
-                .with_error_code(synced.error)
-                .with_assignment(synced.assignment),
-            Err(_) => SyncGroupResponse::default()
-                .with_error_code(ResponseError::RebalanceInProgress.code()),
+        let response = match pending {
+            Ok(synced) => match synced.await {
+                Ok(synced) => SyncGroupResponse::default()
+                    .with_error_code(synced.error)
+                    .with_assignment(synced.assignment),
+                Err(_) => SyncGroupResponse::default()
+                    .with_error_code(ResponseError::RebalanceInProgress.code()),
+            },
+            Err(e) => SyncGroupResponse::default().with_error_code(e.code()),
         };
         ResponseKind::SyncGroup(
             response

@@ -1,16 +1,18 @@
 //! One task per consumer group: it owns the group's [`Group`] state, takes commands in
 //! arrival order, answers joins and syncs when the protocol allows, expires members on
-//! time, and persists the group after every change of membership or generation.
+//! time, and persists the group after every change of membership or generation. Its writes
+//! are fenced by this instance's lease on the group: once another instance took the group
+//! over, the task stops (its waiting members are told NOT_COORDINATOR).
 
 use super::state::{Group, GroupSettings, JoinRequest, Joined, Reply, Synced};
-use super::store::GroupStore;
+use super::store::{Fence, GroupStore};
 use crate::telemetry::kafka as m;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 /// A member as DescribeGroups shows it.
 #[derive(Debug, Clone)]
@@ -86,11 +88,13 @@ pub enum Command {
     Delete(oneshot::Sender<i16>),
 }
 
-/// Runs the task of group `id` until `commands` closes or `shutdown`.
+/// Runs the task of group `id` until `commands` closes, `shutdown`, or `fence` no longer
+/// holds.
 pub async fn run(
     id: String,
     settings: GroupSettings,
     store: GroupStore,
+    fence: Fence,
     mut commands: mpsc::Receiver<Command>,
     shutdown: CancellationToken,
 ) {
@@ -121,7 +125,7 @@ pub async fn run(
             () = shutdown.cancelled() => break,
             command = commands.recv() => match command {
                 None => break,
-                Some(c) => handle(&mut group, &store, c, &mut joins, &mut syncs).await,
+                Some(c) => handle(&mut group, &store, &fence, c, &mut joins, &mut syncs).await,
             },
             () = sleep_until(deadline) => group.tick(Instant::now()),
         };
@@ -150,8 +154,13 @@ pub async fn run(
         }
         if group.take_dirty() {
             publish_members(&group);
-            if let Err(e) = store.save(&group).await {
-                warn!(group = %id, error = %e, "cannot persist the group");
+            match store.save(&group, &fence).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    info!(group = %id, "another instance coordinates the group now; stopping");
+                    break;
+                }
+                Err(e) => warn!(group = %id, error = %e, "cannot persist the group"),
             }
         }
     }
@@ -161,6 +170,7 @@ pub async fn run(
 async fn handle(
     group: &mut Group,
     store: &GroupStore,
+    fence: &Fence,
     command: Command,
     joins: &mut HashMap<String, oneshot::Sender<Joined>>,
     syncs: &mut HashMap<String, oneshot::Sender<Synced>>,
@@ -210,11 +220,12 @@ async fn handle(
             let code = if !group.members.is_empty() {
                 kafka_protocol::ResponseError::NonEmptyGroup.code()
             } else {
-                match store.delete(&group.id).await {
-                    Ok(()) => {
+                match store.delete(&group.id, fence).await {
+                    Ok(true) => {
                         *group = Group::new(&group.id.clone(), group.settings());
                         0
                     }
+                    Ok(false) => kafka_protocol::ResponseError::NotCoordinator.code(),
                     Err(e) => {
                         warn!(group = %group.id, error = %e, "cannot delete the group");
                         kafka_protocol::ResponseError::UnknownServerError.code()

@@ -1,32 +1,62 @@
 //! The classic consumer group coordinator: JoinGroup, SyncGroup, Heartbeat and LeaveGroup
 //! go to a task per group ([`actor`]) that runs the protocol ([`state`]) and persists the
 //! group ([`store`]) so it survives a restart; committed offsets are written to the store
-//! directly after the group task checked the member and generation.
+//! after the group task checked the member and generation.
 //!
-//! This instance coordinates every group (FindCoordinator names it). With several
-//! instances sharing a store, groups would be spread by a lease per group, as partitions
-//! are; see `docs/kafka.md`.
+//! With several instances sharing a store, each group has one coordinator: the holder of
+//! the group's [`Lease`]. FindCoordinator (or any group request) claims the lease when no
+//! live instance holds it; this instance renews the leases it holds every third of their
+//! term and releases them when it stops. A group request to an instance that does not hold
+//! the group's lease is answered NOT_COORDINATOR, so the client asks FindCoordinator again.
+//! Every write of a group (its state, its offsets, its deletion) checks the lease in the
+//! same transaction, so a former coordinator can no longer write once another took over.
 
 pub mod actor;
 pub mod lag;
 pub mod state;
 pub mod store;
 
+use super::lease::Lease;
+use crate::stage::now_ms;
+use crate::store::StoreError;
 use actor::{Command, GroupView};
 use parking_lot::Mutex;
 use state::{GroupSettings, JoinRequest, Joined, Synced};
 use std::collections::HashMap;
 use std::sync::Arc;
-use store::GroupStore;
+use std::time::Duration;
+use store::{CommittedOffset, Fence, GroupStore};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
 
 /// Commands a group task queues before its senders wait.
 const MAILBOX: usize = 256;
 
 /// A reply that will come from a group task.
 pub type Pending<T> = oneshot::Receiver<T>;
+
+/// This instance does not coordinate the group (another live instance holds its lease, or
+/// the store could not tell): the request is answered NOT_COORDINATOR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotCoordinator;
+
+impl NotCoordinator {
+    /// The Kafka error code.
+    pub fn code(self) -> i16 {
+        kafka_protocol::ResponseError::NotCoordinator.code()
+    }
+}
+
+/// Who this instance is among those sharing the store.
+#[derive(Debug, Clone, Copy)]
+pub struct Identity {
+    /// This instance's node id.
+    pub node: i32,
+    /// How long a group lease lasts unrenewed.
+    pub lease: Duration,
+}
 
 /// The coordinator of every consumer group; cheap to clone.
 #[derive(Clone)]
@@ -41,6 +71,12 @@ struct Inner {
     store: GroupStore,
     /// Bounds on members' timeouts.
     settings: GroupSettings,
+    /// This instance.
+    identity: Identity,
+    /// The groups whose lease this instance holds, with the lease's epoch.
+    owned: Mutex<HashMap<String, i64>>,
+    /// Serialises this instance's claims, so `owned` records the epoch that committed last.
+    claiming: tokio::sync::Mutex<()>,
     /// The mailbox of every group task started.
     groups: Mutex<HashMap<String, mpsc::Sender<Command>>>,
     /// The group tasks.
@@ -51,11 +87,19 @@ struct Inner {
 
 impl Coordinator {
     /// A coordinator for the groups in `store`.
-    pub fn new(store: GroupStore, settings: GroupSettings, shutdown: CancellationToken) -> Self {
+    pub fn new(
+        store: GroupStore,
+        settings: GroupSettings,
+        identity: Identity,
+        shutdown: CancellationToken,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 store,
                 settings,
+                identity,
+                owned: Mutex::default(),
+                claiming: tokio::sync::Mutex::new(()),
                 groups: Mutex::default(),
                 tasks: Mutex::new(JoinSet::new()),
                 shutdown,
@@ -69,20 +113,30 @@ impl Coordinator {
     }
 
     /// Queues a JoinGroup (in arrival order); the answer comes when the rebalance allows.
-    pub async fn join(&self, group: &str, req: JoinRequest) -> Pending<Joined> {
+    ///
+    /// # Errors
+    /// [`NotCoordinator`].
+    pub async fn join(
+        &self,
+        group: &str,
+        req: JoinRequest,
+    ) -> Result<Pending<Joined>, NotCoordinator> {
         let (tx, rx) = oneshot::channel();
-        self.send(group, Command::Join(req, tx)).await;
-        rx
+        self.send(group, Command::Join(req, tx)).await?;
+        Ok(rx)
     }
 
     /// Queues a SyncGroup; followers' answers come with the leader's assignment.
+    ///
+    /// # Errors
+    /// [`NotCoordinator`].
     pub async fn sync(
         &self,
         group: &str,
         member: String,
         generation: i32,
         assignments: Vec<(String, bytes::Bytes)>,
-    ) -> Pending<Synced> {
+    ) -> Result<Pending<Synced>, NotCoordinator> {
         let (reply, rx) = oneshot::channel();
         self.send(
             group,
@@ -93,12 +147,20 @@ impl Coordinator {
                 reply,
             },
         )
-        .await;
-        rx
+        .await?;
+        Ok(rx)
     }
 
     /// Queues a Heartbeat.
-    pub async fn heartbeat(&self, group: &str, member: String, generation: i32) -> Pending<i16> {
+    ///
+    /// # Errors
+    /// [`NotCoordinator`].
+    pub async fn heartbeat(
+        &self,
+        group: &str,
+        member: String,
+        generation: i32,
+    ) -> Result<Pending<i16>, NotCoordinator> {
         let (reply, rx) = oneshot::channel();
         self.send(
             group,
@@ -108,46 +170,217 @@ impl Coordinator {
                 reply,
             },
         )
-        .await;
-        rx
+        .await?;
+        Ok(rx)
     }
 
     /// Queues a LeaveGroup.
-    pub async fn leave(&self, group: &str, members: Vec<String>) -> Pending<Vec<i16>> {
+    ///
+    /// # Errors
+    /// [`NotCoordinator`].
+    pub async fn leave(
+        &self,
+        group: &str,
+        members: Vec<String>,
+    ) -> Result<Pending<Vec<i16>>, NotCoordinator> {
         let (reply, rx) = oneshot::channel();
-        self.send(group, Command::Leave { members, reply }).await;
-        rx
+        self.send(group, Command::Leave { members, reply }).await?;
+        Ok(rx)
     }
 
-    /// Whether `member` of `generation` may commit offsets now (0) or not (an error code).
-    pub async fn check_commit(&self, group: &str, member: String, generation: i32) -> i16 {
+    /// Commits `offsets` for `member` of `generation` if the group's state allows it now
+    /// (0), else an error code; the write is fenced by the group's lease.
+    pub async fn commit(
+        &self,
+        group: &str,
+        member: String,
+        generation: i32,
+        offsets: &[(String, i32, CommittedOffset)],
+    ) -> i16 {
         let (reply, rx) = oneshot::channel();
-        self.send(
-            group,
-            Command::CheckCommit {
-                member,
-                generation,
-                reply,
-            },
-        )
-        .await;
-        rx.await
-            .unwrap_or(kafka_protocol::ResponseError::CoordinatorNotAvailable.code())
+        let command = Command::CheckCommit {
+            member,
+            generation,
+            reply,
+        };
+        if let Err(e) = self.send(group, command).await {
+            return e.code();
+        }
+        let check = rx
+            .await
+            .unwrap_or(kafka_protocol::ResponseError::CoordinatorNotAvailable.code());
+        if check != 0 || offsets.is_empty() {
+            return check;
+        }
+        let Some(fence) = self.fence(group) else {
+            return NotCoordinator.code();
+        };
+        match self.inner.store.commit(group, offsets, &fence).await {
+            Ok(true) => 0,
+            Ok(false) => NotCoordinator.code(),
+            Err(e) => {
+                warn!(group, error = %e, "cannot store committed offsets");
+                kafka_protocol::ResponseError::CoordinatorNotAvailable.code()
+            }
+        }
     }
 
     /// The group as DescribeGroups shows it.
-    pub async fn describe(&self, group: &str) -> Option<GroupView> {
+    ///
+    /// # Errors
+    /// An error code: NOT_COORDINATOR, or COORDINATOR_NOT_AVAILABLE while stopping.
+    pub async fn describe(&self, group: &str) -> Result<GroupView, i16> {
         let (reply, rx) = oneshot::channel();
-        self.send(group, Command::Describe(reply)).await;
-        rx.await.ok()
+        self.send(group, Command::Describe(reply))
+            .await
+            .map_err(NotCoordinator::code)?;
+        rx.await
+            .map_err(|_| kafka_protocol::ResponseError::CoordinatorNotAvailable.code())
     }
 
     /// Deletes an empty group and its offsets: 0 or an error code.
     pub async fn delete(&self, group: &str) -> i16 {
         let (reply, rx) = oneshot::channel();
-        self.send(group, Command::Delete(reply)).await;
+        if let Err(e) = self.send(group, Command::Delete(reply)).await {
+            return e.code();
+        }
         rx.await
             .unwrap_or(kafka_protocol::ResponseError::CoordinatorNotAvailable.code())
+    }
+
+    /// The node coordinating `group`: this one when it holds the group's lease or takes it
+    /// now (nobody holds it or it lapsed), else the live holder.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn locate(&self, group: &str) -> Result<i32, StoreError> {
+        let Identity { node, lease } = self.inner.identity;
+        if self.inner.owned.lock().contains_key(group) {
+            return Ok(node);
+        }
+        let _claiming = self.inner.claiming.lock().await;
+        if self.inner.owned.lock().contains_key(group) {
+            return Ok(node);
+        }
+        let key = self.inner.store.keys().group_lease(group);
+        let term = lease.as_millis() as u64;
+        let claimed = self
+            .inner
+            .store
+            .db()
+            .run(|tx| {
+                let key = &key;
+                async move { Lease::claim(&tx, key, node, term, now_ms()).await }
+            })
+            .await?;
+        match claimed {
+            Ok(lease) => {
+                // A task left from an earlier claim has stopped or will be fenced out.
+                self.inner.groups.lock().remove(group);
+                self.inner
+                    .owned
+                    .lock()
+                    .insert(group.to_owned(), lease.epoch);
+                info!(group, epoch = lease.epoch, "coordinating group");
+                Ok(node)
+            }
+            Err(holder) => Ok(holder),
+        }
+    }
+
+    /// Renews the group leases this instance holds every third of their term until `stop`
+    /// fires (a lease another instance took stops that group's task), then releases them
+    /// all so other instances can take the groups over at once.
+    pub async fn run(self, stop: CancellationToken) {
+        let interval = self.inner.identity.lease / 3;
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = tokio::time::sleep(interval) => self.renew().await,
+            }
+        }
+        self.release_all().await;
+    }
+
+    /// One transaction renewing every lease held; forgets the groups whose lease is lost.
+    async fn renew(&self) {
+        let owned: Vec<(String, i64)> = self
+            .inner
+            .owned
+            .lock()
+            .iter()
+            .map(|(g, e)| (g.clone(), *e))
+            .collect();
+        if owned.is_empty() {
+            return;
+        }
+        let Identity { node, lease } = self.inner.identity;
+        let term = lease.as_millis() as u64;
+        let keys = self.inner.store.keys();
+        let held = self
+            .inner
+            .store
+            .db()
+            .run(|tx| {
+                let owned = &owned;
+                async move {
+                    let now = now_ms();
+                    let mut lost = Vec::new();
+                    for (group, epoch) in owned {
+                        let key = keys.group_lease(group);
+                        if !Lease::hold(&tx, &key, (node, *epoch), term, now).await? {
+                            lost.push(group.clone());
+                        }
+                    }
+                    Ok::<_, StoreError>(lost)
+                }
+            })
+            .await;
+        match held {
+            Ok(lost) => {
+                for group in lost {
+                    info!(group = %group, "group coordination taken over; stopping its task");
+                    self.inner.owned.lock().remove(&group);
+                    self.inner.groups.lock().remove(&group);
+                }
+            }
+            Err(e) => warn!(error = %e, "cannot renew the group leases"),
+        }
+    }
+
+    /// Lets every group lease this instance holds lapse now.
+    async fn release_all(&self) {
+        let owned: Vec<(String, i64)> = self.inner.owned.lock().drain().collect();
+        let node = self.inner.identity.node;
+        let keys = self.inner.store.keys();
+        let released = self
+            .inner
+            .store
+            .db()
+            .run(|tx| {
+                let owned = &owned;
+                async move {
+                    for (group, epoch) in owned {
+                        Lease::release(&tx, &keys.group_lease(group), (node, *epoch)).await?;
+                    }
+                    Ok::<_, StoreError>(())
+                }
+            })
+            .await;
+        if let Err(e) = released {
+            warn!(error = %e, "cannot release the group leases");
+        }
+    }
+
+    /// What fences this instance's writes of `group`, if it holds the group's lease.
+    fn fence(&self, group: &str) -> Option<Fence> {
+        let epoch = *self.inner.owned.lock().get(group)?;
+        let Identity { node, lease } = self.inner.identity;
+        Some(Fence {
+            key: self.inner.store.keys().group_lease(group),
+            holder: (node, epoch),
+            term_ms: lease.as_millis() as u64,
+        })
     }
 
     /// Waits for every group task to stop (after the shutdown token fired).
@@ -159,7 +392,20 @@ impl Coordinator {
     /// Sends `command` to the group's task, starting the task (which loads the group)
     /// first if needed. A command to a stopped task is dropped; its caller sees the reply
     /// channel closed.
-    async fn send(&self, group: &str, command: Command) {
+    ///
+    /// # Errors
+    /// [`NotCoordinator`] when another instance holds the group's lease (or the store
+    /// cannot tell).
+    async fn send(&self, group: &str, command: Command) -> Result<(), NotCoordinator> {
+        match self.locate(group).await {
+            Ok(node) if node == self.inner.identity.node => {}
+            Ok(_) => return Err(NotCoordinator),
+            Err(e) => {
+                warn!(group, error = %e, "cannot read the group's lease");
+                return Err(NotCoordinator);
+            }
+        }
+        let fence = self.fence(group).ok_or(NotCoordinator)?;
         let mailbox = {
             let mut groups = self.inner.groups.lock();
             groups
@@ -170,6 +416,7 @@ impl Coordinator {
                         group.to_owned(),
                         self.inner.settings,
                         self.inner.store.clone(),
+                        fence,
                         rx,
                         self.inner.shutdown.clone(),
                     ));
@@ -178,5 +425,6 @@ impl Coordinator {
                 .clone()
         };
         let _ = mailbox.send(command).await;
+        Ok(())
     }
 }

@@ -114,7 +114,8 @@ pub struct Joined {
 }
 
 impl Joined {
-    fn error(member_id: &str, e: ResponseError) -> Self {
+    /// The answer refusing `member_id`'s join with `e`.
+    pub fn error(member_id: &str, e: ResponseError) -> Self {
         Self {
             error: e.code(),
             generation: -1,

@@ -2,11 +2,15 @@
 //! (written whenever they change, so a restarted Ferry resumes the group where it was),
 //! and its committed offsets (written by OffsetCommit, one key per partition).
 //!
+//! Every write is fenced: it checks, in its own transaction, that this instance still holds
+//! the group's coordinator lease ([`Fence`]), and writes nothing otherwise.
+//!
 //! Transactional offset commits (TxnOffsetCommit) fit later as pending offsets under the
 //! group, moved to `("o", …)` by the transaction's commit marker.
 
 use super::state::{Group, Phase, StoredMember};
 use crate::kafka::keys::KafkaKeys;
+use crate::kafka::lease::Lease;
 use crate::stage::now_ms;
 use crate::store::{Database, RangeOption, StoreError, Transaction};
 use bytes::Bytes;
@@ -25,6 +29,25 @@ pub struct CommittedOffset {
     pub leader_epoch: i32,
     /// The consumer's metadata string.
     pub metadata: Option<String>,
+}
+
+/// The coordinator lease a group's writes check: this instance's claim on the group.
+#[derive(Debug, Clone)]
+pub struct Fence {
+    /// The lease's key.
+    pub key: Vec<u8>,
+    /// This instance's node and the epoch it claimed.
+    pub holder: (i32, i64),
+    /// The lease's term, ms (a write renews it).
+    pub term_ms: u64,
+}
+
+impl Fence {
+    /// Whether the lease is still held (a conflicting read: a takeover fails the
+    /// transaction).
+    async fn holds(&self, tx: &Transaction) -> Result<bool, StoreError> {
+        Lease::hold(tx, &self.key, self.holder, self.term_ms, now_ms()).await
+    }
 }
 
 /// A group as persisted.
@@ -77,6 +100,16 @@ impl GroupStore {
         Self { db, keys }
     }
 
+    /// The store.
+    pub fn db(&self) -> &Database {
+        &self.db
+    }
+
+    /// The Kafka keyspace.
+    pub fn keys(&self) -> &KafkaKeys {
+        &self.keys
+    }
+
     /// Loads group `id`, if it was ever persisted with members or a generation.
     ///
     /// # Errors
@@ -120,11 +153,12 @@ impl GroupStore {
         }))
     }
 
-    /// Persists `group`'s generation, protocol, leader and members.
+    /// Persists `group`'s generation, protocol, leader and members, if `fence` still
+    /// holds (false: nothing written).
     ///
     /// # Errors
     /// The store's error.
-    pub async fn save(&self, group: &Group) -> Result<(), StoreError> {
+    pub async fn save(&self, group: &Group, fence: &Fence) -> Result<bool, StoreError> {
         let keys = self.keys.group(&group.id);
         let meta = pack(&(
             FORMAT,
@@ -160,6 +194,9 @@ impl GroupStore {
             .run(|tx| {
                 let (keys, meta, members, listing) = (&keys, &meta, &members, &listing);
                 async move {
+                    if !fence.holds(&tx).await? {
+                        return Ok(false);
+                    }
                     let (b, e) = keys.members();
                     tx.clear_range(&b, &e);
                     for (k, v) in members {
@@ -167,26 +204,30 @@ impl GroupStore {
                     }
                     tx.set(&keys.meta(), meta);
                     tx.set(listing, b"");
-                    Ok::<_, StoreError>(())
+                    Ok::<_, StoreError>(true)
                 }
             })
             .await
     }
 
-    /// Removes group `id` with its committed offsets.
+    /// Removes group `id` with its committed offsets, if `fence` still holds (false:
+    /// nothing removed).
     ///
     /// # Errors
     /// The store's error.
-    pub async fn delete(&self, id: &str) -> Result<(), StoreError> {
+    pub async fn delete(&self, id: &str, fence: &Fence) -> Result<bool, StoreError> {
         let (b, e) = self.keys.group(id).all();
         let listing = self.keys.group_listing(id);
         self.db
             .run(|tx| {
                 let (b, e, listing) = (&b, &e, &listing);
                 async move {
+                    if !fence.holds(&tx).await? {
+                        return Ok(false);
+                    }
                     tx.clear_range(b, e);
                     tx.clear(listing);
-                    Ok::<_, StoreError>(())
+                    Ok::<_, StoreError>(true)
                 }
             })
             .await
@@ -222,7 +263,8 @@ impl GroupStore {
         Ok(out)
     }
 
-    /// Writes committed offsets of group `id` in one transaction.
+    /// Writes committed offsets of group `id` in one transaction, if `fence` still holds
+    /// (false: nothing written).
     ///
     /// # Errors
     /// The store's error.
@@ -230,7 +272,8 @@ impl GroupStore {
         &self,
         id: &str,
         offsets: &[(String, i32, CommittedOffset)],
-    ) -> Result<(), StoreError> {
+        fence: &Fence,
+    ) -> Result<bool, StoreError> {
         let keys = self.keys.group(id);
         let listing = self.keys.group_listing(id);
         let now = now_ms();
@@ -238,6 +281,9 @@ impl GroupStore {
             .run(|tx| {
                 let (keys, listing) = (&keys, &listing);
                 async move {
+                    if !fence.holds(&tx).await? {
+                        return Ok(false);
+                    }
                     for (topic, partition, c) in offsets {
                         let value = pack(&(
                             FORMAT,
@@ -249,7 +295,7 @@ impl GroupStore {
                         tx.set(&keys.offset(topic, *partition), &value);
                     }
                     tx.set(listing, b"");
-                    Ok::<_, StoreError>(())
+                    Ok::<_, StoreError>(true)
                 }
             })
             .await

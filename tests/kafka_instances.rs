@@ -1,0 +1,169 @@
+//! Two Kafka fronts sharing one store, as two Ferry instances sharing a FoundationDB
+//! cluster are (here both run in this process on the embedded engine): a consumer group has
+//! one coordinator whichever instance its members bootstrap from, and when the instance
+//! holding the group and the partitions stops, the other takes both over and the group
+//! carries on with its committed offsets.
+
+mod kafka_support;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::{
+    ApiKey, FindCoordinatorRequest, GroupId, HeartbeatRequest, ResponseKind,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_support::raw::Raw;
+use kafka_support::{PATIENCE, TestBroker, consumer, drive, producer, send_range};
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::util::Timeout;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+const GROUP: &str = "pair";
+const TOPIC: &str = "shared";
+
+/// The node FindCoordinator (v4) at `addr` names for [`GROUP`].
+async fn coordinator_named_by(addr: SocketAddr) -> i32 {
+    let mut raw = Raw::connect(addr).await;
+    let request = FindCoordinatorRequest::default()
+        .with_key_type(0)
+        .with_coordinator_keys(vec![StrBytes::from_static_str(GROUP)]);
+    let ResponseKind::FindCoordinator(r) = raw.request(ApiKey::FindCoordinator, 4, &request).await
+    else {
+        panic!("not a FindCoordinator answer");
+    };
+    let c = &r.coordinators[0];
+    assert_eq!(c.error_code, 0, "{c:?}");
+    c.node_id.0
+}
+
+/// Receives until every value of `wanted` was read.
+async fn collect(
+    rx: &mut mpsc::UnboundedReceiver<(usize, i32, usize)>,
+    mut wanted: BTreeSet<usize>,
+) {
+    while !wanted.is_empty() {
+        let (_, _, value) = tokio::time::timeout(PATIENCE, rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("still missing {} records", wanted.len()))
+            .unwrap();
+        wanted.remove(&value);
+    }
+}
+
+/// Waits until the members hold two partitions each, together all four; returns them.
+async fn balanced(members: &[Arc<StreamConsumer>]) -> Vec<BTreeSet<i32>> {
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let shares: Vec<BTreeSet<i32>> = members
+                .iter()
+                .map(|c| {
+                    let a = c.assignment().unwrap();
+                    a.elements().iter().map(|e| e.partition()).collect()
+                })
+                .collect();
+            let all: BTreeSet<i32> = shares.iter().flatten().copied().collect();
+            if shares.iter().all(|s| s.len() == 2) && all == (0..4).collect() {
+                return shares;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("two members sharing four partitions, two each")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_has_one_coordinator_across_instances_and_moves_when_it_stops() {
+    let a = TestBroker::start_with(|c| {
+        c.default_partitions = 4;
+        c.node_id = 0;
+    })
+    .await;
+    let b = a.peer(1).await;
+
+    // The first FindCoordinator (asked of b) makes b the coordinator; a names b too, and
+    // refuses the group's requests itself.
+    assert_eq!(coordinator_named_by(b.addr).await, 1);
+    assert_eq!(coordinator_named_by(a.addr).await, 1);
+    let mut raw = Raw::connect(a.addr).await;
+    let heartbeat = HeartbeatRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str(GROUP)))
+        .with_member_id(StrBytes::from_static_str("m"))
+        .with_generation_id(1);
+    let ResponseKind::Heartbeat(h) = raw.request(ApiKey::Heartbeat, 4, &heartbeat).await else {
+        panic!("not a Heartbeat answer");
+    };
+    assert_eq!(h.error_code, ResponseError::NotCoordinator.code());
+
+    // The topic is created through b, so b sequences its partitions too.
+    send_range(&producer(&b.bootstrap(), &[]), TOPIC, 0, 200).await;
+
+    // One member bootstraps from each instance; they still form one group.
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let members: Vec<Arc<StreamConsumer>> = [a.bootstrap(), b.bootstrap()]
+        .iter()
+        .map(|bootstrap| Arc::new(consumer(bootstrap, GROUP, &[])))
+        .collect();
+    let mut tasks = Vec::new();
+    for (i, c) in members.iter().enumerate() {
+        c.subscribe(&[TOPIC]).unwrap();
+        tasks.push(drive(i, c.clone(), true, tx.clone()));
+    }
+    collect(&mut rx, (0..200).collect()).await;
+    balanced(&members).await;
+
+    // b stops and releases its leases: a takes the group and the partitions over.
+    b.stop().await;
+    send_range(&producer(&a.bootstrap(), &[]), TOPIC, 200, 400).await;
+    collect(&mut rx, (200..400).collect()).await;
+    balanced(&members).await;
+    assert_eq!(coordinator_named_by(a.addr).await, 0);
+
+    // The group's commits reached a: every partition's committed offset is its end.
+    let ends: BTreeMap<i32, i64> = (0..4)
+        .map(|p| {
+            let (_, high) = members[0]
+                .fetch_watermarks(TOPIC, p, Timeout::After(PATIENCE))
+                .unwrap();
+            (p, high)
+        })
+        .collect();
+    assert_eq!(ends.values().sum::<i64>(), 400);
+    let committed = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let c = members[0]
+                .committed(Timeout::After(PATIENCE))
+                .unwrap_or_default();
+            let got: BTreeMap<i32, i64> = c
+                .elements()
+                .iter()
+                .filter_map(|e| Some((e.partition(), e.offset().to_raw()?)))
+                .collect();
+            let mine = members[0].assignment().unwrap();
+            if mine.count() > 0
+                && mine
+                    .elements()
+                    .iter()
+                    .all(|e| got.get(&e.partition()) == ends.get(&e.partition()))
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(
+        committed.is_ok(),
+        "the commits reach the end of the member's partitions"
+    );
+
+    drop(rx);
+    for t in tasks {
+        let _ = t.await;
+    }
+    drop(members);
+    a.stop().await;
+}
