@@ -1,7 +1,8 @@
 //! RabbitMQ → Ferry → RabbitMQ through a bridge route, against the machine's RabbitMQ
 //! (127.0.0.1:5672, guest/guest) as the external broker: properties, headers and bodies
 //! arrive exactly once; exactly once holds under repeated `kill -9`; a missing queue and
-//! a wrong password are reported in `/readyz` without stopping other routes; an
+//! a wrong password are reported in `/readyz` without stopping other routes; the source and
+//! the sink reconnect when the broker closes their connections; an
 //! unroutable message ends in the route's dead-letter stage; a message-id is staged once
 //! within the dedup window and forgotten after it; RabbitMQ → Ferry's Kafka front is
 //! exactly once, and Ferry's Kafka front → RabbitMQ loses nothing, under repeated
@@ -340,6 +341,148 @@ async fn a_missing_queue_and_a_wrong_password_are_reported_while_another_route_m
     assert!(readyz.contains("sink:good-out: up"), "{readyz}");
     // The message for the unreachable sink waits in its stage, not lost.
     assert_eq!(rabbit.depth(&bad_src).await, 0);
+    drop(daemon);
+    rabbit.delete().await;
+}
+
+/// The pids of the broker's connections whose client properties contain `needle` (the
+/// bridge names its connections `ferry bridge source:NAME` / `ferry bridge sink:NAME`).
+fn connections_named(needle: &str) -> Vec<(String, String)> {
+    let out = std::process::Command::new("rabbitmqctl")
+        .args([
+            "list_connections",
+            "--quiet",
+            "--no-table-headers",
+            "pid",
+            "client_properties",
+        ])
+        .output()
+        .expect("rabbitmqctl (this test runs on the broker's machine)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(needle))
+        .filter_map(|l| {
+            let (pid, properties) = l.split_once('\t')?;
+            Some((pid.to_owned(), properties.to_owned()))
+        })
+        .collect()
+}
+
+/// A broker that closes the bridge's connections (as an operator or a broker restart
+/// would) while messages flow: the source and the sink reconnect with backoff and every
+/// message arrives; what the sink publishes again carries its message-id and is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_source_and_the_sink_reconnect_when_the_broker_closes_their_connections() {
+    const N: usize = 30_000;
+    const CLOSES: usize = 3;
+    let mut rabbit = Rabbit::connect().await;
+    let (src, dst, x, route) = (unique("src"), unique("dst"), unique("x"), unique("r"));
+    rabbit.queue(&src).await;
+    rabbit.queue(&dst).await;
+    rabbit.exchange(&x, Some(&dst)).await;
+    let mut rx = collect(&dst).await;
+    let dir = tempfile::tempdir().unwrap();
+    let extra = "retry_initial_ms = 100\nretry_max_ms = 1000";
+    let daemon = BridgeDaemon::start(dir.path(), &route_config(&route, &src, RABBIT, &x, extra));
+
+    // Messages keep coming for several seconds, so the connections are busy when closed.
+    let publisher = {
+        let src = src.clone();
+        tokio::spawn(async move {
+            let rabbit = Rabbit::connect().await;
+            for chunk in (0..N).collect::<Vec<_>>().chunks(1_000) {
+                let messages: Vec<(BasicProperties, Vec<u8>)> = chunk
+                    .iter()
+                    .map(|i| {
+                        let p = BasicProperties::default().with_message_id(format!("c{i}").into());
+                        (p, i.to_be_bytes().to_vec())
+                    })
+                    .collect();
+                rabbit.publish(&src, &messages).await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+    };
+    let mut counts: HashMap<String, usize> = HashMap::with_capacity(N);
+    let absorb = |counts: &mut HashMap<String, usize>, got: Vec<lapin::message::Delivery>| {
+        for d in got {
+            let id = d.properties.message_id().clone().expect("a message-id");
+            *counts.entry(id.to_string()).or_default() += 1;
+        }
+    };
+    let names = [
+        format!("ferry bridge source:{route}-in"),
+        format!("ferry bridge sink:{route}-out"),
+    ];
+    let mut closed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while closed.len() < CLOSES {
+        assert!(Instant::now() < deadline, "closed only {closed:?} in 60 s");
+        absorb(
+            &mut counts,
+            receive(&mut rx, usize::MAX, Duration::from_millis(300)).await,
+        );
+        let found: Vec<(String, String)> =
+            names.iter().flat_map(|n| connections_named(n)).collect();
+        // Close when both are connected, so each close interrupts both.
+        if found.len() < 2 {
+            continue;
+        }
+        for (pid, _) in &found {
+            let status = std::process::Command::new("rabbitmqctl")
+                .args(["close_connection", pid, "ferry test: forced close"])
+                .status()
+                .unwrap();
+            assert!(status.success(), "rabbitmqctl close_connection {pid}");
+        }
+        closed.push(counts.len());
+    }
+    publisher.await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while counts.len() < N {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {N} ids arrived; /readyz:\n{}",
+            counts.len(),
+            daemon.readyz()
+        );
+        absorb(
+            &mut counts,
+            receive(&mut rx, usize::MAX, Duration::from_secs(1)).await,
+        );
+    }
+    absorb(
+        &mut counts,
+        receive(&mut rx, usize::MAX, Duration::from_secs(2)).await,
+    );
+    let sent: HashSet<String> = (0..N).map(|i| format!("c{i}")).collect();
+    assert!(
+        counts.keys().all(|id| sent.contains(id)),
+        "an id never sent arrived"
+    );
+    let duplicates: usize = counts.values().map(|c| c - 1).sum();
+    let route_label = format!("route=\"{route}\"");
+    let reported = daemon.metric("ferry_bridge_redeliveries_total", &[&route_label]);
+    eprintln!(
+        "{N} messages, connections closed {CLOSES} times (ids arrived before each: {closed:?}): {duplicates} duplicates, {reported} redeliveries reported"
+    );
+    // Nothing was killed, so every resend was counted: a duplicate downstream is a resend.
+    assert!(
+        duplicates as f64 <= reported,
+        "{duplicates} duplicates, only {reported} resends counted"
+    );
+    daemon.wait_for(
+        "the source and the sink are up again",
+        Duration::from_secs(30),
+        |d| {
+            let ready = d.readyz();
+            names.iter().all(|n| {
+                let up = format!("{}: up", n.trim_start_matches("ferry bridge "));
+                ready.lines().any(|l| l.trim_end().ends_with(&up))
+            })
+        },
+    );
+    assert_eq!(rabbit.depth(&src).await, 0);
     drop(daemon);
     rabbit.delete().await;
 }

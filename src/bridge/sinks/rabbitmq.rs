@@ -77,7 +77,7 @@ impl RabbitmqSink {
             return Ok(channel.clone());
         }
         self.link = None;
-        let connection = connect(&self.uri).await?;
+        let connection = connect(&self.uri, &self.label).await?;
         let channel = connection
             .create_channel()
             .await

@@ -126,12 +126,15 @@ pub fn redacted(uri: &str) -> String {
     }
 }
 
-/// Connects to `uri`; the error is a sentence naming the broker (without its password).
+/// Connects to `uri` as `ferry bridge LABEL` (the connection name RabbitMQ's management
+/// tools show); the error is a sentence naming the broker (without its password).
 ///
 /// # Errors
 /// Why the connection failed (refused, wrong credentials, vhost missing).
-pub async fn connect(uri: &str) -> Result<Connection, String> {
-    Connection::connect(uri, ConnectionProperties::default())
+pub async fn connect(uri: &str, label: &str) -> Result<Connection, String> {
+    let properties = ConnectionProperties::default()
+        .with_connection_name(format!("ferry bridge {label}").into());
+    Connection::connect(uri, properties)
         .await
         .map_err(|e| format!("cannot connect to {}: {e}", redacted(uri)))
 }
@@ -146,7 +149,7 @@ async fn session(
 ) -> SessionEnd {
     let connection = tokio::select! {
         _ = shutdown.cancelled() => return SessionEnd::Shutdown,
-        c = connect(&settings.uri) => match c {
+        c = connect(&settings.uri, label) => match c {
             Ok(c) => c,
             Err(why) => return SessionEnd::Broker(why),
         },
