@@ -29,7 +29,8 @@ fn unique(what: &str) -> String {
     format!("ferry-test-{what}-{:08x}", fastrand::u32(..))
 }
 
-/// The external broker's topology for one test, deleted at the end.
+/// The external broker's topology for one test, deleted when dropped (also when the test
+/// fails).
 struct Rabbit {
     channel: Channel,
     queues: Vec<String>,
@@ -130,20 +131,48 @@ impl Rabbit {
             .unwrap()
             .message_count()
     }
+}
 
-    async fn delete(self) {
-        for q in &self.queues {
-            let _ = self
-                .channel
-                .queue_delete(q.as_str().into(), QueueDeleteOptions::default())
-                .await;
+/// Deletes the test's queues and exchanges also when the test fails: from a thread of
+/// its own with its own runtime and connection, since a panicking test's runtime may be
+/// unwinding.
+impl Drop for Rabbit {
+    fn drop(&mut self) {
+        let (queues, exchanges) = (
+            std::mem::take(&mut self.queues),
+            std::mem::take(&mut self.exchanges),
+        );
+        if queues.is_empty() && exchanges.is_empty() {
+            return;
         }
-        for x in &self.exchanges {
-            let _ = self
-                .channel
-                .exchange_delete(x.as_str().into(), ExchangeDeleteOptions::default())
-                .await;
-        }
+        let cleanup = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let Ok(connection) =
+                    Connection::connect(RABBIT, ConnectionProperties::default()).await
+                else {
+                    return;
+                };
+                let Ok(channel) = connection.create_channel().await else {
+                    return;
+                };
+                for q in &queues {
+                    let _ = channel
+                        .queue_delete(q.as_str().into(), QueueDeleteOptions::default())
+                        .await;
+                }
+                for x in &exchanges {
+                    let _ = channel
+                        .exchange_delete(x.as_str().into(), ExchangeDeleteOptions::default())
+                        .await;
+                }
+                let _ = connection.close(200, "test topology deleted".into()).await;
+            });
+        });
+        let _ = cleanup.join();
     }
 }
 
@@ -292,7 +321,7 @@ async fn rabbitmq_to_rabbitmq_keeps_properties_headers_and_bodies_exactly_once()
         N as f64
     );
     drop(daemon);
-    rabbit.delete().await;
+    drop(rabbit);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -342,7 +371,7 @@ async fn a_missing_queue_and_a_wrong_password_are_reported_while_another_route_m
     // The message for the unreachable sink waits in its stage, not lost.
     assert_eq!(rabbit.depth(&bad_src).await, 0);
     drop(daemon);
-    rabbit.delete().await;
+    drop(rabbit);
 }
 
 /// The pids of the broker's connections whose client properties contain `needle` (the
@@ -484,7 +513,7 @@ async fn the_source_and_the_sink_reconnect_when_the_broker_closes_their_connecti
     );
     assert_eq!(rabbit.depth(&src).await, 0);
     drop(daemon);
-    rabbit.delete().await;
+    drop(rabbit);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -521,7 +550,7 @@ async fn an_unroutable_message_is_dead_lettered_after_max_attempts() {
         0.0
     );
     drop(daemon);
-    rabbit.delete().await;
+    drop(rabbit);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -618,7 +647,7 @@ async fn every_message_arrives_under_repeated_kill_9_and_a_crash_resends_at_most
     );
     assert_eq!(rabbit.depth(&src).await, 0);
     drop(daemon);
-    rabbit.delete().await;
+    drop(rabbit);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -662,7 +691,7 @@ async fn a_message_id_is_staged_once_within_the_dedup_window_and_again_after_it(
     assert_eq!(got.len(), 1, "{}", daemon.readyz());
     assert_eq!(got[0].data, b"third");
     drop(daemon);
-    rabbit.delete().await;
+    drop(rabbit);
 }
 
 /// Every record of Ferry's Kafka front topic `topic` (on `daemon`), as message-ids from
@@ -771,7 +800,7 @@ batch = 1000
     assert_eq!(ids.len(), N, "an id that was never sent arrived");
     assert_eq!(duplicates, 0, "duplicates in the Kafka topic");
     drop(daemon);
-    rabbit.delete().await;
+    drop(rabbit);
 }
 
 /// Issue 5's second path with Ferry's own Kafka front as the Kafka side: Kafka → Ferry →
@@ -896,5 +925,5 @@ batch = {BATCH}
         "{duplicates} duplicates: more than {per_crash} per crash"
     );
     drop(daemon);
-    rabbit.delete().await;
+    drop(rabbit);
 }
