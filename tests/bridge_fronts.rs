@@ -2,7 +2,8 @@
 //! lapin publishes to an exchange on the AMQP front and an rdkafka consumer reads the
 //! route's Kafka topic (properties and headers mapped as `docs/mapping.md` says); rdkafka
 //! produces to a topic on the Kafka front and lapin consumes the routed queue (key,
-//! headers and timestamp mapped); and under repeated `kill -9` every confirmed message
+//! headers and timestamp mapped); a full reject-publish queue holds records back until it
+//! has room; and under repeated `kill -9` every confirmed message
 //! crosses from the AMQP front to the Kafka front exactly once.
 
 mod support;
@@ -343,6 +344,139 @@ to = [{ amqp_exchange = "events-in" }]
         );
         assert_eq!(seen.len(), MESSAGES);
         assert_eq!(total, MESSAGES, "duplicates were delivered");
+    })
+    .await
+    .expect("the test took too long");
+}
+
+/// A queue at its `x-max-length` with `x-overflow: reject-publish` refuses what the route
+/// brings, as it would nack a publisher: the records wait in the route's stage and arrive
+/// once the consumer makes room — none dropped, none twice, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_reject_publish_queue_holds_records_back_until_it_has_room() {
+    const RECORDS: usize = 500;
+    const MAX_LENGTH: i64 = 100;
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = tempfile::tempdir().unwrap();
+        let ports = Ports::free();
+        let config = config_with(
+            dir.path(),
+            r#"
+[[routes]]
+name = "full"
+from = { kafka_topic = "bounded" }
+to = [{ amqp_exchange = "bounded-in" }]
+retry_initial_ms = 50
+retry_max_ms = 500
+"#,
+        );
+        let ferry = start(dir.path(), &config, ports);
+        let (_conn, ch) = channel(ports).await.unwrap();
+        declare_exchange(&ch, "bounded-in").await;
+        let mut args = FieldTable::default();
+        args.insert("x-max-length".into(), AMQPValue::LongLongInt(MAX_LENGTH));
+        args.insert(
+            "x-overflow".into(),
+            AMQPValue::LongString("reject-publish".into()),
+        );
+        ch.queue_declare(
+            "bounded".into(),
+            QueueDeclareOptions {
+                durable: true,
+                ..QueueDeclareOptions::default()
+            },
+            args,
+        )
+        .await
+        .unwrap();
+        ch.queue_bind(
+            "bounded".into(),
+            "bounded-in".into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+        let producer: FutureProducer = kafka_config(ports).set("acks", "all").create().unwrap();
+        let sends: Vec<_> = (0..RECORDS)
+            .map(|i| {
+                let value = i.to_string();
+                producer
+                    .send_result(FutureRecord::<(), _>::to("bounded").payload(&value))
+                    .unwrap()
+            })
+            .collect();
+        for s in sends {
+            s.await.unwrap().unwrap();
+        }
+        // The queue fills to its limit and stays there while nobody consumes.
+        let passive = QueueDeclareOptions {
+            passive: true,
+            ..QueueDeclareOptions::default()
+        };
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let q = ch
+                .queue_declare("bounded".into(), passive, FieldTable::default())
+                .await
+                .unwrap();
+            if i64::from(q.message_count()) == MAX_LENGTH {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the queue never filled: {}",
+                q.message_count()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let q = ch
+            .queue_declare("bounded".into(), passive, FieldTable::default())
+            .await
+            .unwrap();
+        assert_eq!(i64::from(q.message_count()), MAX_LENGTH, "the limit holds");
+
+        ch.basic_qos(10, BasicQosOptions::default()).await.unwrap();
+        let mut consumer = ch
+            .basic_consume(
+                "bounded".into(),
+                "t".into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        let mut arrived = Vec::with_capacity(RECORDS);
+        while arrived.len() < RECORDS {
+            let Ok(next) = tokio::time::timeout(PATIENCE, consumer.next()).await else {
+                panic!(
+                    "{} of {RECORDS} arrived; log:\n{}",
+                    arrived.len(),
+                    stop(ferry)
+                );
+            };
+            let d = next.unwrap().unwrap();
+            arrived.push(
+                String::from_utf8(d.data.clone())
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap(),
+            );
+            d.ack(BasicAckOptions::default()).await.unwrap();
+        }
+        assert!(
+            tokio::time::timeout(Duration::from_secs(2), consumer.next())
+                .await
+                .is_err(),
+            "nothing more arrives"
+        );
+        assert_eq!(
+            arrived,
+            (0..RECORDS).collect::<Vec<_>>(),
+            "each once, in order"
+        );
     })
     .await
     .expect("the test took too long");

@@ -80,13 +80,16 @@ pub trait InStoreSink: Send + Sync {
     /// [`Outcome::Delivered`] are then written with [`InStoreSink::write_in`].
     fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome>;
 
-    /// Writes `batch` to the destination within `tx`.
+    /// Writes `batch` to the destination within `tx`, all of each message or none of it;
+    /// returns the positions in `batch` of the messages the destination cannot take now
+    /// (a queue at its limit that rejects publishes), with why. Those are neither written
+    /// nor acknowledged, and are retried after a backoff.
     fn write_in<'a>(
         &'a self,
         tx: &'a Transaction,
         batch: &'a [&'a Outgoing],
         now: u64,
-    ) -> BoxFuture<'a, Result<(), StageError>>;
+    ) -> BoxFuture<'a, Result<Vec<(usize, String)>, StageError>>;
 }
 
 /// A route destination's way out.
@@ -375,34 +378,54 @@ impl Worker {
 }
 
 /// One store transaction: each message planned deliverable and still leased to `holder`
-/// is acknowledged and written to the destination together.
+/// is written to the destination and acknowledged together; what the destination cannot
+/// take now stays leased and is retried.
 async fn deliver_in_store(
     stage: &Stage,
     holder: u64,
     sink: &dyn InStoreSink,
     batch: &[Outgoing],
 ) -> Result<Vec<Outcome>, StageError> {
-    let outcomes = sink.plan(batch);
+    let mut outcomes = sink.plan(batch);
     let now = crate::stage::now_ms();
-    stage
+    let planned: Vec<MessageId> = batch
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, outcome)| **outcome == Outcome::Delivered)
+        .map(|(o, _)| o.id)
+        .collect();
+    let refused = stage
         .db()
         .run(|tx| {
-            let outcomes = &outcomes;
+            let planned = &planned;
             async move {
-                let mut writes = Vec::with_capacity(batch.len());
-                for (o, outcome) in batch.iter().zip(outcomes) {
-                    // A message no longer leased to us was acknowledged by an earlier
-                    // attempt of this transaction whose outcome was unknown.
-                    if *outcome == Outcome::Delivered
-                        && stage.ack_in(&tx, holder, &[o.id]).await? == 1
-                    {
-                        writes.push(o);
-                    }
-                }
-                sink.write_in(&tx, &writes, now).await
+                // A message no longer leased to us was acknowledged by an earlier attempt
+                // of this transaction whose outcome was unknown.
+                let held = stage.held_in(&tx, holder, planned).await?;
+                let writes: Vec<&Outgoing> =
+                    batch.iter().filter(|o| held.contains(&o.id)).collect();
+                let refused = sink.write_in(&tx, &writes, now).await?;
+                let taken: Vec<MessageId> = writes
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !refused.iter().any(|(r, _)| r == i))
+                    .map(|(_, o)| o.id)
+                    .collect();
+                stage.ack_in(&tx, holder, &taken).await?;
+                Ok::<_, StageError>(
+                    refused
+                        .into_iter()
+                        .map(|(i, why)| (writes[i].id, why))
+                        .collect::<Vec<_>>(),
+                )
             }
         })
         .await?;
+    for (id, why) in refused {
+        if let Some(at) = batch.iter().position(|o| o.id == id) {
+            outcomes[at] = Outcome::Retry(why);
+        }
+    }
     Ok(outcomes)
 }
 

@@ -413,6 +413,25 @@ impl Stage {
             .await
     }
 
+    /// Which of `ids` are leased to `holder` now (a conflicting read: a concurrent ack or
+    /// release of one of them fails `tx`).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn held_in(
+        &self,
+        tx: &Transaction,
+        holder: u64,
+        ids: &[MessageId],
+    ) -> Result<Vec<MessageId>, StageError> {
+        Ok(self
+            .leases_of(tx, holder, ids)
+            .await?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect())
+    }
+
     /// [`Stage::ack`] within `tx`.
     ///
     /// # Errors

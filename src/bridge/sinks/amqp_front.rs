@@ -10,14 +10,16 @@
 //! A missing exchange (or vhost) is retried (the worker backs off; nothing is counted as
 //! an attempt); a message no queue is bound for is rejected as unroutable, and after
 //! `max_attempts` dead-lettered to the route's dead-letter stage. A queue with
-//! `x-overflow: reject-publish` at its `x-max-length` drops what it refuses, as it does
-//! for an unconfirmed publisher.
+//! `x-overflow: reject-publish` at its `x-max-length` refuses what it has no room for, as
+//! it nacks a publisher: the message stays in the route's stage (written to none of its
+//! queues) and is retried after a backoff until there is room.
 
 use crate::amqp::broker::Broker;
 use crate::amqp::codec::encode_properties;
 use crate::amqp::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries};
 use crate::amqp::message::StoredMessage;
 use crate::amqp::topology::Queue;
+use crate::amqp::topology::args::Overflow;
 use crate::bridge::sink::{InStoreSink, Outcome};
 use crate::bridge::staged::Outgoing;
 use crate::stage::{MessageId, NewMessage, StageError};
@@ -127,15 +129,22 @@ impl InStoreSink for AmqpFrontSink {
         tx: &'a Transaction,
         batch: &'a [&'a Outgoing],
         now: u64,
-    ) -> BoxFuture<'a, Result<(), StageError>> {
-        let mut by_stage: HashMap<u64, usize> = HashMap::new();
-        let mut batches: Vec<QueueBatch> = Vec::new();
-        {
+    ) -> BoxFuture<'a, Result<Vec<(usize, String)>, StageError>> {
+        let routed: Vec<Option<Routed>> = {
             let planned = self.planned.lock();
-            for (item, o) in batch.iter().enumerate() {
-                let Some((queues, ttl)) = planned.get(&o.id) else {
+            batch.iter().map(|o| planned.get(&o.id).cloned()).collect()
+        };
+        Box::pin(async move {
+            let refused = self.refused_by_full_queues(tx, &routed).await?;
+            let mut by_stage: HashMap<u64, usize> = HashMap::new();
+            let mut batches: Vec<QueueBatch> = Vec::new();
+            for (item, (o, routed)) in batch.iter().zip(&routed).enumerate() {
+                let Some((queues, ttl)) = routed else {
                     continue;
                 };
+                if refused.iter().any(|(r, _)| *r == item) {
+                    continue;
+                }
                 let body = StoredMessage {
                     exchange: self.exchange.clone(),
                     routing_key: self.routing_key(o).to_owned(),
@@ -158,11 +167,59 @@ impl InStoreSink for AmqpFrontSink {
                     batches[at].messages.push(Entry { item, message });
                 }
             }
-        }
-        Box::pin(async move {
             enqueue_in(tx, &batches, now).await?;
             hint_expiries(&self.broker.expiry, &batches);
-            Ok(())
+            Ok(refused)
         })
+    }
+}
+
+impl AmqpFrontSink {
+    /// The messages (positions, with why) that a queue with `x-overflow: reject-publish`
+    /// at its `x-max-length` cannot take now. A message goes to all of its queues or to
+    /// none, so one full queue holds it back from every queue; the rest are taken in order
+    /// while there is room.
+    async fn refused_by_full_queues(
+        &self,
+        tx: &Transaction,
+        routed: &[Option<Routed>],
+    ) -> Result<Vec<(usize, String)>, StageError> {
+        let mut room: HashMap<u64, u64> = HashMap::new();
+        for queue in routed.iter().flatten().flat_map(|(queues, _)| queues) {
+            if let (Some(max), Overflow::RejectPublish) =
+                (queue.spec.args.max_length, queue.spec.args.overflow)
+                && !room.contains_key(&queue.stage.id())
+            {
+                let ready = queue.stage.depth_in(tx).await?.ready.max(0) as u64;
+                room.insert(queue.stage.id(), max.saturating_sub(ready));
+            }
+        }
+        let mut refused = Vec::new();
+        for (item, (queues, _)) in routed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((i, r.as_ref()?)))
+        {
+            let full = queues
+                .iter()
+                .find(|q| room.get(&q.stage.id()).is_some_and(|left| *left == 0));
+            match full {
+                Some(q) => refused.push((
+                    item,
+                    format!(
+                        "queue '{}' in vhost '{}' is full (x-max-length with x-overflow reject-publish)",
+                        q.name, self.vhost
+                    ),
+                )),
+                None => {
+                    for q in queues {
+                        if let Some(left) = room.get_mut(&q.stage.id()) {
+                            *left -= 1;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(refused)
     }
 }

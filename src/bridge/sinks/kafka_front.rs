@@ -116,12 +116,12 @@ impl InStoreSink for KafkaFrontSink {
         tx: &'a Transaction,
         batch: &'a [&'a Outgoing],
         now: u64,
-    ) -> BoxFuture<'a, Result<(), StageError>> {
+    ) -> BoxFuture<'a, Result<Vec<(usize, String)>, StageError>> {
         Box::pin(async move {
-            // `plan` found the topic; it cannot be gone from the cache without a delete,
-            // and then its stages are gone too.
+            // Deleted since `plan` found it: nothing is written, everything is retried.
             let Some(topic) = self.topic() else {
-                return Ok(());
+                let why = format!("no topic '{}' on the Kafka front", self.topic);
+                return Ok((0..batch.len()).map(|i| (i, why.clone())).collect());
             };
             let count = topic.partitions.len();
             let mut by_partition: BTreeMap<usize, Vec<Record>> = BTreeMap::new();
@@ -175,7 +175,7 @@ impl InStoreSink for KafkaFrontSink {
                     .append_in(tx, &[NewMessage::new(body)], now)
                     .await?;
             }
-            Ok(())
+            Ok(Vec::new())
         })
     }
 }
