@@ -3,7 +3,7 @@
 //! route's Kafka topic (properties and headers mapped as `docs/mapping.md` says); rdkafka
 //! produces to a topic on the Kafka front and lapin consumes the routed queue (key,
 //! headers and timestamp mapped); a full reject-publish queue holds records back until it
-//! has room; and under repeated `kill -9` every confirmed message
+//! has room; partitions added while a route reads a topic are read too; and under repeated `kill -9` every confirmed message
 //! crosses from the AMQP front to the Kafka front exactly once.
 
 mod support;
@@ -17,6 +17,8 @@ use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
 use rdkafka::ClientConfig;
 use rdkafka::Message;
+use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{Header, Headers, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -477,6 +479,93 @@ retry_max_ms = 500
             (0..RECORDS).collect::<Vec<_>>(),
             "each once, in order"
         );
+    })
+    .await
+    .expect("the test took too long");
+}
+
+/// Partitions added to a Kafka-front topic while a route reads it are read too, without a
+/// restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_of_partitions_added_while_a_route_runs_arrive() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = tempfile::tempdir().unwrap();
+        let ports = Ports::free();
+        let config = config_with(
+            dir.path(),
+            r#"
+[[routes]]
+name = "grow"
+from = { kafka_topic = "grow" }
+to = [{ amqp_exchange = "grow-in" }]
+"#,
+        );
+        let ferry = start(dir.path(), &config, ports);
+        let (_conn, ch) = channel(ports).await.unwrap();
+        declare_exchange(&ch, "grow-in").await;
+        let durable = QueueDeclareOptions {
+            durable: true,
+            ..QueueDeclareOptions::default()
+        };
+        ch.queue_declare("grow".into(), durable, FieldTable::default())
+            .await
+            .unwrap();
+        ch.queue_bind(
+            "grow".into(),
+            "grow-in".into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+        let send = |producer: FutureProducer, partition: i32, values: std::ops::Range<usize>| async move {
+            for i in values {
+                let value = i.to_string();
+                producer
+                    .send(
+                        FutureRecord::<(), _>::to("grow").payload(&value).partition(partition),
+                        Duration::from_secs(30),
+                    )
+                    .await
+                    .unwrap();
+            }
+        };
+        let producer = || -> FutureProducer { kafka_config(ports).set("acks", "all").create().unwrap() };
+        send(producer(), 0, 0..50).await;
+        let admin: AdminClient<DefaultClientContext> = kafka_config(ports).create().unwrap();
+        let grown = admin
+            .create_partitions(&[NewPartitions::new("grow", 3)], &AdminOptions::new())
+            .await
+            .unwrap();
+        assert!(grown.iter().all(Result::is_ok), "{grown:?}");
+        // A new producer sees the three partitions at once.
+        let fresh = producer();
+        send(fresh.clone(), 1, 50..100).await;
+        send(fresh, 2, 100..150).await;
+
+        let mut consumer = ch
+            .basic_consume(
+                "grow".into(),
+                "t".into(),
+                BasicConsumeOptions {
+                    no_ack: true,
+                    ..BasicConsumeOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        let mut arrived = Vec::new();
+        while arrived.len() < 150 {
+            let Ok(next) = tokio::time::timeout(PATIENCE, consumer.next()).await else {
+                panic!("{} of 150 arrived; log:\n{}", arrived.len(), stop(ferry));
+            };
+            let d = next.unwrap().unwrap();
+            arrived.push(String::from_utf8(d.data.clone()).unwrap().parse::<usize>().unwrap());
+        }
+        arrived.sort_unstable();
+        assert_eq!(arrived, (0..150).collect::<Vec<_>>(), "each record once");
     })
     .await
     .expect("the test took too long");

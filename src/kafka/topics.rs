@@ -308,6 +308,8 @@ pub struct Topics {
     stages: Stages,
     /// The cache, by name.
     cache: Arc<RwLock<HashMap<String, Arc<Topic>>>>,
+    /// Bumped after every refresh of the cache, for whoever follows topic changes.
+    refreshed: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl Topics {
@@ -318,7 +320,14 @@ impl Topics {
             keys,
             stages,
             cache: Arc::default(),
+            refreshed: Arc::new(tokio::sync::watch::Sender::new(0)),
         }
+    }
+
+    /// Changes (to "seen") after every refresh of the cache: a topic created, deleted,
+    /// grown or reconfigured on any instance.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.refreshed.subscribe()
     }
 
     /// The cached topic `name`.
@@ -499,6 +508,7 @@ impl Topics {
             fresh.insert(topic.meta.name.clone(), topic);
         }
         *self.cache.write() = fresh;
+        self.refreshed.send_modify(|n| *n += 1);
         Ok(())
     }
 

@@ -9,8 +9,9 @@
 //! partition's sequencer writes when it appends.
 //!
 //! A missing topic is created when `kafka.auto_create_topics` allows it; otherwise it is
-//! logged, shown as down in `/readyz`, and retried with backoff. Partitions are those the
-//! topic has when the route starts.
+//! logged, shown as down in `/readyz`, and retried with backoff. Partitions added while the
+//! route runs (CreatePartitions on any instance) are read from when the topic cache sees
+//! them.
 
 use crate::bridge::mapping::KafkaRecord;
 use crate::bridge::sink::{Backoff, endpoint_label};
@@ -97,24 +98,46 @@ pub async fn run(
     };
     ctx.status.up(&label);
     info!(route = %ctx.config.name, topic = %topic, partitions = found.partitions.len(), "reading from the Kafka front");
+    let mut changes = kafka.topics.changes();
     let mut tasks = JoinSet::new();
-    for p in &found.partitions {
+    let spawn = |tasks: &mut JoinSet<_>, p: &Partition| {
         tasks.spawn(partition(
             ctx.clone(),
             p.clone(),
             label.clone(),
             shutdown.clone(),
         ));
+    };
+    for p in &found.partitions {
+        spawn(&mut tasks, p);
     }
+    let mut reading = found.partitions.len();
     let mut result = Ok(());
-    while let Some(r) = tasks.join_next().await {
-        if let Ok(Err(e)) = r
-            && result.is_ok()
-        {
-            shutdown.cancel();
-            result = Err(e.into());
+    loop {
+        tokio::select! {
+            changed = changes.changed(), if result.is_ok() => {
+                if changed.is_err() {
+                    break;
+                }
+                // Partitions added since: read them too.
+                let Some(t) = kafka.topics.get(&topic) else { continue };
+                for p in t.partitions.iter().skip(reading) {
+                    info!(route = %ctx.config.name, topic = %topic, partition = p.index, "reading a new partition");
+                    spawn(&mut tasks, p);
+                }
+                reading = reading.max(t.partitions.len());
+            }
+            r = tasks.join_next() => match r {
+                None => break,
+                Some(Ok(Err(e))) if result.is_ok() => {
+                    shutdown.cancel();
+                    result = Err(e.into());
+                }
+                Some(_) => {}
+            },
         }
     }
+    while tasks.join_next().await.is_some() {}
     result
 }
 
