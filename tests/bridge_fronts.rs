@@ -285,6 +285,14 @@ to = [{ amqp_exchange = "events-in" }]
                 .insert(Header {
                     key: "source",
                     value: Some("test"),
+                })
+                .insert(Header {
+                    key: "tag",
+                    value: Some("a"),
+                })
+                .insert(Header {
+                    key: "tag",
+                    value: Some("b"),
                 });
             let record = FutureRecord::to("events")
                 .key(&key)
@@ -328,6 +336,29 @@ to = [{ amqp_exchange = "events-in" }]
             let headers = d.properties.headers().as_ref().unwrap().inner();
             assert_eq!(text(&headers["n"]), i.to_string());
             assert_eq!(text(&headers["source"]), "test");
+            // A repeated name keeps every value, in order, in the exact copy.
+            let AMQPValue::FieldArray(exact) = &headers["x-kafka-headers"] else {
+                panic!("no x-kafka-headers: {headers:?}");
+            };
+            let tags: Vec<&AMQPValue> = exact
+                .as_slice()
+                .iter()
+                .filter_map(|pair| match pair {
+                    AMQPValue::FieldArray(p)
+                        if p.as_slice()[0] == AMQPValue::LongString("tag".into()) =>
+                    {
+                        Some(&p.as_slice()[1])
+                    }
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                tags,
+                [
+                    &AMQPValue::ByteArray(b"a".to_vec().into()),
+                    &AMQPValue::ByteArray(b"b".to_vec().into())
+                ]
+            );
             assert_eq!(
                 headers["x-kafka-timestamp"],
                 AMQPValue::LongLongInt(1_700_000_000_000 + i as i64)

@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_support::raw::Raw;
 use kafka_support::{PATIENCE, TestBroker, consumer, drive, producer, send_range};
-use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::util::Timeout;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -132,33 +132,37 @@ async fn a_group_has_one_coordinator_across_instances_and_moves_when_it_stops() 
         })
         .collect();
     assert_eq!(ends.values().sum::<i64>(), 400);
-    let committed = tokio::time::timeout(PATIENCE, async {
-        loop {
-            let c = members[0]
-                .committed(Timeout::After(PATIENCE))
-                .unwrap_or_default();
-            let got: BTreeMap<i32, i64> = c
-                .elements()
-                .iter()
-                .filter_map(|e| Some((e.partition(), e.offset().to_raw()?)))
-                .collect();
-            let mine = members[0].assignment().unwrap();
-            if mine.count() > 0
-                && mine
+    // Each member commits its position (an asynchronous commit made during the move may
+    // have been refused by the rebalance, as Kafka refuses it) and reads it back from a.
+    for m in &members {
+        let committed = tokio::time::timeout(PATIENCE, async {
+            loop {
+                let _ = m.commit_consumer_state(CommitMode::Sync);
+                let got: BTreeMap<i32, i64> = m
+                    .committed(Timeout::After(PATIENCE))
+                    .unwrap_or_default()
                     .elements()
                     .iter()
-                    .all(|e| got.get(&e.partition()) == ends.get(&e.partition()))
-            {
-                return;
+                    .filter_map(|e| Some((e.partition(), e.offset().to_raw()?)))
+                    .collect();
+                let mine = m.assignment().unwrap();
+                if mine.count() > 0
+                    && mine
+                        .elements()
+                        .iter()
+                        .all(|e| got.get(&e.partition()) == ends.get(&e.partition()))
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
-    assert!(
-        committed.is_ok(),
-        "the commits reach the end of the member's partitions"
-    );
+        })
+        .await;
+        assert!(
+            committed.is_ok(),
+            "the commits reach the end of the member's partitions"
+        );
+    }
 
     drop(rx);
     for t in tasks {

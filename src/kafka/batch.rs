@@ -315,7 +315,6 @@ fn i64_at(b: &[u8], at: usize) -> i64 {
 pub(crate) mod tests {
     use super::*;
     use bytes::{Bytes, BytesMut};
-    use kafka_protocol::indexmap::IndexMap;
     use kafka_protocol::records::{
         Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
     };
@@ -339,7 +338,7 @@ pub(crate) mod tests {
                 timestamp: 1000 + 10 * i,
                 key: Some(Bytes::from(format!("k{i}"))),
                 value: Some(Bytes::from(format!("value {i}"))),
-                headers: IndexMap::new(),
+                headers: Vec::new(),
             })
             .collect();
         let mut buf = BytesMut::new();

@@ -2,7 +2,6 @@
 //! requests encoded by hand with `kafka-protocol`, arbitrary bytes, half frames.
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::{
@@ -148,7 +147,7 @@ pub fn batch(values: &[&str]) -> Bytes {
             timestamp: 1_700_000_000_000 + i as i64,
             key: None,
             value: Some(Bytes::from(v.to_string())),
-            headers: IndexMap::new(),
+            headers: Vec::new(),
         })
         .collect();
     let mut buf = BytesMut::new();

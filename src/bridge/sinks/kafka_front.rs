@@ -20,7 +20,6 @@ use crate::stage::{NewMessage, StageError};
 use crate::store::Transaction;
 use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
-use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
@@ -151,7 +150,7 @@ impl InStoreSink for KafkaFrontSink {
                         .headers
                         .into_iter()
                         .map(|(k, v)| (StrBytes::from_string(k), v.map(Bytes::from)))
-                        .collect::<IndexMap<_, _>>(),
+                        .collect(),
                 });
             }
             let waiters = &self.kafka.waiters;

@@ -42,7 +42,6 @@ use anyhow::{anyhow, bail, Result};
 use bytes::{Bytes, BytesMut};
 use crc::{Crc, CRC_32_ISO_HDLC};
 use crc32c::crc32c;
-use indexmap::IndexMap;
 
 use crate::protocol::{
     buf::{gap, ByteBuf, ByteBufMut},
@@ -180,8 +179,9 @@ pub struct Record {
     pub key: Option<Bytes>,
     /// The payload of the record.
     pub value: Option<Bytes>,
-    /// Headers associated with the record's payload.
-    pub headers: IndexMap<StrBytes, Option<Bytes>>,
+    /// Headers associated with the record's payload, in order; a name may repeat (KIP-82).
+    // Ferry's patch: a list, not a map, so repeated names are kept.
+    pub headers: Vec<(StrBytes, Option<Bytes>)>,
 }
 
 const MAGIC_BYTE_OFFSET: usize = 16;
@@ -894,7 +894,8 @@ impl Record {
         }
         let num_headers = num_headers as usize;
 
-        let mut headers = IndexMap::with_capacity(num_headers);
+        // Ferry's patch: the count comes off the wire; each header takes at least two bytes.
+        let mut headers = Vec::with_capacity(num_headers.min(bytes::Buf::remaining(buf) / 2));
         for _ in 0..num_headers {
             // Key len
             let key_len: i32 = types::VarInt.decode(buf)?;
@@ -917,7 +918,7 @@ impl Record {
                 Ordering::Greater => Some(buf.try_get_bytes(value_len as usize)?),
             };
 
-            headers.insert(key, value);
+            headers.push((key, value));
         }
 
         Ok(Self {
