@@ -30,6 +30,9 @@ pub const REDELIVERIES_TOTAL: &str = "ferry_bridge_redeliveries_total";
 pub const SOURCE_DUPLICATES_TOTAL: &str = "ferry_bridge_source_duplicates_total";
 /// Header values mapped by the fallback rule of `docs/mapping.md`.
 pub const MAPPING_FALLBACKS_TOTAL: &str = "ferry_bridge_mapping_fallbacks_total";
+/// Records of a Kafka-front topic a route skipped because their batch does not decode
+/// (a valid CRC around malformed records); they stay in the topic.
+pub const UNDECODABLE_RECORDS_TOTAL: &str = "ferry_bridge_undecodable_records_total";
 /// 1 while an external source's or sink's connection is up, else 0.
 pub const CONNECTION_UP: &str = "ferry_bridge_connection_up";
 
@@ -84,6 +87,11 @@ pub const ALL: &[Metric] = &[
         name: MAPPING_FALLBACKS_TOTAL,
         kind: Kind::Counter,
         help: "Header values a bridge route mapped by the documented fallback rule.",
+    },
+    Metric {
+        name: UNDECODABLE_RECORDS_TOTAL,
+        kind: Kind::Counter,
+        help: "Records of a Kafka-front topic a bridge route skipped because their batch does not decode; they stay in the topic.",
     },
     Metric {
         name: CONNECTION_UP,

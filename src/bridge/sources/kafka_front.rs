@@ -18,6 +18,7 @@ use crate::bridge::sink::{Backoff, endpoint_label};
 use crate::bridge::{BridgeError, RouteContext, staged};
 use crate::config::Endpoint;
 use crate::kafka::Context;
+use crate::kafka::batch::BatchHeader;
 use crate::kafka::keys::{decode_i64, encode_i64};
 use crate::kafka::log::{Log, LogError};
 use crate::kafka::topics::Partition;
@@ -29,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 /// Log bytes read per transaction.
 const READ_BYTES: usize = 1024 * 1024;
@@ -181,20 +182,26 @@ async fn partition(
                         return Ok(None);
                     }
                     let read = log.read(&tx, from, READ_BYTES).await?;
-                    let (messages, next, fallbacks) = decode(&read.bytes, from)?;
-                    ctx.stages.stage_in(&tx, &messages, now).await?;
-                    tx.set(key, &encode_i64(next.max(from)));
-                    let bytes: usize = messages.iter().map(|m| m.body.len()).sum();
-                    Ok::<_, MoveError>(Some((messages.len(), bytes, fallbacks)))
+                    let decoded = decode(&read.bytes, from)?;
+                    ctx.stages.stage_in(&tx, &decoded.messages, now).await?;
+                    tx.set(key, &encode_i64(decoded.next.max(from)));
+                    Ok::<_, MoveError>(Some(decoded))
                 }
             })
             .await?;
         match moved {
-            Some((messages, bytes, fallbacks)) => {
-                metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels).increment(messages as u64);
+            Some(decoded) => {
+                let bytes: usize = decoded.messages.iter().map(|m| m.body.len()).sum();
+                metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels)
+                    .increment(decoded.messages.len() as u64);
                 metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes as u64);
                 metrics::counter!(metric::MAPPING_FALLBACKS_TOTAL, &labels)
-                    .increment(fallbacks as u64);
+                    .increment(decoded.fallbacks as u64);
+                for (first, last, why) in &decoded.undecodable {
+                    error!(route = %ctx.config.name, topic = %p.topic, partition = p.index, first, last, error = %why, "skipping a record batch that does not decode; it stays in the topic");
+                    metrics::counter!(metric::UNDECODABLE_RECORDS_TOTAL, &labels)
+                        .increment((last - first + 1) as u64);
+                }
             }
             None => {
                 let watch = {
@@ -217,32 +224,95 @@ async fn partition(
     }
 }
 
-/// The stage messages of the records at or after offset `from` in `batches`, the offset
-/// after the last record, and how many header values followed the fallback rule.
-fn decode(batches: &[u8], from: i64) -> Result<(Vec<NewMessage>, i64, usize), LogError> {
-    let mut buf = bytes::Bytes::copy_from_slice(batches);
-    let sets = RecordBatchDecoder::decode_all(&mut buf)
-        .map_err(|e| LogError::Corrupt(format!("a record batch does not decode: {e}")))?;
-    let mut messages = Vec::new();
-    let mut next = from;
-    let mut fallbacks = 0;
-    for record in sets.iter().flat_map(|s| s.records.iter()) {
-        next = next.max(record.offset + 1);
-        if record.offset < from || record.control {
-            continue;
+/// What one read of a partition log yields for the route.
+#[derive(Debug, Default)]
+struct Decoded {
+    /// The stage messages of the records at or after the offset read from.
+    messages: Vec<NewMessage>,
+    /// The offset after the last record read.
+    next: i64,
+    /// Header values that followed the fallback rule.
+    fallbacks: usize,
+    /// Batches that do not decode: their first and last offsets and why. They are skipped
+    /// (they stay in the topic), so one malformed batch cannot stop the route.
+    undecodable: Vec<(i64, i64, String)>,
+}
+
+/// Decodes the batches of `bytes` (a read of the log) from offset `from`, batch by batch.
+///
+/// # Errors
+/// [`LogError::Corrupt`] when the log's own framing (a batch header) is broken.
+fn decode(bytes: &[u8], from: i64) -> Result<Decoded, LogError> {
+    let mut out = Decoded {
+        next: from,
+        ..Decoded::default()
+    };
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let header = BatchHeader::parse(rest)
+            .map_err(|e| LogError::Corrupt(format!("a batch header in the log: {e}")))?;
+        let (batch, tail) = rest.split_at(header.size.min(rest.len()));
+        rest = tail;
+        let last = header.base_offset + header.offset_span() - 1;
+        out.next = out.next.max(last + 1);
+        let records = match RecordBatchDecoder::decode(&mut bytes::Bytes::copy_from_slice(batch)) {
+            Ok(set) => set.records,
+            Err(e) => {
+                out.undecodable.push((header.base_offset, last, e.to_string()));
+                continue;
+            }
+        };
+        for record in records {
+            if record.offset < from || record.control {
+                continue;
+            }
+            let mapped = staged::from_kafka(&KafkaRecord {
+                key: record.key.as_ref().map(|k| k.to_vec()),
+                value: record.value.as_ref().map(|v| v.to_vec()),
+                headers: record
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.as_ref().map(|v| v.to_vec())))
+                    .collect(),
+                timestamp_ms: Some(record.timestamp),
+            });
+            out.fallbacks += mapped.fallbacks.len();
+            out.messages.push(mapped.message);
         }
-        let mapped = staged::from_kafka(&KafkaRecord {
-            key: record.key.as_ref().map(|k| k.to_vec()),
-            value: record.value.as_ref().map(|v| v.to_vec()),
-            headers: record
-                .headers
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.as_ref().map(|v| v.to_vec())))
-                .collect(),
-            timestamp_ms: Some(record.timestamp),
-        });
-        fallbacks += mapped.fallbacks.len();
-        messages.push(mapped.message);
     }
-    Ok((messages, next, fallbacks))
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::batch::tests::batch;
+    use kafka_protocol::records::Compression;
+
+    /// Rewrites the only record of `b` (no headers) to declare `i32::MAX` headers, with the
+    /// lengths and the CRC fixed up so that only the count is wrong.
+    fn with_huge_header_count(mut b: Vec<u8>) -> Vec<u8> {
+        assert_eq!(b.pop(), Some(0), "the record ends with its header count, 0");
+        b.extend_from_slice(&[0xfe, 0xff, 0xff, 0xff, 0x0f]); // zigzag varint of i32::MAX
+        b[61] += 8; // the record's length (zigzag: +4 bytes)
+        let length = i32::from_be_bytes(b[8..12].try_into().unwrap()) + 4;
+        b[8..12].copy_from_slice(&length.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        b
+    }
+
+    #[test]
+    fn a_batch_declaring_more_headers_than_its_bytes_is_skipped_not_allocated() {
+        let good = batch(1, Compression::None, None);
+        let mut bad = with_huge_header_count(batch(1, Compression::None, None));
+        bad[0..8].copy_from_slice(&1i64.to_be_bytes()); // the log's offset for it
+        let mut log = good.clone();
+        log.extend_from_slice(&bad);
+        let decoded = decode(&log, 0).unwrap();
+        assert_eq!(decoded.messages.len(), 1, "the good batch is read");
+        assert_eq!(decoded.next, 2, "the bad one is passed over");
+        assert_eq!(decoded.undecodable.len(), 1);
+        assert_eq!(decoded.undecodable[0].0..=decoded.undecodable[0].1, 1..=1);
+    }
 }
