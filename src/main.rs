@@ -75,8 +75,9 @@ enum Bench {
     /// Publish-with-confirms, consume-with-acks and confirm latency against any AMQP 0-9-1
     /// broker (Ferry or RabbitMQ), through lapin.
     Amqp(ferry::bench::amqp::AmqpBench),
-    /// Moving persistent messages between two RabbitMQ queues: Ferry's bridge against
-    /// RabbitMQ's Shovel plugin.
+    /// Moving persistent messages through Ferry's bridge: between two RabbitMQ queues
+    /// (against RabbitMQ's Shovel plugin), or between a Kafka topic on librdkafka's mock
+    /// cluster and a RabbitMQ queue (`--path`).
     Bridge(ferry::bench::bridge::BridgeBench),
 }
 

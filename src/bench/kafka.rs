@@ -178,15 +178,21 @@ async fn create_topic(bench: &KafkaBench) -> Result<(), BenchError> {
 }
 
 fn producer(bench: &KafkaBench) -> Result<FutureProducer, BenchError> {
-    Ok(client(bench)
-        .set("acks", "all")
+    Ok(producer_config(bench).create()?)
+}
+
+/// The settings of every phase's producer (also of `ferry bench bridge`'s, filling its
+/// topic).
+pub(super) fn producer_config(bench: &KafkaBench) -> ClientConfig {
+    let mut c = client(bench);
+    c.set("acks", "all")
         .set("enable.idempotence", bench.idempotence.to_string())
         .set("linger.ms", bench.linger_ms.to_string())
         .set("batch.size", "1000000")
         .set("queue.buffering.max.messages", "1000000")
         .set("queue.buffering.max.kbytes", "2097151")
-        .set("message.timeout.ms", "120000")
-        .create()?)
+        .set("message.timeout.ms", "120000");
+    c
 }
 
 /// A record value of `size` bytes starting with `index`.
@@ -197,7 +203,7 @@ fn value(index: u64, size: usize) -> Vec<u8> {
 }
 
 /// Sends `count` records with at most `in_flight` outstanding; the latency of each.
-async fn produce_all(
+pub(super) async fn produce_all(
     producer: &FutureProducer,
     bench: &KafkaBench,
     count: usize,
@@ -239,7 +245,7 @@ where
 }
 
 /// A consumer in a new group, starting where the group committed or else at `reset`.
-fn consumer(bench: &KafkaBench, reset: &str) -> Result<StreamConsumer, BenchError> {
+pub(super) fn consumer(bench: &KafkaBench, reset: &str) -> Result<StreamConsumer, BenchError> {
     let consumer: StreamConsumer = client(bench)
         .set("group.id", format!("ferry-bench-{:08x}", fastrand::u32(..)))
         .set("auto.offset.reset", reset)

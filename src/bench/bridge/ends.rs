@@ -1,0 +1,368 @@
+//! The ends of a bench move: a durable queue on the RabbitMQ under test, or the topic of
+//! librdkafka's in-process mock cluster ([`MockKafka`]: one broker, started afresh per run,
+//! so a Kafka path's one phase finds the topic empty). An end is prepared (a queue deleted
+//! and declared afresh), filled, named as the bridge's source or sink, counted while the
+//! mover runs ([`Gauge`]) and removed.
+//!
+//! The mock broker keeps only the newest [`MOCK_PARTITION_BYTES`] of each partition and
+//! silently drops older record batches, so the topic gets enough partitions
+//! ([`partitions`], at least [`MIN_PARTITIONS`]) to keep every record of a run, and a
+//! filled topic is checked for dropped records.
+
+use super::BridgeBench;
+use crate::bench::amqp::{AmqpBench, publish_phase};
+use crate::bench::kafka::{KafkaBench, consumer, produce_all, producer_config};
+use crate::config::bridge::{DEFAULT_DEDUP_WINDOW_MS, DEFAULT_PARTITIONER};
+use crate::config::{SinkConfig, SourceConfig};
+use anyhow::Context;
+use lapin::Channel;
+use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
+use lapin::types::{AMQPValue, FieldTable};
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::error::KafkaError;
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::{DefaultProducerContext, FutureProducer};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The Kafka paths' topic.
+const TOPIC: &str = "ferry-bench-bridge";
+/// Fewest partitions of [`TOPIC`].
+const MIN_PARTITIONS: i32 = 4;
+/// What librdkafka's mock broker keeps of a partition: the newest 5 MiB of record batches
+/// (`max_size` in `rdkafka_mock.c`, not configurable).
+const MOCK_PARTITION_BYTES: u64 = 5 << 20;
+/// A record's share of its record batch beyond its value, generously (a v2 record header
+/// of a dozen bytes and a 61-byte batch header shared by the batch's records).
+const RECORD_OVERHEAD: u64 = 64;
+/// The consumer group of the bridge's Kafka source.
+const GROUP: &str = "ferry-bench-bridge";
+/// Longest one watermark request may take.
+const WATERMARK_PATIENCE: Duration = Duration::from_secs(10);
+/// Records the topic's filling producer may have unacknowledged.
+const IN_FLIGHT: usize = 20_000;
+
+/// Partitions of [`TOPIC`] for `--messages` records of `--size` bytes: at least
+/// [`MIN_PARTITIONS`], and enough that each, filled to three quarters of what the mock
+/// broker keeps, holds its share (records are spread at random, so shares differ a little).
+fn partitions(bench: &BridgeBench) -> i32 {
+    let record = bench.size.max(8) as u64 + RECORD_OVERHEAD;
+    let needed = (bench.messages * record).div_ceil(MOCK_PARTITION_BYTES * 3 / 4);
+    i32::try_from(needed)
+        .unwrap_or(i32::MAX)
+        .max(MIN_PARTITIONS)
+}
+
+/// librdkafka's in-process mock cluster holding [`TOPIC`]; dropping it stops it.
+pub(super) struct MockKafka {
+    /// The cluster, kept only to keep it up.
+    _cluster: MockCluster<'static, DefaultProducerContext>,
+    /// Its `bootstrap.servers`.
+    bootstrap: String,
+    /// The topic's partitions.
+    partitions: i32,
+}
+
+impl MockKafka {
+    /// Starts a one-broker cluster and creates [`TOPIC`] on it with [`partitions`].
+    ///
+    /// # Errors
+    /// librdkafka cannot start the cluster or create the topic.
+    pub(super) fn start(bench: &BridgeBench) -> anyhow::Result<Self> {
+        let partitions = partitions(bench);
+        let cluster = MockCluster::new(1).context("cannot start librdkafka's mock cluster")?;
+        cluster
+            .create_topic(TOPIC, partitions, 1)
+            .with_context(|| format!("cannot create topic '{TOPIC}' on the mock cluster"))?;
+        let bootstrap = cluster.bootstrap_servers();
+        Ok(Self {
+            _cluster: cluster,
+            bootstrap,
+            partitions,
+        })
+    }
+
+    /// The cluster's topic as an end.
+    pub(super) fn topic(&self) -> End {
+        End::Topic {
+            bootstrap: self.bootstrap.clone(),
+            partitions: self.partitions,
+        }
+    }
+}
+
+/// One end of a move.
+pub(super) enum End {
+    /// A durable queue of `--queue-type` on the RabbitMQ at `--uri`.
+    Queue(&'static str),
+    /// [`TOPIC`] on a [`MockKafka`].
+    Topic {
+        /// The cluster's `bootstrap.servers`.
+        bootstrap: String,
+        /// The topic's partitions.
+        partitions: i32,
+    },
+}
+
+impl End {
+    /// What the end is, for the run's header.
+    pub(super) fn describe(&self, bench: &BridgeBench) -> String {
+        match self {
+            Self::Queue(queue) => format!("{} queue '{queue}'", bench.queue_type),
+            Self::Topic {
+                bootstrap,
+                partitions,
+            } => format!(
+                "topic '{TOPIC}' ({partitions} partitions) of librdkafka's mock cluster at {bootstrap}"
+            ),
+        }
+    }
+
+    /// Makes the end empty: a queue is deleted and declared afresh (a queue of another type
+    /// from an earlier run cannot be redeclared); the topic is empty already.
+    ///
+    /// # Errors
+    /// The broker refuses.
+    pub(super) async fn prepare(&self, bench: &BridgeBench, ch: &Channel) -> anyhow::Result<()> {
+        let Self::Queue(queue) = self else {
+            return Ok(());
+        };
+        let mut args = FieldTable::default();
+        args.insert(
+            "x-queue-type".into(),
+            AMQPValue::LongString(bench.queue_type.as_str().into()),
+        );
+        ch.queue_delete((*queue).into(), QueueDeleteOptions::default())
+            .await?;
+        ch.queue_declare(
+            (*queue).into(),
+            QueueDeclareOptions {
+                durable: true,
+                ..QueueDeclareOptions::default()
+            },
+            args,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Puts `--messages` messages of `--size` bytes in: persistent publishes with
+    /// confirms, or records produced with acks=all by an idempotent producer, each to a
+    /// random partition.
+    ///
+    /// # Errors
+    /// A publish or produce fails, a record is not acknowledged in time, or the mock broker
+    /// dropped records it acknowledged.
+    pub(super) async fn fill(&self, bench: &BridgeBench) -> anyhow::Result<()> {
+        match self {
+            Self::Queue(queue) => {
+                let fill = AmqpBench {
+                    uri: bench.uri.clone(),
+                    messages: bench.messages,
+                    size: bench.size,
+                    confirm_window: 1000,
+                    prefetch: bench.prefetch,
+                    producers: 1,
+                    consumers: 1,
+                    queue_type: bench.queue_type.clone(),
+                    queue: (*queue).into(),
+                    latency_messages: 0,
+                };
+                publish_phase(&fill).await?;
+            }
+            Self::Topic {
+                bootstrap,
+                partitions,
+            } => {
+                let fill = kafka_bench(bootstrap, *partitions, bench);
+                // Unkeyed records to a random partition each, not to one partition per
+                // batch: every partition gets its share, none more than the broker keeps.
+                let producer: FutureProducer = producer_config(&fill)
+                    .set("sticky.partitioning.linger.ms", "0")
+                    .create()?;
+                produce_all(&producer, &fill, fill.records).await?;
+                let reader = Arc::new(consumer(&fill, "earliest")?);
+                let marks = watermarks(reader, *partitions).await?;
+                if let Some((partition, (low, _))) =
+                    marks.iter().enumerate().find(|(_, (low, _))| *low > 0)
+                {
+                    anyhow::bail!(
+                        "the mock broker dropped the first {low} records of partition {partition} (it keeps the newest {MOCK_PARTITION_BYTES} B of each); fewer --messages or a smaller --size"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The end as the bridge's source.
+    pub(super) fn source(&self, bench: &BridgeBench) -> SourceConfig {
+        match self {
+            Self::Queue(queue) => SourceConfig::Rabbitmq {
+                uri: bench.uri.clone(),
+                queue: (*queue).into(),
+                prefetch: bench.prefetch,
+                dedup_window_ms: DEFAULT_DEDUP_WINDOW_MS,
+            },
+            Self::Topic { bootstrap, .. } => SourceConfig::Kafka {
+                bootstrap_servers: bootstrap.clone(),
+                topics: vec![TOPIC.into()],
+                group_id: GROUP.into(),
+                properties: Default::default(),
+            },
+        }
+    }
+
+    /// The end as the bridge's sink: a queue through the default exchange.
+    pub(super) fn sink(&self, bench: &BridgeBench) -> SinkConfig {
+        match self {
+            Self::Queue(queue) => SinkConfig::Rabbitmq {
+                uri: bench.uri.clone(),
+                exchange: String::new(),
+                routing_key: Some((*queue).into()),
+            },
+            Self::Topic { bootstrap, .. } => SinkConfig::Kafka {
+                bootstrap_servers: bootstrap.clone(),
+                topic: TOPIC.into(),
+                partitioner: DEFAULT_PARTITIONER.into(),
+                transactional: bench.kafka_transactional,
+                properties: Default::default(),
+            },
+        }
+    }
+
+    /// Counts what the end holds: a queue's messages on `ch`, the topic's records.
+    ///
+    /// # Errors
+    /// The Kafka client cannot be created.
+    pub(super) fn gauge<'a>(
+        &self,
+        bench: &BridgeBench,
+        ch: &'a Channel,
+    ) -> anyhow::Result<Gauge<'a>> {
+        Ok(match self {
+            Self::Queue(queue) => Gauge::Queue(ch, queue),
+            Self::Topic {
+                bootstrap,
+                partitions,
+            } => {
+                let reader = consumer(&kafka_bench(bootstrap, *partitions, bench), "earliest")?;
+                Gauge::Topic(Arc::new(reader), *partitions)
+            }
+        })
+    }
+
+    /// Deletes a queue the run declared.
+    ///
+    /// # Errors
+    /// The broker refuses.
+    pub(super) async fn remove(&self, ch: &Channel) -> anyhow::Result<()> {
+        if let Self::Queue(queue) = self {
+            ch.queue_delete((*queue).into(), QueueDeleteOptions::default())
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// How many messages an end holds.
+pub(super) enum Gauge<'a> {
+    /// A queue's ready messages, read with a passive declare.
+    Queue(&'a Channel, &'static str),
+    /// The sum of the high watermarks of the topic's partitions.
+    Topic(Arc<StreamConsumer>, i32),
+}
+
+impl Gauge<'_> {
+    /// The count now.
+    ///
+    /// # Errors
+    /// The broker does not answer.
+    pub(super) async fn count(&self) -> anyhow::Result<u64> {
+        match self {
+            Self::Queue(ch, queue) => {
+                let q = ch
+                    .queue_declare(
+                        (*queue).into(),
+                        QueueDeclareOptions {
+                            passive: true,
+                            ..QueueDeclareOptions::default()
+                        },
+                        FieldTable::default(),
+                    )
+                    .await?;
+                Ok(u64::from(q.message_count()))
+            }
+            Self::Topic(reader, partitions) => {
+                let marks = watermarks(reader.clone(), *partitions).await?;
+                let sum: i64 = marks.iter().map(|(_, high)| high).sum();
+                Ok(u64::try_from(sum).unwrap_or_default())
+            }
+        }
+    }
+}
+
+/// The (low, high) watermarks of [`TOPIC`]'s partitions, in partition order.
+async fn watermarks(
+    reader: Arc<StreamConsumer>,
+    partitions: i32,
+) -> anyhow::Result<Vec<(i64, i64)>> {
+    // Each request blocks on a broker round trip.
+    let marks = tokio::task::spawn_blocking(move || {
+        (0..partitions)
+            .map(|partition| reader.fetch_watermarks(TOPIC, partition, WATERMARK_PATIENCE))
+            .collect::<Result<Vec<_>, KafkaError>>()
+    })
+    .await?
+    .with_context(|| format!("cannot read the watermarks of topic '{TOPIC}'"))?;
+    Ok(marks)
+}
+
+/// `ferry bench kafka`'s settings for filling and reading [`TOPIC`] at `bootstrap`.
+fn kafka_bench(bootstrap: &str, partitions: i32, bench: &BridgeBench) -> KafkaBench {
+    KafkaBench {
+        bootstrap: bootstrap.to_owned(),
+        topic: TOPIC.into(),
+        partitions,
+        records: bench.messages as usize,
+        size: bench.size,
+        in_flight: IN_FLIGHT,
+        idempotence: true,
+        linger_ms: 5,
+        load: 0.0,
+        latency_seconds: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BridgeBench,
+    }
+
+    fn bench(messages: u64, size: usize) -> BridgeBench {
+        let (messages, size) = (messages.to_string(), size.to_string());
+        Cli::parse_from(["bench", "--messages", &messages, "--size", &size]).bench
+    }
+
+    #[test]
+    fn the_topic_has_room_for_every_record_within_what_the_mock_keeps() {
+        for (messages, size) in [(1, 1), (20_000, 1024), (100_000, 1024), (1_000_000, 16)] {
+            let b = bench(messages, size);
+            let partitions = partitions(&b);
+            assert!(partitions >= MIN_PARTITIONS);
+            let per_partition = messages * (size.max(8) as u64 + RECORD_OVERHEAD)
+                / u64::try_from(partitions).unwrap();
+            assert!(
+                per_partition <= MOCK_PARTITION_BYTES * 3 / 4,
+                "{messages} × {size} B over {partitions} partitions"
+            );
+        }
+        assert_eq!(partitions(&bench(20_000, 1024)), 6);
+    }
+}
