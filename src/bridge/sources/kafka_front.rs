@@ -258,7 +258,8 @@ fn decode(bytes: &[u8], from: i64) -> Result<Decoded, LogError> {
         let records = match RecordBatchDecoder::decode(&mut bytes::Bytes::copy_from_slice(batch)) {
             Ok(set) => set.records,
             Err(e) => {
-                out.undecodable.push((header.base_offset, last, e.to_string()));
+                out.undecodable
+                    .push((header.base_offset, last, e.to_string()));
                 continue;
             }
         };
