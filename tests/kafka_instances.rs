@@ -2,7 +2,8 @@
 //! cluster are (here both run in this process on the embedded engine): a consumer group has
 //! one coordinator whichever instance its members bootstrap from, and when the instance
 //! holding the group and the partitions stops, the other takes both over and the group
-//! carries on with its committed offsets.
+//! carries on with its committed offsets; an instance lets go of the groups it does not
+//! use.
 
 mod kafka_support;
 
@@ -26,10 +27,15 @@ const TOPIC: &str = "shared";
 
 /// The node FindCoordinator (v4) at `addr` names for [`GROUP`].
 async fn coordinator_named_by(addr: SocketAddr) -> i32 {
+    coordinator_of(addr, GROUP).await
+}
+
+/// The node FindCoordinator (v4) at `addr` names for `group`.
+async fn coordinator_of(addr: SocketAddr, group: &str) -> i32 {
     let mut raw = Raw::connect(addr).await;
     let request = FindCoordinatorRequest::default()
         .with_key_type(0)
-        .with_coordinator_keys(vec![StrBytes::from_static_str(GROUP)]);
+        .with_coordinator_keys(vec![StrBytes::from_string(group.to_owned())]);
     let ResponseKind::FindCoordinator(r) = raw.request(ApiKey::FindCoordinator, 4, &request).await
     else {
         panic!("not a FindCoordinator answer");
@@ -169,5 +175,49 @@ async fn a_group_has_one_coordinator_across_instances_and_moves_when_it_stops() 
         let _ = t.await;
     }
     drop(members);
+    a.stop().await;
+}
+
+/// An instance lets go of the groups it does not use — one only located, one whose last
+/// member left — so another instance can coordinate them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_releases_the_leases_of_groups_it_does_not_use() {
+    let a = TestBroker::start_with(|c| {
+        c.node_id = 0;
+        c.sequencer_lease_ms = 1_000;
+    })
+    .await;
+    let b = a.peer(1).await;
+    assert_eq!(coordinator_of(a.addr, "located").await, 0);
+    assert_eq!(coordinator_of(b.addr, "located").await, 0, "a holds it");
+
+    send_range(&producer(&a.bootstrap(), &[]), TOPIC, 0, 1).await;
+    let member = consumer(&a.bootstrap(), "used", &[]);
+    assert_eq!(coordinator_of(a.addr, "used").await, 0);
+    member.subscribe(&[TOPIC]).unwrap();
+    tokio::time::timeout(PATIENCE, async {
+        while member.assignment().unwrap().count() == 0 {
+            let _ = tokio::time::timeout(Duration::from_millis(100), member.recv()).await;
+        }
+    })
+    .await
+    .expect("the member joins");
+    assert_eq!(
+        coordinator_of(b.addr, "used").await,
+        0,
+        "a holds it while in use"
+    );
+    drop(member); // leaves the group
+
+    for group in ["located", "used"] {
+        let moved = tokio::time::timeout(PATIENCE, async {
+            while coordinator_of(b.addr, group).await != 1 {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+        .await;
+        assert!(moved.is_ok(), "a never let go of '{group}'");
+    }
+    b.stop().await;
     a.stop().await;
 }

@@ -9,7 +9,7 @@ use super::store::{Fence, GroupStore};
 use crate::telemetry::kafka as m;
 use bytes::Bytes;
 use std::collections::HashMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -88,13 +88,15 @@ pub enum Command {
     Delete(oneshot::Sender<i16>),
 }
 
-/// Runs the task of group `id` until `commands` closes, `shutdown`, or `fence` no longer
-/// holds.
+/// Runs the task of group `id` until `commands` closes, `shutdown`, `fence` no longer
+/// holds, or the group has had no members and no command for `idle` (the coordinator then
+/// lets its lease go; the next request starts a task again).
 pub async fn run(
     id: String,
     settings: GroupSettings,
     store: GroupStore,
     fence: Fence,
+    idle: Duration,
     mut commands: mpsc::Receiver<Command>,
     shutdown: CancellationToken,
 ) {
@@ -128,6 +130,16 @@ pub async fn run(
                 Some(c) => handle(&mut group, &store, &fence, c, &mut joins, &mut syncs).await,
             },
             () = sleep_until(deadline) => group.tick(Instant::now()),
+            () = tokio::time::sleep(idle), if group.members.is_empty() => {
+                debug!(group = %id, "no members and no requests; stopping its task");
+                // Whatever arrived meanwhile goes back to the client, which asks for the
+                // coordinator again and reaches the task started after this one.
+                commands.close();
+                while let Ok(command) = commands.try_recv() {
+                    refuse(command);
+                }
+                break;
+            }
         };
         for reply in replies {
             debug!(group = %id, ?reply, "group reply");
@@ -235,6 +247,30 @@ async fn handle(
             let _ = reply.send(code);
             Vec::new()
         }
+    }
+}
+
+/// Answers `command` with NOT_COORDINATOR.
+fn refuse(command: Command) {
+    let code = kafka_protocol::ResponseError::NotCoordinator;
+    match command {
+        Command::Join(req, reply) => {
+            let _ = reply.send(Joined::error(&req.member_id, code));
+        }
+        Command::Sync { reply, .. } => {
+            let _ = reply.send(Synced::error(code));
+        }
+        Command::Heartbeat { reply, .. } | Command::CheckCommit { reply, .. } => {
+            let _ = reply.send(code.code());
+        }
+        Command::Leave { members, reply } => {
+            let _ = reply.send(vec![code.code(); members.len()]);
+        }
+        Command::Delete(reply) => {
+            let _ = reply.send(code.code());
+        }
+        // DescribeGroups answers COORDINATOR_NOT_AVAILABLE for a dropped reply.
+        Command::Describe(_) => {}
     }
 }
 

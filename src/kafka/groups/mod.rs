@@ -8,6 +8,9 @@
 //! live instance holds it; this instance renews the leases it holds every third of their
 //! term and releases them when it stops. A group request to an instance that does not hold
 //! the group's lease is answered NOT_COORDINATOR, so the client asks FindCoordinator again.
+//! A group task stops once its group has had no members and no request for a lease term;
+//! the next renewal then releases that group's lease, so an instance holds leases only for
+//! the groups in use.
 //! Every write of a group (its state, its offsets, its deletion) checks the lease in the
 //! same transaction, so a former coordinator can no longer write once another took over.
 
@@ -302,15 +305,22 @@ impl Coordinator {
         self.release_all().await;
     }
 
-    /// One transaction renewing every lease held; forgets the groups whose lease is lost.
+    /// One transaction renewing the lease of every group whose task runs and releasing
+    /// the others (idle, or never used after FindCoordinator); forgets the groups whose
+    /// lease is lost or released.
     async fn renew(&self) {
-        let owned: Vec<(String, i64)> = self
-            .inner
-            .owned
-            .lock()
-            .iter()
-            .map(|(g, e)| (g.clone(), *e))
-            .collect();
+        let owned: Vec<(String, i64, bool)> = {
+            let groups = self.inner.groups.lock();
+            self.inner
+                .owned
+                .lock()
+                .iter()
+                .map(|(g, e)| {
+                    let running = groups.get(g).is_some_and(|tx| !tx.is_closed());
+                    (g.clone(), *e, running)
+                })
+                .collect()
+        };
         if owned.is_empty() {
             return;
         }
@@ -325,23 +335,28 @@ impl Coordinator {
                 let owned = &owned;
                 async move {
                     let now = now_ms();
-                    let mut lost = Vec::new();
-                    for (group, epoch) in owned {
+                    let (mut lost, mut released) = (Vec::new(), Vec::new());
+                    for (group, epoch, running) in owned {
                         let key = keys.group_lease(group);
-                        if !Lease::hold(&tx, &key, (node, *epoch), term, now).await? {
+                        if !running {
+                            Lease::release(&tx, &key, (node, *epoch)).await?;
+                            released.push(group.clone());
+                        } else if !Lease::hold(&tx, &key, (node, *epoch), term, now).await? {
                             lost.push(group.clone());
                         }
                     }
-                    Ok::<_, StoreError>(lost)
+                    Ok::<_, StoreError>((lost, released))
                 }
             })
             .await;
         match held {
-            Ok(lost) => {
-                for group in lost {
+            Ok((lost, released)) => {
+                for group in &lost {
                     info!(group = %group, "group coordination taken over; stopping its task");
-                    self.inner.owned.lock().remove(&group);
-                    self.inner.groups.lock().remove(&group);
+                }
+                for group in lost.iter().chain(&released) {
+                    self.inner.owned.lock().remove(group);
+                    self.inner.groups.lock().remove(group);
                 }
             }
             Err(e) => warn!(error = %e, "cannot renew the group leases"),
@@ -406,25 +421,41 @@ impl Coordinator {
             }
         }
         let fence = self.fence(group).ok_or(NotCoordinator)?;
-        let mailbox = {
-            let mut groups = self.inner.groups.lock();
-            groups
-                .entry(group.to_owned())
-                .or_insert_with(|| {
-                    let (tx, rx) = mpsc::channel(MAILBOX);
-                    self.inner.tasks.lock().spawn(actor::run(
-                        group.to_owned(),
-                        self.inner.settings,
-                        self.inner.store.clone(),
-                        fence,
-                        rx,
-                        self.inner.shutdown.clone(),
-                    ));
-                    tx
-                })
-                .clone()
-        };
-        let _ = mailbox.send(command).await;
-        Ok(())
+        let mut command = command;
+        loop {
+            let mailbox = {
+                let mut groups = self.inner.groups.lock();
+                let entry = groups.entry(group.to_owned());
+                let tx = match entry {
+                    // A task that stopped (idle) is started again.
+                    std::collections::hash_map::Entry::Occupied(e) if !e.get().is_closed() => {
+                        e.into_mut()
+                    }
+                    e => {
+                        let (tx, rx) = mpsc::channel(MAILBOX);
+                        self.inner.tasks.lock().spawn(actor::run(
+                            group.to_owned(),
+                            self.inner.settings,
+                            self.inner.store.clone(),
+                            fence.clone(),
+                            self.inner.identity.lease,
+                            rx,
+                            self.inner.shutdown.clone(),
+                        ));
+                        e.insert_entry(tx).into_mut()
+                    }
+                };
+                tx.clone()
+            };
+            match mailbox.send(command).await {
+                Ok(()) => return Ok(()),
+                // The task stopped between the lookup and the send: start it again, unless
+                // the whole coordinator is stopping.
+                Err(mpsc::error::SendError(c)) if !self.inner.shutdown.is_cancelled() => {
+                    command = c;
+                }
+                Err(_) => return Ok(()),
+            }
+        }
     }
 }

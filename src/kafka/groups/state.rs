@@ -138,7 +138,8 @@ pub struct Synced {
 }
 
 impl Synced {
-    fn error(e: ResponseError) -> Self {
+    /// The answer refusing a sync with `e`.
+    pub fn error(e: ResponseError) -> Self {
         Self {
             error: e.code(),
             assignment: Bytes::new(),
