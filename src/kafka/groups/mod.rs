@@ -433,7 +433,10 @@ impl Coordinator {
                     }
                     e => {
                         let (tx, rx) = mpsc::channel(MAILBOX);
-                        self.inner.tasks.lock().spawn(actor::run(
+                        let mut tasks = self.inner.tasks.lock();
+                        // Forget the tasks that stopped (idle groups) as new ones start.
+                        while tasks.try_join_next().is_some() {}
+                        tasks.spawn(actor::run(
                             group.to_owned(),
                             self.inner.settings,
                             self.inner.store.clone(),
