@@ -3,12 +3,18 @@
 //! route's Kafka topic (properties and headers mapped as `docs/mapping.md` says); rdkafka
 //! produces to a topic on the Kafka front and lapin consumes the routed queue (key,
 //! headers and timestamp mapped); a full reject-publish queue holds records back until it
-//! has room; partitions added while a route reads a topic are read too; and under repeated `kill -9` every confirmed message
+//! has room; partitions added while a route reads a topic are read too; a batch whose
+//! records do not decode is skipped and counted; and under repeated `kill -9` every confirmed message
 //! crosses from the AMQP front to the Kafka front exactly once.
 
+mod kafka_support;
 mod support;
 
 use futures::StreamExt;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ResponseKind, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_support::raw::{Raw, with_header_count_beyond_the_batch};
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
     ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
@@ -597,6 +603,114 @@ to = [{ amqp_exchange = "grow-in" }]
         }
         arrived.sort_unstable();
         assert_eq!(arrived, (0..150).collect::<Vec<_>>(), "each record once");
+    })
+    .await
+    .expect("the test took too long");
+}
+
+/// A batch whose records do not decode (a valid CRC around a header count beyond the
+/// batch), produced to a topic a route reads: the route skips it and counts it, the records
+/// around it arrive, and the daemon keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_whose_records_do_not_decode_is_skipped_and_counted() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = tempfile::tempdir().unwrap();
+        let ports = Ports::free();
+        let config = config_with(
+            dir.path(),
+            r#"
+[[routes]]
+name = "skip"
+from = { kafka_topic = "mixed" }
+to = [{ amqp_exchange = "mixed-in" }]
+"#,
+        );
+        let ferry = start(dir.path(), &config, ports);
+        let (_conn, ch) = channel(ports).await.unwrap();
+        declare_exchange(&ch, "mixed-in").await;
+        let durable = QueueDeclareOptions {
+            durable: true,
+            ..QueueDeclareOptions::default()
+        };
+        ch.queue_declare("mixed".into(), durable, FieldTable::default())
+            .await
+            .unwrap();
+        ch.queue_bind(
+            "mixed".into(),
+            "mixed-in".into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+        let producer: FutureProducer = kafka_config(ports).set("acks", "all").create().unwrap();
+        let send = |value: &'static str| {
+            let producer = producer.clone();
+            async move {
+                producer
+                    .send(
+                        FutureRecord::<(), _>::to("mixed").payload(value),
+                        Duration::from_secs(30),
+                    )
+                    .await
+                    .unwrap();
+            }
+        };
+        send("before").await;
+        let mut raw = Raw::connect(([127, 0, 0, 1], ports.kafka).into()).await;
+        let request = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![
+                TopicProduceData::default()
+                    .with_name(TopicName(StrBytes::from_static_str("mixed")))
+                    .with_partition_data(vec![
+                        PartitionProduceData::default()
+                            .with_index(0)
+                            .with_records(Some(with_header_count_beyond_the_batch("bad"))),
+                    ]),
+            ]);
+        let ResponseKind::Produce(r) = raw.request(ApiKey::Produce, 9, &request).await else {
+            panic!("not a Produce answer");
+        };
+        assert_eq!(
+            r.responses[0].partition_responses[0].error_code, 0,
+            "the front stores a batch whose header and CRC are right"
+        );
+        send("after").await;
+
+        let mut consumer = ch
+            .basic_consume(
+                "mixed".into(),
+                "t".into(),
+                BasicConsumeOptions {
+                    no_ack: true,
+                    ..BasicConsumeOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        let mut arrived = Vec::new();
+        while arrived.len() < 2 {
+            let Ok(next) = tokio::time::timeout(PATIENCE, consumer.next()).await else {
+                panic!("only {arrived:?} arrived; log:\n{}", stop(ferry));
+            };
+            let d = next.unwrap().unwrap();
+            arrived.push(String::from_utf8(d.data.clone()).unwrap());
+        }
+        assert_eq!(arrived, ["before", "after"]);
+        let (_, metrics) = support::http::get(ports.metrics, "/metrics").unwrap();
+        let skipped: f64 = metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("ferry_bridge_undecodable_records_total{")
+                    && l.contains("route=\"skip\"")
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        assert_eq!(skipped, 1.0, "{metrics}");
     })
     .await
     .expect("the test took too long");

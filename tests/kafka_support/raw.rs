@@ -162,3 +162,18 @@ pub fn batch(values: &[&str]) -> Bytes {
     .unwrap();
     buf.freeze()
 }
+
+/// `batch(&[value])` rewritten so that its only record declares `i32::MAX` headers, with the
+/// record's length, the batch's length and the CRC fixed up: a batch a broker that checks
+/// only headers and CRCs accepts, whose records do not decode.
+pub fn with_header_count_beyond_the_batch(value: &str) -> Bytes {
+    let mut b = batch(&[value]).to_vec();
+    assert_eq!(b.pop(), Some(0), "the record ends with its header count, 0");
+    b.extend_from_slice(&[0xfe, 0xff, 0xff, 0xff, 0x0f]); // zigzag varint of i32::MAX
+    b[61] += 8; // the record's length (zigzag: +4 bytes)
+    let length = i32::from_be_bytes(b[8..12].try_into().unwrap()) + 4;
+    b[8..12].copy_from_slice(&length.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(b)
+}
