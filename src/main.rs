@@ -158,8 +158,13 @@ fn replay(config: &Config, route: &str, destination: usize) -> anyhow::Result<u6
     })
 }
 
-/// Runs one benchmark on a multi-threaded runtime.
+/// Runs one benchmark on a multi-threaded runtime, logging warnings and errors (of the
+/// bridge a bench runs, say) to standard error; `RUST_LOG` changes the level.
 fn run_bench(bench: Bench) -> anyhow::Result<()> {
+    ferry::daemon::logging::init(&ferry::config::LogConfig {
+        level: "warn".into(),
+        format: ferry::config::LogFormat::Text,
+    })?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         match bench {
