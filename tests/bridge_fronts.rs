@@ -118,6 +118,65 @@ async fn declare_exchange(ch: &Channel, exchange: &str) {
     .unwrap();
 }
 
+/// Declares `exchange` and a durable `queue` (with `args`) bound to it for every routing key.
+async fn bound_queue(ch: &Channel, exchange: &str, queue: &str, args: FieldTable) {
+    declare_exchange(ch, exchange).await;
+    let durable = QueueDeclareOptions {
+        durable: true,
+        ..QueueDeclareOptions::default()
+    };
+    ch.queue_declare(queue.into(), durable, args).await.unwrap();
+    ch.queue_bind(
+        queue.into(),
+        exchange.into(),
+        "#".into(),
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+}
+
+/// A route `name` from the Kafka front's topic `topic` to the AMQP front's exchange
+/// `exchange`, with `extra` route settings (TOML lines).
+fn kafka_to_amqp_route(name: &str, topic: &str, exchange: &str, extra: &str) -> String {
+    format!(
+        "[[routes]]\nname = \"{name}\"\nfrom = {{ kafka_topic = \"{topic}\" }}\nto = [{{ amqp_exchange = \"{exchange}\" }}]\n{extra}\n"
+    )
+}
+
+/// Consumes `queue` with `prefetch`, acknowledging each delivery, until `n` bodies arrived
+/// or none came for [`PATIENCE`]; returns the consumer and the bodies in arrival order.
+async fn receive_bodies(
+    ch: &Channel,
+    queue: &str,
+    prefetch: u16,
+    n: usize,
+) -> (lapin::Consumer, Vec<String>) {
+    ch.basic_qos(prefetch, BasicQosOptions::default())
+        .await
+        .unwrap();
+    let mut consumer = ch
+        .basic_consume(
+            queue.into(),
+            "t".into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    let mut bodies = Vec::with_capacity(n);
+    while bodies.len() < n {
+        let Ok(Some(next)) = tokio::time::timeout(PATIENCE, consumer.next()).await else {
+            break;
+        };
+        let d = next.unwrap();
+        bodies.push(String::from_utf8(d.data.clone()).unwrap());
+        d.ack(BasicAckOptions::default()).await.unwrap();
+    }
+    (consumer, bodies)
+}
+
 /// Waits until the route's queue on the AMQP front exists (its source bound it).
 async fn wait_for_route_queue(ports: Ports, route: &str) {
     let deadline = Instant::now() + PATIENCE;
@@ -244,35 +303,11 @@ async fn kafka_front_records_reach_an_amqp_front_queue_once_with_key_headers_and
         let ports = Ports::free();
         let config = config_with(
             dir.path(),
-            r#"
-[[routes]]
-name = "k2a"
-from = { kafka_topic = "events" }
-to = [{ amqp_exchange = "events-in" }]
-"#,
+            &kafka_to_amqp_route("k2a", "events", "events-in", ""),
         );
         let _ferry = start(dir.path(), &config, ports);
         let (_conn, ch) = channel(ports).await.unwrap();
-        declare_exchange(&ch, "events-in").await;
-        ch.queue_declare(
-            "events".into(),
-            QueueDeclareOptions {
-                durable: true,
-                ..QueueDeclareOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
-        ch.queue_bind(
-            "events".into(),
-            "events-in".into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
+        bound_queue(&ch, "events-in", "events", FieldTable::default()).await;
         let producer: FutureProducer = kafka_config(ports)
             .set("acks", "all")
             .set("linger.ms", "5")
@@ -400,43 +435,22 @@ async fn a_full_reject_publish_queue_holds_records_back_until_it_has_room() {
         let ports = Ports::free();
         let config = config_with(
             dir.path(),
-            r#"
-[[routes]]
-name = "full"
-from = { kafka_topic = "bounded" }
-to = [{ amqp_exchange = "bounded-in" }]
-retry_initial_ms = 50
-retry_max_ms = 500
-"#,
+            &kafka_to_amqp_route(
+                "full",
+                "bounded",
+                "bounded-in",
+                "retry_initial_ms = 50\nretry_max_ms = 500",
+            ),
         );
         let ferry = start(dir.path(), &config, ports);
         let (_conn, ch) = channel(ports).await.unwrap();
-        declare_exchange(&ch, "bounded-in").await;
         let mut args = FieldTable::default();
         args.insert("x-max-length".into(), AMQPValue::LongLongInt(MAX_LENGTH));
         args.insert(
             "x-overflow".into(),
             AMQPValue::LongString("reject-publish".into()),
         );
-        ch.queue_declare(
-            "bounded".into(),
-            QueueDeclareOptions {
-                durable: true,
-                ..QueueDeclareOptions::default()
-            },
-            args,
-        )
-        .await
-        .unwrap();
-        ch.queue_bind(
-            "bounded".into(),
-            "bounded-in".into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
+        bound_queue(&ch, "bounded-in", "bounded", args).await;
         let producer: FutureProducer = kafka_config(ports).set("acks", "all").create().unwrap();
         let sends: Vec<_> = (0..RECORDS)
             .map(|i| {
@@ -477,33 +491,14 @@ retry_max_ms = 500
             .unwrap();
         assert_eq!(i64::from(q.message_count()), MAX_LENGTH, "the limit holds");
 
-        ch.basic_qos(10, BasicQosOptions::default()).await.unwrap();
-        let mut consumer = ch
-            .basic_consume(
-                "bounded".into(),
-                "t".into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await
-            .unwrap();
-        let mut arrived = Vec::with_capacity(RECORDS);
-        while arrived.len() < RECORDS {
-            let Ok(next) = tokio::time::timeout(PATIENCE, consumer.next()).await else {
-                panic!(
-                    "{} of {RECORDS} arrived; log:\n{}",
-                    arrived.len(),
-                    stop(ferry)
-                );
-            };
-            let d = next.unwrap().unwrap();
-            arrived.push(
-                String::from_utf8(d.data.clone())
-                    .unwrap()
-                    .parse::<usize>()
-                    .unwrap(),
+        let (mut consumer, arrived) = receive_bodies(&ch, "bounded", 10, RECORDS).await;
+        let arrived: Vec<usize> = arrived.iter().map(|b| b.parse().unwrap()).collect();
+        if arrived.len() < RECORDS {
+            panic!(
+                "{} of {RECORDS} arrived; log:\n{}",
+                arrived.len(),
+                stop(ferry)
             );
-            d.ack(BasicAckOptions::default()).await.unwrap();
         }
         assert!(
             tokio::time::timeout(Duration::from_secs(2), consumer.next())
@@ -530,32 +525,11 @@ async fn records_of_partitions_added_while_a_route_runs_arrive() {
         let ports = Ports::free();
         let config = config_with(
             dir.path(),
-            r#"
-[[routes]]
-name = "grow"
-from = { kafka_topic = "grow" }
-to = [{ amqp_exchange = "grow-in" }]
-"#,
+            &kafka_to_amqp_route("grow", "grow", "grow-in", ""),
         );
         let ferry = start(dir.path(), &config, ports);
         let (_conn, ch) = channel(ports).await.unwrap();
-        declare_exchange(&ch, "grow-in").await;
-        let durable = QueueDeclareOptions {
-            durable: true,
-            ..QueueDeclareOptions::default()
-        };
-        ch.queue_declare("grow".into(), durable, FieldTable::default())
-            .await
-            .unwrap();
-        ch.queue_bind(
-            "grow".into(),
-            "grow-in".into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
+        bound_queue(&ch, "grow-in", "grow", FieldTable::default()).await;
         let send = |producer: FutureProducer, partition: i32, values: std::ops::Range<usize>| async move {
             for i in values {
                 let value = i.to_string();
@@ -581,25 +555,10 @@ to = [{ amqp_exchange = "grow-in" }]
         send(fresh.clone(), 1, 50..100).await;
         send(fresh, 2, 100..150).await;
 
-        let mut consumer = ch
-            .basic_consume(
-                "grow".into(),
-                "t".into(),
-                BasicConsumeOptions {
-                    no_ack: true,
-                    ..BasicConsumeOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .unwrap();
-        let mut arrived = Vec::new();
-        while arrived.len() < 150 {
-            let Ok(next) = tokio::time::timeout(PATIENCE, consumer.next()).await else {
-                panic!("{} of 150 arrived; log:\n{}", arrived.len(), stop(ferry));
-            };
-            let d = next.unwrap().unwrap();
-            arrived.push(String::from_utf8(d.data.clone()).unwrap().parse::<usize>().unwrap());
+        let (_consumer, arrived) = receive_bodies(&ch, "grow", 500, 150).await;
+        let mut arrived: Vec<usize> = arrived.iter().map(|b| b.parse().unwrap()).collect();
+        if arrived.len() < 150 {
+            panic!("{} of 150 arrived; log:\n{}", arrived.len(), stop(ferry));
         }
         arrived.sort_unstable();
         assert_eq!(arrived, (0..150).collect::<Vec<_>>(), "each record once");
@@ -618,32 +577,11 @@ async fn a_batch_whose_records_do_not_decode_is_skipped_and_counted() {
         let ports = Ports::free();
         let config = config_with(
             dir.path(),
-            r#"
-[[routes]]
-name = "skip"
-from = { kafka_topic = "mixed" }
-to = [{ amqp_exchange = "mixed-in" }]
-"#,
+            &kafka_to_amqp_route("skip", "mixed", "mixed-in", ""),
         );
         let ferry = start(dir.path(), &config, ports);
         let (_conn, ch) = channel(ports).await.unwrap();
-        declare_exchange(&ch, "mixed-in").await;
-        let durable = QueueDeclareOptions {
-            durable: true,
-            ..QueueDeclareOptions::default()
-        };
-        ch.queue_declare("mixed".into(), durable, FieldTable::default())
-            .await
-            .unwrap();
-        ch.queue_bind(
-            "mixed".into(),
-            "mixed-in".into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
+        bound_queue(&ch, "mixed-in", "mixed", FieldTable::default()).await;
         let producer: FutureProducer = kafka_config(ports).set("acks", "all").create().unwrap();
         let send = |value: &'static str| {
             let producer = producer.clone();
@@ -680,25 +618,9 @@ to = [{ amqp_exchange = "mixed-in" }]
         );
         send("after").await;
 
-        let mut consumer = ch
-            .basic_consume(
-                "mixed".into(),
-                "t".into(),
-                BasicConsumeOptions {
-                    no_ack: true,
-                    ..BasicConsumeOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .unwrap();
-        let mut arrived = Vec::new();
-        while arrived.len() < 2 {
-            let Ok(next) = tokio::time::timeout(PATIENCE, consumer.next()).await else {
-                panic!("only {arrived:?} arrived; log:\n{}", stop(ferry));
-            };
-            let d = next.unwrap().unwrap();
-            arrived.push(String::from_utf8(d.data.clone()).unwrap());
+        let (_consumer, arrived) = receive_bodies(&ch, "mixed", 10, 2).await;
+        if arrived.len() < 2 {
+            panic!("only {arrived:?} arrived; log:\n{}", stop(ferry));
         }
         assert_eq!(arrived, ["before", "after"]);
         let (_, metrics) = support::http::get(ports.metrics, "/metrics").unwrap();
@@ -933,33 +855,12 @@ async fn kafka_front_to_amqp_front_is_exactly_once_under_kill_9() {
     let ports = Ports::free();
     let config = config_with(
         dir.path(),
-        r#"
-[[routes]]
-name = "crash"
-from = { kafka_topic = "crash-in" }
-to = [{ amqp_exchange = "crash-out" }]
-"#,
+        &kafka_to_amqp_route("crash", "crash-in", "crash-out", ""),
     );
     let ferry = start(dir.path(), &config, ports);
     {
         let (_conn, ch) = channel(ports).await.unwrap();
-        declare_exchange(&ch, "crash-out").await;
-        let durable = QueueDeclareOptions {
-            durable: true,
-            ..QueueDeclareOptions::default()
-        };
-        ch.queue_declare("crash".into(), durable, FieldTable::default())
-            .await
-            .unwrap();
-        ch.queue_bind(
-            "crash".into(),
-            "crash-out".into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
+        bound_queue(&ch, "crash-out", "crash", FieldTable::default()).await;
     }
     let killer = kill_five_times(ferry, dir.path(), config, ports);
     let sends = produce_until_acknowledged(ports, total, deadline).await;
