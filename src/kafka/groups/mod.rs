@@ -299,16 +299,16 @@ impl Coordinator {
         loop {
             tokio::select! {
                 () = stop.cancelled() => break,
-                () = tokio::time::sleep(interval) => self.renew().await,
+                () = tokio::time::sleep(interval) => self.renew(false).await,
             }
         }
-        self.release_all().await;
+        self.renew(true).await;
     }
 
-    /// One transaction renewing the lease of every group whose task runs and releasing
-    /// the others (idle, or never used after FindCoordinator); forgets the groups whose
-    /// lease is lost or released.
-    async fn renew(&self) {
+    /// One transaction over every group lease held: renews those whose group task runs and
+    /// releases the others (idle, never used after FindCoordinator, or all of them when
+    /// `stopping`); forgets the groups whose lease is lost or released.
+    async fn renew(&self, stopping: bool) {
         let owned: Vec<(String, i64, bool)> = {
             let groups = self.inner.groups.lock();
             self.inner
@@ -316,7 +316,7 @@ impl Coordinator {
                 .lock()
                 .iter()
                 .map(|(g, e)| {
-                    let running = groups.get(g).is_some_and(|tx| !tx.is_closed());
+                    let running = !stopping && groups.get(g).is_some_and(|tx| !tx.is_closed());
                     (g.clone(), *e, running)
                 })
                 .collect()
@@ -359,31 +359,7 @@ impl Coordinator {
                     self.inner.groups.lock().remove(group);
                 }
             }
-            Err(e) => warn!(error = %e, "cannot renew the group leases"),
-        }
-    }
-
-    /// Lets every group lease this instance holds lapse now.
-    async fn release_all(&self) {
-        let owned: Vec<(String, i64)> = self.inner.owned.lock().drain().collect();
-        let node = self.inner.identity.node;
-        let keys = self.inner.store.keys();
-        let released = self
-            .inner
-            .store
-            .db()
-            .run(|tx| {
-                let owned = &owned;
-                async move {
-                    for (group, epoch) in owned {
-                        Lease::release(&tx, &keys.group_lease(group), (node, *epoch)).await?;
-                    }
-                    Ok::<_, StoreError>(())
-                }
-            })
-            .await;
-        if let Err(e) = released {
-            warn!(error = %e, "cannot release the group leases");
+            Err(e) => warn!(error = %e, "cannot renew or release the group leases"),
         }
     }
 
