@@ -401,7 +401,11 @@ async fn deliver_in_store(
             async move {
                 // A message no longer leased to us was acknowledged by an earlier attempt
                 // of this transaction whose outcome was unknown.
-                let held = stage.held_in(&tx, holder, planned).await?;
+                let held: std::collections::HashSet<MessageId> = stage
+                    .held_in(&tx, holder, planned)
+                    .await?
+                    .into_iter()
+                    .collect();
                 let writes: Vec<&Outgoing> =
                     batch.iter().filter(|o| held.contains(&o.id)).collect();
                 let refused = sink.write_in(&tx, &writes, now).await?;
