@@ -27,12 +27,19 @@ use amq_protocol::protocol::{AMQPClass, basic};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Messages one lease takes at most, whatever the prefetch.
 const LEASE_BATCH: usize = 1000;
+/// Settlements commit once this many deliveries are pending, or after [`BATCH_DELAY`].
+const SETTLE_BATCH: usize = 256;
+/// How long pending settlements wait for more before they commit, and how long a
+/// consumer with less than a quarter of its prefetch free waits for more room before it
+/// leases: fewer, larger transactions (AMQP acknowledgements have no reply to delay).
+const BATCH_DELAY: Duration = Duration::from_millis(4);
 
 /// What to do with settled deliveries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +145,9 @@ pub enum Work {
     Event(Event),
     /// The settle commit finished.
     Settled(Result<Settled, AmqpError>),
+    /// A batching delay ([`BATCH_DELAY`]) ended: call [`Consumers::on_due`], then
+    /// [`Consumers::start_commit`].
+    Due,
 }
 
 /// A finished settle commit.
@@ -169,6 +179,10 @@ pub struct Consumers {
     /// The room all running steps may fill.
     reserved: usize,
     pending: Vec<Settlement>,
+    /// When the oldest pending settlement was queued.
+    pending_since: Option<Instant>,
+    /// When consumers that wait for more prefetch room lease what they have.
+    lease_due: Option<Instant>,
     in_flight: Option<JoinHandle<Settled>>,
     events_tx: mpsc::UnboundedSender<Event>,
     events: mpsc::UnboundedReceiver<Event>,
@@ -193,6 +207,8 @@ impl Consumers {
             no_ack_unsettled: 0,
             reserved: 0,
             pending: Vec::new(),
+            pending_since: None,
+            lease_due: None,
             in_flight: None,
             events_tx,
             events,
@@ -201,6 +217,7 @@ impl Consumers {
 
     /// Waits for the next consumer event or the end of the settle commit under way.
     pub async fn next_work(&mut self) -> Work {
+        let due = self.due();
         let (in_flight, events) = (&mut self.in_flight, &mut self.events);
         let settled = async {
             match in_flight.as_mut() {
@@ -216,6 +233,12 @@ impl Consumers {
             // The channel holds a sender, so the stream of events never ends.
             Some(event) = events.recv() => Work::Event(event),
             done = settled => Work::Settled(done),
+            () = async {
+                match due {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            } => Work::Due,
         }
     }
 
@@ -378,7 +401,14 @@ impl Consumers {
             return;
         }
         let room = self.room(c);
-        if room == 0 || room < least.min(self.prefetch_of(c)) {
+        if room == 0 {
+            return;
+        }
+        if room < least.min(self.prefetch_of(c)) {
+            // Too little room for a worthwhile lease now; take what there is if no more
+            // frees up soon.
+            self.lease_due
+                .get_or_insert_with(|| Instant::now() + BATCH_DELAY);
             return;
         }
         let c = self.consumers.get_mut(tag).expect("looked up above");
@@ -399,10 +429,35 @@ impl Consumers {
         }));
     }
 
+    /// Starts a lease step for `tag` if it may receive a quarter of its prefetch (or
+    /// anything, once [`BATCH_DELAY`] passed), so a lease never takes one message per
+    /// acknowledgement.
+    fn kick_batched(&mut self, tag: &str) {
+        if let Some(c) = self.consumers.get(tag) {
+            let least = (self.prefetch_of(c) / 4).max(1);
+            self.kick_at_least(tag, least);
+        }
+    }
+
     fn kick_all(&mut self) {
         let tags: Vec<String> = self.consumers.keys().cloned().collect();
         for tag in tags {
             self.kick(&tag);
+        }
+    }
+
+    fn kick_all_batched(&mut self) {
+        let tags: Vec<String> = self.consumers.keys().cloned().collect();
+        for tag in tags {
+            self.kick_batched(&tag);
+        }
+    }
+
+    /// Handles [`Work::Due`]: consumers that waited for more room lease what they have.
+    pub fn on_due(&mut self) {
+        if self.lease_due.is_some_and(|due| due <= Instant::now()) {
+            self.lease_due = None;
+            self.kick_all();
         }
     }
 
@@ -481,7 +536,7 @@ impl Consumers {
                 Vec::new()
             }
         };
-        self.kick(tag);
+        self.kick_batched(tag);
         Ok(out)
     }
 
@@ -537,12 +592,12 @@ impl Consumers {
         count_deliveries(&queue, count, redelivered);
         if no_ack {
             self.no_ack_unsettled += ids.len();
-            self.pending.push(Settlement {
+            self.queue_pending(vec![Settlement {
                 queue,
                 holder,
                 ids,
                 how: How::Ack,
-            });
+            }]);
         }
         Ok(out)
     }
@@ -681,19 +736,11 @@ impl Consumers {
 
     /// Queues settlements for the next settle commit.
     ///
-    /// The room they free is used at once only by a consumer that can now lease a quarter
-    /// of its prefetch; any other waits until they are committed
-    /// ([`Consumers::settled`]), when more acknowledgements have usually arrived. So a
-    /// lease never takes one message per acknowledgement, and leasing overlaps settling.
+    /// The room they free is used at once by a consumer that can now lease a quarter of
+    /// its prefetch, so leasing overlaps settling.
     pub fn queue_settlements(&mut self, settlements: Vec<Settlement>) {
-        self.pending.extend(settlements);
-        let tags: Vec<String> = self.consumers.keys().cloned().collect();
-        for tag in tags {
-            if let Some(c) = self.consumers.get(&tag) {
-                let least = (self.prefetch_of(c) / 4).max(1);
-                self.kick_at_least(&tag, least);
-            }
-        }
+        self.queue_pending(settlements);
+        self.kick_all_batched();
     }
 
     /// The prefetch that bounds `c`: the smaller of its own and the channel's (or the
@@ -707,11 +754,46 @@ impl Consumers {
             .min(LEASE_BATCH)
     }
 
-    /// Starts a settle commit of what is pending, unless one is under way.
+    /// The next end of a batching delay: pending settlements (when no commit is under
+    /// way) or consumers waiting for more room.
+    fn due(&self) -> Option<Instant> {
+        let settle = self
+            .pending_since
+            .filter(|_| self.in_flight.is_none())
+            .map(|since| since + BATCH_DELAY);
+        settle.into_iter().chain(self.lease_due).min()
+    }
+
+    fn queue_pending(&mut self, settlements: Vec<Settlement>) {
+        if !settlements.is_empty() {
+            self.pending_since.get_or_insert_with(Instant::now);
+            self.pending.extend(settlements);
+        }
+    }
+
+    /// Starts a settle commit of what is pending, unless one is under way or the pending
+    /// settlements are a few recent acknowledgements ([`BATCH_DELAY`]). Requeues and
+    /// rejections commit at once: the message is back in its place (or dead-lettered) for
+    /// whatever the client does next.
     pub fn start_commit(&mut self) {
+        let ids: usize = self.pending.iter().map(|s| s.ids.len()).sum();
+        let only_acks = self.pending.iter().all(|s| s.how == How::Ack);
+        if only_acks
+            && ids < SETTLE_BATCH
+            && self
+                .pending_since
+                .is_some_and(|since| since.elapsed() < BATCH_DELAY)
+        {
+            return;
+        }
+        self.commit_pending();
+    }
+
+    fn commit_pending(&mut self) {
         if self.in_flight.is_some() || self.pending.is_empty() {
             return;
         }
+        self.pending_since = None;
         let settlements = std::mem::take(&mut self.pending);
         let db = self.ctx.broker.db.clone();
         self.in_flight = Some(tokio::spawn(async move {
@@ -769,7 +851,7 @@ impl Consumers {
                 None => c.forget_later.extend_from_slice(&s.ids),
             }
         }
-        self.kick_all();
+        self.kick_all_batched();
     }
 
     /// Commits every pending settlement and waits for the commit under way.
@@ -789,12 +871,13 @@ impl Consumers {
             if self.pending.is_empty() {
                 return Ok(());
             }
-            self.start_commit();
+            self.commit_pending();
         }
     }
 
     /// Takes every pending settlement (tx.commit applies them itself).
     pub fn take_pending(&mut self) -> Vec<Settlement> {
+        self.pending_since = None;
         std::mem::take(&mut self.pending)
     }
 

@@ -9,6 +9,7 @@
 //! (`--queue-type` classic or quorum), and deleted at the end.
 
 use super::Percentiles;
+use super::cpu::{CpuMeter, CpuPerMessage};
 use anyhow::Context;
 use futures::StreamExt;
 use lapin::options::{
@@ -56,6 +57,10 @@ pub struct AmqpBench {
     /// Publishes of the latency phase (one confirm outstanding).
     #[arg(long, default_value_t = 5000)]
     pub latency_messages: u64,
+    /// PID of the broker process (`ferry run`, or RabbitMQ's `beam.smp`) on this machine:
+    /// each phase then also reports the broker's CPU time per message.
+    #[arg(long)]
+    pub broker_pid: Option<u32>,
 }
 
 /// The figures of one run.
@@ -67,6 +72,10 @@ pub struct AmqpReport {
     pub consume_rate: f64,
     /// Confirm latency with one publish outstanding.
     pub confirm_latency: Percentiles,
+    /// CPU per message while publishing.
+    pub publish_cpu: CpuPerMessage,
+    /// CPU per message while consuming.
+    pub consume_cpu: CpuPerMessage,
 }
 
 pub(super) async fn connect(uri: &str) -> anyhow::Result<Connection> {
@@ -114,10 +123,14 @@ pub async fn run(bench: &AmqpBench) -> anyhow::Result<AmqpReport> {
         bench.prefetch
     );
 
+    let meter = CpuMeter::start(bench.broker_pid);
     let publish_rate = publish_phase(bench).await?;
-    println!("publish+confirm: {publish_rate:>9.0} msg/s");
+    let publish_cpu = meter.per_message(bench.messages);
+    println!("publish+confirm: {publish_rate:>9.0} msg/s ({publish_cpu})");
+    let meter = CpuMeter::start(bench.broker_pid);
     let consume_rate = consume_phase(bench).await?;
-    println!("consume+ack:     {consume_rate:>9.0} msg/s");
+    let consume_cpu = meter.per_message(bench.messages);
+    println!("consume+ack:     {consume_rate:>9.0} msg/s ({consume_cpu})");
     let confirm_latency = latency_phase(bench).await?;
     println!(
         "confirm latency, 1 outstanding ({} messages): {confirm_latency}",
@@ -131,6 +144,8 @@ pub async fn run(bench: &AmqpBench) -> anyhow::Result<AmqpReport> {
         publish_rate,
         consume_rate,
         confirm_latency,
+        publish_cpu,
+        consume_cpu,
     })
 }
 

@@ -3,6 +3,7 @@
 
 pub mod amqp;
 pub mod bridge;
+pub mod cpu;
 pub mod kafka;
 pub mod stage;
 

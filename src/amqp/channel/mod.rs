@@ -222,6 +222,10 @@ impl Channel {
                 self.consumers.finish_commit(done?)?;
                 Ok(None)
             }
+            Work::Due => {
+                self.consumers.on_due();
+                Ok(None)
+            }
         }
     }
 
@@ -282,7 +286,10 @@ impl Channel {
                 | basic::AMQPMethod::Reject(_),
             ) => self.on_settle(&method).map(|()| None),
             _ => {
+                // Earlier publishes and acknowledgements take effect first (a basic.get or
+                // basic.consume after a nack with requeue sees the message back in place).
                 self.flush_publishes().await?;
+                self.consumers.flush().await?;
                 self.on_sync_method(&method).await
             }
         };

@@ -167,6 +167,7 @@ impl End {
                     queue_type: bench.queue_type.clone(),
                     queue: (*queue).into(),
                     latency_messages: 0,
+                    broker_pid: None,
                 };
                 publish_phase(&fill).await?;
             }
