@@ -8,7 +8,8 @@ set -euo pipefail
 
 # libclang-dev: bindgen for `cargo check --features fdb`.
 # amqp-tools, kcat: command-line AMQP and Kafka clients for interoperability tests.
-APT_PACKAGES=(libclang-dev amqp-tools kcat)
+# make: builds jemalloc (the daemon's allocator, tikv-jemalloc-sys).
+APT_PACKAGES=(libclang-dev amqp-tools kcat make)
 # Python clients for interoperability tests, and the module each one provides.
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka)
 

@@ -12,6 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// jemalloc instead of glibc's allocator: the message path allocates and frees many
+/// short-lived buffers from several threads, where glibc's bins fragment and its
+/// `malloc` searches them (measured in docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// The config file used when `--config` is not given.
 const DEFAULT_CONFIG: &str = "config/ferry.toml";
 
