@@ -123,6 +123,19 @@ pub async fn run(bench: &AmqpBench) -> anyhow::Result<AmqpReport> {
         bench.prefetch
     );
 
+    let report = phases(bench).await;
+    // Deleted whatever happened, so a run that fails midway leaves no queue behind.
+    let deleted = ch
+        .queue_delete(bench.queue.as_str().into(), QueueDeleteOptions::default())
+        .await;
+    let report = report?;
+    deleted?;
+    admin.close(200, "bench done".into()).await?;
+    Ok(report)
+}
+
+/// Publishing, consuming, then the latency phase.
+async fn phases(bench: &AmqpBench) -> anyhow::Result<AmqpReport> {
     let meter = CpuMeter::start(bench.broker_pid);
     let publish_rate = publish_phase(bench).await?;
     let publish_cpu = meter.per_message(bench.messages);
@@ -136,10 +149,6 @@ pub async fn run(bench: &AmqpBench) -> anyhow::Result<AmqpReport> {
         "confirm latency, 1 outstanding ({} messages): {confirm_latency}",
         bench.latency_messages
     );
-
-    ch.queue_delete(bench.queue.as_str().into(), QueueDeleteOptions::default())
-        .await?;
-    admin.close(200, "bench done".into()).await?;
     Ok(AmqpReport {
         publish_rate,
         consume_rate,

@@ -34,15 +34,16 @@ fn cpu_of_stat(stat: &str) -> Option<Duration> {
 #[derive(Debug, Clone, Copy)]
 pub struct CpuMeter {
     broker: Option<u32>,
-    client_at: Option<Duration>,
+    bench_at: Option<Duration>,
     broker_at: Option<Duration>,
 }
 
 /// CPU spent between a [`CpuMeter::start`] and its [`CpuMeter::per_message`].
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CpuPerMessage {
-    /// This process (the benchmark's client), µs per message.
-    pub client_us: Option<f64>,
+    /// This process (the benchmark's client, and in `ferry bench bridge` Ferry's bridge),
+    /// µs per message.
+    pub bench_us: Option<f64>,
     /// The broker process, µs per message.
     pub broker_us: Option<f64>,
 }
@@ -52,7 +53,7 @@ impl CpuMeter {
     pub fn start(broker: Option<u32>) -> Self {
         Self {
             broker,
-            client_at: process_cpu(std::process::id()),
+            bench_at: process_cpu(std::process::id()),
             broker_at: broker.and_then(process_cpu),
         }
     }
@@ -64,7 +65,7 @@ impl CpuMeter {
             Some(spent.as_secs_f64() * 1e6 / messages.max(1) as f64)
         };
         CpuPerMessage {
-            client_us: per(self.client_at, process_cpu(std::process::id())),
+            bench_us: per(self.bench_at, process_cpu(std::process::id())),
             broker_us: per(self.broker_at, self.broker.and_then(process_cpu)),
         }
     }
@@ -75,9 +76,9 @@ impl std::fmt::Display for CpuPerMessage {
         let show = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |us| format!("{us:.1}"));
         write!(
             f,
-            "CPU µs/msg: broker {}, client {}",
+            "CPU µs/msg: broker {}, bench process {}",
             show(self.broker_us),
-            show(self.client_us)
+            show(self.bench_us)
         )
     }
 }

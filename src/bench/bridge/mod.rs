@@ -22,6 +22,7 @@ mod ends;
 mod movers;
 
 use super::amqp::connect;
+use super::cpu::CpuMeter;
 use ends::{End, MockKafka};
 use movers::{Stop, ferry_mover, shovel_mover};
 use std::time::{Duration, Instant};
@@ -77,6 +78,11 @@ pub struct BridgeBench {
     /// (`transactional = true`) instead of only idempotently.
     #[arg(long)]
     pub kafka_transactional: bool,
+    /// PID of the RabbitMQ broker (`beam.smp`) on this machine: each phase then also
+    /// reports the broker's CPU time per moved message, beside this process's (which runs
+    /// Ferry's bridge).
+    #[arg(long)]
+    pub broker_pid: Option<u32>,
 }
 
 /// The figures of one run, in messages per second.
@@ -137,11 +143,29 @@ pub async fn run(bench: &BridgeBench) -> anyhow::Result<BridgeReport> {
         from.describe(bench),
         to.describe(bench),
     );
+    let report = phases(bench, &from, &to).await;
+    // Removed whatever happened, so a run that fails midway leaves no queues behind.
+    let removed = async {
+        let admin = connect(&bench.uri).await?;
+        let ch = admin.create_channel().await?;
+        for end in [&from, &to] {
+            end.remove(&ch).await?;
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    let report = report?;
+    removed?;
+    Ok(report)
+}
+
+/// The Shovel phase (when there is one), then Ferry's.
+async fn phases(bench: &BridgeBench, from: &End, to: &End) -> anyhow::Result<BridgeReport> {
     let shovel = if bench.no_shovel || bench.path != BridgePath::RabbitmqRabbitmq {
         None
     } else {
         let mover = || shovel_mover(bench);
-        let rate = phase(bench, "shovel (ack-mode on-confirm)", &from, &to, mover).await?;
+        let rate = phase(bench, "shovel (ack-mode on-confirm)", from, to, mover).await?;
         Some(rate)
     };
     let name = match bench.path {
@@ -149,14 +173,9 @@ pub async fn run(bench: &BridgeBench) -> anyhow::Result<BridgeReport> {
         path => format!("{path} ferry bridge"),
     };
     let mover = || ferry_mover(bench, from.source(bench), to.sink(bench));
-    let ferry = phase(bench, &name, &from, &to, mover).await?;
+    let ferry = phase(bench, &name, from, to, mover).await?;
     if let Some(shovel) = shovel {
         println!("ferry / shovel: {:.2}x", ferry / shovel);
-    }
-    let admin = connect(&bench.uri).await?;
-    let ch = admin.create_channel().await?;
-    for end in [&from, &to] {
-        end.remove(&ch).await?;
     }
     Ok(BridgeReport { ferry, shovel })
 }
@@ -181,6 +200,7 @@ where
     }
     from.fill(bench).await?;
     let destination = to.gauge(bench, &ch)?;
+    let meter = CpuMeter::start(bench.broker_pid);
     let started = Instant::now();
     let stop = start().await?;
     let deadline = started + Duration::from_secs(600);
@@ -205,14 +225,15 @@ where
     .await;
     // Stopped either way, so a stalled run still removes its store.
     stop().await?;
+    let cpu = meter.per_message(bench.messages);
     let rate = bench.messages as f64 / moved?.as_secs_f64();
     match (from, first) {
         // The source's consumer group join is inside the timed interval.
         (End::Topic { .. }, Some(first)) => println!(
-            "{name:<30} {rate:>9.0} msg/s (first message after {:.1} s, the group join included)",
+            "{name:<30} {rate:>9.0} msg/s ({cpu}; first message after {:.1} s, the group join included)",
             first.as_secs_f64()
         ),
-        _ => println!("{name:<30} {rate:>9.0} msg/s"),
+        _ => println!("{name:<30} {rate:>9.0} msg/s ({cpu})"),
     }
     Ok(rate)
 }
