@@ -8,7 +8,9 @@
 //! watches. Deliveries are written to the socket only after the lease committed.
 //!
 //! **Settling.** basic.ack/nack/reject and recover are collected and committed in batches
-//! (one transaction while the previous one commits), like publishes. A consumer forgets a
+//! (one transaction while the previous one commits), like publishes. Acknowledgements
+//! wait up to [`BATCH_DELAY`] or until [`SETTLE_BATCH`] are pending, since nothing
+//! answers them; requeues and rejections commit at once. A consumer forgets a
 //! settled lease only after that commit, so it never takes a still-held lease for unseen.
 //!
 //! **Closing.** When the channel closes, every holder is released: unacknowledged
