@@ -3,7 +3,9 @@
 //! route's Kafka topic (properties and headers mapped as `docs/mapping.md` says); rdkafka
 //! produces to a topic on the Kafka front and lapin consumes the routed queue (key,
 //! headers and timestamp mapped); a full reject-publish queue holds records back until it
-//! has room; partitions added while a route reads a topic are read too; a batch whose
+//! has room; partitions added while a route reads a topic are read too; a route reads a
+//! topic as `read_committed` does (aborted transactions never cross, open ones wait for
+//! their commit); a batch whose
 //! records do not decode is skipped and counted; and under repeated `kill -9` every confirmed message
 //! crosses from the AMQP front to the Kafka front exactly once.
 
@@ -27,7 +29,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{Header, Headers, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -562,6 +564,80 @@ async fn records_of_partitions_added_while_a_route_runs_arrive() {
         }
         arrived.sort_unstable();
         assert_eq!(arrived, (0..150).collect::<Vec<_>>(), "each record once");
+    })
+    .await
+    .expect("the test took too long");
+}
+
+/// A route from a topic written by a transactional producer carries committed records
+/// only: an aborted transaction's never cross, an open one's cross when it commits, and
+/// records after an open transaction wait for it, as for a `read_committed` consumer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_carries_committed_transactions_only() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = tempfile::tempdir().unwrap();
+        let ports = Ports::free();
+        let config = config_with(dir.path(), &kafka_to_amqp_route("txn", "txn", "txn-in", ""));
+        let ferry = start(dir.path(), &config, ports);
+        let (_conn, ch) = channel(ports).await.unwrap();
+        bound_queue(&ch, "txn-in", "txn", FieldTable::default()).await;
+        let producer: FutureProducer = kafka_config(ports)
+            .set("transactional.id", "route-writer")
+            .create()
+            .unwrap();
+        producer.init_transactions(PATIENCE).unwrap();
+        let send = |values: &'static [&'static str]| {
+            let producer = producer.clone();
+            async move {
+                for v in values {
+                    producer
+                        .send(
+                            FutureRecord::<(), _>::to("txn").payload(*v).partition(0),
+                            PATIENCE,
+                        )
+                        .await
+                        .unwrap();
+                }
+            }
+        };
+        producer.begin_transaction().unwrap();
+        send(&["a1", "a2"]).await;
+        producer.commit_transaction(PATIENCE).unwrap();
+        producer.begin_transaction().unwrap();
+        send(&["b1", "b2"]).await;
+        producer.abort_transaction(PATIENCE).unwrap();
+        producer.begin_transaction().unwrap();
+        send(&["c1"]).await;
+        let plain: FutureProducer = kafka_config(ports).set("acks", "all").create().unwrap();
+        plain
+            .send(
+                FutureRecord::<(), _>::to("txn")
+                    .payload("after-c")
+                    .partition(0),
+                PATIENCE,
+            )
+            .await
+            .unwrap();
+        let (mut consumer, arrived) = receive_bodies(&ch, "txn", 100, 2).await;
+        assert_eq!(arrived, ["a1", "a2"], "log:\n{}", stop(ferry));
+        // The open transaction holds back its record and the one after it.
+        let early = tokio::time::timeout(Duration::from_secs(2), consumer.next()).await;
+        assert!(
+            early.is_err(),
+            "a record crossed before its transaction committed"
+        );
+        producer.commit_transaction(PATIENCE).unwrap();
+        let mut rest = Vec::new();
+        while rest.len() < 2 {
+            let d = tokio::time::timeout(PATIENCE, consumer.next())
+                .await
+                .expect("the committed records arrive")
+                .unwrap()
+                .unwrap();
+            rest.push(String::from_utf8(d.data.clone()).unwrap());
+            d.ack(BasicAckOptions::default()).await.unwrap();
+        }
+        assert_eq!(rest, ["c1", "after-c"]);
     })
     .await
     .expect("the test took too long");

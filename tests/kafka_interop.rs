@@ -2,7 +2,9 @@
 //! `kcat` (Debian's, librdkafka-based) producing and consuming keys and headers, and
 //! `kafka-python` (pure Python, its own protocol code) negotiating versions through
 //! ApiVersions, running a consumer group, and — killed with SIGKILL — leaving a group that
-//! rebalances when its session times out. `scripts/setup.sh` installs both.
+//! rebalances when its session times out; and kafka-python's transactional producer and
+//! `read_committed` consumer, read back by librdkafka too. `scripts/setup.sh` installs
+//! both.
 
 mod kafka_support;
 
@@ -47,8 +49,13 @@ async fn run(program: &str, args: &[&str], stdin: &[u8]) -> Output {
 }
 
 fn script() -> String {
+    python_script("kafka_group.py")
+}
+
+fn python_script(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/python/kafka_group.py")
+        .join("tests/python")
+        .join(name)
         .to_string_lossy()
         .into_owned()
 }
@@ -303,5 +310,60 @@ async fn a_killed_member_is_dropped_when_its_session_times_out() {
         all.is_ok(),
         "the survivor takes over after the session timeout"
     );
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_transactions_commit_and_abort_for_both_clients() {
+    let broker = TestBroker::start().await;
+    let b = broker.bootstrap();
+    let txn = python_script("kafka_txn.py");
+    run("python3", &[&txn, "produce", &b, "txn"], b"").await;
+    let values = |prefixes: &[&str]| -> Vec<String> {
+        prefixes
+            .iter()
+            .flat_map(|p| (0..5).map(move |i| format!("{p}-{i}")))
+            .collect()
+    };
+    let python_read = |isolation: &'static str, count: usize| {
+        let (txn, b) = (txn.clone(), b.clone());
+        async move {
+            let out = run(
+                "python3",
+                &[&txn, "read", &b, "txn", isolation, &count.to_string()],
+                b"",
+            )
+            .await;
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(python_read("read_committed", 10).await, values(&["a", "c"]));
+    assert_eq!(
+        python_read("read_uncommitted", 15).await,
+        values(&["a", "b", "c"])
+    );
+    // librdkafka reads what kafka-python committed, and only that.
+    let c = consumer(
+        &b,
+        "rdkafka-reader",
+        &[("isolation.level", "read_committed")],
+    );
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("txn", 0, rdkafka::Offset::Beginning)
+        .unwrap();
+    c.assign(&tpl).unwrap();
+    let mut read = Vec::new();
+    while read.len() < 10 {
+        let m = tokio::time::timeout(PATIENCE, c.recv())
+            .await
+            .expect("a record within the patience")
+            .expect("a record");
+        read.push(String::from_utf8(rdkafka::Message::payload(&m).unwrap().to_vec()).unwrap());
+    }
+    assert_eq!(read, values(&["a", "c"]));
     broker.stop().await;
 }

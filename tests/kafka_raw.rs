@@ -1,7 +1,8 @@
 //! The Kafka front on raw sockets, sending what real clients rarely do. Bad input — an
 //! oversized declared size, a truncated request, an unknown API key, an array longer than
 //! its frame, a corrupt record batch, a produce to a missing topic, wrong SASL credentials —
-//! gets Kafka's error code or a clean close of that one connection; other connections
+//! gets Kafka's error code or a clean close of that one connection; so does a transactional
+//! batch outside its producer's transaction, and a control batch; other connections
 //! carry on and every acknowledged record stays intact. Also: every advertised version is
 //! answered decodably, and a request larger than one transaction is staged whole.
 
@@ -14,13 +15,14 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, CreateTopicsRequest, FetchRequest, MetadataRequest, ProduceRequest,
-    ResponseKind, SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
+    ApiKey, ApiVersionsRequest, CreateTopicsRequest, FetchRequest, InitProducerIdRequest,
+    MetadataRequest, ProduceRequest, ResponseKind, SaslAuthenticateRequest, SaslHandshakeRequest,
+    TopicName, TransactionalId,
 };
 use kafka_protocol::messages::{ApiVersionsResponse, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_support::TestBroker;
-use kafka_support::raw::{Raw, batch, encoded, frame};
+use kafka_support::raw::{Raw, batch, encoded, frame, transactional_batch};
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_owned()))
@@ -390,6 +392,13 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
         ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(DescribeConfigsRequest::default()),
         ApiKey::AlterConfigs => RequestKind::AlterConfigs(AlterConfigsRequest::default()),
         ApiKey::InitProducerId => RequestKind::InitProducerId(InitProducerIdRequest::default()),
+        // Unknown transactional ids: refused with INVALID_PRODUCER_ID_MAPPING.
+        ApiKey::AddPartitionsToTxn => {
+            RequestKind::AddPartitionsToTxn(AddPartitionsToTxnRequest::default())
+        }
+        ApiKey::AddOffsetsToTxn => RequestKind::AddOffsetsToTxn(AddOffsetsToTxnRequest::default()),
+        ApiKey::TxnOffsetCommit => RequestKind::TxnOffsetCommit(TxnOffsetCommitRequest::default()),
+        ApiKey::EndTxn => RequestKind::EndTxn(EndTxnRequest::default()),
         ApiKey::ApiVersions => RequestKind::ApiVersions(ApiVersionsRequest::default()),
         ApiKey::Fetch => RequestKind::Fetch(FetchRequest::default().with_session_epoch(-1)),
         ApiKey::Produce => RequestKind::Produce(ProduceRequest::default().with_acks(-1)),
@@ -471,5 +480,45 @@ async fn a_request_larger_than_a_transaction_is_staged_whole() {
         .map(|p| (p.error_code, p.base_offset))
         .collect();
     assert_eq!(codes, vec![(0, 0); 4]);
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactional_batches_outside_their_transaction_and_control_batches_are_refused() {
+    let broker = TestBroker::start().await;
+    let mut raw = Raw::connect(broker.addr).await;
+    create_topic(&mut raw, "t").await;
+    let unknown = transactional_batch(&["x"], (424_242, 0), false);
+    assert_eq!(
+        produce(&mut raw, "t", unknown).await.0,
+        ResponseError::InvalidProducerIdMapping.code()
+    );
+    let init = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("raw-tx"))))
+        .with_transaction_timeout_ms(60_000);
+    let ResponseKind::InitProducerId(r) = raw.request(ApiKey::InitProducerId, 1, &init).await
+    else {
+        panic!("not an InitProducerId answer");
+    };
+    assert_eq!(r.error_code, 0);
+    let producer = (r.producer_id.0, r.producer_epoch);
+    // The partition was never added to a transaction.
+    let outside = transactional_batch(&["x"], producer, false);
+    assert_eq!(
+        produce(&mut raw, "t", outside).await.0,
+        ResponseError::InvalidTxnState.code()
+    );
+    let stale = transactional_batch(&["x"], (producer.0, producer.1 + 1), false);
+    assert_eq!(
+        produce(&mut raw, "t", stale).await.0,
+        ResponseError::InvalidProducerEpoch.code()
+    );
+    let marker = transactional_batch(&["x"], producer, true);
+    assert_eq!(
+        produce(&mut raw, "t", marker).await.0,
+        ResponseError::InvalidRecord.code()
+    );
+    // Nothing of them is in the log; a plain batch still goes in at offset 0.
+    assert_eq!(produce(&mut raw, "t", batch(&["ok"])).await, (0, 0));
     broker.stop().await;
 }

@@ -76,9 +76,6 @@ pub enum BatchError {
         /// `lastOffsetDelta + 1`.
         span: i64,
     },
-    /// Transactions are not supported yet.
-    #[error("transactional record batches are not supported")]
-    Transactional,
     /// Producers may not write control records.
     #[error("control record batches cannot be produced")]
     Control,
@@ -94,7 +91,7 @@ impl BatchError {
         match self {
             Self::Crc { .. } | Self::Truncated { .. } => E::CorruptMessage.code(),
             Self::TooLarge { .. } => E::MessageTooLarge.code(),
-            Self::Magic(_) | Self::Transactional => E::UnsupportedForMessageFormat.code(),
+            Self::Magic(_) => E::UnsupportedForMessageFormat.code(),
             Self::BatchCount(_) | Self::BadCount { .. } | Self::Control | Self::Codec(_) => {
                 E::InvalidRecord.code()
             }
@@ -177,6 +174,16 @@ impl BatchHeader {
         self.producer_id >= 0
     }
 
+    /// Whether it belongs to a transaction (a transactional producer's data, or a marker).
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & TRANSACTIONAL != 0
+    }
+
+    /// Whether it holds control records (a transaction's commit or abort marker).
+    pub fn is_control(&self) -> bool {
+        self.attributes & CONTROL != 0
+    }
+
     /// Sequence number of the last record (sequences wrap at `i32::MAX`, as Kafka's do).
     pub fn last_sequence(&self) -> i32 {
         let last = i64::from(self.base_sequence) + i64::from(self.last_offset_delta);
@@ -196,8 +203,8 @@ impl BatchHeader {
 }
 
 /// Checks the records of one partition of a produce request: exactly one v2 batch, its
-/// CRC-32C, its size against `max_bytes`, a sane record count, and no transactional or
-/// control batch.
+/// CRC-32C, its size against `max_bytes`, a sane record count, and no control batch (a
+/// transactional batch is checked against its transaction when it is staged).
 ///
 /// # Errors
 /// The first [`BatchError`] found.
@@ -226,10 +233,7 @@ pub fn validate(records: &[u8], max_bytes: usize) -> Result<BatchHeader, BatchEr
     if header.codec() > 4 {
         return Err(BatchError::Codec(header.codec()));
     }
-    if header.attributes & TRANSACTIONAL != 0 {
-        return Err(BatchError::Transactional);
-    }
-    if header.attributes & CONTROL != 0 {
+    if header.is_control() {
         return Err(BatchError::Control);
     }
     let span = header.offset_span();
@@ -254,6 +258,69 @@ fn count_batches(mut records: &[u8]) -> usize {
         records = &records[h.size..];
     }
     n
+}
+
+/// A transaction marker: a control batch of producer `producer_id` at `epoch` with one
+/// record whose key is (version 0, type 1 commit or 0 abort) and whose value is (version
+/// 0, coordinator epoch 0), as Kafka's coordinator writes it.
+pub fn marker(producer_id: i64, epoch: i16, commit: bool, timestamp: i64) -> Vec<u8> {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let mut key = Vec::with_capacity(4);
+    key.extend_from_slice(&0i16.to_be_bytes());
+    key.extend_from_slice(&i16::from(commit).to_be_bytes());
+    let mut value = Vec::with_capacity(6);
+    value.extend_from_slice(&0i16.to_be_bytes());
+    value.extend_from_slice(&0i32.to_be_bytes());
+    let record = Record {
+        transactional: true,
+        control: true,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id,
+        producer_epoch: epoch,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp,
+        key: Some(key.into()),
+        value: Some(value.into()),
+        headers: Vec::new(),
+    };
+    let mut buf = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        std::slice::from_ref(&record),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .expect("a marker record always encodes");
+    buf.to_vec()
+}
+
+/// Whether the control batch `batch` (see [`marker`]) commits its transaction: `Some(true)`
+/// for a commit marker, `Some(false)` for an abort marker, `None` when its first record
+/// is no marker.
+pub fn marker_commits(batch: &[u8]) -> Option<bool> {
+    let header = BatchHeader::parse(batch).ok()?;
+    if !header.is_control() || header.codec() != 0 {
+        return None;
+    }
+    let mut record = batch.get(HEADER_LEN..header.size)?;
+    read_varint(&mut record)?; // length
+    record = record.get(1..)?; // attributes
+    read_varint(&mut record)?; // timestamp delta
+    read_varint(&mut record)?; // offset delta
+    let key_length = usize::try_from(read_varint(&mut record)?).ok()?;
+    let key = record.get(..key_length)?;
+    match key.get(2..4)? {
+        [0, 0] => Some(false),
+        [0, 1] => Some(true),
+        _ => None,
+    }
 }
 
 /// Writes `base` as the batch's base offset. Record offsets are deltas from it and the
@@ -433,6 +500,20 @@ pub(crate) mod tests {
         assert_eq!(first_offset_at_or_after(&b, 1031), None);
         let z = batch(4, Compression::Zstd, None);
         assert_eq!(first_offset_at_or_after(&z, 0), None);
+    }
+
+    #[test]
+    fn markers_are_control_batches_that_say_commit_or_abort() {
+        for commit in [true, false] {
+            let m = marker(7, 3, commit, 1000);
+            let h = BatchHeader::parse(&m).unwrap();
+            assert!(h.is_control() && h.is_transactional());
+            assert_eq!((h.producer_id, h.producer_epoch, h.record_count), (7, 3, 1));
+            assert_eq!(marker_commits(&m), Some(commit));
+            // A producer may not send one.
+            assert_eq!(validate(&m, 1 << 20), Err(BatchError::Control));
+        }
+        assert_eq!(marker_commits(&batch(1, Compression::None, None)), None);
     }
 
     #[test]

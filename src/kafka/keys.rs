@@ -9,6 +9,9 @@
 //! (P,"k","topic","version")                   = i64 LE, atomic add: bumped by every topic change
 //! (P,"k","broker",node_id)                    = Broker (host, port, deadline)
 //! (P,"k","producer","next_id")                = (next idempotent producer id,)
+//! (P,"k","txid",transactional_id)             = (producer id,): the id's producer
+//! (P,"k","txn",producer_id)                   = TxnState (id, epoch, timeout, open
+//!                                               transaction's start, partitions, groups)
 //! (P,"k","p",topic_id,partition,"lease")      = Lease (node, epoch, deadline): its sequencer
 //! (P,"k","p",topic_id,partition,"hw")         = i64 LE: next offset (high watermark = log end)
 //! (P,"k","p",topic_id,partition,"start")      = i64 LE: log start offset
@@ -19,11 +22,17 @@
 //! (P,"k","p",topic_id,partition,"t",ts,base)  = "": the log's newest timestamp first
 //!                                               reached `ts` in the batch at `base`
 //! (P,"k","p",topic_id,partition,"pid",id)     = ProducerState of an idempotent producer
+//! (P,"k","p",topic_id,partition,"open",id)    = i64 LE: first offset of producer `id`'s
+//!                                               open transaction in the partition
+//! (P,"k","p",topic_id,partition,"ab",last,id) = i64 LE: an aborted transaction of
+//!                                               producer `id`, first offset → marker `last`
 //! (P,"k","groups",group)                      = "": the group exists (ListGroups reads these)
 //! (P,"k","gcoord",group)                      = Lease (node, epoch, deadline): its coordinator
 //! (P,"k","g",group,"meta")                    = GroupMeta (generation, protocol, leader)
 //! (P,"k","g",group,"m",member)                = Member (client, timeouts, metadata, assignment)
 //! (P,"k","g",group,"o",topic,partition)       = CommittedOffset
+//! (P,"k","g",group,"po",producer_id,topic,partition)
+//!                                             = CommittedOffset of an open transaction
 //! ```
 //!
 //! A partition's staged batches live in the stage named `kafka/<topic_id>/<partition>`
@@ -96,6 +105,29 @@ impl KafkaKeys {
     /// The next idempotent producer id.
     pub fn next_producer_id(&self) -> Vec<u8> {
         self.space.pack(&("producer", "next_id"))
+    }
+
+    /// The producer id a transactional id has.
+    pub fn transactional_id(&self, id: &str) -> Vec<u8> {
+        self.space.pack(&("txid", id))
+    }
+
+    /// The transaction state of a transactional producer.
+    pub fn transaction(&self, producer_id: i64) -> Vec<u8> {
+        self.space.pack(&("txn", producer_id))
+    }
+
+    /// Every transactional producer's state.
+    pub fn transactions(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("txn",)))
+    }
+
+    /// Decodes a transaction state key into its producer id.
+    pub fn transaction_of(&self, key: &[u8]) -> Option<i64> {
+        self.space
+            .unpack::<(String, i64)>(key)
+            .ok()
+            .map(|(_, id)| id)
     }
 
     /// The keys of one partition.
@@ -223,6 +255,34 @@ impl PartitionKeys {
     pub fn producer(&self, producer_id: i64) -> Vec<u8> {
         self.space.pack(&("pid", producer_id))
     }
+
+    /// Where producer `producer_id`'s open transaction begins in this partition.
+    pub fn open_transaction(&self, producer_id: i64) -> Vec<u8> {
+        self.space.pack(&("open", producer_id))
+    }
+
+    /// Every open transaction in this partition.
+    pub fn open_transactions(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("open",)))
+    }
+
+    /// An aborted transaction whose abort marker is at `last`.
+    pub fn aborted(&self, last: i64, producer_id: i64) -> Vec<u8> {
+        self.space.pack(&("ab", last, producer_id))
+    }
+
+    /// Aborted transactions whose markers are at offsets in `[from, to)`.
+    pub fn aborted_range(&self, from: i64, to: i64) -> (Vec<u8>, Vec<u8>) {
+        (self.space.pack(&("ab", from)), self.space.pack(&("ab", to)))
+    }
+
+    /// Decodes an aborted-transaction key into (marker offset, producer id).
+    pub fn aborted_entry(&self, key: &[u8]) -> Option<(i64, i64)> {
+        self.space
+            .unpack::<(String, i64, i64)>(key)
+            .ok()
+            .map(|(_, last, id)| (last, id))
+    }
 }
 
 /// Keys of one consumer group.
@@ -272,6 +332,23 @@ impl GroupKeys {
         Some((topic, i32::try_from(partition).ok()?))
     }
 
+    /// An offset committed by producer `producer_id`'s open transaction.
+    pub fn pending_offset(&self, producer_id: i64, topic: &str, partition: i32) -> Vec<u8> {
+        self.space
+            .pack(&("po", producer_id, topic, i64::from(partition)))
+    }
+
+    /// Every offset committed by producer `producer_id`'s open transaction.
+    pub fn pending_offsets(&self, producer_id: i64) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("po", producer_id)))
+    }
+
+    /// Decodes a pending offset key into (topic, partition).
+    pub fn pending_offset_of(&self, key: &[u8]) -> Option<(String, i32)> {
+        let (_, _, topic, partition) = self.space.unpack::<(String, i64, String, i64)>(key).ok()?;
+        Some((topic, i32::try_from(partition).ok()?))
+    }
+
     /// Every key of the group.
     pub fn all(&self) -> (Vec<u8>, Vec<u8>) {
         prefix_range(self.space.bytes())
@@ -315,6 +392,14 @@ mod tests {
         assert_eq!(g.offset_of(&g.offset("t", 3)), Some(("t".into(), 3)));
         assert_eq!(g.member_of(&g.member("m-1")), Some("m-1".into()));
         assert_eq!(k.group_of(&k.group_listing("g1")), Some("g1".into()));
+        assert_eq!(k.transaction_of(&k.transaction(42)), Some(42));
+        assert_eq!(p.aborted_entry(&p.aborted(12, 7)), Some((12, 7)));
+        assert_eq!(
+            g.pending_offset_of(&g.pending_offset(7, "t", 3)),
+            Some(("t".into(), 3))
+        );
+        let (b, e) = g.offsets();
+        assert!(!(b..e).contains(&g.pending_offset(7, "t", 3)));
     }
 
     #[test]

@@ -9,10 +9,11 @@
 //! log's newest timestamp first reached `ts` (the running maximum, as Kafka's time index),
 //! so a timestamp lookup is one range read.
 //!
-//! Transactions (read_committed) fit this layout later: a transactional batch keeps its
-//! producer id in its header, the sequencer would append commit/abort control batches like
-//! any other, and a last-stable-offset key and an aborted-transactions index beside `hw`
-//! would let Fetch answer `read_committed` consumers.
+//! Transactions: a transactional batch keeps its producer id in its header; the sequencer
+//! records where each producer's open transaction begins (`("open", id)`) and, when it
+//! appends that transaction's abort marker, an aborted-transactions entry `("ab", marker,
+//! id)`. The last stable offset — what `read_committed` consumers may read up to — is the
+//! first offset of the oldest open transaction, or the high watermark when none is open.
 
 use super::batch::{BatchHeader, first_offset_at_or_after};
 use super::keys::{PartitionKeys, decode_i64, encode_i64};
@@ -94,6 +95,24 @@ pub struct Bounds {
     pub start: i64,
     /// The next offset to be assigned (high watermark, log end offset).
     pub high_watermark: i64,
+}
+
+/// An aborted transaction in a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Aborted {
+    /// Its producer.
+    pub producer_id: i64,
+    /// Its first offset in the partition.
+    pub first: i64,
+    /// The offset of its abort marker.
+    pub marker: i64,
+}
+
+impl Aborted {
+    /// Whether the batch of `producer_id` at `offset` belongs to this transaction.
+    pub fn covers(&self, producer_id: i64, offset: i64) -> bool {
+        self.producer_id == producer_id && (self.first..self.marker).contains(&offset)
+    }
 }
 
 /// Batches read from a log.
@@ -196,9 +215,62 @@ impl<'a> Log<'a> {
         tx.set(&self.keys.max_timestamp(), &pack(&(newest,)));
     }
 
+    /// The last stable offset: where the oldest open transaction begins, or
+    /// `high_watermark` when none is open. A snapshot read.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn last_stable(
+        &self,
+        tx: &Transaction,
+        high_watermark: i64,
+    ) -> Result<i64, LogError> {
+        let (b, e) = self.keys.open_transactions();
+        let open = tx.get_range(&RangeOption::new(b, e), true).await?;
+        Ok(open
+            .iter()
+            .map(|kv| decode_i64(Some(&kv.value)))
+            .fold(high_watermark, i64::min))
+    }
+
+    /// The aborted transactions a `read_committed` read of `[from, to)` must know: each
+    /// whose marker is at or after `from` and whose first offset is before `to`. At most
+    /// [`INDEX_READ_LIMIT`] are looked at; snapshot reads.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn aborted(
+        &self,
+        tx: &Transaction,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<Aborted>, LogError> {
+        let (b, e) = self.keys.aborted_range(from, i64::MAX);
+        let entries = tx
+            .get_range(&RangeOption::new(b, e).limit(INDEX_READ_LIMIT), true)
+            .await?;
+        let mut out = Vec::new();
+        for kv in entries {
+            let (marker, producer_id) = self
+                .keys
+                .aborted_entry(&kv.key)
+                .ok_or_else(|| LogError::Corrupt("undecodable aborted transaction key".into()))?;
+            let first = decode_i64(Some(&kv.value));
+            if first < to {
+                out.push(Aborted {
+                    producer_id,
+                    first,
+                    marker,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     /// Reads whole batches from the one holding offset `from`, stopping before the batch
     /// that would take the total over `max_bytes` — but always returning the first, however
-    /// large, so a consumer can make progress (Kafka's KIP-74). Snapshot reads.
+    /// large, so a consumer can make progress (Kafka's KIP-74) — and before the first batch
+    /// at or after `until` (the last stable offset for `read_committed`). Snapshot reads.
     ///
     /// # Errors
     /// The store's error, or a corrupt index.
@@ -206,6 +278,7 @@ impl<'a> Log<'a> {
         &self,
         tx: &Transaction,
         from: i64,
+        until: i64,
         max_bytes: usize,
     ) -> Result<Read, LogError> {
         let (b, e) = self.keys.index_range(i64::MIN, from.saturating_add(1));
@@ -226,7 +299,7 @@ impl<'a> Log<'a> {
         let mut end = first_base;
         for kv in &entries {
             let entry = BatchIndex::decode(self.base_of(&kv.key)?, &kv.value)?;
-            if total > 0 && total + entry.size as usize > max_bytes {
+            if entry.base >= until || (total > 0 && total + entry.size as usize > max_bytes) {
                 break;
             }
             total += entry.size as usize;
@@ -321,6 +394,8 @@ impl<'a> Log<'a> {
         let (b, e) = self.keys.log_range(i64::MIN, new_start);
         tx.clear_range(&b, &e);
         self.clear_time_entries_before(tx, new_start).await?;
+        let (b, e) = self.keys.aborted_range(i64::MIN, new_start);
+        tx.clear_range(&b, &e);
         tx.set(&self.keys.log_start(), &encode_i64(new_start));
         tx.atomic_add(&self.keys.bytes(), -freed);
         Ok(deleted)

@@ -5,8 +5,9 @@
 //! [`connection`] (one client), [`api`] (one module per API), [`batch`] (record batches as
 //! bytes), [`topics`] (topic metadata and its cache), [`log`] (a partition's log),
 //! [`sequencer`] (the fenced writer of each log), [`waiters`] (produce requests waiting
-//! for the log), [`producers`] (idempotent producers), [`groups`] (the consumer group
-//! coordinator), [`brokers`] (live instances), [`keys`] (the keyspace).
+//! for the log), [`producers`] (idempotent producers), [`transactions`] (the transaction
+//! coordinator), [`groups`] (the consumer group coordinator), [`brokers`] (live
+//! instances), [`keys`] (the keyspace).
 //!
 //! Produce path: a batch is validated and appended as sent to its partition's stage
 //! (conflict-free, any instance); the partition's sequencer moves staged batches into the
@@ -25,6 +26,7 @@ pub mod log;
 pub mod producers;
 pub mod sequencer;
 pub mod topics;
+pub mod transactions;
 pub mod waiters;
 
 use crate::auth::Users;
@@ -44,6 +46,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use topics::{Topic, TopicConfig, TopicDefaults, TopicError, Topics};
 use tracing::info;
+use transactions::Transactions;
 use waiters::Waiters;
 
 /// Why the Kafka front could not start.
@@ -81,6 +84,8 @@ pub struct Context {
     pub brokers: Brokers,
     /// The consumer group coordinator.
     pub coordinator: Coordinator,
+    /// The transaction coordinator.
+    pub transactions: Transactions,
     /// Who may authenticate.
     pub users: Users,
     /// Topic settings' defaults.
@@ -212,8 +217,11 @@ impl KafkaFront {
             },
             shutdown.clone(),
         );
+        let transactions =
+            Transactions::new(db.clone(), keys.clone(), topics.clone(), waiters.clone());
         let ctx = Context {
             config: config.clone(),
+            transactions,
             cluster_id: format!("ferry-{prefix}"),
             users: Users::from_config(users).map_err(KafkaError::Users)?,
             db,
@@ -260,6 +268,7 @@ impl KafkaFront {
                 async move { topics.follow_changes(token).await }
             }),
             tokio::spawn(ctx.coordinator.clone().run(self.internal.clone())),
+            tokio::spawn(ctx.transactions.clone().expire_until(self.internal.clone())),
             tokio::spawn(groups::lag::run(
                 ctx.db.clone(),
                 ctx.topics.clone(),

@@ -10,7 +10,7 @@
 
 use super::batch::BatchHeader;
 use super::keys::KafkaKeys;
-use crate::store::{Database, StoreError};
+use crate::store::{Database, StoreError, Transaction};
 use foundationdb_tuple::{pack, unpack};
 use kafka_protocol::ResponseError;
 use std::collections::VecDeque;
@@ -118,6 +118,18 @@ impl ProducerState {
         state
     }
 
+    /// The state after a transaction marker at `epoch`: a newer epoch fences the older
+    /// one's batches and starts again; the same or an older one changes nothing.
+    pub fn at_epoch(state: Option<Self>, epoch: i16) -> Self {
+        match state {
+            Some(s) if s.epoch >= epoch => s,
+            _ => Self {
+                epoch,
+                recent: VecDeque::with_capacity(RECENT_BATCHES),
+            },
+        }
+    }
+
     /// The stored value.
     pub fn encode(&self) -> Vec<u8> {
         let recent: Vec<(i64, i64, i64)> = self
@@ -158,21 +170,24 @@ impl ProducerState {
 /// # Errors
 /// The store's error.
 pub async fn allocate_id(db: &Database, keys: &KafkaKeys) -> Result<i64, StoreError> {
+    db.run(|tx| async move { allocate_in(&tx, keys).await })
+        .await
+}
+
+/// Allocates a new producer id within `tx`.
+///
+/// # Errors
+/// The store's error.
+pub async fn allocate_in(tx: &Transaction, keys: &KafkaKeys) -> Result<i64, StoreError> {
     let key = keys.next_producer_id();
-    db.run(|tx| {
-        let key = key.clone();
-        async move {
-            let id = match tx.get(&key, false).await? {
-                Some(v) => unpack::<(i64,)>(&v)
-                    .map(|(id,)| id)
-                    .map_err(|e| StoreError::Storage(format!("next producer id: {e:?}")))?,
-                None => 1,
-            };
-            tx.set(&key, &pack(&(id + 1,)));
-            Ok::<_, StoreError>(id)
-        }
-    })
-    .await
+    let id = match tx.get(&key, false).await? {
+        Some(v) => unpack::<(i64,)>(&v)
+            .map(|(id,)| id)
+            .map_err(|e| StoreError::Storage(format!("next producer id: {e:?}")))?,
+        None => 1,
+    };
+    tx.set(&key, &pack(&(id + 1,)));
+    Ok(id)
 }
 
 #[cfg(test)]

@@ -10,11 +10,16 @@
 //! waiting produce requests ([`Waiters`]); the high-watermark write wakes long-polling
 //! fetchers through their watches. An idle sequencer sleeps on a watch of the stage.
 //!
+//! Transactions: a transactional batch opens its producer's transaction in the partition
+//! (`open` records its first offset) and a marker staged by the transaction coordinator
+//! ([`super::transactions`]) closes it, recording an aborted transaction when the marker
+//! aborts; the marker also fences the producer's older epochs in the partition.
+//!
 //! The same task renews its lease (every third of `kafka.sequencer_lease_ms`) and applies
 //! retention on a timer, so everything that writes the log is serialised in one place.
 
-use super::batch::{BatchHeader, set_base_offset};
-use super::keys::PartitionKeys;
+use super::batch::{BatchHeader, marker_commits, set_base_offset};
+use super::keys::{PartitionKeys, decode_i64, encode_i64};
 use super::lease::Lease;
 use super::log::{Log, LogError};
 use super::producers::{ProducerState, Verdict};
@@ -301,12 +306,23 @@ struct Cursor {
     newest: i64,
     /// Idempotent producers' states, as read and as changed.
     producers: HashMap<i64, Option<ProducerState>>,
+    /// Where each transactional producer's open transaction begins, as read and as changed.
+    open: HashMap<i64, Option<i64>>,
+    /// Producers whose `open` entry changed.
+    opened_or_closed: HashSet<i64>,
     /// Tokens sequenced in this transaction.
     seen: HashSet<(u64, u64)>,
     /// Tokens of earlier attempts whose commit was reported unknown, with the stage entries
     /// they took.
     uncertain: HashMap<(u64, u64), Vec<MessageId>>,
 }
+
+/// Producers' states in a partition, and where transactional producers' open
+/// transactions begin, by producer id.
+type ProducerStates = (
+    HashMap<i64, Option<ProducerState>>,
+    HashMap<i64, Option<i64>>,
+);
 
 /// What one sequencer transaction did.
 enum Step {
@@ -426,10 +442,13 @@ impl Sequencer {
                     let log = Log::new(&self.partition.keys);
                     let (bounds, newest) =
                         futures::try_join!(log.bounds(&tx, false), log.newest_timestamp(&tx))?;
+                    let (producers, open) = self.producer_states(&tx, &staged).await?;
                     let mut cursor = Cursor {
                         high_watermark: bounds.high_watermark,
                         newest,
-                        producers: self.producer_states(&tx, &staged).await?,
+                        producers,
+                        open,
+                        opened_or_closed: HashSet::new(),
                         seen: HashSet::new(),
                         uncertain: uncertain.lock().iter().fold(
                             HashMap::new(),
@@ -446,6 +465,13 @@ impl Sequencer {
                     for (id, state) in &cursor.producers {
                         if let Some(state) = state {
                             tx.set(&self.partition.keys.producer(*id), &state.encode());
+                        }
+                    }
+                    for id in &cursor.opened_or_closed {
+                        let key = self.partition.keys.open_transaction(*id);
+                        match cursor.open.get(id).copied().flatten() {
+                            Some(first) => tx.set(&key, &encode_i64(first)),
+                            None => tx.clear(&key),
                         }
                     }
                     let high_watermark = cursor.high_watermark;
@@ -511,18 +537,38 @@ impl Sequencer {
         let Ok(header) = BatchHeader::parse(batch) else {
             return skipped(Outcome::Refused(ResponseError::CorruptMessage));
         };
-        if header.is_idempotent() {
-            let state = cursor.producers.get(&header.producer_id).cloned().flatten();
+        let base = cursor.high_watermark;
+        let producer = header.producer_id;
+        if header.is_control() {
+            let state = cursor.producers.get(&producer).cloned().flatten();
+            let fenced = ProducerState::at_epoch(state, header.producer_epoch);
+            cursor.producers.insert(producer, Some(fenced));
+            if let Some(first) = cursor.open.get(&producer).copied().flatten() {
+                cursor.open.insert(producer, None);
+                cursor.opened_or_closed.insert(producer);
+                if marker_commits(batch) == Some(false) {
+                    tx.set(
+                        &self.partition.keys.aborted(base, producer),
+                        &encode_i64(first),
+                    );
+                }
+            }
+        } else if header.is_idempotent() {
+            let state = cursor.producers.get(&producer).cloned().flatten();
             match ProducerState::judge(state.as_ref(), &header) {
                 Verdict::Append => {
-                    let after = ProducerState::after(state, &header, cursor.high_watermark);
-                    cursor.producers.insert(header.producer_id, Some(after));
+                    let after = ProducerState::after(state, &header, base);
+                    cursor.producers.insert(producer, Some(after));
                 }
                 Verdict::Duplicate(at) => return skipped(Outcome::Duplicate(at)),
                 Verdict::Refuse(e) => return skipped(Outcome::Refused(e)),
             }
+            if header.is_transactional() && cursor.open.get(&producer).copied().flatten().is_none()
+            {
+                cursor.open.insert(producer, Some(base));
+                cursor.opened_or_closed.insert(producer);
+            }
         }
-        let base = cursor.high_watermark;
         set_base_offset(batch, base);
         cursor.newest = log.append(tx, base, batch, &header, cursor.newest);
         cursor.high_watermark += header.offset_span();
@@ -542,30 +588,39 @@ impl Sequencer {
         Ok(Lease::hold(tx, &self.partition.keys.lease(), holder, term, now).await?)
     }
 
-    /// The stored state of every idempotent producer among `staged`.
+    /// The stored state of every idempotent producer among `staged`, and where the open
+    /// transaction of each transactional one begins.
     async fn producer_states(
         &self,
         tx: &Transaction,
         staged: &[Delivery],
-    ) -> Result<HashMap<i64, Option<ProducerState>>, SequencerError> {
-        let ids: HashSet<i64> = staged
+    ) -> Result<ProducerStates, SequencerError> {
+        let headers: Vec<BatchHeader> = staged
             .iter()
             .filter_map(|d| d.body.get(STAGED_HEADER..))
             .filter_map(|b| BatchHeader::parse(b).ok())
             .filter(BatchHeader::is_idempotent)
+            .collect();
+        let ids: HashSet<i64> = headers.iter().map(|h| h.producer_id).collect();
+        let transactional: HashSet<i64> = headers
+            .iter()
+            .filter(|h| h.is_transactional())
             .map(|h| h.producer_id)
             .collect();
-        let reads = ids.into_iter().map(|id| {
-            let key = self.partition.keys.producer(id);
-            async move {
-                let v = tx.get(&key, false).await?;
-                Ok::<_, StoreError>((id, v.as_deref().and_then(ProducerState::decode)))
-            }
+        let keys = &self.partition.keys;
+        let states = ids.into_iter().map(|id| async move {
+            let v = tx.get(&keys.producer(id), false).await?;
+            Ok::<_, StoreError>((id, v.as_deref().and_then(ProducerState::decode)))
         });
-        Ok(futures::future::try_join_all(reads)
-            .await?
-            .into_iter()
-            .collect())
+        let open = transactional.into_iter().map(|id| async move {
+            let v = tx.get(&keys.open_transaction(id), false).await?;
+            Ok::<_, StoreError>((id, v.as_deref().map(|v| decode_i64(Some(v)))))
+        });
+        let (states, open) = futures::try_join!(
+            futures::future::try_join_all(states),
+            futures::future::try_join_all(open)
+        )?;
+        Ok((states.into_iter().collect(), open.into_iter().collect()))
     }
 
     /// Answers the waiting producers of committed outcomes and counts them.

@@ -131,19 +131,34 @@ pub fn encoded(body: &impl Encodable, version: i16) -> Vec<u8> {
 
 /// A v2 record batch of `values`, uncompressed, without a producer id.
 pub fn batch(values: &[&str]) -> Bytes {
+    batch_of(values, None, false)
+}
+
+/// A v2 record batch of `values`, uncompressed, written by `producer` (id, epoch) from
+/// sequence 0, with the transactional and control bits `transactional` and `control`.
+pub fn transactional_batch(values: &[&str], producer: (i64, i16), control: bool) -> Bytes {
+    batch_of(values, Some(producer), control)
+}
+
+fn batch_of(values: &[&str], producer: Option<(i64, i16)>, control: bool) -> Bytes {
+    let (producer_id, producer_epoch) = producer.unwrap_or((-1, -1));
     let records: Vec<Record> = values
         .iter()
         .enumerate()
         .map(|(i, v)| Record {
-            transactional: false,
-            control: false,
+            transactional: producer.is_some(),
+            control,
             delete_horizon: false,
             partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
+            producer_id,
+            producer_epoch,
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
-            sequence: i as i32 - 1,
+            sequence: if producer.is_some() {
+                i as i32
+            } else {
+                i as i32 - 1
+            },
             timestamp: 1_700_000_000_000 + i as i64,
             key: None,
             value: Some(Bytes::from(v.to_string())),

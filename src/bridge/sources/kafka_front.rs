@@ -5,8 +5,10 @@
 //! store transaction, stages the records read and advances that offset. The offset is
 //! read without snapshot in that transaction, so two attempts (a retry after an unknown
 //! commit result, or a second instance) cannot both stage the same records: the move is
-//! exactly once. An idle partition sleeps on a watch of its high watermark, which the
-//! partition's sequencer writes when it appends.
+//! exactly once. Records are read as a `read_committed` consumer reads them: up to the
+//! last stable offset, without the batches of aborted transactions. An idle partition
+//! sleeps on a watch of its high watermark, which the partition's sequencer writes when
+//! it appends.
 //!
 //! A missing topic is created when `kafka.auto_create_topics` allows it; otherwise it is
 //! logged, shown as down in `/readyz`, and retried with backoff. Partitions added while the
@@ -20,7 +22,7 @@ use crate::config::Endpoint;
 use crate::kafka::Context;
 use crate::kafka::batch::BatchHeader;
 use crate::kafka::keys::{decode_i64, encode_i64};
-use crate::kafka::log::{Log, LogError};
+use crate::kafka::log::{Aborted, Log, LogError};
 use crate::kafka::topics::Partition;
 use crate::stage::{NewMessage, StageError, now_ms};
 use crate::store::{StoreError, TransactionError};
@@ -171,6 +173,7 @@ async fn partition(
                 async move {
                     let log = Log::new(&p.keys);
                     let bounds = log.bounds(&tx, true).await?;
+                    let stable = log.last_stable(&tx, bounds.high_watermark).await?;
                     // Not a snapshot read: a concurrent move of the same records conflicts.
                     let mut from = decode_i64(tx.get(key, false).await?.as_deref());
                     if from > bounds.high_watermark {
@@ -178,11 +181,12 @@ async fn partition(
                         from = bounds.start;
                     }
                     from = from.max(bounds.start);
-                    if from >= bounds.high_watermark {
+                    if from >= stable {
                         return Ok(None);
                     }
-                    let read = log.read(&tx, from, READ_BYTES).await?;
-                    let decoded = decode(&read.bytes, from)?;
+                    let read = log.read(&tx, from, stable, READ_BYTES).await?;
+                    let aborted = log.aborted(&tx, from, stable).await?;
+                    let decoded = decode(&read.bytes, from, &aborted)?;
                     ctx.stages.stage_in(&tx, &decoded.messages, now).await?;
                     tx.set(key, &encode_i64(decoded.next.max(from)));
                     Ok::<_, MoveError>(Some(decoded))
@@ -207,8 +211,9 @@ async fn partition(
                 let watch = {
                     let tx = ctx.db.begin()?;
                     let hw = decode_i64(tx.get(&p.keys.high_watermark(), false).await?.as_deref());
+                    let stable = Log::new(&p.keys).last_stable(&tx, hw).await?;
                     let at = decode_i64(tx.get(&key, false).await?.as_deref());
-                    if hw > at {
+                    if stable > at {
                         continue;
                     }
                     let watch = tx.watch(&p.keys.high_watermark());
@@ -238,11 +243,12 @@ struct Decoded {
     undecodable: Vec<(i64, i64, String)>,
 }
 
-/// Decodes the batches of `bytes` (a read of the log) from offset `from`, batch by batch.
+/// Decodes the batches of `bytes` (a read of the log) from offset `from`, batch by batch,
+/// passing over control batches and the batches of `aborted` transactions.
 ///
 /// # Errors
 /// [`LogError::Corrupt`] when the log's own framing (a batch header) is broken.
-fn decode(bytes: &[u8], from: i64) -> Result<Decoded, LogError> {
+fn decode(bytes: &[u8], from: i64, aborted: &[Aborted]) -> Result<Decoded, LogError> {
     let mut out = Decoded {
         next: from,
         ..Decoded::default()
@@ -255,6 +261,13 @@ fn decode(bytes: &[u8], from: i64) -> Result<Decoded, LogError> {
         rest = tail;
         let last = header.base_offset + header.offset_span() - 1;
         out.next = out.next.max(last + 1);
+        let aborted_batch = header.is_transactional()
+            && aborted
+                .iter()
+                .any(|a| a.covers(header.producer_id, header.base_offset));
+        if header.is_control() || aborted_batch {
+            continue;
+        }
         let records = match RecordBatchDecoder::decode(&mut bytes::Bytes::copy_from_slice(batch)) {
             Ok(set) => set.records,
             Err(e) => {
@@ -310,7 +323,7 @@ mod tests {
         bad[0..8].copy_from_slice(&1i64.to_be_bytes()); // the log's offset for it
         let mut log = good.clone();
         log.extend_from_slice(&bad);
-        let decoded = decode(&log, 0).unwrap();
+        let decoded = decode(&log, 0, &[]).unwrap();
         assert_eq!(decoded.messages.len(), 1, "the good batch is read");
         assert_eq!(decoded.next, 2, "the bad one is passed over");
         assert_eq!(decoded.undecodable.len(), 1);

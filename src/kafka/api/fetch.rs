@@ -5,22 +5,30 @@
 //! it sleeps on store watches of the partitions' high watermarks — which the sequencer
 //! writes when it appends — until one moves or `max_wait_ms` passes. No polling loop.
 //!
+//! `read_committed` (isolation level 1) reads stop at the last stable offset and name the
+//! aborted transactions in what they return, so the client drops their batches.
+//!
 //! Fetch sessions (KIP-227) are not kept: every answer has session id 0, which tells
 //! clients to send full requests.
 
 use super::Reply;
 use crate::kafka::Context;
-use crate::kafka::log::Log;
+use crate::kafka::log::{Aborted, Bounds, Log, LogError, Read};
 use crate::kafka::topics::Partition;
 use crate::store::{Transaction, Watch};
 use crate::telemetry::kafka as m;
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, ResponseKind, TopicName};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, ResponseKind, TopicName};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::warn;
+
+/// Fetch's isolation level for `read_committed` consumers.
+const READ_COMMITTED: i8 = 1;
 
 /// One partition asked for.
 struct Wanted {
@@ -63,6 +71,7 @@ async fn long_poll(ctx: &Context, version: i16, request: FetchRequest) -> Respon
     let wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
     let deadline = tokio::time::Instant::now() + wait;
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
+    let read_committed = request.isolation_level == READ_COMMITTED;
     let max_bytes = if version >= 3 {
         usize::try_from(request.max_bytes).unwrap_or(0)
     } else {
@@ -93,7 +102,7 @@ async fn long_poll(ctx: &Context, version: i16, request: FetchRequest) -> Respon
             Ok(tx) => tx,
             Err(e) => return storage_error(&e),
         };
-        let pass = read_pass(&tx, &wanted, max_bytes).await;
+        let pass = read_pass(&tx, &wanted, max_bytes, read_committed).await;
         let done = pass.bytes >= min_bytes
             || pass.errors
             || tokio::time::Instant::now() >= deadline
@@ -123,6 +132,7 @@ async fn read_pass(
     tx: &Transaction,
     wanted: &[(TopicName, Vec<Wanted>)],
     max_bytes: usize,
+    read_committed: bool,
 ) -> Pass {
     let mut pass = Pass {
         topics: Vec::with_capacity(wanted.len()),
@@ -140,8 +150,8 @@ async fn read_pass(
                 continue;
             };
             let log = Log::new(&p.keys);
-            let bounds = match log.bounds(tx, true).await {
-                Ok(b) => b,
+            let (bounds, stable) = match bounds_and_stable(&log, tx).await {
+                Ok(found) => found,
                 Err(e) => {
                     warn!(topic = %p.topic, partition = w.index, error = %e, "cannot read the log bounds");
                     pass.errors = true;
@@ -151,20 +161,34 @@ async fn read_pass(
             };
             let data = data
                 .with_high_watermark(bounds.high_watermark)
-                .with_last_stable_offset(bounds.high_watermark)
+                .with_last_stable_offset(stable)
                 .with_log_start_offset(bounds.start);
             if w.offset < bounds.start || w.offset > bounds.high_watermark {
                 pass.errors = true;
                 out.push(data.with_error_code(ResponseError::OffsetOutOfRange.code()));
                 continue;
             }
+            let until = if read_committed {
+                stable
+            } else {
+                bounds.high_watermark
+            };
             let room = w.max_bytes.min(max_bytes.saturating_sub(pass.bytes));
-            if w.offset == bounds.high_watermark || (room == 0 && pass.bytes > 0) {
+            if w.offset >= until || (room == 0 && pass.bytes > 0) {
                 out.push(data.with_records(Some(Default::default())));
                 continue;
             }
-            match log.read(tx, w.offset, room).await {
-                Ok(read) => {
+            match read(&log, tx, w.offset, until, room, read_committed).await {
+                Ok((read, aborted)) => {
+                    let data = data.with_aborted_transactions(aborted.map(|list| {
+                        list.into_iter()
+                            .map(|a| {
+                                AbortedTransaction::default()
+                                    .with_producer_id(ProducerId(a.producer_id))
+                                    .with_first_offset(a.first)
+                            })
+                            .collect()
+                    }));
                     pass.bytes += read.bytes.len();
                     let entry = pass.per_topic.entry(p.topic.to_string()).or_default();
                     entry.0 += read.bytes.len() as u64;
@@ -185,6 +209,32 @@ async fn read_pass(
         );
     }
     pass
+}
+
+/// The log's bounds and its last stable offset.
+async fn bounds_and_stable(log: &Log<'_>, tx: &Transaction) -> Result<(Bounds, i64), LogError> {
+    let bounds = log.bounds(tx, true).await?;
+    let stable = log.last_stable(tx, bounds.high_watermark).await?;
+    Ok((bounds, stable))
+}
+
+/// Batches from `offset` up to `until` and, for `read_committed`, the aborted
+/// transactions among them.
+async fn read(
+    log: &Log<'_>,
+    tx: &Transaction,
+    offset: i64,
+    until: i64,
+    room: usize,
+    read_committed: bool,
+) -> Result<(Read, Option<Vec<Aborted>>), LogError> {
+    let read = log.read(tx, offset, until, room).await?;
+    let aborted = if read_committed {
+        Some(log.aborted(tx, offset, until).await?)
+    } else {
+        None
+    };
+    Ok((read, aborted))
 }
 
 /// The answer of a final pass, with its metrics recorded.

@@ -1,6 +1,7 @@
 //! FindCoordinator: names the instance holding each group's coordinator lease, taking the
-//! lease here when no live instance holds it. Transaction coordinators (key type 1) are not
-//! available: transactions are not supported yet.
+//! lease here when no live instance holds it. The coordinator of a transactional id (key
+//! type 1) is the instance asked: every transaction step is one store transaction, so
+//! any instance coordinates any id.
 
 use super::str_bytes;
 use crate::kafka::Context;
@@ -15,6 +16,8 @@ use tracing::warn;
 
 /// Kafka's key type for consumer groups.
 const GROUP: i8 = 0;
+/// Kafka's key type for transactional ids.
+const TRANSACTION: i8 = 1;
 
 /// Where one key's coordinator is, or why it cannot be named.
 type Located = Result<Broker, (ResponseError, &'static str)>;
@@ -36,13 +39,13 @@ pub async fn handle(
     };
     let mut located = Vec::with_capacity(keys.len());
     for key in &keys {
-        located.push(if request.key_type == GROUP {
-            locate(ctx, key).await
-        } else {
-            Err((
-                ResponseError::CoordinatorNotAvailable,
-                "transactions are not supported",
-            ))
+        located.push(match request.key_type {
+            GROUP => locate(ctx, key).await,
+            TRANSACTION => Ok(ctx.brokers.me().clone()),
+            _ => Err((
+                ResponseError::InvalidRequest,
+                "unknown coordinator key type",
+            )),
         });
     }
     let response = if version >= 4 {

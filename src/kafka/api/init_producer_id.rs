@@ -1,7 +1,10 @@
-//! InitProducerId: a new idempotent producer id (epoch 0), or — when a producer asks with
-//! its current id and epoch (KIP-360) — the same id with the next epoch. Transactional
-//! ids are refused: transactions are not supported yet.
+//! InitProducerId: without a transactional id, a new idempotent producer id (epoch 0), or
+//! — when a producer asks with its current id and epoch (KIP-360) — the same id with the
+//! next epoch. With a transactional id, the transaction coordinator
+//! ([`crate::kafka::transactions`]) answers: the id's producer at its next epoch, older
+//! epochs fenced and their open transaction aborted.
 
+use super::logged;
 use crate::kafka::Context;
 use crate::kafka::producers::allocate_id;
 use kafka_protocol::ResponseError;
@@ -14,15 +17,26 @@ use tracing::warn;
 /// Hands out a producer id and epoch.
 pub async fn handle(ctx: &Arc<Context>, request: InitProducerIdRequest) -> ResponseKind {
     let response = InitProducerIdResponse::default();
-    if request.transactional_id.is_some() {
+    let (id, epoch) = (request.producer_id.0, request.producer_epoch);
+    let current = (id >= 0).then_some((id, epoch));
+    if let Some(transactional_id) = &request.transactional_id {
+        let transactional_id = transactional_id.0.as_str();
+        let outcome = ctx
+            .transactions
+            .init(transactional_id, request.transaction_timeout_ms, current)
+            .await;
+        let (id, epoch) = outcome
+            .as_ref()
+            .map_or((-1, -1), |&(id, epoch)| (id, epoch));
+        let code = logged(transactional_id, "InitProducerId", outcome.map(|_| ()));
         return ResponseKind::InitProducerId(
             response
-                .with_producer_id(ProducerId(-1))
-                .with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code()),
+                .with_producer_id(ProducerId(id))
+                .with_producer_epoch(epoch)
+                .with_error_code(code),
         );
     }
-    let (id, epoch) = (request.producer_id.0, request.producer_epoch);
-    if id >= 0 && (0..i16::MAX).contains(&epoch) {
+    if current.is_some() && (0..i16::MAX).contains(&epoch) {
         return ResponseKind::InitProducerId(
             response
                 .with_producer_id(ProducerId(id))

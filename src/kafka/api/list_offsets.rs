@@ -1,5 +1,5 @@
 //! ListOffsets: the earliest offset (-2: the log start), the latest (-1: the high
-//! watermark), or the first offset whose record timestamp is at least a given time
+//! watermark; for `read_committed`, the last stable offset), or the first offset whose record timestamp is at least a given time
 //! (exact within uncompressed batches; the batch's first offset within a compressed one).
 
 use crate::kafka::Context;
@@ -16,9 +16,12 @@ use tracing::warn;
 const LATEST: i64 = -1;
 /// Kafka's "earliest offset" timestamp.
 const EARLIEST: i64 = -2;
+/// The isolation level of `read_committed` consumers.
+const READ_COMMITTED: i8 = 1;
 
 /// Answers every partition asked for.
 pub async fn handle(ctx: &Arc<Context>, request: ListOffsetsRequest) -> ResponseKind {
+    let read_committed = request.isolation_level == READ_COMMITTED;
     let mut topics = Vec::with_capacity(request.topics.len());
     for t in request.topics {
         let topic = ctx.topics.get(t.name.0.as_str());
@@ -35,7 +38,7 @@ pub async fn handle(ctx: &Arc<Context>, request: ListOffsetsRequest) -> Response
                 continue;
             };
             let log = Log::new(&partition.keys);
-            match lookup(ctx, &log, p.timestamp).await {
+            match lookup(ctx, &log, p.timestamp, read_committed).await {
                 Ok(Some((offset, timestamp))) => {
                     partitions.push(response.with_offset(offset).with_timestamp(timestamp));
                 }
@@ -62,10 +65,12 @@ async fn lookup(
     ctx: &Context,
     log: &Log<'_>,
     timestamp: i64,
+    read_committed: bool,
 ) -> Result<Option<(i64, i64)>, LogError> {
     let tx = ctx.db.begin()?;
     let bounds = log.bounds(&tx, true).await?;
     Ok(match timestamp {
+        LATEST if read_committed => Some((log.last_stable(&tx, bounds.high_watermark).await?, -1)),
         LATEST => Some((bounds.high_watermark, -1)),
         EARLIEST => Some((bounds.start, -1)),
         at => log.offset_for_timestamp(&tx, at, bounds.start).await?,

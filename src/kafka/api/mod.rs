@@ -8,6 +8,8 @@
 //! rebalance) is the `Later` future, which runs concurrently with the next requests while
 //! the connection still answers in request order.
 
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
 mod alter_configs;
 mod api_versions;
 mod create_partitions;
@@ -16,6 +18,7 @@ mod delete_groups;
 mod delete_topics;
 mod describe_configs;
 mod describe_groups;
+mod end_txn;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -31,6 +34,7 @@ mod produce;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod sync_group;
+mod txn_offset_commit;
 
 pub use api_versions::unsupported_version;
 
@@ -67,6 +71,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 3),
+    (ApiKey::EndTxn, 0, 3),
+    (ApiKey::TxnOffsetCommit, 0, 3),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -165,6 +173,12 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         RequestKind::DescribeConfigs(r) => Reply::Now(describe_configs::handle(ctx, version, r)),
         RequestKind::AlterConfigs(r) => Reply::Now(alter_configs::handle(ctx, r).await),
         RequestKind::InitProducerId(r) => Reply::Now(init_producer_id::handle(ctx, r).await),
+        RequestKind::AddPartitionsToTxn(r) => {
+            Reply::Now(add_partitions_to_txn::handle(ctx, r).await)
+        }
+        RequestKind::AddOffsetsToTxn(r) => Reply::Now(add_offsets_to_txn::handle(ctx, r).await),
+        RequestKind::TxnOffsetCommit(r) => Reply::Now(txn_offset_commit::handle(ctx, r).await),
+        RequestKind::EndTxn(r) => Reply::Now(end_txn::handle(ctx, r).await),
         RequestKind::SaslHandshake(r) => Reply::Now(sasl_handshake::handle(session, r)),
         RequestKind::SaslAuthenticate(r) => sasl_authenticate::handle(ctx, session, r),
         other => Reply::Close(format!("{other:?} is not implemented")),
@@ -228,9 +242,41 @@ pub fn first_error(response: &ResponseKind) -> i16 {
         ResponseKind::DescribeConfigs(r) => first(r.results.iter().map(|t| t.error_code)),
         ResponseKind::AlterConfigs(r) => first(r.responses.iter().map(|t| t.error_code)),
         ResponseKind::InitProducerId(r) => r.error_code,
+        ResponseKind::AddPartitionsToTxn(r) => {
+            first(r.results_by_topic_v3_and_below.iter().flat_map(|t| {
+                t.results_by_partition
+                    .iter()
+                    .map(|p| p.partition_error_code)
+            }))
+        }
+        ResponseKind::AddOffsetsToTxn(r) => r.error_code,
+        ResponseKind::TxnOffsetCommit(r) => first(
+            r.topics
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+        ),
+        ResponseKind::EndTxn(r) => r.error_code,
         ResponseKind::SaslHandshake(r) => r.error_code,
         ResponseKind::SaslAuthenticate(r) => r.error_code,
         _ => 0,
+    }
+}
+
+/// The error code answering a transaction coordinator step; failures other than a
+/// refusal are logged with the transactional id and the API.
+fn logged(
+    transactional_id: &str,
+    api: &str,
+    outcome: Result<(), crate::kafka::transactions::TxnError>,
+) -> i16 {
+    match outcome {
+        Ok(()) => 0,
+        Err(e) => {
+            if !matches!(e, crate::kafka::transactions::TxnError::Refused(_)) {
+                tracing::warn!(transactional_id, api, error = %e, "transaction step failed");
+            }
+            e.code()
+        }
     }
 }
 

@@ -11,36 +11,69 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, ResponseKind};
 use std::sync::Arc;
 
-/// Commits the offsets the group's state allows.
-pub async fn handle(ctx: &Arc<Context>, request: OffsetCommitRequest) -> ResponseKind {
-    let group = request.group_id.0.to_string();
-    let mut known: Vec<Vec<bool>> = Vec::with_capacity(request.topics.len());
-    let mut offsets = Vec::new();
-    for t in &request.topics {
-        let topic = ctx.topics.get(t.name.0.as_str());
-        known.push(
-            t.partitions
-                .iter()
-                .map(|p| {
-                    let exists = topic
-                        .as_ref()
-                        .is_some_and(|t| t.partition(p.partition_index).is_some());
-                    if exists {
-                        offsets.push((
+/// One offset a commit request asks for: (topic, partition, offset).
+pub(super) type Requested = (String, i32, CommittedOffset);
+
+/// The offsets a commit request's `topics` ask for, per topic ([`Requested`]): the same
+/// fields in OffsetCommit and TxnOffsetCommit, whose generated types differ.
+macro_rules! requested_offsets {
+    ($topics:expr) => {
+        $topics
+            .iter()
+            .map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| {
+                        (
                             t.name.0.to_string(),
                             p.partition_index,
-                            CommittedOffset {
+                            $crate::kafka::groups::store::CommittedOffset {
                                 offset: p.committed_offset,
                                 leader_epoch: p.committed_leader_epoch,
                                 metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
                             },
-                        ));
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+}
+pub(super) use requested_offsets;
+
+/// Per topic, in request order, whether each requested partition exists; and the offsets
+/// of those that do, to write.
+pub(super) fn existing(
+    ctx: &Context,
+    requested: Vec<Vec<Requested>>,
+) -> (Vec<Vec<bool>>, Vec<Requested>) {
+    let mut offsets = Vec::new();
+    let known = requested
+        .into_iter()
+        .map(|partitions| {
+            partitions
+                .into_iter()
+                .map(|(topic, partition, offset)| {
+                    let exists = ctx
+                        .topics
+                        .get(&topic)
+                        .is_some_and(|t| t.partition(partition).is_some());
+                    if exists {
+                        offsets.push((topic, partition, offset));
                     }
                     exists
                 })
-                .collect(),
-        );
-    }
+                .collect()
+        })
+        .collect();
+    (known, offsets)
+}
+
+/// Commits the offsets the group's state allows.
+pub async fn handle(ctx: &Arc<Context>, request: OffsetCommitRequest) -> ResponseKind {
+    let group = request.group_id.0.to_string();
+    let requested = requested_offsets!(request.topics);
+    let (known, offsets) = existing(ctx, requested);
     let outcome = if group.is_empty() {
         ResponseError::InvalidGroupId.code()
     } else {

@@ -1,6 +1,8 @@
 //! Produce: each partition's record batch is validated (format v2, CRC-32C, size, no
-//! transactional or control batch), then the accepted batches are appended, as sent, to
-//! their partitions' stages in conflict-free transactions. The answer waits until each
+//! control batch), then the accepted batches are appended, as sent, to their partitions'
+//! stages in conflict-free transactions. A transactional batch is staged only if its
+//! partition is in its producer's open transaction at its epoch, read in the same
+//! transaction ([`crate::kafka::transactions::Transactions::check_batch`]). The answer waits until each
 //! partition's sequencer has written its batch to the log (`acks` 1 and -1 both answer
 //! after that durable commit) and carries the offset the batch got; `acks=0` is not
 //! answered.
@@ -15,8 +17,9 @@ use crate::kafka::Context;
 use crate::kafka::batch;
 use crate::kafka::sequencer::stage_record;
 use crate::kafka::topics::Partition;
+use crate::kafka::transactions::TxnError;
 use crate::kafka::waiters::Outcome;
-use crate::stage::{NewMessage, StageError, now_ms};
+use crate::stage::{NewMessage, now_ms};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind, TopicName};
@@ -56,6 +59,8 @@ struct Append {
     partition: Partition,
     /// The staged record.
     message: NewMessage,
+    /// The batch's header, when it belongs to a transaction.
+    transactional: Option<batch::BatchHeader>,
 }
 
 /// Validates and stages a burst of produce requests in request order, then waits for the
@@ -68,16 +73,24 @@ pub async fn handle(ctx: &Arc<Context>, requests: Vec<ProduceRequest>) -> Vec<Re
         .map(|(i, r)| prepare(ctx, i, r, &mut appends))
         .collect();
     for group in transactions(&appends) {
-        if let Err(e) = stage(ctx, group).await {
-            warn!(error = %e, "cannot stage produced batches");
-            for a in group {
-                let (r, t, p) = a.answer;
-                let answer = &mut prepared[r].answers[t].1[p].1;
-                if let Answer::Waiting(token, _) = answer {
-                    ctx.waiters.forget(*token);
-                }
-                *answer = Answer::Refused(ResponseError::KafkaStorageError.code());
+        let refused: Vec<(&Append, i16)> = match stage(ctx, group).await {
+            Ok(refused) => refused
+                .into_iter()
+                .map(|(i, code)| (&group[i], code))
+                .collect(),
+            Err(e) => {
+                warn!(error = %e, "cannot stage produced batches");
+                let code = ResponseError::KafkaStorageError.code();
+                group.iter().map(|a| (a, code)).collect()
             }
+        };
+        for (a, code) in refused {
+            let (r, t, p) = a.answer;
+            let answer = &mut prepared[r].answers[t].1[p].1;
+            if let Answer::Waiting(token, _) = answer {
+                ctx.waiters.forget(*token);
+            }
+            *answer = Answer::Refused(code);
         }
     }
     prepared
@@ -120,7 +133,7 @@ fn prepare(
                         Ok(_) if !ctx.sequencers.is_local(partition.topic_id, data.index) => {
                             Answer::Refused(ResponseError::NotLeaderOrFollower.code())
                         }
-                        Ok(_) => {
+                        Ok(header) => {
                             let (token, answer) = if acks == 0 {
                                 (ctx.waiters.unwaited_token(), Answer::Staged)
                             } else {
@@ -132,6 +145,7 @@ fn prepare(
                                 answer: (index, t, p),
                                 partition: partition.clone(),
                                 message: NewMessage::new(body),
+                                transactional: header.is_transactional().then_some(header),
                             });
                             answer
                         }
@@ -169,18 +183,35 @@ fn transactions(appends: &[Append]) -> Vec<&[Append]> {
     groups
 }
 
-/// Appends a group of batches to their stages in one transaction.
-async fn stage(ctx: &Context, appends: &[Append]) -> Result<(), StageError> {
+/// Appends a group of batches to their stages in one transaction; returns the
+/// transactional batches their transactions refused (by index in `appends`, with the
+/// error code), which are not staged.
+async fn stage(ctx: &Context, appends: &[Append]) -> Result<Vec<(usize, i16)>, TxnError> {
     let now = now_ms();
     ctx.db
         .run(|tx| async move {
-            for a in appends {
+            let mut refused = Vec::new();
+            for (i, a) in appends.iter().enumerate() {
+                if let Some(header) = &a.transactional {
+                    let checked = ctx
+                        .transactions
+                        .check_batch(&tx, header, &a.partition.topic, a.partition.index)
+                        .await;
+                    match checked {
+                        Ok(()) => {}
+                        Err(TxnError::Refused(e)) => {
+                            refused.push((i, e.code()));
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
                 a.partition
                     .stage
                     .append_in(&tx, std::slice::from_ref(&a.message), now)
                     .await?;
             }
-            Ok(())
+            Ok(refused)
         })
         .await
 }

@@ -5,8 +5,9 @@
 //! Every write is fenced: it checks, in its own transaction, that this instance still holds
 //! the group's coordinator lease ([`Fence`]), and writes nothing otherwise.
 //!
-//! Transactional offset commits (TxnOffsetCommit) fit later as pending offsets under the
-//! group, moved to `("o", …)` by the transaction's commit marker.
+//! Transactional offset commits (TxnOffsetCommit) are pending offsets under the group and
+//! the producer, moved to `("o", …)` by the transaction's commit
+//! ([`crate::kafka::transactions`]).
 
 use super::state::{Group, Phase, StoredMember};
 use crate::kafka::keys::KafkaKeys;
@@ -285,14 +286,7 @@ impl GroupStore {
                         return Ok(false);
                     }
                     for (topic, partition, c) in offsets {
-                        let value = pack(&(
-                            FORMAT,
-                            c.offset,
-                            i64::from(c.leader_epoch),
-                            c.metadata.clone(),
-                            now,
-                        ));
-                        tx.set(&keys.offset(topic, *partition), &value);
+                        tx.set(&keys.offset(topic, *partition), &encode_offset(c, now));
                     }
                     tx.set(listing, b"");
                     Ok::<_, StoreError>(true)
@@ -345,6 +339,17 @@ async fn all_offsets(
         }
     }
     Ok(out)
+}
+
+/// The stored value of an offset committed at `now`.
+pub fn encode_offset(offset: &CommittedOffset, now: u64) -> Vec<u8> {
+    pack(&(
+        FORMAT,
+        offset.offset,
+        i64::from(offset.leader_epoch),
+        offset.metadata.clone(),
+        now,
+    ))
 }
 
 fn decode_offset(bytes: &[u8]) -> Result<CommittedOffset, StoreError> {

@@ -1,0 +1,23 @@
+//! EndTxn: commits or aborts the producer's open transaction — its markers staged for
+//! every partition and its pending offsets committed or dropped, in one store
+//! transaction, before the answer.
+
+use super::logged;
+use crate::kafka::Context;
+use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ResponseKind};
+use std::sync::Arc;
+
+/// Ends the transaction.
+pub async fn handle(ctx: &Arc<Context>, request: EndTxnRequest) -> ResponseKind {
+    let transactional_id = request.transactional_id.0.as_str();
+    let outcome = ctx
+        .transactions
+        .end(
+            transactional_id,
+            (request.producer_id.0, request.producer_epoch),
+            request.committed,
+        )
+        .await;
+    let code = logged(transactional_id, "EndTxn", outcome);
+    ResponseKind::EndTxn(EndTxnResponse::default().with_error_code(code))
+}
