@@ -229,8 +229,8 @@ async fn kafka_records_cross_the_bridge_byte_identical_and_exactly_once() {
 }
 
 /// A Ferry process whose Kafka front holds topic `out` with [`PARTITIONS`] partitions:
-/// the transactional sink's Kafka. Returns it with its `bootstrap.servers`.
-async fn sink_kafka(dir: &Path) -> (Ferry, String) {
+/// the transactional sink's Kafka. Returns it with its ports and `bootstrap.servers`.
+async fn sink_kafka(dir: &Path) -> (Ferry, Ports, String) {
     let ports = Ports::free();
     let partitions = PARTITIONS.to_string();
     let ferry = Ferry::run_daemon(
@@ -256,7 +256,7 @@ async fn sink_kafka(dir: &Path) -> (Ferry, String) {
         assert!(Instant::now() < deadline, "the sink's Ferry did not start");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    (ferry, bootstrap)
+    (ferry, ports, bootstrap)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,7 +266,7 @@ async fn kill_9_loses_nothing_and_duplicates_nothing_through_a_transactional_sin
     let cluster = cluster();
     let bootstrap = cluster.bootstrap_servers();
     let sink_dir = tempfile::tempdir().unwrap();
-    let (_sink, sink_bootstrap) = sink_kafka(sink_dir.path()).await;
+    let (_sink, sink_ports, sink_bootstrap) = sink_kafka(sink_dir.path()).await;
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path(), &bootstrap, &sink_bootstrap, true);
     let records: Vec<Record> = (0..RECORDS).map(record).collect();
@@ -315,6 +315,16 @@ async fn kill_9_loses_nothing_and_duplicates_nothing_through_a_transactional_sin
         assert_eq!(&got[&r.key][0], r);
     }
     assert_eq!(duplicates, 0, "duplicates through the transactional sink");
+    let (_, metrics) = get(sink_ports.metrics, "/metrics").unwrap();
+    let commits = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"ferry_kafka_transactions_total{outcome="commit"} "#))
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(
+        commits > 0,
+        "the sink's Ferry counts committed transactions"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

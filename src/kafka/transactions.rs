@@ -31,6 +31,7 @@ use super::topics::Topics;
 use super::waiters::Waiters;
 use crate::stage::{NewMessage, StageError, now_ms};
 use crate::store::{Database, RangeOption, StoreError, Transaction, TransactionError};
+use crate::telemetry::kafka as m;
 use foundationdb_tuple::{pack, unpack};
 use kafka_protocol::ResponseError;
 use std::collections::BTreeSet;
@@ -235,6 +236,7 @@ impl Transactions {
             })
             .await?;
         if aborted {
+            ended("fenced");
             info!(
                 transactional_id,
                 producer_id = id,
@@ -336,16 +338,22 @@ impl Transactions {
         producer: (i64, i16),
         commit: bool,
     ) -> Result<(), TxnError> {
-        self.db
+        let ended_now = self
+            .db
             .run(|tx| async move {
                 let mut state = self.current(&tx, transactional_id, producer).await?;
-                if state.is_open() {
+                let open = state.is_open();
+                if open {
                     self.finish(&tx, &mut state, commit).await?;
                     tx.set(&self.keys.transaction(state.producer_id), &state.encode());
                 }
-                Ok(())
+                Ok::<_, TxnError>(open)
             })
-            .await
+            .await?;
+        if ended_now {
+            ended(if commit { "commit" } else { "abort" });
+        }
+        Ok(())
     }
 
     /// Whether a transactional batch may be staged for `topic`/`partition`, read in the
@@ -418,6 +426,7 @@ impl Transactions {
                 })
                 .await?;
             if let Some(s) = expired_now {
+                ended("timeout");
                 warn!(transactional_id = %s.transactional_id, producer_id, epoch = s.epoch, timeout_ms = s.timeout_ms, "aborted a transaction open past its timeout; its producer is fenced");
             }
         }
@@ -550,6 +559,11 @@ impl Transactions {
         state.started_ms = 0;
         Ok(())
     }
+}
+
+/// Counts a transaction that ended with `outcome`.
+fn ended(outcome: &'static str) {
+    metrics::counter!(m::TRANSACTIONS_TOTAL, m::LABEL_OUTCOME => outcome).increment(1);
 }
 
 /// Whether `state`'s open transaction is past its timeout at `now`.

@@ -12,6 +12,8 @@ pub const LABEL_PARTITION: &str = "partition";
 pub const LABEL_GROUP: &str = "group";
 /// Label: why a connection was closed by Ferry.
 pub const LABEL_REASON: &str = "reason";
+/// Label: how a transaction ended (`commit`, `abort`, `fenced`, `timeout`).
+pub const LABEL_OUTCOME: &str = "outcome";
 
 /// Requests answered, by API and by the first error code of the answer (0: none).
 pub const REQUESTS_TOTAL: &str = "ferry_kafka_requests_total";
@@ -48,6 +50,10 @@ pub const GROUP_MEMBERS: &str = "ferry_kafka_group_members";
 pub const GROUP_REBALANCES_TOTAL: &str = "ferry_kafka_group_rebalances_total";
 /// Records between a group's committed offset and the partition's high watermark.
 pub const GROUP_LAG: &str = "ferry_kafka_group_lag";
+
+/// Transactions ended, by outcome: committed or aborted by their producer, aborted because
+/// a new epoch of their transactional id was initialised, or aborted past their timeout.
+pub const TRANSACTIONS_TOTAL: &str = "ferry_kafka_transactions_total";
 
 /// Every metric of the Kafka front.
 pub const ALL: &[Metric] = &[
@@ -130,6 +136,11 @@ pub const ALL: &[Metric] = &[
         name: GROUP_REBALANCES_TOTAL,
         kind: Kind::Counter,
         help: "Rebalances a consumer group completed.",
+    },
+    Metric {
+        name: TRANSACTIONS_TOTAL,
+        kind: Kind::Counter,
+        help: "Kafka transactions ended, by outcome (commit, abort, fenced, timeout).",
     },
     Metric {
         name: GROUP_LAG,
