@@ -6,7 +6,9 @@
 //! - [`ExternalSink`] (external RabbitMQ, external Kafka): the batch is sent after the
 //!   lease commits and acknowledged in the stage after the broker's confirm. A crash
 //!   between the two sends the batch again on restart with `redelivered` set; it carries
-//!   the same message-id and is counted in `ferry_bridge_redeliveries_total`.
+//!   the same message-id and is counted in `ferry_bridge_redeliveries_total`. So is a
+//!   message resent after a failed attempt (its confirm may have been lost with the
+//!   connection), once.
 //! - [`InStoreSink`] (Ferry's own AMQP and Kafka fronts): the message is written to its
 //!   destination in the *same* store transaction that acknowledges it, and only if this
 //!   holder still held it, so it lands exactly once.
@@ -298,9 +300,16 @@ impl Worker {
                     deliver_in_store(stage, self.holder, sink.as_ref(), &pending).await?
                 }
             };
-            let (done, retry) = self.settle(stage, pending, outcomes, labels).await?;
+            let (done, mut retry) = self.settle(stage, pending, outcomes, labels).await?;
             settled.extend(done);
             if !retry.is_empty() {
+                // A failed attempt may have reached the destination (a confirm lost with
+                // its connection): the resend is a possible duplicate, counted once.
+                let first_resends = retry.iter_mut().filter(|o| !o.redelivered).fold(0, |n, o| {
+                    o.redelivered = true;
+                    n + 1
+                });
+                metrics::counter!(metric::REDELIVERIES_TOTAL, labels).increment(first_resends);
                 self.pause(labels, shutdown).await;
             }
             pending = retry;

@@ -22,11 +22,31 @@ pub struct BridgeDaemon {
 
 impl BridgeDaemon {
     /// Writes `bridge` (TOML: sources, sinks, routes) as `dir/ferry.toml` and starts
-    /// `ferry run` on it with its store in `dir/data`; waits until `/healthz` answers.
+    /// `ferry run` on it with its store in `dir/data`; waits until `/healthz` answers. A
+    /// listener port taken between choosing and binding it is chosen again (twice at most).
     pub fn start(dir: &Path, bridge: &str) -> Self {
         let config = dir.join("ferry.toml");
         std::fs::write(&config, bridge).unwrap();
-        let ports = Ports::free();
+        for _ in 0..3 {
+            let mut daemon = Self::spawn(dir, &config, Ports::free());
+            let deadline = Instant::now() + STARTUP;
+            while Instant::now() < deadline && !daemon.ferry.has_exited() {
+                if let Ok((200, _)) = get(daemon.ports.metrics, "/healthz") {
+                    return daemon;
+                }
+                sleep(Duration::from_millis(50));
+            }
+            daemon.ferry.signal(libc::SIGKILL);
+            let outcome = daemon.ferry.wait(Duration::from_secs(10));
+            if !outcome.stderr.contains("is in use") {
+                panic!("ferry did not start; stderr:\n{}", outcome.stderr);
+            }
+        }
+        panic!("ferry found its listener ports taken three times");
+    }
+
+    /// Starts `ferry run` with `config` and every listener on `ports`.
+    fn spawn(dir: &Path, config: &Path, ports: Ports) -> Self {
         let listen = |port: u16| format!("127.0.0.1:{port}");
         let (amqp, kafka, metrics) = (
             listen(ports.amqp),
@@ -43,17 +63,7 @@ impl BridgeDaemon {
             ("FERRY__DAEMON__SHUTDOWN_TIMEOUT_MS", "5000"),
         ];
         let ferry = Ferry::spawn(dir, &["run", "--config", config.to_str().unwrap()], &env);
-        let mut daemon = Self { ferry, ports };
-        let deadline = Instant::now() + STARTUP;
-        while Instant::now() < deadline {
-            if let Ok((200, _)) = get(ports.metrics, "/healthz") {
-                return daemon;
-            }
-            sleep(Duration::from_millis(50));
-        }
-        daemon.ferry.signal(libc::SIGKILL);
-        let outcome = daemon.ferry.wait(Duration::from_secs(10));
-        panic!("ferry did not start; stderr:\n{}", outcome.stderr);
+        Self { ferry, ports }
     }
 
     /// The `/readyz` body.

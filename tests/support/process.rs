@@ -8,13 +8,30 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 use tempfile::NamedTempFile;
 
-/// A loopback port that was free a moment ago (bound to port 0, then released).
+/// A loopback port that was free a moment ago, chosen at random below the kernel's
+/// ephemeral range: a port bound to 0 and released comes from that range, where any
+/// outgoing connection (a client of the machine's RabbitMQ, say) may take it before
+/// Ferry binds it.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    let below = ephemeral_start().max(FIRST_TEST_PORT + 1_000);
+    for _ in 0..1_000 {
+        let port = fastrand::u16(FIRST_TEST_PORT..below);
+        if std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {FIRST_TEST_PORT}..{below} after 1,000 tries");
+}
+
+/// The lowest port tests pick (above the well-known and the machine's service ports).
+const FIRST_TEST_PORT: u16 = 10_000;
+
+/// The first port of the kernel's ephemeral range (Linux's default when unreadable).
+fn ephemeral_start() -> u16 {
+    fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
 
 /// The ports of one `ferry run`: every listener on loopback, never a standard port (5672
@@ -126,6 +143,11 @@ impl Ferry {
         // SAFETY: kill(2) has no memory-safety preconditions; the PID is our own child's,
         // which stays reserved until we reap it.
         unsafe { libc::kill(pid, signal) };
+    }
+
+    /// Whether the process has exited.
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
     /// Waits up to `timeout` for the process to exit; kills it and panics with its output
