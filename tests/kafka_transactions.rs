@@ -7,10 +7,22 @@
 //! - offsets sent to a transaction are committed with it and dropped with its abort;
 //! - a new producer with the same transactional id fences the old one and aborts what it
 //!   left open, also across a restart of the front;
+//! - offsets committed with a group member's metadata (KIP-447) are checked against the
+//!   group: a zombie member or generation is refused;
 //! - a transaction open past `transaction.timeout.ms` is aborted and its producer fenced.
 
 mod kafka_support;
 
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, DescribeGroupsRequest, GroupId, ResponseKind, TopicName, TransactionalId,
+    TxnOffsetCommitRequest,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_support::raw::Raw;
 use kafka_support::{PATIENCE, TestBroker, client_config, consumer};
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
@@ -265,5 +277,73 @@ async fn a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
         read(&committed, 2).await,
         vec!["first".to_owned(), "after".to_owned()]
     );
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_from_a_group_member_are_checked_against_its_generation() {
+    let broker = TestBroker::start().await;
+    let b = broker.bootstrap();
+    create_topic(&b, "in").await;
+    create_topic(&b, "out").await;
+    // A member of group "eos" that has joined and read the first record.
+    let member = consumer(&b, "eos", &[]);
+    member.subscribe(&["in"]).unwrap();
+    tokio::time::timeout(PATIENCE, member.recv())
+        .await
+        .expect("the member reads within the patience")
+        .unwrap();
+    let p = transactional(&b, "tx-eos", "60000");
+    p.begin_transaction().unwrap();
+    send(&p, "out", &values("z", 1)).await;
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("in", 0, Offset::Offset(1))
+        .unwrap();
+    p.send_offsets_to_transaction(&tpl, &member.group_metadata().unwrap(), PATIENCE)
+        .unwrap();
+    p.commit_transaction(PATIENCE).unwrap();
+    assert_eq!(committed_offset(&b, "eos", "in"), Offset::Offset(1));
+
+    // A zombie naming another member, or the member at another generation, is refused.
+    let mut raw = Raw::connect(broker.addr).await;
+    let describe = DescribeGroupsRequest::default()
+        .with_groups(vec![GroupId(StrBytes::from_static_str("eos"))]);
+    let ResponseKind::DescribeGroups(groups) =
+        raw.request(ApiKey::DescribeGroups, 5, &describe).await
+    else {
+        panic!("not a DescribeGroups answer");
+    };
+    let member_id = groups.groups[0].members[0].member_id.clone();
+    let commit = |member: StrBytes, generation: i32| {
+        TxnOffsetCommitRequest::default()
+            .with_transactional_id(TransactionalId(StrBytes::from_static_str("tx-eos")))
+            .with_group_id(GroupId(StrBytes::from_static_str("eos")))
+            .with_generation_id(generation)
+            .with_member_id(member)
+            .with_topics(vec![
+                TxnOffsetCommitRequestTopic::default()
+                    .with_name(TopicName(StrBytes::from_static_str("in")))
+                    .with_partitions(vec![
+                        TxnOffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(0),
+                    ]),
+            ])
+    };
+    for (request, expected) in [
+        (
+            commit(StrBytes::from_static_str("zombie"), 1),
+            ResponseError::UnknownMemberId,
+        ),
+        (commit(member_id, 1_000), ResponseError::IllegalGeneration),
+    ] {
+        let ResponseKind::TxnOffsetCommit(r) =
+            raw.request(ApiKey::TxnOffsetCommit, 3, &request).await
+        else {
+            panic!("not a TxnOffsetCommit answer");
+        };
+        assert_eq!(r.topics[0].partitions[0].error_code, expected.code());
+    }
+    assert_eq!(committed_offset(&b, "eos", "in"), Offset::Offset(1));
     broker.stop().await;
 }

@@ -1,5 +1,8 @@
 //! TxnOffsetCommit: offsets a transactional producer commits for a group, pending until
 //! its transaction commits (visible to OffsetFetch only then) or dropped when it aborts.
+//! From v3 a request naming a group member and generation (KIP-447: the consumer's group
+//! metadata) is checked against the group first, so a zombie of an older generation is
+//! refused; one naming neither (generation -1) is not checked, as in Kafka.
 //! Every partition of a request gets the request's outcome; unknown partitions get
 //! `UNKNOWN_TOPIC_OR_PARTITION` and are not written.
 
@@ -18,16 +21,29 @@ pub async fn handle(ctx: &Arc<Context>, request: TxnOffsetCommitRequest) -> Resp
     let transactional_id = request.transactional_id.0.as_str();
     let requested = requested_offsets!(request.topics);
     let (known, offsets) = existing(ctx, requested);
-    let outcome = ctx
-        .transactions
-        .commit_offsets(
-            transactional_id,
-            (request.producer_id.0, request.producer_epoch),
-            request.group_id.0.as_str(),
-            &offsets,
-        )
-        .await;
-    let code = logged(transactional_id, "TxnOffsetCommit", outcome);
+    let group = request.group_id.0.as_str();
+    let member = request.member_id.to_string();
+    let refused = if request.generation_id >= 0 || !member.is_empty() {
+        ctx.coordinator
+            .check_member(group, member, request.generation_id)
+            .await
+    } else {
+        0
+    };
+    let code = if refused != 0 {
+        refused
+    } else {
+        let outcome = ctx
+            .transactions
+            .commit_offsets(
+                transactional_id,
+                (request.producer_id.0, request.producer_epoch),
+                group,
+                &offsets,
+            )
+            .await;
+        logged(transactional_id, "TxnOffsetCommit", outcome)
+    };
     let topics = request
         .topics
         .into_iter()

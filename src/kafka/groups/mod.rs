@@ -200,18 +200,7 @@ impl Coordinator {
         generation: i32,
         offsets: &[(String, i32, CommittedOffset)],
     ) -> i16 {
-        let (reply, rx) = oneshot::channel();
-        let command = Command::CheckCommit {
-            member,
-            generation,
-            reply,
-        };
-        if let Err(e) = self.send(group, command).await {
-            return e.code();
-        }
-        let check = rx
-            .await
-            .unwrap_or(kafka_protocol::ResponseError::CoordinatorNotAvailable.code());
+        let check = self.check_member(group, member, generation).await;
         if check != 0 || offsets.is_empty() {
             return check;
         }
@@ -226,6 +215,23 @@ impl Coordinator {
                 kafka_protocol::ResponseError::CoordinatorNotAvailable.code()
             }
         }
+    }
+
+    /// Whether `member` of `generation` may commit offsets for `group` now (0), else an
+    /// error code (`UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `REBALANCE_IN_PROGRESS`, or
+    /// the coordinator's own).
+    pub async fn check_member(&self, group: &str, member: String, generation: i32) -> i16 {
+        let (reply, rx) = oneshot::channel();
+        let command = Command::CheckCommit {
+            member,
+            generation,
+            reply,
+        };
+        if let Err(e) = self.send(group, command).await {
+            return e.code();
+        }
+        rx.await
+            .unwrap_or(kafka_protocol::ResponseError::CoordinatorNotAvailable.code())
     }
 
     /// The group as DescribeGroups shows it.
