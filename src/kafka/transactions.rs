@@ -262,15 +262,13 @@ impl Transactions {
             if self
                 .topics
                 .get(topic)
-                .and_then(|t| t.partition(*p).cloned())
-                .is_none()
+                .is_none_or(|t| t.partition(*p).is_none())
             {
                 return Err(TxnError::Refused(ResponseError::UnknownTopicOrPartition));
             }
         }
         self.update(transactional_id, producer, |state| {
             state.partitions.extend(partitions.iter().cloned());
-            Ok(())
         })
         .await
     }
@@ -287,7 +285,6 @@ impl Transactions {
     ) -> Result<(), TxnError> {
         self.update(transactional_id, producer, |state| {
             state.groups.insert(group.to_owned());
-            Ok(())
         })
         .await
     }
@@ -439,13 +436,13 @@ impl Transactions {
         &self,
         transactional_id: &str,
         producer: (i64, i16),
-        change: impl Fn(&mut TxnState) -> Result<(), TxnError>,
+        change: impl Fn(&mut TxnState),
     ) -> Result<(), TxnError> {
         let change = &change;
         self.db
             .run(|tx| async move {
                 let mut state = self.current(&tx, transactional_id, producer).await?;
-                change(&mut state)?;
+                change(&mut state);
                 state.open(now_ms());
                 tx.set(&self.keys.transaction(state.producer_id), &state.encode());
                 Ok(())
