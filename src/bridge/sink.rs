@@ -34,6 +34,20 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
+/// Marks messages about to be sent again after a failed attempt and counts each once in
+/// `ferry_bridge_redeliveries_total`: the attempt may have reached the destination (a
+/// confirm lost with its connection), so the resend is a possible duplicate.
+fn count_resends(resends: &mut [Outgoing], labels: &[(&'static str, String); 2]) {
+    let first_resends = resends
+        .iter_mut()
+        .filter(|o| !o.redelivered)
+        .fold(0, |n, o| {
+            o.redelivered = true;
+            n + 1
+        });
+    metrics::counter!(metric::REDELIVERIES_TOTAL, labels).increment(first_resends);
+}
+
 /// What a destination said about one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -243,6 +257,7 @@ impl Worker {
                     consumer.forget(&done);
                     failed.extend(retry);
                 }
+                count_resends(&mut failed, &labels);
                 self.pause(&labels, &shutdown).await;
                 let done = self
                     .until_settled(&stage, failed, &labels, &shutdown)
@@ -303,13 +318,7 @@ impl Worker {
             let (done, mut retry) = self.settle(stage, pending, outcomes, labels).await?;
             settled.extend(done);
             if !retry.is_empty() {
-                // A failed attempt may have reached the destination (a confirm lost with
-                // its connection): the resend is a possible duplicate, counted once.
-                let first_resends = retry.iter_mut().filter(|o| !o.redelivered).fold(0, |n, o| {
-                    o.redelivered = true;
-                    n + 1
-                });
-                metrics::counter!(metric::REDELIVERIES_TOTAL, labels).increment(first_resends);
+                count_resends(&mut retry, labels);
                 self.pause(labels, shutdown).await;
             }
             pending = retry;
