@@ -12,6 +12,8 @@
 //! (P,"k","txid",transactional_id)             = (producer id,): the id's producer
 //! (P,"k","txn",producer_id)                   = TxnState (id, epoch, timeout, open
 //!                                               transaction's start, partitions, groups)
+//! (P,"k","txn-due",deadline_ms,producer_id)   = "": producer's open transaction times out
+//!                                               at `deadline_ms`
 //! (P,"k","p",topic_id,partition,"lease")      = Lease (node, epoch, deadline): its sequencer
 //! (P,"k","p",topic_id,partition,"hw")         = i64 LE: next offset (high watermark = log end)
 //! (P,"k","p",topic_id,partition,"start")      = i64 LE: log start offset
@@ -117,17 +119,25 @@ impl KafkaKeys {
         self.space.pack(&("txn", producer_id))
     }
 
-    /// Every transactional producer's state.
-    pub fn transactions(&self) -> (Vec<u8>, Vec<u8>) {
-        prefix_range(&self.space.pack(&("txn",)))
+    /// The entry saying an open transaction of `producer_id` times out at `deadline_ms`.
+    pub fn transaction_due(&self, deadline_ms: u64, producer_id: i64) -> Vec<u8> {
+        self.space.pack(&("txn-due", deadline_ms, producer_id))
     }
 
-    /// Decodes a transaction state key into its producer id.
-    pub fn transaction_of(&self, key: &[u8]) -> Option<i64> {
+    /// The open transactions due before `deadline_ms`, oldest deadline first.
+    pub fn transactions_due_before(&self, deadline_ms: u64) -> (Vec<u8>, Vec<u8>) {
+        (
+            self.space.pack(&("txn-due",)),
+            self.space.pack(&("txn-due", deadline_ms)),
+        )
+    }
+
+    /// Decodes a [`Self::transaction_due`] key into its producer id.
+    pub fn transaction_due_of(&self, key: &[u8]) -> Option<i64> {
         self.space
-            .unpack::<(String, i64)>(key)
+            .unpack::<(String, u64, i64)>(key)
             .ok()
-            .map(|(_, id)| id)
+            .map(|(_, _, id)| id)
     }
 
     /// The keys of one partition.
@@ -392,7 +402,10 @@ mod tests {
         assert_eq!(g.offset_of(&g.offset("t", 3)), Some(("t".into(), 3)));
         assert_eq!(g.member_of(&g.member("m-1")), Some("m-1".into()));
         assert_eq!(k.group_of(&k.group_listing("g1")), Some("g1".into()));
-        assert_eq!(k.transaction_of(&k.transaction(42)), Some(42));
+        assert_eq!(k.transaction_due_of(&k.transaction_due(9_000, 42)), Some(42));
+        let (b, e) = k.transactions_due_before(9_001);
+        assert!((b.clone()..e.clone()).contains(&k.transaction_due(9_000, 42)));
+        assert!(!(b..e).contains(&k.transaction_due(9_001, 42)));
         assert_eq!(p.aborted_entry(&p.aborted(12, 7)), Some((12, 7)));
         assert_eq!(
             g.pending_offset_of(&g.pending_offset(7, "t", 3)),

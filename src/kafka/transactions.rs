@@ -44,6 +44,8 @@ use tracing::{info, warn};
 const FORMAT: u16 = 1;
 /// How often open transactions are checked against their timeouts.
 pub const EXPIRY_CHECK: Duration = Duration::from_secs(1);
+/// Deadline entries read per expiry transaction.
+const EXPIRY_BATCH: usize = 1_000;
 /// Most `transaction.timeout.ms` a producer may ask for (Kafka's
 /// `transaction.max.timeout.ms` default).
 const MAX_TIMEOUT_MS: i32 = 900_000;
@@ -148,11 +150,10 @@ impl TxnState {
         self.started_ms > 0
     }
 
-    /// Marks the transaction open from `now` if it was not.
-    fn open(&mut self, now: u64) {
-        if self.started_ms == 0 {
-            self.started_ms = now;
-        }
+    /// When the open transaction times out, ms since the epoch.
+    fn deadline_ms(&self) -> u64 {
+        self.started_ms
+            .saturating_add(u64::try_from(self.timeout_ms).unwrap_or(0))
     }
 }
 
@@ -394,38 +395,54 @@ impl Transactions {
         }
     }
 
-    /// Aborts every transaction open at `now` for longer than its timeout.
+    /// Aborts every transaction open at `now` for longer than its timeout: those whose
+    /// deadline entry is before `now`, read [`EXPIRY_BATCH`] at a time, so the check costs
+    /// what is due, not what was ever used.
     async fn expire(&self, now: u64) -> Result<(), TxnError> {
-        let tx = self.db.begin()?;
-        let (b, e) = self.keys.transactions();
-        let all = tx.get_range(&RangeOption::new(b, e), true).await?;
-        for kv in all {
-            let Some(producer_id) = self.keys.transaction_of(&kv.key) else {
-                continue;
-            };
-            let state = TxnState::decode(producer_id, &kv.value)?;
-            if !expired(&state, now) {
-                continue;
-            }
-            let expired_now = self
+        let (b, e) = self.keys.transactions_due_before(now);
+        loop {
+            let due = self
                 .db
-                .run(|tx| async move {
-                    let Some(mut state) = self.state(&tx, producer_id).await? else {
-                        return Ok::<_, TxnError>(None);
-                    };
-                    if !expired(&state, now) {
-                        return Ok(None);
-                    }
-                    state.epoch = state.epoch.saturating_add(1);
-                    self.finish(&tx, &mut state, false).await?;
-                    tx.set(&self.keys.transaction(producer_id), &state.encode());
-                    Ok(Some(state))
-                })
+                .begin()?
+                .get_range(
+                    &RangeOption::new(b.clone(), e.clone()).limit(EXPIRY_BATCH),
+                    true,
+                )
                 .await?;
-            if let Some(s) = expired_now {
-                ended("timeout");
-                warn!(transactional_id = %s.transactional_id, producer_id, epoch = s.epoch, timeout_ms = s.timeout_ms, "aborted a transaction open past its timeout; its producer is fenced");
+            for kv in &due {
+                let producer_id = self.keys.transaction_due_of(&kv.key).ok_or_else(|| {
+                    TxnError::Corrupt("a transaction deadline key of another layout".into())
+                })?;
+                self.expire_one(&kv.key, producer_id, now).await?;
             }
+            if due.len() < EXPIRY_BATCH {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Aborts `producer_id`'s transaction, with a bumped epoch, if it is still open past
+    /// its timeout at `now`; its deadline entry `due` goes either way.
+    async fn expire_one(&self, due: &[u8], producer_id: i64, now: u64) -> Result<(), TxnError> {
+        let expired_now = self
+            .db
+            .run(|tx| async move {
+                tx.clear(due);
+                let Some(mut state) = self.state(&tx, producer_id).await? else {
+                    return Ok::<_, TxnError>(None);
+                };
+                if !expired(&state, now) {
+                    return Ok(None);
+                }
+                state.epoch = state.epoch.saturating_add(1);
+                self.finish(&tx, &mut state, false).await?;
+                tx.set(&self.keys.transaction(producer_id), &state.encode());
+                Ok(Some(state))
+            })
+            .await?;
+        if let Some(s) = expired_now {
+            ended("timeout");
+            warn!(transactional_id = %s.transactional_id, producer_id, epoch = s.epoch, timeout_ms = s.timeout_ms, "aborted a transaction open past its timeout; its producer is fenced");
         }
         Ok(())
     }
@@ -443,7 +460,15 @@ impl Transactions {
             .run(|tx| async move {
                 let mut state = self.current(&tx, transactional_id, producer).await?;
                 change(&mut state);
-                state.open(now_ms());
+                if !state.is_open() {
+                    state.started_ms = now_ms();
+                    tx.set(
+                        &self
+                            .keys
+                            .transaction_due(state.deadline_ms(), state.producer_id),
+                        b"",
+                    );
+                }
                 tx.set(&self.keys.transaction(state.producer_id), &state.encode());
                 Ok(())
             })
@@ -512,6 +537,11 @@ impl Transactions {
         if !state.is_open() {
             return Ok(());
         }
+        tx.clear(
+            &self
+                .keys
+                .transaction_due(state.deadline_ms(), state.producer_id),
+        );
         let now = now_ms();
         let marker = marker(state.producer_id, state.epoch, commit, now as i64);
         for (topic, index) in &state.partitions {
@@ -565,8 +595,7 @@ fn ended(outcome: &'static str) {
 
 /// Whether `state`'s open transaction is past its timeout at `now`.
 fn expired(state: &TxnState, now: u64) -> bool {
-    state.is_open()
-        && now.saturating_sub(state.started_ms) > u64::try_from(state.timeout_ms).unwrap_or(0)
+    state.is_open() && now > state.deadline_ms()
 }
 
 #[cfg(test)]
@@ -599,7 +628,7 @@ mod tests {
             groups: BTreeSet::new(),
         };
         assert!(!expired(&s, 10_000));
-        s.open(1_000);
+        s.started_ms = 1_000;
         assert!(!expired(&s, 1_100));
         assert!(expired(&s, 1_101));
     }
