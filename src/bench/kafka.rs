@@ -155,14 +155,17 @@ pub async fn run(bench: &KafkaBench) -> Result<KafkaReport, BenchError> {
     })
 }
 
-fn client(bench: &KafkaBench) -> ClientConfig {
+/// A client of `bench.bootstrap` (also `ferry bench bridge`'s, for its topic).
+pub(super) fn client(bench: &KafkaBench) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &bench.bootstrap)
         .set("broker.address.family", "v4");
     c
 }
 
-async fn create_topic(bench: &KafkaBench) -> Result<(), BenchError> {
+/// Creates `bench.topic` with `bench.partitions` partitions unless it exists (also for
+/// `ferry bench bridge`'s topic on a real broker).
+pub(super) async fn create_topic(bench: &KafkaBench) -> Result<(), BenchError> {
     let admin: AdminClient<DefaultClientContext> = client(bench).create()?;
     let topic = NewTopic::new(&bench.topic, bench.partitions, TopicReplication::Fixed(1));
     let options = AdminOptions::new().operation_timeout(Some(Timeout::After(PATIENCE)));

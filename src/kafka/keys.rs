@@ -402,7 +402,10 @@ mod tests {
         assert_eq!(g.offset_of(&g.offset("t", 3)), Some(("t".into(), 3)));
         assert_eq!(g.member_of(&g.member("m-1")), Some("m-1".into()));
         assert_eq!(k.group_of(&k.group_listing("g1")), Some("g1".into()));
-        assert_eq!(k.transaction_due_of(&k.transaction_due(9_000, 42)), Some(42));
+        assert_eq!(
+            k.transaction_due_of(&k.transaction_due(9_000, 42)),
+            Some(42)
+        );
         let (b, e) = k.transactions_due_before(9_001);
         assert!((b.clone()..e.clone()).contains(&k.transaction_due(9_000, 42)));
         assert!(!(b..e).contains(&k.transaction_due(9_001, 42)));

@@ -1,33 +1,44 @@
-//! The ends of a bench move: a durable queue on the RabbitMQ under test, or the topic of
-//! librdkafka's in-process mock cluster ([`MockKafka`]: one broker, started afresh per run,
-//! so a Kafka path's one phase finds the topic empty). An end is prepared (a queue deleted
-//! and declared afresh), filled, named as the bridge's source or sink, counted while the
-//! mover runs ([`Gauge`]) and removed.
+//! The ends of a bench move: a durable queue on the RabbitMQ under test, or a Kafka topic
+//! ([`BenchKafka`]): on librdkafka's in-process mock cluster (one broker, started afresh
+//! per run, so a Kafka path's one phase finds the topic empty) or, with
+//! `--kafka-bootstrap`, on a Kafka-protocol broker (such as Ferry's own Kafka front), where
+//! the topic is created for the run and deleted after it. An end is prepared (a queue
+//! deleted and declared afresh), filled, named as the bridge's source or sink, counted while
+//! the mover runs ([`Gauge`]) and removed.
 //!
 //! The mock broker keeps only the newest [`MOCK_PARTITION_BYTES`] of each partition and
-//! silently drops older record batches, so the topic gets enough partitions
+//! silently drops older record batches, so its topic gets enough partitions
 //! ([`partitions`], at least [`MIN_PARTITIONS`]) to keep every record of a run, and a
-//! filled topic is checked for dropped records.
+//! filled topic is checked for dropped records. A real broker writes a marker that takes an
+//! offset at the end of every transaction, so a topic filled by the transactional sink is
+//! counted by reading its committed records, not by its watermarks.
 
 use super::BridgeBench;
 use crate::bench::amqp::{AmqpBench, publish_phase};
-use crate::bench::kafka::{KafkaBench, consumer, produce_all, producer_config};
+use crate::bench::kafka::{
+    KafkaBench, client, consumer, create_topic, produce_all, producer_config,
+};
 use crate::config::bridge::{DEFAULT_DEDUP_WINDOW_MS, DEFAULT_PARTITIONER};
 use crate::config::{SinkConfig, SourceConfig};
 use anyhow::Context;
 use lapin::Channel;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::{AMQPValue, FieldTable};
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{DefaultProducerContext, FutureProducer};
+use rdkafka::{Offset, TopicPartitionList};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// The Kafka paths' topic.
+/// The Kafka paths' topic (on a `--kafka-bootstrap` broker, with a suffix of the run's
+/// own); its name is also the bridge's Kafka source's consumer group.
 const TOPIC: &str = "ferry-bench-bridge";
-/// Fewest partitions of [`TOPIC`].
+/// Fewest partitions of the topic; a `--kafka-bootstrap` broker's topic gets this many.
 const MIN_PARTITIONS: i32 = 4;
 /// What librdkafka's mock broker keeps of a partition: the newest 5 MiB of record batches
 /// (`max_size` in `rdkafka_mock.c`, not configurable).
@@ -35,15 +46,15 @@ const MOCK_PARTITION_BYTES: u64 = 5 << 20;
 /// A record's share of its record batch beyond its value, generously (a v2 record header
 /// of a dozen bytes and a 61-byte batch header shared by the batch's records).
 const RECORD_OVERHEAD: u64 = 64;
-/// The consumer group of the bridge's Kafka source.
-const GROUP: &str = "ferry-bench-bridge";
 /// Longest one watermark request may take.
 const WATERMARK_PATIENCE: Duration = Duration::from_secs(10);
 /// Records the topic's filling producer may have unacknowledged.
 const IN_FLIGHT: usize = 20_000;
+/// How long a count of a topic's committed records waits for the next one.
+const COUNT_WAIT: Duration = Duration::from_millis(5);
 
-/// Partitions of [`TOPIC`] for `--messages` records of `--size` bytes: at least
-/// [`MIN_PARTITIONS`], and enough that each, filled to three quarters of what the mock
+/// Partitions of the mock cluster's topic for `--messages` records of `--size` bytes: at
+/// least [`MIN_PARTITIONS`], and enough that each, filled to three quarters of what the mock
 /// broker keeps, holds its share (records are spread at random, so shares differ a little).
 fn partitions(bench: &BridgeBench) -> i32 {
     let record = bench.size.max(8) as u64 + RECORD_OVERHEAD;
@@ -53,55 +64,73 @@ fn partitions(bench: &BridgeBench) -> i32 {
         .max(MIN_PARTITIONS)
 }
 
-/// librdkafka's in-process mock cluster holding [`TOPIC`]; dropping it stops it.
-pub(super) struct MockKafka {
-    /// The cluster, kept only to keep it up.
-    _cluster: MockCluster<'static, DefaultProducerContext>,
-    /// Its `bootstrap.servers`.
-    bootstrap: String,
-    /// The topic's partitions.
-    partitions: i32,
+/// The Kafka side of a Kafka path; dropping it stops a mock cluster.
+pub(super) struct BenchKafka {
+    /// The mock cluster, kept only to keep it up; `None` on a `--kafka-bootstrap` broker.
+    _mock: Option<MockCluster<'static, DefaultProducerContext>>,
+    /// The run's topic.
+    topic: KafkaTopic,
 }
 
-impl MockKafka {
-    /// Starts a one-broker cluster and creates [`TOPIC`] on it with [`partitions`].
+impl BenchKafka {
+    /// Starts a one-broker mock cluster and creates [`TOPIC`] on it with [`partitions`],
+    /// or creates a topic of the run's own on the `--kafka-bootstrap` broker.
     ///
     /// # Errors
-    /// librdkafka cannot start the cluster or create the topic.
-    pub(super) fn start(bench: &BridgeBench) -> anyhow::Result<Self> {
+    /// librdkafka cannot start the cluster, or the broker cannot create the topic.
+    pub(super) async fn start(bench: &BridgeBench) -> anyhow::Result<Self> {
+        if let Some(bootstrap) = &bench.kafka_bootstrap {
+            let topic = KafkaTopic {
+                bootstrap: bootstrap.clone(),
+                name: format!("{TOPIC}-{:08x}", fastrand::u32(..)),
+                partitions: MIN_PARTITIONS,
+                mock: false,
+            };
+            create_topic(&kafka_bench(&topic, bench)).await?;
+            return Ok(Self { _mock: None, topic });
+        }
         let partitions = partitions(bench);
         let cluster = MockCluster::new(1).context("cannot start librdkafka's mock cluster")?;
         cluster
             .create_topic(TOPIC, partitions, 1)
             .with_context(|| format!("cannot create topic '{TOPIC}' on the mock cluster"))?;
-        let bootstrap = cluster.bootstrap_servers();
-        Ok(Self {
-            _cluster: cluster,
-            bootstrap,
+        let topic = KafkaTopic {
+            bootstrap: cluster.bootstrap_servers(),
+            name: TOPIC.into(),
             partitions,
+            mock: true,
+        };
+        Ok(Self {
+            _mock: Some(cluster),
+            topic,
         })
     }
 
-    /// The cluster's topic as an end.
+    /// The run's topic as an end.
     pub(super) fn topic(&self) -> End {
-        End::Topic {
-            bootstrap: self.bootstrap.clone(),
-            partitions: self.partitions,
-        }
+        End::Topic(self.topic.clone())
     }
+}
+
+/// The topic of a Kafka path.
+#[derive(Debug, Clone)]
+pub(super) struct KafkaTopic {
+    /// Its broker's `bootstrap.servers`.
+    bootstrap: String,
+    /// Its name, also the consumer group of the bridge's Kafka source.
+    name: String,
+    /// Its partitions.
+    partitions: i32,
+    /// Whether it is on the mock cluster.
+    mock: bool,
 }
 
 /// One end of a move.
 pub(super) enum End {
     /// A durable queue of `--queue-type` on the RabbitMQ at `--uri`.
     Queue(&'static str),
-    /// [`TOPIC`] on a [`MockKafka`].
-    Topic {
-        /// The cluster's `bootstrap.servers`.
-        bootstrap: String,
-        /// The topic's partitions.
-        partitions: i32,
-    },
+    /// The topic of a [`BenchKafka`].
+    Topic(KafkaTopic),
 }
 
 impl End {
@@ -109,17 +138,19 @@ impl End {
     pub(super) fn describe(&self, bench: &BridgeBench) -> String {
         match self {
             Self::Queue(queue) => format!("{} queue '{queue}'", bench.queue_type),
-            Self::Topic {
-                bootstrap,
-                partitions,
-            } => format!(
-                "topic '{TOPIC}' ({partitions} partitions) of librdkafka's mock cluster at {bootstrap}"
+            Self::Topic(t) if t.mock => format!(
+                "topic '{}' ({} partitions) of librdkafka's mock cluster at {}",
+                t.name, t.partitions, t.bootstrap
+            ),
+            Self::Topic(t) => format!(
+                "topic '{}' ({} partitions) at {}",
+                t.name, t.partitions, t.bootstrap
             ),
         }
     }
 
     /// Makes the end empty: a queue is deleted and declared afresh (a queue of another type
-    /// from an earlier run cannot be redeclared); the topic is empty already.
+    /// from an earlier run cannot be redeclared); the topic is new, so empty already.
     ///
     /// # Errors
     /// The broker refuses.
@@ -171,19 +202,19 @@ impl End {
                 };
                 publish_phase(&fill).await?;
             }
-            Self::Topic {
-                bootstrap,
-                partitions,
-            } => {
-                let fill = kafka_bench(bootstrap, *partitions, bench);
+            Self::Topic(topic) => {
+                let fill = kafka_bench(topic, bench);
                 // Unkeyed records to a random partition each, not to one partition per
                 // batch: every partition gets its share, none more than the broker keeps.
                 let producer: FutureProducer = producer_config(&fill)
                     .set("sticky.partitioning.linger.ms", "0")
                     .create()?;
                 produce_all(&producer, &fill, fill.records).await?;
+                if !topic.mock {
+                    return Ok(());
+                }
                 let reader = Arc::new(consumer(&fill, "earliest")?);
-                let marks = watermarks(reader, *partitions).await?;
+                let marks = watermarks(reader, topic).await?;
                 if let Some((partition, (low, _))) =
                     marks.iter().enumerate().find(|(_, (low, _))| *low > 0)
                 {
@@ -205,10 +236,10 @@ impl End {
                 prefetch: bench.prefetch,
                 dedup_window_ms: DEFAULT_DEDUP_WINDOW_MS,
             },
-            Self::Topic { bootstrap, .. } => SourceConfig::Kafka {
-                bootstrap_servers: bootstrap.clone(),
-                topics: vec![TOPIC.into()],
-                group_id: GROUP.into(),
+            Self::Topic(topic) => SourceConfig::Kafka {
+                bootstrap_servers: topic.bootstrap.clone(),
+                topics: vec![topic.name.clone()],
+                group_id: topic.name.clone(),
                 properties: Default::default(),
             },
         }
@@ -222,9 +253,9 @@ impl End {
                 exchange: String::new(),
                 routing_key: Some((*queue).into()),
             },
-            Self::Topic { bootstrap, .. } => SinkConfig::Kafka {
-                bootstrap_servers: bootstrap.clone(),
-                topic: TOPIC.into(),
+            Self::Topic(topic) => SinkConfig::Kafka {
+                bootstrap_servers: topic.bootstrap.clone(),
+                topic: topic.name.clone(),
                 partitioner: DEFAULT_PARTITIONER.into(),
                 transactional: bench.kafka_transactional,
                 properties: Default::default(),
@@ -232,10 +263,12 @@ impl End {
         }
     }
 
-    /// Counts what the end holds: a queue's messages on `ch`, the topic's records.
+    /// Counts what the end holds: a queue's messages on `ch`; the topic's records, by its
+    /// watermarks or, for a transactional sink's topic on a real broker (whose markers
+    /// take offsets), by reading its committed records.
     ///
     /// # Errors
-    /// The Kafka client cannot be created.
+    /// The Kafka client cannot be created or cannot be assigned the topic.
     pub(super) fn gauge<'a>(
         &self,
         bench: &BridgeBench,
@@ -243,24 +276,50 @@ impl End {
     ) -> anyhow::Result<Gauge<'a>> {
         Ok(match self {
             Self::Queue(queue) => Gauge::Queue(ch, queue),
-            Self::Topic {
-                bootstrap,
-                partitions,
-            } => {
-                let reader = consumer(&kafka_bench(bootstrap, *partitions, bench), "earliest")?;
-                Gauge::Topic(Arc::new(reader), *partitions)
+            Self::Topic(topic) if bench.kafka_transactional && !topic.mock => {
+                let reader: StreamConsumer = client(&kafka_bench(topic, bench))
+                    .set("group.id", format!("{}-count", topic.name))
+                    .set("isolation.level", "read_committed")
+                    .set("enable.auto.commit", "false")
+                    .set("fetch.wait.max.ms", "100")
+                    .create()?;
+                let mut all = TopicPartitionList::new();
+                for partition in 0..topic.partitions {
+                    all.add_partition_offset(&topic.name, partition, Offset::Beginning)?;
+                }
+                reader.assign(&all)?;
+                Gauge::Records(reader, AtomicU64::new(0))
+            }
+            Self::Topic(topic) => {
+                let reader = consumer(&kafka_bench(topic, bench), "earliest")?;
+                Gauge::Watermarks(Arc::new(reader), topic.clone())
             }
         })
     }
 
-    /// Deletes a queue the run declared.
+    /// Deletes a queue the run declared, or a topic it created on a real broker.
     ///
     /// # Errors
     /// The broker refuses.
-    pub(super) async fn remove(&self, ch: &Channel) -> anyhow::Result<()> {
-        if let Self::Queue(queue) = self {
-            ch.queue_delete((*queue).into(), QueueDeleteOptions::default())
-                .await?;
+    pub(super) async fn remove(&self, bench: &BridgeBench, ch: &Channel) -> anyhow::Result<()> {
+        match self {
+            Self::Queue(queue) => {
+                ch.queue_delete((*queue).into(), QueueDeleteOptions::default())
+                    .await?;
+            }
+            Self::Topic(topic) if !topic.mock => {
+                let admin: AdminClient<DefaultClientContext> =
+                    client(&kafka_bench(topic, bench)).create()?;
+                let deleted = admin
+                    .delete_topics(&[&topic.name], &AdminOptions::new())
+                    .await?;
+                for result in deleted {
+                    result.map_err(|(name, code)| {
+                        anyhow::anyhow!("cannot delete topic '{name}': {code}")
+                    })?;
+                }
+            }
+            Self::Topic(_) => {}
         }
         Ok(())
     }
@@ -271,7 +330,9 @@ pub(super) enum Gauge<'a> {
     /// A queue's ready messages, read with a passive declare.
     Queue(&'a Channel, &'static str),
     /// The sum of the high watermarks of the topic's partitions.
-    Topic(Arc<StreamConsumer>, i32),
+    Watermarks(Arc<StreamConsumer>, KafkaTopic),
+    /// The committed records a `read_committed` reader of every partition has read so far.
+    Records(StreamConsumer, AtomicU64),
 }
 
 impl Gauge<'_> {
@@ -294,37 +355,45 @@ impl Gauge<'_> {
                     .await?;
                 Ok(u64::from(q.message_count()))
             }
-            Self::Topic(reader, partitions) => {
-                let marks = watermarks(reader.clone(), *partitions).await?;
+            Self::Watermarks(reader, topic) => {
+                let marks = watermarks(reader.clone(), topic).await?;
                 let sum: i64 = marks.iter().map(|(_, high)| high).sum();
                 Ok(u64::try_from(sum).unwrap_or_default())
+            }
+            Self::Records(reader, counted) => {
+                while let Ok(record) = tokio::time::timeout(COUNT_WAIT, reader.recv()).await {
+                    record?;
+                    counted.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(counted.load(Ordering::Relaxed))
             }
         }
     }
 }
 
-/// The (low, high) watermarks of [`TOPIC`]'s partitions, in partition order.
+/// The (low, high) watermarks of `topic`'s partitions, in partition order.
 async fn watermarks(
     reader: Arc<StreamConsumer>,
-    partitions: i32,
+    topic: &KafkaTopic,
 ) -> anyhow::Result<Vec<(i64, i64)>> {
+    let (name, partitions) = (topic.name.clone(), topic.partitions);
     // Each request blocks on a broker round trip.
     let marks = tokio::task::spawn_blocking(move || {
         (0..partitions)
-            .map(|partition| reader.fetch_watermarks(TOPIC, partition, WATERMARK_PATIENCE))
+            .map(|partition| reader.fetch_watermarks(&name, partition, WATERMARK_PATIENCE))
             .collect::<Result<Vec<_>, KafkaError>>()
     })
     .await?
-    .with_context(|| format!("cannot read the watermarks of topic '{TOPIC}'"))?;
+    .with_context(|| format!("cannot read the watermarks of topic '{}'", topic.name))?;
     Ok(marks)
 }
 
-/// `ferry bench kafka`'s settings for filling and reading [`TOPIC`] at `bootstrap`.
-fn kafka_bench(bootstrap: &str, partitions: i32, bench: &BridgeBench) -> KafkaBench {
+/// `ferry bench kafka`'s settings for filling and reading `topic`.
+fn kafka_bench(topic: &KafkaTopic, bench: &BridgeBench) -> KafkaBench {
     KafkaBench {
-        bootstrap: bootstrap.to_owned(),
-        topic: TOPIC.into(),
-        partitions,
+        bootstrap: topic.bootstrap.clone(),
+        topic: topic.name.clone(),
+        partitions: topic.partitions,
         records: bench.messages as usize,
         size: bench.size,
         in_flight: IN_FLIGHT,

@@ -4,10 +4,11 @@
 //! - `rabbitmq-rabbitmq` (default): from one RabbitMQ queue to another, and the same move
 //!   through RabbitMQ's own Shovel plugin (a dynamic shovel with `ack-mode: on-confirm`),
 //!   in the same run on the same broker;
-//! - `kafka-rabbitmq`: from a topic on librdkafka's in-process mock cluster to a RabbitMQ
-//!   queue;
-//! - `rabbitmq-kafka`: from a RabbitMQ queue to a topic on the mock cluster (idempotent
-//!   producer, or transactional with `--kafka-transactional`).
+//! - `kafka-rabbitmq`: from a topic on librdkafka's in-process mock cluster (or on the
+//!   Kafka-protocol broker at `--kafka-bootstrap`) to a RabbitMQ queue;
+//! - `rabbitmq-kafka`: from a RabbitMQ queue to a topic on the mock cluster or the
+//!   `--kafka-bootstrap` broker (idempotent producer, or transactional with
+//!   `--kafka-transactional`).
 //!
 //! Each phase fills the source ([`ends`]) with `messages` messages of `size` bytes
 //! (publisher confirms; acks=all from an idempotent producer for a topic), empties the
@@ -15,15 +16,16 @@
 //! message. The Shovel phase needs the plugin (`rabbitmq-plugins enable rabbitmq_shovel`)
 //! and runs `rabbitmqctl`, so it is measured on the machine running the broker; Shovel does
 //! not move to or from Kafka, so the Kafka paths have no Shovel phase. The mock cluster is
-//! no throughput peer of a real Kafka cluster (an in-memory log in this process): the Kafka
-//! paths measure Ferry's Kafka source and sink, not Kafka.
+//! no throughput peer of a real Kafka cluster (an in-memory log in this process): on it the
+//! Kafka paths measure Ferry's Kafka source and sink, not Kafka. `--kafka-bootstrap` puts a
+//! durable broker in its place (here: a second Ferry's Kafka front).
 
 mod ends;
 mod movers;
 
 use super::amqp::connect;
 use super::cpu::CpuMeter;
-use ends::{End, MockKafka};
+use ends::{BenchKafka, End};
 use movers::{Stop, ferry_mover, shovel_mover};
 use std::time::{Duration, Instant};
 
@@ -78,6 +80,11 @@ pub struct BridgeBench {
     /// (`transactional = true`) instead of only idempotently.
     #[arg(long)]
     pub kafka_transactional: bool,
+    /// With a Kafka path: the `bootstrap.servers` of a Kafka-protocol broker (such as Ferry's
+    /// own Kafka front, `ferry run`) to move through instead of librdkafka's mock cluster; a
+    /// topic of 4 partitions is created for the run and deleted after it.
+    #[arg(long)]
+    pub kafka_bootstrap: Option<String>,
     /// PID of the RabbitMQ broker (`beam.smp`) on this machine: each phase then also
     /// reports the broker's CPU time per moved message, beside this process's (which runs
     /// Ferry's bridge).
@@ -107,15 +114,19 @@ pub async fn run(bench: &BridgeBench) -> anyhow::Result<BridgeReport> {
         !bench.kafka_transactional || bench.path == BridgePath::RabbitmqKafka,
         "--kafka-transactional is for --path rabbitmq-kafka, the one path with a Kafka sink"
     );
-    // `_kafka` keeps the mock cluster up until the run ends.
+    anyhow::ensure!(
+        bench.kafka_bootstrap.is_none() || bench.path != BridgePath::RabbitmqRabbitmq,
+        "--kafka-bootstrap is for --path kafka-rabbitmq and rabbitmq-kafka"
+    );
+    // `_kafka` keeps a mock cluster up until the run ends.
     let (from, to, _kafka) = match bench.path {
         BridgePath::RabbitmqRabbitmq => (End::Queue(SOURCE), End::Queue(DESTINATION), None),
         BridgePath::KafkaRabbitmq => {
-            let kafka = MockKafka::start(bench)?;
+            let kafka = BenchKafka::start(bench).await?;
             (kafka.topic(), End::Queue(DESTINATION), Some(kafka))
         }
         BridgePath::RabbitmqKafka => {
-            let kafka = MockKafka::start(bench)?;
+            let kafka = BenchKafka::start(bench).await?;
             (End::Queue(SOURCE), kafka.topic(), Some(kafka))
         }
     };
@@ -149,7 +160,7 @@ pub async fn run(bench: &BridgeBench) -> anyhow::Result<BridgeReport> {
         let admin = connect(&bench.uri).await?;
         let ch = admin.create_channel().await?;
         for end in [&from, &to] {
-            end.remove(&ch).await?;
+            end.remove(bench, &ch).await?;
         }
         anyhow::Ok(())
     }
