@@ -422,18 +422,18 @@ impl Transactions {
     }
 
     /// Aborts `producer_id`'s transaction, with a bumped epoch, if it is still open past
-    /// its timeout at `now`; its deadline entry `due` goes either way.
+    /// its timeout at `now` (which clears its deadline entry `due`); else `due` is stale and
+    /// is cleared.
     async fn expire_one(&self, due: &[u8], producer_id: i64, now: u64) -> Result<(), TxnError> {
         let expired_now = self
             .db
             .run(|tx| async move {
-                tx.clear(due);
-                let Some(mut state) = self.state(&tx, producer_id).await? else {
+                let state = self.state(&tx, producer_id).await?;
+                let Some(mut state) = state.filter(|s| expired(s, now)) else {
+                    // A stale entry: the transaction ended or moved its deadline.
+                    tx.clear(due);
                     return Ok::<_, TxnError>(None);
                 };
-                if !expired(&state, now) {
-                    return Ok(None);
-                }
                 state.epoch = state.epoch.saturating_add(1);
                 self.finish(&tx, &mut state, false).await?;
                 tx.set(&self.keys.transaction(producer_id), &state.encode());
@@ -462,17 +462,18 @@ impl Transactions {
                 change(&mut state);
                 if !state.is_open() {
                     state.started_ms = now_ms();
-                    tx.set(
-                        &self
-                            .keys
-                            .transaction_due(state.deadline_ms(), state.producer_id),
-                        b"",
-                    );
+                    tx.set(&self.due_key(&state), b"");
                 }
                 tx.set(&self.keys.transaction(state.producer_id), &state.encode());
                 Ok(())
             })
             .await
+    }
+
+    /// The deadline entry of `state`'s open transaction.
+    fn due_key(&self, state: &TxnState) -> Vec<u8> {
+        self.keys
+            .transaction_due(state.deadline_ms(), state.producer_id)
     }
 
     /// The state of `transactional_id`, which `producer` (id, epoch) must be.
@@ -537,11 +538,7 @@ impl Transactions {
         if !state.is_open() {
             return Ok(());
         }
-        tx.clear(
-            &self
-                .keys
-                .transaction_due(state.deadline_ms(), state.producer_id),
-        );
+        tx.clear(&self.due_key(state));
         let now = now_ms();
         let marker = marker(state.producer_id, state.epoch, commit, now as i64);
         for (topic, index) in &state.partitions {
