@@ -3,7 +3,7 @@
 //! one coordinator whichever instance its members bootstrap from, and when the instance
 //! holding the group and the partitions stops, the other takes both over and the group
 //! carries on with its committed offsets; an instance lets go of the groups it does not
-//! use.
+//! use; a new instance takes its share of the partitions from a running one.
 
 mod kafka_support;
 
@@ -15,6 +15,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_support::raw::Raw;
 use kafka_support::{PATIENCE, TestBroker, consumer, drive, producer, send_range};
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::util::Timeout;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -218,6 +219,80 @@ async fn an_instance_releases_the_leases_of_groups_it_does_not_use() {
         .await;
         assert!(moved.is_ok(), "a never let go of '{group}'");
     }
+    b.stop().await;
+    a.stop().await;
+}
+
+/// The leader Metadata names for each partition of [`TOPIC`], by index (-1: none).
+fn leaders(p: &FutureProducer) -> Vec<i32> {
+    let metadata = p
+        .client()
+        .fetch_metadata(Some(TOPIC), Timeout::After(PATIENCE))
+        .unwrap();
+    let mut partitions: Vec<(i32, i32)> = metadata.topics()[0]
+        .partitions()
+        .iter()
+        .map(|p| (p.id(), p.leader()))
+        .collect();
+    partitions.sort_unstable();
+    partitions.into_iter().map(|(_, leader)| leader).collect()
+}
+
+/// A second instance takes its share of the partitions from the first while an idempotent
+/// producer writes to them: every record is acknowledged, and each is in the log once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_instance_takes_its_share_of_the_partitions_while_a_producer_writes() {
+    let a = TestBroker::start_with(|c| {
+        c.default_partitions = 4;
+        c.node_id = 0;
+        c.sequencer_lease_ms = 1_500;
+    })
+    .await;
+    let p = producer(&a.bootstrap(), &[("enable.idempotence", "true")]);
+    send_range(&p, TOPIC, 0, 100).await;
+    assert_eq!(
+        leaders(&p),
+        [0, 0, 0, 0],
+        "a created the topic and holds it"
+    );
+
+    let b = a.peer(1).await;
+    let mut sent = 100;
+    let split = tokio::time::timeout(PATIENCE, async {
+        loop {
+            send_range(&p, TOPIC, sent, sent + 50).await;
+            sent += 50;
+            let now = leaders(&p);
+            if now.iter().filter(|&&l| l == 0).count() == 2
+                && now.iter().filter(|&&l| l == 1).count() == 2
+            {
+                return now;
+            }
+        }
+    })
+    .await
+    .expect("a hands two of its four partitions to b");
+    // Both instances now take writes for their own partitions.
+    send_range(&p, TOPIC, sent, sent + 200).await;
+    sent += 200;
+    assert_eq!(leaders(&p), split, "the split stays");
+
+    let ends: i64 = (0..4)
+        .map(|partition| {
+            p.client()
+                .fetch_watermarks(TOPIC, partition, Timeout::After(PATIENCE))
+                .unwrap()
+                .1
+        })
+        .sum();
+    assert_eq!(ends, sent as i64, "every record is in the log once");
+    let reader = Arc::new(consumer(&b.bootstrap(), "reader", &[]));
+    reader.subscribe(&[TOPIC]).unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let task = drive(0, reader, false, tx);
+    collect(&mut rx, (0..sent).collect()).await;
+    drop(rx);
+    let _ = task.await;
     b.stop().await;
     a.stop().await;
 }

@@ -194,6 +194,7 @@ impl KafkaFront {
             db.clone(),
             topics.clone(),
             waiters.clone(),
+            brokers.clone(),
             SequencerSettings {
                 node: config.node_id,
                 lease: config.sequencer_lease(),
@@ -203,7 +204,7 @@ impl KafkaFront {
             },
             internal.clone(),
         );
-        sequencers.claim_all().await;
+        sequencers.balance().await;
         let coordinator = Coordinator::new(
             GroupStore::new(db.clone(), keys.clone()),
             GroupSettings {

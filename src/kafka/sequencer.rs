@@ -17,8 +17,16 @@
 //!
 //! The same task renews its lease (every third of `kafka.sequencer_lease_ms`) and applies
 //! retention on a timer, so everything that writes the log is serialised in one place.
+//!
+//! Balance: every third of the lease term each instance counts the live brokers and takes
+//! its share, `ceil(partitions / live brokers)`: it claims unheld partitions while it holds
+//! fewer, and hands over the partitions it holds beyond its share. A partition being handed
+//! over refuses new produce requests (`NOT_LEADER_OR_FOLLOWER`), its sequencer moves what is
+//! already staged (answering those producers), then releases the lease so an instance with
+//! room claims it on its next round.
 
 use super::batch::{BatchHeader, marker_commits, set_base_offset};
+use super::brokers::Brokers;
 use super::keys::{PartitionKeys, decode_i64, encode_i64};
 use super::lease::Lease;
 use super::log::{Log, LogError};
@@ -51,6 +59,9 @@ const RECENT_TOKENS: usize = 65_536;
 const RETENTION_BATCH: usize = 512;
 /// Most retention transactions in one pass (the next pass continues).
 const RETENTION_ROUNDS: usize = 64;
+/// How long a partition being handed over keeps sequencing after it began refusing produce
+/// requests, so the batches of requests accepted just before are moved (and answered) here.
+const HANDOFF_GRACE: Duration = Duration::from_millis(100);
 /// Pause after a failed sequencer transaction.
 const ERROR_PAUSE: Duration = Duration::from_millis(200);
 
@@ -129,8 +140,11 @@ struct Shared {
     retention_interval: Duration,
     /// Topic defaults (retention).
     defaults: TopicDefaults,
-    /// The epoch of every partition this instance sequences, by (topic id, partition).
-    running: Mutex<HashMap<(u64, i32), i64>>,
+    /// The live instances, whose number sets this instance's share of the partitions.
+    brokers: Brokers,
+    /// Every partition this instance sequences, by (topic id, partition), with the token
+    /// that hands it over to another instance.
+    running: Mutex<HashMap<(u64, i32), CancellationToken>>,
     /// The sequencer tasks.
     tasks: Mutex<JoinSet<()>>,
     /// Stops every sequencer.
@@ -160,11 +174,13 @@ pub struct Sequencers {
 }
 
 impl Sequencers {
-    /// Sequencers for the partitions of `topics`, stopping on `shutdown`.
+    /// Sequencers for the partitions of `topics`, sharing them with the other live
+    /// `brokers`, stopping on `shutdown`.
     pub fn new(
         db: Database,
         topics: Topics,
         waiters: Arc<Waiters>,
+        brokers: Brokers,
         settings: SequencerSettings,
         shutdown: CancellationToken,
     ) -> Self {
@@ -178,6 +194,7 @@ impl Sequencers {
                 batch: settings.batch,
                 retention_interval: settings.retention_interval,
                 defaults: settings.defaults,
+                brokers,
                 running: Mutex::default(),
                 tasks: Mutex::new(JoinSet::new()),
                 shutdown,
@@ -185,30 +202,74 @@ impl Sequencers {
         }
     }
 
-    /// Whether this instance sequences the partition.
+    /// Whether this instance sequences the partition (and is not handing it over).
     pub fn is_local(&self, topic_id: u64, partition: i32) -> bool {
         self.shared
             .running
             .lock()
-            .contains_key(&(topic_id, partition))
+            .get(&(topic_id, partition))
+            .is_some_and(|handoff| !handoff.is_cancelled())
     }
 
-    /// Takes the lease of every partition of every topic that no live instance holds and
-    /// starts its sequencer.
-    pub async fn claim_all(&self) {
-        for topic in self.shared.topics.all() {
-            for partition in &topic.partitions {
-                self.claim(partition).await;
+    /// Takes this instance's share of the partitions: claims unheld ones while it holds
+    /// fewer than `ceil(partitions / live brokers)`, and hands over those it holds beyond
+    /// that (the last ones in topic and index order). When the live brokers cannot be read,
+    /// it claims every unheld partition and hands nothing over.
+    pub async fn balance(&self) {
+        let partitions: Vec<Partition> = self
+            .shared
+            .topics
+            .all()
+            .iter()
+            .flat_map(|t| t.partitions.iter().cloned())
+            .collect();
+        let share = match self.shared.brokers.live().await {
+            Ok(live) => partitions.len().div_ceil(live.len().max(1)),
+            Err(e) => {
+                warn!(error = %e, "cannot read the live brokers; claiming every unheld partition");
+                usize::MAX
+            }
+        };
+        let mut local: Vec<&Partition> = partitions
+            .iter()
+            .filter(|p| self.is_local(p.topic_id, p.index))
+            .collect();
+        for partition in &partitions {
+            if local.len() >= share {
+                break;
+            }
+            if !self.is_local(partition.topic_id, partition.index) && self.claim(partition).await {
+                local.push(partition);
+            }
+        }
+        if local.len() > share {
+            local.sort_by_key(|p| (p.topic_id, p.index));
+            for partition in &local[share..] {
+                self.hand_over(partition);
             }
         }
     }
 
+    /// Starts handing `partition` over: new produce requests for it are refused from now
+    /// on, and its sequencer releases the lease once it has moved what is staged.
+    fn hand_over(&self, partition: &Partition) {
+        if let Some(handoff) = self
+            .shared
+            .running
+            .lock()
+            .get(&(partition.topic_id, partition.index))
+        {
+            info!(topic = %partition.topic, partition = partition.index, "handing the partition over to an instance with fewer");
+            handoff.cancel();
+        }
+    }
+
     /// Takes `partition`'s lease if no other live instance holds it, and starts its
-    /// sequencer; nothing when this instance sequences it already.
-    pub async fn claim(&self, partition: &Partition) {
+    /// sequencer; returns whether it did (false when this instance sequences it already).
+    pub async fn claim(&self, partition: &Partition) -> bool {
         let id = (partition.topic_id, partition.index);
         if self.shared.shutdown.is_cancelled() || self.shared.running.lock().contains_key(&id) {
-            return;
+            return false;
         }
         let shared = &self.shared;
         let keys = &partition.keys;
@@ -222,8 +283,9 @@ impl Sequencers {
             .await;
         match claimed {
             Ok(Some(epoch)) => {
-                if shared.running.lock().insert(id, epoch).is_some() {
-                    return;
+                let handoff = CancellationToken::new();
+                if shared.running.lock().insert(id, handoff.clone()).is_some() {
+                    return false;
                 }
                 metrics::gauge!(m::SEQUENCERS).increment(1.0);
                 info!(topic = %partition.topic, partition = partition.index, epoch, "sequencing partition");
@@ -231,24 +293,28 @@ impl Sequencers {
                     shared: shared.clone(),
                     partition: partition.clone(),
                     epoch,
+                    handoff,
                     recent_tokens: RecentTokens::default(),
                 };
                 shared.tasks.lock().spawn(task.run());
+                true
             }
-            Ok(None) => {}
+            Ok(None) => false,
             Err(e) => {
                 warn!(topic = %partition.topic, partition = partition.index, error = %e, "cannot claim the sequencer lease");
+                false
             }
         }
     }
 
-    /// Claims unheld partitions (new topics from other instances, leases that lapsed)
-    /// every third of the lease until shutdown; then waits for the sequencers to stop and
-    /// releases their leases so another instance can take over at once.
+    /// Balances (claiming partitions of new topics from other instances and leases that
+    /// lapsed, handing over what is beyond this instance's share) every third of the lease
+    /// until shutdown; then waits for the sequencers to stop and release their leases so
+    /// another instance can take over at once.
     pub async fn run(self) {
         let interval = self.shared.lease / 3;
         loop {
-            self.claim_all().await;
+            self.balance().await;
             tokio::select! {
                 () = self.shared.shutdown.cancelled() => break,
                 () = tokio::time::sleep(interval) => {}
@@ -347,6 +413,8 @@ struct Sequencer {
     partition: Partition,
     /// The lease epoch this sequencer holds.
     epoch: i64,
+    /// Fired when the partition is to be handed over to another instance.
+    handoff: CancellationToken,
     /// Staging tokens already sequenced.
     recent_tokens: RecentTokens,
 }
@@ -356,9 +424,18 @@ impl Sequencer {
         let id = (self.partition.topic_id, self.partition.index);
         let renew_every = self.shared.lease / 3;
         let mut next_retention = tokio::time::Instant::now() + self.shared.retention_interval;
+        let mut handoff_since = None;
         self.publish_bounds().await;
         loop {
             if self.shared.shutdown.is_cancelled() {
+                break;
+            }
+            let handing_off = self
+                .handoff
+                .is_cancelled()
+                .then(|| *handoff_since.get_or_insert_with(tokio::time::Instant::now));
+            if handing_off.is_some_and(|since| since.elapsed() >= renew_every) {
+                // Batches keep arriving: the next holder sequences the rest.
                 break;
             }
             if tokio::time::Instant::now() >= next_retention {
@@ -387,11 +464,19 @@ impl Sequencer {
                         .set(high_watermark as f64);
                 }
                 Step::Idle(wakeup) => {
-                    let wake_by = (tokio::time::Instant::now() + renew_every).min(next_retention);
+                    let mut wake_by =
+                        (tokio::time::Instant::now() + renew_every).min(next_retention);
+                    if let Some(since) = handing_off {
+                        if since.elapsed() >= HANDOFF_GRACE {
+                            break;
+                        }
+                        wake_by = wake_by.min(since + HANDOFF_GRACE);
+                    }
                     tokio::select! {
                         () = self.shared.shutdown.cancelled() => break,
                         _ = wakeup.wait() => {}
                         () = tokio::time::sleep_until(wake_by) => {}
+                        () = self.handoff.cancelled(), if handing_off.is_none() => {}
                     }
                 }
                 Step::Lost => {
@@ -400,11 +485,12 @@ impl Sequencer {
                 }
             }
         }
-        self.shared.running.lock().remove(&id);
-        metrics::gauge!(m::SEQUENCERS).decrement(1.0);
-        if self.shared.shutdown.is_cancelled() {
+        if self.shared.shutdown.is_cancelled() || self.handoff.is_cancelled() {
             self.release().await;
         }
+        // Only now may this instance claim the partition again.
+        self.shared.running.lock().remove(&id);
+        metrics::gauge!(m::SEQUENCERS).decrement(1.0);
     }
 
     /// One transaction: check and renew the lease, move staged batches into the log.
