@@ -289,8 +289,8 @@ async fn stage_and_ack(
         let message = AmqpMessage {
             exchange: d.exchange.as_str().to_owned(),
             routing_key: d.routing_key.as_str().to_owned(),
-            properties: d.properties.clone(),
-            body: d.data.clone(),
+            properties: d.properties,
+            body: d.data,
         };
         let staged = staged::from_amqp(&message);
         if staged.body.len() > MAX_BODY_SIZE {
