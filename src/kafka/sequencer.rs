@@ -259,7 +259,7 @@ impl Sequencers {
             .lock()
             .get(&(partition.topic_id, partition.index))
         {
-            info!(topic = %partition.topic, partition = partition.index, "handing the partition over to an instance with fewer");
+            info!(topic = %partition.topic, partition = partition.index, "handing the partition over: this instance holds more than its share");
             handoff.cancel();
         }
     }
