@@ -6,9 +6,10 @@ use amq_protocol::types::generation::gen_field_table;
 use amq_protocol::types::{
     AMQPValue, ByteArray, DecimalValue, FieldArray, FieldTable, LongString, ShortString,
 };
-use ferry::bridge::mapping::{
-    AmqpMessage, KafkaRecord, KeySource, amqp_to_kafka, kafka_to_amqp, values,
-};
+use ferry::amqp::port::AmqpMessage;
+use ferry::bridge::mapping::{amqp_to_kafka, kafka_to_amqp, values};
+use ferry::config::KeySource;
+use ferry::kafka::port::KafkaRecord;
 use proptest::prelude::*;
 
 fn short_string() -> impl Strategy<Value = String> {

@@ -9,7 +9,8 @@
 //! queues, bindings, routing), [`dead_letter`] (the dead-letter router), [`expiry`] (head
 //! expiry without consumers), [`sac`] (single active consumer), [`janitor`]
 //! (`x-expires` and transient entities of dead owners), [`resources`] (queue-depth
-//! gauges and the publisher alarm), [`errors`] (reply codes), [`broker`] (shared state).
+//! gauges and the publisher alarm), [`errors`] (reply codes), [`broker`] (shared state),
+//! and [`port`] (what the bridge may use of the front).
 //!
 //! [`start`] loads the topology, then [`Started::run`] serves until shutdown, then drains: every connection is closed with 320
 //! CONNECTION_FORCED after its channels stored what they had accepted and returned their
@@ -26,6 +27,7 @@ pub mod errors;
 pub mod expiry;
 pub mod janitor;
 pub mod message;
+pub mod port;
 pub mod publish;
 pub mod resources;
 pub mod sac;
@@ -86,7 +88,7 @@ pub enum FrontError {
 }
 
 /// The AMQP front with its topology loaded, ready to serve ([`Started::run`]); the
-/// bridge routes through its [`Broker`] meanwhile.
+/// bridge routes through its [`Started::port`] meanwhile.
 pub struct Started {
     /// Shared with every connection (and the bridge).
     broker: Arc<Broker>,
@@ -168,9 +170,9 @@ pub async fn run(
 }
 
 impl Started {
-    /// The state the front shares, for the bridge's routes through it.
-    pub fn broker(&self) -> Arc<Broker> {
-        self.broker.clone()
+    /// The front's port, for the bridge's routes through it.
+    pub fn port(&self) -> port::AmqpPort {
+        port::AmqpPort::new(self.broker.clone())
     }
 
     /// Serves AMQP on `listener` until `shutdown`, then drains every connection and stops

@@ -24,7 +24,9 @@ pub mod sources;
 pub mod staged;
 pub mod status;
 
+use crate::amqp::port::AmqpPort;
 use crate::config::{Config, RouteConfig, SinkConfig, SourceConfig};
+use crate::kafka::port::KafkaPort;
 use crate::stage::{Holders, StageError, Stages};
 use crate::store::{Database, StoreError};
 use keys::RouteKeys;
@@ -66,14 +68,15 @@ impl From<StageError> for BridgeError {
     }
 }
 
-/// What Ferry's own fronts offer routes that start or end at them; `None` for a front
-/// this process does not run (then such routes fail to start, naming the front).
+/// The ports of Ferry's own fronts, for routes that start or end at them; `None` for a
+/// front this process does not run (then such routes fail to start, naming the front).
+/// The bridge reaches the fronts through these ports only.
 #[derive(Clone, Default)]
 pub struct Fronts {
-    /// The AMQP front's shared state: its virtual hosts, their topology and queues.
-    pub amqp: Option<Arc<crate::amqp::broker::Broker>>,
-    /// The Kafka front's shared state: its topics, partition logs and sequencers.
-    pub kafka: Option<Arc<crate::kafka::Context>>,
+    /// The AMQP front's port.
+    pub amqp: Option<AmqpPort>,
+    /// The Kafka front's port.
+    pub kafka: Option<KafkaPort>,
 }
 
 /// Everything one route's source and sinks share.

@@ -1,28 +1,18 @@
-//! The form every bridged message takes in a route's stages: the AMQP front's stored
-//! message (exchange, routing key, raw properties, body), so one encoding serves every
-//! path. A Kafka record is staged as its AMQP mapping (lossless both ways, see
+//! The form every bridged message takes in a route's stages: the AMQP front's stage body
+//! of the message ([`AmqpMessage::to_stage_body`]: exchange, routing key, properties,
+//! body), so one encoding serves every path. A Kafka record is staged as its AMQP mapping (lossless both ways, see
 //! [`super::mapping`]) and mapped back when it leaves for Kafka.
 
-use super::mapping::{AmqpMessage, KafkaRecord, KeySource, Mapped, amqp_to_kafka, kafka_to_amqp};
-use crate::amqp::codec::{decode_properties, encode_properties};
-use crate::amqp::message::StoredMessage;
+use super::mapping::{Mapped, amqp_to_kafka, kafka_to_amqp};
+use crate::amqp::port::{AmqpMessage, UndecodableMessage};
+use crate::config::KeySource;
+use crate::kafka::port::KafkaRecord;
 use crate::stage::{Delivery, MessageId, NewMessage};
 use bytes::Bytes;
 
-/// Why a staged body could not be read back.
-#[derive(Debug, thiserror::Error)]
-#[error("a bridged message cannot be decoded: {0}")]
-pub struct StagedError(String);
-
 /// The stage message for an AMQP message; its priority picks the lane.
 pub fn from_amqp(m: &AmqpMessage) -> NewMessage {
-    let stored = StoredMessage {
-        exchange: m.exchange.clone(),
-        routing_key: m.routing_key.clone(),
-        raw_properties: Bytes::from(encode_properties(&m.properties)),
-        body: Bytes::copy_from_slice(&m.body),
-    };
-    NewMessage::new(stored.encode()).priority(m.properties.priority().unwrap_or(0))
+    NewMessage::new(m.to_stage_body()).priority(m.properties.priority().unwrap_or(0))
 }
 
 /// The stage message for a Kafka record (through its AMQP mapping), with the header
@@ -52,20 +42,11 @@ impl Outgoing {
     /// Reads a delivery of a route stage.
     ///
     /// # Errors
-    /// [`StagedError`] when the body is not a stored message.
-    pub fn decode(d: &Delivery) -> Result<Self, StagedError> {
-        let stored = StoredMessage::decode(Bytes::copy_from_slice(&d.body))
-            .map_err(|e| StagedError(e.to_string()))?;
-        let properties =
-            decode_properties(&stored.raw_properties).map_err(|e| StagedError(e.to_string()))?;
+    /// [`UndecodableMessage`] when the body is not a stored message.
+    pub fn decode(d: &Delivery) -> Result<Self, UndecodableMessage> {
         Ok(Self {
             id: d.id,
-            message: AmqpMessage {
-                exchange: stored.exchange,
-                routing_key: stored.routing_key,
-                properties,
-                body: stored.body.to_vec(),
-            },
+            message: AmqpMessage::from_stage_body(Bytes::copy_from_slice(&d.body))?,
             redelivered: d.redelivered(),
             staged_ms: d.envelope.enqueued_ms,
         })

@@ -10,7 +10,6 @@
 
 use super::ConfigError;
 use super::validate::{at_least, between};
-use crate::bridge::mapping::KeySource;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -166,6 +165,19 @@ pub enum Endpoint {
     },
     /// A topic on Ferry's Kafka front.
     KafkaTopic(String),
+}
+
+/// What a Kafka record's key is made from when an AMQP message goes to Kafka.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeySource {
+    /// The routing key (default): records of one routing key share a partition.
+    #[default]
+    RoutingKey,
+    /// The `message-id` property.
+    MessageId,
+    /// No key: records spread over partitions.
+    None,
 }
 
 /// `[[routes]]`: one source to one or more destinations.

@@ -23,7 +23,7 @@ pub mod users;
 pub mod validate;
 
 pub use amqp::AmqpConfig;
-pub use bridge::{Endpoint, EndpointConfig, RouteConfig, SinkConfig, SourceConfig};
+pub use bridge::{Endpoint, EndpointConfig, KeySource, RouteConfig, SinkConfig, SourceConfig};
 pub use daemon::DaemonConfig;
 pub use error::ConfigError;
 pub use kafka::KafkaConfig;

@@ -157,7 +157,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         lease_reaper::run(holders, ttl, token).await;
         Ok(())
     });
-    let kafka_ctx = kafka.context();
+    let kafka_port = kafka.port();
     loops.spawn("kafka front", async move {
         kafka.run().await;
         Ok(())
@@ -172,8 +172,8 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     };
     let amqp = crate::amqp::start(front).await?;
     let fronts = crate::bridge::Fronts {
-        amqp: Some(amqp.broker()),
-        kafka: Some(kafka_ctx),
+        amqp: Some(amqp.port()),
+        kafka: Some(kafka_port),
     };
     let token = shutdown.clone();
     loops.spawn("amqp front", async move {

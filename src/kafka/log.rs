@@ -115,6 +115,15 @@ impl Aborted {
     }
 }
 
+/// Where readers of a log may read: its bounds and its last stable offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Readable {
+    /// The log's start offset and high watermark.
+    pub bounds: Bounds,
+    /// The last stable offset: how far `read_committed` readers may read.
+    pub stable: i64,
+}
+
 /// Batches read from a log.
 #[derive(Debug, Clone, Default)]
 pub struct Read {
@@ -149,6 +158,34 @@ impl<'a> Log<'a> {
             start: decode_i64(start.as_deref()),
             high_watermark: decode_i64(hw.as_deref()),
         })
+    }
+
+    /// The log's bounds and its last stable offset, as a reader sees them (snapshot reads).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn readable(&self, tx: &Transaction) -> Result<Readable, LogError> {
+        let bounds = self.bounds(tx, true).await?;
+        let stable = self.last_stable(tx, bounds.high_watermark).await?;
+        Ok(Readable { bounds, stable })
+    }
+
+    /// [`Log::read`] for a `read_committed` reader, with the aborted transactions among
+    /// what it read (their batches are to be dropped). `until` is at most the last stable
+    /// offset.
+    ///
+    /// # Errors
+    /// The store's error, or a corrupt index.
+    pub async fn read_committed(
+        &self,
+        tx: &Transaction,
+        from: i64,
+        until: i64,
+        max_bytes: usize,
+    ) -> Result<(Read, Vec<Aborted>), LogError> {
+        let read = self.read(tx, from, until, max_bytes).await?;
+        let aborted = self.aborted(tx, from, until).await?;
+        Ok((read, aborted))
     }
 
     /// Bytes stored in the log (a snapshot read: retention's estimate need not conflict

@@ -7,7 +7,8 @@
 //! [`sequencer`] (the fenced writer of each log), [`waiters`] (produce requests waiting
 //! for the log), [`producers`] (idempotent producers), [`transactions`] (the transaction
 //! coordinator), [`groups`] (the consumer group coordinator), [`brokers`] (live
-//! instances), [`keys`] (the keyspace).
+//! instances), [`keys`] (the keyspace), [`staged`] (the record staged for a batch), and
+//! [`port`] (what the bridge may use of the front).
 //!
 //! Produce path: a batch is validated and appended as sent to its partition's stage
 //! (conflict-free, any instance); the partition's sequencer moves staged batches into the
@@ -23,8 +24,10 @@ pub mod groups;
 pub mod keys;
 pub mod lease;
 pub mod log;
+pub mod port;
 pub mod producers;
 pub mod sequencer;
+pub mod staged;
 pub mod topics;
 pub mod transactions;
 pub mod waiters;
@@ -242,9 +245,9 @@ impl KafkaFront {
         })
     }
 
-    /// What every connection shares, for the bridge's routes through the front.
-    pub fn context(&self) -> Arc<Context> {
-        self.ctx.clone()
+    /// The front's port, for the bridge's routes through the front.
+    pub fn port(&self) -> port::KafkaPort {
+        port::KafkaPort::new(self.ctx.clone())
     }
 
     /// The address the listener is bound to.

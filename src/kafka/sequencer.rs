@@ -31,8 +31,9 @@ use super::keys::{PartitionKeys, decode_i64, encode_i64};
 use super::lease::Lease;
 use super::log::{Log, LogError};
 use super::producers::{ProducerState, Verdict};
+use super::staged::{self, Waiter};
 use super::topics::{Partition, TopicDefaults, Topics};
-use super::waiters::{Outcome, Waiters};
+use super::waiters::{BatchOutcome, Waiters};
 use crate::stage::{Delivery, MessageId, StageError, Wakeup, now_ms};
 use crate::store::{Database, StoreError, Transaction, TransactionError};
 use crate::telemetry::kafka as m;
@@ -45,10 +46,6 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-/// Format version of staged records.
-const FORMAT: u8 = 1;
-/// Bytes before the batch in a staged record: format, incarnation, token.
-const STAGED_HEADER: usize = 17;
 /// Most staged bytes one sequencer transaction moves (well inside the 10 MB limit, which
 /// counts the pop's clears and the log's writes).
 const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
@@ -64,26 +61,6 @@ const RETENTION_ROUNDS: usize = 64;
 const HANDOFF_GRACE: Duration = Duration::from_millis(100);
 /// Pause after a failed sequencer transaction.
 const ERROR_PAUSE: Duration = Duration::from_millis(200);
-
-/// The record staged for a produced batch: who waits for it, then the batch as sent.
-pub fn stage_record(incarnation: u64, token: u64, batch: &[u8]) -> Vec<u8> {
-    let mut body = Vec::with_capacity(STAGED_HEADER + batch.len());
-    body.push(FORMAT);
-    body.extend_from_slice(&incarnation.to_be_bytes());
-    body.extend_from_slice(&token.to_be_bytes());
-    body.extend_from_slice(batch);
-    body
-}
-
-/// Splits a staged record into (incarnation, token, batch start).
-fn staged_parts(body: &[u8]) -> Option<(u64, u64)> {
-    if body.len() < STAGED_HEADER || body[0] != FORMAT {
-        return None;
-    }
-    let incarnation = u64::from_be_bytes(body[1..9].try_into().ok()?);
-    let token = u64::from_be_bytes(body[9..17].try_into().ok()?);
-    Some((incarnation, token))
-}
 
 /// Why the sequencer machinery failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -329,17 +306,17 @@ impl Sequencers {
 #[derive(Default)]
 struct RecentTokens {
     /// In arrival order, to forget the oldest.
-    order: VecDeque<(u64, u64)>,
+    order: VecDeque<Waiter>,
     /// For lookup.
-    set: HashSet<(u64, u64)>,
+    set: HashSet<Waiter>,
 }
 
 impl RecentTokens {
-    fn contains(&self, id: (u64, u64)) -> bool {
+    fn contains(&self, id: Waiter) -> bool {
         self.set.contains(&id)
     }
 
-    fn insert(&mut self, id: (u64, u64)) {
+    fn insert(&mut self, id: Waiter) {
         if self.set.insert(id) {
             self.order.push_back(id);
             if self.order.len() > RECENT_TOKENS
@@ -354,12 +331,12 @@ impl RecentTokens {
 /// What became of one staged batch.
 #[derive(Debug, Clone)]
 struct Sequenced {
-    /// Who waits for it: (incarnation, token).
-    waiter: (u64, u64),
+    /// Who waits for it.
+    waiter: Waiter,
     /// Its place in the stage.
     staged: MessageId,
     /// Its outcome.
-    outcome: Outcome,
+    outcome: BatchOutcome,
     /// Bytes and records written to the log, when it was.
     written: Option<(i64, i32)>,
 }
@@ -377,10 +354,10 @@ struct Cursor {
     /// Producers whose `open` entry changed.
     opened_or_closed: HashSet<i64>,
     /// Tokens sequenced in this transaction.
-    seen: HashSet<(u64, u64)>,
+    seen: HashSet<Waiter>,
     /// Tokens of earlier attempts whose commit was reported unknown, with the stage entries
     /// they took.
-    uncertain: HashMap<(u64, u64), Vec<MessageId>>,
+    uncertain: HashMap<Waiter, Vec<MessageId>>,
 }
 
 /// Producers' states in a partition, and where transactional producers' open
@@ -592,7 +569,7 @@ impl Sequencer {
     ) -> Option<Sequenced> {
         let staged = delivery.id;
         let mut body = delivery.body;
-        let Some(waiter) = staged_parts(&body) else {
+        let Some(waiter) = staged::waiter(&body) else {
             warn!(topic = %self.partition.topic, "dropping an undecodable staged record");
             return None;
         };
@@ -617,11 +594,11 @@ impl Sequencer {
                 .get(&waiter)
                 .is_some_and(|ids| ids.iter().any(|id| *id < staged));
         if sequenced_before || !first_here {
-            return skipped(Outcome::Duplicate(-1));
+            return skipped(BatchOutcome::Duplicate(-1));
         }
-        let batch = &mut body[STAGED_HEADER..];
+        let batch = staged::batch_mut(&mut body);
         let Ok(header) = BatchHeader::parse(batch) else {
-            return skipped(Outcome::Refused(ResponseError::CorruptMessage));
+            return skipped(BatchOutcome::Refused(ResponseError::CorruptMessage));
         };
         let base = cursor.high_watermark;
         let producer = header.producer_id;
@@ -646,8 +623,8 @@ impl Sequencer {
                     let after = ProducerState::after(state, &header, base);
                     cursor.producers.insert(producer, Some(after));
                 }
-                Verdict::Duplicate(at) => return skipped(Outcome::Duplicate(at)),
-                Verdict::Refuse(e) => return skipped(Outcome::Refused(e)),
+                Verdict::Duplicate(at) => return skipped(BatchOutcome::Duplicate(at)),
+                Verdict::Refuse(e) => return skipped(BatchOutcome::Refused(e)),
             }
             if header.is_transactional() && cursor.open.get(&producer).copied().flatten().is_none()
             {
@@ -661,7 +638,7 @@ impl Sequencer {
         Some(Sequenced {
             waiter,
             staged,
-            outcome: Outcome::Appended(base),
+            outcome: BatchOutcome::Appended(base),
             written: Some((batch.len() as i64, header.record_count)),
         })
     }
@@ -683,8 +660,7 @@ impl Sequencer {
     ) -> Result<ProducerStates, SequencerError> {
         let headers: Vec<BatchHeader> = staged
             .iter()
-            .filter_map(|d| d.body.get(STAGED_HEADER..))
-            .filter_map(|b| BatchHeader::parse(b).ok())
+            .filter_map(|d| BatchHeader::parse(staged::batch(&d.body)).ok())
             .filter(BatchHeader::is_idempotent)
             .collect();
         let ids: HashSet<i64> = headers.iter().map(|h| h.producer_id).collect();
@@ -718,21 +694,21 @@ impl Sequencer {
         metrics::histogram!(m::SEQUENCER_BATCH_SIZE).record(outcomes.len() as f64);
         let (mut bytes, mut records, mut duplicates) = (0i64, 0i64, 0u64);
         for Sequenced {
-            waiter: (incarnation, token),
+            waiter,
             outcome,
             written,
             ..
         } in outcomes
         {
-            self.recent_tokens.insert((incarnation, token));
+            self.recent_tokens.insert(waiter);
             if let Some((b, r)) = written {
                 bytes += b;
                 records += i64::from(r);
             }
-            if matches!(outcome, Outcome::Duplicate(_)) {
+            if matches!(outcome, BatchOutcome::Duplicate(_)) {
                 duplicates += 1;
             }
-            self.shared.waiters.answer(incarnation, token, outcome);
+            self.shared.waiters.answer(waiter, outcome);
         }
         metrics::counter!(m::PRODUCED_BYTES_TOTAL, m::LABEL_TOPIC => topic.clone())
             .increment(bytes as u64);
@@ -846,20 +822,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn staged_records_carry_their_waiter() {
-        let body = stage_record(5, 9, b"batch");
-        assert_eq!(staged_parts(&body), Some((5, 9)));
-        assert_eq!(&body[STAGED_HEADER..], b"batch");
-        assert_eq!(staged_parts(b"short"), None);
-    }
-
-    #[test]
     fn recent_tokens_forget_the_oldest() {
         let mut r = RecentTokens::default();
+        let waiter = |token| Waiter {
+            incarnation: 1,
+            token,
+        };
         for t in 0..=RECENT_TOKENS as u64 {
-            r.insert((1, t));
+            r.insert(waiter(t));
         }
-        assert!(!r.contains((1, 0)));
-        assert!(r.contains((1, RECENT_TOKENS as u64)));
+        assert!(!r.contains(waiter(0)));
+        assert!(r.contains(waiter(RECENT_TOKENS as u64)));
     }
 }

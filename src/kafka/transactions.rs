@@ -26,7 +26,7 @@ use super::batch::{BatchHeader, marker};
 use super::groups::store::{CommittedOffset, encode_offset};
 use super::keys::KafkaKeys;
 use super::producers::allocate_in;
-use super::sequencer::stage_record;
+use super::staged;
 use super::topics::Topics;
 use super::waiters::Waiters;
 use crate::stage::{NewMessage, StageError, now_ms};
@@ -550,11 +550,7 @@ impl Transactions {
             else {
                 continue;
             };
-            let body = stage_record(
-                self.waiters.incarnation(),
-                self.waiters.unwaited_token(),
-                &marker,
-            );
+            let body = staged::encode(self.waiters.unwaited(), &marker);
             partition
                 .stage
                 .append_in(tx, &[NewMessage::new(body)], now)

@@ -9,6 +9,7 @@
 //! notification; its producer, if still waiting, times out and resends, and idempotence
 //! recognises the resend.
 
+use super::staged::Waiter;
 use kafka_protocol::ResponseError;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -17,7 +18,7 @@ use tokio::sync::oneshot;
 
 /// What became of a staged batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum BatchOutcome {
     /// Written to the log at this base offset.
     Appended(i64),
     /// Already in the log at this base offset (an idempotent resend).
@@ -34,7 +35,7 @@ pub struct Waiters {
     /// The next token (0 means "nobody waits").
     next: AtomicU64,
     /// Waiting requests by token.
-    waiting: Mutex<HashMap<u64, oneshot::Sender<Outcome>>>,
+    waiting: Mutex<HashMap<u64, oneshot::Sender<BatchOutcome>>>,
 }
 
 impl Default for Waiters {
@@ -48,23 +49,22 @@ impl Default for Waiters {
 }
 
 impl Waiters {
-    /// This process's incarnation.
-    pub fn incarnation(&self) -> u64 {
-        self.incarnation
-    }
-
-    /// Registers a waiter; stage the batch with the returned token.
-    pub fn register(&self) -> (u64, oneshot::Receiver<Outcome>) {
-        let token = self.next.fetch_add(1, Ordering::Relaxed);
+    /// Registers a waiter; stage the batch with it.
+    pub fn register(&self) -> (Waiter, oneshot::Receiver<BatchOutcome>) {
+        let waiter = self.unwaited();
         let (tx, rx) = oneshot::channel();
-        self.waiting.lock().insert(token, tx);
-        (token, rx)
+        self.waiting.lock().insert(waiter.token, tx);
+        (waiter, rx)
     }
 
-    /// A token for a batch nobody waits for (`acks=0`): unique, so the sequencer can still
-    /// recognise it if it is staged twice.
-    pub fn unwaited_token(&self) -> u64 {
-        self.next.fetch_add(1, Ordering::Relaxed)
+    /// A waiter for a batch nobody waits for (`acks=0`, a transaction marker, a bridge
+    /// route's batch): its token is unique, so the sequencer can still recognise the batch
+    /// if it is staged twice.
+    pub fn unwaited(&self) -> Waiter {
+        Waiter {
+            incarnation: self.incarnation,
+            token: self.next.fetch_add(1, Ordering::Relaxed),
+        }
     }
 
     /// Stops waiting for `token` (its request timed out or its connection closed).
@@ -72,12 +72,12 @@ impl Waiters {
         self.waiting.lock().remove(&token);
     }
 
-    /// Answers `token` if it was staged by this incarnation and someone still waits.
-    pub fn answer(&self, incarnation: u64, token: u64, outcome: Outcome) {
-        if incarnation != self.incarnation || token == 0 {
+    /// Answers `waiter` if it was staged by this incarnation and someone still waits.
+    pub fn answer(&self, waiter: Waiter, outcome: BatchOutcome) {
+        if waiter.incarnation != self.incarnation || waiter.token == 0 {
             return;
         }
-        if let Some(tx) = self.waiting.lock().remove(&token) {
+        if let Some(tx) = self.waiting.lock().remove(&waiter.token) {
             let _ = tx.send(outcome);
         }
     }
@@ -90,19 +90,23 @@ mod tests {
     #[tokio::test]
     async fn a_registered_token_hears_its_outcome_once() {
         let w = Waiters::default();
-        let (token, rx) = w.register();
-        w.answer(w.incarnation() ^ 1, token, Outcome::Appended(1));
-        w.answer(w.incarnation(), token, Outcome::Appended(7));
-        w.answer(w.incarnation(), token, Outcome::Appended(8));
-        assert_eq!(rx.await.unwrap(), Outcome::Appended(7));
+        let (waiter, rx) = w.register();
+        let foreign = Waiter {
+            incarnation: waiter.incarnation ^ 1,
+            ..waiter
+        };
+        w.answer(foreign, BatchOutcome::Appended(1));
+        w.answer(waiter, BatchOutcome::Appended(7));
+        w.answer(waiter, BatchOutcome::Appended(8));
+        assert_eq!(rx.await.unwrap(), BatchOutcome::Appended(7));
     }
 
     #[test]
     fn a_forgotten_token_is_not_kept() {
         let w = Waiters::default();
-        let (token, rx) = w.register();
-        w.forget(token);
-        w.answer(w.incarnation(), token, Outcome::Appended(1));
+        let (waiter, rx) = w.register();
+        w.forget(waiter.token);
+        w.answer(waiter, BatchOutcome::Appended(1));
         drop(rx);
         assert!(w.waiting.lock().is_empty());
     }

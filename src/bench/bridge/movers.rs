@@ -4,8 +4,8 @@
 //! Each returns a [`Stop`] that ends it and removes what it set up.
 
 use super::{BridgeBench, DESTINATION, SOURCE};
-use crate::bridge::mapping::KeySource;
 use crate::bridge::{Fronts, Setup, status::Status};
+use crate::config::KeySource;
 use crate::config::bridge::{DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_INITIAL_MS, DEFAULT_RETRY_MAX_MS};
 use crate::config::{Config, EndpointConfig, RouteConfig, SinkConfig, SourceConfig, StoreConfig};
 use crate::stage::Stages;

@@ -19,6 +19,9 @@
 
 pub mod values;
 
+use crate::amqp::port::AmqpMessage;
+use crate::config::KeySource;
+use crate::kafka::port::KafkaRecord;
 use amq_protocol::protocol::BasicProperties;
 use amq_protocol::types::generation::gen_field_table;
 use amq_protocol::types::parsing::parse_field_table;
@@ -47,45 +50,6 @@ pub const KAFKA_TIMESTAMP: &str = "x-kafka-timestamp";
 pub const KAFKA_NULL_VALUE: &str = "x-kafka-null-value";
 /// Prefix of the AMQP headers that carry Kafka data.
 pub const KAFKA_PREFIX: &str = "x-kafka-";
-
-/// An AMQP message as the bridge sees it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AmqpMessage {
-    /// The exchange it was (or is to be) published to.
-    pub exchange: String,
-    /// Its routing key.
-    pub routing_key: String,
-    /// Its content properties, headers table included.
-    pub properties: BasicProperties,
-    /// Its body.
-    pub body: Vec<u8>,
-}
-
-/// A Kafka record as the bridge sees it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KafkaRecord {
-    /// The key; `None` is Kafka's null key.
-    pub key: Option<Vec<u8>>,
-    /// The value; `None` is a tombstone.
-    pub value: Option<Vec<u8>>,
-    /// The headers, in order; names may repeat and values may be null.
-    pub headers: Vec<(String, Option<Vec<u8>>)>,
-    /// The timestamp in milliseconds since the epoch, if it has one.
-    pub timestamp_ms: Option<i64>,
-}
-
-/// What a Kafka record's key is made from when an AMQP message goes to Kafka.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KeySource {
-    /// The routing key (default): records of one routing key share a partition.
-    #[default]
-    RoutingKey,
-    /// The `message-id` property.
-    MessageId,
-    /// No key: records spread over partitions.
-    None,
-}
 
 /// A mapped message, with the values that had to follow the fallback rule.
 #[derive(Debug, Clone, PartialEq)]

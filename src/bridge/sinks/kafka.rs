@@ -28,10 +28,11 @@
 //!                                             (lane, versionstamp) each
 //! ```
 
-use crate::bridge::mapping::{KafkaRecord, KeySource};
 use crate::bridge::sink::{ExternalSink, Outcome};
 use crate::bridge::staged::Outgoing;
 use crate::bridge::status::Status;
+use crate::config::KeySource;
+use crate::kafka::port::KafkaRecord;
 use crate::stage::{MessageId, StageError};
 use crate::store::Database;
 use foundationdb_tuple::Subspace;

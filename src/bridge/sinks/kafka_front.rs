@@ -10,29 +10,21 @@
 //! A missing topic is created when the route starts if `kafka.auto_create_topics`
 //! allows it; while it is missing, deliveries are retried.
 
-use crate::bridge::mapping::KeySource;
 use crate::bridge::sink::{InStoreSink, Outcome};
 use crate::bridge::staged::Outgoing;
-use crate::kafka::Context;
-use crate::kafka::sequencer::stage_record;
-use crate::kafka::topics::Topic;
-use crate::stage::{NewMessage, StageError};
+use crate::config::KeySource;
+use crate::kafka::port::{KafkaPort, KafkaRecord, PartitionRef};
+use crate::stage::StageError;
 use crate::store::Transaction;
-use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tracing::warn;
 
 /// Where a route delivers on the Kafka front.
 pub struct KafkaFrontSink {
     /// The front.
-    kafka: Arc<Context>,
+    kafka: KafkaPort,
     /// The topic.
     topic: String,
     /// What a record's key is made from.
@@ -44,11 +36,8 @@ pub struct KafkaFrontSink {
 impl KafkaFrontSink {
     /// A sink producing to `topic` of `kafka`'s front, creating the topic now if it is
     /// missing and `kafka.auto_create_topics` allows it.
-    pub async fn open(kafka: Arc<Context>, topic: String, key: KeySource) -> Self {
-        if let Err(e) = kafka
-            .topic_or_create(&topic, kafka.config.auto_create_topics)
-            .await
-        {
+    pub async fn open(kafka: KafkaPort, topic: String, key: KeySource) -> Self {
+        if let Err(e) = kafka.open_topic(&topic).await {
             warn!(topic = %topic, error = %e, "the route's Kafka topic is not there yet; deliveries wait for it");
         }
         Self {
@@ -59,8 +48,8 @@ impl KafkaFrontSink {
         }
     }
 
-    fn topic(&self) -> Option<Arc<Topic>> {
-        self.kafka.topics.get(&self.topic)
+    fn partitions(&self) -> Option<Vec<PartitionRef>> {
+        self.kafka.partitions(&self.topic)
     }
 }
 
@@ -103,7 +92,7 @@ pub fn partition_for_key(key: &[u8], partitions: usize) -> usize {
 
 impl InStoreSink for KafkaFrontSink {
     fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome> {
-        let outcome = match self.topic() {
+        let outcome = match self.partitions() {
             Some(_) => Outcome::Delivered,
             None => Outcome::Retry(format!("no topic '{}' on the Kafka front", self.topic)),
         };
@@ -118,61 +107,24 @@ impl InStoreSink for KafkaFrontSink {
     ) -> BoxFuture<'a, Result<Vec<(usize, String)>, StageError>> {
         Box::pin(async move {
             // Deleted since `plan` found it: nothing is written, everything is retried.
-            let Some(topic) = self.topic() else {
+            let Some(partitions) = self.partitions() else {
                 let why = format!("no topic '{}' on the Kafka front", self.topic);
                 return Ok((0..batch.len()).map(|i| (i, why.clone())).collect());
             };
-            let count = topic.partitions.len();
-            let mut by_partition: BTreeMap<usize, Vec<Record>> = BTreeMap::new();
+            let count = partitions.len();
+            let mut by_partition: BTreeMap<usize, Vec<KafkaRecord>> = BTreeMap::new();
             for o in batch {
                 let r = o.to_kafka(self.key);
                 let p = match &r.key {
                     Some(k) => partition_for_key(k, count),
                     None => self.round_robin.fetch_add(1, Ordering::Relaxed) % count.max(1),
                 };
-                let records = by_partition.entry(p).or_default();
-                let n = records.len() as i64;
-                records.push(Record {
-                    transactional: false,
-                    control: false,
-                    delete_horizon: false,
-                    partition_leader_epoch: -1,
-                    producer_id: -1,
-                    producer_epoch: -1,
-                    timestamp_type: TimestampType::Creation,
-                    offset: n,
-                    // offset − sequence must be constant for one batch; no producer: -1 first.
-                    sequence: n as i32 - 1,
-                    timestamp: r.timestamp_ms.unwrap_or(now as i64),
-                    key: r.key.map(Bytes::from),
-                    value: r.value.map(Bytes::from),
-                    headers: r
-                        .headers
-                        .into_iter()
-                        .map(|(k, v)| (StrBytes::from_string(k), v.map(Bytes::from)))
-                        .collect(),
-                });
+                by_partition.entry(p).or_default().push(r);
             }
-            let waiters = &self.kafka.waiters;
             for (p, records) in by_partition {
-                let Some(partition) = topic.partition(p as i32) else {
-                    continue;
-                };
-                let mut buf = BytesMut::new();
-                RecordBatchEncoder::encode(
-                    &mut buf,
-                    &records,
-                    &RecordEncodeOptions {
-                        version: 2,
-                        compression: Compression::None,
-                    },
-                )
-                .expect("uncompressed records encode into memory");
-                let body = stage_record(waiters.incarnation(), waiters.unwaited_token(), &buf);
-                partition
-                    .stage
-                    .append_in(tx, &[NewMessage::new(body)], now)
-                    .await?;
+                if let Some(partition) = partitions.get(p) {
+                    self.kafka.append_in(tx, partition, records, now).await?;
+                }
             }
             Ok(Vec::new())
         })

@@ -73,9 +73,9 @@ pub async fn open(
             exchange,
             key,
         } => {
-            let broker = ctx.fronts.amqp.clone().ok_or_else(|| no_front("AMQP"))?;
+            let amqp = ctx.fronts.amqp.clone().ok_or_else(|| no_front("AMQP"))?;
             Ok(Sink::InStore(Box::new(amqp_front::AmqpFrontSink::new(
-                broker,
+                amqp,
                 vhost.clone(),
                 exchange.clone(),
                 key.clone(),

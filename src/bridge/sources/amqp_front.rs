@@ -10,15 +10,7 @@
 //!
 //! A missing exchange is logged, shown as down in `/readyz`, and retried with backoff.
 
-use crate::amqp::broker::Broker;
-use crate::amqp::codec::decode_properties;
-use crate::amqp::errors::AmqpError;
-use crate::amqp::message::StoredMessage;
-use crate::amqp::topology::args::QueueArgs;
-use crate::amqp::topology::queue::QueueSpec;
-use crate::amqp::topology::routing::{Binding, Destination};
-use crate::amqp::topology::{Queue, VHost};
-use crate::bridge::mapping::AmqpMessage;
+use crate::amqp::port::{AmqpMessage, AmqpPort, BoundQueue};
 use crate::bridge::sink::{Backoff, endpoint_label};
 use crate::bridge::{BridgeError, RouteContext, staged};
 use crate::config::Endpoint;
@@ -51,7 +43,7 @@ pub struct Exchange {
 /// [`BridgeError`] when the store fails.
 pub async fn run(
     ctx: Arc<RouteContext>,
-    broker: Arc<Broker>,
+    amqp: AmqpPort,
     from: Exchange,
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
@@ -65,7 +57,15 @@ pub async fn run(
         Duration::from_millis(ctx.config.retry_max_ms),
     );
     loop {
-        let why = match bind(&ctx, &broker, &from).await {
+        let queue = amqp
+            .bind_queue(
+                &from.vhost,
+                &from.exchange,
+                &from.binding_key,
+                &queue_name(&ctx.config.name),
+            )
+            .await;
+        let why = match queue {
             Ok(queue) => {
                 ctx.status.up(&label);
                 backoff.reset();
@@ -87,48 +87,10 @@ pub async fn run(
     }
 }
 
-/// Declares (idempotently) the route's durable queue and binds it to the exchange.
-async fn bind(
-    ctx: &RouteContext,
-    broker: &Broker,
-    from: &Exchange,
-) -> Result<Arc<Queue>, AmqpError> {
-    let vhost: &Arc<VHost> = broker.vhosts.get(&from.vhost).ok_or_else(|| {
-        AmqpError::not_found(format!("no vhost '{}' on the AMQP front", from.vhost))
-    })?;
-    if !vhost.topology().exchanges.contains_key(&from.exchange) {
-        return Err(AmqpError::not_found(format!(
-            "no exchange '{}' in vhost '{}'",
-            from.exchange, from.vhost
-        )));
-    }
-    let name = queue_name(&ctx.config.name);
-    let spec = QueueSpec {
-        durable: true,
-        exclusive_owner: None,
-        auto_delete: false,
-        args: QueueArgs::default(),
-        owner: 0,
-    };
-    let queue = vhost.declare_queue(&name, spec, false, 0).await?;
-    vhost
-        .bind(
-            Binding {
-                source: from.exchange.clone(),
-                destination: Destination::Queue(name),
-                routing_key: from.binding_key.clone(),
-                arguments: Default::default(),
-            },
-            0,
-        )
-        .await?;
-    Ok(queue)
-}
-
 /// Moves leased batches until shutdown (`true`) or the queue's deletion (`false`).
 async fn consume(
     ctx: &RouteContext,
-    queue: &Queue,
+    queue: &BoundQueue,
     label: &str,
     shutdown: &CancellationToken,
 ) -> Result<bool, StageError> {
@@ -163,14 +125,8 @@ async fn consume(
 
 /// The route's form of a queued message; `None` for a body the front did not write.
 fn decode(d: &Delivery) -> Option<NewMessage> {
-    let stored = StoredMessage::decode(Bytes::copy_from_slice(&d.body)).ok()?;
-    let properties = decode_properties(&stored.raw_properties).ok()?;
-    Some(staged::from_amqp(&AmqpMessage {
-        exchange: stored.exchange,
-        routing_key: stored.routing_key,
-        properties,
-        body: stored.body.to_vec(),
-    }))
+    let message = AmqpMessage::from_stage_body(Bytes::copy_from_slice(&d.body)).ok()?;
+    Some(staged::from_amqp(&message))
 }
 
 /// Acknowledges `deliveries` in the queue and stages them for the route, in one
@@ -178,7 +134,7 @@ fn decode(d: &Delivery) -> Option<NewMessage> {
 /// transaction committed) is skipped.
 async fn move_batch(
     ctx: &RouteContext,
-    queue: &Queue,
+    queue: &BoundQueue,
     deliveries: &[Delivery],
     label: &str,
 ) -> Result<(), StageError> {

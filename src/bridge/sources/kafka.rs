@@ -14,11 +14,11 @@
 //! (P, "bridge", route, "kafka-offset", topic, partition) = next offset to read (i64)
 //! ```
 
-use crate::bridge::mapping::KafkaRecord;
 use crate::bridge::sink::Backoff;
 use crate::bridge::staged;
 use crate::bridge::status::Status;
 use crate::bridge::{BridgeError, RouteContext};
+use crate::kafka::port::KafkaRecord;
 use crate::stage::{NewMessage, StageError};
 use crate::store::RangeOption;
 use crate::telemetry::bridge as metric;

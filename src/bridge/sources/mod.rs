@@ -74,13 +74,13 @@ pub fn start(
             exchange,
             key,
         } => {
-            let broker = ctx.fronts.amqp.clone().ok_or_else(|| no_front("AMQP"))?;
+            let amqp = ctx.fronts.amqp.clone().ok_or_else(|| no_front("AMQP"))?;
             let from = amqp_front::Exchange {
                 vhost,
                 exchange,
                 binding_key: key.unwrap_or_else(|| "#".to_owned()),
             };
-            Ok(Box::pin(amqp_front::run(ctx, broker, from, shutdown)))
+            Ok(Box::pin(amqp_front::run(ctx, amqp, from, shutdown)))
         }
         Endpoint::KafkaTopic(topic) => {
             let kafka = ctx.fronts.kafka.clone().ok_or_else(|| no_front("Kafka"))?;

@@ -24,7 +24,7 @@
 //! never ends the source: it is logged, shown in `/readyz` as `source:NAME: down: why`,
 //! and retried with the route's backoff. Only a store failure ends it.
 
-use crate::bridge::mapping::AmqpMessage;
+use crate::amqp::port::AmqpMessage;
 use crate::bridge::sink::Backoff;
 use crate::bridge::staged;
 use crate::bridge::{BridgeError, RouteContext};

@@ -13,7 +13,7 @@
 
 use super::Reply;
 use crate::kafka::Context;
-use crate::kafka::log::{Aborted, Bounds, Log, LogError, Read};
+use crate::kafka::log::{Aborted, Log, LogError, Read, Readable};
 use crate::kafka::topics::Partition;
 use crate::store::{Transaction, Watch};
 use crate::telemetry::kafka as m;
@@ -150,7 +150,7 @@ async fn read_pass(
                 continue;
             };
             let log = Log::new(&p.keys);
-            let (bounds, stable) = match bounds_and_stable(&log, tx).await {
+            let Readable { bounds, stable } = match log.readable(tx).await {
                 Ok(found) => found,
                 Err(e) => {
                     warn!(topic = %p.topic, partition = w.index, error = %e, "cannot read the log bounds");
@@ -211,13 +211,6 @@ async fn read_pass(
     pass
 }
 
-/// The log's bounds and its last stable offset.
-async fn bounds_and_stable(log: &Log<'_>, tx: &Transaction) -> Result<(Bounds, i64), LogError> {
-    let bounds = log.bounds(tx, true).await?;
-    let stable = log.last_stable(tx, bounds.high_watermark).await?;
-    Ok((bounds, stable))
-}
-
 /// Batches from `offset` up to `until` and, for `read_committed`, the aborted
 /// transactions among them.
 async fn read(
@@ -228,13 +221,12 @@ async fn read(
     room: usize,
     read_committed: bool,
 ) -> Result<(Read, Option<Vec<Aborted>>), LogError> {
-    let read = log.read(tx, offset, until, room).await?;
-    let aborted = if read_committed {
-        Some(log.aborted(tx, offset, until).await?)
+    if read_committed {
+        let (read, aborted) = log.read_committed(tx, offset, until, room).await?;
+        Ok((read, Some(aborted)))
     } else {
-        None
-    };
-    Ok((read, aborted))
+        Ok((log.read(tx, offset, until, room).await?, None))
+    }
 }
 
 /// The answer of a final pass, with its metrics recorded.

@@ -15,10 +15,10 @@
 use super::Reply;
 use crate::kafka::Context;
 use crate::kafka::batch;
-use crate::kafka::sequencer::stage_record;
+use crate::kafka::staged;
 use crate::kafka::topics::Partition;
 use crate::kafka::transactions::TxnError;
-use crate::kafka::waiters::Outcome;
+use crate::kafka::waiters::{BatchOutcome, Waiters};
 use crate::stage::{NewMessage, now_ms};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
@@ -36,7 +36,7 @@ enum Answer {
     /// With this error, now.
     Refused(i16),
     /// With what the sequencer reports for this token.
-    Waiting(u64, oneshot::Receiver<Outcome>),
+    Waiting(u64, oneshot::Receiver<BatchOutcome>),
     /// `acks=0`: staged, nobody waits.
     Staged,
 }
@@ -134,13 +134,13 @@ fn prepare(
                             Answer::Refused(ResponseError::NotLeaderOrFollower.code())
                         }
                         Ok(header) => {
-                            let (token, answer) = if acks == 0 {
-                                (ctx.waiters.unwaited_token(), Answer::Staged)
+                            let (waiter, answer) = if acks == 0 {
+                                (ctx.waiters.unwaited(), Answer::Staged)
                             } else {
-                                let (token, rx) = ctx.waiters.register();
-                                (token, Answer::Waiting(token, rx))
+                                let (waiter, rx) = ctx.waiters.register();
+                                (waiter, Answer::Waiting(waiter.token, rx))
                             };
-                            let body = stage_record(ctx.waiters.incarnation(), token, &records);
+                            let body = staged::encode(waiter, &records);
                             appends.push(Append {
                                 answer: (index, t, p),
                                 partition: partition.clone(),
@@ -218,7 +218,7 @@ async fn stage(ctx: &Context, appends: &[Append]) -> Result<Vec<(usize, i16)>, T
 
 /// The answer of one request, once every partition's batch is in the log (or its timeout
 /// passed).
-async fn answer(waiters: Arc<crate::kafka::waiters::Waiters>, prepared: Prepared) -> ResponseKind {
+async fn answer(waiters: Arc<Waiters>, prepared: Prepared) -> ResponseKind {
     let deadline = tokio::time::Instant::now() + prepared.timeout;
     let mut responses = Vec::with_capacity(prepared.answers.len());
     for (name, partitions) in prepared.answers {
@@ -230,10 +230,10 @@ async fn answer(waiters: Arc<crate::kafka::waiters::Waiters>, prepared: Prepared
                 // Only `acks=0` stages without waiting, and it is not answered.
                 Answer::Staged => response.with_base_offset(-1),
                 Answer::Waiting(token, rx) => match tokio::time::timeout_at(deadline, rx).await {
-                    Ok(Ok(Outcome::Appended(base) | Outcome::Duplicate(base))) => {
+                    Ok(Ok(BatchOutcome::Appended(base) | BatchOutcome::Duplicate(base))) => {
                         response.with_base_offset(base)
                     }
-                    Ok(Ok(Outcome::Refused(e))) => response.with_error_code(e.code()),
+                    Ok(Ok(BatchOutcome::Refused(e))) => response.with_error_code(e.code()),
                     Ok(Err(_)) | Err(_) => {
                         waiters.forget(token);
                         response.with_error_code(ResponseError::RequestTimedOut.code())
