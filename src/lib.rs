@@ -8,7 +8,7 @@
 //! key-value interface with its engines; [`stage`] is the queue layer built from
 //! FoundationDB's queue recipes; [`amqp`] is the AMQP 0-9-1 front and [`kafka`] the Kafka
 //! wire front; [`bridge`] connects them and external brokers; [`auth`] checks users for
-//! every front; [`server`] is the accept loop every front shares; [`daemon`] runs the
+//! every front, with [`password`] hashes; [`server`] is the accept loop every front shares; [`daemon`] runs the
 //! long-lived process; [`telemetry`] names every metric Ferry exports; [`bench`] holds the
 //! load tools.
 
@@ -19,6 +19,7 @@ pub mod bridge;
 pub mod config;
 pub mod daemon;
 pub mod kafka;
+pub mod password;
 pub mod server;
 pub mod stage;
 pub mod store;

@@ -113,7 +113,7 @@ fn main() -> ExitCode {
         },
         Command::HashPassword { password } => match password.map_or_else(read_password, Ok) {
             Ok(password) => {
-                println!("{}", ferry::auth::PasswordHash::new(&password));
+                println!("{}", ferry::password::PasswordHash::new(&password));
                 ExitCode::SUCCESS
             }
             Err(e) => fail(e, EXIT_FAILURE),

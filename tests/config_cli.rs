@@ -223,7 +223,7 @@ fn hash_password_prints_a_hash_that_validates() {
     assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
     let hash = outcome.stdout.trim();
     assert!(
-        ferry::auth::PasswordHash::parse(hash)
+        ferry::password::PasswordHash::parse(hash)
             .unwrap()
             .verify("s3cret")
     );

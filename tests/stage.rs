@@ -364,7 +364,11 @@ async fn bodies_larger_than_a_value_are_chunked(store: TestStore) {
 async fn oversized_body_is_refused(store: TestStore) {
     let (_, q) = stage(&store, "huge", StageOptions::default()).await;
     let err = q
-        .append(&[NewMessage::new(vec![0u8; ferry::stage::MAX_BODY_SIZE + 1])])
+        .append(&[NewMessage::new(vec![
+            0u8;
+            ferry::config::limits::MAX_BODY_SIZE
+                + 1
+        ])])
         .await
         .unwrap_err();
     assert!(matches!(err, StageError::BodyTooLarge { .. }), "{err}");

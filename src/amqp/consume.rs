@@ -17,13 +17,13 @@
 //! deliveries return to their original positions and come back with `redelivered` set.
 
 use super::codec;
-use super::connection::ConnectionContext;
+use super::context::ConnectionContext;
 use super::errors::{AmqpError, TxError};
 use super::message::StoredMessage;
 use super::sac;
+use super::settle::{How, Settlement, settle_in};
 use super::topology::Queue;
-use crate::stage::{self, Delivery, MessageId, Release, StageError, Step, now_ms};
-use crate::store::Transaction;
+use crate::stage::{self, Delivery, MessageId, StageError, Step, now_ms};
 use crate::telemetry::amqp as metric;
 use amq_protocol::protocol::{AMQPClass, basic};
 use bytes::Bytes;
@@ -42,49 +42,6 @@ const SETTLE_BATCH: usize = 256;
 /// consumer with less than a quarter of its prefetch free waits for more room before it
 /// leases: fewer, larger transactions (AMQP acknowledgements have no reply to delay).
 const BATCH_DELAY: Duration = Duration::from_millis(4);
-
-/// What to do with settled deliveries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum How {
-    /// Acknowledged: removed for good.
-    Ack,
-    /// Back to its original position (nack/reject with requeue, recover).
-    Requeue,
-    /// Dead-lettered, or dropped without a dead-letter exchange.
-    Reject,
-}
-
-/// Deliveries of one queue and holder, settled the same way.
-#[derive(Debug, Clone)]
-pub struct Settlement {
-    /// The queue.
-    pub queue: Arc<Queue>,
-    /// The holder they are leased to.
-    pub holder: u64,
-    /// The deliveries.
-    pub ids: Vec<MessageId>,
-    /// What to do.
-    pub how: How,
-}
-
-/// Applies a settlement within `tx`.
-///
-/// # Errors
-/// The stage's error.
-pub async fn settle_in(tx: &Transaction, s: &Settlement, now: u64) -> Result<(), StageError> {
-    let stage = &s.queue.stage;
-    match s.how {
-        How::Ack => stage.ack_in(tx, s.holder, &s.ids).await.map(|_| ()),
-        How::Requeue => stage
-            .release_in(tx, s.holder, &s.ids, Release::Requeue, now)
-            .await
-            .map(|_| ()),
-        How::Reject => stage
-            .release_in(tx, s.holder, &s.ids, Release::Reject, now)
-            .await
-            .map(|_| ()),
-    }
-}
 
 /// A delivery not yet acknowledged.
 #[derive(Debug, Clone)]

@@ -2,9 +2,11 @@
 //!
 //! An AMQP queue *is* a stage; exchanges and bindings live in the front's own subspace.
 //! Modules, from the wire inwards: [`codec`] (frames, sans-io), [`connection`] (handshake,
-//! heartbeats, the per-connection loop), [`channel`] (the per-channel state machine),
-//! [`publish`] and [`consume`] (group-committed publishes with confirms; leased
-//! deliveries with batched acknowledgements), [`enqueue`] (storing into queues with their
+//! heartbeats, the per-connection loop), [`writer`] (the socket's write half),
+//! [`context`] (what a connection's channels share), [`channel`] (the per-channel state
+//! machine), [`publish`] and [`consume`] (group-committed publishes with confirms; leased
+//! deliveries with batched acknowledgements), [`settle`] (acks, nacks and rejects in a
+//! store transaction), [`enqueue`] (storing into queues with their
 //! TTL and length rules), [`message`] (a message's stored form), [`topology`] (exchanges,
 //! queues, bindings, routing), [`dead_letter`] (the dead-letter router), [`expiry`] (head
 //! expiry without consumers), [`sac`] (single active consumer), [`janitor`]
@@ -21,6 +23,7 @@ mod channel;
 pub mod codec;
 pub mod connection;
 pub mod consume;
+pub mod context;
 pub mod dead_letter;
 pub mod enqueue;
 pub mod errors;
@@ -31,7 +34,9 @@ pub mod port;
 pub mod publish;
 pub mod resources;
 pub mod sac;
+pub mod settle;
 pub mod topology;
+pub mod writer;
 
 use crate::auth::Users;
 use crate::config::AmqpConfig;

@@ -19,10 +19,10 @@
 
 use super::broker::Broker;
 use super::codec::{self, ContentHeader};
-use super::consume::{Settlement, settle_in};
 use super::enqueue::{Entry, QueueBatch, Stored, enqueue_in, expires_at, hint_expiries};
 use super::errors::{AmqpError, TxError};
 use super::message::StoredMessage;
+use super::settle::{Settlement, settle_in};
 use super::topology::{Queue, VHost};
 use crate::stage::{NewMessage, now_ms};
 use crate::telemetry::amqp as metric;

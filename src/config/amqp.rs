@@ -4,6 +4,7 @@
 //! checks ranges without I/O and names the key at fault.
 
 use super::ConfigError;
+use super::limits::MAX_MESSAGE_SIZE_LIMIT;
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -15,11 +16,6 @@ pub const DEFAULT_AMQP_LISTEN: &str = "0.0.0.0:5672";
 
 /// The smallest `frame_max` AMQP 0-9-1 allows (`frame-min-size`).
 pub const MIN_FRAME_MAX: u32 = 4096;
-
-/// The largest message body the front accepts at most: the stage holds up to 8 MiB per
-/// message, and the front keeps 256 KiB of that for the exchange, routing key and
-/// properties it stores with the body.
-pub const MAX_MESSAGE_SIZE_LIMIT: u32 = (crate::stage::MAX_BODY_SIZE - 256 * 1024) as u32;
 
 /// `[amqp]` section.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

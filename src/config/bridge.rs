@@ -9,7 +9,7 @@
 //! [`RouteConfig::destinations`] give the checked form, [`Endpoint`].
 
 use super::ConfigError;
-use super::validate::{at_least, between};
+use super::checks::{at_least, between};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! topic defaults, consumer group timeouts and the partition sequencers' lease.
 
 use super::ConfigError;
-use super::validate::{at_least, between, is_host};
+use super::checks::{at_least, between, is_host};
 use serde::Deserialize;
 use std::time::Duration;
 

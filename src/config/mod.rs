@@ -5,14 +5,20 @@
 //! `[metrics]`, `[log]`, `[daemon]`, and the bridge's `[sources.NAME]`, `[sinks.NAME]`,
 //! `[[routes]]` in [`bridge`]) declares
 //! its keys, their defaults and their meaning; [`load`] reads, [`validate`] checks values
-//! without I/O, [`preflight`] checks the machine. The shipped `config/ferry.toml` lists every
-//! key with its default, and a test keeps it equal to [`Config::default`].
+//! without I/O (with the shared [`checks`]), [`preflight`] checks the machine, [`limits`] holds the size limits values
+//! are checked against. The shipped `config/ferry.toml` lists every key with its default,
+//! and a test keeps it equal to [`Config::default`].
+//!
+//! A leaf: it imports nothing of Ferry's but [`crate::password`] (to check hashes), so
+//! every layer may read it.
 
 pub mod amqp;
 pub mod bridge;
+pub mod checks;
 pub mod daemon;
 pub mod error;
 pub mod kafka;
+pub mod limits;
 pub mod load;
 pub mod log;
 pub mod metrics;

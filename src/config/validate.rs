@@ -4,9 +4,9 @@
 //! 1 and 65535`). Checks that need the machine (a writable directory, a resolvable host)
 //! live in [`super::preflight`].
 
+use super::checks::{at_least, between, is_hostname};
 use super::{Config, ConfigError, DaemonConfig, LogConfig, StageConfig, StoreConfig, UserConfig};
 use crate::config::store::Engine;
-use std::fmt::Display;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 use tracing_subscriber::EnvFilter;
@@ -81,7 +81,7 @@ fn validate_users(users: &[UserConfig]) -> Result<(), ConfigError> {
                 format!("'{}' is declared twice", user.name),
             ));
         }
-        crate::auth::PasswordHash::parse(&user.password_hash)
+        crate::password::PasswordHash::parse(&user.password_hash)
             .map_err(|e| ConfigError::invalid(format!("users[{i}].password_hash"), e))?;
         if user.vhosts.is_empty() {
             return Err(ConfigError::invalid(
@@ -108,39 +108,6 @@ fn validate_log(log: &LogConfig) -> Result<(), ConfigError> {
 /// Rules of `[daemon]`.
 fn validate_daemon(daemon: &DaemonConfig) -> Result<(), ConfigError> {
     at_least("daemon.shutdown_timeout_ms", daemon.shutdown_timeout_ms, 1)
-}
-
-/// `value` ≥ `min`.
-pub(super) fn at_least<T: PartialOrd + Display>(
-    key: &str,
-    value: T,
-    min: T,
-) -> Result<(), ConfigError> {
-    if value >= min {
-        Ok(())
-    } else {
-        Err(ConfigError::invalid(
-            key,
-            format!("{value} must be at least {min}"),
-        ))
-    }
-}
-
-/// `min` ≤ `value` ≤ `max`.
-pub(super) fn between<T: PartialOrd + Display>(
-    key: &str,
-    value: T,
-    min: T,
-    max: T,
-) -> Result<(), ConfigError> {
-    if min <= value && value <= max {
-        Ok(())
-    } else {
-        Err(ConfigError::invalid(
-            key,
-            format!("{value} must be between {min} and {max}"),
-        ))
-    }
 }
 
 /// A probability: 0 ≤ `value` ≤ 1 (NaN fails).
@@ -185,27 +152,6 @@ fn host_port(key: &str, addr: &str) -> Result<(), ConfigError> {
             format!("'{addr}' is not a host:port address"),
         ))
     }
-}
-
-/// A bare host, as clients are told to connect to: an IPv4 address, an IPv6 address
-/// (without brackets) or a hostname.
-pub(super) fn is_host(host: &str) -> bool {
-    host.parse::<Ipv4Addr>().is_ok() || host.parse::<Ipv6Addr>().is_ok() || is_hostname(host)
-}
-
-/// RFC 1123 hostname syntax: dot-separated labels of letters, digits and inner hyphens.
-fn is_hostname(host: &str) -> bool {
-    !host.is_empty()
-        && host.len() <= 253
-        && host.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        })
 }
 
 #[cfg(test)]

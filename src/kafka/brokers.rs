@@ -15,7 +15,7 @@ const FORMAT: u16 = 1;
 
 /// A broker as clients see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Broker {
+pub struct BrokerAddress {
     /// Its node id.
     pub node: i32,
     /// The host clients connect to.
@@ -32,19 +32,19 @@ pub struct Brokers {
     /// The Kafka keyspace.
     keys: KafkaKeys,
     /// This instance.
-    me: Broker,
+    me: BrokerAddress,
     /// How long a registration lasts unrenewed.
     ttl: Duration,
 }
 
 impl Brokers {
     /// The registry, with this instance as `me`.
-    pub fn new(db: Database, keys: KafkaKeys, me: Broker, ttl: Duration) -> Self {
+    pub fn new(db: Database, keys: KafkaKeys, me: BrokerAddress, ttl: Duration) -> Self {
         Self { db, keys, me, ttl }
     }
 
     /// This instance.
-    pub fn me(&self) -> &Broker {
+    pub fn me(&self) -> &BrokerAddress {
         &self.me
     }
 
@@ -87,11 +87,11 @@ impl Brokers {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn live(&self) -> Result<Vec<Broker>, StoreError> {
+    pub async fn live(&self) -> Result<Vec<BrokerAddress>, StoreError> {
         let tx = self.db.begin()?;
         let (b, e) = self.keys.brokers();
         let now = now_ms();
-        let mut live: Vec<Broker> = tx
+        let mut live: Vec<BrokerAddress> = tx
             .get_range(&RangeOption::new(b, e), true)
             .await?
             .into_iter()
@@ -100,7 +100,11 @@ impl Brokers {
                 let (_, host, port, deadline) =
                     unpack::<(u16, String, i64, u64)>(&kv.value).ok()?;
                 let port = i32::try_from(port).ok()?;
-                (deadline > now && node != self.me.node).then_some(Broker { node, host, port })
+                (deadline > now && node != self.me.node).then_some(BrokerAddress {
+                    node,
+                    host,
+                    port,
+                })
             })
             .collect();
         live.push(self.me.clone());

@@ -36,7 +36,7 @@ use crate::auth::Users;
 use crate::config::KafkaConfig;
 use crate::stage::Stages;
 use crate::store::{Database, StoreError};
-use brokers::{Broker, Brokers};
+use brokers::{BrokerAddress, Brokers};
 use groups::state::GroupSettings;
 use groups::store::GroupStore;
 use groups::{Coordinator, Identity};
@@ -177,7 +177,7 @@ impl KafkaFront {
         let db = stages.db().clone();
         let keys = KafkaKeys::new(prefix);
         let local = listener.local_addr().map_err(KafkaError::Listener)?;
-        let me = Broker {
+        let me = BrokerAddress {
             node: config.node_id,
             host: advertised_host(config, local),
             port: if config.advertised_port == 0 {

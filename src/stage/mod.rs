@@ -39,6 +39,7 @@ pub use keys::{MessageId, RootKeys, lane_of};
 pub use record::{DeadLetter, DeadLetterReason, Envelope, StageMeta};
 pub use registry::{StageOptions, Stages};
 
+use crate::config::limits::MAX_BODY_SIZE;
 use crate::store::keys::key_after;
 use crate::store::{Database, RangeOption, Transaction};
 use futures::future::try_join_all;
@@ -47,8 +48,6 @@ use record::{decode_counter, decode_u64, encode_u64};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The largest body a stage holds: one append must fit FoundationDB's 10 MB transaction.
-pub const MAX_BODY_SIZE: usize = 8 * 1024 * 1024;
 /// Body bytes per stored chunk: FoundationDB's value limit.
 const CHUNK: usize = 100_000;
 

@@ -4,8 +4,9 @@
 #![allow(dead_code)]
 
 use ferry::amqp::{Front, run};
-use ferry::auth::{PasswordHash, Users};
+use ferry::auth::Users;
 use ferry::config::{AmqpConfig, StoreConfig, UserConfig};
+use ferry::password::PasswordHash;
 use ferry::stage::Stages;
 use ferry::store::Database;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};

@@ -2,8 +2,8 @@
 //! basic.get, qos, acknowledgements, recover, flow, confirm and tx.
 
 use super::{Channel, Exit};
-use crate::amqp::consume::How;
 use crate::amqp::errors::AmqpError;
+use crate::amqp::settle::How;
 use crate::amqp::topology::args::QueueArgs;
 use crate::amqp::topology::{Binding, Destination, Exchange, ExchangeKind, QueueSpec};
 use amq_protocol::protocol::{

@@ -16,10 +16,11 @@ mod content;
 mod methods;
 
 use super::codec::{self, Frame};
-use super::connection::{ConnectionContext, Control};
 use super::consume::{Consumers, Work};
+use super::context::{ConnectionContext, Control};
 use super::errors::AmqpError;
 use super::publish::{Committed, Incoming, Publisher};
+use super::settle::Settlement;
 use crate::telemetry::amqp as metric;
 use amq_protocol::protocol::{AMQPClass, basic, channel as ch};
 use content::Content;
@@ -105,7 +106,7 @@ struct Channel {
     /// The last queue declared, which "" names in later methods.
     last_queue: Option<String>,
     /// Acknowledgements held for tx.commit.
-    held_settlements: Vec<super::consume::Settlement>,
+    held_settlements: Vec<Settlement>,
 }
 
 /// Keeps `ferry_amqp_channels` right however the channel ends.

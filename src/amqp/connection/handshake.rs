@@ -10,6 +10,7 @@
 use super::sasl::{self, MECHANISMS};
 use crate::amqp::broker::Broker;
 use crate::amqp::codec::{self, Frame, PROTOCOL_HEADER};
+use crate::amqp::context::Capabilities;
 use crate::amqp::errors::AmqpError;
 use crate::amqp::topology::VHost;
 use amq_protocol::protocol::{AMQPClass, connection};
@@ -34,15 +35,6 @@ pub struct Negotiated {
     pub heartbeat: u16,
     /// What the client said it supports.
     pub capabilities: Capabilities,
-}
-
-/// Optional behaviours a client announces in its client properties.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Capabilities {
-    /// It handles a server-sent basic.cancel (its queue was deleted).
-    pub consumer_cancel_notify: bool,
-    /// It handles connection.blocked and connection.unblocked.
-    pub connection_blocked: bool,
 }
 
 /// How a handshake failed.

@@ -10,17 +10,17 @@
 
 pub mod handshake;
 mod sasl;
-pub mod writer;
 
 use super::broker::Broker;
 use super::channel::{self, ChannelHandle};
 use super::codec::{self, Frame};
+use super::context::{ConnectionContext, Control};
 use super::errors::{AmqpError, ReplyCode};
-use super::topology::VHost;
+use super::writer;
 use crate::telemetry::amqp as metric;
 use amq_protocol::protocol::{AMQPClass, channel as ch, connection};
 use bytes::BytesMut;
-use handshake::{Capabilities, HandshakeError};
+use handshake::HandshakeError;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,55 +33,11 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
-use writer::Writer;
 
 /// How long a closing side waits for the peer's close-ok.
 const CLOSE_OK_WAIT: Duration = Duration::from_secs(3);
 /// Bytes read from the socket at a time (more when a frame needs it).
 const READ_BUFFER: usize = 64 * 1024;
-
-/// What every channel of a connection shares.
-pub struct ConnectionContext {
-    /// The instance's shared state.
-    pub broker: Arc<Broker>,
-    /// The opened virtual host.
-    pub vhost: Arc<VHost>,
-    /// The connection's lease holder: its identity as the owner of exclusive queues.
-    pub id: u64,
-    /// The logged-in user.
-    pub user: String,
-    /// The negotiated frame size.
-    pub frame_max: u32,
-    /// What the client supports.
-    pub capabilities: Capabilities,
-    /// The socket's writer.
-    pub writer: Writer,
-    /// Channel news for the connection loop.
-    pub control: mpsc::UnboundedSender<Control>,
-}
-
-impl std::fmt::Debug for ConnectionContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectionContext")
-            .field("id", &self.id)
-            .field("user", &self.user)
-            .field("vhost", &self.vhost.name)
-            .finish()
-    }
-}
-
-/// News from a channel task.
-#[derive(Debug)]
-pub enum Control {
-    /// The channel failed with a channel exception and sent channel.close; its frames are
-    /// dropped until the client's close-ok.
-    ChannelFailed(u16),
-    /// The channel finished the client's channel.close and sent close-ok; its number is
-    /// free again.
-    ChannelClosed(u16),
-    /// A channel met a connection exception.
-    ConnectionFailed(AmqpError),
-}
 
 /// A channel number's state.
 enum Slot {

@@ -5,7 +5,7 @@
 
 use super::str_bytes;
 use crate::kafka::Context;
-use crate::kafka::brokers::Broker;
+use crate::kafka::brokers::BrokerAddress;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{
@@ -20,7 +20,7 @@ const GROUP: i8 = 0;
 const TRANSACTION: i8 = 1;
 
 /// Where one key's coordinator is, or why it cannot be named.
-type Located = Result<Broker, (ResponseError, &'static str)>;
+type Located = Result<BrokerAddress, (ResponseError, &'static str)>;
 
 /// Names the coordinator of every key asked for.
 pub async fn handle(

@@ -4,7 +4,7 @@
 
 use super::str_bytes;
 use crate::kafka::Context;
-use crate::kafka::brokers::Broker;
+use crate::kafka::brokers::BrokerAddress;
 use crate::kafka::sequencer::leaders;
 use crate::kafka::topics::Topic;
 use kafka_protocol::ResponseError;
@@ -106,7 +106,7 @@ async fn describe(ctx: &Arc<Context>, topic: &Topic) -> MetadataResponseTopic {
         .with_partitions(partitions)
 }
 
-fn broker(b: &Broker) -> MetadataResponseBroker {
+fn broker(b: &BrokerAddress) -> MetadataResponseBroker {
     MetadataResponseBroker::default()
         .with_node_id(BrokerId(b.node))
         .with_host(str_bytes(b.host.clone()))
