@@ -18,6 +18,7 @@ pub mod bench;
 pub mod bridge;
 pub mod config;
 pub mod daemon;
+pub mod group_commit;
 pub mod kafka;
 pub mod password;
 pub mod server;

@@ -8,7 +8,7 @@
 //! watches. Deliveries are written to the socket only after the lease committed.
 //!
 //! **Settling.** basic.ack/nack/reject and recover are collected and committed in batches
-//! (one transaction while the previous one commits), like publishes. Acknowledgements
+//! (one transaction while the previous one commits: a [`GroupCommit`]), like publishes. Acknowledgements
 //! wait up to [`BATCH_DELAY`] or until [`SETTLE_BATCH`] are pending, since nothing
 //! answers them; requeues and rejections commit at once. A consumer forgets a
 //! settled lease only after that commit, so it never takes a still-held lease for unseen.
@@ -23,6 +23,7 @@ use super::message::StoredMessage;
 use super::sac;
 use super::settle::{How, Settlement, settle_in};
 use super::topology::Queue;
+use crate::group_commit::GroupCommit;
 use crate::stage::{self, Delivery, MessageId, StageError, Step, now_ms};
 use crate::telemetry::amqp as metric;
 use amq_protocol::protocol::{AMQPClass, basic};
@@ -137,12 +138,10 @@ pub struct Consumers {
     no_ack_unsettled: usize,
     /// The room all running steps may fill.
     reserved: usize,
-    pending: Vec<Settlement>,
-    /// When the oldest pending settlement was queued.
-    pending_since: Option<Instant>,
+    /// Settlements waiting for (or in) a store commit.
+    settlements: GroupCommit<Settlement, Settled>,
     /// When consumers that wait for more prefetch room lease what they have.
     lease_due: Option<Instant>,
-    in_flight: Option<JoinHandle<Settled>>,
     events_tx: mpsc::UnboundedSender<Event>,
     events: mpsc::UnboundedReceiver<Event>,
 }
@@ -165,10 +164,8 @@ impl Consumers {
             flowing: true,
             no_ack_unsettled: 0,
             reserved: 0,
-            pending: Vec::new(),
-            pending_since: None,
+            settlements: GroupCommit::default(),
             lease_due: None,
-            in_flight: None,
             events_tx,
             events,
         }
@@ -177,16 +174,12 @@ impl Consumers {
     /// Waits for the next consumer event or the end of the settle commit under way.
     pub async fn next_work(&mut self) -> Work {
         let due = self.due();
-        let (in_flight, events) = (&mut self.in_flight, &mut self.events);
+        let (settlements, events) = (&mut self.settlements, &mut self.events);
         let settled = async {
-            match in_flight.as_mut() {
-                Some(task) => {
-                    let done = task.await;
-                    *in_flight = None;
-                    done.map_err(|e| AmqpError::internal(format!("a settle commit panicked: {e}")))
-                }
-                None => std::future::pending().await,
-            }
+            settlements
+                .committed()
+                .await
+                .map_err(|e| AmqpError::internal(format!("a settle commit panicked: {e}")))
         };
         tokio::select! {
             // The channel holds a sender, so the stream of events never ends.
@@ -717,17 +710,15 @@ impl Consumers {
     /// way) or consumers waiting for more room.
     fn due(&self) -> Option<Instant> {
         let settle = self
-            .pending_since
-            .filter(|_| self.in_flight.is_none())
+            .settlements
+            .waiting_since()
+            .filter(|_| !self.settlements.is_committing())
             .map(|since| since + BATCH_DELAY);
         settle.into_iter().chain(self.lease_due).min()
     }
 
     fn queue_pending(&mut self, settlements: Vec<Settlement>) {
-        if !settlements.is_empty() {
-            self.pending_since.get_or_insert_with(Instant::now);
-            self.pending.extend(settlements);
-        }
+        self.settlements.extend(settlements);
     }
 
     /// Starts a settle commit of what is pending, unless one is under way or the pending
@@ -735,12 +726,14 @@ impl Consumers {
     /// rejections commit at once: the message is back in its place (or dead-lettered) for
     /// whatever the client does next.
     pub fn start_commit(&mut self) {
-        let ids: usize = self.pending.iter().map(|s| s.ids.len()).sum();
-        let only_acks = self.pending.iter().all(|s| s.how == How::Ack);
+        let pending = self.settlements.pending();
+        let ids: usize = pending.iter().map(|s| s.ids.len()).sum();
+        let only_acks = pending.iter().all(|s| s.how == How::Ack);
         if only_acks
             && ids < SETTLE_BATCH
             && self
-                .pending_since
+                .settlements
+                .waiting_since()
                 .is_some_and(|since| since.elapsed() < BATCH_DELAY)
         {
             return;
@@ -749,13 +742,8 @@ impl Consumers {
     }
 
     fn commit_pending(&mut self) {
-        if self.in_flight.is_some() || self.pending.is_empty() {
-            return;
-        }
-        self.pending_since = None;
-        let settlements = std::mem::take(&mut self.pending);
         let db = self.ctx.broker.db.clone();
-        self.in_flight = Some(tokio::spawn(async move {
+        self.settlements.start(usize::MAX, |settlements| async move {
             let now = now_ms();
             let list = &settlements;
             let result = db
@@ -771,7 +759,7 @@ impl Consumers {
                 settlements,
                 result,
             }
-        }));
+        });
     }
 
     /// Takes a finished settle commit: counts it and lets consumers forget what it settled.
@@ -779,7 +767,6 @@ impl Consumers {
     /// # Errors
     /// 541 when the commit failed.
     pub fn finish_commit(&mut self, done: Settled) -> Result<(), AmqpError> {
-        self.in_flight = None;
         done.result?;
         self.settled(&done.settlements);
         Ok(())
@@ -819,15 +806,16 @@ impl Consumers {
     /// 541 when a commit fails.
     pub async fn flush(&mut self) -> Result<(), AmqpError> {
         loop {
-            if let Some(task) = self.in_flight.take() {
-                let done = task
+            if self.settlements.is_committing() {
+                let done = self
+                    .settlements
+                    .committed()
                     .await
                     .map_err(|e| AmqpError::internal(format!("a settle commit panicked: {e}")))?;
-                self.in_flight = None;
                 done.result?;
                 self.settled(&done.settlements);
             }
-            if self.pending.is_empty() {
+            if self.settlements.pending().is_empty() {
                 return Ok(());
             }
             self.commit_pending();
@@ -836,8 +824,7 @@ impl Consumers {
 
     /// Takes every pending settlement (tx.commit applies them itself).
     pub fn take_pending(&mut self) -> Vec<Settlement> {
-        self.pending_since = None;
-        std::mem::take(&mut self.pending)
+        self.settlements.take_pending()
     }
 
     /// basic.cancel: stops a consumer (deliveries already leased to it are delivered

@@ -2,9 +2,9 @@
 //! commits, publisher confirms, and transactions.
 //!
 //! **Group commit.** While one append transaction of the channel is committing, the next
-//! publishes wait in `pending`; when it finishes they are appended together in the next
-//! transaction. So a publisher with many confirms outstanding gets large transactions,
-//! and one with one outstanding gets one message per transaction.
+//! publishes wait ([`GroupCommit`]); when it finishes they are appended together in the
+//! next transaction. So a publisher with many confirms outstanding gets large
+//! transactions, and one with one outstanding gets one message per transaction.
 //!
 //! **Confirms after commit.** basic.ack (or basic.nack, for a message a queue refused
 //! with `x-overflow: reject-publish`) is sent only after the message's transaction
@@ -24,6 +24,7 @@ use super::errors::{AmqpError, TxError};
 use super::message::StoredMessage;
 use super::settle::{Settlement, settle_in};
 use super::topology::{Queue, VHost};
+use crate::group_commit::GroupCommit;
 use crate::stage::{NewMessage, now_ms};
 use crate::telemetry::amqp as metric;
 use amq_protocol::protocol::{AMQPClass, basic};
@@ -31,7 +32,6 @@ use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::task::JoinHandle;
 
 /// Bytes (body copies times queues) one commit takes at most, well inside FoundationDB's
 /// 10 MB transaction limit.
@@ -91,12 +91,10 @@ pub struct Publisher {
     transactional: bool,
     /// Publishes held for tx.commit.
     held: Vec<Routed>,
-    /// Publishes waiting for the next commit.
-    pending: Vec<Routed>,
-    /// Their bytes.
+    /// Publishes waiting for (or in) a store commit.
+    commits: GroupCommit<Routed, Committed>,
+    /// Bytes of the publishes waiting for a commit.
     pending_bytes: usize,
-    /// The commit under way.
-    in_flight: Option<JoinHandle<Committed>>,
 }
 
 impl Default for Publisher {
@@ -107,9 +105,8 @@ impl Default for Publisher {
             confirm: None,
             transactional: false,
             held: Vec::new(),
-            pending: Vec::new(),
+            commits: GroupCommit::default(),
             pending_bytes: 0,
-            in_flight: None,
         }
     }
 }
@@ -155,7 +152,7 @@ impl Publisher {
 
     /// Whether nothing waits for or is in a commit (tx.select's held publishes aside).
     pub fn idle(&self) -> bool {
-        self.pending.is_empty() && self.in_flight.is_none()
+        self.commits.is_idle()
     }
 
     /// Waits for the commit under way (forever when there is none, so it can sit in a
@@ -164,12 +161,10 @@ impl Publisher {
     /// # Errors
     /// 541 when the commit task panicked.
     pub async fn committed(&mut self) -> Result<Committed, AmqpError> {
-        let Some(task) = self.in_flight.as_mut() else {
-            return std::future::pending().await;
-        };
-        let done = task.await;
-        self.in_flight = None;
-        done.map_err(|e| AmqpError::internal(format!("a publish commit panicked: {e}")))
+        self.commits
+            .committed()
+            .await
+            .map_err(|e| AmqpError::internal(format!("a publish commit panicked: {e}")))
     }
 
     /// Routes a complete message and queues it for storing; returns frames to send at once
@@ -252,47 +247,47 @@ impl Publisher {
             self.held.push(routed);
         } else {
             self.pending_bytes += routed.stored.len() * routed.queues.len();
-            self.pending.push(routed);
+            self.commits.push(routed);
         }
         Ok(out)
     }
 
-    /// Starts a commit of what is pending, unless one is under way.
+    /// Starts a commit of what is pending (at most [`COMMIT_BYTES`]), unless one is under
+    /// way.
     pub fn start_commit(&mut self, broker: &Arc<Broker>) {
-        if self.in_flight.is_some() || self.pending.is_empty() {
-            return;
-        }
-        let mut bytes = 0;
-        let take = self
-            .pending
-            .iter()
-            .take_while(|r| {
-                let fits = bytes < COMMIT_BYTES;
-                bytes += r.stored.len() * r.queues.len();
-                fits
-            })
-            .count();
-        let mut batch: Vec<Routed> = self.pending.drain(..take).collect();
-        self.pending_bytes = self.pending_bytes.saturating_sub(bytes);
-        let now = now_ms();
-        let batches = plan(&mut batch, self.producer, now);
-        let db = broker.db.clone();
-        self.in_flight = Some(tokio::spawn(async move {
-            let batches_ref = &batches;
-            let result = db
-                .run(|tx| async move {
-                    enqueue_in(&tx, batches_ref, now)
-                        .await
-                        .map_err(TxError::from)
-                })
-                .await
-                .map_err(AmqpError::from);
-            Committed {
-                batch,
-                batches,
-                result,
+        // Messages while the total before each is under the limit (so at least one).
+        let (mut take, mut bytes) = (0, 0);
+        for r in self.commits.pending() {
+            if bytes >= COMMIT_BYTES {
+                break;
             }
-        }));
+            take += 1;
+            bytes += r.stored.len() * r.queues.len();
+        }
+        let (db, producer) = (broker.db.clone(), self.producer);
+        let started = self.commits.start(take, move |mut batch| {
+            let now = now_ms();
+            let batches = plan(&mut batch, producer, now);
+            async move {
+                let batches_ref = &batches;
+                let result = db
+                    .run(|tx| async move {
+                        enqueue_in(&tx, batches_ref, now)
+                            .await
+                            .map_err(TxError::from)
+                    })
+                    .await
+                    .map_err(AmqpError::from);
+                Committed {
+                    batch,
+                    batches,
+                    result,
+                }
+            }
+        });
+        if started {
+            self.pending_bytes = self.pending_bytes.saturating_sub(bytes);
+        }
     }
 
     /// Takes the finished commit: records its metrics, hints the expiry sweeper, and
@@ -304,7 +299,6 @@ impl Publisher {
         channel: u16,
         done: Committed,
     ) -> Vec<u8> {
-        self.in_flight = None;
         let Committed {
             batch,
             batches,

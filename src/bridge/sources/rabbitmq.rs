@@ -29,6 +29,7 @@ use crate::bridge::sink::Backoff;
 use crate::bridge::staged;
 use crate::bridge::{BridgeError, RouteContext};
 use crate::config::limits::MAX_BODY_SIZE;
+use crate::group_commit::GroupCommit;
 use crate::stage::{NewMessage, StageError, now_ms};
 use crate::store::RangeOption;
 use crate::telemetry::bridge as metric;
@@ -40,7 +41,6 @@ use lapin::{Connection, ConnectionProperties, Consumer};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -219,7 +219,8 @@ async fn consume(
     let mut last_cleanup = Instant::now();
     // The previous batch's commit and ack run while the next batch gathers; a batch is
     // staged only after the one before it was, so staging keeps the upstream order.
-    let mut committing: Option<JoinHandle<Result<(), SessionEnd>>> = None;
+    let mut commits: GroupCommit<lapin::message::Delivery, Result<(), SessionEnd>> =
+        GroupCommit::default();
     loop {
         let first = tokio::select! {
             _ = shutdown.cancelled() => return SessionEnd::Shutdown,
@@ -246,21 +247,16 @@ async fn consume(
                 }
             }
         }
-        if let Some(previous) = committing.take()
-            && let Err(end) = finished(previous).await
-        {
+        if let Err(end) = finished(&mut commits).await {
             return end;
         }
-        if !batch.is_empty() {
-            let (ctx, label, labels) = (ctx.clone(), label.to_owned(), labels.clone());
-            committing = Some(tokio::spawn(async move {
-                stage_and_ack(&ctx, &label, &labels, batch).await
-            }));
-        }
+        commits.extend(batch);
+        let (route, endpoint, counted) = (ctx.clone(), label.to_owned(), labels.clone());
+        commits.start(usize::MAX, |batch| async move {
+            stage_and_ack(&route, &endpoint, &counted, batch).await
+        });
         if last_cleanup.elapsed() >= cleanup_every {
-            if let Some(previous) = committing.take()
-                && let Err(end) = finished(previous).await
-            {
+            if let Err(end) = finished(&mut commits).await {
                 return end;
             }
             if let Err(e) = expire(ctx, now_ms().saturating_sub(window)).await {
@@ -271,9 +267,16 @@ async fn consume(
     }
 }
 
-/// The outcome of a spawned [`stage_and_ack`].
-async fn finished(task: JoinHandle<Result<(), SessionEnd>>) -> Result<(), SessionEnd> {
-    task.await
+/// Waits for the batch being staged ([`stage_and_ack`]), if one is; its outcome.
+async fn finished(
+    commits: &mut GroupCommit<lapin::message::Delivery, Result<(), SessionEnd>>,
+) -> Result<(), SessionEnd> {
+    if !commits.is_committing() {
+        return Ok(());
+    }
+    commits
+        .committed()
+        .await
         .unwrap_or_else(|e| Err(SessionEnd::Broker(format!("the staging task failed: {e}"))))
 }
 
