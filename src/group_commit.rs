@@ -143,11 +143,8 @@ mod tests {
     #[tokio::test]
     async fn committed_waits_forever_when_nothing_commits() {
         let mut pipeline: GroupCommit<u32, ()> = GroupCommit::default();
-        let waited = tokio::time::timeout(
-            std::time::Duration::from_millis(20),
-            pipeline.committed(),
-        )
-        .await;
+        let waited =
+            tokio::time::timeout(std::time::Duration::from_millis(20), pipeline.committed()).await;
         assert!(waited.is_err());
     }
 }

@@ -6,15 +6,16 @@
 //!
 //! Layout: [`config`] loads and validates `ferry.toml`; [`store`] is the transactional
 //! key-value interface with its engines; [`stage`] is the queue layer built from
-//! FoundationDB's queue recipes; [`amqp`] is the AMQP 0-9-1 front and [`kafka`] the Kafka
-//! wire front; [`bridge`] connects them and external brokers; [`auth`] checks users for
-//! every front, with [`password`] hashes; [`server`] is the accept loop every front shares; [`daemon`] runs the
-//! long-lived process; [`telemetry`] names every metric Ferry exports; [`bench`] holds the
-//! load tools.
+//! FoundationDB's queue recipes; [`group_commit`] batches items into store commits;
+//! [`amqp`] is the AMQP 0-9-1 front and [`kafka`] the Kafka wire front, each reached by the
+//! bridge through its `port`; [`bridge`] connects them and external brokers; [`auth`]
+//! checks users for every front, with [`password`] hashes; [`server`] is the accept loop
+//! every front shares; [`daemon`] runs the long-lived process; [`telemetry`] names every
+//! metric Ferry exports. The `ferry` binary (`src/cli/`) is the command line over this
+//! library, and holds the `ferry bench` load tools.
 
 pub mod amqp;
 pub mod auth;
-pub mod bench;
 pub mod bridge;
 pub mod config;
 pub mod daemon;

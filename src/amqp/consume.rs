@@ -743,23 +743,24 @@ impl Consumers {
 
     fn commit_pending(&mut self) {
         let db = self.ctx.broker.db.clone();
-        self.settlements.start(usize::MAX, |settlements| async move {
-            let now = now_ms();
-            let list = &settlements;
-            let result = db
-                .run(|tx| async move {
-                    for s in list {
-                        settle_in(&tx, s, now).await?;
-                    }
-                    Ok::<_, TxError>(())
-                })
-                .await
-                .map_err(AmqpError::from);
-            Settled {
-                settlements,
-                result,
-            }
-        });
+        self.settlements
+            .start(usize::MAX, |settlements| async move {
+                let now = now_ms();
+                let list = &settlements;
+                let result = db
+                    .run(|tx| async move {
+                        for s in list {
+                            settle_in(&tx, s, now).await?;
+                        }
+                        Ok::<_, TxError>(())
+                    })
+                    .await
+                    .map_err(AmqpError::from);
+                Settled {
+                    settlements,
+                    result,
+                }
+            });
     }
 
     /// Takes a finished settle commit: counts it and lets consumers forget what it settled.
@@ -807,11 +808,10 @@ impl Consumers {
     pub async fn flush(&mut self) -> Result<(), AmqpError> {
         loop {
             if self.settlements.is_committing() {
-                let done = self
-                    .settlements
-                    .committed()
-                    .await
-                    .map_err(|e| AmqpError::internal(format!("a settle commit panicked: {e}")))?;
+                let done =
+                    self.settlements.committed().await.map_err(|e| {
+                        AmqpError::internal(format!("a settle commit panicked: {e}"))
+                    })?;
                 done.result?;
                 self.settled(&done.settlements);
             }

@@ -3,11 +3,11 @@
 //!
 //! One module per section (`[store]`, `[stage]`, `[amqp]`, `[kafka]`, `[[users]]`,
 //! `[metrics]`, `[log]`, `[daemon]`, and the bridge's `[sources.NAME]`, `[sinks.NAME]`,
-//! `[[routes]]` in [`bridge`]) declares
-//! its keys, their defaults and their meaning; [`load`] reads, [`validate`] checks values
-//! without I/O (with the shared [`checks`]), [`preflight`] checks the machine, [`limits`] holds the size limits values
-//! are checked against. The shipped `config/ferry.toml` lists every key with its default,
-//! and a test keeps it equal to [`Config::default`].
+//! `[[routes]]` in [`bridge`]) declares its keys, their defaults and their meaning;
+//! [`load`] reads, [`validate`] checks values without I/O (with the shared [`checks`]),
+//! [`preflight`] checks the machine, and [`limits`] holds the size limits values are
+//! checked against. The shipped `config/ferry.toml` lists every key with its default, and
+//! a test keeps it equal to [`Config::default`].
 //!
 //! A leaf: it imports nothing of Ferry's but [`crate::password`] (to check hashes), so
 //! every layer may read it.

@@ -9,7 +9,7 @@
 //! (`--queue-type` classic or quorum), and deleted at the end.
 
 use super::Percentiles;
-use super::cpu::{CpuMeter, CpuPerMessage};
+use super::cpu::CpuMeter;
 use anyhow::Context;
 use futures::StreamExt;
 use lapin::options::{
@@ -63,21 +63,6 @@ pub struct AmqpBench {
     pub broker_pid: Option<u32>,
 }
 
-/// The figures of one run.
-#[derive(Debug, Clone)]
-pub struct AmqpReport {
-    /// Published and confirmed messages per second.
-    pub publish_rate: f64,
-    /// Consumed and acknowledged messages per second.
-    pub consume_rate: f64,
-    /// Confirm latency with one publish outstanding.
-    pub confirm_latency: Percentiles,
-    /// CPU per message while publishing.
-    pub publish_cpu: CpuPerMessage,
-    /// CPU per message while consuming.
-    pub consume_cpu: CpuPerMessage,
-}
-
 pub(super) async fn connect(uri: &str) -> anyhow::Result<Connection> {
     Connection::connect(uri, ConnectionProperties::default())
         .await
@@ -92,7 +77,7 @@ fn persistent() -> BasicProperties {
 ///
 /// # Errors
 /// A connection or protocol error.
-pub async fn run(bench: &AmqpBench) -> anyhow::Result<AmqpReport> {
+pub async fn run(bench: &AmqpBench) -> anyhow::Result<()> {
     let admin = connect(&bench.uri).await?;
     let ch = admin.create_channel().await?;
     ch.queue_delete(bench.queue.as_str().into(), QueueDeleteOptions::default())
@@ -123,19 +108,19 @@ pub async fn run(bench: &AmqpBench) -> anyhow::Result<AmqpReport> {
         bench.prefetch
     );
 
-    let report = phases(bench).await;
+    let phases = phases(bench).await;
     // Deleted whatever happened, so a run that fails midway leaves no queue behind.
     let deleted = ch
         .queue_delete(bench.queue.as_str().into(), QueueDeleteOptions::default())
         .await;
-    let report = report?;
+    phases?;
     deleted?;
     admin.close(200, "bench done".into()).await?;
-    Ok(report)
+    Ok(())
 }
 
 /// Publishing, consuming, then the latency phase.
-async fn phases(bench: &AmqpBench) -> anyhow::Result<AmqpReport> {
+async fn phases(bench: &AmqpBench) -> anyhow::Result<()> {
     let meter = CpuMeter::start(bench.broker_pid);
     let publish_rate = publish_phase(bench).await?;
     let publish_cpu = meter.per_message(bench.messages);
@@ -149,13 +134,7 @@ async fn phases(bench: &AmqpBench) -> anyhow::Result<AmqpReport> {
         "confirm latency, 1 outstanding ({} messages): {confirm_latency}",
         bench.latency_messages
     );
-    Ok(AmqpReport {
-        publish_rate,
-        consume_rate,
-        confirm_latency,
-        publish_cpu,
-        consume_cpu,
-    })
+    Ok(())
 }
 
 pub(super) async fn publish_phase(bench: &AmqpBench) -> anyhow::Result<f64> {

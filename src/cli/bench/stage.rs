@@ -6,9 +6,9 @@
 //! the backlog `pop_batch` at a time (the seeds' `pop_k`), each pop one transaction.
 
 use super::Percentiles;
-use crate::config::StoreConfig;
-use crate::stage::{NewMessage, StageOptions, Stages};
-use crate::store::Database;
+use ferry::config::StoreConfig;
+use ferry::stage::{NewMessage, StageOptions, Stages};
+use ferry::store::Database;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,31 +36,18 @@ pub struct StageBench {
     #[arg(long, default_value_t = 256)]
     pub pop_batch: usize,
     /// The embedded engine's page cache, MiB (`store.cache_mb`).
-    #[arg(long, default_value_t = crate::config::store::DEFAULT_CACHE_MB)]
+    #[arg(long, default_value_t = ferry::config::store::DEFAULT_CACHE_MB)]
     pub cache_mb: u64,
     /// Data directory for the embedded store (created; removed afterwards unless it existed).
     #[arg(long, default_value = "bench-data")]
     pub path: PathBuf,
 }
 
-/// The figures of one run.
-#[derive(Debug, Clone)]
-pub struct StageReport {
-    /// Appended messages per second.
-    pub append_rate: f64,
-    /// Commit latency of append transactions.
-    pub append_latency: Percentiles,
-    /// Popped messages per second.
-    pub pop_rate: f64,
-    /// Commit latency of pop transactions.
-    pub pop_latency: Percentiles,
-}
-
 /// Runs the benchmark and prints its figures.
 ///
 /// # Errors
 /// A store or stage error.
-pub async fn run(bench: &StageBench) -> anyhow::Result<StageReport> {
+pub async fn run(bench: &StageBench) -> anyhow::Result<()> {
     let existed = bench.path.exists();
     let config = StoreConfig {
         path: bench.path.clone(),
@@ -156,10 +143,5 @@ pub async fn run(bench: &StageBench) -> anyhow::Result<StageReport> {
     if !existed {
         std::fs::remove_dir_all(&bench.path)?;
     }
-    Ok(StageReport {
-        append_rate,
-        append_latency,
-        pop_rate,
-        pop_latency,
-    })
+    Ok(())
 }

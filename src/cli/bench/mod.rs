@@ -1,5 +1,6 @@
-//! Load tools behind `ferry bench`: each drives a real workload, prints its figures, and
-//! returns them so `docs/benchmarks.md` can quote the same numbers.
+//! Load tools behind `ferry bench`, part of the `ferry` binary rather than the daemon's
+//! library: each drives a real workload and prints its figures (the ones
+//! `docs/benchmarks.md` quotes). They use the library only through its public API.
 
 pub mod amqp;
 pub mod bridge;

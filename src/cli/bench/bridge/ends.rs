@@ -18,9 +18,9 @@ use crate::bench::amqp::{AmqpBench, publish_phase};
 use crate::bench::kafka::{
     KafkaBench, client, consumer, create_topic, produce_all, producer_config,
 };
-use crate::config::bridge::{DEFAULT_DEDUP_WINDOW_MS, DEFAULT_PARTITIONER};
-use crate::config::{SinkConfig, SourceConfig};
 use anyhow::Context;
+use ferry::config::bridge::{DEFAULT_DEDUP_WINDOW_MS, DEFAULT_PARTITIONER};
+use ferry::config::{SinkConfig, SourceConfig};
 use lapin::Channel;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::{AMQPValue, FieldTable};

@@ -92,15 +92,6 @@ pub struct BridgeBench {
     pub broker_pid: Option<u32>,
 }
 
-/// The figures of one run, in messages per second.
-#[derive(Debug, Clone, Copy)]
-pub struct BridgeReport {
-    /// Through Ferry's bridge.
-    pub ferry: f64,
-    /// Through a Shovel with `ack-mode: on-confirm`, if measured.
-    pub shovel: Option<f64>,
-}
-
 const SOURCE: &str = "ferry-bench-bridge-src";
 const DESTINATION: &str = "ferry-bench-bridge-dst";
 
@@ -109,7 +100,7 @@ const DESTINATION: &str = "ferry-bench-bridge-dst";
 /// # Errors
 /// A broker, mock cluster, store or `rabbitmqctl` error, or `--kafka-transactional`
 /// on a path without a Kafka sink.
-pub async fn run(bench: &BridgeBench) -> anyhow::Result<BridgeReport> {
+pub async fn run(bench: &BridgeBench) -> anyhow::Result<()> {
     anyhow::ensure!(
         !bench.kafka_transactional || bench.path == BridgePath::RabbitmqKafka,
         "--kafka-transactional is for --path rabbitmq-kafka, the one path with a Kafka sink"
@@ -154,7 +145,7 @@ pub async fn run(bench: &BridgeBench) -> anyhow::Result<BridgeReport> {
         from.describe(bench),
         to.describe(bench),
     );
-    let report = phases(bench, &from, &to).await;
+    let phases = phases(bench, &from, &to).await;
     // Removed whatever happened, so a run that fails midway leaves no queues behind.
     let removed = async {
         let admin = connect(&bench.uri).await?;
@@ -165,13 +156,13 @@ pub async fn run(bench: &BridgeBench) -> anyhow::Result<BridgeReport> {
         anyhow::Ok(())
     }
     .await;
-    let report = report?;
+    phases?;
     removed?;
-    Ok(report)
+    Ok(())
 }
 
 /// The Shovel phase (when there is one), then Ferry's.
-async fn phases(bench: &BridgeBench, from: &End, to: &End) -> anyhow::Result<BridgeReport> {
+async fn phases(bench: &BridgeBench, from: &End, to: &End) -> anyhow::Result<()> {
     let shovel = if bench.no_shovel || bench.path != BridgePath::RabbitmqRabbitmq {
         None
     } else {
@@ -188,7 +179,7 @@ async fn phases(bench: &BridgeBench, from: &End, to: &End) -> anyhow::Result<Bri
     if let Some(shovel) = shovel {
         println!("ferry / shovel: {:.2}x", ferry / shovel);
     }
-    Ok(BridgeReport { ferry, shovel })
+    Ok(())
 }
 
 /// Fills `from`, empties `to`, runs the mover `start` starts until `to` holds every

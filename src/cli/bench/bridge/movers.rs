@@ -4,13 +4,14 @@
 //! Each returns a [`Stop`] that ends it and removes what it set up.
 
 use super::{BridgeBench, DESTINATION, SOURCE};
-use crate::bridge::{Fronts, Setup, status::Status};
-use crate::config::KeySource;
-use crate::config::bridge::{DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_INITIAL_MS, DEFAULT_RETRY_MAX_MS};
-use crate::config::{Config, EndpointConfig, RouteConfig, SinkConfig, SourceConfig, StoreConfig};
-use crate::stage::Stages;
-use crate::store::Database;
 use anyhow::Context;
+use ferry::bridge::{Fronts, Setup, status::Status};
+use ferry::config::bridge::{DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_INITIAL_MS, DEFAULT_RETRY_MAX_MS};
+use ferry::config::{
+    Config, EndpointConfig, KeySource, RouteConfig, SinkConfig, SourceConfig, StoreConfig,
+};
+use ferry::stage::Stages;
+use ferry::store::Database;
 use std::process::Command;
 use tokio_util::sync::CancellationToken;
 
@@ -103,7 +104,7 @@ pub(super) async fn ferry_mover(
         fronts: Fronts::default(),
         status: Status::default(),
     };
-    let task = tokio::spawn(crate::bridge::run(setup, shutdown.clone()));
+    let task = tokio::spawn(ferry::bridge::run(setup, shutdown.clone()));
     Ok(Box::new(move || {
         Box::pin(async move {
             shutdown.cancel();

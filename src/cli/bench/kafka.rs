@@ -82,29 +82,11 @@ pub enum BenchError {
     Stalled(&'static str),
 }
 
-/// The figures of one run.
-#[derive(Debug, Clone)]
-pub struct KafkaReport {
-    /// Phase 1: acknowledged records per second.
-    pub produce_rate: f64,
-    /// Phase 1: latency from send to acknowledgement.
-    pub produce_latency: Percentiles,
-    /// Phase 2: records per second a group consumer read.
-    pub fetch_rate: f64,
-    /// Phase 3: records per second sent.
-    pub latency_rate: f64,
-    /// Phase 3: from acknowledgement to the consumer receiving the record (0 when the
-    /// consumer saw it first).
-    pub end_to_end: Percentiles,
-    /// Phase 3: from send to the consumer receiving the record.
-    pub send_to_receive: Percentiles,
-}
-
 /// Runs the benchmark against `bench.bootstrap` and prints its figures.
 ///
 /// # Errors
 /// [`BenchError`] when a client fails or a phase stalls.
-pub async fn run(bench: &KafkaBench) -> Result<KafkaReport, BenchError> {
+pub async fn run(bench: &KafkaBench) -> Result<(), BenchError> {
     println!(
         "kafka bench: {} records of {} B to {} ({} partitions), acks=all, idempotence {}, linger {} ms, {} in flight",
         bench.records,
@@ -145,14 +127,7 @@ pub async fn run(bench: &KafkaBench) -> Result<KafkaReport, BenchError> {
         latency_rate,
         bench.load * 100.0
     );
-    Ok(KafkaReport {
-        produce_rate,
-        produce_latency,
-        fetch_rate,
-        latency_rate,
-        end_to_end,
-        send_to_receive,
-    })
+    Ok(())
 }
 
 /// A client of `bench.bootstrap` (also `ferry bench bridge`'s, for its topic).

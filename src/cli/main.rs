@@ -1,9 +1,12 @@
 //! The `ferry` binary: parses the command line, loads and checks the configuration, and
-//! runs the daemon or reports on the configuration.
+//! runs the daemon or reports on the configuration; `ferry bench` runs the load tools of
+//! [`bench`], which belong to this binary, not to the daemon's library.
 //!
 //! This is the edge where errors become one line on standard error and an exit code:
 //! 0 on success (and after a SIGTERM drain), 2 for a configuration that does not load,
 //! validate or pass preflight, 1 for anything else.
+
+mod bench;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -75,16 +78,16 @@ enum Command {
 #[derive(Subcommand)]
 enum Bench {
     /// Durable appends and pops on one stage of the embedded engine.
-    Stage(ferry::bench::stage::StageBench),
+    Stage(bench::stage::StageBench),
     /// Produce (acks=all), group fetch and end-to-end latency against a Kafka broker.
-    Kafka(ferry::bench::kafka::KafkaBench),
+    Kafka(bench::kafka::KafkaBench),
     /// Publish-with-confirms, consume-with-acks and confirm latency against any AMQP 0-9-1
     /// broker (Ferry or RabbitMQ), through lapin.
-    Amqp(ferry::bench::amqp::AmqpBench),
+    Amqp(bench::amqp::AmqpBench),
     /// Moving persistent messages through Ferry's bridge: between two RabbitMQ queues
     /// (against RabbitMQ's Shovel plugin), or between a Kafka topic on librdkafka's mock
     /// cluster and a RabbitMQ queue (`--path`).
-    Bridge(ferry::bench::bridge::BridgeBench),
+    Bridge(bench::bridge::BridgeBench),
 }
 
 /// Arguments of the subcommands that read a configuration.
@@ -166,21 +169,18 @@ fn replay(config: &Config, route: &str, destination: usize) -> anyhow::Result<u6
 
 /// Runs one benchmark on a multi-threaded runtime, logging warnings and errors (of the
 /// bridge a bench runs, say) to standard error; `RUST_LOG` changes the level.
-fn run_bench(bench: Bench) -> anyhow::Result<()> {
+fn run_bench(which: Bench) -> anyhow::Result<()> {
     ferry::daemon::logging::init(&ferry::config::LogConfig {
         level: "warn".into(),
         format: ferry::config::LogFormat::Text,
     })?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        match bench {
-            Bench::Stage(b) => ferry::bench::stage::run(&b).await.map(|_| ()),
-            Bench::Kafka(b) => ferry::bench::kafka::run(&b)
-                .await
-                .map(|_| ())
-                .map_err(anyhow::Error::from),
-            Bench::Amqp(b) => ferry::bench::amqp::run(&b).await.map(|_| ()),
-            Bench::Bridge(b) => ferry::bench::bridge::run(&b).await.map(|_| ()),
+        match which {
+            Bench::Stage(b) => bench::stage::run(&b).await,
+            Bench::Kafka(b) => Ok(bench::kafka::run(&b).await?),
+            Bench::Amqp(b) => bench::amqp::run(&b).await,
+            Bench::Bridge(b) => bench::bridge::run(&b).await,
         }
     })
 }
