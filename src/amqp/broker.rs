@@ -6,11 +6,11 @@ use super::expiry::ExpiryHints;
 use super::topology::VHost;
 use crate::auth::Users;
 use crate::config::AmqpConfig;
+use crate::liveness::Liveness;
 use crate::stage::{Holders, Stages};
 use crate::store::Database;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::watch;
 
 /// Shared by every connection.
@@ -25,8 +25,9 @@ pub struct Broker {
     pub stages: Stages,
     /// Lease holders of channels, consumers and connections.
     pub holders: Holders,
-    /// How long a holder lives without renewal (`stage.lease_ttl_ms`).
-    pub lease_ttl: Duration,
+    /// How long a holder lives without renewal (`stage.lease_ttl_ms`), and how often it
+    /// is renewed.
+    pub liveness: Liveness,
     /// The configured virtual hosts.
     pub vhosts: HashMap<String, Arc<VHost>>,
     /// This instance's holder: owner of its transient (non-durable) exchanges and queues.
@@ -43,13 +44,5 @@ impl std::fmt::Debug for Broker {
             .field("vhosts", &self.vhosts.keys().collect::<Vec<_>>())
             .field("instance", &self.instance)
             .finish()
-    }
-}
-
-impl Broker {
-    /// How often holders are renewed: a third of their life, so two renewals can fail
-    /// before their leases are taken back.
-    pub fn renew_period(&self) -> Duration {
-        (self.lease_ttl / 3).max(Duration::from_millis(1))
     }
 }

@@ -248,7 +248,7 @@ impl Consumers {
         }
         self.ctx.vhost.add_consumer(&queue, exclusive)?;
         let broker = &self.ctx.broker;
-        let holder = match broker.holders.register(broker.lease_ttl).await {
+        let holder = match broker.holders.register(broker.liveness.ttl()).await {
             Ok(h) => h,
             Err(e) => {
                 let _ = self.ctx.vhost.remove_consumer(&queue, exclusive).await;
@@ -567,7 +567,7 @@ impl Consumers {
                 Some(h) => h,
                 None => {
                     let broker = &self.ctx.broker;
-                    let h = broker.holders.register(broker.lease_ttl).await?;
+                    let h = broker.holders.register(broker.liveness.ttl()).await?;
                     self.holders.push(h);
                     self.get_holder = Some(h);
                     h

@@ -54,7 +54,7 @@ pub async fn reap_orphans(broker: Arc<Broker>, shutdown: CancellationToken) {
             }
         }
         tokio::select! {
-            () = tokio::time::sleep(broker.lease_ttl) => {}
+            () = tokio::time::sleep(broker.liveness.ttl()) => {}
             () = shutdown.cancelled() => return,
         }
     }

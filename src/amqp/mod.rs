@@ -40,6 +40,7 @@ pub mod writer;
 
 use crate::auth::Users;
 use crate::config::AmqpConfig;
+use crate::liveness::Liveness;
 use crate::stage::{StageError, Stages, now_ms};
 use crate::store::{Database, StoreError};
 use broker::Broker;
@@ -147,7 +148,7 @@ pub async fn start(front: Front) -> Result<Started, FrontError> {
         db: front.db,
         stages: front.stages,
         holders,
-        lease_ttl: front.lease_ttl,
+        liveness: Liveness::new(front.lease_ttl),
         vhosts,
         instance,
         blocked,
@@ -222,19 +223,14 @@ impl Started {
 
 /// Keeps the instance's holder alive (its transient exchanges and queues live with it).
 async fn renew_instance(broker: Arc<Broker>, shutdown: CancellationToken) {
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(broker.renew_period()) => {}
-            () = shutdown.cancelled() => return,
-        }
-        if let Err(e) = broker
-            .holders
-            .renew(broker.instance, broker.lease_ttl)
-            .await
-        {
-            warn!(error = %e, "cannot renew the AMQP front's lease holder");
-        }
-    }
+    let liveness = broker.liveness;
+    liveness
+        .renew_until(&shutdown, || async {
+            if let Err(e) = broker.holders.renew(broker.instance, liveness.ttl()).await {
+                warn!(error = %e, "cannot renew the AMQP front's lease holder");
+            }
+        })
+        .await;
 }
 
 /// Starts each opened queue's background work: its dead-letter router, its `x-expires`

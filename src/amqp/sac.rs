@@ -60,7 +60,7 @@ pub async fn await_turn(
                 tokio::select! {
                     () = stop.cancelled() => return false,
                     _ = watch => {}
-                    () = tokio::time::sleep(broker.lease_ttl) => {}
+                    () = tokio::time::sleep(broker.liveness.ttl()) => {}
                 }
             }
             Err(e) => {

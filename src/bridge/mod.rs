@@ -27,6 +27,7 @@ pub mod status;
 use crate::amqp::port::AmqpPort;
 use crate::config::{Config, RouteConfig, SinkConfig, SourceConfig};
 use crate::kafka::port::KafkaPort;
+use crate::liveness::Liveness;
 use crate::stage::{Holders, StageError, Stages};
 use crate::store::{Database, StoreError};
 use keys::RouteKeys;
@@ -139,7 +140,12 @@ pub async fn run(setup: Setup, shutdown: CancellationToken) -> Result<(), Bridge
         start_route(ctx, &config.sources, &config.sinks, &mut tasks, &shutdown).await?;
         info!(route = %route.name, destinations = route.to.len(), "route started");
     }
-    let renew = renew_holder(holders.clone(), holder, ttl, shutdown.clone());
+    let renew = renew_holder(
+        holders.clone(),
+        holder,
+        Liveness::new(ttl),
+        shutdown.clone(),
+    );
     let result = tokio::select! {
         r = renew => r,
         Some(r) = tasks.join_next() => match r {
@@ -220,20 +226,19 @@ async fn start_route(
     Ok(())
 }
 
-/// Renews the bridge's holder every third of its life until `shutdown`.
+/// Renews the bridge's holder until `shutdown`.
 async fn renew_holder(
     holders: Holders,
     holder: u64,
-    ttl: Duration,
+    liveness: Liveness,
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            _ = tokio::time::sleep(ttl / 3) => {}
-        }
-        if let Err(e) = holders.renew(holder, ttl).await {
-            error!(error = %e, "cannot renew the bridge's lease holder");
-        }
-    }
+    liveness
+        .renew_until(&shutdown, || async {
+            if let Err(e) = holders.renew(holder, liveness.ttl()).await {
+                error!(error = %e, "cannot renew the bridge's lease holder");
+            }
+        })
+        .await;
+    Ok(())
 }

@@ -3,6 +3,7 @@
 //! Metadata lists the registrations whose deadline has not passed.
 
 use super::keys::KafkaKeys;
+use crate::liveness::Liveness;
 use crate::stage::now_ms;
 use crate::store::{Database, RangeOption, StoreError};
 use foundationdb_tuple::{pack, unpack};
@@ -34,13 +35,18 @@ pub struct Brokers {
     /// This instance.
     me: BrokerAddress,
     /// How long a registration lasts unrenewed.
-    ttl: Duration,
+    liveness: Liveness,
 }
 
 impl Brokers {
     /// The registry, with this instance as `me`.
     pub fn new(db: Database, keys: KafkaKeys, me: BrokerAddress, ttl: Duration) -> Self {
-        Self { db, keys, me, ttl }
+        Self {
+            db,
+            keys,
+            me,
+            liveness: Liveness::new(ttl),
+        }
     }
 
     /// This instance.
@@ -53,20 +59,18 @@ impl Brokers {
     /// # Errors
     /// The store's error.
     pub async fn register(&self) -> Result<(), StoreError> {
-        self.write(now_ms() + self.ttl.as_millis() as u64).await
+        self.write(self.liveness.deadline(now_ms())).await
     }
 
-    /// Renews the registration every third of its term until `shutdown`, then removes it.
+    /// Renews the registration until `shutdown`, then removes it.
     pub async fn run(self, shutdown: CancellationToken) {
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                () = tokio::time::sleep(self.ttl / 3) => {}
-            }
-            if let Err(e) = self.register().await {
-                warn!(error = %e, "cannot renew this broker's registration");
-            }
-        }
+        self.liveness
+            .renew_until(&shutdown, || async {
+                if let Err(e) = self.register().await {
+                    warn!(error = %e, "cannot renew this broker's registration");
+                }
+            })
+            .await;
         let key = self.keys.broker(self.me.node);
         let removed = self
             .db

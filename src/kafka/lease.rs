@@ -8,6 +8,7 @@
 //! renews the deadline; a stopping holder releases it (deadline 0) so another node can take
 //! over at once.
 
+use crate::liveness::Liveness;
 use crate::store::{StoreError, Transaction};
 use foundationdb_tuple::{pack, unpack};
 
@@ -67,7 +68,7 @@ impl Lease {
         lease.filter(|l| l.deadline_ms > now).map(|l| l.node)
     }
 
-    /// Claims the lease at `key` for `node` until `now + term_ms`: the new lease, or the
+    /// Claims the lease at `key` for `node` for a term of `liveness`: the new lease, or the
     /// live holder that keeps it.
     ///
     /// # Errors
@@ -76,7 +77,7 @@ impl Lease {
         tx: &Transaction,
         key: &[u8],
         node: i32,
-        term_ms: u64,
+        liveness: Liveness,
         now: u64,
     ) -> Result<Result<Self, i32>, StoreError> {
         let epoch = match Self::read(tx, key, false).await? {
@@ -87,7 +88,7 @@ impl Lease {
         let lease = Self {
             node,
             epoch,
-            deadline_ms: now + term_ms,
+            deadline_ms: liveness.deadline(now),
         };
         tx.set(key, &lease.encode());
         Ok(Ok(lease))
@@ -95,8 +96,7 @@ impl Lease {
 
     /// Whether `node` still holds the lease at `key` with `epoch` and it has not lapsed
     /// (nor been released) — a conflicting read, so a claim by another node makes this
-    /// transaction fail — renewing it to `now + term_ms` once a third of its term has
-    /// passed.
+    /// transaction fail — renewing it for another term once [`Liveness::is_due`] says so.
     ///
     /// # Errors
     /// The store's error, or an undecodable lease.
@@ -104,7 +104,7 @@ impl Lease {
         tx: &Transaction,
         key: &[u8],
         (node, epoch): (i32, i64),
-        term_ms: u64,
+        liveness: Liveness,
         now: u64,
     ) -> Result<bool, StoreError> {
         let Some(lease) = Self::read(tx, key, false).await? else {
@@ -113,9 +113,9 @@ impl Lease {
         if lease.node != node || lease.epoch != epoch || lease.deadline_ms <= now {
             return Ok(false);
         }
-        if lease.deadline_ms < now + term_ms * 2 / 3 {
+        if liveness.is_due(lease.deadline_ms, now) {
             let renewed = Self {
-                deadline_ms: now + term_ms,
+                deadline_ms: liveness.deadline(now),
                 ..lease
             };
             tx.set(key, &renewed.encode());
@@ -153,7 +153,7 @@ mod tests {
     use crate::store::Database;
 
     const KEY: &[u8] = b"lease";
-    const TERM: u64 = 1000;
+    const TERM: Liveness = Liveness::new(std::time::Duration::from_millis(1000));
 
     async fn claim(db: &Database, node: i32, now: u64) -> Result<Lease, i32> {
         db.run(|tx| async move { Lease::claim(&tx, KEY, node, TERM, now).await })

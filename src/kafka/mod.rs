@@ -34,6 +34,7 @@ pub mod waiters;
 
 use crate::auth::Users;
 use crate::config::KafkaConfig;
+use crate::liveness::Liveness;
 use crate::stage::Stages;
 use crate::store::{Database, StoreError};
 use brokers::{BrokerAddress, Brokers};
@@ -217,7 +218,7 @@ impl KafkaFront {
             },
             Identity {
                 node: config.node_id,
-                lease: config.sequencer_lease(),
+                liveness: Liveness::new(config.sequencer_lease()),
             },
             shutdown.clone(),
         );

@@ -34,6 +34,7 @@ use super::producers::{ProducerState, Verdict};
 use super::staged::{self, Waiter};
 use super::topics::{Partition, TopicDefaults, Topics};
 use super::waiters::{BatchOutcome, Waiters};
+use crate::liveness::Liveness;
 use crate::stage::{Delivery, MessageId, StageError, Wakeup, now_ms};
 use crate::store::{Database, StoreError, Transaction, TransactionError};
 use crate::telemetry::kafka as m;
@@ -109,8 +110,8 @@ struct Shared {
     waiters: Arc<Waiters>,
     /// This instance's node id.
     node: i32,
-    /// How long a lease lasts unrenewed.
-    lease: Duration,
+    /// How long a lease lasts unrenewed, and how often it is renewed.
+    liveness: Liveness,
     /// Most staged batches per transaction.
     batch: usize,
     /// How often retention runs.
@@ -167,7 +168,7 @@ impl Sequencers {
                 topics,
                 waiters,
                 node: settings.node,
-                lease: settings.lease,
+                liveness: Liveness::new(settings.lease),
                 batch: settings.batch,
                 retention_interval: settings.retention_interval,
                 defaults: settings.defaults,
@@ -253,8 +254,9 @@ impl Sequencers {
         let claimed = shared
             .db
             .run(|tx| async move {
-                let term = shared.lease.as_millis() as u64;
-                let claimed = Lease::claim(&tx, &keys.lease(), shared.node, term, now_ms()).await?;
+                let claimed =
+                    Lease::claim(&tx, &keys.lease(), shared.node, shared.liveness, now_ms())
+                        .await?;
                 Ok::<_, SequencerError>(claimed.ok().map(|l| l.epoch))
             })
             .await;
@@ -289,14 +291,10 @@ impl Sequencers {
     /// until shutdown; then waits for the sequencers to stop and release their leases so
     /// another instance can take over at once.
     pub async fn run(self) {
-        let interval = self.shared.lease / 3;
-        loop {
-            self.balance().await;
-            tokio::select! {
-                () = self.shared.shutdown.cancelled() => break,
-                () = tokio::time::sleep(interval) => {}
-            }
-        }
+        self.shared
+            .liveness
+            .renew_until(&self.shared.shutdown, || self.balance())
+            .await;
         let mut tasks = std::mem::take(&mut *self.shared.tasks.lock());
         while tasks.join_next().await.is_some() {}
     }
@@ -399,7 +397,7 @@ struct Sequencer {
 impl Sequencer {
     async fn run(mut self) {
         let id = (self.partition.topic_id, self.partition.index);
-        let renew_every = self.shared.lease / 3;
+        let renew_every = self.shared.liveness.renew_every();
         let mut next_retention = tokio::time::Instant::now() + self.shared.retention_interval;
         let mut handoff_since = None;
         self.publish_bounds().await;
@@ -646,9 +644,9 @@ impl Sequencer {
     /// Checks the lease is still this sequencer's (a conflicting read: a takeover makes
     /// this transaction fail) and renews it once a third of its term has passed.
     async fn hold_lease(&self, tx: &Transaction, now: u64) -> Result<bool, SequencerError> {
-        let term = self.shared.lease.as_millis() as u64;
         let holder = (self.shared.node, self.epoch);
-        Ok(Lease::hold(tx, &self.partition.keys.lease(), holder, term, now).await?)
+        let key = self.partition.keys.lease();
+        Ok(Lease::hold(tx, &key, holder, self.shared.liveness, now).await?)
     }
 
     /// The stored state of every idempotent producer among `staged`, and where the open

@@ -166,8 +166,7 @@ impl Channel {
     }
 
     async fn serve(&mut self) -> Exit {
-        let mut renew = tokio::time::interval(self.ctx.broker.renew_period());
-        renew.reset();
+        let mut renew = self.ctx.broker.liveness.ticker();
         loop {
             let step = tokio::select! {
                 biased;
@@ -197,7 +196,7 @@ impl Channel {
     async fn renew(&self) {
         let broker = &self.ctx.broker;
         for holder in self.consumers.holders() {
-            if let Err(e) = broker.holders.renew(*holder, broker.lease_ttl).await {
+            if let Err(e) = broker.holders.renew(*holder, broker.liveness.ttl()).await {
                 tracing::warn!(error = %e, "cannot renew a channel's lease holder");
             }
         }

@@ -111,7 +111,7 @@ pub async fn serve(
             return;
         }
     };
-    let id = match broker.holders.register(broker.lease_ttl).await {
+    let id = match broker.holders.register(broker.liveness.ttl()).await {
         Ok(id) => id,
         Err(e) => {
             let e = AmqpError::from(e);
@@ -233,8 +233,7 @@ struct Connection {
 impl Connection {
     async fn run(&mut self) -> End {
         let mut last_read = Instant::now();
-        let mut renew = tokio::time::interval(self.ctx.broker.renew_period());
-        renew.reset();
+        let mut renew = self.ctx.broker.liveness.ticker();
         // Consecutive frames for one open channel go to its task together: one queue
         // operation and one wake-up per read instead of one per frame.
         let mut batch: Vec<Frame> = Vec::new();
@@ -285,7 +284,8 @@ impl Connection {
                     }
                 }
                 _ = renew.tick() => {
-                    let _ = self.ctx.broker.holders.renew(self.ctx.id, self.ctx.broker.lease_ttl).await;
+                    let ttl = self.ctx.broker.liveness.ttl();
+                    let _ = self.ctx.broker.holders.renew(self.ctx.id, ttl).await;
                 }
                 read = self.reader.read_buf(&mut self.buf) => match read {
                     Ok(0) | Err(_) => return End::Vanished,

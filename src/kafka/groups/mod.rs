@@ -20,6 +20,7 @@ pub mod state;
 pub mod store;
 
 use super::lease::Lease;
+use crate::liveness::Liveness;
 use crate::stage::now_ms;
 use crate::store::StoreError;
 use actor::{Command, GroupView};
@@ -27,7 +28,6 @@ use parking_lot::Mutex;
 use state::{GroupSettings, JoinRequest, Joined, Synced};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 use store::{CommittedOffset, Fence, GroupStore};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
@@ -57,8 +57,8 @@ impl NotCoordinator {
 pub struct Identity {
     /// This instance's node id.
     pub node: i32,
-    /// How long a group lease lasts unrenewed.
-    pub lease: Duration,
+    /// How long a group lease lasts unrenewed, and how often it is renewed.
+    pub liveness: Liveness,
 }
 
 /// The coordinator of every consumer group; cheap to clone.
@@ -263,7 +263,7 @@ impl Coordinator {
     /// # Errors
     /// The store's error.
     pub async fn locate(&self, group: &str) -> Result<i32, StoreError> {
-        let Identity { node, lease } = self.inner.identity;
+        let Identity { node, liveness } = self.inner.identity;
         if self.inner.owned.lock().contains_key(group) {
             return Ok(node);
         }
@@ -272,14 +272,13 @@ impl Coordinator {
             return Ok(node);
         }
         let key = self.inner.store.keys().group_lease(group);
-        let term = lease.as_millis() as u64;
         let claimed = self
             .inner
             .store
             .db()
             .run(|tx| {
                 let key = &key;
-                async move { Lease::claim(&tx, key, node, term, now_ms()).await }
+                async move { Lease::claim(&tx, key, node, liveness, now_ms()).await }
             })
             .await?;
         match claimed {
@@ -301,13 +300,11 @@ impl Coordinator {
     /// fires (a lease another instance took stops that group's task), then releases them
     /// all so other instances can take the groups over at once.
     pub async fn run(self, stop: CancellationToken) {
-        let interval = self.inner.identity.lease / 3;
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => break,
-                () = tokio::time::sleep(interval) => self.renew(false).await,
-            }
-        }
+        self.inner
+            .identity
+            .liveness
+            .renew_until(&stop, || self.renew(false))
+            .await;
         self.renew(true).await;
     }
 
@@ -330,8 +327,7 @@ impl Coordinator {
         if owned.is_empty() {
             return;
         }
-        let Identity { node, lease } = self.inner.identity;
-        let term = lease.as_millis() as u64;
+        let Identity { node, liveness } = self.inner.identity;
         let keys = self.inner.store.keys();
         let held = self
             .inner
@@ -347,7 +343,7 @@ impl Coordinator {
                         if !running {
                             Lease::release(&tx, &key, (node, *epoch)).await?;
                             released.push(group.clone());
-                        } else if !Lease::hold(&tx, &key, (node, *epoch), term, now).await? {
+                        } else if !Lease::hold(&tx, &key, (node, *epoch), liveness, now).await? {
                             lost.push(group.clone());
                         }
                     }
@@ -372,11 +368,11 @@ impl Coordinator {
     /// What fences this instance's writes of `group`, if it holds the group's lease.
     fn fence(&self, group: &str) -> Option<Fence> {
         let epoch = *self.inner.owned.lock().get(group)?;
-        let Identity { node, lease } = self.inner.identity;
+        let Identity { node, liveness } = self.inner.identity;
         Some(Fence {
             key: self.inner.store.keys().group_lease(group),
             holder: (node, epoch),
-            term_ms: lease.as_millis() as u64,
+            liveness,
         })
     }
 
@@ -423,7 +419,7 @@ impl Coordinator {
                             self.inner.settings,
                             self.inner.store.clone(),
                             fence.clone(),
-                            self.inner.identity.lease,
+                            self.inner.identity.liveness.ttl(),
                             rx,
                             self.inner.shutdown.clone(),
                         ));

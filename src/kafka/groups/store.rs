@@ -12,6 +12,7 @@
 use super::state::{Group, Phase, StoredMember};
 use crate::kafka::keys::KafkaKeys;
 use crate::kafka::lease::Lease;
+use crate::liveness::Liveness;
 use crate::stage::now_ms;
 use crate::store::{Database, RangeOption, StoreError, Transaction};
 use bytes::Bytes;
@@ -39,15 +40,15 @@ pub struct Fence {
     pub key: Vec<u8>,
     /// This instance's node and the epoch it claimed.
     pub holder: (i32, i64),
-    /// The lease's term, ms (a write renews it).
-    pub term_ms: u64,
+    /// The lease's term (a write renews it).
+    pub liveness: Liveness,
 }
 
 impl Fence {
     /// Whether the lease is still held (a conflicting read: a takeover fails the
     /// transaction).
     async fn holds(&self, tx: &Transaction) -> Result<bool, StoreError> {
-        Lease::hold(tx, &self.key, self.holder, self.term_ms, now_ms()).await
+        Lease::hold(tx, &self.key, self.holder, self.liveness, now_ms()).await
     }
 }
 
