@@ -8,7 +8,7 @@
 mod support;
 
 use ferry::config::store::Engine;
-use ferry::stage::{Consumer, NewMessage, StageOptions, Stages};
+use ferry::stage::{Consumer, NewMessage, StageOptions, Stages, Step};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -89,12 +89,17 @@ async fn every_message_exactly_once_and_producer_order_within_a_lane_under_fault
                     started.elapsed() < DEADLINE,
                     "the run did not finish in time"
                 );
-                let Ok(batch) =
-                    tokio::time::timeout(Duration::from_millis(200), consumer.next()).await
-                else {
-                    continue;
+                // A step is never cut short (it is not cancel-safe: a lease it committed
+                // would be delivered late, out of order); only the idle wait is, so the
+                // loop sees every 200 ms whether all messages were acknowledged.
+                let batch = match consumer.step().await.unwrap() {
+                    Step::Delivered(batch) => batch,
+                    Step::Idle(wakeup) => {
+                        let _ =
+                            tokio::time::timeout(Duration::from_millis(200), wakeup.wait()).await;
+                        continue;
+                    }
                 };
-                let batch = batch.unwrap();
                 for d in &batch {
                     assert!(
                         !d.redelivered(),

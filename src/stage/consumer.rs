@@ -129,7 +129,8 @@ impl Consumer {
         self.requests_registered
     }
 
-    /// Waits for and returns the next batch of leased messages (at least one).
+    /// Waits for and returns the next batch of leased messages (at least one). Not
+    /// cancel-safe, as [`Consumer::step`].
     ///
     /// # Errors
     /// The store's error.
@@ -146,6 +147,12 @@ impl Consumer {
     }
 
     /// Leases messages if any are ready; otherwise says what to wait on. Never waits.
+    ///
+    /// Not cancel-safe: a step dropped midway may have committed a lease (or a dequeue
+    /// request that another consumer then serves) that this consumer does not know of; those
+    /// messages are delivered by a later step, after newer ones, or return when the holder
+    /// is released. Let a step finish, or release the holder after dropping one. Waiting on
+    /// the [`Wakeup`] of [`Step::Idle`] may be cut short freely.
     ///
     /// # Errors
     /// The store's error.
