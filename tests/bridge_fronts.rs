@@ -179,21 +179,17 @@ async fn receive_bodies(
     (consumer, bodies)
 }
 
-/// Waits until the route's queue on the AMQP front exists (its source bound it).
+/// Waits until the route's source on the AMQP front is up: its queue exists AND is bound
+/// to the exchange (`/readyz` reports the source up only after both). A queue that exists
+/// but is not bound yet would let publishes through unrouted.
 async fn wait_for_route_queue(ports: Ports, route: &str) {
     let deadline = Instant::now() + PATIENCE;
     loop {
-        let (_conn, ch) = channel(ports).await.unwrap();
-        let passive = QueueDeclareOptions {
-            passive: true,
-            ..QueueDeclareOptions::default()
-        };
-        let name = format!("ferry.bridge.{route}");
-        if ch
-            .queue_declare(name.as_str().into(), passive, FieldTable::default())
-            .await
-            .is_ok()
-        {
+        let up = support::http::get(ports.metrics, "/readyz").is_ok_and(|(_, body)| {
+            body.lines()
+                .any(|l| l.starts_with("amqp_exchange:") && l.ends_with(": up"))
+        });
+        if up {
             return;
         }
         assert!(Instant::now() < deadline, "route '{route}' never bound");

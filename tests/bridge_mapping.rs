@@ -6,6 +6,7 @@ use amq_protocol::types::generation::gen_field_table;
 use amq_protocol::types::{
     AMQPValue, ByteArray, DecimalValue, FieldArray, FieldTable, LongString, ShortString,
 };
+use bytes::Bytes;
 use ferry::amqp::port::AmqpMessage;
 use ferry::bridge::mapping::{amqp_to_kafka, kafka_to_amqp, values};
 use ferry::config::KeySource;
@@ -155,7 +156,7 @@ fn amqp_message() -> impl Strategy<Value = AmqpMessage> {
             exchange,
             routing_key,
             properties,
-            body,
+            body: body.into(),
         })
 }
 
@@ -176,8 +177,8 @@ fn kafka_record() -> impl Strategy<Value = KafkaRecord> {
         proptest::option::of(any::<i64>()),
     )
         .prop_map(|(key, value, headers, timestamp_ms)| KafkaRecord {
-            key,
-            value,
+            key: key.map(Into::into),
+            value: value.map(Into::into),
             headers,
             timestamp_ms,
         })
@@ -218,7 +219,7 @@ fn kafka_consumers_see_readable_headers_and_the_routing_key_as_key() {
             .with_content_type("application/json".into())
             .with_priority(7)
             .with_headers(headers),
-        body: b"{}".to_vec(),
+        body: Bytes::from_static(b"{}"),
     };
     let r = amqp_to_kafka(&m, KeySource::RoutingKey);
     let header = |n: &str| {
@@ -237,8 +238,8 @@ fn kafka_consumers_see_readable_headers_and_the_routing_key_as_key() {
 #[test]
 fn amqp_consumers_see_kafka_headers_key_and_timestamp() {
     let r = KafkaRecord {
-        key: Some(b"user-42".to_vec()),
-        value: Some(b"hello".to_vec()),
+        key: Some(Bytes::from_static(b"user-42")),
+        value: Some(Bytes::from_static(b"hello")),
         headers: vec![
             ("trace".into(), Some(b"abc".to_vec())),
             ("empty".into(), None),

@@ -36,7 +36,7 @@ const BATCH: usize = 100;
 const RETRY: Duration = Duration::from_secs(1);
 
 /// What one routing transaction did.
-enum Outcome {
+enum Pass {
     /// Routed messages, counted by reason.
     Routed(HashMap<&'static str, u64>),
     /// Nothing to route; wait on this.
@@ -50,7 +50,7 @@ pub async fn run(vhost: Arc<VHost>, queue: Arc<Queue>, shutdown: CancellationTok
     }
     loop {
         let pause = match route_batch(&vhost, &queue).await {
-            Ok(Outcome::Routed(by_reason)) => {
+            Ok(Pass::Routed(by_reason)) => {
                 for (reason, n) in by_reason {
                     let mut labels = queue.labels().to_vec();
                     labels.push((metric::LABEL_REASON, reason.to_owned()));
@@ -58,7 +58,7 @@ pub async fn run(vhost: Arc<VHost>, queue: Arc<Queue>, shutdown: CancellationTok
                 }
                 continue;
             }
-            Ok(Outcome::Idle(wakeup)) => tokio::select! {
+            Ok(Pass::Idle(wakeup)) => tokio::select! {
                 _ = wakeup.wait() => continue,
                 () = queue.deleted.cancelled() => return,
                 () = shutdown.cancelled() => return,
@@ -76,9 +76,9 @@ pub async fn run(vhost: Arc<VHost>, queue: Arc<Queue>, shutdown: CancellationTok
     }
 }
 
-async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Outcome, TxError> {
+async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
     let Some(dl) = queue.dead_letter_stage.as_ref() else {
-        return Ok(Outcome::Routed(HashMap::new()));
+        return Ok(Pass::Routed(HashMap::new()));
     };
     let exchange = queue
         .spec
@@ -93,7 +93,7 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Outcome, TxError> {
             let now = now_ms();
             let dead = dl.pop_in(&tx, BATCH, now).await?;
             if dead.is_empty() {
-                return Ok(Outcome::Idle(dl.watch_ready(&tx)));
+                return Ok(Pass::Idle(dl.watch_ready(&tx)));
             }
             let mut by_reason: HashMap<&'static str, u64> = HashMap::new();
             let mut batches: Vec<QueueBatch> = Vec::new();
@@ -138,7 +138,7 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Outcome, TxError> {
                 }
             }
             enqueue_in(&tx, &batches, now).await?;
-            Ok(Outcome::Routed(by_reason))
+            Ok(Pass::Routed(by_reason))
         })
         .await
 }

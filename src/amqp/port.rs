@@ -39,8 +39,8 @@ pub struct AmqpMessage {
     pub routing_key: String,
     /// Its content properties, headers table included.
     pub properties: BasicProperties,
-    /// Its body.
-    pub body: Vec<u8>,
+    /// Its body (shared, never copied on its way through the bridge).
+    pub body: Bytes,
 }
 
 /// Why a stage body is not a message the front stored.
@@ -55,7 +55,7 @@ impl AmqpMessage {
             exchange: self.exchange.clone(),
             routing_key: self.routing_key.clone(),
             raw_properties: Bytes::from(encode_properties(&self.properties)),
-            body: Bytes::copy_from_slice(&self.body),
+            body: self.body.clone(),
         }
         .encode()
     }
@@ -72,7 +72,7 @@ impl AmqpMessage {
             exchange: stored.exchange,
             routing_key: stored.routing_key,
             properties,
-            body: stored.body.to_vec(),
+            body: stored.body,
         })
     }
 }
@@ -201,7 +201,7 @@ impl AmqpPort {
                 exchange: routed.exchange.clone(),
                 routing_key: routed.routing_key.clone(),
                 raw_properties: Bytes::from(encode_properties(&message.properties)),
-                body: Bytes::copy_from_slice(&message.body),
+                body: message.body.clone(),
             }
             .encode();
             let priority = message.properties.priority().unwrap_or(0);
@@ -323,7 +323,7 @@ mod tests {
             exchange: "x".into(),
             routing_key: "k".into(),
             properties: BasicProperties::default().with_priority(7),
-            body: b"hello".to_vec(),
+            body: Bytes::from_static(b"hello"),
         };
         let back = AmqpMessage::from_stage_body(Bytes::from(m.to_stage_body())).unwrap();
         assert_eq!(back, m);

@@ -55,7 +55,7 @@ pub struct Incoming {
 
 /// A routed message waiting to be stored.
 #[derive(Debug)]
-struct Routed {
+struct Accepted {
     /// Its confirm delivery tag, in confirm mode.
     tag: Option<u64>,
     /// Its idempotency sequence.
@@ -74,7 +74,7 @@ struct Routed {
 
 /// A finished commit of the confirm pipeline.
 pub struct Committed {
-    batch: Vec<Routed>,
+    batch: Vec<Accepted>,
     batches: Vec<QueueBatch>,
     result: Result<Stored, AmqpError>,
 }
@@ -90,9 +90,9 @@ pub struct Publisher {
     /// Whether tx.select was called.
     transactional: bool,
     /// Publishes held for tx.commit.
-    held: Vec<Routed>,
+    held: Vec<Accepted>,
     /// Publishes waiting for (or in) a store commit.
-    commits: GroupCommit<Routed, Committed>,
+    commits: GroupCommit<Accepted, Committed>,
     /// Bytes of the publishes waiting for a commit.
     pending_bytes: usize,
 }
@@ -234,7 +234,7 @@ impl Publisher {
             }
             .encode()
         };
-        let routed = Routed {
+        let routed = Accepted {
             tag,
             sequence: self.sequence,
             priority: properties.priority().unwrap_or(0),
@@ -352,7 +352,7 @@ impl Publisher {
 
 /// Groups a batch by queue, in order, with each message's stage form (the last queue of
 /// a message takes its stored bytes, the others a copy).
-fn plan(batch: &mut [Routed], producer: u64, now: u64) -> Vec<QueueBatch> {
+fn plan(batch: &mut [Accepted], producer: u64, now: u64) -> Vec<QueueBatch> {
     let mut by_stage: HashMap<u64, usize> = HashMap::new();
     let mut batches: Vec<QueueBatch> = Vec::new();
     for (item, r) in batch.iter_mut().enumerate() {
@@ -391,7 +391,7 @@ fn record_stored(broker: &Broker, batches: &[QueueBatch], stored: &Stored) {
 
 /// The confirm frames of a batch: runs of acks as one `multiple` ack, a nack for each
 /// message refused (`rejected`), or every message nacked when the store failed (`None`).
-fn confirms(batch: &[Routed], rejected: Option<&[usize]>, vhost: &str, channel: u16) -> Vec<u8> {
+fn confirms(batch: &[Accepted], rejected: Option<&[usize]>, vhost: &str, channel: u16) -> Vec<u8> {
     let mut out = Vec::new();
     let mut run: Option<(u64, usize)> = None;
     let flush = |out: &mut Vec<u8>, run: &mut Option<(u64, usize)>| {
@@ -445,8 +445,8 @@ mod tests {
     use crate::amqp::codec::{Frame, decode};
     use bytes::BytesMut;
 
-    fn routed(tag: u64) -> Routed {
-        Routed {
+    fn routed(tag: u64) -> Accepted {
+        Accepted {
             tag: Some(tag),
             sequence: tag,
             queues: Vec::new(),
@@ -470,7 +470,7 @@ mod tests {
 
     #[test]
     fn a_run_of_acks_becomes_one_multiple_ack_around_a_nack() {
-        let batch: Vec<Routed> = (1..=5).map(routed).collect();
+        let batch: Vec<Accepted> = (1..=5).map(routed).collect();
         let got = methods(confirms(&batch, Some(&[2]), "/", 1));
         assert_eq!(
             got,
@@ -494,7 +494,7 @@ mod tests {
 
     #[test]
     fn a_failed_commit_nacks_every_message() {
-        let batch: Vec<Routed> = (7..=8).map(routed).collect();
+        let batch: Vec<Accepted> = (7..=8).map(routed).collect();
         let got = methods(confirms(&batch, None, "/", 1));
         assert_eq!(got.len(), 2);
         assert!(got.iter().all(|m| matches!(m, basic::AMQPMethod::Nack(_))));

@@ -111,7 +111,7 @@ mod tests {
             exchange: "x".into(),
             routing_key: "k".into(),
             properties: BasicProperties::default().with_priority(7),
-            body: b"hello".to_vec(),
+            body: Bytes::from_static(b"hello"),
         };
         let staged = from_amqp(&m);
         assert_eq!(staged.priority, 7);
@@ -127,7 +127,7 @@ mod tests {
     #[test]
     fn a_kafka_record_round_trips_through_a_stage_body() {
         let r = KafkaRecord {
-            key: Some(b"k".to_vec()),
+            key: Some(Bytes::from_static(b"k")),
             value: None,
             headers: vec![("h".into(), None), ("h".into(), Some(b"v".to_vec()))],
             timestamp_ms: Some(42),

@@ -34,9 +34,10 @@ use tokio::sync::watch;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KafkaRecord {
     /// The key; `None` is Kafka's null key.
-    pub key: Option<Vec<u8>>,
-    /// The value; `None` is a tombstone.
-    pub value: Option<Vec<u8>>,
+    pub key: Option<Bytes>,
+    /// The value; `None` is a tombstone (shared, never copied on its way through the
+    /// bridge).
+    pub value: Option<Bytes>,
     /// The headers, in order; names may repeat and values may be null.
     pub headers: Vec<(String, Option<Vec<u8>>)>,
     /// The timestamp in milliseconds since the epoch, if it has one.
@@ -231,8 +232,8 @@ fn encode_batch(records: Vec<KafkaRecord>, now: u64) -> BytesMut {
             // offset − sequence must be constant for one batch; no producer: -1 first.
             sequence: n as i32 - 1,
             timestamp: r.timestamp_ms.unwrap_or(now as i64),
-            key: r.key.map(Bytes::from),
-            value: r.value.map(Bytes::from),
+            key: r.key,
+            value: r.value,
             headers: r
                 .headers
                 .into_iter()
@@ -295,8 +296,8 @@ fn decode_committed(
                 .into_iter()
                 .filter(|r| r.offset >= from && !r.control)
                 .map(|r| KafkaRecord {
-                    key: r.key.map(|k| k.to_vec()),
-                    value: r.value.map(|v| v.to_vec()),
+                    key: r.key,
+                    value: r.value,
                     headers: r
                         .headers
                         .into_iter()
@@ -345,7 +346,7 @@ mod tests {
     fn records_round_trip_through_an_encoded_batch() {
         let records = vec![
             KafkaRecord {
-                key: Some(b"k".to_vec()),
+                key: Some(Bytes::from_static(b"k")),
                 value: None,
                 headers: vec![("h".into(), None), ("h".into(), Some(b"v".to_vec()))],
                 timestamp_ms: Some(42),

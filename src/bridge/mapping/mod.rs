@@ -26,6 +26,7 @@ use amq_protocol::protocol::BasicProperties;
 use amq_protocol::types::generation::gen_field_table;
 use amq_protocol::types::parsing::parse_field_table;
 use amq_protocol::types::{AMQPValue, ByteArray, FieldArray, FieldTable, LongString, ShortString};
+use bytes::Bytes;
 
 /// Prefix of the Kafka headers that carry AMQP data.
 pub const AMQP_PREFIX: &str = "amqp.";
@@ -111,11 +112,11 @@ pub fn amqp_to_kafka(m: &AmqpMessage, key: KeySource) -> KafkaRecord {
         ));
     }
     let record_key = match key {
-        KeySource::RoutingKey => Some(m.routing_key.as_bytes().to_vec()),
+        KeySource::RoutingKey => Some(Bytes::copy_from_slice(m.routing_key.as_bytes())),
         KeySource::MessageId => p
             .message_id()
             .as_ref()
-            .map(|id| id.as_str().as_bytes().to_vec()),
+            .map(|id| Bytes::copy_from_slice(id.as_str().as_bytes())),
         KeySource::None => None,
     };
     KafkaRecord {
@@ -147,7 +148,7 @@ pub fn kafka_to_amqp(r: &KafkaRecord, exchange: &str) -> Mapped<AmqpMessage> {
         table.insert(ShortString::from(name.clone()), natural);
     }
     let key = r.key.as_ref().map_or(AMQPValue::Void, |k| {
-        AMQPValue::ByteArray(ByteArray::from(k.clone()))
+        AMQPValue::ByteArray(ByteArray::from(&k[..]))
     });
     table.insert(KAFKA_KEY.into(), key);
     let exact: Vec<AMQPValue> = r
@@ -295,7 +296,7 @@ struct KafkaOrigin {
 fn kafka_origin(table: &FieldTable) -> Option<KafkaOrigin> {
     let t = table.inner();
     let key = match t.get(KAFKA_KEY)? {
-        AMQPValue::ByteArray(k) => Some(k.as_slice().to_vec()),
+        AMQPValue::ByteArray(k) => Some(Bytes::copy_from_slice(k.as_slice())),
         AMQPValue::Void => None,
         _ => return None,
     };

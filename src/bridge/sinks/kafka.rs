@@ -158,10 +158,10 @@ impl KafkaSink {
         for r in &records {
             let mut record = FutureRecord::<[u8], [u8]>::to(&self.config.topic);
             if let Some(k) = &r.key {
-                record = record.key(k.as_slice());
+                record = record.key(&k[..]);
             }
             if let Some(v) = &r.value {
-                record = record.payload(v.as_slice());
+                record = record.payload(&v[..]);
             }
             if let Some(ts) = r.timestamp_ms {
                 record = record.timestamp(ts);

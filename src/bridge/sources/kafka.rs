@@ -22,6 +22,7 @@ use crate::kafka::port::KafkaRecord;
 use crate::stage::{NewMessage, StageError};
 use crate::store::RangeOption;
 use crate::telemetry::bridge as metric;
+use bytes::Bytes;
 use foundationdb_tuple::Subspace;
 use parking_lot::Mutex;
 use rdkafka::consumer::{
@@ -239,8 +240,8 @@ fn record_of(m: &BorrowedMessage<'_>) -> Consumed {
         })
         .unwrap_or_default();
     let record = KafkaRecord {
-        key: m.key().map(<[u8]>::to_vec),
-        value: m.payload().map(<[u8]>::to_vec),
+        key: m.key().map(Bytes::copy_from_slice),
+        value: m.payload().map(Bytes::copy_from_slice),
         headers,
         timestamp_ms: m.timestamp().to_millis(),
     };
@@ -251,7 +252,7 @@ fn record_of(m: &BorrowedMessage<'_>) -> Consumed {
         offset: m.offset(),
         message: mapped.message,
         fallbacks: mapped.fallbacks.len(),
-        bytes: record.value.as_ref().map_or(0, Vec::len),
+        bytes: record.value.as_ref().map_or(0, Bytes::len),
     }
 }
 

@@ -294,7 +294,7 @@ async fn stage_and_ack(
             exchange: d.exchange.as_str().to_owned(),
             routing_key: d.routing_key.as_str().to_owned(),
             properties: d.properties,
-            body: d.data,
+            body: d.data.into(),
         };
         let staged = staged::from_amqp(&message);
         if staged.body.len() > MAX_BODY_SIZE {
