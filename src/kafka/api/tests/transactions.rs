@@ -223,6 +223,22 @@ async fn init_producer_id_for_a_transactional_id_fences_its_older_epochs() {
 }
 
 #[tokio::test]
+async fn an_empty_transactional_id_is_an_invalid_request() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    assert_eq!(
+        init(&mut c, "", 60_000, None).await,
+        (ResponseError::InvalidRequest.code(), -1, -1)
+    );
+    assert_eq!(
+        add_offsets(&mut c, "", (0, 0), "g").await,
+        ResponseError::InvalidProducerIdMapping.code(),
+        "no producer was made for it"
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
 async fn add_partitions_to_txn_refuses_unknown_ids_and_partitions() {
     let front = Front::start().await;
     let mut c = front.client();
