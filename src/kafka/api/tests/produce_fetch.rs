@@ -68,6 +68,35 @@ async fn a_burst_of_produce_requests_is_answered_in_request_order() {
 }
 
 #[tokio::test]
+async fn a_request_larger_than_a_store_transaction_is_staged_whole() {
+    let front = Front::start_with(|c| c.max_message_bytes = 4 << 20).await;
+    let mut c = front.client();
+    create_topic(&mut c, "big", 4).await;
+    // Four 3 MB batches: 12 MB in one request, over FoundationDB's 10 MB transaction limit.
+    let value = "x".repeat(3 << 20);
+    let data = (0..4)
+        .map(|p| {
+            PartitionProduceData::default()
+                .with_index(p)
+                .with_records(Some(batch(&[&value])))
+        })
+        .collect();
+    let request = produce_request("big", 0, Bytes::new()).with_topic_data(vec![
+        TopicProduceData::default()
+            .with_name(name("big"))
+            .with_partition_data(data),
+    ]);
+    let response = c.call(9, request).await;
+    let answers: Vec<(i32, i16, i64)> = response.responses[0]
+        .partition_responses
+        .iter()
+        .map(|p| (p.index, p.error_code, p.base_offset))
+        .collect();
+    assert_eq!(answers, [(0, 0, 0), (1, 0, 0), (2, 0, 0), (3, 0, 0)]);
+    front.stop().await;
+}
+
+#[tokio::test]
 async fn produce_to_an_unknown_topic_or_partition_is_unknown_topic_or_partition() {
     let front = Front::start().await;
     let mut c = front.client();
