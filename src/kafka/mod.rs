@@ -47,6 +47,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use topics::{Topic, TopicConfig, TopicDefaults, TopicError, Topics};
 use tracing::info;
@@ -264,23 +265,7 @@ impl KafkaFront {
     /// tasks and the background loops, and removes this broker's registration.
     pub async fn run(self) {
         let ctx = self.ctx;
-        let background = [
-            tokio::spawn(ctx.sequencers.clone().run()),
-            tokio::spawn(ctx.brokers.clone().run(self.internal.clone())),
-            tokio::spawn({
-                let topics = ctx.topics.clone();
-                let token = self.internal.clone();
-                async move { topics.follow_changes(token).await }
-            }),
-            tokio::spawn(ctx.coordinator.clone().run(self.internal.clone())),
-            tokio::spawn(ctx.transactions.clone().expire_until(self.internal.clone())),
-            tokio::spawn(groups::lag::run(
-                ctx.db.clone(),
-                ctx.topics.clone(),
-                ctx.coordinator.store().clone(),
-                self.internal.clone(),
-            )),
-        ];
+        let background = Background::spawn(&ctx, self.internal);
         let handler_ctx = ctx.clone();
         crate::server::serve(
             "kafka",
@@ -290,9 +275,49 @@ impl KafkaFront {
             move |stream, peer, stop| connection::serve(handler_ctx.clone(), stream, peer, stop),
         )
         .await;
+        background.stop(&ctx).await;
+    }
+}
+
+/// The front's background loops: sequencer balancing, the broker registration, the topic
+/// cache, the group leases, transaction expiry and consumer lag. The front's API handlers
+/// rely on them (in-process tests start them without a listener).
+struct Background {
+    /// Stops the loops.
+    internal: CancellationToken,
+    /// The loops' tasks.
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Background {
+    /// Spawns the loops over `ctx`; they run until `internal` fires.
+    fn spawn(ctx: &Arc<Context>, internal: CancellationToken) -> Self {
+        let tasks = vec![
+            tokio::spawn(ctx.sequencers.clone().run()),
+            tokio::spawn(ctx.brokers.clone().run(internal.clone())),
+            tokio::spawn({
+                let topics = ctx.topics.clone();
+                let token = internal.clone();
+                async move { topics.follow_changes(token).await }
+            }),
+            tokio::spawn(ctx.coordinator.clone().run(internal.clone())),
+            tokio::spawn(ctx.transactions.clone().expire_until(internal.clone())),
+            tokio::spawn(groups::lag::run(
+                ctx.db.clone(),
+                ctx.topics.clone(),
+                ctx.coordinator.store().clone(),
+                internal.clone(),
+            )),
+        ];
+        Self { internal, tasks }
+    }
+
+    /// Stops the loops (releasing the sequencer and group leases and the broker
+    /// registration) once the group tasks, which stop on `ctx.shutdown`, have.
+    async fn stop(self, ctx: &Context) {
         self.internal.cancel();
         ctx.coordinator.stopped().await;
-        for task in background {
+        for task in self.tasks {
             let _ = task.await;
         }
     }

@@ -6,7 +6,10 @@
 //! partition count, and its overrides of the broker's defaults. Each partition owns a
 //! stage (`kafka/<id>/<partition>`) that producers append to and a log its sequencer
 //! writes. Every change bumps `(P,"k","topic","version")`, which every instance's cache
-//! watches, so all instances see a new topic without polling.
+//! watches, so all instances see a new topic without polling. The cache remembers the
+//! version it was read at and never goes back to an older one: refreshes run concurrently
+//! (the one following changes, and the one after each change made here), and the one that
+//! read first may finish last.
 
 use super::keys::{KafkaKeys, PartitionKeys, stage_name};
 use crate::config::KafkaConfig;
@@ -306,10 +309,19 @@ pub struct Topics {
     keys: KafkaKeys,
     /// The stages, for each partition's staging queue.
     stages: Stages,
-    /// The cache, by name.
-    cache: Arc<RwLock<HashMap<String, Arc<Topic>>>>,
-    /// Bumped after every refresh of the cache, for whoever follows topic changes.
+    /// The cache.
+    cache: Arc<RwLock<Cached>>,
+    /// Bumped after every refresh that installs a cache, for whoever follows topic changes.
     refreshed: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+/// The topics as read at one version of the topic list.
+#[derive(Default)]
+struct Cached {
+    /// The value of the topics version key the topics were read with.
+    version: i64,
+    /// The topics, by name.
+    by_name: HashMap<String, Arc<Topic>>,
 }
 
 impl Topics {
@@ -332,12 +344,12 @@ impl Topics {
 
     /// The cached topic `name`.
     pub fn get(&self, name: &str) -> Option<Arc<Topic>> {
-        self.cache.read().get(name).cloned()
+        self.cache.read().by_name.get(name).cloned()
     }
 
     /// Every cached topic, sorted by name.
     pub fn all(&self) -> Vec<Arc<Topic>> {
-        let mut all: Vec<_> = self.cache.read().values().cloned().collect();
+        let mut all: Vec<_> = self.cache.read().by_name.values().cloned().collect();
         all.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
         all
     }
@@ -346,6 +358,7 @@ impl Topics {
     pub fn by_uuid(&self, uuid: [u8; 16]) -> Option<Arc<Topic>> {
         self.cache
             .read()
+            .by_name
             .values()
             .find(|t| t.meta.uuid == uuid)
             .cloned()
@@ -486,12 +499,17 @@ impl Topics {
     }
 
     /// Reloads the cache from the store, keeping the cached value of every topic whose
-    /// metadata did not change.
+    /// metadata did not change; a cache read at a newer version meanwhile is kept.
     ///
     /// # Errors
     /// The store's error, or a partition stage that cannot be opened.
     pub async fn refresh(&self) -> Result<(), TopicError> {
         let tx = self.db.begin()?;
+        let version = tx
+            .get(&self.keys.topics_version(), true)
+            .await?
+            .and_then(|v| v.try_into().ok())
+            .map_or(0, i64::from_le_bytes);
         let (b, e) = self.keys.topic_metas();
         let kvs = tx.get_range(&RangeOption::new(b, e), true).await?;
         let mut fresh = HashMap::with_capacity(kvs.len());
@@ -507,9 +525,22 @@ impl Topics {
             };
             fresh.insert(topic.meta.name.clone(), topic);
         }
-        *self.cache.write() = fresh;
-        self.refreshed.send_modify(|n| *n += 1);
+        if self.install(version, fresh) {
+            self.refreshed.send_modify(|n| *n += 1);
+        }
         Ok(())
+    }
+
+    /// Makes `by_name`, read at topics version `version`, the cache — unless the cache was
+    /// read at a newer version (a refresh that began later finished first). Returns
+    /// whether it did.
+    fn install(&self, version: i64, by_name: HashMap<String, Arc<Topic>>) -> bool {
+        let mut cache = self.cache.write();
+        if version < cache.version {
+            return false;
+        }
+        *cache = Cached { version, by_name };
+        true
     }
 
     /// Keeps the cache fresh until `shutdown`: sleeps on a watch of the topics version
@@ -670,6 +701,40 @@ mod tests {
                 .to_string()
                 .starts_with("segment.bytes: is not a setting")
         );
+    }
+
+    #[tokio::test]
+    async fn a_refresh_that_read_an_older_topic_list_does_not_replace_a_newer_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::config::StoreConfig {
+            path: dir.path().join("store"),
+            ..crate::config::StoreConfig::default()
+        };
+        let db = Database::open(&store).await.unwrap();
+        let stages = Stages::new(db.clone(), &store.prefix);
+        stages.ensure_schema().await.unwrap();
+        let topics = Topics::new(db.clone(), KafkaKeys::new(&store.prefix), stages);
+        topics
+            .create("first", 1, TopicConfig::default(), false)
+            .await
+            .unwrap();
+        // What a refresh that read the list before "second" existed would install, late.
+        let (version, by_name) = {
+            let cache = topics.cache.read();
+            (cache.version, cache.by_name.clone())
+        };
+        topics
+            .create("second", 1, TopicConfig::default(), false)
+            .await
+            .unwrap();
+        assert!(!topics.install(version, by_name), "older than the cache");
+        assert!(
+            topics.get("second").is_some(),
+            "the newer topic stays visible"
+        );
+        topics.refresh().await.unwrap();
+        assert_eq!(topics.all().len(), 2);
+        db.close().await;
     }
 
     #[test]

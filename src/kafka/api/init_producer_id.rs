@@ -2,7 +2,8 @@
 //! — when a producer asks with its current id and epoch (KIP-360) — the same id with the
 //! next epoch. With a transactional id, the transaction coordinator
 //! ([`crate::kafka::transactions`]) answers: the id's producer at its next epoch, older
-//! epochs fenced and their open transaction aborted.
+//! epochs fenced and their open transaction aborted. An empty transactional id is
+//! `INVALID_REQUEST`, as Kafka answers it (it is neither an id nor its absence).
 
 use super::logged;
 use crate::kafka::Context;
@@ -21,6 +22,14 @@ pub async fn handle(ctx: &Arc<Context>, request: InitProducerIdRequest) -> Respo
     let current = (id >= 0).then_some((id, epoch));
     if let Some(transactional_id) = &request.transactional_id {
         let transactional_id = transactional_id.0.as_str();
+        if transactional_id.is_empty() {
+            return ResponseKind::InitProducerId(
+                response
+                    .with_producer_id(ProducerId(-1))
+                    .with_producer_epoch(-1)
+                    .with_error_code(ResponseError::InvalidRequest.code()),
+            );
+        }
         let outcome = ctx
             .transactions
             .init(transactional_id, request.transaction_timeout_ms, current)

@@ -36,6 +36,9 @@ mod sasl_handshake;
 mod sync_group;
 mod txn_offset_commit;
 
+#[cfg(test)]
+mod tests;
+
 pub use api_versions::unsupported_version;
 
 use super::Context;

@@ -1,0 +1,464 @@
+//! CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs and AlterConfigs: topics
+//! and their settings as an admin client changes them, and each refusal's code.
+
+use super::fixture::{Client, Front, batch, name, text};
+use super::{create_topic, create_topic_with, produce};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
+use kafka_protocol::messages::{
+    AlterConfigsRequest, BrokerId, CreatePartitionsRequest, CreateTopicsRequest,
+    DeleteTopicsRequest, DescribeConfigsRequest,
+};
+
+/// DescribeConfigs' and AlterConfigs' resource types.
+const TOPIC: i8 = 2;
+const BROKER: i8 = 4;
+/// DescribeConfigs' config sources.
+const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+const STATIC_BROKER_CONFIG: i8 = 4;
+const DEFAULT_CONFIG: i8 = 5;
+
+/// The DescribeConfigs (v4) answer for one resource, restricted to `keys` if given.
+async fn describe(
+    c: &mut Client,
+    resource_type: i8,
+    resource: &str,
+    keys: Option<&[&str]>,
+) -> DescribeConfigsResult {
+    let request = DescribeConfigsRequest::default().with_resources(vec![
+        DescribeConfigsResource::default()
+            .with_resource_type(resource_type)
+            .with_resource_name(text(resource))
+            .with_configuration_keys(keys.map(|k| k.iter().map(|k| text(k)).collect())),
+    ]);
+    c.call(4, request).await.results.remove(0)
+}
+
+/// (name, value, source, read-only) of every setting `result` describes.
+fn settings(result: &DescribeConfigsResult) -> Vec<(String, String, i8, bool)> {
+    result
+        .configs
+        .iter()
+        .map(|c| {
+            (
+                c.name.to_string(),
+                c.value.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+                c.config_source,
+                c.read_only,
+            )
+        })
+        .collect()
+}
+
+/// The (error code, message) of AlterConfigs (v2) setting `configs` on `resource`.
+async fn alter(
+    c: &mut Client,
+    resource_type: i8,
+    resource: &str,
+    configs: &[(&str, &str)],
+    validate_only: bool,
+) -> (i16, Option<String>) {
+    let request = AlterConfigsRequest::default()
+        .with_validate_only(validate_only)
+        .with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(resource_type)
+                .with_resource_name(text(resource))
+                .with_configs(
+                    configs
+                        .iter()
+                        .map(|(k, v)| {
+                            AlterableConfig::default()
+                                .with_name(text(k))
+                                .with_value(Some(text(v)))
+                        })
+                        .collect(),
+                ),
+        ]);
+    let r = c.call(2, request).await.responses.remove(0);
+    // A success's message is not asserted (Ferry sends "", Kafka null: clients ignore it).
+    let message = (r.error_code != 0).then(|| r.error_message.map(|m| m.to_string()));
+    (r.error_code, message.flatten())
+}
+
+/// The (error code, message) of CreatePartitions growing `topic` to `count`.
+async fn grow(
+    c: &mut Client,
+    topic: &str,
+    count: i32,
+    validate_only: bool,
+) -> (i16, Option<String>) {
+    let request = CreatePartitionsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_validate_only(validate_only)
+        .with_topics(vec![
+            CreatePartitionsTopic::default()
+                .with_name(name(topic))
+                .with_count(count),
+        ]);
+    let r = c.call(3, request).await.results.remove(0);
+    let message = (r.error_code != 0).then(|| r.error_message.map(|m| m.to_string()));
+    (r.error_code, message.flatten())
+}
+
+#[tokio::test]
+async fn created_topics_report_their_shape_and_are_writable_at_once() {
+    let front = Front::start_with(|c| c.default_partitions = 2).await;
+    let mut c = front.client();
+    let created = create_topic_with(&mut c, "new", 3, &[("retention.ms", "60000")]).await;
+    assert_eq!(
+        (
+            created.error_code,
+            created.num_partitions,
+            created.replication_factor
+        ),
+        (0, 3, 1)
+    );
+    let topic = front.ctx.topics.get("new").unwrap();
+    assert_eq!(topic.meta.config.retention_ms, Some(60_000));
+    for p in 0..3 {
+        let answer = produce(&mut c, "new", p, batch(&["x"])).await;
+        assert_eq!(
+            (answer.error_code, answer.base_offset),
+            (0, 0),
+            "partition {p}"
+        );
+    }
+    let default = create_topic_with(&mut c, "defaulted", -1, &[]).await;
+    assert_eq!(
+        (default.error_code, default.num_partitions),
+        (0, 2),
+        "-1 takes kafka.default_partitions"
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn create_topics_refuses_what_it_cannot_create_with_each_code() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, "taken", 1).await;
+    /// A topic to create, with its partition count and settings, and the refusal due.
+    type Case<'a> = (&'a str, i32, &'a [(&'a str, &'a str)], ResponseError);
+    let cases: [Case; 5] = [
+        ("taken", 1, &[], ResponseError::TopicAlreadyExists),
+        ("bad/name", 1, &[], ResponseError::InvalidTopicException),
+        ("zero", 0, &[], ResponseError::InvalidPartitions),
+        (
+            "odd",
+            1,
+            &[("segment.bytes", "1")],
+            ResponseError::InvalidConfig,
+        ),
+        (
+            "compacted",
+            1,
+            &[("cleanup.policy", "compact")],
+            ResponseError::InvalidConfig,
+        ),
+    ];
+    for (topic, partitions, configs, error) in cases {
+        let result = create_topic_with(&mut c, topic, partitions, configs).await;
+        assert_eq!(result.error_code, error.code(), "{topic}");
+        assert!(result.error_message.is_some(), "{topic} says why");
+    }
+    assert_eq!(
+        create_topic_with(&mut c, "taken", 1, &[])
+            .await
+            .error_message
+            .as_deref(),
+        Some("topic 'taken' already exists")
+    );
+    let assigned = CreateTopicsRequest::default().with_topics(vec![
+        CreatableTopic::default()
+            .with_name(name("placed"))
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+            .with_assignments(vec![
+                CreatableReplicaAssignment::default().with_broker_ids(vec![BrokerId(0)]),
+            ]),
+    ]);
+    let result = c.call(5, assigned).await.topics.remove(0);
+    assert_eq!(result.error_code, ResponseError::InvalidPartitions.code());
+    for refused in ["bad/name", "zero", "odd", "compacted", "placed"] {
+        assert!(front.ctx.topics.get(refused).is_none(), "{refused}");
+    }
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn create_topics_validate_only_checks_and_creates_nothing() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    let request = CreateTopicsRequest::default()
+        .with_validate_only(true)
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("dry"))
+                .with_num_partitions(4)
+                .with_replication_factor(1),
+            CreatableTopic::default()
+                .with_name(name("dry run"))
+                .with_num_partitions(1)
+                .with_replication_factor(1),
+        ]);
+    let r = c.call(5, request).await;
+    let codes: Vec<i16> = r.topics.iter().map(|t| t.error_code).collect();
+    assert_eq!(codes, [0, ResponseError::InvalidTopicException.code()]);
+    assert_eq!(r.topics[0].num_partitions, 4);
+    assert!(front.ctx.topics.get("dry").is_none());
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn deleted_topics_are_gone_and_deleting_again_is_unknown() {
+    let front = Front::start_with(|c| c.auto_create_topics = false).await;
+    let mut c = front.client();
+    create_topic(&mut c, "doomed", 2).await;
+    produce(&mut c, "doomed", 0, batch(&["x"])).await;
+    let delete = || DeleteTopicsRequest::default().with_topic_names(vec![name("doomed")]);
+    let r = c.call(5, delete()).await;
+    assert_eq!(r.responses[0].error_code, 0);
+    assert!(front.ctx.topics.get("doomed").is_none());
+    assert_eq!(
+        produce(&mut c, "doomed", 0, batch(&["y"])).await.error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    let again = c.call(5, delete()).await.responses.remove(0);
+    assert_eq!(
+        (again.error_code, again.error_message.as_deref()),
+        (
+            ResponseError::UnknownTopicOrPartition.code(),
+            Some("topic 'doomed' does not exist")
+        )
+    );
+    // Re-created, the topic starts empty.
+    create_topic(&mut c, "doomed", 1).await;
+    assert_eq!(
+        produce(&mut c, "doomed", 0, batch(&["z"]))
+            .await
+            .base_offset,
+        0
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn create_partitions_grows_a_topic_and_refuses_to_shrink_it() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, "growing", 1).await;
+    assert_eq!(grow(&mut c, "growing", 5, true).await, (0, None));
+    assert_eq!(
+        front.ctx.topics.get("growing").unwrap().partitions.len(),
+        1,
+        "validate_only changes nothing"
+    );
+    assert_eq!(grow(&mut c, "growing", 3, false).await, (0, None));
+    assert_eq!(front.ctx.topics.get("growing").unwrap().partitions.len(), 3);
+    let answer = produce(&mut c, "growing", 2, batch(&["new"])).await;
+    assert_eq!(
+        (answer.error_code, answer.base_offset),
+        (0, 0),
+        "a new partition is writable at once"
+    );
+    assert_eq!(
+        grow(&mut c, "growing", 2, false).await,
+        (
+            ResponseError::InvalidPartitions.code(),
+            Some(
+                "topic 'growing' has 3 partitions; the new count must be larger, not 2".to_owned()
+            )
+        )
+    );
+    assert_eq!(
+        grow(&mut c, "missing", 2, false).await.0,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn describe_configs_shows_a_topics_overrides_and_the_defaults_it_follows() {
+    let front = Front::start_with(|c| c.max_message_bytes = 5_000).await;
+    let mut c = front.client();
+    create_topic_with(&mut c, "tuned", 1, &[("retention.ms", "1000")]).await;
+    let result = describe(&mut c, TOPIC, "tuned", None).await;
+    assert_eq!(result.error_code, 0);
+    let retention_bytes = crate::config::KafkaConfig::default().retention_bytes;
+    assert_eq!(
+        settings(&result),
+        [
+            (
+                "retention.ms".into(),
+                "1000".into(),
+                DYNAMIC_TOPIC_CONFIG,
+                false
+            ),
+            (
+                "retention.bytes".into(),
+                retention_bytes.to_string(),
+                DEFAULT_CONFIG,
+                false
+            ),
+            (
+                "max.message.bytes".into(),
+                "5000".into(),
+                DEFAULT_CONFIG,
+                false
+            ),
+            (
+                "cleanup.policy".into(),
+                "delete".into(),
+                DEFAULT_CONFIG,
+                true
+            ),
+        ]
+    );
+    let only = describe(&mut c, TOPIC, "tuned", Some(&["max.message.bytes"])).await;
+    assert_eq!(
+        settings(&only),
+        [(
+            "max.message.bytes".into(),
+            "5000".into(),
+            DEFAULT_CONFIG,
+            false
+        )]
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn describe_configs_shows_the_broker_settings_read_only_and_refuses_the_rest() {
+    let front = Front::start_with(|c| c.default_partitions = 4).await;
+    let mut c = front.client();
+    let broker = describe(&mut c, BROKER, "0", Some(&["num.partitions"])).await;
+    assert_eq!(
+        settings(&broker),
+        [(
+            "num.partitions".into(),
+            "4".into(),
+            STATIC_BROKER_CONFIG,
+            true
+        )]
+    );
+    let missing = describe(&mut c, TOPIC, "missing", None).await;
+    assert_eq!(
+        (missing.error_code, missing.error_message.as_deref()),
+        (
+            ResponseError::UnknownTopicOrPartition.code(),
+            Some("topic 'missing' does not exist")
+        )
+    );
+    let group = describe(&mut c, 3, "g", None).await;
+    assert_eq!(group.error_code, ResponseError::InvalidRequest.code());
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn alter_configs_replaces_a_topics_settings() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic_with(&mut c, "altered", 1, &[("retention.ms", "1000")]).await;
+    assert_eq!(
+        alter(
+            &mut c,
+            TOPIC,
+            "altered",
+            &[("max.message.bytes", "2000")],
+            true
+        )
+        .await,
+        (0, None)
+    );
+    let unchanged = front.ctx.topics.get("altered").unwrap().meta.config;
+    assert_eq!(
+        (unchanged.retention_ms, unchanged.max_message_bytes),
+        (Some(1000), None),
+        "validate_only changes nothing"
+    );
+    assert_eq!(
+        alter(
+            &mut c,
+            TOPIC,
+            "altered",
+            &[("max.message.bytes", "2000")],
+            false
+        )
+        .await,
+        (0, None)
+    );
+    let result = describe(&mut c, TOPIC, "altered", None).await;
+    let sources: Vec<(String, String, i8)> = settings(&result)
+        .into_iter()
+        .map(|(name, value, source, _)| (name, value, source))
+        .take(3)
+        .collect();
+    let defaults = crate::config::KafkaConfig::default();
+    assert_eq!(
+        sources,
+        [
+            (
+                "retention.ms".into(),
+                defaults.retention_ms.to_string(),
+                DEFAULT_CONFIG
+            ),
+            (
+                "retention.bytes".into(),
+                defaults.retention_bytes.to_string(),
+                DEFAULT_CONFIG
+            ),
+            (
+                "max.message.bytes".into(),
+                "2000".into(),
+                DYNAMIC_TOPIC_CONFIG
+            ),
+        ],
+        "settings not named return to the default"
+    );
+    // The new limit is enforced.
+    assert_eq!(
+        produce(&mut c, "altered", 0, batch(&[&"x".repeat(2_500)]))
+            .await
+            .error_code,
+        ResponseError::MessageTooLarge.code()
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn alter_configs_refuses_unknown_settings_topics_and_broker_settings() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, "fixed", 1).await;
+    let (code, message) = alter(&mut c, TOPIC, "fixed", &[("segment.ms", "1")], false).await;
+    assert_eq!(code, ResponseError::InvalidConfig.code());
+    assert!(
+        message
+            .unwrap()
+            .starts_with("segment.ms: is not a setting Ferry supports")
+    );
+    let (code, _) = alter(&mut c, TOPIC, "fixed", &[("retention.ms", "soon")], false).await;
+    assert_eq!(code, ResponseError::InvalidConfig.code());
+    assert_eq!(
+        alter(&mut c, TOPIC, "missing", &[("retention.ms", "1")], false)
+            .await
+            .0,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    assert_eq!(
+        alter(&mut c, BROKER, "0", &[("num.partitions", "3")], false).await,
+        (
+            ResponseError::InvalidRequest.code(),
+            Some(
+                "only topic settings can be altered; broker settings come from ferry.toml"
+                    .to_owned()
+            )
+        )
+    );
+    front.stop().await;
+}
