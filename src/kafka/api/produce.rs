@@ -224,11 +224,14 @@ async fn answer(waiters: Arc<Waiters>, prepared: Prepared) -> ResponseKind {
     for (name, partitions) in prepared.answers {
         let mut out = Vec::with_capacity(partitions.len());
         for (index, answer) in partitions {
-            let response = PartitionProduceResponse::default().with_index(index);
+            // An answer without an offset says -1, as Kafka's does.
+            let response = PartitionProduceResponse::default()
+                .with_index(index)
+                .with_base_offset(-1);
             out.push(match answer {
                 Answer::Refused(code) => response.with_error_code(code),
                 // Only `acks=0` stages without waiting, and it is not answered.
-                Answer::Staged => response.with_base_offset(-1),
+                Answer::Staged => response,
                 Answer::Waiting(token, rx) => match tokio::time::timeout_at(deadline, rx).await {
                     Ok(Ok(BatchOutcome::Appended(base) | BatchOutcome::Duplicate(base))) => {
                         response.with_base_offset(base)

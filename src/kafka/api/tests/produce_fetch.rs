@@ -106,10 +106,9 @@ async fn produce_to_an_unknown_topic_or_partition_is_unknown_topic_or_partition(
         produce_to(&mut c, "nowhere", batch(&["x"])).await.0,
         unknown
     );
-    assert_eq!(
-        produce(&mut c, "one", 1, batch(&["x"])).await.error_code,
-        unknown
-    );
+    let refused = produce(&mut c, "one", 1, batch(&["x"])).await;
+    assert_eq!(refused.error_code, unknown);
+    assert_eq!(refused.base_offset, -1, "no offset, as Kafka answers");
     // Produce never creates a topic, whatever `auto_create_topics` says.
     assert!(front.ctx.topics.get("nowhere").is_none());
     front.stop().await;
