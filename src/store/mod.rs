@@ -6,8 +6,10 @@
 //! explicit conflict ranges, watches, and FoundationDB's error classes ([`StoreError`]).
 //!
 //! Two engines implement it: [`embedded`] (the default, single node) and `fdb`
-//! (FoundationDB, behind the cargo feature `fdb`). [`Database`] and [`Transaction`] are
-//! enums over the engines, so the layers above and the conformance suite are written once.
+//! (FoundationDB, behind the cargo feature `fdb`). Each implements the traits of
+//! [`engine`], so the compiler keeps their operations alike; [`Database`] and
+//! [`Transaction`] are enums over the engines that dispatch to them, so the layers above
+//! and the conformance suite use concrete types and are written once.
 //! Keys are tuple-encoded (`foundationdb-tuple`) by the layers above, so both engines hold
 //! byte-identical keyspaces.
 //!
@@ -16,6 +18,7 @@
 //! after [`Database::run`] returns.
 
 pub mod embedded;
+pub mod engine;
 pub mod error;
 #[cfg(feature = "fdb")]
 pub mod fdb;
@@ -23,8 +26,10 @@ pub mod keys;
 
 pub use error::{OpenError, StoreError, TransactionError};
 
-use crate::config::{StoreConfig, store::Engine};
+use crate::config::StoreConfig;
+use crate::config::store::Engine as EngineKind;
 use crate::telemetry::names;
+use engine::{Engine, EngineTransaction};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -163,13 +168,13 @@ pub enum Database {
 /// One transaction; cheap to clone (clones share the transaction).
 #[derive(Clone)]
 pub struct Transaction {
-    engine: EngineTransaction,
+    engine: AnyTransaction,
     attempt: Arc<Attempt>,
 }
 
-/// The engine's transaction.
+/// The transaction of whichever engine the database is on.
 #[derive(Clone)]
-enum EngineTransaction {
+enum AnyTransaction {
     /// A transaction on the embedded engine.
     Embedded(embedded::Transaction),
     /// A transaction on FoundationDB.
@@ -185,8 +190,9 @@ struct Attempt {
     user_versions: AtomicU32,
 }
 
-/// Calls the same method on whichever engine's value `$self` holds (a [`Database`] or an
-/// `EngineTransaction`).
+/// Calls the same [`Engine`] method on whichever engine a [`Database`] holds, or the same
+/// [`EngineTransaction`] method on whichever engine's transaction a [`Transaction`] holds
+/// (`engine self`).
 macro_rules! dispatch {
     ($self:expr, $v:ident => $e:expr) => {
         match $self {
@@ -197,9 +203,9 @@ macro_rules! dispatch {
     };
     (engine $self:expr, $v:ident => $e:expr) => {
         match &$self.engine {
-            EngineTransaction::Embedded($v) => $e,
+            AnyTransaction::Embedded($v) => $e,
             #[cfg(feature = "fdb")]
-            EngineTransaction::Fdb($v) => $e,
+            AnyTransaction::Fdb($v) => $e,
         }
     };
 }
@@ -212,7 +218,7 @@ impl Database {
     /// key and what to do.
     pub async fn open(config: &StoreConfig) -> Result<Self, StoreError> {
         match config.engine {
-            Engine::Embedded => {
+            EngineKind::Embedded => {
                 let options = embedded::Options::from_config(config);
                 let db = tokio::task::spawn_blocking(move || embedded::EmbeddedDb::open(options))
                     .await
@@ -222,9 +228,9 @@ impl Database {
                 Ok(Self::Embedded(db))
             }
             #[cfg(feature = "fdb")]
-            Engine::Fdb => Ok(Self::Fdb(fdb::FdbDb::open(config)?)),
+            EngineKind::Fdb => Ok(Self::Fdb(fdb::FdbDb::open(config)?)),
             #[cfg(not(feature = "fdb"))]
-            Engine::Fdb => Err(OpenError::Engine(
+            EngineKind::Fdb => Err(OpenError::Engine(
                 "'fdb' needs a ferry built with `--features fdb`".into(),
             )
             .into()),
@@ -233,11 +239,10 @@ impl Database {
 
     /// The engine's name, as the `engine` metric label gives it.
     pub fn engine_name(&self) -> &'static str {
-        match self {
-            Self::Embedded(_) => "embedded",
-            #[cfg(feature = "fdb")]
-            Self::Fdb(_) => "fdb",
+        fn name<E: Engine>(_: &E) -> &'static str {
+            E::NAME
         }
+        dispatch!(self, db => name(db))
     }
 
     /// The fault injector, for engines that can inject FoundationDB's failures (the
@@ -253,11 +258,7 @@ impl Database {
     /// Why the store stopped accepting transactions, if it did (a failed write on the
     /// embedded engine); the daemon exits on it so a restart recovers the store.
     pub fn failure(&self) -> Option<StoreError> {
-        match self {
-            Self::Embedded(db) => db.failure(),
-            #[cfg(feature = "fdb")]
-            Self::Fdb(_) => None,
-        }
+        dispatch!(self, db => db.failure())
     }
 
     /// Starts a transaction.
@@ -270,9 +271,9 @@ impl Database {
 
     fn begin_attempt(&self, maybe_committed: bool) -> Result<Transaction, StoreError> {
         let engine = match self {
-            Self::Embedded(db) => EngineTransaction::Embedded(db.begin()?),
+            Self::Embedded(db) => AnyTransaction::Embedded(db.begin()?),
             #[cfg(feature = "fdb")]
-            Self::Fdb(db) => EngineTransaction::Fdb(db.begin()?),
+            Self::Fdb(db) => AnyTransaction::Fdb(db.begin()?),
         };
         Ok(Transaction {
             engine,
@@ -464,9 +465,9 @@ impl Transaction {
     pub async fn commit(&self) -> Result<CommitInfo, StoreError> {
         let started = Instant::now();
         let (engine, result) = match &self.engine {
-            EngineTransaction::Embedded(t) => ("embedded", t.commit().await),
+            AnyTransaction::Embedded(t) => (embedded::EmbeddedDb::NAME, t.commit().await),
             #[cfg(feature = "fdb")]
-            EngineTransaction::Fdb(t) => ("fdb", t.commit().await),
+            AnyTransaction::Fdb(t) => (fdb::FdbDb::NAME, t.commit().await),
         };
         metrics::histogram!(names::STORE_COMMIT_SECONDS, names::LABEL_ENGINE => engine)
             .record(started.elapsed().as_secs_f64());

@@ -34,6 +34,7 @@ pub use transaction::Transaction;
 
 use crate::config::StoreConfig;
 use crate::store::StoreError;
+use crate::store::engine::Engine;
 use parking_lot::{Mutex, RwLock};
 use sequencer::{PendingWatch, Request, Sequencer};
 use snapshot::Snapshot;
@@ -183,11 +184,19 @@ impl EmbeddedDb {
         Ok(Self { shared })
     }
 
+    /// The fault injector; tests switch faults on and off through it.
+    pub fn faults(&self) -> &Faults {
+        &self.shared.faults
+    }
+}
+
+impl Engine for EmbeddedDb {
+    type Transaction = Transaction;
+
+    const NAME: &'static str = "embedded";
+
     /// Starts a transaction at the newest committed version.
-    ///
-    /// # Errors
-    /// [`StoreError::Closed`] after [`EmbeddedDb::close`].
-    pub fn begin(&self) -> Result<Transaction, StoreError> {
+    fn begin(&self) -> Result<Transaction, StoreError> {
         if self.shared.requests.read().is_none() {
             return Err(StoreError::Closed);
         }
@@ -197,19 +206,14 @@ impl EmbeddedDb {
         Ok(Transaction::new(self.shared.clone(), self.shared.latest()))
     }
 
-    /// Why the engine stopped accepting transactions, if it did.
-    pub fn failure(&self) -> Option<StoreError> {
+    /// Set once a group commit's write failed.
+    fn failure(&self) -> Option<StoreError> {
         self.shared.failure.lock().clone()
     }
 
-    /// The fault injector; tests switch faults on and off through it.
-    pub fn faults(&self) -> &Faults {
-        &self.shared.faults
-    }
-
     /// Refuses new transactions, lets the sequencer finish the commits already queued,
-    /// and releases the data file. Idempotent.
-    pub async fn close(&self) {
+    /// and releases the data file.
+    async fn close(&self) {
         let Some(requests) = self.shared.requests.write().take() else {
             return;
         };

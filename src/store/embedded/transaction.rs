@@ -7,6 +7,7 @@ use super::mutation::Mutation;
 use super::overlay::{Local, Overlay};
 use super::sequencer::{CommitRequest, PendingWatch, Request};
 use super::snapshot::{Pair, Snapshot};
+use crate::store::engine::EngineTransaction;
 use crate::store::error::{
     MAX_KEY_SIZE, MAX_TRANSACTION_AGE, MAX_TRANSACTION_SIZE, MAX_VALUE_SIZE,
 };
@@ -98,11 +99,6 @@ impl Transaction {
         }
     }
 
-    /// The version this transaction reads at.
-    pub fn read_version(&self) -> u64 {
-        self.inner.snapshot.version
-    }
-
     fn check_age(&self) -> Result<(), StoreError> {
         if self.inner.started.elapsed() > MAX_TRANSACTION_AGE {
             Err(StoreError::TransactionTooOld)
@@ -110,9 +106,10 @@ impl Transaction {
             Ok(())
         }
     }
+}
 
-    /// See [`crate::store::Transaction::get`].
-    pub async fn get(&self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, StoreError> {
+impl EngineTransaction for Transaction {
+    async fn get(&self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, StoreError> {
         self.check_age()?;
         if key.len() > MAX_KEY_SIZE {
             return Err(StoreError::KeyTooLarge { size: key.len() });
@@ -132,8 +129,7 @@ impl Transaction {
         })
     }
 
-    /// See [`crate::store::Transaction::get_range`].
-    pub async fn get_range(
+    async fn get_range(
         &self,
         range: &RangeOption,
         snapshot: bool,
@@ -189,8 +185,7 @@ impl Transaction {
         Ok(out)
     }
 
-    /// See [`crate::store::Transaction::set`].
-    pub fn set(&self, key: &[u8], value: &[u8]) {
+    fn set(&self, key: &[u8], value: &[u8]) {
         let mut st = self.inner.state.lock();
         st.check_key(key);
         st.check_value(value);
@@ -200,15 +195,13 @@ impl Transaction {
         });
     }
 
-    /// See [`crate::store::Transaction::clear`].
-    pub fn clear(&self, key: &[u8]) {
+    fn clear(&self, key: &[u8]) {
         let mut st = self.inner.state.lock();
         st.check_key(key);
         st.record(Mutation::Clear { key: key.to_vec() });
     }
 
-    /// See [`crate::store::Transaction::clear_range`].
-    pub fn clear_range(&self, begin: &[u8], end: &[u8]) {
+    fn clear_range(&self, begin: &[u8], end: &[u8]) {
         if begin >= end {
             return;
         }
@@ -221,8 +214,7 @@ impl Transaction {
         });
     }
 
-    /// Adds the little-endian integer `param` to the value at `key`.
-    pub fn atomic_add(&self, key: &[u8], param: &[u8]) {
+    fn atomic_add(&self, key: &[u8], param: &[u8]) {
         let mut st = self.inner.state.lock();
         st.check_key(key);
         st.record(Mutation::Add {
@@ -231,8 +223,7 @@ impl Transaction {
         });
     }
 
-    /// See [`crate::store::Transaction::set_versionstamped_key`].
-    pub fn set_versionstamped_key(&self, key: &[u8], value: &[u8]) {
+    fn set_versionstamped_key(&self, key: &[u8], value: &[u8]) {
         let mut st = self.inner.state.lock();
         let Some((template, offset)) = split_versionstamp_offset(key) else {
             st.defer(StoreError::BadVersionstampOffset {
@@ -249,8 +240,7 @@ impl Transaction {
         });
     }
 
-    /// See [`crate::store::Transaction::set_versionstamped_value`].
-    pub fn set_versionstamped_value(&self, key: &[u8], value: &[u8]) {
+    fn set_versionstamped_value(&self, key: &[u8], value: &[u8]) {
         let mut st = self.inner.state.lock();
         let Some((template, offset)) = split_versionstamp_offset(value) else {
             st.defer(StoreError::BadVersionstampOffset {
@@ -267,8 +257,7 @@ impl Transaction {
         });
     }
 
-    /// See [`crate::store::Transaction::add_read_conflict_range`].
-    pub fn add_read_conflict_range(&self, begin: &[u8], end: &[u8]) {
+    fn add_read_conflict_range(&self, begin: &[u8], end: &[u8]) {
         if begin < end {
             self.inner
                 .state
@@ -277,8 +266,7 @@ impl Transaction {
         }
     }
 
-    /// See [`crate::store::Transaction::add_write_conflict_range`].
-    pub fn add_write_conflict_range(&self, begin: &[u8], end: &[u8]) {
+    fn add_write_conflict_range(&self, begin: &[u8], end: &[u8]) {
         if begin < end {
             let mut st = self.inner.state.lock();
             st.size += begin.len() + end.len();
@@ -286,8 +274,7 @@ impl Transaction {
         }
     }
 
-    /// See [`crate::store::Transaction::watch`].
-    pub fn watch(&self, key: &[u8]) -> Watch {
+    fn watch(&self, key: &[u8]) -> Watch {
         let (wake, woken) = oneshot::channel();
         let mut st = self.inner.state.lock();
         let seen = match st.overlay.lookup(key) {
@@ -308,8 +295,7 @@ impl Transaction {
         Watch::new(async move { woken.await.map_err(|_| StoreError::Cancelled) })
     }
 
-    /// See [`crate::store::Transaction::commit`].
-    pub async fn commit(&self) -> Result<CommitInfo, StoreError> {
+    async fn commit(&self) -> Result<CommitInfo, StoreError> {
         let (mutations, reads, extra_writes, watches) = {
             let mut st = self.inner.state.lock();
             if st.finished {
