@@ -219,13 +219,7 @@ impl Database {
     pub async fn open(config: &StoreConfig) -> Result<Self, StoreError> {
         match config.engine {
             EngineKind::Embedded => {
-                let options = embedded::Options::from_config(config);
-                let db = tokio::task::spawn_blocking(move || embedded::EmbeddedDb::open(options))
-                    .await
-                    .map_err(|e| {
-                        StoreError::Storage(format!("opening the store panicked: {e}"))
-                    })??;
-                Ok(Self::Embedded(db))
+                Self::open_embedded(embedded::Options::from_config(config)).await
             }
             #[cfg(feature = "fdb")]
             EngineKind::Fdb => Ok(Self::Fdb(fdb::FdbDb::open(config)?)),
@@ -235,6 +229,18 @@ impl Database {
             )
             .into()),
         }
+    }
+
+    /// Opens the embedded engine with `options`, including those no config key sets (the
+    /// transaction age limit, which tests of that limit shorten).
+    ///
+    /// # Errors
+    /// As [`Database::open`].
+    pub async fn open_embedded(options: embedded::Options) -> Result<Self, StoreError> {
+        let db = tokio::task::spawn_blocking(move || embedded::EmbeddedDb::open(options))
+            .await
+            .map_err(|e| StoreError::Storage(format!("opening the store panicked: {e}")))??;
+        Ok(Self::Embedded(db))
     }
 
     /// The engine's name, as the `engine` metric label gives it.
@@ -366,7 +372,8 @@ impl Transaction {
     /// Reads `key`; a snapshot read adds no read conflict.
     ///
     /// # Errors
-    /// [`StoreError::TransactionTooOld`] after five seconds; engine errors.
+    /// [`StoreError::TransactionTooOld`] once the transaction is older than the engine's
+    /// age limit (FoundationDB's five seconds); engine errors.
     pub async fn get(&self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, StoreError> {
         dispatch!(engine self, t => t.get(key, snapshot).await)
     }

@@ -8,9 +8,7 @@ use super::overlay::{Local, Overlay};
 use super::sequencer::{CommitRequest, PendingWatch, Request};
 use super::snapshot::{Pair, Snapshot};
 use crate::store::engine::EngineTransaction;
-use crate::store::error::{
-    MAX_KEY_SIZE, MAX_TRANSACTION_AGE, MAX_TRANSACTION_SIZE, MAX_VALUE_SIZE,
-};
+use crate::store::error::{MAX_KEY_SIZE, MAX_TRANSACTION_SIZE, MAX_VALUE_SIZE};
 use crate::store::keys::{key_after, split_versionstamp_offset};
 use crate::store::{CommitInfo, KeyValue, RangeOption, StoreError, Watch};
 use parking_lot::Mutex;
@@ -29,7 +27,7 @@ struct Inner {
     shared: Arc<Shared>,
     /// The committed state this transaction reads (its read version).
     snapshot: Arc<Snapshot>,
-    /// When the read version was taken, for the five-second limit.
+    /// When the read version was taken, for the age limit.
     started: Instant,
     state: Mutex<State>,
 }
@@ -100,7 +98,7 @@ impl Transaction {
     }
 
     fn check_age(&self) -> Result<(), StoreError> {
-        if self.inner.started.elapsed() > MAX_TRANSACTION_AGE {
+        if self.inner.started.elapsed() > self.inner.shared.max_transaction_age {
             Err(StoreError::TransactionTooOld)
         } else {
             Ok(())
