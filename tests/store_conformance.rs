@@ -396,19 +396,19 @@ async fn oversized_key_is_key_too_large(store: TestStore) {
 
 async fn oversized_value_is_value_too_large(store: TestStore) {
     let tx = store.db.begin().unwrap();
-    tx.set(&store.key("v"), &vec![0u8; 100_001]);
+    tx.set(&store.key("v"), vec![0u8; 100_001]);
     let err = tx.commit().await.unwrap_err();
     assert_eq!(err.code(), Some(code::VALUE_TOO_LARGE), "{err}");
     // Exactly at the limit is fine.
     let tx = store.db.begin().unwrap();
-    tx.set(&store.key("v"), &vec![0u8; 100_000]);
+    tx.set(&store.key("v"), vec![0u8; 100_000]);
     tx.commit().await.unwrap();
 }
 
 async fn oversized_transaction_is_transaction_too_large(store: TestStore) {
     let tx = store.db.begin().unwrap();
     for i in 0..110 {
-        tx.set(&store.key(&format!("big{i:03}")), &vec![1u8; 95_000]);
+        tx.set(&store.key(&format!("big{i:03}")), vec![1u8; 95_000]);
     }
     let err = tx.commit().await.unwrap_err();
     assert_eq!(err.code(), Some(code::TRANSACTION_TOO_LARGE), "{err}");

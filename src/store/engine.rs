@@ -12,7 +12,7 @@
 //! Async operations return `impl Future + Send`: the daemon spawns transactions on tokio's
 //! worker threads, so no engine may hand back a future that cannot move between them.
 
-use super::{CommitInfo, KeyValue, RangeOption, StoreError, Watch};
+use super::{CommitInfo, KeyValue, RangeOption, StoreError, Value, Watch};
 use std::future::Future;
 
 /// A handle on an open store of one engine; cheap to clone.
@@ -56,7 +56,7 @@ pub trait EngineTransaction: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<KeyValue>, StoreError>> + Send;
 
     /// Sets `key` to `value`.
-    fn set(&self, key: &[u8], value: &[u8]);
+    fn set(&self, key: &[u8], value: Value);
 
     /// Removes `key`.
     fn clear(&self, key: &[u8]);
@@ -68,10 +68,10 @@ pub trait EngineTransaction: Clone + Send + Sync + 'static {
     fn atomic_add(&self, key: &[u8], param: &[u8]);
 
     /// Sets a versionstamped key (template followed by the placeholder's 4-byte offset).
-    fn set_versionstamped_key(&self, key: &[u8], value: &[u8]);
+    fn set_versionstamped_key(&self, key: &[u8], value: Value);
 
     /// Sets a versionstamped value (template followed by the placeholder's 4-byte offset).
-    fn set_versionstamped_value(&self, key: &[u8], value: &[u8]);
+    fn set_versionstamped_value(&self, key: &[u8], value: Value);
 
     /// Adds a read conflict range.
     fn add_read_conflict_range(&self, begin: &[u8], end: &[u8]);

@@ -8,7 +8,7 @@
 use crate::config::StoreConfig;
 use crate::store::engine::{Engine, EngineTransaction};
 use crate::store::error::{OpenError, StoreError, code};
-use crate::store::{CommitInfo, KeyValue, RangeOption, Watch};
+use crate::store::{CommitInfo, KeyValue, RangeOption, Value, Watch};
 use foundationdb::options::{ConflictRangeType, MutationType, StreamingMode};
 use foundationdb::{FdbError, KeySelector};
 use parking_lot::Mutex;
@@ -164,8 +164,9 @@ impl EngineTransaction for FdbTransaction {
         Ok(out)
     }
 
-    fn set(&self, key: &[u8], value: &[u8]) {
-        self.mutate(|tx| tx.set(key, value));
+    // The crate copies values into the C client, which needs its own copy anyway.
+    fn set(&self, key: &[u8], value: Value) {
+        self.mutate(|tx| tx.set(key, &value));
     }
 
     fn clear(&self, key: &[u8]) {
@@ -180,12 +181,12 @@ impl EngineTransaction for FdbTransaction {
         self.mutate(|tx| tx.atomic_op(key, param, MutationType::Add));
     }
 
-    fn set_versionstamped_key(&self, key: &[u8], value: &[u8]) {
-        self.mutate(|tx| tx.atomic_op(key, value, MutationType::SetVersionstampedKey));
+    fn set_versionstamped_key(&self, key: &[u8], value: Value) {
+        self.mutate(|tx| tx.atomic_op(key, &value, MutationType::SetVersionstampedKey));
     }
 
-    fn set_versionstamped_value(&self, key: &[u8], value: &[u8]) {
-        self.mutate(|tx| tx.atomic_op(key, value, MutationType::SetVersionstampedValue));
+    fn set_versionstamped_value(&self, key: &[u8], value: Value) {
+        self.mutate(|tx| tx.atomic_op(key, &value, MutationType::SetVersionstampedValue));
     }
 
     fn add_read_conflict_range(&self, begin: &[u8], end: &[u8]) {

@@ -23,8 +23,10 @@ pub mod error;
 #[cfg(feature = "fdb")]
 pub mod fdb;
 pub mod keys;
+mod value;
 
 pub use error::{OpenError, StoreError, TransactionError};
+pub use value::Value;
 
 use crate::config::StoreConfig;
 use crate::config::store::Engine as EngineKind;
@@ -392,8 +394,10 @@ impl Transaction {
         dispatch!(engine self, t => t.get_range(range, snapshot).await)
     }
 
-    /// Sets `key` to `value`.
-    pub fn set(&self, key: &[u8], value: &[u8]) {
+    /// Sets `key` to `value`: a `Bytes` (or an owned `Vec<u8>`) is kept without copying,
+    /// borrowed bytes are copied ([`Value`]).
+    pub fn set(&self, key: &[u8], value: impl Into<Value>) {
+        let value = value.into();
         dispatch!(engine self, t => t.set(key, value))
     }
 
@@ -416,13 +420,17 @@ impl Transaction {
     /// Sets a key whose 10 bytes at an offset are replaced by the commit's versionstamp.
     /// `key` is FoundationDB's form: the template followed by the placeholder's 4-byte
     /// little-endian offset (what `foundationdb_tuple::pack_with_versionstamp` produces).
-    pub fn set_versionstamped_key(&self, key: &[u8], value: &[u8]) {
+    /// `value` as in [`Transaction::set`].
+    pub fn set_versionstamped_key(&self, key: &[u8], value: impl Into<Value>) {
+        let value = value.into();
         dispatch!(engine self, t => t.set_versionstamped_key(key, value))
     }
 
     /// Sets `key` to a value whose 10 bytes at an offset are replaced by the commit's
-    /// versionstamp; `value` is the template followed by the 4-byte little-endian offset.
-    pub fn set_versionstamped_value(&self, key: &[u8], value: &[u8]) {
+    /// versionstamp; `value` is the template followed by the 4-byte little-endian offset,
+    /// taken as in [`Transaction::set`] (the template is kept without copying a `Bytes`).
+    pub fn set_versionstamped_value(&self, key: &[u8], value: impl Into<Value>) {
+        let value = value.into();
         dispatch!(engine self, t => t.set_versionstamped_value(key, value))
     }
 

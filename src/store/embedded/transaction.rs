@@ -10,7 +10,7 @@ use super::snapshot::{Pair, Snapshot};
 use crate::store::engine::EngineTransaction;
 use crate::store::error::{MAX_KEY_SIZE, MAX_TRANSACTION_SIZE, MAX_VALUE_SIZE};
 use crate::store::keys::{key_after, split_versionstamp_offset};
-use crate::store::{CommitInfo, KeyValue, RangeOption, StoreError, Watch};
+use crate::store::{CommitInfo, KeyValue, RangeOption, StoreError, Value, Watch};
 use parking_lot::Mutex;
 use std::cmp::Ordering as KeyOrder;
 use std::sync::Arc;
@@ -75,7 +75,7 @@ impl State {
     fn record(&mut self, m: Mutation) {
         self.size += m.size();
         match m {
-            Mutation::Set { key, value } => self.overlay.set(&key, &value),
+            Mutation::Set { key, value } => self.overlay.set(key, value),
             Mutation::Clear { key } => self.overlay.clear(&key),
             Mutation::ClearRange { begin, end } => self.overlay.clear_range(&begin, &end),
             Mutation::Add { key, param } => self.overlay.add(&key, &param),
@@ -115,7 +115,7 @@ impl EngineTransaction for Transaction {
         let mut st = self.inner.state.lock();
         let local = st.overlay.lookup(key);
         if let Some(Local::Value(v)) = local {
-            return Ok(v);
+            return Ok(v.map(|v| v.to_vec()));
         }
         let base = self.inner.snapshot.get(key)?;
         if !snapshot {
@@ -157,7 +157,7 @@ impl EngineTransaction for Transaction {
             };
             let local = points.filter_map(|(k, l)| match l {
                 Local::Value(None) => None,
-                Local::Value(Some(v)) => Some(Ok((k.clone(), v.clone()))),
+                Local::Value(Some(v)) => Some(Ok((k.clone(), v.to_vec()))),
                 adds @ Local::Adds(_) => match snap.get(k) {
                     Ok(base) => adds.resolve(base.as_deref()).map(|v| Ok((k.clone(), v))),
                     Err(e) => Some(Err(e)),
@@ -183,13 +183,13 @@ impl EngineTransaction for Transaction {
         Ok(out)
     }
 
-    fn set(&self, key: &[u8], value: &[u8]) {
+    fn set(&self, key: &[u8], value: Value) {
         let mut st = self.inner.state.lock();
         st.check_key(key);
-        st.check_value(value);
+        st.check_value(&value);
         st.record(Mutation::Set {
             key: key.to_vec(),
-            value: value.to_vec(),
+            value: value.into_bytes(),
         });
     }
 
@@ -221,7 +221,7 @@ impl EngineTransaction for Transaction {
         });
     }
 
-    fn set_versionstamped_key(&self, key: &[u8], value: &[u8]) {
+    fn set_versionstamped_key(&self, key: &[u8], value: Value) {
         let mut st = self.inner.state.lock();
         let Some((template, offset)) = split_versionstamp_offset(key) else {
             st.defer(StoreError::BadVersionstampOffset {
@@ -230,17 +230,17 @@ impl EngineTransaction for Transaction {
             return;
         };
         st.check_key(template);
-        st.check_value(value);
+        st.check_value(&value);
         st.record(Mutation::SetVersionstampedKey {
             key: template.to_vec(),
             offset,
-            value: value.to_vec(),
+            value: value.into_bytes(),
         });
     }
 
-    fn set_versionstamped_value(&self, key: &[u8], value: &[u8]) {
+    fn set_versionstamped_value(&self, key: &[u8], value: Value) {
         let mut st = self.inner.state.lock();
-        let Some((template, offset)) = split_versionstamp_offset(value) else {
+        let Some((template, offset)) = split_versionstamp_offset(&value) else {
             st.defer(StoreError::BadVersionstampOffset {
                 offset: value.len().saturating_sub(4),
             });
@@ -248,9 +248,13 @@ impl EngineTransaction for Transaction {
         };
         st.check_key(key);
         st.check_value(template);
+        // The template is the value without its 4-byte offset: the same buffer, shortened.
+        let template_len = template.len();
+        let mut template = value.into_bytes();
+        template.truncate(template_len);
         st.record(Mutation::SetVersionstampedValue {
             key: key.to_vec(),
-            value: template.to_vec(),
+            value: template,
             offset,
         });
     }
@@ -276,7 +280,7 @@ impl EngineTransaction for Transaction {
         let (wake, woken) = oneshot::channel();
         let mut st = self.inner.state.lock();
         let seen = match st.overlay.lookup(key) {
-            Some(Local::Value(v)) => v,
+            Some(Local::Value(v)) => v.map(|v| v.to_vec()),
             other => {
                 let base = self.inner.snapshot.get(key).ok().flatten();
                 match other {
@@ -363,4 +367,42 @@ fn merge<'a>(
         };
         if take_a { a.next() } else { b.next() }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::embedded::{EmbeddedDb, Options};
+    use crate::store::engine::Engine;
+    use bytes::Bytes;
+
+    #[tokio::test]
+    async fn a_bytes_value_is_buffered_without_copying() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = EmbeddedDb::open(Options::new(dir.path().join("store"))).unwrap();
+        let tx = db.begin().unwrap();
+        let body = Bytes::from(vec![7u8; 1024]);
+        tx.set(b"k", Value::from(body.clone()));
+        {
+            let st = tx.inner.state.lock();
+            let Some(Mutation::Set { value, .. }) = st.overlay.log.first() else {
+                panic!("the set is logged");
+            };
+            assert_eq!(
+                value.as_ptr(),
+                body.as_ptr(),
+                "the log holds the caller's buffer"
+            );
+            let Some(Local::Value(Some(read))) = st.overlay.lookup(b"k") else {
+                panic!("the set is readable");
+            };
+            assert_eq!(read.as_ptr(), body.as_ptr(), "the overlay shares it");
+        }
+        assert_eq!(
+            tx.get(b"k", false).await.unwrap().as_deref(),
+            Some(&body[..])
+        );
+        tx.commit().await.unwrap();
+        db.close().await;
+    }
 }
