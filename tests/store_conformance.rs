@@ -30,7 +30,7 @@ for_each_engine!(
     oversized_key_is_key_too_large,
     oversized_value_is_value_too_large,
     oversized_transaction_is_transaction_too_large,
-    transaction_older_than_five_seconds_is_too_old,
+    transaction_older_than_the_age_limit_is_too_old,
     retry_loop_survives_commit_unknown_result_without_double_effect,
     injected_conflicts_are_retried_to_completion,
     a_failed_write_stops_the_store_until_a_restart_recovers_it,
@@ -396,29 +396,32 @@ async fn oversized_key_is_key_too_large(store: TestStore) {
 
 async fn oversized_value_is_value_too_large(store: TestStore) {
     let tx = store.db.begin().unwrap();
-    tx.set(&store.key("v"), &vec![0u8; 100_001]);
+    tx.set(&store.key("v"), vec![0u8; 100_001]);
     let err = tx.commit().await.unwrap_err();
     assert_eq!(err.code(), Some(code::VALUE_TOO_LARGE), "{err}");
     // Exactly at the limit is fine.
     let tx = store.db.begin().unwrap();
-    tx.set(&store.key("v"), &vec![0u8; 100_000]);
+    tx.set(&store.key("v"), vec![0u8; 100_000]);
     tx.commit().await.unwrap();
 }
 
 async fn oversized_transaction_is_transaction_too_large(store: TestStore) {
     let tx = store.db.begin().unwrap();
     for i in 0..110 {
-        tx.set(&store.key(&format!("big{i:03}")), &vec![1u8; 95_000]);
+        tx.set(&store.key(&format!("big{i:03}")), vec![1u8; 95_000]);
     }
     let err = tx.commit().await.unwrap_err();
     assert_eq!(err.code(), Some(code::TRANSACTION_TOO_LARGE), "{err}");
     assert_eq!(get(&store, "big000").await, None);
 }
 
-async fn transaction_older_than_five_seconds_is_too_old(store: TestStore) {
+async fn transaction_older_than_the_age_limit_is_too_old(mut store: TestStore) {
+    let limit = store
+        .limit_transaction_age(Duration::from_millis(200))
+        .await;
     let tx = store.db.begin().unwrap();
     tx.get(&store.key("x"), false).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(5_300)).await;
+    tokio::time::sleep(limit + Duration::from_millis(300)).await;
     let err = tx.get(&store.key("x"), false).await.unwrap_err();
     assert_eq!(err.code(), Some(code::TRANSACTION_TOO_OLD), "{err}");
     assert!(err.is_retryable());

@@ -43,7 +43,7 @@ async fn write_until_killed(path: &str) {
                 let id = start + n * WRITERS + w;
                 db.run(|tx| async move {
                     for part in PARTS {
-                        tx.set(&part_key(id, part), &vec![part.as_bytes()[0]; 1024]);
+                        tx.set(&part_key(id, part), vec![part.as_bytes()[0]; 1024]);
                     }
                     tx.atomic_add(b"count", 1);
                     Ok::<_, StoreError>(())

@@ -47,7 +47,7 @@ pub async fn await_turn(
                     Some(h) => !broker.holders.is_alive_in(&tx, h, now_ms()).await?,
                 };
                 if free {
-                    tx.set(key, &pack(&(holder,)));
+                    tx.set(key, pack(&(holder,)));
                     Ok::<_, StageError>(Attempt::Taken)
                 } else {
                     Ok(Attempt::Wait(tx.watch(key)))

@@ -90,7 +90,7 @@ impl Lease {
             epoch,
             deadline_ms: liveness.deadline(now),
         };
-        tx.set(key, &lease.encode());
+        tx.set(key, lease.encode());
         Ok(Ok(lease))
     }
 
@@ -118,7 +118,7 @@ impl Lease {
                 deadline_ms: liveness.deadline(now),
                 ..lease
             };
-            tx.set(key, &renewed.encode());
+            tx.set(key, renewed.encode());
         }
         Ok(true)
     }
@@ -140,7 +140,7 @@ impl Lease {
                 deadline_ms: 0,
                 ..lease
             };
-            tx.set(key, &lapsed.encode());
+            tx.set(key, lapsed.encode());
         }
         Ok(())
     }

@@ -235,7 +235,7 @@ impl<'a> Log<'a> {
             size: batch.len() as u32,
             records: header.record_count,
         };
-        tx.set(&self.keys.index(base), &entry.encode());
+        tx.set(&self.keys.index(base), entry.encode());
         tx.atomic_add(&self.keys.bytes(), batch.len() as i64);
         if timestamp > newest {
             tx.set(&self.keys.time(timestamp, base), b"");
@@ -249,7 +249,7 @@ impl<'a> Log<'a> {
     /// timestamp.
     pub fn seal(&self, tx: &Transaction, high_watermark: i64, newest: i64) {
         tx.set(&self.keys.high_watermark(), &encode_i64(high_watermark));
-        tx.set(&self.keys.max_timestamp(), &pack(&(newest,)));
+        tx.set(&self.keys.max_timestamp(), pack(&(newest,)));
     }
 
     /// The last stable offset: where the oldest open transaction begins, or

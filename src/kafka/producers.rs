@@ -186,7 +186,7 @@ pub async fn allocate_in(tx: &Transaction, keys: &KafkaKeys) -> Result<i64, Stor
             .map_err(|e| StoreError::Storage(format!("next producer id: {e:?}")))?,
         None => 1,
     };
-    tx.set(&key, &pack(&(id + 1,)));
+    tx.set(&key, pack(&(id + 1,)));
     Ok(id)
 }
 

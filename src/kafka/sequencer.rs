@@ -525,7 +525,7 @@ impl Sequencer {
                         .collect();
                     for (id, state) in &cursor.producers {
                         if let Some(state) = state {
-                            tx.set(&self.partition.keys.producer(*id), &state.encode());
+                            tx.set(&self.partition.keys.producer(*id), state.encode());
                         }
                     }
                     for id in &cursor.opened_or_closed {

@@ -401,8 +401,8 @@ impl Topics {
                     config,
                 };
                 if !validate_only {
-                    tx.set(&self.keys.next_topic_id(), &pack(&(id + 1,)));
-                    tx.set(&self.keys.topic_by_name(name), &pack(&(id,)));
+                    tx.set(&self.keys.next_topic_id(), pack(&(id + 1,)));
+                    tx.set(&self.keys.topic_by_name(name), pack(&(id,)));
                     self.write_meta(&tx, &meta);
                 }
                 Ok(meta)
@@ -611,7 +611,7 @@ impl Topics {
     }
 
     fn write_meta(&self, tx: &Transaction, meta: &TopicMeta) {
-        tx.set(&self.keys.topic_meta(meta.id), &meta.encode());
+        tx.set(&self.keys.topic_meta(meta.id), meta.encode());
         tx.atomic_add(&self.keys.topics_version(), 1);
     }
 }

@@ -200,7 +200,7 @@ impl Transactions {
                 let id_key = self.keys.transactional_id(transactional_id);
                 let Some(state) = self.state_of(&tx, transactional_id).await? else {
                     let producer_id = allocate_in(&tx, &self.keys).await?;
-                    tx.set(&id_key, &pack(&(producer_id,)));
+                    tx.set(&id_key, pack(&(producer_id,)));
                     let state = TxnState {
                         transactional_id: transactional_id.to_owned(),
                         producer_id,
@@ -210,7 +210,7 @@ impl Transactions {
                         partitions: BTreeSet::new(),
                         groups: BTreeSet::new(),
                     };
-                    tx.set(&self.keys.transaction(producer_id), &state.encode());
+                    tx.set(&self.keys.transaction(producer_id), state.encode());
                     return Ok::<_, TxnError>((producer_id, 0, false));
                 };
                 if let Some(given) = current
@@ -226,13 +226,13 @@ impl Transactions {
                     tx.clear(&self.keys.transaction(state.producer_id));
                     state.producer_id = allocate_in(&tx, &self.keys).await?;
                     state.epoch = 0;
-                    tx.set(&id_key, &pack(&(state.producer_id,)));
+                    tx.set(&id_key, pack(&(state.producer_id,)));
                 } else {
                     state.epoch += 1;
                     self.finish(&tx, &mut state, false).await?;
                 }
                 state.timeout_ms = timeout_ms;
-                tx.set(&self.keys.transaction(state.producer_id), &state.encode());
+                tx.set(&self.keys.transaction(state.producer_id), state.encode());
                 Ok((state.producer_id, state.epoch, aborted))
             })
             .await?;
@@ -316,7 +316,7 @@ impl Transactions {
                     for (topic, partition, offset) in offsets {
                         tx.set(
                             &group_keys.pending_offset(state.producer_id, topic, *partition),
-                            &encode_offset(offset, now),
+                            encode_offset(offset, now),
                         );
                     }
                     Ok(())
@@ -343,7 +343,7 @@ impl Transactions {
                 let open = state.is_open();
                 if open {
                     self.finish(&tx, &mut state, commit).await?;
-                    tx.set(&self.keys.transaction(state.producer_id), &state.encode());
+                    tx.set(&self.keys.transaction(state.producer_id), state.encode());
                 }
                 Ok::<_, TxnError>(open)
             })
@@ -436,7 +436,7 @@ impl Transactions {
                 };
                 state.epoch = state.epoch.saturating_add(1);
                 self.finish(&tx, &mut state, false).await?;
-                tx.set(&self.keys.transaction(producer_id), &state.encode());
+                tx.set(&self.keys.transaction(producer_id), state.encode());
                 Ok(Some(state))
             })
             .await?;
@@ -464,7 +464,7 @@ impl Transactions {
                     state.started_ms = now_ms();
                     tx.set(&self.due_key(&state), b"");
                 }
-                tx.set(&self.keys.transaction(state.producer_id), &state.encode());
+                tx.set(&self.keys.transaction(state.producer_id), state.encode());
                 Ok(())
             })
             .await

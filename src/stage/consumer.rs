@@ -279,7 +279,7 @@ impl Consumer {
             .db
             .run_with(RunOptions::default(), |tx| async move {
                 let user_version = tx.next_user_version();
-                tx.set_versionstamped_key(&stage.keys.new_request(user_version), &request.encode());
+                tx.set_versionstamped_key(&stage.keys.new_request(user_version), request.encode());
                 Ok::<_, StageError>(user_version)
             })
             .await?;
@@ -340,7 +340,7 @@ impl Consumer {
         }
         // Anything no live requester took goes back where it was.
         for (id, envelope) in taken {
-            tx.set(&stage.keys.ready(&id), &envelope.encode());
+            tx.set(&stage.keys.ready(&id), envelope.encode());
         }
         Ok(Fulfilled::Served)
     }

@@ -51,7 +51,7 @@ impl Holders {
             .run(|tx| {
                 let key = key.clone();
                 async move {
-                    tx.set(&key, &encode_u64(deadline));
+                    tx.set(&key, encode_u64(deadline));
                     Ok::<_, StageError>(())
                 }
             })

@@ -280,12 +280,12 @@ impl Stage {
                 dead_letter: None,
             };
             let lane = lane_of(m.priority, self.meta.max_priority);
-            tx.set_versionstamped_key(&self.keys.new_ready(lane, user_version), &envelope.encode());
+            tx.set_versionstamped_key(&self.keys.new_ready(lane, user_version), envelope.encode());
             outcomes.push(AppendOutcome::Appended);
         }
         for (producer, (last, changed)) in last_seq {
             if let (Some(seq), true) = (last, changed) {
-                tx.set(&self.keys.producer(producer), &encode_u64(seq));
+                tx.set(&self.keys.producer(producer), encode_u64(seq));
             }
         }
         let appended = outcomes
@@ -496,7 +496,7 @@ impl Stage {
             match reason {
                 Some(reason) => self.dead_letter_in(tx, id, envelope, reason, now).await?,
                 None => {
-                    tx.set(&self.keys.ready(id), &envelope.encode());
+                    tx.set(&self.keys.ready(id), envelope.encode());
                     requeued += 1;
                 }
             }
@@ -754,7 +754,7 @@ impl Stage {
         let mut leased = Vec::with_capacity(taken.len());
         for (id, mut envelope) in taken {
             envelope.delivery_count += 1;
-            tx.set(&self.keys.leased(holder, &id), &envelope.encode());
+            tx.set(&self.keys.leased(holder, &id), envelope.encode());
             leased.push((id, envelope));
         }
         if !leased.is_empty() {
@@ -831,7 +831,7 @@ impl Stage {
                 ..envelope
             };
             let lane = lane_of(envelope.priority, target.max_priority);
-            tx.set_versionstamped_key(&target.keys.new_ready(lane, user_version), &moved.encode());
+            tx.set_versionstamped_key(&target.keys.new_ready(lane, user_version), moved.encode());
             tx.atomic_add(&target.keys.counter(Counter::Push), 1);
             self.count(tx, Counter::DeadLettered, 1);
         }

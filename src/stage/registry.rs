@@ -63,7 +63,7 @@ impl Stages {
                 let key = key.clone();
                 async move {
                     match tx.get(&key, false).await? {
-                        None => tx.set(&key, &encode_u64(SCHEMA_VERSION as u64)),
+                        None => tx.set(&key, encode_u64(SCHEMA_VERSION as u64)),
                         Some(v) if decode_u64(&v)? == SCHEMA_VERSION as u64 => {}
                         Some(v) => {
                             return Err(StageError::Corrupt(format!(
@@ -129,9 +129,9 @@ impl Stages {
             Some(v) => decode_u64(&v)?,
             None => 1,
         };
-        tx.set(&next_key, &encode_u64(id + 1));
-        tx.set(&self.root.stage_by_name(name), &encode_u64(id));
-        tx.set(&self.root.stage_meta(id), &wanted.encode());
+        tx.set(&next_key, encode_u64(id + 1));
+        tx.set(&self.root.stage_by_name(name), encode_u64(id));
+        tx.set(&self.root.stage_meta(id), wanted.encode());
         Ok((id, wanted))
     }
 

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 /// FoundationDB error codes used by both engines.
 pub mod code {
-    /// The transaction's read version is too old (older than five seconds).
+    /// The transaction's read version is too old (older than the age limit, FoundationDB's
+    /// five seconds).
     pub const TRANSACTION_TOO_OLD: i32 = 1007;
     /// The transaction read a key a concurrent commit wrote.
     pub const NOT_COMMITTED: i32 = 1020;
@@ -34,7 +35,8 @@ pub const MAX_KEY_SIZE: usize = 10_000;
 pub const MAX_VALUE_SIZE: usize = 100_000;
 /// The largest transaction (mutations plus conflict ranges) FoundationDB accepts, in bytes.
 pub const MAX_TRANSACTION_SIZE: usize = 10_000_000;
-/// How long a transaction may live after taking its read version.
+/// How long a FoundationDB transaction may live after taking its read version; the
+/// embedded engine's default (`embedded::Options::max_transaction_age`).
 pub const MAX_TRANSACTION_AGE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Why a store could not be opened; each says what to do about it.
@@ -110,9 +112,10 @@ pub enum StoreError {
         "the commit's outcome is unknown (commit_unknown_result, 1021); it may have been applied"
     )]
     CommitUnknownResult,
-    /// The transaction lived longer than five seconds (FDB 1007).
+    /// The transaction lived longer than the age limit, FoundationDB's five seconds
+    /// (FDB 1007).
     #[error(
-        "the transaction is older than five seconds (transaction_too_old, 1007); keep transactions short"
+        "the transaction is older than the store's age limit, five seconds as FoundationDB's (transaction_too_old, 1007); keep transactions short"
     )]
     TransactionTooOld,
     /// The transaction was cancelled before it finished (FDB 1025).

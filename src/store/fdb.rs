@@ -6,8 +6,9 @@
 //! loop is the shared one in [`crate::store::Database::run`].
 
 use crate::config::StoreConfig;
+use crate::store::engine::{Engine, EngineTransaction};
 use crate::store::error::{OpenError, StoreError, code};
-use crate::store::{CommitInfo, KeyValue, RangeOption, Watch};
+use crate::store::{CommitInfo, KeyValue, RangeOption, Value, Watch};
 use foundationdb::options::{ConflictRangeType, MutationType, StreamingMode};
 use foundationdb::{FdbError, KeySelector};
 use parking_lot::Mutex;
@@ -67,12 +68,14 @@ impl FdbDb {
         })?;
         Ok(Self { db: Arc::new(db) })
     }
+}
 
-    /// Starts a transaction.
-    ///
-    /// # Errors
-    /// FoundationDB's error when no transaction can be created.
-    pub fn begin(&self) -> Result<FdbTransaction, StoreError> {
+impl Engine for FdbDb {
+    type Transaction = FdbTransaction;
+
+    const NAME: &'static str = "fdb";
+
+    fn begin(&self) -> Result<FdbTransaction, StoreError> {
         let tx = self.db.create_trx().map_err(map_error)?;
         Ok(FdbTransaction {
             inner: Arc::new(Inner {
@@ -82,8 +85,13 @@ impl FdbDb {
         })
     }
 
+    /// The cluster's failures are per transaction; the handle itself never fails.
+    fn failure(&self) -> Option<StoreError> {
+        None
+    }
+
     /// Nothing to release: the cluster connection lives as long as the process.
-    pub async fn close(&self) {}
+    async fn close(&self) {}
 }
 
 struct Inner {
@@ -115,9 +123,10 @@ impl FdbTransaction {
         // After commit the transaction is gone, and FoundationDB would refuse the mutation.
         let _ = self.with(f);
     }
+}
 
-    /// See [`crate::store::Transaction::get`].
-    pub async fn get(&self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, StoreError> {
+impl EngineTransaction for FdbTransaction {
+    async fn get(&self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, StoreError> {
         let value = self
             .with(|tx| tx.get(key, snapshot))?
             .await
@@ -125,8 +134,7 @@ impl FdbTransaction {
         Ok(value.map(|v| v.to_vec()))
     }
 
-    /// See [`crate::store::Transaction::get_range`].
-    pub async fn get_range(
+    async fn get_range(
         &self,
         range: &RangeOption,
         snapshot: bool,
@@ -156,57 +164,48 @@ impl FdbTransaction {
         Ok(out)
     }
 
-    /// See [`crate::store::Transaction::set`].
-    pub fn set(&self, key: &[u8], value: &[u8]) {
-        self.mutate(|tx| tx.set(key, value));
+    // The crate copies values into the C client, which needs its own copy anyway.
+    fn set(&self, key: &[u8], value: Value) {
+        self.mutate(|tx| tx.set(key, &value));
     }
 
-    /// See [`crate::store::Transaction::clear`].
-    pub fn clear(&self, key: &[u8]) {
+    fn clear(&self, key: &[u8]) {
         self.mutate(|tx| tx.clear(key));
     }
 
-    /// See [`crate::store::Transaction::clear_range`].
-    pub fn clear_range(&self, begin: &[u8], end: &[u8]) {
+    fn clear_range(&self, begin: &[u8], end: &[u8]) {
         self.mutate(|tx| tx.clear_range(begin, end));
     }
 
-    /// Adds the little-endian integer `param` to the value at `key`.
-    pub fn atomic_add(&self, key: &[u8], param: &[u8]) {
+    fn atomic_add(&self, key: &[u8], param: &[u8]) {
         self.mutate(|tx| tx.atomic_op(key, param, MutationType::Add));
     }
 
-    /// See [`crate::store::Transaction::set_versionstamped_key`].
-    pub fn set_versionstamped_key(&self, key: &[u8], value: &[u8]) {
-        self.mutate(|tx| tx.atomic_op(key, value, MutationType::SetVersionstampedKey));
+    fn set_versionstamped_key(&self, key: &[u8], value: Value) {
+        self.mutate(|tx| tx.atomic_op(key, &value, MutationType::SetVersionstampedKey));
     }
 
-    /// See [`crate::store::Transaction::set_versionstamped_value`].
-    pub fn set_versionstamped_value(&self, key: &[u8], value: &[u8]) {
-        self.mutate(|tx| tx.atomic_op(key, value, MutationType::SetVersionstampedValue));
+    fn set_versionstamped_value(&self, key: &[u8], value: Value) {
+        self.mutate(|tx| tx.atomic_op(key, &value, MutationType::SetVersionstampedValue));
     }
 
-    /// See [`crate::store::Transaction::add_read_conflict_range`].
-    pub fn add_read_conflict_range(&self, begin: &[u8], end: &[u8]) {
+    fn add_read_conflict_range(&self, begin: &[u8], end: &[u8]) {
         let _ = self.with(|tx| tx.add_conflict_range(begin, end, ConflictRangeType::Read));
     }
 
-    /// See [`crate::store::Transaction::add_write_conflict_range`].
-    pub fn add_write_conflict_range(&self, begin: &[u8], end: &[u8]) {
+    fn add_write_conflict_range(&self, begin: &[u8], end: &[u8]) {
         self.inner.wrote.store(true, Ordering::Relaxed);
         let _ = self.with(|tx| tx.add_conflict_range(begin, end, ConflictRangeType::Write));
     }
 
-    /// See [`crate::store::Transaction::watch`].
-    pub fn watch(&self, key: &[u8]) -> Watch {
+    fn watch(&self, key: &[u8]) -> Watch {
         match self.with(|tx| tx.watch(key)) {
             Ok(f) => Watch::new(async move { f.await.map_err(map_error) }),
             Err(e) => Watch::new(async move { Err(e) }),
         }
     }
 
-    /// See [`crate::store::Transaction::commit`].
-    pub async fn commit(&self) -> Result<CommitInfo, StoreError> {
+    async fn commit(&self) -> Result<CommitInfo, StoreError> {
         let tx = self.inner.tx.lock().take().ok_or(StoreError::Cancelled)?;
         let stamp = tx.get_versionstamp();
         let committed = tx.commit().await.map_err(|e| map_error(*e))?;

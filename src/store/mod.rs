@@ -6,8 +6,10 @@
 //! explicit conflict ranges, watches, and FoundationDB's error classes ([`StoreError`]).
 //!
 //! Two engines implement it: [`embedded`] (the default, single node) and `fdb`
-//! (FoundationDB, behind the cargo feature `fdb`). [`Database`] and [`Transaction`] are
-//! enums over the engines, so the layers above and the conformance suite are written once.
+//! (FoundationDB, behind the cargo feature `fdb`). Each implements the traits of
+//! [`engine`], so the compiler keeps their operations alike; [`Database`] and
+//! [`Transaction`] are enums over the engines that dispatch to them, so the layers above
+//! and the conformance suite use concrete types and are written once.
 //! Keys are tuple-encoded (`foundationdb-tuple`) by the layers above, so both engines hold
 //! byte-identical keyspaces.
 //!
@@ -16,15 +18,20 @@
 //! after [`Database::run`] returns.
 
 pub mod embedded;
+pub mod engine;
 pub mod error;
 #[cfg(feature = "fdb")]
 pub mod fdb;
 pub mod keys;
+mod value;
 
 pub use error::{OpenError, StoreError, TransactionError};
+pub use value::Value;
 
-use crate::config::{StoreConfig, store::Engine};
+use crate::config::StoreConfig;
+use crate::config::store::Engine as EngineKind;
 use crate::telemetry::names;
+use engine::{Engine, EngineTransaction};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -163,13 +170,13 @@ pub enum Database {
 /// One transaction; cheap to clone (clones share the transaction).
 #[derive(Clone)]
 pub struct Transaction {
-    engine: EngineTransaction,
+    engine: AnyTransaction,
     attempt: Arc<Attempt>,
 }
 
-/// The engine's transaction.
+/// The transaction of whichever engine the database is on.
 #[derive(Clone)]
-enum EngineTransaction {
+enum AnyTransaction {
     /// A transaction on the embedded engine.
     Embedded(embedded::Transaction),
     /// A transaction on FoundationDB.
@@ -185,8 +192,9 @@ struct Attempt {
     user_versions: AtomicU32,
 }
 
-/// Calls the same method on whichever engine's value `$self` holds (a [`Database`] or an
-/// `EngineTransaction`).
+/// Calls the same [`Engine`] method on whichever engine a [`Database`] holds, or the same
+/// [`EngineTransaction`] method on whichever engine's transaction a [`Transaction`] holds
+/// (`engine self`).
 macro_rules! dispatch {
     ($self:expr, $v:ident => $e:expr) => {
         match $self {
@@ -197,9 +205,9 @@ macro_rules! dispatch {
     };
     (engine $self:expr, $v:ident => $e:expr) => {
         match &$self.engine {
-            EngineTransaction::Embedded($v) => $e,
+            AnyTransaction::Embedded($v) => $e,
             #[cfg(feature = "fdb")]
-            EngineTransaction::Fdb($v) => $e,
+            AnyTransaction::Fdb($v) => $e,
         }
     };
 }
@@ -212,32 +220,37 @@ impl Database {
     /// key and what to do.
     pub async fn open(config: &StoreConfig) -> Result<Self, StoreError> {
         match config.engine {
-            Engine::Embedded => {
-                let options = embedded::Options::from_config(config);
-                let db = tokio::task::spawn_blocking(move || embedded::EmbeddedDb::open(options))
-                    .await
-                    .map_err(|e| {
-                        StoreError::Storage(format!("opening the store panicked: {e}"))
-                    })??;
-                Ok(Self::Embedded(db))
+            EngineKind::Embedded => {
+                Self::open_embedded(embedded::Options::from_config(config)).await
             }
             #[cfg(feature = "fdb")]
-            Engine::Fdb => Ok(Self::Fdb(fdb::FdbDb::open(config)?)),
+            EngineKind::Fdb => Ok(Self::Fdb(fdb::FdbDb::open(config)?)),
             #[cfg(not(feature = "fdb"))]
-            Engine::Fdb => Err(OpenError::Engine(
+            EngineKind::Fdb => Err(OpenError::Engine(
                 "'fdb' needs a ferry built with `--features fdb`".into(),
             )
             .into()),
         }
     }
 
+    /// Opens the embedded engine with `options`, including those no config key sets (the
+    /// transaction age limit, which tests of that limit shorten).
+    ///
+    /// # Errors
+    /// As [`Database::open`].
+    pub async fn open_embedded(options: embedded::Options) -> Result<Self, StoreError> {
+        let db = tokio::task::spawn_blocking(move || embedded::EmbeddedDb::open(options))
+            .await
+            .map_err(|e| StoreError::Storage(format!("opening the store panicked: {e}")))??;
+        Ok(Self::Embedded(db))
+    }
+
     /// The engine's name, as the `engine` metric label gives it.
     pub fn engine_name(&self) -> &'static str {
-        match self {
-            Self::Embedded(_) => "embedded",
-            #[cfg(feature = "fdb")]
-            Self::Fdb(_) => "fdb",
+        fn name<E: Engine>(_: &E) -> &'static str {
+            E::NAME
         }
+        dispatch!(self, db => name(db))
     }
 
     /// The fault injector, for engines that can inject FoundationDB's failures (the
@@ -253,11 +266,7 @@ impl Database {
     /// Why the store stopped accepting transactions, if it did (a failed write on the
     /// embedded engine); the daemon exits on it so a restart recovers the store.
     pub fn failure(&self) -> Option<StoreError> {
-        match self {
-            Self::Embedded(db) => db.failure(),
-            #[cfg(feature = "fdb")]
-            Self::Fdb(_) => None,
-        }
+        dispatch!(self, db => db.failure())
     }
 
     /// Starts a transaction.
@@ -270,9 +279,9 @@ impl Database {
 
     fn begin_attempt(&self, maybe_committed: bool) -> Result<Transaction, StoreError> {
         let engine = match self {
-            Self::Embedded(db) => EngineTransaction::Embedded(db.begin()?),
+            Self::Embedded(db) => AnyTransaction::Embedded(db.begin()?),
             #[cfg(feature = "fdb")]
-            Self::Fdb(db) => EngineTransaction::Fdb(db.begin()?),
+            Self::Fdb(db) => AnyTransaction::Fdb(db.begin()?),
         };
         Ok(Transaction {
             engine,
@@ -365,7 +374,8 @@ impl Transaction {
     /// Reads `key`; a snapshot read adds no read conflict.
     ///
     /// # Errors
-    /// [`StoreError::TransactionTooOld`] after five seconds; engine errors.
+    /// [`StoreError::TransactionTooOld`] once the transaction is older than the engine's
+    /// age limit (FoundationDB's five seconds); engine errors.
     pub async fn get(&self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, StoreError> {
         dispatch!(engine self, t => t.get(key, snapshot).await)
     }
@@ -384,8 +394,10 @@ impl Transaction {
         dispatch!(engine self, t => t.get_range(range, snapshot).await)
     }
 
-    /// Sets `key` to `value`.
-    pub fn set(&self, key: &[u8], value: &[u8]) {
+    /// Sets `key` to `value`: a `Bytes` (or an owned `Vec<u8>`) is kept without copying,
+    /// borrowed bytes are copied ([`Value`]).
+    pub fn set(&self, key: &[u8], value: impl Into<Value>) {
+        let value = value.into();
         dispatch!(engine self, t => t.set(key, value))
     }
 
@@ -408,13 +420,17 @@ impl Transaction {
     /// Sets a key whose 10 bytes at an offset are replaced by the commit's versionstamp.
     /// `key` is FoundationDB's form: the template followed by the placeholder's 4-byte
     /// little-endian offset (what `foundationdb_tuple::pack_with_versionstamp` produces).
-    pub fn set_versionstamped_key(&self, key: &[u8], value: &[u8]) {
+    /// `value` as in [`Transaction::set`].
+    pub fn set_versionstamped_key(&self, key: &[u8], value: impl Into<Value>) {
+        let value = value.into();
         dispatch!(engine self, t => t.set_versionstamped_key(key, value))
     }
 
     /// Sets `key` to a value whose 10 bytes at an offset are replaced by the commit's
-    /// versionstamp; `value` is the template followed by the 4-byte little-endian offset.
-    pub fn set_versionstamped_value(&self, key: &[u8], value: &[u8]) {
+    /// versionstamp; `value` is the template followed by the 4-byte little-endian offset,
+    /// taken as in [`Transaction::set`] (the template is kept without copying a `Bytes`).
+    pub fn set_versionstamped_value(&self, key: &[u8], value: impl Into<Value>) {
+        let value = value.into();
         dispatch!(engine self, t => t.set_versionstamped_value(key, value))
     }
 
@@ -464,9 +480,9 @@ impl Transaction {
     pub async fn commit(&self) -> Result<CommitInfo, StoreError> {
         let started = Instant::now();
         let (engine, result) = match &self.engine {
-            EngineTransaction::Embedded(t) => ("embedded", t.commit().await),
+            AnyTransaction::Embedded(t) => (embedded::EmbeddedDb::NAME, t.commit().await),
             #[cfg(feature = "fdb")]
-            EngineTransaction::Fdb(t) => ("fdb", t.commit().await),
+            AnyTransaction::Fdb(t) => (fdb::FdbDb::NAME, t.commit().await),
         };
         metrics::histogram!(names::STORE_COMMIT_SECONDS, names::LABEL_ENGINE => engine)
             .record(started.elapsed().as_secs_f64());

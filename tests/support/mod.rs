@@ -8,8 +8,10 @@ pub mod process;
 
 use ferry::config::StoreConfig;
 use ferry::config::store::Engine;
-use ferry::store::Database;
+use ferry::store::error::MAX_TRANSACTION_AGE;
+use ferry::store::{Database, embedded};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// A store for one test, on one engine.
 pub struct TestStore {
@@ -19,6 +21,8 @@ pub struct TestStore {
     _dir: Option<tempfile::TempDir>,
     /// A prefix no other test uses, so tests can share a FoundationDB cluster.
     pub prefix: Vec<u8>,
+    /// The embedded engine's transaction age limit, when a test set one.
+    transaction_age: Option<Duration>,
 }
 
 impl TestStore {
@@ -63,6 +67,7 @@ impl TestStore {
             config,
             _dir: dir,
             prefix,
+            transaction_age: None,
         })
     }
 
@@ -76,7 +81,31 @@ impl TestStore {
     /// Closes the store and opens it again, as a process restart would.
     pub async fn restart(&mut self) {
         self.db.close().await;
-        self.db = Database::open(&self.config).await.expect("reopen store");
+        self.db = match self.transaction_age {
+            Some(age) => {
+                Database::open_embedded(embedded::Options {
+                    max_transaction_age: age,
+                    ..embedded::Options::from_config(&self.config)
+                })
+                .await
+            }
+            None => Database::open(&self.config).await,
+        }
+        .expect("reopen store");
+    }
+
+    /// Limits transactions to `age` where the engine takes that option (the embedded
+    /// engine: the store is reopened with it) and returns the limit that now applies:
+    /// `age`, or the FoundationDB cluster's five seconds.
+    pub async fn limit_transaction_age(&mut self, age: Duration) -> Duration {
+        match self.config.engine {
+            Engine::Embedded => {
+                self.transaction_age = Some(age);
+                self.restart().await;
+                age
+            }
+            Engine::Fdb => MAX_TRANSACTION_AGE,
+        }
     }
 
     /// The embedded engine's data directory.

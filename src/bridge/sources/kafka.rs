@@ -298,7 +298,7 @@ async fn stage<'b>(
             for ((topic, partition), offset) in &next {
                 tx.set(
                     &offset_key(space, topic, *partition),
-                    &foundationdb_tuple::pack(offset),
+                    foundationdb_tuple::pack(offset),
                 );
             }
             Ok::<_, StageError>((staged, next))

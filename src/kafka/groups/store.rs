@@ -287,7 +287,7 @@ impl GroupStore {
                         return Ok(false);
                     }
                     for (topic, partition, c) in offsets {
-                        tx.set(&keys.offset(topic, *partition), &encode_offset(c, now));
+                        tx.set(&keys.offset(topic, *partition), encode_offset(c, now));
                     }
                     tx.set(listing, b"");
                     Ok::<_, StoreError>(true)

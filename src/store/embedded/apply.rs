@@ -37,7 +37,7 @@ impl<'t> BatchWriter<'t> {
         stamp: &[u8; VERSIONSTAMP_LEN],
     ) -> Result<(), StoreError> {
         match m {
-            Mutation::Set { key, value } => self.put(key, Some(value)),
+            Mutation::Set { key, value } => self.put(key, Some(&value[..])),
             Mutation::Clear { key } => self.put(key, None),
             Mutation::ClearRange { begin, end } => {
                 for (k, v) in &mut self.folded {
@@ -64,7 +64,7 @@ impl<'t> BatchWriter<'t> {
                 Ok(())
             }
             Mutation::SetVersionstampedKey { key, offset, value } => {
-                self.put(&fill_versionstamp(key, *offset, stamp), Some(value))
+                self.put(&fill_versionstamp(key, *offset, stamp), Some(&value[..]))
             }
             Mutation::SetVersionstampedValue { key, value, offset } => {
                 self.put(key, Some(&fill_versionstamp(value, *offset, stamp)))

@@ -6,7 +6,6 @@
 //! fails with `transaction_too_old`, as in FoundationDB.
 
 use super::write_set::WriteSet;
-use crate::store::error::MAX_TRANSACTION_AGE;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,11 +21,13 @@ struct Entry {
 }
 
 /// The writes of recent commits, oldest first.
-#[derive(Default)]
 pub(super) struct History {
     entries: VecDeque<Entry>,
     /// Newest version forgotten; a read version below it cannot be checked.
     floor: u64,
+    /// How long commits are kept: the transaction age limit plus [`RETENTION_MARGIN`],
+    /// so every transaction young enough to commit can be checked.
+    retention: Duration,
 }
 
 /// What checking a transaction's reads found.
@@ -42,10 +43,12 @@ pub(super) enum Verdict {
 
 impl History {
     /// Starts after `version` (the last version on disk): older read versions are too old.
-    pub(super) fn starting_at(version: u64) -> Self {
+    /// Keeps commits long enough to check transactions up to `max_transaction_age` old.
+    pub(super) fn starting_at(version: u64, max_transaction_age: Duration) -> Self {
         Self {
             entries: VecDeque::new(),
             floor: version,
+            retention: max_transaction_age + RETENTION_MARGIN,
         }
     }
 
@@ -76,7 +79,7 @@ impl History {
             writes,
         });
         while let Some(oldest) = self.entries.front() {
-            if now.duration_since(oldest.committed_at) <= MAX_TRANSACTION_AGE + RETENTION_MARGIN {
+            if now.duration_since(oldest.committed_at) <= self.retention {
                 break;
             }
             self.floor = oldest.version;
@@ -97,7 +100,7 @@ mod tests {
 
     #[test]
     fn only_commits_after_the_read_version_conflict() {
-        let mut h = History::starting_at(0);
+        let mut h = History::starting_at(0, Duration::from_secs(5));
         h.record(10, Arc::new(point(b"a")));
         h.record(20, Arc::new(point(b"b")));
         let read_a = [(b"a".to_vec(), b"a\0".to_vec())];
@@ -109,7 +112,7 @@ mod tests {
 
     #[test]
     fn read_versions_before_the_start_are_too_old() {
-        let h = History::starting_at(100);
+        let h = History::starting_at(100, Duration::from_secs(5));
         assert_eq!(h.check(99, &[]), Verdict::TooOld);
         assert_eq!(h.check(100, &[]), Verdict::Clean);
     }

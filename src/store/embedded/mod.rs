@@ -9,8 +9,9 @@
 //! - **Group commit**: the sequencer applies every waiting transaction in one redb write
 //!   transaction and one fsync, assigning versions and versionstamps in commit order.
 //! - **Watches** ([`watches`]) fire when a watched key's committed value changes.
-//! - **Limits** as FoundationDB's: 5 s transaction age, 10 MB transactions, 100 kB values,
-//!   10 kB keys, each with FoundationDB's error code.
+//! - **Limits** as FoundationDB's: 5 s transaction age (an [`Options`] field, so tests
+//!   can shorten it), 10 MB transactions, 100 kB values, 10 kB keys, each with
+//!   FoundationDB's error code.
 //! - **Faults** ([`Faults`]) inject conflicts and `commit_unknown_result` on demand.
 //!
 //! Durability: redb commits with `Durability::Immediate`, so a commit reported successful
@@ -34,12 +35,15 @@ pub use transaction::Transaction;
 
 use crate::config::StoreConfig;
 use crate::store::StoreError;
+use crate::store::engine::Engine;
+use crate::store::error::MAX_TRANSACTION_AGE;
 use parking_lot::{Mutex, RwLock};
 use sequencer::{PendingWatch, Request, Sequencer};
 use snapshot::Snapshot;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
+use std::time::Duration;
 use watches::Watches;
 use write_set::WriteSet;
 
@@ -57,6 +61,11 @@ pub struct Options {
     pub conflict_rate: f64,
     /// Injected `commit_unknown_result` probability.
     pub unknown_result_rate: f64,
+    /// How long a transaction may live after taking its read version before it fails with
+    /// `transaction_too_old`. FoundationDB's five seconds by default; no config key sets
+    /// it (a cluster's limit is not a client's choice either), but tests of the limit
+    /// shorten it so they need not wait five seconds.
+    pub max_transaction_age: Duration,
 }
 
 impl Options {
@@ -76,6 +85,7 @@ impl Options {
             max_batch: (config.max_batch as usize).clamp(1, 1 << 16),
             conflict_rate: config.inject_conflict_rate,
             unknown_result_rate: config.inject_unknown_result_rate,
+            max_transaction_age: MAX_TRANSACTION_AGE,
         }
     }
 }
@@ -88,6 +98,8 @@ struct Shared {
     watches: Mutex<Watches>,
     /// Injected failures.
     faults: Faults,
+    /// How long a transaction may live ([`Options::max_transaction_age`]).
+    max_transaction_age: Duration,
     /// The sequencer's inbox; `None` once the store is closed.
     requests: RwLock<Option<Sender<Request>>>,
     /// Set once a group commit's write failed: redb refuses further writes after an I/O
@@ -152,6 +164,7 @@ impl EmbeddedDb {
             published: RwLock::new(snapshot),
             watches: Mutex::new(Watches::default()),
             faults,
+            max_transaction_age: options.max_transaction_age,
             requests: RwLock::new(Some(tx)),
             failure: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
@@ -160,7 +173,10 @@ impl EmbeddedDb {
         let sequencer = Sequencer {
             db: opened.db,
             shared: shared.clone(),
-            history: history::History::starting_at(opened.last_version),
+            history: history::History::starting_at(
+                opened.last_version,
+                options.max_transaction_age,
+            ),
             last_version: opened.last_version,
             max_batch: options.max_batch,
             finisher,
@@ -183,11 +199,19 @@ impl EmbeddedDb {
         Ok(Self { shared })
     }
 
+    /// The fault injector; tests switch faults on and off through it.
+    pub fn faults(&self) -> &Faults {
+        &self.shared.faults
+    }
+}
+
+impl Engine for EmbeddedDb {
+    type Transaction = Transaction;
+
+    const NAME: &'static str = "embedded";
+
     /// Starts a transaction at the newest committed version.
-    ///
-    /// # Errors
-    /// [`StoreError::Closed`] after [`EmbeddedDb::close`].
-    pub fn begin(&self) -> Result<Transaction, StoreError> {
+    fn begin(&self) -> Result<Transaction, StoreError> {
         if self.shared.requests.read().is_none() {
             return Err(StoreError::Closed);
         }
@@ -197,19 +221,14 @@ impl EmbeddedDb {
         Ok(Transaction::new(self.shared.clone(), self.shared.latest()))
     }
 
-    /// Why the engine stopped accepting transactions, if it did.
-    pub fn failure(&self) -> Option<StoreError> {
+    /// Set once a group commit's write failed.
+    fn failure(&self) -> Option<StoreError> {
         self.shared.failure.lock().clone()
     }
 
-    /// The fault injector; tests switch faults on and off through it.
-    pub fn faults(&self) -> &Faults {
-        &self.shared.faults
-    }
-
     /// Refuses new transactions, lets the sequencer finish the commits already queued,
-    /// and releases the data file. Idempotent.
-    pub async fn close(&self) {
+    /// and releases the data file.
+    async fn close(&self) {
         let Some(requests) = self.shared.requests.write().take() else {
             return;
         };

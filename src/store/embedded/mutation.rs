@@ -1,13 +1,17 @@
 //! Mutations as the embedded engine buffers and applies them, and FoundationDB's atomic
 //! add arithmetic.
+//!
+//! Values are `Bytes`: a value handed to the store as `Bytes` stays the same buffer from
+//! the transaction through the sequencer until redb writes it.
 
 use crate::store::keys::VERSIONSTAMP_LEN;
+use bytes::Bytes;
 
 /// One buffered change, applied at commit in the order the transaction made it.
 #[derive(Debug, Clone)]
 pub(super) enum Mutation {
     /// Set a key.
-    Set { key: Vec<u8>, value: Vec<u8> },
+    Set { key: Vec<u8>, value: Bytes },
     /// Remove a key.
     Clear { key: Vec<u8> },
     /// Remove every key in `[begin, end)`.
@@ -18,12 +22,12 @@ pub(super) enum Mutation {
     SetVersionstampedKey {
         key: Vec<u8>,
         offset: usize,
-        value: Vec<u8>,
+        value: Bytes,
     },
     /// Set a value whose bytes at `offset` become the commit's versionstamp.
     SetVersionstampedValue {
         key: Vec<u8>,
-        value: Vec<u8>,
+        value: Bytes,
         offset: usize,
     },
 }

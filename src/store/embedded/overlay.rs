@@ -2,14 +2,16 @@
 //! (read-your-writes), plus the ordered mutation log the commit applies.
 
 use super::mutation::{Mutation, apply_add};
+use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 /// What the transaction knows locally about one key.
 #[derive(Debug, Clone)]
 pub(super) enum Local {
-    /// The key's value is fully decided by this transaction (`None`: cleared).
-    Value(Option<Vec<u8>>),
+    /// The key's value is fully decided by this transaction (`None`: cleared); the same
+    /// buffer as the mutation log's.
+    Value(Option<Bytes>),
     /// Atomic adds over a value this transaction has not read; the snapshot's value plus
     /// these parameters, in order, give the key's value.
     Adds(Vec<Vec<u8>>),
@@ -19,7 +21,7 @@ impl Local {
     /// The key's value given its value in the snapshot.
     pub(super) fn resolve(&self, base: Option<&[u8]>) -> Option<Vec<u8>> {
         match self {
-            Self::Value(v) => v.clone(),
+            Self::Value(v) => v.as_deref().map(<[u8]>::to_vec),
             Self::Adds(params) => {
                 let mut value = base.map(<[u8]>::to_vec);
                 for p in params {
@@ -44,14 +46,11 @@ pub(super) struct Overlay {
 }
 
 impl Overlay {
-    /// Records `set(key, value)`.
-    pub(super) fn set(&mut self, key: &[u8], value: &[u8]) {
+    /// Records `set(key, value)`; the point and the log share `value`'s buffer.
+    pub(super) fn set(&mut self, key: Vec<u8>, value: Bytes) {
         self.points
-            .insert(key.to_vec(), Local::Value(Some(value.to_vec())));
-        self.log.push(Mutation::Set {
-            key: key.to_vec(),
-            value: value.to_vec(),
-        });
+            .insert(key.clone(), Local::Value(Some(value.clone())));
+        self.log.push(Mutation::Set { key, value });
     }
 
     /// Records `clear(key)`.
@@ -84,11 +83,13 @@ impl Overlay {
     pub(super) fn add(&mut self, key: &[u8], param: &[u8]) {
         let cleared = self.is_cleared(key);
         match self.points.get_mut(key) {
-            Some(Local::Value(v)) => *v = Some(apply_add(v.as_deref(), param)),
+            Some(Local::Value(v)) => *v = Some(apply_add(v.as_deref(), param).into()),
             Some(Local::Adds(params)) => params.push(param.to_vec()),
             None if cleared => {
-                self.points
-                    .insert(key.to_vec(), Local::Value(Some(apply_add(None, param))));
+                self.points.insert(
+                    key.to_vec(),
+                    Local::Value(Some(apply_add(None, param).into())),
+                );
             }
             None => {
                 self.points
@@ -165,8 +166,8 @@ mod tests {
     fn set_after_clear_range_is_visible() {
         let mut o = Overlay::default();
         o.clear_range(b"a", b"z");
-        o.set(b"m", b"1");
-        assert!(matches!(o.lookup(b"m"), Some(Local::Value(Some(v))) if v == b"1"));
+        o.set(b"m".to_vec(), Bytes::from_static(b"1"));
+        assert!(matches!(o.lookup(b"m"), Some(Local::Value(Some(v))) if v[..] == b"1"[..]));
         assert!(matches!(o.lookup(b"n"), Some(Local::Value(None))));
         assert!(o.lookup(b"z").is_none());
     }

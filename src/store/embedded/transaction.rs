@@ -7,11 +7,10 @@ use super::mutation::Mutation;
 use super::overlay::{Local, Overlay};
 use super::sequencer::{CommitRequest, PendingWatch, Request};
 use super::snapshot::{Pair, Snapshot};
-use crate::store::error::{
-    MAX_KEY_SIZE, MAX_TRANSACTION_AGE, MAX_TRANSACTION_SIZE, MAX_VALUE_SIZE,
-};
+use crate::store::engine::EngineTransaction;
+use crate::store::error::{MAX_KEY_SIZE, MAX_TRANSACTION_SIZE, MAX_VALUE_SIZE};
 use crate::store::keys::{key_after, split_versionstamp_offset};
-use crate::store::{CommitInfo, KeyValue, RangeOption, StoreError, Watch};
+use crate::store::{CommitInfo, KeyValue, RangeOption, StoreError, Value, Watch};
 use parking_lot::Mutex;
 use std::cmp::Ordering as KeyOrder;
 use std::sync::Arc;
@@ -28,7 +27,7 @@ struct Inner {
     shared: Arc<Shared>,
     /// The committed state this transaction reads (its read version).
     snapshot: Arc<Snapshot>,
-    /// When the read version was taken, for the five-second limit.
+    /// When the read version was taken, for the age limit.
     started: Instant,
     state: Mutex<State>,
 }
@@ -76,7 +75,7 @@ impl State {
     fn record(&mut self, m: Mutation) {
         self.size += m.size();
         match m {
-            Mutation::Set { key, value } => self.overlay.set(&key, &value),
+            Mutation::Set { key, value } => self.overlay.set(key, value),
             Mutation::Clear { key } => self.overlay.clear(&key),
             Mutation::ClearRange { begin, end } => self.overlay.clear_range(&begin, &end),
             Mutation::Add { key, param } => self.overlay.add(&key, &param),
@@ -98,21 +97,17 @@ impl Transaction {
         }
     }
 
-    /// The version this transaction reads at.
-    pub fn read_version(&self) -> u64 {
-        self.inner.snapshot.version
-    }
-
     fn check_age(&self) -> Result<(), StoreError> {
-        if self.inner.started.elapsed() > MAX_TRANSACTION_AGE {
+        if self.inner.started.elapsed() > self.inner.shared.max_transaction_age {
             Err(StoreError::TransactionTooOld)
         } else {
             Ok(())
         }
     }
+}
 
-    /// See [`crate::store::Transaction::get`].
-    pub async fn get(&self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, StoreError> {
+impl EngineTransaction for Transaction {
+    async fn get(&self, key: &[u8], snapshot: bool) -> Result<Option<Vec<u8>>, StoreError> {
         self.check_age()?;
         if key.len() > MAX_KEY_SIZE {
             return Err(StoreError::KeyTooLarge { size: key.len() });
@@ -120,7 +115,7 @@ impl Transaction {
         let mut st = self.inner.state.lock();
         let local = st.overlay.lookup(key);
         if let Some(Local::Value(v)) = local {
-            return Ok(v);
+            return Ok(v.map(|v| v.to_vec()));
         }
         let base = self.inner.snapshot.get(key)?;
         if !snapshot {
@@ -132,8 +127,7 @@ impl Transaction {
         })
     }
 
-    /// See [`crate::store::Transaction::get_range`].
-    pub async fn get_range(
+    async fn get_range(
         &self,
         range: &RangeOption,
         snapshot: bool,
@@ -163,7 +157,7 @@ impl Transaction {
             };
             let local = points.filter_map(|(k, l)| match l {
                 Local::Value(None) => None,
-                Local::Value(Some(v)) => Some(Ok((k.clone(), v.clone()))),
+                Local::Value(Some(v)) => Some(Ok((k.clone(), v.to_vec()))),
                 adds @ Local::Adds(_) => match snap.get(k) {
                     Ok(base) => adds.resolve(base.as_deref()).map(|v| Ok((k.clone(), v))),
                     Err(e) => Some(Err(e)),
@@ -189,26 +183,23 @@ impl Transaction {
         Ok(out)
     }
 
-    /// See [`crate::store::Transaction::set`].
-    pub fn set(&self, key: &[u8], value: &[u8]) {
+    fn set(&self, key: &[u8], value: Value) {
         let mut st = self.inner.state.lock();
         st.check_key(key);
-        st.check_value(value);
+        st.check_value(&value);
         st.record(Mutation::Set {
             key: key.to_vec(),
-            value: value.to_vec(),
+            value: value.into_bytes(),
         });
     }
 
-    /// See [`crate::store::Transaction::clear`].
-    pub fn clear(&self, key: &[u8]) {
+    fn clear(&self, key: &[u8]) {
         let mut st = self.inner.state.lock();
         st.check_key(key);
         st.record(Mutation::Clear { key: key.to_vec() });
     }
 
-    /// See [`crate::store::Transaction::clear_range`].
-    pub fn clear_range(&self, begin: &[u8], end: &[u8]) {
+    fn clear_range(&self, begin: &[u8], end: &[u8]) {
         if begin >= end {
             return;
         }
@@ -221,8 +212,7 @@ impl Transaction {
         });
     }
 
-    /// Adds the little-endian integer `param` to the value at `key`.
-    pub fn atomic_add(&self, key: &[u8], param: &[u8]) {
+    fn atomic_add(&self, key: &[u8], param: &[u8]) {
         let mut st = self.inner.state.lock();
         st.check_key(key);
         st.record(Mutation::Add {
@@ -231,8 +221,7 @@ impl Transaction {
         });
     }
 
-    /// See [`crate::store::Transaction::set_versionstamped_key`].
-    pub fn set_versionstamped_key(&self, key: &[u8], value: &[u8]) {
+    fn set_versionstamped_key(&self, key: &[u8], value: Value) {
         let mut st = self.inner.state.lock();
         let Some((template, offset)) = split_versionstamp_offset(key) else {
             st.defer(StoreError::BadVersionstampOffset {
@@ -241,18 +230,17 @@ impl Transaction {
             return;
         };
         st.check_key(template);
-        st.check_value(value);
+        st.check_value(&value);
         st.record(Mutation::SetVersionstampedKey {
             key: template.to_vec(),
             offset,
-            value: value.to_vec(),
+            value: value.into_bytes(),
         });
     }
 
-    /// See [`crate::store::Transaction::set_versionstamped_value`].
-    pub fn set_versionstamped_value(&self, key: &[u8], value: &[u8]) {
+    fn set_versionstamped_value(&self, key: &[u8], value: Value) {
         let mut st = self.inner.state.lock();
-        let Some((template, offset)) = split_versionstamp_offset(value) else {
+        let Some((template, offset)) = split_versionstamp_offset(&value) else {
             st.defer(StoreError::BadVersionstampOffset {
                 offset: value.len().saturating_sub(4),
             });
@@ -260,15 +248,18 @@ impl Transaction {
         };
         st.check_key(key);
         st.check_value(template);
+        // The template is the value without its 4-byte offset: the same buffer, shortened.
+        let template_len = template.len();
+        let mut template = value.into_bytes();
+        template.truncate(template_len);
         st.record(Mutation::SetVersionstampedValue {
             key: key.to_vec(),
-            value: template.to_vec(),
+            value: template,
             offset,
         });
     }
 
-    /// See [`crate::store::Transaction::add_read_conflict_range`].
-    pub fn add_read_conflict_range(&self, begin: &[u8], end: &[u8]) {
+    fn add_read_conflict_range(&self, begin: &[u8], end: &[u8]) {
         if begin < end {
             self.inner
                 .state
@@ -277,8 +268,7 @@ impl Transaction {
         }
     }
 
-    /// See [`crate::store::Transaction::add_write_conflict_range`].
-    pub fn add_write_conflict_range(&self, begin: &[u8], end: &[u8]) {
+    fn add_write_conflict_range(&self, begin: &[u8], end: &[u8]) {
         if begin < end {
             let mut st = self.inner.state.lock();
             st.size += begin.len() + end.len();
@@ -286,12 +276,11 @@ impl Transaction {
         }
     }
 
-    /// See [`crate::store::Transaction::watch`].
-    pub fn watch(&self, key: &[u8]) -> Watch {
+    fn watch(&self, key: &[u8]) -> Watch {
         let (wake, woken) = oneshot::channel();
         let mut st = self.inner.state.lock();
         let seen = match st.overlay.lookup(key) {
-            Some(Local::Value(v)) => v,
+            Some(Local::Value(v)) => v.map(|v| v.to_vec()),
             other => {
                 let base = self.inner.snapshot.get(key).ok().flatten();
                 match other {
@@ -308,8 +297,7 @@ impl Transaction {
         Watch::new(async move { woken.await.map_err(|_| StoreError::Cancelled) })
     }
 
-    /// See [`crate::store::Transaction::commit`].
-    pub async fn commit(&self) -> Result<CommitInfo, StoreError> {
+    async fn commit(&self) -> Result<CommitInfo, StoreError> {
         let (mutations, reads, extra_writes, watches) = {
             let mut st = self.inner.state.lock();
             if st.finished {
@@ -379,4 +367,42 @@ fn merge<'a>(
         };
         if take_a { a.next() } else { b.next() }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::embedded::{EmbeddedDb, Options};
+    use crate::store::engine::Engine;
+    use bytes::Bytes;
+
+    #[tokio::test]
+    async fn a_bytes_value_is_buffered_without_copying() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = EmbeddedDb::open(Options::new(dir.path().join("store"))).unwrap();
+        let tx = db.begin().unwrap();
+        let body = Bytes::from(vec![7u8; 1024]);
+        tx.set(b"k", Value::from(body.clone()));
+        {
+            let st = tx.inner.state.lock();
+            let Some(Mutation::Set { value, .. }) = st.overlay.log.first() else {
+                panic!("the set is logged");
+            };
+            assert_eq!(
+                value.as_ptr(),
+                body.as_ptr(),
+                "the log holds the caller's buffer"
+            );
+            let Some(Local::Value(Some(read))) = st.overlay.lookup(b"k") else {
+                panic!("the set is readable");
+            };
+            assert_eq!(read.as_ptr(), body.as_ptr(), "the overlay shares it");
+        }
+        assert_eq!(
+            tx.get(b"k", false).await.unwrap().as_deref(),
+            Some(&body[..])
+        );
+        tx.commit().await.unwrap();
+        db.close().await;
+    }
 }
