@@ -69,14 +69,14 @@ async fn holder(stages: &Stages) -> u64 {
 
 fn bodies(ds: &[ferry::stage::Delivery]) -> Vec<String> {
     ds.iter()
-        .map(|d| String::from_utf8(d.body.clone()).unwrap())
+        .map(|d| String::from_utf8(d.body.to_vec()).unwrap())
         .collect()
 }
 
 async fn append_all(stage: &Stage, items: &[(&str, u8)]) {
     let msgs: Vec<NewMessage> = items
         .iter()
-        .map(|(b, p)| NewMessage::new(*b).priority(*p))
+        .map(|(b, p)| NewMessage::new(b.to_string()).priority(*p))
         .collect();
     stage.append(&msgs).await.unwrap();
 }
@@ -90,7 +90,7 @@ async fn pop_returns_messages_in_append_order(store: TestStore) {
             .collect();
         expected.extend(
             msgs.iter()
-                .map(|m| String::from_utf8(m.body.clone()).unwrap()),
+                .map(|m| String::from_utf8(m.body.to_vec()).unwrap()),
         );
         q.append(&msgs).await.unwrap();
     }
@@ -472,7 +472,7 @@ async fn competing_consumers_share_without_duplicates(store: TestStore) {
                 got.extend(
                     batch
                         .into_iter()
-                        .map(|d| usize::from_be_bytes(d.body.try_into().unwrap())),
+                        .map(|d| usize::from_be_bytes(d.body[..].try_into().unwrap())),
                 );
             }
             (got, consumer.requests_registered())

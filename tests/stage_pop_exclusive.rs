@@ -24,7 +24,10 @@ async fn stage(store: &TestStore) -> Stage {
 }
 
 async fn append(s: &Stage, bodies: &[&str]) {
-    let messages: Vec<NewMessage> = bodies.iter().map(|b| NewMessage::new(*b)).collect();
+    let messages: Vec<NewMessage> = bodies
+        .iter()
+        .map(|b| NewMessage::new(b.to_string()))
+        .collect();
     s.append(&messages).await.unwrap();
 }
 
@@ -36,7 +39,7 @@ async fn pop_exclusive(s: &Stage, k: usize, max_bytes: usize) -> Vec<String> {
         .unwrap();
     taken
         .into_iter()
-        .map(|d| String::from_utf8(d.body).unwrap())
+        .map(|d| String::from_utf8(d.body.to_vec()).unwrap())
         .collect()
 }
 
@@ -76,7 +79,7 @@ async fn an_append_committing_meanwhile_does_not_conflict(store: TestStore) {
     let tx = s.db().begin().unwrap();
     let taken = s.pop_exclusive_in(&tx, 10, 1000).await.unwrap();
     assert_eq!(taken.len(), 1);
-    assert_eq!(taken[0].body, b"third");
+    assert_eq!(taken[0].body, &b"third"[..]);
     append(&s, &["fourth"]).await;
     tx.commit().await.unwrap();
     assert_eq!(pop_exclusive(&s, 10, 1000).await, ["fourth"]);

@@ -27,7 +27,6 @@ use crate::group_commit::GroupCommit;
 use crate::stage::{self, Delivery, MessageId, StageError, Step, now_ms};
 use crate::telemetry::amqp as metric;
 use amq_protocol::protocol::{AMQPClass, basic};
-use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -506,8 +505,8 @@ impl Consumers {
         for d in deliveries {
             self.last_tag += 1;
             let (id, redelivery) = (d.id, d.redelivered());
-            let message = StoredMessage::decode(Bytes::from(d.body))
-                .map_err(|e| AmqpError::internal(e.to_string()))?;
+            let message =
+                StoredMessage::decode(d.body).map_err(|e| AmqpError::internal(e.to_string()))?;
             redelivered += u64::from(redelivery);
             codec::encode_method(
                 &mut out,
@@ -584,7 +583,7 @@ impl Consumers {
             );
             return Ok(out);
         };
-        let message = StoredMessage::decode(Bytes::from(d.body.clone()))
+        let message = StoredMessage::decode(d.body.clone())
             .map_err(|e| AmqpError::internal(e.to_string()))?;
         let remaining = queue.stage.depth().await?.ready.max(0) as u32;
         self.last_tag += 1;

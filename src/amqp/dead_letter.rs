@@ -105,7 +105,7 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
                     .dead_letter
                     .map_or(DeadLetterReason::MaxLength, |info| info.reason);
                 *by_reason.entry(reason.as_str()).or_default() += 1;
-                let Ok(message) = StoredMessage::decode(Bytes::from(d.body)) else {
+                let Ok(message) = StoredMessage::decode(d.body) else {
                     continue;
                 };
                 let Some(died) = with_death(queue, exchange, &message, reason, now) else {

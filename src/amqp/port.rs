@@ -50,7 +50,7 @@ pub struct UndecodableMessage(String);
 
 impl AmqpMessage {
     /// The stage body the front stores this message as.
-    pub fn to_stage_body(&self) -> Vec<u8> {
+    pub fn to_stage_body(&self) -> Bytes {
         StoredMessage {
             exchange: self.exchange.clone(),
             routing_key: self.routing_key.clone(),
@@ -325,7 +325,7 @@ mod tests {
             properties: BasicProperties::default().with_priority(7),
             body: Bytes::from_static(b"hello"),
         };
-        let back = AmqpMessage::from_stage_body(Bytes::from(m.to_stage_body())).unwrap();
+        let back = AmqpMessage::from_stage_body(m.to_stage_body()).unwrap();
         assert_eq!(back, m);
         assert!(AmqpMessage::from_stage_body(Bytes::from_static(b"\x09junk")).is_err());
     }

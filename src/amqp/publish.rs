@@ -63,7 +63,7 @@ struct Accepted {
     /// The queues it goes to (none: unroutable, confirmed at once with the batch).
     queues: Vec<Arc<Queue>>,
     /// Its stage body.
-    stored: Vec<u8>,
+    stored: Bytes,
     /// Its priority property.
     priority: u8,
     /// Its `expiration` property, ms.
@@ -224,7 +224,7 @@ impl Publisher {
             *t
         });
         let stored = if queues.is_empty() {
-            Vec::new()
+            Bytes::new()
         } else {
             StoredMessage {
                 exchange: publish.exchange.to_string(),
@@ -265,9 +265,9 @@ impl Publisher {
             bytes += r.stored.len() * r.queues.len();
         }
         let (db, producer) = (broker.db.clone(), self.producer);
-        let started = self.commits.start(take, move |mut batch| {
+        let started = self.commits.start(take, move |batch| {
             let now = now_ms();
-            let batches = plan(&mut batch, producer, now);
+            let batches = plan(&batch, producer, now);
             async move {
                 let batches_ref = &batches;
                 let result = db
@@ -326,9 +326,9 @@ impl Publisher {
         broker: &Broker,
         settlements: Vec<Settlement>,
     ) -> Result<(), AmqpError> {
-        let mut held = std::mem::take(&mut self.held);
+        let held = std::mem::take(&mut self.held);
         let now = now_ms();
-        let batches = plan(&mut held, self.producer, now);
+        let batches = plan(&held, self.producer, now);
         let (batches_ref, settlements) = (&batches, &settlements);
         let stored = broker
             .db
@@ -350,14 +350,13 @@ impl Publisher {
     }
 }
 
-/// Groups a batch by queue, in order, with each message's stage form (the last queue of
-/// a message takes its stored bytes, the others a copy).
-fn plan(batch: &mut [Accepted], producer: u64, now: u64) -> Vec<QueueBatch> {
+/// Groups a batch by queue, in order, with each message's stage form (every queue of a
+/// message shares its stored bytes).
+fn plan(batch: &[Accepted], producer: u64, now: u64) -> Vec<QueueBatch> {
     let mut by_stage: HashMap<u64, usize> = HashMap::new();
     let mut batches: Vec<QueueBatch> = Vec::new();
-    for (item, r) in batch.iter_mut().enumerate() {
-        let last = r.queues.len().saturating_sub(1);
-        for (n, queue) in r.queues.iter().enumerate() {
+    for (item, r) in batch.iter().enumerate() {
+        for queue in &r.queues {
             let at = *by_stage.entry(queue.stage.id()).or_insert_with(|| {
                 batches.push(QueueBatch {
                     queue: queue.clone(),
@@ -365,12 +364,7 @@ fn plan(batch: &mut [Accepted], producer: u64, now: u64) -> Vec<QueueBatch> {
                 });
                 batches.len() - 1
             });
-            let body = if n == last {
-                std::mem::take(&mut r.stored)
-            } else {
-                r.stored.clone()
-            };
-            let message = NewMessage::new(body)
+            let message = NewMessage::new(r.stored.clone())
                 .priority(r.priority)
                 .expires_ms(expires_at(queue, r.ttl, now))
                 .idempotency(producer, r.sequence);
@@ -450,7 +444,7 @@ mod tests {
             tag: Some(tag),
             sequence: tag,
             queues: Vec::new(),
-            stored: Vec::new(),
+            stored: Bytes::new(),
             priority: 0,
             ttl: None,
             received: Instant::now(),

@@ -8,7 +8,6 @@ use crate::amqp::port::{AmqpMessage, UndecodableMessage};
 use crate::config::KeySource;
 use crate::kafka::port::KafkaRecord;
 use crate::stage::{Delivery, MessageId, NewMessage};
-use bytes::Bytes;
 
 /// The stage message for an AMQP message; its priority picks the lane.
 pub fn from_amqp(m: &AmqpMessage) -> NewMessage {
@@ -46,7 +45,7 @@ impl Outgoing {
     pub fn decode(d: &Delivery) -> Result<Self, UndecodableMessage> {
         Ok(Self {
             id: d.id,
-            message: AmqpMessage::from_stage_body(Bytes::copy_from_slice(&d.body))?,
+            message: AmqpMessage::from_stage_body(d.body.clone())?,
             redelivered: d.redelivered(),
             staged_ms: d.envelope.enqueued_ms,
         })
@@ -86,6 +85,7 @@ mod tests {
     use super::*;
     use crate::stage::Envelope;
     use amq_protocol::protocol::BasicProperties;
+    use bytes::Bytes;
 
     fn delivered(m: NewMessage) -> Delivery {
         Delivery {

@@ -220,11 +220,13 @@ impl<'a> Log<'a> {
         &self,
         tx: &Transaction,
         base: i64,
-        batch: &[u8],
+        batch: Bytes,
         header: &BatchHeader,
         newest: i64,
     ) -> i64 {
-        for (n, chunk) in batch.chunks(CHUNK).enumerate() {
+        // Each chunk is a slice of the batch, not a copy.
+        for (n, start) in (0..batch.len()).step_by(CHUNK).enumerate() {
+            let chunk = batch.slice(start..(start + CHUNK).min(batch.len()));
             tx.set(&self.keys.log_chunk(base, n as u32), chunk);
         }
         let timestamp = header.newest_timestamp();

@@ -38,6 +38,7 @@ use crate::liveness::Liveness;
 use crate::stage::{Delivery, MessageId, StageError, Wakeup, now_ms};
 use crate::store::{Database, StoreError, Transaction, TransactionError};
 use crate::telemetry::kafka as m;
+use bytes::BytesMut;
 use kafka_protocol::ResponseError;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -566,7 +567,8 @@ impl Sequencer {
         cursor: &mut Cursor,
     ) -> Option<Sequenced> {
         let staged = delivery.id;
-        let mut body = delivery.body;
+        // The store's read buffer, rewritten in place and written to the log as slices of it.
+        let mut body = BytesMut::from(delivery.body);
         let Some(waiter) = staged::waiter(&body) else {
             warn!(topic = %self.partition.topic, "dropping an undecodable staged record");
             return None;
@@ -631,13 +633,15 @@ impl Sequencer {
             }
         }
         set_base_offset(batch, base);
+        let batch = body.freeze().slice(staged::HEADER_LEN..);
+        let written = batch.len() as i64;
         cursor.newest = log.append(tx, base, batch, &header, cursor.newest);
         cursor.high_watermark += header.offset_span();
         Some(Sequenced {
             waiter,
             staged,
             outcome: BatchOutcome::Appended(base),
-            written: Some((batch.len() as i64, header.record_count)),
+            written: Some((written, header.record_count)),
         })
     }
 

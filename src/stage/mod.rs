@@ -42,6 +42,7 @@ pub use registry::{StageOptions, Stages};
 use crate::config::limits::MAX_BODY_SIZE;
 use crate::store::keys::key_after;
 use crate::store::{Database, RangeOption, Transaction};
+use bytes::Bytes;
 use futures::future::try_join_all;
 use keys::{Counter, StageKeys};
 use record::{decode_counter, decode_u64, encode_u64};
@@ -71,8 +72,9 @@ pub struct Idempotency {
 /// A message to append.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewMessage {
-    /// The payload (opaque to the stage).
-    pub body: Vec<u8>,
+    /// The payload (opaque to the stage). It reaches the store without a copy: each stored
+    /// chunk is a slice of it.
+    pub body: Bytes,
     /// 0–255; capped by the stage's `max_priority`.
     pub priority: u8,
     /// When it expires, ms since the epoch; 0: never.
@@ -83,7 +85,7 @@ pub struct NewMessage {
 
 impl NewMessage {
     /// A message with priority 0, no expiry and no deduplication key.
-    pub fn new(body: impl Into<Vec<u8>>) -> Self {
+    pub fn new(body: impl Into<Bytes>) -> Self {
         Self {
             body: body.into(),
             priority: 0,
@@ -126,7 +128,7 @@ pub struct Delivery {
     /// Its place in the stage (ack and release name it).
     pub id: MessageId,
     /// The payload.
-    pub body: Vec<u8>,
+    pub body: Bytes,
     /// Its envelope, with this delivery counted.
     pub envelope: Envelope,
 }
@@ -841,9 +843,11 @@ impl Stage {
     }
 }
 
-/// Writes `body` in chunks under the versionstamped body key of `user_version`.
-fn write_body(tx: &Transaction, keys: &StageKeys, user_version: u16, body: &[u8]) {
-    for (i, chunk) in body.chunks(CHUNK).enumerate() {
+/// Writes `body` in chunks under the versionstamped body key of `user_version`; each chunk
+/// is a slice of `body`, not a copy.
+fn write_body(tx: &Transaction, keys: &StageKeys, user_version: u16, body: &Bytes) {
+    for (i, start) in (0..body.len()).step_by(CHUNK).enumerate() {
+        let chunk = body.slice(start..(start + CHUNK).min(body.len()));
         tx.set_versionstamped_key(&keys.new_body_chunk(user_version, i as u32), chunk);
     }
 }
@@ -861,21 +865,24 @@ fn clear_body(tx: &Transaction, keys: &StageKeys, id: &MessageId, len: u32) {
 }
 
 /// Reads a message's body, one point read per chunk (snapshot reads: a body never changes
-/// while its message exists).
+/// while its message exists). A body of one chunk (up to 100,000 bytes) is the store's read
+/// buffer itself; a larger one is joined.
 async fn read_body(
     tx: &Transaction,
     keys: &StageKeys,
     id: &MessageId,
     len: u32,
-) -> Result<Vec<u8>, StageError> {
+) -> Result<Bytes, StageError> {
     let reads = (0..chunks(len)).map(|chunk| {
         let key = keys.body_chunk(id, chunk);
         async move { tx.get(&key, true).await }
     });
-    let mut body = Vec::with_capacity(len as usize);
-    for chunk in try_join_all(reads).await?.into_iter().flatten() {
-        body.extend_from_slice(&chunk);
-    }
+    let mut read: Vec<Vec<u8>> = try_join_all(reads).await?.into_iter().flatten().collect();
+    let body = if read.len() == 1 {
+        Bytes::from(read.pop().unwrap_or_default())
+    } else {
+        Bytes::from(read.concat())
+    };
     if body.len() != len as usize {
         return Err(StageError::Corrupt(format!(
             "message body has {} of its {len} bytes",

@@ -16,7 +16,6 @@ use crate::bridge::{BridgeError, RouteContext, staged};
 use crate::config::Endpoint;
 use crate::stage::{Consumer, Delivery, MessageId, NewMessage, StageError, Step, now_ms};
 use crate::telemetry::bridge as metric;
-use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -125,7 +124,7 @@ async fn consume(
 
 /// The route's form of a queued message; `None` for a body the front did not write.
 fn decode(d: &Delivery) -> Option<NewMessage> {
-    let message = AmqpMessage::from_stage_body(Bytes::copy_from_slice(&d.body)).ok()?;
+    let message = AmqpMessage::from_stage_body(d.body.clone()).ok()?;
     Some(staged::from_amqp(&message))
 }
 
