@@ -2,7 +2,7 @@
 //!
 //! A value is a [`Bytes`], so a message body that arrives as `Bytes` (from a socket's read
 //! buffer) travels into the store without being copied: the embedded engine keeps it
-//! through its mutation log, read-your-writes overlay and sequencer until redb writes it.
+//! through its mutation log, read-your-writes overlay and committer until redb writes it.
 //! Borrowed bytes (`&[u8]`, `&Vec<u8>`, `b"..."`) are copied once, into a new `Bytes`, as
 //! the store always copied them; an owned `Vec<u8>` is taken over without copying.
 

@@ -1,4 +1,4 @@
-//! Applying a batch of mutations to redb, in order, inside the sequencer's write
+//! Applying a batch of mutations to redb, in order, inside the committer's write
 //! transaction.
 //!
 //! Atomic adds are folded: the first add to a key reads its stored value once, later

@@ -4,9 +4,9 @@
 //!   version when the transaction began (its read version), overlaid with the
 //!   transaction's own writes ([`overlay`]).
 //! - **Optimistic concurrency**: non-snapshot reads record conflict ranges; at commit the
-//!   [`sequencer`] refuses a transaction whose read ranges a newer commit wrote
+//!   [`committer`] refuses a transaction whose read ranges a newer commit wrote
 //!   ([`history`]), with FoundationDB's retryable `not_committed`.
-//! - **Group commit**: the sequencer applies every waiting transaction in one redb write
+//! - **Group commit**: the committer applies every waiting transaction in one redb write
 //!   transaction and one fsync, assigning versions and versionstamps in commit order.
 //! - **Watches** ([`watches`]) fire when a watched key's committed value changes.
 //! - **Limits** as FoundationDB's: 5 s transaction age (an [`Options`] field, so tests
@@ -18,12 +18,12 @@
 //! survives `kill -9`, and a batch is applied entirely or not at all.
 
 mod apply;
+mod committer;
 mod disk;
 mod faults;
 mod history;
 mod mutation;
 mod overlay;
-mod sequencer;
 mod snapshot;
 mod transaction;
 mod watches;
@@ -37,8 +37,8 @@ use crate::config::StoreConfig;
 use crate::store::StoreError;
 use crate::store::engine::Engine;
 use crate::store::error::MAX_TRANSACTION_AGE;
+use committer::{Committer, PendingWatch, Request};
 use parking_lot::{Mutex, RwLock};
-use sequencer::{PendingWatch, Request, Sequencer};
 use snapshot::Snapshot;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -90,7 +90,7 @@ impl Options {
     }
 }
 
-/// State shared by transactions and the sequencer thread.
+/// State shared by transactions and the committer thread.
 struct Shared {
     /// The newest committed snapshot; transactions take their read version from it.
     published: RwLock<Arc<Snapshot>>,
@@ -100,12 +100,12 @@ struct Shared {
     faults: Faults,
     /// How long a transaction may live ([`Options::max_transaction_age`]).
     max_transaction_age: Duration,
-    /// The sequencer's inbox; `None` once the store is closed.
+    /// The committer's inbox; `None` once the store is closed.
     requests: RwLock<Option<Sender<Request>>>,
     /// Set once a group commit's write failed: redb refuses further writes after an I/O
     /// error, so the engine refuses transactions until a restart recovers the file.
     failure: Mutex<Option<StoreError>>,
-    /// The sequencer and finisher threads, joined on close.
+    /// The committer and finisher threads, joined on close.
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
@@ -148,7 +148,7 @@ pub struct EmbeddedDb {
 }
 
 impl EmbeddedDb {
-    /// Opens (or creates) the store in `options.path` and starts its sequencer. Blocking:
+    /// Opens (or creates) the store in `options.path` and starts its committer. Blocking:
     /// call from a blocking context.
     ///
     /// # Errors
@@ -170,7 +170,7 @@ impl EmbeddedDb {
             threads: Mutex::new(Vec::new()),
         });
         let (finisher, completions) = std::sync::mpsc::channel();
-        let sequencer = Sequencer {
+        let committer = Committer {
             db: opened.db,
             shared: shared.clone(),
             history: history::History::starting_at(
@@ -189,10 +189,10 @@ impl EmbeddedDb {
         };
         let finisher_shared = shared.clone();
         let threads = vec![
-            spawn("ferry-sequencer", Box::new(move || sequencer.run(rx)))?,
+            spawn("ferry-committer", Box::new(move || committer.run(rx)))?,
             spawn(
                 "ferry-finisher",
-                Box::new(move || sequencer::finish(&finisher_shared, completions)),
+                Box::new(move || committer::finish(&finisher_shared, completions)),
             )?,
         ];
         *shared.threads.lock() = threads;
@@ -226,7 +226,7 @@ impl Engine for EmbeddedDb {
         self.shared.failure.lock().clone()
     }
 
-    /// Refuses new transactions, lets the sequencer finish the commits already queued,
+    /// Refuses new transactions, lets the committer finish the commits already queued,
     /// and releases the data file.
     async fn close(&self) {
         let Some(requests) = self.shared.requests.write().take() else {

@@ -2,7 +2,7 @@
 //! add arithmetic.
 //!
 //! Values are `Bytes`: a value handed to the store as `Bytes` stays the same buffer from
-//! the transaction through the sequencer until redb writes it.
+//! the transaction through the committer until redb writes it.
 
 use crate::store::keys::VERSIONSTAMP_LEN;
 use bytes::Bytes;

@@ -1,11 +1,11 @@
 //! An embedded-engine transaction: reads from its snapshot through its own writes,
-//! records read conflict ranges, buffers mutations, and hands them to the sequencer at
+//! records read conflict ranges, buffers mutations, and hands them to the committer at
 //! commit.
 
 use super::Shared;
+use super::committer::{CommitRequest, PendingWatch, Request};
 use super::mutation::Mutation;
 use super::overlay::{Local, Overlay};
-use super::sequencer::{CommitRequest, PendingWatch, Request};
 use super::snapshot::{Pair, Snapshot};
 use crate::store::engine::EngineTransaction;
 use crate::store::error::{MAX_KEY_SIZE, MAX_TRANSACTION_SIZE, MAX_VALUE_SIZE};

@@ -1,7 +1,7 @@
 //! Watches: wake a waiter once a key's committed value differs from the value its
 //! transaction saw.
 //!
-//! Race freedom: the sequencer publishes a batch's snapshot *before* it takes this
+//! Race freedom: the committer publishes a batch's snapshot *before* it takes this
 //! registry's lock to fire watches, and a registration takes the lock *before* reading the
 //! newest snapshot, so a change is either seen at registration or fired afterwards.
 

@@ -1,4 +1,4 @@
-//! The commit sequencer: one thread that turns concurrent commit requests into durable,
+//! The committer: one thread that turns concurrent commit requests into durable,
 //! ordered batches.
 //!
 //! Each round it takes every waiting request (up to `max_batch`), gives the batch one
@@ -47,7 +47,7 @@ pub(super) struct CommitRequest {
     pub(super) reply: oneshot::Sender<Result<CommitInfo, StoreError>>,
 }
 
-/// What the sequencer thread receives.
+/// What the committer thread receives.
 pub(super) enum Request {
     /// Commit a transaction.
     Commit(CommitRequest),
@@ -62,7 +62,7 @@ pub(super) struct Accepted {
 }
 
 /// A batch whose outcome is decided, handed to the finisher thread, which publishes it
-/// and answers its callers while the sequencer already commits the next batch.
+/// and answers its callers while the committer already commits the next batch.
 pub(super) enum Completion {
     /// Applied durably at `version`; `snapshot` shows it.
     Committed {
@@ -78,8 +78,8 @@ pub(super) enum Completion {
     },
 }
 
-/// The sequencer's state; lives on its own thread.
-pub(super) struct Sequencer {
+/// The committer's state; lives on its own thread.
+pub(super) struct Committer {
     pub(super) db: redb::Database,
     pub(super) shared: Arc<Shared>,
     pub(super) history: History,
@@ -89,7 +89,7 @@ pub(super) struct Sequencer {
     pub(super) finisher: Sender<Completion>,
 }
 
-impl Sequencer {
+impl Committer {
     /// Serves requests until asked to close or every sender is gone.
     pub(super) fn run(mut self, requests: Receiver<Request>) {
         let mut closing = None;
@@ -202,7 +202,7 @@ impl Sequencer {
                 Completion::Failed { error, accepted }
             }
         };
-        // The finisher only stops after the sequencer; a send cannot fail before that.
+        // The finisher only stops after the committer; a send cannot fail before that.
         let _ = self.finisher.send(completion);
     }
 
@@ -231,7 +231,7 @@ impl Sequencer {
 
 /// The finisher thread: publishes each committed batch's snapshot (firing the watches it
 /// touched), activates its transactions' watches and answers every caller, in batch
-/// order, then frees the batch — all off the sequencer's critical path.
+/// order, then frees the batch — all off the committer's critical path.
 pub(super) fn finish(shared: &Shared, completions: Receiver<Completion>) {
     for completion in completions {
         match completion {
