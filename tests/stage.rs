@@ -5,7 +5,7 @@
 mod support;
 
 use ferry::stage::{
-    AppendOutcome, Consumer, DeadLetterReason, NewMessage, Release, Stage, StageError,
+    AppendOutcome, Consumer, DeadLetterReason, Holders, NewMessage, Release, Stage, StageError,
     StageOptions, Stages, now_ms,
 };
 use std::time::Duration;
@@ -60,8 +60,7 @@ async fn with_dead_letter(
 
 /// A holder alive for a minute.
 async fn holder(stages: &Stages) -> u64 {
-    stages
-        .holders()
+    Holders::new(stages)
         .register(Duration::from_secs(60))
         .await
         .unwrap()
@@ -164,7 +163,7 @@ async fn pop_k_takes_at_most_k_in_one_transaction(store: TestStore) {
 
 async fn idle_consumer_sleeps_until_a_message_arrives(store: TestStore) {
     let (stages, q) = stage(&store, "idle", StageOptions::default()).await;
-    let holders = stages.holders();
+    let holders = Holders::new(&stages);
     let holder = holders.register(Duration::from_secs(60)).await.unwrap();
     let mut consumer = Consumer::new(q.clone(), holders, holder, 10);
     let waiting = tokio::spawn(async move { consumer.next().await.map(|d| bodies(&d)) });
@@ -196,7 +195,7 @@ async fn ack_removes_for_good_and_a_repeated_ack_is_harmless(store: TestStore) {
         0,
         "not this holder's lease"
     );
-    assert_eq!(stages.holders().release(holder).await.unwrap(), 1);
+    assert_eq!(Holders::new(&stages).release(holder).await.unwrap(), 1);
     assert_eq!(bodies(&q.pop(10).await.unwrap()), ["c"]);
 }
 
@@ -229,7 +228,7 @@ async fn nack_returns_message_to_original_position(store: TestStore) {
 async fn expired_holder_returns_its_leases(store: TestStore) {
     let (stages, q) = stage(&store, "expiry", StageOptions::default()).await;
     append_all(&q, &[("a", 0), ("b", 0), ("c", 0)]).await;
-    let holders = stages.holders();
+    let holders = Holders::new(&stages);
     let dead = holders.register(Duration::from_millis(50)).await.unwrap();
     let alive = holders.register(Duration::from_secs(60)).await.unwrap();
     assert_eq!(bodies(&q.lease(dead, 2).await.unwrap()), ["a", "b"]);
@@ -453,7 +452,7 @@ async fn competing_consumers_share_without_duplicates(store: TestStore) {
             .collect();
         q.append(&msgs).await.unwrap();
     }
-    let holders = stages.holders();
+    let holders = Holders::new(&stages);
     let mut tasks = Vec::new();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for _ in 0..8 {
@@ -549,7 +548,7 @@ async fn consumer_lease_size_follows_set_batch_and_forget_drops_acked_ids(store:
     let (stages, q) = stage(&store, "batched", StageOptions::default()).await;
     append_all(&q, &[("a", 0), ("b", 0), ("c", 0), ("d", 0)]).await;
     let holder = holder(&stages).await;
-    let mut consumer = Consumer::new(q.clone(), stages.holders(), holder, 1);
+    let mut consumer = Consumer::new(q.clone(), Holders::new(&stages), holder, 1);
     consumer.set_batch(3);
     let got = consumer.next().await.unwrap();
     assert_eq!(bodies(&got), ["a", "b", "c"]);

@@ -8,7 +8,7 @@
 mod support;
 
 use ferry::config::store::Engine;
-use ferry::stage::{Consumer, NewMessage, StageOptions, Stages, Step};
+use ferry::stage::{Consumer, Holders, NewMessage, StageOptions, Stages, Step};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -76,7 +76,7 @@ async fn every_message_exactly_once_and_producer_order_within_a_lane_under_fault
     }
 
     let acked = Arc::new(AtomicUsize::new(0));
-    let holders = stages.holders();
+    let holders = Holders::new(&stages);
     let mut consumers = Vec::new();
     for _ in 0..CONSUMERS {
         let holder = holders.register(DEADLINE).await.unwrap();

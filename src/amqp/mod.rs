@@ -41,7 +41,7 @@ pub mod writer;
 use crate::auth::Users;
 use crate::config::AmqpConfig;
 use crate::liveness::Liveness;
-use crate::stage::{StageError, Stages, now_ms};
+use crate::stage::{Holders, StageError, Stages, now_ms};
 use crate::store::{Database, StoreError};
 use broker::Broker;
 use errors::AmqpError;
@@ -111,7 +111,7 @@ pub struct Started {
 /// # Errors
 /// [`FrontError`] when the front cannot start.
 pub async fn start(front: Front) -> Result<Started, FrontError> {
-    let holders = front.stages.holders();
+    let holders = Holders::new(&front.stages);
     let instance = holders
         .register(front.lease_ttl)
         .await

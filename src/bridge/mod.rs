@@ -126,7 +126,7 @@ pub async fn run(setup: Setup, shutdown: CancellationToken) -> Result<(), Bridge
     if config.routes.is_empty() {
         return Ok(());
     }
-    let holders = stages.holders();
+    let holders = Holders::new(&stages);
     let ttl = config.stage.lease_ttl();
     let holder = holders.register(ttl).await?;
     let mut tasks = JoinSet::new();

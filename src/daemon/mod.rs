@@ -28,7 +28,7 @@ use crate::config::{
     metrics::LISTEN_KEY,
 };
 use crate::kafka::{KafkaError, KafkaFront};
-use crate::stage::{StageError, Stages};
+use crate::stage::{Holders, StageError, Stages};
 use crate::store::{Database, StoreError};
 use shutdown::Drain;
 use tasks::Tasks;
@@ -152,7 +152,11 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             .await
             .map_err(DaemonError::StoreFailed)
     });
-    let (holders, ttl, token) = (stages.holders(), config.stage.lease_ttl(), shutdown.clone());
+    let (holders, ttl, token) = (
+        Holders::new(&stages),
+        config.stage.lease_ttl(),
+        shutdown.clone(),
+    );
     loops.spawn("lease reaper", async move {
         lease_reaper::run(holders, ttl, token).await;
         Ok(())

@@ -25,8 +25,11 @@ pub struct Holders {
 }
 
 impl Holders {
-    pub(super) fn new(stages: Stages) -> Self {
-        Self { stages }
+    /// The holders of the leases of `stages`.
+    pub fn new(stages: &Stages) -> Self {
+        Self {
+            stages: stages.clone(),
+        }
     }
 
     /// Registers a new holder alive for `ttl`; returns its id.

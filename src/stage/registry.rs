@@ -2,7 +2,6 @@
 //! metrics.
 
 use super::error::StageError;
-use super::holders::Holders;
 use super::keys::{Counter, RootKeys, SCHEMA_VERSION};
 use super::record::{StageMeta, decode_counter, decode_u64, encode_u64};
 use super::{DeadLetterTarget, Stage};
@@ -45,11 +44,6 @@ impl Stages {
     /// The store.
     pub fn db(&self) -> &Database {
         &self.db
-    }
-
-    /// The lease holders of these stages.
-    pub fn holders(&self) -> Holders {
-        Holders::new(self.clone())
     }
 
     /// Records the schema version in a new keyspace, or checks an existing one matches.
