@@ -3,70 +3,26 @@
 //! publishing with confirms, and a SIGTERM drain. Clients run as child processes with
 //! bounded waits.
 
-mod amqp_support;
-mod support;
+mod common;
 
-use amqp_support::{WAIT, connect, declare, drain, publish_confirmed};
+use common::amqp::{WAIT, connect, declare, drain, publish_confirmed, reply_code};
+use common::daemon::{Daemon, EXIT, Setup};
+use common::wait;
 use futures::StreamExt;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Event};
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
-use support::process::{Ferry, Ports};
+use std::time::Duration;
 use tempfile::TempDir;
 
 /// Upper bound on a client process's run.
 const CLIENT: Duration = Duration::from_secs(60);
 
-/// A `ferry run` with its ports and store.
-struct Daemon {
-    process: Ferry,
-    amqp: u16,
-    metrics: u16,
-}
-
-impl Daemon {
-    /// Starts `ferry run` on the store in `dir` and waits until AMQP accepts connections.
-    fn start(dir: &TempDir, extra: &[(&str, &str)]) -> Self {
-        let ports = Ports::free();
-        let (amqp, metrics) = (ports.amqp, ports.metrics);
-        let process = Ferry::run_daemon(dir.path(), ports, extra);
-        let deadline = Instant::now() + WAIT * 3;
-        while TcpStream::connect((Ipv4Addr::LOCALHOST, amqp)).is_err() {
-            assert!(Instant::now() < deadline, "ferry did not listen on AMQP");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self {
-            process,
-            amqp,
-            metrics,
-        }
-    }
-
-    fn uri(&self) -> String {
-        format!("amqp://guest:guest@127.0.0.1:{}/%2f", self.amqp)
-    }
-
-    /// The body of `GET /metrics`.
-    fn metrics(&self) -> String {
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.metrics));
-        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        write!(
-            stream,
-            "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        response
-    }
+/// `ferry run` with the shipped config and its store in `dir`.
+fn start(dir: &TempDir) -> Daemon {
+    Setup::shipped(dir.path()).start()
 }
 
 /// Runs a client command to completion within [`CLIENT`].
@@ -77,21 +33,16 @@ fn run_client(command: &mut Command) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the client runs (scripts/setup.sh installs it)");
-    let deadline = Instant::now() + CLIENT;
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "client did not finish in {CLIENT:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let finished = wait::try_until_blocking(CLIENT, || child.try_wait().unwrap());
+    if finished.is_none() {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "client did not finish in {CLIENT:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
+    child.wait_with_output().unwrap()
 }
 
 fn succeeded(out: &Output) -> String {
@@ -108,12 +59,12 @@ fn succeeded(out: &Output) -> String {
 #[test]
 fn pika_round_trips_properties_byte_for_byte_and_sees_rabbitmq_semantics() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(&dir, &[]);
+    let daemon = start(&dir);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_pika.py");
     let out = run_client(
         Command::new("python3")
             .arg(script)
-            .arg(daemon.amqp.to_string()),
+            .arg(daemon.ports().amqp.to_string()),
     );
     let findings: serde_json::Value = serde_json::from_str(succeeded(&out).trim()).unwrap();
     assert_eq!(findings["body"], "hello from pika");
@@ -150,8 +101,8 @@ fn pika_round_trips_properties_byte_for_byte_and_sees_rabbitmq_semantics() {
 #[test]
 fn amqp_tools_publish_and_consume_through_ferry() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(&dir, &[]);
-    let url = daemon.uri();
+    let daemon = start(&dir);
+    let url = daemon.amqp_uri();
     succeeded(&run_client(
         Command::new("amqp-declare-queue").args(["-u", &url, "-q", "tools", "-d"]),
     ));
@@ -191,10 +142,12 @@ fn amqp_tools_publish_and_consume_through_ferry() {
 #[test]
 fn metrics_count_amqp_traffic_and_errors_by_reply_code() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(&dir, &[("FERRY__AMQP__RESOURCE_CHECK_MS", "50")]);
+    let daemon = Setup::shipped(dir.path())
+        .env("FERRY__AMQP__RESOURCE_CHECK_MS", "50")
+        .start();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let _conn = runtime.block_on(async {
-        let conn = connect(&daemon.uri()).await;
+        let conn = connect(&daemon.amqp_uri()).await;
         let ch = conn.create_channel().await.unwrap();
         declare(&ch, "measured", FieldTable::default()).await;
         publish_confirmed(&ch, "", "measured", &["1", "2", "3"]).await;
@@ -205,7 +158,7 @@ fn metrics_count_amqp_traffic_and_errors_by_reply_code() {
             .basic_get("missing".into(), Default::default())
             .await
             .unwrap_err();
-        assert_eq!(amqp_support::reply_code(&missing), Some(404));
+        assert_eq!(reply_code(&missing), Some(404));
         conn
     });
     let labels = "{vhost=\"/\",queue=\"measured\"}";
@@ -219,30 +172,28 @@ fn metrics_count_amqp_traffic_and_errors_by_reply_code() {
         format!("ferry_amqp_queue_ready{labels} 1"),
         "ferry_amqp_blocked 0".to_owned(),
     ];
-    let deadline = Instant::now() + WAIT;
-    loop {
+    let mut missing = Vec::new();
+    let seen = wait::try_until_blocking(WAIT, || {
         let metrics = daemon.metrics();
-        let missing: Vec<&String> = expected
+        missing = expected
             .iter()
             .filter(|e| !metrics.contains(e.as_str()))
             .collect();
-        if missing.is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "missing {missing:?} in:\n{metrics}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        missing.is_empty().then_some(())
+    });
+    assert!(
+        seen.is_some(),
+        "missing {missing:?} in:\n{}",
+        daemon.metrics()
+    );
 }
 
 #[test]
 fn confirmed_messages_survive_kill_9_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let daemon = Daemon::start(&dir, &[]);
-    let uri = daemon.uri();
+    let mut daemon = start(&dir);
+    let uri = daemon.amqp_uri();
     let confirmed: Vec<u64> = runtime.block_on(async {
         let conn = connect(&uri).await;
         let ch = conn.create_channel().await.unwrap();
@@ -257,7 +208,7 @@ fn confirmed_messages_survive_kill_9_in_order() {
         let mut killed = false;
         for i in 0..20_000u64 {
             if confirmed.len() >= 1000 && !killed {
-                daemon.process.signal(libc::SIGKILL);
+                daemon.signal(libc::SIGKILL);
                 killed = true;
             }
             let publish = ch
@@ -282,12 +233,12 @@ fn confirmed_messages_survive_kill_9_in_order() {
         assert!(killed, "the daemon was killed mid-stream");
         confirmed
     });
-    drop(daemon);
+    daemon.wait_exit(EXIT);
     assert!(confirmed.len() >= 1000);
 
-    let daemon = Daemon::start(&dir, &[]);
+    daemon.restart();
     let stored = runtime.block_on(async {
-        let conn = connect(&daemon.uri()).await;
+        let conn = connect(&daemon.amqp_uri()).await;
         let ch = conn.create_channel().await.unwrap();
         drain(&ch, "crash-safe").await
     });
@@ -304,26 +255,26 @@ fn confirmed_messages_survive_kill_9_in_order() {
 fn sigterm_closes_connections_with_320_after_storing_what_they_published() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let mut daemon = Daemon::start(&dir, &[]);
+    let mut daemon = start(&dir);
     // The channel stays open through the shutdown: a channel dropped here would be closing
     // from lapin's side when the 320 arrives, and lapin then reports only the channel's state.
     let (conn, _channel) = runtime.block_on(async {
-        let conn = connect(&daemon.uri()).await;
+        let conn = connect(&daemon.amqp_uri()).await;
         let ch = conn.create_channel().await.unwrap();
         declare(&ch, "drained", FieldTable::default()).await;
         publish_confirmed(&ch, "", "drained", &["before shutdown"]).await;
         (conn, ch)
     });
     let mut events = conn.events_listener();
-    daemon.process.signal(libc::SIGTERM);
-    let outcome = daemon.process.wait(WAIT);
+    daemon.signal(libc::SIGTERM);
+    let outcome = daemon.wait_exit(WAIT);
     assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
     let mut seen = Vec::new();
     let closed = runtime.block_on(async {
         tokio::time::timeout(WAIT, async {
             while let Some(event) = events.next().await {
                 if let Event::Error(e) = &event
-                    && let Some(code) = amqp_support::reply_code(e)
+                    && let Some(code) = reply_code(e)
                 {
                     return Some(code);
                 }
@@ -336,9 +287,9 @@ fn sigterm_closes_connections_with_320_after_storing_what_they_published() {
     });
     assert_eq!(closed, Some(320), "lapin's events before: {seen:?}");
 
-    let daemon = Daemon::start(&dir, &[]);
+    daemon.restart();
     let kept = runtime.block_on(async {
-        let conn = connect(&daemon.uri()).await;
+        let conn = connect(&daemon.amqp_uri()).await;
         let ch = conn.create_channel().await.unwrap();
         drain(&ch, "drained").await
     });

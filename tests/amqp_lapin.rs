@@ -3,11 +3,10 @@
 //! prefetch and acknowledgements, TTL and dead-lettering, and channel exceptions — each
 //! with the outcome RabbitMQ gives.
 
-mod amqp_support;
+mod common;
 
-use amqp_support::{
-    OTHER_USER, Server, WAIT, connect, declare, drain, publish_confirmed, reply_code, reply_text,
-};
+use common::amqp::{WAIT, connect, declare, drain, publish_confirmed, reply_code, reply_text};
+use common::fronts::{AmqpServer, OTHER_USER};
 use futures::StreamExt;
 use lapin::message::Delivery;
 use lapin::options::{
@@ -141,7 +140,7 @@ fn failure<T: std::fmt::Debug>(result: lapin::Result<T>) -> lapin::Error {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_and_amqplain_logins_open_the_default_vhost() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let plain = server.connect().await;
     let amqplain = connect(&format!("{}?auth_mechanism=amqplain", server.uri())).await;
     assert!(plain.status().connected());
@@ -151,7 +150,7 @@ async fn plain_and_amqplain_logins_open_the_default_vhost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_password_is_refused_with_403() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let uri = format!("amqp://guest:wrong@{}/%2f", server.addr);
     let e = failure(lapin::Connection::connect(&uri, Default::default()).await);
     assert_eq!(reply_code(&e), Some(403), "{e}");
@@ -163,7 +162,7 @@ async fn a_wrong_password_is_refused_with_403() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vhost_permissions_are_403_and_unknown_vhosts_530() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let refused = format!("amqp://guest:guest@{}/other", server.addr);
     let e = failure(lapin::Connection::connect(&refused, Default::default()).await);
     assert_eq!(reply_code(&e), Some(403), "{e}");
@@ -180,7 +179,7 @@ async fn vhost_permissions_are_403_and_unknown_vhosts_530() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tune_negotiates_the_servers_limits() {
-    let server = Server::with(|c| {
+    let server = AmqpServer::start_with(|c| {
         c.frame_max = 8192;
         c.channel_max = 7;
         c.heartbeat_s = 3;
@@ -197,7 +196,7 @@ async fn tune_negotiates_the_servers_limits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publishers_are_blocked_over_the_backlog_limit_and_unblocked_below_it() {
-    let server = Server::with(|c| {
+    let server = AmqpServer::start_with(|c| {
         c.max_backlog_messages = 3;
         c.resource_check_ms = 20;
     })
@@ -269,7 +268,7 @@ async fn publishers_are_blocked_over_the_backlog_limit_and_unblocked_below_it() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn direct_fanout_topic_and_headers_exchanges_route_like_rabbitmq() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     for q in ["d", "f1", "f2", "t", "h"] {
         declare(&ch, q, FieldTable::default()).await;
@@ -322,7 +321,7 @@ async fn direct_fanout_topic_and_headers_exchanges_route_like_rabbitmq() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exchange_to_exchange_bindings_route_until_unbound() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "e2e", FieldTable::default()).await;
     declare_exchange(&ch, "upstream", ExchangeKind::Topic).await;
@@ -377,7 +376,7 @@ async fn exchange_to_exchange_bindings_route_until_unbound() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_exchange_routes_by_queue_name_and_cannot_be_bound() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "by-name", FieldTable::default()).await;
     publish(
@@ -405,7 +404,7 @@ async fn the_default_exchange_routes_by_queue_name_and_cannot_be_bound() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_internal_exchange_refuses_publishes_with_403() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     ch.exchange_declare(
         "inside".into(),
@@ -428,7 +427,7 @@ async fn an_internal_exchange_refuses_publishes_with_403() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passive_declares_of_missing_entities_are_404() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let conn = server.connect().await;
     let ch = conn.create_channel().await.unwrap();
     let e = failure(
@@ -466,7 +465,7 @@ async fn passive_declares_of_missing_entities_are_404() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inequivalent_redeclares_are_406() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let conn = server.connect().await;
     let ch = conn.create_channel().await.unwrap();
     declare(
@@ -518,7 +517,7 @@ async fn inequivalent_redeclares_are_406() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exchange_delete_if_unused_is_406_while_bound_and_auto_delete_exchanges_go_with_their_last_binding()
  {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let conn = server.connect().await;
     let ch = conn.create_channel().await.unwrap();
     declare(&ch, "target", FieldTable::default()).await;
@@ -574,7 +573,7 @@ async fn exchange_delete_if_unused_is_406_while_bound_and_auto_delete_exchanges_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_named_queues_look_like_rabbitmqs_and_empty_names_mean_the_last_one() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     let q = ch
         .queue_declare(
@@ -601,7 +600,7 @@ async fn server_named_queues_look_like_rabbitmqs_and_empty_names_mean_the_last_o
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exclusive_queue_is_locked_405_to_others_and_goes_with_its_connection() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (owner, ch) = server.channel().await;
     ch.queue_declare(
         "mine".into(),
@@ -642,7 +641,7 @@ async fn an_exclusive_queue_is_locked_405_to_others_and_goes_with_its_connection
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_auto_delete_queue_goes_with_its_last_consumer() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     ch.queue_declare(
         "temp".into(),
@@ -675,7 +674,7 @@ async fn an_auto_delete_queue_goes_with_its_last_consumer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_delete_if_empty_and_if_unused_are_406_and_counts_are_reported() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let conn = server.connect().await;
     let ch = conn.create_channel().await.unwrap();
     declare(&ch, "full", FieldTable::default()).await;
@@ -727,7 +726,7 @@ async fn queue_delete_if_empty_and_if_unused_are_406_and_counts_are_reported() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn durable_topology_and_messages_survive_a_restart() {
-    let server = Server::start().await;
+    let mut server = AmqpServer::start().await;
     {
         let (_c, ch) = server.channel().await;
         declare(
@@ -747,7 +746,7 @@ async fn durable_topology_and_messages_survive_a_restart() {
         .unwrap();
         publish_confirmed(&ch, "kept.x", "k.1", &["before restart"]).await;
     }
-    let server = server.restart().await;
+    server.restart().await;
     let (_c, ch) = server.channel().await;
     publish_confirmed(&ch, "kept.x", "k.2", &["after restart"]).await;
     assert_eq!(
@@ -766,7 +765,7 @@ async fn durable_topology_and_messages_survive_a_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_length_drop_head_dead_letters_the_oldest_with_reason_maxlen() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "overflowed", FieldTable::default()).await;
     declare(
@@ -805,7 +804,7 @@ async fn max_length_drop_head_dead_letters_the_oldest_with_reason_maxlen() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_length_reject_publish_nacks_the_publish() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(
         &ch,
@@ -869,7 +868,7 @@ async fn await_message(ch: &Channel, queue: &str) -> Delivery {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn message_ttl_dead_letters_without_a_consumer_with_an_x_death_like_rabbitmqs() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare_exchange(&ch, "dlx", ExchangeKind::Fanout).await;
     declare(&ch, "graveyard", FieldTable::default()).await;
@@ -914,7 +913,7 @@ async fn message_ttl_dead_letters_without_a_consumer_with_an_x_death_like_rabbit
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_per_message_expiration_expires_and_is_kept_as_original_expiration() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "expired-here", FieldTable::default()).await;
     declare(
@@ -939,7 +938,7 @@ async fn a_per_message_expiration_expires_and_is_kept_as_original_expiration() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn x_expires_deletes_a_queue_left_unused() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(
         &ch,
@@ -974,7 +973,7 @@ async fn x_expires_deletes_a_queue_left_unused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_active_consumer_receives_alone_until_it_cancels() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(
         &ch,
@@ -1001,7 +1000,7 @@ async fn a_single_active_consumer_receives_alone_until_it_cancels() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn priorities_deliver_highest_first_and_fifo_within_a_priority() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(
         &ch,
@@ -1036,7 +1035,7 @@ async fn priorities_deliver_highest_first_and_fifo_within_a_priority() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unroutable_mandatory_message_is_returned_then_acked() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     ch.confirm_select(ConfirmSelectOptions::default())
         .await
@@ -1066,7 +1065,7 @@ async fn an_unroutable_mandatory_message_is_returned_then_acked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_property_and_header_round_trips() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "props", FieldTable::default()).await;
     let headers = table(&[
@@ -1111,7 +1110,7 @@ async fn every_property_and_header_round_trips() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_larger_than_a_frame_are_split_and_joined() {
-    let server = Server::with(|c| c.frame_max = 8192).await;
+    let server = AmqpServer::start_with(|c| c.frame_max = 8192).await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "big", FieldTable::default()).await;
     let payload: Vec<u8> = (0..1_500_000u32).map(|i| (i % 251) as u8).collect();
@@ -1138,7 +1137,7 @@ async fn bodies_larger_than_a_frame_are_split_and_joined() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_over_max_message_size_closes_only_its_channel_with_406() {
-    let server = Server::with(|c| c.max_message_size = 1000).await;
+    let server = AmqpServer::start_with(|c| c.max_message_size = 1000).await;
     let conn = server.connect().await;
     let ch = conn.create_channel().await.unwrap();
     declare(&ch, "small", FieldTable::default()).await;
@@ -1155,7 +1154,7 @@ async fn a_body_over_max_message_size_closes_only_its_channel_with_406() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirms_ack_every_message_and_the_messages_are_stored_in_order() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "confirmed", FieldTable::default()).await;
     let bodies: Vec<String> = (0..500).map(|i| format!("m{i:03}")).collect();
@@ -1167,7 +1166,7 @@ async fn confirms_ack_every_message_and_the_messages_are_stored_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tx_commit_stores_publishes_and_acks_together_and_rollback_discards() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "txq", FieldTable::default()).await;
     ch.tx_select().await.unwrap();
@@ -1203,7 +1202,7 @@ async fn tx_commit_stores_publishes_and_acks_together_and_rollback_discards() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_receives_in_order_and_acks_remove_messages() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "work", FieldTable::default()).await;
     let mut consumer = consume(&ch, "work", false).await;
@@ -1226,7 +1225,7 @@ async fn a_consumer_receives_in_order_and_acks_remove_messages() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_no_ack_consumer_removes_messages_as_they_are_delivered() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "fire-and-forget", FieldTable::default()).await;
     publish_confirmed(&ch, "", "fire-and-forget", &["x", "y"]).await;
@@ -1244,7 +1243,7 @@ async fn a_no_ack_consumer_removes_messages_as_they_are_delivered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefetch_bounds_unacked_deliveries_per_consumer_and_per_channel() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "p1", FieldTable::default()).await;
     declare(&ch, "p2", FieldTable::default()).await;
@@ -1287,7 +1286,7 @@ async fn prefetch_bounds_unacked_deliveries_per_consumer_and_per_channel() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nack_with_requeue_redelivers_in_the_original_position() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "retry", FieldTable::default()).await;
     publish_confirmed(&ch, "", "retry", &["first", "second"]).await;
@@ -1317,7 +1316,7 @@ async fn nack_with_requeue_redelivers_in_the_original_position() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reject_without_requeue_dead_letters_with_reason_rejected() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "rejects", FieldTable::default()).await;
     declare(
@@ -1351,7 +1350,7 @@ async fn reject_without_requeue_dead_letters_with_reason_rejected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recover_redelivers_every_unacked_message() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "recovered", FieldTable::default()).await;
     publish_confirmed(&ch, "", "recovered", &["r1", "r2"]).await;
@@ -1369,7 +1368,7 @@ async fn recover_redelivers_every_unacked_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_and_get_empty_report_what_remains() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "gettable", FieldTable::default()).await;
     assert!(
@@ -1391,7 +1390,7 @@ async fn get_and_get_empty_report_what_remains() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unacked_messages_of_a_closed_channel_return_redelivered_in_their_place() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (conn, ch) = server.channel().await;
     declare(&ch, "returning", FieldTable::default()).await;
     publish_confirmed(&ch, "", "returning", &["held", "later"]).await;
@@ -1415,7 +1414,7 @@ async fn unacked_messages_of_a_closed_channel_return_redelivered_in_their_place(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_queue_cancels_its_consumers() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "doomed", FieldTable::default()).await;
     let mut consumer = consume(&ch, "doomed", false).await;
@@ -1434,7 +1433,7 @@ async fn deleting_a_queue_cancels_its_consumers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exclusive_consumer_keeps_others_out_with_403() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "owned", FieldTable::default()).await;
     // lapin cancels a consumer whose stream is dropped: keep it.
@@ -1467,7 +1466,7 @@ async fn an_exclusive_consumer_keeps_others_out_with_403() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_cancel_unacked_deliveries_can_still_be_acked() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     declare(&ch, "cancelled", FieldTable::default()).await;
     publish_confirmed(&ch, "", "cancelled", &["in hand", "left"]).await;
@@ -1486,7 +1485,7 @@ async fn after_cancel_unacked_deliveries_can_still_be_acked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_delivery_tag_is_406() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_c, ch) = server.channel().await;
     // lapin fails a live consumer's stream with the channel's exception.
     let q = ch
@@ -1513,7 +1512,7 @@ async fn an_unknown_delivery_tag_is_406() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publishing_to_a_missing_exchange_closes_only_that_channel_with_404() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let conn = server.connect().await;
     let good = conn.create_channel().await.unwrap();
     declare(&good, "safe", FieldTable::default()).await;

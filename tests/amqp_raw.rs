@@ -4,12 +4,13 @@
 //! specification gives, closes at most its own channel or connection, and loses nothing
 //! already accepted. Server frames are read with `amq-protocol`'s parser, not Ferry's.
 
-mod amqp_support;
+mod common;
 
 use amq_protocol::frame::{AMQPFrame, WriteContext, gen_frame, parse_frame};
 use amq_protocol::protocol::{AMQPClass, basic, channel, connection, queue};
 use amq_protocol::types::FieldTable;
-use amqp_support::{Server, WAIT, declare, drain, publish_confirmed};
+use common::amqp::{WAIT, declare, drain, publish_confirmed};
+use common::fronts::AmqpServer;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -31,7 +32,7 @@ enum Seen {
 }
 
 impl Raw {
-    async fn connect(server: &Server) -> Self {
+    async fn connect(server: &AmqpServer) -> Self {
         Self {
             stream: TcpStream::connect(server.addr).await.unwrap(),
             buf: Vec::new(),
@@ -200,7 +201,7 @@ fn frame(kind: u8, channel: u16, payload: &[u8], end: u8) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_gets_the_protocol_header_then_the_socket_closes() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     for hello in [
         &b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..],
         b"AMQP\x01\x01\x00\x09",
@@ -217,7 +218,7 @@ async fn garbage_gets_the_protocol_header_then_the_socket_closes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_declaring_4_gb_is_a_501_frame_error() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let mut raw = Raw::connect(&server).await;
     raw.handshake().await;
     raw.send(&[3, 0, 1, 0xff, 0xff, 0xff, 0xff]).await;
@@ -233,7 +234,7 @@ async fn a_frame_declaring_4_gb_is_a_501_frame_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_frames_get_their_reply_codes() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     // (what, bytes after the handshake and channel 1's open, expected code)
     let cases: Vec<(&str, Vec<u8>, u16)> = vec![
         (
@@ -312,7 +313,7 @@ async fn malformed_frames_get_their_reply_codes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_channel_above_channel_max_is_530() {
-    let server = Server::with(|c| c.channel_max = 2).await;
+    let server = AmqpServer::start_with(|c| c.channel_max = 2).await;
     let mut raw = Raw::connect(&server).await;
     raw.handshake().await;
     raw.open_channel(2).await;
@@ -332,7 +333,7 @@ async fn a_channel_above_channel_max_is_530() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_over_the_limit_closes_its_channel_with_406_and_the_connection_goes_on() {
-    let server = Server::with(|c| c.max_message_size = 1000).await;
+    let server = AmqpServer::start_with(|c| c.max_message_size = 1000).await;
     let mut raw = Raw::connect(&server).await;
     raw.handshake().await;
     raw.open_channel(1).await;
@@ -389,7 +390,7 @@ async fn a_body_over_the_limit_closes_its_channel_with_406_and_the_connection_go
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_password_is_closed_with_403() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let mut raw = Raw::connect(&server).await;
     match raw.handshake_as("guest", "wrong", 0).await {
         Some((0, AMQPClass::Connection(connection::AMQPMethod::Close(c)))) => {
@@ -412,7 +413,7 @@ async fn a_wrong_password_is_closed_with_403() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_peer_is_disconnected_after_two_heartbeats_and_gets_heartbeats_meanwhile() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let mut raw = Raw::connect(&server).await;
     let open_ok = raw.handshake_as("guest", "guest", 1).await;
     assert!(matches!(
@@ -436,7 +437,7 @@ async fn a_silent_peer_is_disconnected_after_two_heartbeats_and_gets_heartbeats_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_server_holds_the_next_connection_until_one_closes() {
-    let server = Server::with(|c| c.max_connections = 1).await;
+    let server = AmqpServer::start_with(|c| c.max_connections = 1).await;
     let mut first = Raw::connect(&server).await;
     first.handshake().await;
     let mut second = Raw::connect(&server).await;
@@ -462,7 +463,7 @@ async fn a_full_server_holds_the_next_connection_until_one_closes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_on_other_connections_loses_no_accepted_message() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let (_conn, ch) = server.channel().await;
     declare(&ch, "precious", FieldTable::default()).await;
     let bodies: Vec<String> = (0..100).map(|i| format!("p{i:02}")).collect();
@@ -493,7 +494,7 @@ async fn bad_input_on_other_connections_loses_no_accepted_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirms_of_a_burst_are_grouped_into_multiple_acks() {
-    let server = Server::start().await;
+    let server = AmqpServer::start().await;
     let mut raw = Raw::connect(&server).await;
     raw.handshake().await;
     raw.open_channel(1).await;

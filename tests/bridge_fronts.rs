@@ -9,21 +9,23 @@
 //! records do not decode is skipped and counted; and under repeated `kill -9` every confirmed message
 //! crosses from the AMQP front to the Kafka front exactly once.
 
-mod kafka_support;
-mod support;
+mod common;
 
+use common::crash::kill_points;
+use common::daemon::{Daemon, Setup};
+use common::kafka::client_config;
+use common::kafka::raw::{Raw, with_header_count_beyond_the_batch};
+use common::wait;
 use futures::StreamExt;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ResponseKind, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafka_support::raw::{Raw, with_header_count_beyond_the_batch};
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
     ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
 };
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
-use rdkafka::ClientConfig;
 use rdkafka::Message;
 use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
 use rdkafka::client::DefaultClientContext;
@@ -31,10 +33,9 @@ use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{Header, Headers, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use std::collections::{BTreeMap, HashMap};
-use std::net::{Ipv4Addr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use support::process::{Ferry, Ports};
 
 /// How long one test may run.
 const TEST_LIMIT: Duration = Duration::from_secs(240);
@@ -43,64 +44,17 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// Messages of the mapping tests.
 const MESSAGES: usize = 2_000;
 
-/// Writes the shipped config plus `routes` (TOML) to `dir/ferry.toml`.
-fn config_with(dir: &Path, routes: &str) -> PathBuf {
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
-    let text = std::fs::read_to_string(shipped).unwrap() + "\n" + routes;
-    let path = dir.join("ferry.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-/// Starts `ferry run` with `config` and waits for its AMQP and Kafka ports.
-fn start(dir: &Path, config: &Path, ports: Ports) -> Ferry {
-    let ferry = Ferry::run_daemon_with(dir, config, ports, &[]);
-    for port in [ports.amqp, ports.kafka] {
-        let deadline = Instant::now() + PATIENCE;
-        while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
-            assert!(Instant::now() < deadline, "ferry did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    ferry
-}
-
-/// Kills `ferry` and returns its log, for a failure message.
-fn stop(mut ferry: Ferry) -> String {
-    ferry.signal(libc::SIGKILL);
-    let out = ferry.wait(PATIENCE);
-    out.stdout + &out.stderr
-}
-
-fn amqp_uri(ports: Ports) -> String {
-    format!("amqp://guest:guest@127.0.0.1:{}/%2f", ports.amqp)
-}
-
-async fn channel(ports: Ports) -> lapin::Result<(Connection, Channel)> {
-    let conn = Connection::connect(&amqp_uri(ports), ConnectionProperties::default()).await?;
+/// A channel on a new connection to `uri`, or the error while the daemon is down.
+async fn channel(uri: &str) -> lapin::Result<(Connection, Channel)> {
+    let conn = Connection::connect(uri, ConnectionProperties::default()).await?;
     let ch = conn.create_channel().await?;
     Ok((conn, ch))
 }
 
-fn kafka_config(ports: Ports) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", format!("127.0.0.1:{}", ports.kafka))
-        .set("broker.address.family", "v4")
-        .set("topic.metadata.refresh.interval.ms", "1000");
-    c
-}
-
 /// A consumer of `topic` from its beginning, in its own group.
-fn kafka_consumer(ports: Ports, topic: &str) -> StreamConsumer {
-    let c: StreamConsumer = kafka_config(ports)
-        .set("group.id", format!("test-{}", fastrand::u64(..)))
-        .set("auto.offset.reset", "earliest")
-        .set("enable.auto.commit", "false")
-        .set("session.timeout.ms", "6000")
-        .set("heartbeat.interval.ms", "500")
-        .set("fetch.wait.max.ms", "100")
-        .create()
-        .unwrap();
+fn kafka_consumer(bootstrap: &str, topic: &str) -> StreamConsumer {
+    let group = format!("test-{}", fastrand::u64(..));
+    let c = common::kafka::consumer(bootstrap, &group, &[]);
     c.subscribe(&[topic]).unwrap();
     c
 }
@@ -180,25 +134,20 @@ async fn receive_bodies(
 }
 
 /// Waits until the route's queue on the AMQP front exists (its source bound it).
-async fn wait_for_route_queue(ports: Ports, route: &str) {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let (_conn, ch) = channel(ports).await.unwrap();
-        let passive = QueueDeclareOptions {
-            passive: true,
-            ..QueueDeclareOptions::default()
-        };
-        let name = format!("ferry.bridge.{route}");
-        if ch
-            .queue_declare(name.as_str().into(), passive, FieldTable::default())
+async fn wait_for_route_queue(amqp: &str, route: &str) {
+    let name = format!("ferry.bridge.{route}");
+    let passive = QueueDeclareOptions {
+        passive: true,
+        ..QueueDeclareOptions::default()
+    };
+    wait::until(&format!("route '{route}' bound"), PATIENCE, async || {
+        let (_conn, ch) = channel(amqp).await.unwrap();
+        ch.queue_declare(name.as_str().into(), passive, FieldTable::default())
             .await
-            .is_ok()
-        {
-            return;
-        }
-        assert!(Instant::now() < deadline, "route '{route}' never bound");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+            .ok()
+            .map(|_| ())
+    })
+    .await;
 }
 
 fn header<'a>(m: &'a rdkafka::message::BorrowedMessage<'_>, name: &str) -> Option<&'a [u8]> {
@@ -212,8 +161,7 @@ fn header<'a>(m: &'a rdkafka::message::BorrowedMessage<'_>, name: &str) -> Optio
 async fn amqp_front_messages_reach_a_kafka_front_topic_once_with_their_properties() {
     tokio::time::timeout(TEST_LIMIT, async {
         let dir = tempfile::tempdir().unwrap();
-        let ports = Ports::free();
-        let config = config_with(
+        let ferry = Setup::shipped_with(
             dir.path(),
             r#"
 [[routes]]
@@ -221,11 +169,12 @@ name = "a2k"
 from = { amqp_exchange = "orders", binding_key = "order.#" }
 to = [{ kafka_topic = "orders-out" }]
 "#,
-        );
-        let ferry = start(dir.path(), &config, ports);
-        let (_conn, ch) = channel(ports).await.unwrap();
+        )
+        .start();
+        let (amqp, kafka) = (ferry.amqp_uri(), ferry.kafka_bootstrap());
+        let (_conn, ch) = channel(&amqp).await.unwrap();
         declare_exchange(&ch, "orders").await;
-        wait_for_route_queue(ports, "a2k").await;
+        wait_for_route_queue(&amqp, "a2k").await;
         ch.confirm_select(ConfirmSelectOptions::default())
             .await
             .unwrap();
@@ -254,7 +203,7 @@ to = [{ kafka_topic = "orders-out" }]
         for c in confirms {
             assert!(c.await.unwrap().is_ack());
         }
-        let consumer = kafka_consumer(ports, "orders-out");
+        let consumer = kafka_consumer(&kafka, "orders-out");
         let mut seen: BTreeMap<usize, usize> = BTreeMap::new();
         let mut stream = consumer.stream();
         while seen.len() < MESSAGES {
@@ -262,7 +211,7 @@ to = [{ kafka_topic = "orders-out" }]
                 panic!(
                     "the Kafka topic stopped after {} messages; ferry's log:\n{}",
                     seen.len(),
-                    stop(ferry)
+                    ferry.log()
                 );
             };
             let m = m.unwrap().unwrap();
@@ -302,15 +251,15 @@ to = [{ kafka_topic = "orders-out" }]
 async fn kafka_front_records_reach_an_amqp_front_queue_once_with_key_headers_and_timestamp() {
     tokio::time::timeout(TEST_LIMIT, async {
         let dir = tempfile::tempdir().unwrap();
-        let ports = Ports::free();
-        let config = config_with(
+        let _ferry = Setup::shipped_with(
             dir.path(),
             &kafka_to_amqp_route("k2a", "events", "events-in", ""),
-        );
-        let _ferry = start(dir.path(), &config, ports);
-        let (_conn, ch) = channel(ports).await.unwrap();
+        )
+        .start();
+        let (amqp, kafka) = (_ferry.amqp_uri(), _ferry.kafka_bootstrap());
+        let (_conn, ch) = channel(&amqp).await.unwrap();
         bound_queue(&ch, "events-in", "events", FieldTable::default()).await;
-        let producer: FutureProducer = kafka_config(ports)
+        let producer: FutureProducer = client_config(&kafka, &[])
             .set("acks", "all")
             .set("linger.ms", "5")
             .set("enable.idempotence", "true")
@@ -434,8 +383,7 @@ async fn a_full_reject_publish_queue_holds_records_back_until_it_has_room() {
     const MAX_LENGTH: i64 = 100;
     tokio::time::timeout(TEST_LIMIT, async {
         let dir = tempfile::tempdir().unwrap();
-        let ports = Ports::free();
-        let config = config_with(
+        let ferry = Setup::shipped_with(
             dir.path(),
             &kafka_to_amqp_route(
                 "full",
@@ -443,9 +391,10 @@ async fn a_full_reject_publish_queue_holds_records_back_until_it_has_room() {
                 "bounded-in",
                 "retry_initial_ms = 50\nretry_max_ms = 500",
             ),
-        );
-        let ferry = start(dir.path(), &config, ports);
-        let (_conn, ch) = channel(ports).await.unwrap();
+        )
+        .start();
+        let (amqp, kafka) = (ferry.amqp_uri(), ferry.kafka_bootstrap());
+        let (_conn, ch) = channel(&amqp).await.unwrap();
         let mut args = FieldTable::default();
         args.insert("x-max-length".into(), AMQPValue::LongLongInt(MAX_LENGTH));
         args.insert(
@@ -453,7 +402,10 @@ async fn a_full_reject_publish_queue_holds_records_back_until_it_has_room() {
             AMQPValue::LongString("reject-publish".into()),
         );
         bound_queue(&ch, "bounded-in", "bounded", args).await;
-        let producer: FutureProducer = kafka_config(ports).set("acks", "all").create().unwrap();
+        let producer: FutureProducer = client_config(&kafka, &[])
+            .set("acks", "all")
+            .create()
+            .unwrap();
         let sends: Vec<_> = (0..RECORDS)
             .map(|i| {
                 let value = i.to_string();
@@ -499,7 +451,7 @@ async fn a_full_reject_publish_queue_holds_records_back_until_it_has_room() {
             panic!(
                 "{} of {RECORDS} arrived; log:\n{}",
                 arrived.len(),
-                stop(ferry)
+                ferry.log()
             );
         }
         assert!(
@@ -524,13 +476,9 @@ async fn a_full_reject_publish_queue_holds_records_back_until_it_has_room() {
 async fn records_of_partitions_added_while_a_route_runs_arrive() {
     tokio::time::timeout(TEST_LIMIT, async {
         let dir = tempfile::tempdir().unwrap();
-        let ports = Ports::free();
-        let config = config_with(
-            dir.path(),
-            &kafka_to_amqp_route("grow", "grow", "grow-in", ""),
-        );
-        let ferry = start(dir.path(), &config, ports);
-        let (_conn, ch) = channel(ports).await.unwrap();
+        let ferry = Setup::shipped_with(dir.path(), &kafka_to_amqp_route("grow", "grow", "grow-in", "")).start();
+        let (amqp, kafka) = (ferry.amqp_uri(), ferry.kafka_bootstrap());
+        let (_conn, ch) = channel(&amqp).await.unwrap();
         bound_queue(&ch, "grow-in", "grow", FieldTable::default()).await;
         let send = |producer: FutureProducer, partition: i32, values: std::ops::Range<usize>| async move {
             for i in values {
@@ -544,9 +492,9 @@ async fn records_of_partitions_added_while_a_route_runs_arrive() {
                     .unwrap();
             }
         };
-        let producer = || -> FutureProducer { kafka_config(ports).set("acks", "all").create().unwrap() };
+        let producer = || -> FutureProducer { client_config(&kafka, &[]).set("acks", "all").create().unwrap() };
         send(producer(), 0, 0..50).await;
-        let admin: AdminClient<DefaultClientContext> = kafka_config(ports).create().unwrap();
+        let admin: AdminClient<DefaultClientContext> = client_config(&kafka, &[]).create().unwrap();
         let grown = admin
             .create_partitions(&[NewPartitions::new("grow", 3)], &AdminOptions::new())
             .await
@@ -560,7 +508,7 @@ async fn records_of_partitions_added_while_a_route_runs_arrive() {
         let (_consumer, arrived) = receive_bodies(&ch, "grow", 500, 150).await;
         let mut arrived: Vec<usize> = arrived.iter().map(|b| b.parse().unwrap()).collect();
         if arrived.len() < 150 {
-            panic!("{} of 150 arrived; log:\n{}", arrived.len(), stop(ferry));
+            panic!("{} of 150 arrived; log:\n{}", arrived.len(), ferry.log());
         }
         arrived.sort_unstable();
         assert_eq!(arrived, (0..150).collect::<Vec<_>>(), "each record once");
@@ -576,12 +524,13 @@ async fn records_of_partitions_added_while_a_route_runs_arrive() {
 async fn a_route_carries_committed_transactions_only() {
     tokio::time::timeout(TEST_LIMIT, async {
         let dir = tempfile::tempdir().unwrap();
-        let ports = Ports::free();
-        let config = config_with(dir.path(), &kafka_to_amqp_route("txn", "txn", "txn-in", ""));
-        let ferry = start(dir.path(), &config, ports);
-        let (_conn, ch) = channel(ports).await.unwrap();
+        let ferry =
+            Setup::shipped_with(dir.path(), &kafka_to_amqp_route("txn", "txn", "txn-in", ""))
+                .start();
+        let (amqp, kafka) = (ferry.amqp_uri(), ferry.kafka_bootstrap());
+        let (_conn, ch) = channel(&amqp).await.unwrap();
         bound_queue(&ch, "txn-in", "txn", FieldTable::default()).await;
-        let producer: FutureProducer = kafka_config(ports)
+        let producer: FutureProducer = client_config(&kafka, &[])
             .set("transactional.id", "route-writer")
             .create()
             .unwrap();
@@ -608,7 +557,10 @@ async fn a_route_carries_committed_transactions_only() {
         producer.abort_transaction(PATIENCE).unwrap();
         producer.begin_transaction().unwrap();
         send(&["c1"]).await;
-        let plain: FutureProducer = kafka_config(ports).set("acks", "all").create().unwrap();
+        let plain: FutureProducer = client_config(&kafka, &[])
+            .set("acks", "all")
+            .create()
+            .unwrap();
         plain
             .send(
                 FutureRecord::<(), _>::to("txn")
@@ -619,7 +571,7 @@ async fn a_route_carries_committed_transactions_only() {
             .await
             .unwrap();
         let (mut consumer, arrived) = receive_bodies(&ch, "txn", 100, 2).await;
-        assert_eq!(arrived, ["a1", "a2"], "log:\n{}", stop(ferry));
+        assert_eq!(arrived, ["a1", "a2"], "log:\n{}", ferry.log());
         // The open transaction holds back its record and the one after it.
         let early = tokio::time::timeout(Duration::from_secs(2), consumer.next()).await;
         assert!(
@@ -650,15 +602,18 @@ async fn a_route_carries_committed_transactions_only() {
 async fn a_batch_whose_records_do_not_decode_is_skipped_and_counted() {
     tokio::time::timeout(TEST_LIMIT, async {
         let dir = tempfile::tempdir().unwrap();
-        let ports = Ports::free();
-        let config = config_with(
+        let ferry = Setup::shipped_with(
             dir.path(),
             &kafka_to_amqp_route("skip", "mixed", "mixed-in", ""),
-        );
-        let ferry = start(dir.path(), &config, ports);
-        let (_conn, ch) = channel(ports).await.unwrap();
+        )
+        .start();
+        let (amqp, kafka) = (ferry.amqp_uri(), ferry.kafka_bootstrap());
+        let (_conn, ch) = channel(&amqp).await.unwrap();
         bound_queue(&ch, "mixed-in", "mixed", FieldTable::default()).await;
-        let producer: FutureProducer = kafka_config(ports).set("acks", "all").create().unwrap();
+        let producer: FutureProducer = client_config(&kafka, &[])
+            .set("acks", "all")
+            .create()
+            .unwrap();
         let send = |value: &'static str| {
             let producer = producer.clone();
             async move {
@@ -672,7 +627,7 @@ async fn a_batch_whose_records_do_not_decode_is_skipped_and_counted() {
             }
         };
         send("before").await;
-        let mut raw = Raw::connect(([127, 0, 0, 1], ports.kafka).into()).await;
+        let mut raw = Raw::connect(([127, 0, 0, 1], ferry.ports().kafka).into()).await;
         let request = ProduceRequest::default()
             .with_acks(-1)
             .with_timeout_ms(10_000)
@@ -696,23 +651,23 @@ async fn a_batch_whose_records_do_not_decode_is_skipped_and_counted() {
 
         let (_consumer, arrived) = receive_bodies(&ch, "mixed", 10, 2).await;
         if arrived.len() < 2 {
-            panic!("only {arrived:?} arrived; log:\n{}", stop(ferry));
+            panic!("only {arrived:?} arrived; log:\n{}", ferry.log());
         }
         assert_eq!(arrived, ["before", "after"]);
-        let (_, metrics) = support::http::get(ports.metrics, "/metrics").unwrap();
-        let skipped: f64 = metrics
-            .lines()
-            .filter(|l| {
-                l.starts_with("ferry_bridge_undecodable_records_total{")
-                    && l.contains("route=\"skip\"")
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum();
+        let metrics = ferry.metrics();
+        let skipped = common::daemon::sum_of(
+            &metrics,
+            "ferry_bridge_undecodable_records_total",
+            &["route=\"skip\""],
+        );
         assert_eq!(skipped, 1.0, "{metrics}");
     })
     .await
     .expect("the test took too long");
 }
+
+/// SIGKILLs in each crash test.
+const KILLS: usize = 5;
 
 /// Messages of the crash test (`FERRY_TEST_CRASH_MESSAGES` overrides).
 fn crash_messages() -> usize {
@@ -722,18 +677,26 @@ fn crash_messages() -> usize {
         .unwrap_or(100_000)
 }
 
-/// Publishes ids `todo` under confirms until each is confirmed once; returns how often
-/// each id was sent. Survives the front going away: unconfirmed ids are sent again.
-async fn publish_until_confirmed(ports: Ports, total: usize, deadline: Instant) -> Vec<u32> {
+/// Publishes ids `0..total` under confirms to `uri` until each is confirmed once, counting
+/// the confirmed ones in `progress`; returns how often each id was sent. Survives the front
+/// going away: unconfirmed ids are sent again.
+async fn publish_until_confirmed(
+    uri: &str,
+    total: usize,
+    deadline: Instant,
+    progress: &AtomicUsize,
+) -> Vec<u32> {
     let mut sends = vec![0u32; total];
     let mut confirmed = vec![false; total];
     let mut left = total;
     while left > 0 {
         assert!(Instant::now() < deadline, "{left} messages never confirmed");
-        let Ok((_conn, ch)) = channel(ports).await else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
+        let (_conn, ch) = wait::until(
+            "the AMQP front accepting connections",
+            PATIENCE,
+            async || channel(uri).await.ok(),
+        )
+        .await;
         if ch
             .confirm_select(ConfirmSelectOptions::default())
             .await
@@ -768,6 +731,7 @@ async fn publish_until_confirmed(ports: Ports, total: usize, deadline: Instant) 
                     Ok(c) if c.is_ack() => {
                         confirmed[i] = true;
                         left -= 1;
+                        progress.store(total - left, Ordering::Relaxed);
                     }
                     _ => break 'waves,
                 }
@@ -777,22 +741,20 @@ async fn publish_until_confirmed(ports: Ports, total: usize, deadline: Instant) 
     sends
 }
 
-/// Five SIGKILLs at random moments, each followed by a restart on the same store; the
-/// last process is returned.
-fn kill_five_times(
-    ferry: Ferry,
-    dir: &Path,
-    config: PathBuf,
-    ports: Ports,
-) -> tokio::task::JoinHandle<Ferry> {
-    let dir = dir.to_owned();
+/// SIGKILLs `ferry` each time `progress` (messages the test saw accepted) reaches one of
+/// `points`, each followed by a restart on the same store and ports; returns the last
+/// process.
+fn kill_at(
+    mut ferry: Daemon,
+    progress: Arc<AtomicUsize>,
+    points: Vec<usize>,
+) -> tokio::task::JoinHandle<Daemon> {
     tokio::task::spawn_blocking(move || {
-        let mut ferry = ferry;
-        for _ in 0..5 {
-            std::thread::sleep(Duration::from_millis(fastrand::u64(500..3_000)));
-            ferry.signal(libc::SIGKILL);
-            ferry.wait(PATIENCE);
-            ferry = start(&dir, &config, ports);
+        for point in points {
+            wait::until_blocking(&format!("{point} messages accepted"), TEST_LIMIT, || {
+                (progress.load(Ordering::Relaxed) >= point).then_some(())
+            });
+            ferry.kill_and_restart();
         }
         ferry
     })
@@ -824,8 +786,7 @@ async fn amqp_front_to_kafka_front_is_exactly_once_under_kill_9() {
     let started = Instant::now();
     let deadline = started + TEST_LIMIT;
     let dir = tempfile::tempdir().unwrap();
-    let ports = Ports::free();
-    let config = config_with(
+    let ferry = Setup::shipped_with(
         dir.path(),
         r#"
 [[routes]]
@@ -834,20 +795,22 @@ from = { amqp_exchange = "crash" }
 to = [{ kafka_topic = "crash-out" }]
 key = "message_id"
 "#,
-    );
-    let ferry = start(dir.path(), &config, ports);
+    )
+    .start();
+    let (amqp, kafka) = (ferry.amqp_uri(), ferry.kafka_bootstrap());
     {
-        let (_conn, ch) = channel(ports).await.unwrap();
+        let (_conn, ch) = channel(&amqp).await.unwrap();
         declare_exchange(&ch, "crash").await;
     }
-    wait_for_route_queue(ports, "crash").await;
+    wait_for_route_queue(&amqp, "crash").await;
 
-    let killer = kill_five_times(ferry, dir.path(), config, ports);
-    let sends = publish_until_confirmed(ports, total, deadline).await;
+    let progress = Arc::new(AtomicUsize::new(0));
+    let killer = kill_at(ferry, progress.clone(), kill_points(total, KILLS));
+    let sends = publish_until_confirmed(&amqp, total, deadline, &progress).await;
     let _ferry = killer.await.unwrap();
     let resent = sends.iter().filter(|n| **n > 1).count();
 
-    let consumer = kafka_consumer(ports, "crash-out");
+    let consumer = kafka_consumer(&kafka, "crash-out");
     let mut stream = consumer.stream();
     let mut arrived = vec![0u32; total];
     let mut distinct = 0;
@@ -872,18 +835,24 @@ key = "message_id"
     }
     let (ferry_duplicates, publisher_duplicates, missing) = duplicates(&arrived, &sends);
     println!(
-        "kill -9 x5, {total} messages in {:?}: {distinct} arrived, {missing} missing, {resent} resent by the publisher, {publisher_duplicates} copies of resent messages, {ferry_duplicates} duplicates made by ferry",
+        "kill -9 x{KILLS}, {total} messages in {:?}: {distinct} arrived, {missing} missing, {resent} resent by the publisher, {publisher_duplicates} copies of resent messages, {ferry_duplicates} duplicates made by ferry",
         started.elapsed()
     );
     assert_eq!(missing, 0);
     assert_eq!(ferry_duplicates, 0);
 }
 
-/// Produces ids `0..total` with an idempotent producer until each is acknowledged once;
-/// returns how often each id was handed to the producer (a record that failed is sent
-/// again, a legitimate upstream duplicate if the first one was stored after all).
-async fn produce_until_acknowledged(ports: Ports, total: usize, deadline: Instant) -> Vec<u32> {
-    let producer: FutureProducer = kafka_config(ports)
+/// Produces ids `0..total` to `bootstrap` with an idempotent producer until each is
+/// acknowledged once, counting the acknowledged ones in `progress`; returns how often each
+/// id was handed to the producer (a record that failed is sent again, a legitimate
+/// upstream duplicate if the first one was stored after all).
+async fn produce_until_acknowledged(
+    bootstrap: &str,
+    total: usize,
+    deadline: Instant,
+    progress: &AtomicUsize,
+) -> Vec<u32> {
+    let producer: FutureProducer = client_config(bootstrap, &[])
         .set("acks", "all")
         .set("enable.idempotence", "true")
         .set("linger.ms", "5")
@@ -915,6 +884,7 @@ async fn produce_until_acknowledged(ports: Ports, total: usize, deadline: Instan
                 if let Ok(Ok(_)) = f.await {
                     acknowledged[i] = true;
                     left -= 1;
+                    progress.store(total - left, Ordering::Relaxed);
                 }
             }
         }
@@ -928,22 +898,23 @@ async fn kafka_front_to_amqp_front_is_exactly_once_under_kill_9() {
     let started = Instant::now();
     let deadline = started + TEST_LIMIT;
     let dir = tempfile::tempdir().unwrap();
-    let ports = Ports::free();
-    let config = config_with(
+    let ferry = Setup::shipped_with(
         dir.path(),
         &kafka_to_amqp_route("crash", "crash-in", "crash-out", ""),
-    );
-    let ferry = start(dir.path(), &config, ports);
+    )
+    .start();
+    let (amqp, kafka) = (ferry.amqp_uri(), ferry.kafka_bootstrap());
     {
-        let (_conn, ch) = channel(ports).await.unwrap();
+        let (_conn, ch) = channel(&amqp).await.unwrap();
         bound_queue(&ch, "crash-out", "crash", FieldTable::default()).await;
     }
-    let killer = kill_five_times(ferry, dir.path(), config, ports);
-    let sends = produce_until_acknowledged(ports, total, deadline).await;
+    let progress = Arc::new(AtomicUsize::new(0));
+    let killer = kill_at(ferry, progress.clone(), kill_points(total, KILLS));
+    let sends = produce_until_acknowledged(&kafka, total, deadline, &progress).await;
     let _ferry = killer.await.unwrap();
     let resent = sends.iter().filter(|n| **n > 1).count();
 
-    let (_conn, ch) = channel(ports).await.unwrap();
+    let (_conn, ch) = channel(&amqp).await.unwrap();
     ch.basic_qos(2_000, BasicQosOptions::default())
         .await
         .unwrap();
@@ -975,7 +946,7 @@ async fn kafka_front_to_amqp_front_is_exactly_once_under_kill_9() {
     }
     let (ferry_duplicates, producer_duplicates, missing) = duplicates(&arrived, &sends);
     println!(
-        "kill -9 x5, {total} records in {:?}: {distinct} arrived, {missing} missing, {resent} resent by the producer, {producer_duplicates} copies of resent records, {ferry_duplicates} duplicates made by ferry",
+        "kill -9 x{KILLS}, {total} records in {:?}: {distinct} arrived, {missing} missing, {resent} resent by the producer, {producer_duplicates} copies of resent records, {ferry_duplicates} duplicates made by ferry",
         started.elapsed()
     );
     assert_eq!(missing, 0);

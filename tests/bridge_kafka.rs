@@ -3,14 +3,19 @@
 //! the child process on loopback):
 //! - records with keys, null values, repeated and null headers and timestamps go
 //!   Kafka → Ferry → Kafka byte-identical, each exactly once;
-//! - `kill -9` at random moments, restarted on the same data dir, loses and duplicates
-//!   nothing on the way Kafka → Ferry → transactional Kafka sink. The sink's Kafka is a
+//! - `kill -9` at progress points (after each sixth of the records arrived), restarted on
+//!   the same data dir, loses and duplicates nothing on the way Kafka → Ferry →
+//!   transactional Kafka sink. The sink's Kafka is a
 //!   second Ferry process's Kafka front (which keeps Kafka's transactions; the mock
 //!   cluster keeps neither transactional offsets nor markers), read `read_committed`;
 //! - an unreachable broker leaves the daemon running and `/readyz` naming it down.
 
-mod support;
+mod common;
 
+use common::crash::kill_points;
+use common::daemon::{Daemon, EXIT, Setup};
+use common::http::get;
+use common::wait;
 use rdkafka::ClientConfig;
 use rdkafka::Message;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -20,10 +25,8 @@ use rdkafka::message::{Header, Headers, OwnedHeaders};
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{DefaultProducerContext, FutureProducer, FutureRecord};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
-use support::http::get;
-use support::process::{Ferry, Ports};
 
 /// Partitions of each test topic.
 const PARTITIONS: i32 = 3;
@@ -45,12 +48,9 @@ fn cluster() -> MockCluster<'static, DefaultProducerContext> {
     cluster
 }
 
-/// A config file: the shipped one plus a Kafka source on `in`, a Kafka sink on `out` and
-/// a route between them.
-fn config(dir: &Path, source: &str, sink: &str, transactional: bool) -> PathBuf {
-    let shipped =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml"))
-            .unwrap();
+/// A daemon in `dir` with the shipped config plus a Kafka source on `in`, a Kafka sink on
+/// `out` and a route between them, logging at `info`.
+fn setup(dir: &Path, source: &str, sink: &str, transactional: bool) -> Setup {
     let bridge = format!(
         r#"
 [sources.in]
@@ -75,13 +75,7 @@ retry_initial_ms = 50
 retry_max_ms = 1000
 "#
     );
-    let path = dir.join("ferry.toml");
-    std::fs::write(&path, shipped + &bridge).unwrap();
-    path
-}
-
-fn start(dir: &Path, config: &Path, ports: Ports) -> Ferry {
-    Ferry::run_daemon_with(dir, config, ports, &[("FERRY__LOG__LEVEL", "info")])
+    Setup::shipped_with(dir, &bridge).env("FERRY__LOG__LEVEL", "info")
 }
 
 /// The `i`th test record: a unique key, every 7th value null, repeated header names with
@@ -164,17 +158,21 @@ fn record_of(m: &rdkafka::message::BorrowedMessage<'_>) -> Record {
     }
 }
 
-/// Reads `out` until `want` distinct keys arrived and nothing new came for `quiet`, or
-/// `deadline`; returns every record read, by key.
+/// Reads `out` into `got` (by key) until `want` distinct keys arrived — and then nothing
+/// new came for `quiet`, when given — or `deadline` passed.
 async fn read_until(
     reader: &StreamConsumer,
     got: &mut HashMap<Vec<u8>, Vec<Record>>,
     want: usize,
-    quiet: Duration,
+    quiet: Option<Duration>,
     deadline: Instant,
 ) {
     while Instant::now() < deadline {
-        match tokio::time::timeout(quiet, reader.recv()).await {
+        if got.len() >= want && quiet.is_none() {
+            return;
+        }
+        let wait = quiet.unwrap_or_else(|| deadline.saturating_duration_since(Instant::now()));
+        match tokio::time::timeout(wait, reader.recv()).await {
             Ok(Ok(m)) => {
                 let r = record_of(&m);
                 got.entry(r.key.clone()).or_default().push(r);
@@ -191,11 +189,9 @@ async fn kafka_records_cross_the_bridge_byte_identical_and_exactly_once() {
     let cluster = cluster();
     let bootstrap = cluster.bootstrap_servers();
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), &bootstrap, &bootstrap, false);
-    let ports = Ports::free();
     let records: Vec<Record> = (0..5_000).map(record).collect();
     produce(&bootstrap, &records).await;
-    let _ferry = start(dir.path(), &config, ports);
+    let ferry = setup(dir.path(), &bootstrap, &bootstrap, false).start();
 
     let reader = reader(&bootstrap);
     let mut got = HashMap::new();
@@ -204,7 +200,7 @@ async fn kafka_records_cross_the_bridge_byte_identical_and_exactly_once() {
         &reader,
         &mut got,
         records.len(),
-        Duration::from_secs(2),
+        Some(Duration::from_secs(2)),
         deadline,
     )
     .await;
@@ -219,8 +215,7 @@ async fn kafka_records_cross_the_bridge_byte_identical_and_exactly_once() {
     for r in &records {
         assert_eq!(&got[&r.key][0], r);
     }
-    let (status, metrics) = get(ports.metrics, "/metrics").unwrap();
-    assert_eq!(status, 200);
+    let metrics = ferry.metrics();
     assert!(
         metrics
             .contains(r#"ferry_bridge_messages_in_total{route="k2k",endpoint="source:in"} 5000"#),
@@ -229,34 +224,23 @@ async fn kafka_records_cross_the_bridge_byte_identical_and_exactly_once() {
 }
 
 /// A Ferry process whose Kafka front holds topic `out` with [`PARTITIONS`] partitions:
-/// the transactional sink's Kafka. Returns it with its ports and `bootstrap.servers`.
-async fn sink_kafka(dir: &Path) -> (Ferry, Ports, String) {
-    let ports = Ports::free();
+/// the transactional sink's Kafka.
+async fn sink_kafka(dir: &Path) -> Daemon {
     let partitions = PARTITIONS.to_string();
-    let ferry = Ferry::run_daemon(
-        dir,
-        ports,
-        &[("FERRY__KAFKA__DEFAULT_PARTITIONS", partitions.as_str())],
-    );
-    let bootstrap = format!("127.0.0.1:{}", ports.kafka);
+    let ferry = Setup::shipped(dir)
+        .env("FERRY__KAFKA__DEFAULT_PARTITIONS", &partitions)
+        .start();
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
+        .set("bootstrap.servers", ferry.kafka_bootstrap())
         .create()
         .unwrap();
     let topic = NewTopic::new("out", PARTITIONS, TopicReplication::Fixed(1));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let created = admin
-            .create_topics([&topic], &AdminOptions::new())
-            .await
-            .map(|r| r.into_iter().all(|t| t.is_ok()));
-        if created == Ok(true) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the sink's Ferry did not start");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    (ferry, ports, bootstrap)
+    let created = admin
+        .create_topics([&topic], &AdminOptions::new())
+        .await
+        .unwrap();
+    assert!(created.iter().all(Result::is_ok), "{created:?}");
+    ferry
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,9 +250,9 @@ async fn kill_9_loses_nothing_and_duplicates_nothing_through_a_transactional_sin
     let cluster = cluster();
     let bootstrap = cluster.bootstrap_servers();
     let sink_dir = tempfile::tempdir().unwrap();
-    let (_sink, sink_ports, sink_bootstrap) = sink_kafka(sink_dir.path()).await;
+    let sink = sink_kafka(sink_dir.path()).await;
+    let sink_bootstrap = sink.kafka_bootstrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), &bootstrap, &sink_bootstrap, true);
     let records: Vec<Record> = (0..RECORDS).map(record).collect();
     produce(&bootstrap, &records).await;
 
@@ -276,34 +260,21 @@ async fn kill_9_loses_nothing_and_duplicates_nothing_through_a_transactional_sin
     let deadline = started + Duration::from_secs(300);
     let reader = reader(&sink_bootstrap);
     let mut got = HashMap::new();
-    for kill in 0..KILLS {
-        let mut ferry = start(dir.path(), &config, Ports::free());
-        // Kill while records flow: first wait for this incarnation's first records.
-        let before = got.len();
-        let flowing = Instant::now() + Duration::from_secs(60);
-        while got.len() == before && Instant::now() < flowing {
-            let step = Duration::from_millis(100);
-            read_until(&reader, &mut got, RECORDS, step, Instant::now() + step).await;
-        }
-        let run_for = Duration::from_millis(fastrand::u64(100..2_000));
-        read_until(
-            &reader,
-            &mut got,
-            RECORDS,
-            run_for,
-            Instant::now() + run_for,
-        )
-        .await;
-        ferry.signal(libc::SIGKILL);
-        ferry.wait(Duration::from_secs(10));
+    let mut ferry = setup(dir.path(), &bootstrap, &sink_bootstrap, true).start();
+    // Each kill comes once its share of the records arrived, so it lands while they flow.
+    for (kill, point) in kill_points(RECORDS, KILLS).into_iter().enumerate() {
+        read_until(&reader, &mut got, point, None, deadline).await;
+        assert!(got.len() >= point, "only {} records arrived", got.len());
+        ferry.kill();
         println!(
-            "kill {} {run_for:?} after records flowed: {} distinct keys arrived so far",
+            "kill {} after {point} records: {} distinct keys arrived so far",
             kill + 1,
             got.len()
         );
+        ferry.restart();
     }
-    let _ferry = start(dir.path(), &config, Ports::free());
-    read_until(&reader, &mut got, RECORDS, Duration::from_secs(3), deadline).await;
+    let quiet = Some(Duration::from_secs(3));
+    read_until(&reader, &mut got, RECORDS, quiet, deadline).await;
     let duplicates: usize = got.values().map(|v| v.len() - 1).sum();
     println!(
         "sent {RECORDS}, {KILLS} kills, arrived {} distinct keys, {duplicates} duplicates, in {:?}",
@@ -315,14 +286,9 @@ async fn kill_9_loses_nothing_and_duplicates_nothing_through_a_transactional_sin
         assert_eq!(&got[&r.key][0], r);
     }
     assert_eq!(duplicates, 0, "duplicates through the transactional sink");
-    let (_, metrics) = get(sink_ports.metrics, "/metrics").unwrap();
-    let commits = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(r#"ferry_kafka_transactions_total{outcome="commit"} "#))
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0);
+    let commits = sink.metric("ferry_kafka_transactions_total", &[r#"outcome="commit""#]);
     assert!(
-        commits > 0,
+        commits > 0.0,
         "the sink's Ferry counts committed transactions"
     );
 }
@@ -330,32 +296,21 @@ async fn kill_9_loses_nothing_and_duplicates_nothing_through_a_transactional_sin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_broker_is_named_in_readyz_and_the_daemon_keeps_running() {
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), "127.0.0.1:1", "127.0.0.1:1", false);
-    let ports = Ports::free();
-    let mut ferry = start(dir.path(), &config, ports);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        if let Ok((200, body)) = get(ports.metrics, "/readyz") {
-            if body
-                .lines()
-                .any(|l| l.starts_with("source:in: down: ") && !l.ends_with("connecting"))
-            {
-                last = body;
-                break;
-            }
-            last = body;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    println!("{last}");
-    assert!(
-        last.lines()
-            .any(|l| l.starts_with("source:in: down: ") && !l.ends_with("connecting")),
-        "{last}"
+    let mut ferry = setup(dir.path(), "127.0.0.1:1", "127.0.0.1:1", false).start();
+    let readyz = || get(ferry.ports().metrics, "/readyz").unwrap();
+    let named_down = |body: &str| {
+        body.lines()
+            .any(|l| l.starts_with("source:in: down: ") && !l.ends_with("connecting"))
+    };
+    wait::until_blocking(
+        "a ready daemon naming the source down",
+        Duration::from_secs(30),
+        || matches!(readyz(), (200, body) if named_down(&body)).then_some(()),
     );
+    println!("{}", readyz().1);
+    // The point: the daemon keeps running and ready while the broker stays unreachable.
     std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(get(ports.metrics, "/readyz").unwrap().0, 200);
+    assert_eq!(readyz().0, 200);
     ferry.signal(libc::SIGTERM);
-    assert_eq!(ferry.wait(Duration::from_secs(15)).status.code(), Some(0));
+    assert_eq!(ferry.wait_exit(EXIT).status.code(), Some(0));
 }

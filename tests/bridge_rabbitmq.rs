@@ -1,5 +1,5 @@
-//! RabbitMQ → Ferry → RabbitMQ through a bridge route, against the machine's RabbitMQ
-//! (127.0.0.1:5672, guest/guest) as the external broker: properties, headers and bodies
+//! RabbitMQ → Ferry → RabbitMQ through a bridge route, against the test run's private
+//! RabbitMQ node ([`common::rabbitmq`]) as the external broker: properties, headers and bodies
 //! arrive exactly once; exactly once holds under repeated `kill -9`; a missing queue and
 //! a wrong password are reported in `/readyz` without stopping other routes; the source and
 //! the sink reconnect when the broker closes their connections; an
@@ -8,9 +8,15 @@
 //! exactly once, and Ferry's Kafka front → RabbitMQ loses nothing, under repeated
 //! `kill -9`.
 
-mod support;
+mod common;
 
+use common::crash::kill_points;
+use common::daemon::{Daemon, Setup};
+use common::kafka::client_config;
+use common::rabbitmq::{RabbitNode, unique};
+use common::wait;
 use futures::StreamExt;
+use lapin::message::Delivery;
 use lapin::options::{
     BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions,
     ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
@@ -18,20 +24,23 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::bridge::BridgeDaemon;
+use tokio::sync::mpsc::UnboundedReceiver;
 
-/// The external broker.
-const RABBIT: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
-
-/// Names unique to one test run.
-fn unique(what: &str) -> String {
-    format!("ferry-test-{what}-{:08x}", fastrand::u32(..))
+/// `ferry run` in `dir` with `config` alone (the bridge's sources, sinks and routes) and
+/// leases that a killed daemon's successor takes over after 2 s.
+fn start(dir: &std::path::Path, config: &str) -> Daemon {
+    Setup::config(dir, config)
+        .env("FERRY__STAGE__LEASE_TTL_MS", "2000")
+        .start()
 }
 
-/// The external broker's topology for one test, deleted when dropped (also when the test
-/// fails).
+/// The external broker (the run's private node) and one test's topology on it, deleted
+/// when dropped (also when the test fails).
 struct Rabbit {
+    /// The node; kept until the topology is deleted.
+    node: Arc<RabbitNode>,
     channel: Channel,
     queues: Vec<String>,
     exchanges: Vec<String>,
@@ -39,19 +48,26 @@ struct Rabbit {
 
 impl Rabbit {
     async fn connect() -> Self {
-        let connection = Connection::connect(RABBIT, ConnectionProperties::default())
+        let node = RabbitNode::get();
+        let connection = Connection::connect(node.uri(), ConnectionProperties::default())
             .await
-            .expect("the machine's RabbitMQ on 127.0.0.1:5672");
+            .expect("the private RabbitMQ node");
         let channel = connection.create_channel().await.unwrap();
         channel
             .confirm_select(ConfirmSelectOptions::default())
             .await
             .unwrap();
         Self {
+            node,
             channel,
             queues: Vec::new(),
             exchanges: Vec::new(),
         }
+    }
+
+    /// The node's AMQP URI.
+    fn uri(&self) -> &str {
+        self.node.uri()
     }
 
     async fn queue(&mut self, name: &str) {
@@ -145,6 +161,7 @@ impl Drop for Rabbit {
         if queues.is_empty() && exchanges.is_empty() {
             return;
         }
+        let uri = self.uri().to_owned();
         let cleanup = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -152,7 +169,7 @@ impl Drop for Rabbit {
                 .unwrap();
             runtime.block_on(async {
                 let Ok(connection) =
-                    Connection::connect(RABBIT, ConnectionProperties::default()).await
+                    Connection::connect(&uri, ConnectionProperties::default()).await
                 else {
                     return;
                 };
@@ -176,9 +193,10 @@ impl Drop for Rabbit {
     }
 }
 
-/// Everything that arrives in `queue`, collected in the background (auto-ack).
-async fn collect(queue: &str) -> tokio::sync::mpsc::UnboundedReceiver<lapin::message::Delivery> {
-    let connection = Connection::connect(RABBIT, ConnectionProperties::default())
+/// Everything that arrives in `queue` on the broker at `uri`, collected in the background
+/// (auto-ack).
+async fn collect(uri: &str, queue: &str) -> UnboundedReceiver<Delivery> {
+    let connection = Connection::connect(uri, ConnectionProperties::default())
         .await
         .unwrap();
     let channel = connection.create_channel().await.unwrap();
@@ -208,10 +226,10 @@ async fn collect(queue: &str) -> tokio::sync::mpsc::UnboundedReceiver<lapin::mes
 
 /// Receives until `n` messages arrived or `timeout` passed.
 async fn receive(
-    rx: &mut tokio::sync::mpsc::UnboundedReceiver<lapin::message::Delivery>,
+    rx: &mut UnboundedReceiver<Delivery>,
     n: usize,
     timeout: Duration,
-) -> Vec<lapin::message::Delivery> {
+) -> Vec<Delivery> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut out = Vec::new();
     while out.len() < n {
@@ -223,7 +241,59 @@ async fn receive(
     out
 }
 
+/// Arrived messages grouped by a key (see [`Key`]): the message-id of every copy.
+type Arrivals = HashMap<String, Vec<String>>;
+
+/// What arrivals are grouped by.
+type Key = fn(&Delivery) -> String;
+
+/// Groups by message-id.
+fn message_id(d: &Delivery) -> String {
+    d.properties
+        .message_id()
+        .clone()
+        .expect("a message-id")
+        .to_string()
+}
+
+/// Groups by routing key.
+fn routing_key(d: &Delivery) -> String {
+    d.routing_key.to_string()
+}
+
+/// Adds `got` to `arrivals`, grouped by `key`.
+fn absorb(arrivals: &mut Arrivals, key: Key, got: Vec<Delivery>) {
+    for d in got {
+        arrivals.entry(key(&d)).or_default().push(message_id(&d));
+    }
+}
+
+/// Receives from `rx` into `arrivals` (grouped by `key`) until `n` distinct keys arrived;
+/// panics with `daemon`'s `/readyz` when `deadline` passes first.
+async fn receive_until(
+    rx: &mut UnboundedReceiver<Delivery>,
+    arrivals: &mut Arrivals,
+    key: Key,
+    n: usize,
+    deadline: Instant,
+    daemon: &Daemon,
+) {
+    while arrivals.len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {n} arrived in time; /readyz:\n{}",
+            arrivals.len(),
+            daemon.readyz()
+        );
+        let more = receive(rx, n - arrivals.len(), Duration::from_secs(1)).await;
+        absorb(arrivals, key, more);
+    }
+}
+
+/// A route `route` from a RabbitMQ source on `source_queue` at `source_uri` to a RabbitMQ
+/// sink publishing to `exchange` at `sink_uri`, with `extra` route settings (TOML lines).
 fn route_config(
+    source_uri: &str,
     route: &str,
     source_queue: &str,
     sink_uri: &str,
@@ -234,7 +304,7 @@ fn route_config(
         r#"
 [sources.{route}-in]
 kind = "rabbitmq"
-uri = "{RABBIT}"
+uri = "{source_uri}"
 queue = "{source_queue}"
 prefetch = 2000
 
@@ -283,9 +353,12 @@ async fn rabbitmq_to_rabbitmq_keeps_properties_headers_and_bodies_exactly_once()
         })
         .collect();
     rabbit.publish(&src, &sent).await;
-    let mut rx = collect(&dst).await;
+    let mut rx = collect(rabbit.uri(), &dst).await;
     let dir = tempfile::tempdir().unwrap();
-    let daemon = BridgeDaemon::start(dir.path(), &route_config(&route, &src, RABBIT, &x, ""));
+    let daemon = start(
+        dir.path(),
+        &route_config(rabbit.uri(), &route, &src, rabbit.uri(), &x, ""),
+    );
 
     let got = receive(&mut rx, N, Duration::from_secs(120)).await;
     assert_eq!(got.len(), N, "{}", daemon.readyz());
@@ -338,11 +411,12 @@ async fn a_missing_queue_and_a_wrong_password_are_reported_while_another_route_m
         rabbit.queue(q).await;
     }
     rabbit.exchange(&x, Some(&dst)).await;
-    let wrong = "amqp://guest:not-the-password@127.0.0.1:5672/%2f";
+    let wrong = rabbit.node.uri_with_password("not-the-password");
+    let uri = rabbit.uri();
     let config = [
-        route_config("nosuchqueue", &missing, RABBIT, &x, ""),
-        route_config("badpass", &bad_src, wrong, &x, ""),
-        route_config("good", &good_src, RABBIT, &x, ""),
+        route_config(uri, "nosuchqueue", &missing, uri, &x, ""),
+        route_config(uri, "badpass", &bad_src, &wrong, &x, ""),
+        route_config(uri, "good", &good_src, uri, &x, ""),
     ]
     .concat();
     let one = |i: usize| (BasicProperties::default(), format!("m{i}").into_bytes());
@@ -350,9 +424,9 @@ async fn a_missing_queue_and_a_wrong_password_are_reported_while_another_route_m
     rabbit
         .publish(&good_src, &(0..10).map(one).collect::<Vec<_>>())
         .await;
-    let mut rx = collect(&dst).await;
+    let mut rx = collect(rabbit.uri(), &dst).await;
     let dir = tempfile::tempdir().unwrap();
-    let daemon = BridgeDaemon::start(dir.path(), &config);
+    let daemon = start(dir.path(), &config);
 
     let got = receive(&mut rx, 10, Duration::from_secs(60)).await;
     assert_eq!(got.len(), 10, "{}", daemon.readyz());
@@ -376,17 +450,19 @@ async fn a_missing_queue_and_a_wrong_password_are_reported_while_another_route_m
 
 /// The pids of the broker's connections whose client properties contain `needle` (the
 /// bridge names its connections `ferry bridge source:NAME` / `ferry bridge sink:NAME`).
-fn connections_named(needle: &str) -> Vec<(String, String)> {
-    let out = std::process::Command::new("rabbitmqctl")
-        .args([
-            "list_connections",
-            "--quiet",
-            "--no-table-headers",
-            "pid",
-            "client_properties",
-        ])
-        .output()
-        .expect("rabbitmqctl (this test runs on the broker's machine)");
+fn connections_named(node: &RabbitNode, needle: &str) -> Vec<(String, String)> {
+    let out = node.ctl(&[
+        "list_connections",
+        "--quiet",
+        "--no-table-headers",
+        "pid",
+        "client_properties",
+    ]);
+    assert!(
+        out.status.success(),
+        "rabbitmqctl list_connections: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| l.contains(needle))
@@ -408,10 +484,13 @@ async fn the_source_and_the_sink_reconnect_when_the_broker_closes_their_connecti
     rabbit.queue(&src).await;
     rabbit.queue(&dst).await;
     rabbit.exchange(&x, Some(&dst)).await;
-    let mut rx = collect(&dst).await;
+    let mut rx = collect(rabbit.uri(), &dst).await;
     let dir = tempfile::tempdir().unwrap();
     let extra = "retry_initial_ms = 100\nretry_max_ms = 1000";
-    let daemon = BridgeDaemon::start(dir.path(), &route_config(&route, &src, RABBIT, &x, extra));
+    let daemon = start(
+        dir.path(),
+        &route_config(rabbit.uri(), &route, &src, rabbit.uri(), &x, extra),
+    );
 
     // Messages keep coming until the closes are done, so both connections are busy (the
     // sink connects when it has something to send) whenever one is closed.
@@ -430,18 +509,13 @@ async fn the_source_and_the_sink_reconnect_when_the_broker_closes_their_connecti
                     .collect();
                 rabbit.publish(&src, &messages).await;
                 sent += messages.len();
+                // A steady trickle, not a flood: messages are in flight at every close.
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             sent
         })
     };
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    let absorb = |counts: &mut HashMap<String, usize>, got: Vec<lapin::message::Delivery>| {
-        for d in got {
-            let id = d.properties.message_id().clone().expect("a message-id");
-            *counts.entry(id.to_string()).or_default() += 1;
-        }
-    };
+    let mut counts = Arrivals::new();
     let names = [
         format!("ferry bridge source:{route}-in"),
         format!("ferry bridge sink:{route}-out"),
@@ -450,50 +524,36 @@ async fn the_source_and_the_sink_reconnect_when_the_broker_closes_their_connecti
     let deadline = Instant::now() + Duration::from_secs(120);
     while closed.len() < CLOSES {
         assert!(Instant::now() < deadline, "closed only {closed:?} in 120 s");
-        absorb(
-            &mut counts,
-            receive(&mut rx, usize::MAX, Duration::from_millis(300)).await,
-        );
-        let found: Vec<(String, String)> =
-            names.iter().flat_map(|n| connections_named(n)).collect();
+        let more = receive(&mut rx, usize::MAX, Duration::from_millis(300)).await;
+        absorb(&mut counts, message_id, more);
+        let found: Vec<(String, String)> = names
+            .iter()
+            .flat_map(|n| connections_named(&rabbit.node, n))
+            .collect();
         // Close when both are connected, so each close interrupts both.
         if found.len() < 2 {
             continue;
         }
         for (pid, _) in &found {
-            let status = std::process::Command::new("rabbitmqctl")
-                .args(["close_connection", pid, "ferry test: forced close"])
-                .status()
-                .unwrap();
-            assert!(status.success(), "rabbitmqctl close_connection {pid}");
+            let out = rabbit
+                .node
+                .ctl(&["close_connection", pid, "ferry test: forced close"]);
+            assert!(out.status.success(), "rabbitmqctl close_connection {pid}");
         }
         closed.push(counts.len());
     }
     done.cancel();
     let n = publisher.await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(120);
-    while counts.len() < n {
-        assert!(
-            Instant::now() < deadline,
-            "only {} of {n} ids arrived; /readyz:\n{}",
-            counts.len(),
-            daemon.readyz()
-        );
-        absorb(
-            &mut counts,
-            receive(&mut rx, usize::MAX, Duration::from_secs(1)).await,
-        );
-    }
-    absorb(
-        &mut counts,
-        receive(&mut rx, usize::MAX, Duration::from_secs(2)).await,
-    );
+    receive_until(&mut rx, &mut counts, message_id, n, deadline, &daemon).await;
+    let stragglers = receive(&mut rx, usize::MAX, Duration::from_secs(2)).await;
+    absorb(&mut counts, message_id, stragglers);
     let sent: HashSet<String> = (0..n).map(|i| format!("c{i}")).collect();
     assert!(
         counts.keys().all(|id| sent.contains(id)),
         "an id never sent arrived"
     );
-    let duplicates: usize = counts.values().map(|c| c - 1).sum();
+    let duplicates: usize = counts.values().map(|c| c.len() - 1).sum();
     let route_label = format!("route=\"{route}\"");
     let reported = daemon.metric("ferry_bridge_redeliveries_total", &[&route_label]);
     eprintln!(
@@ -527,9 +587,10 @@ async fn an_unroutable_message_is_dead_lettered_after_max_attempts() {
     rabbit.queue(&src).await;
     rabbit.exchange(&x, None).await;
     let config = route_config(
+        rabbit.uri(),
         &route,
         &src,
-        RABBIT,
+        rabbit.uri(),
         &x,
         "max_attempts = 2\nretry_initial_ms = 10\nretry_max_ms = 50",
     );
@@ -537,7 +598,7 @@ async fn an_unroutable_message_is_dead_lettered_after_max_attempts() {
         .publish(&src, &[(BasicProperties::default(), b"nowhere".to_vec())])
         .await;
     let dir = tempfile::tempdir().unwrap();
-    let daemon = BridgeDaemon::start(dir.path(), &config);
+    let daemon = start(dir.path(), &config);
 
     let dead = format!("stage=\"bridge.{route}.0.dead\"");
     let route_label = format!("route=\"{route}\"");
@@ -574,54 +635,36 @@ async fn every_message_arrives_under_repeated_kill_9_and_a_crash_resends_at_most
         })
         .collect();
     rabbit.publish(&src, &sent).await;
-    let mut rx = collect(&dst).await;
+    let mut rx = collect(rabbit.uri(), &dst).await;
     let dir = tempfile::tempdir().unwrap();
     const BATCH: usize = 1000;
-    let config = route_config(&route, &src, RABBIT, &x, &format!("batch = {BATCH}"));
+    let config = route_config(
+        rabbit.uri(),
+        &route,
+        &src,
+        rabbit.uri(),
+        &x,
+        &format!("batch = {BATCH}"),
+    );
     let route_label = format!("route=\"{route}\"");
-    let redeliveries =
-        |d: &BridgeDaemon| d.metric("ferry_bridge_redeliveries_total", &[&route_label]);
+    let redeliveries = |d: &Daemon| d.metric("ferry_bridge_redeliveries_total", &[&route_label]);
 
-    let mut counts: HashMap<String, usize> = HashMap::with_capacity(N);
-    let absorb = |counts: &mut HashMap<String, usize>, got: Vec<lapin::message::Delivery>| {
-        for d in got {
-            let id = d.properties.message_id().clone().expect("a message-id");
-            *counts.entry(id.to_string()).or_default() += 1;
-        }
-    };
+    let mut counts = Arrivals::with_capacity(N);
     let mut reported = 0.0;
     let mut source_duplicates = 0.0;
-    for _ in 0..KILLS {
-        let mut daemon = BridgeDaemon::start(dir.path(), &config);
-        let life = Duration::from_millis(fastrand::u64(500..2_500));
-        absorb(&mut counts, receive(&mut rx, usize::MAX, life).await);
+    let deadline = started + Duration::from_secs(300);
+    let mut daemon = start(dir.path(), &config);
+    // Each kill comes once its share of the ids arrived, so it lands while they flow.
+    for point in kill_points(N, KILLS) {
+        receive_until(&mut rx, &mut counts, message_id, point, deadline, &daemon).await;
         reported += redeliveries(&daemon);
         source_duplicates += daemon.metric("ferry_bridge_source_duplicates_total", &[&route_label]);
-        daemon.ferry.signal(libc::SIGKILL);
-        daemon.ferry.wait(Duration::from_secs(10));
+        daemon.kill_and_restart();
     }
-    let daemon = BridgeDaemon::start(dir.path(), &config);
-    let deadline = started + Duration::from_secs(300);
-    loop {
-        let distinct = counts.len();
-        assert!(
-            Instant::now() < deadline,
-            "only {distinct} of {N} ids arrived within 5 minutes; /readyz:\n{}",
-            daemon.readyz()
-        );
-        if distinct == N {
-            break;
-        }
-        absorb(
-            &mut counts,
-            receive(&mut rx, N - distinct, Duration::from_secs(1)).await,
-        );
-    }
+    receive_until(&mut rx, &mut counts, message_id, N, deadline, &daemon).await;
     // Stragglers of the last redeliveries.
-    absorb(
-        &mut counts,
-        receive(&mut rx, usize::MAX, Duration::from_secs(3)).await,
-    );
+    let stragglers = receive(&mut rx, usize::MAX, Duration::from_secs(3)).await;
+    absorb(&mut counts, message_id, stragglers);
     reported += redeliveries(&daemon);
     source_duplicates += daemon.metric("ferry_bridge_source_duplicates_total", &[&route_label]);
 
@@ -630,7 +673,7 @@ async fn every_message_arrives_under_repeated_kill_9_and_a_crash_resends_at_most
         counts.keys().all(|id| sent_ids.contains(id)),
         "an id that was never sent arrived"
     );
-    let duplicates: usize = counts.values().map(|c| c - 1).sum();
+    let duplicates: usize = counts.values().map(|c| c.len() - 1).sum();
     eprintln!(
         "{N} messages, {KILLS} kill -9: {duplicates} duplicates downstream, {reported} redeliveries reported, {source_duplicates} upstream redeliveries dropped by message-id, {:?}",
         started.elapsed()
@@ -661,11 +704,11 @@ async fn a_message_id_is_staged_once_within_the_dedup_window_and_again_after_it(
     rabbit.queue(&src).await;
     rabbit.queue(&dst).await;
     rabbit.exchange(&x, Some(&dst)).await;
-    let config = route_config(&route, &src, RABBIT, &x, "")
+    let config = route_config(rabbit.uri(), &route, &src, rabbit.uri(), &x, "")
         .replace("prefetch = 2000", "prefetch = 2000\ndedup_window_ms = 300");
-    let mut rx = collect(&dst).await;
+    let mut rx = collect(rabbit.uri(), &dst).await;
     let dir = tempfile::tempdir().unwrap();
-    let daemon = BridgeDaemon::start(dir.path(), &config);
+    let daemon = start(dir.path(), &config);
     let with_id = |id: &str, body: &str| {
         (
             BasicProperties::default().with_message_id(id.into()),
@@ -688,7 +731,8 @@ async fn a_message_id_is_staged_once_within_the_dedup_window_and_again_after_it(
         d.metric("ferry_bridge_source_duplicates_total", &[&route_label]) == 1.0
     });
 
-    // Past the window (and a cleanup) the id is forgotten and staged again.
+    // Past the window (and a cleanup) the id is forgotten and staged again: letting the
+    // window pass is the point of this sleep.
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     rabbit.publish(&src, &[with_id("same", "third")]).await;
     let got = receive(&mut rx, 1, Duration::from_secs(10)).await;
@@ -698,23 +742,37 @@ async fn a_message_id_is_staged_once_within_the_dedup_window_and_again_after_it(
     drop(rabbit);
 }
 
+/// Waits until at most `depth` messages are ready in `queue`; panics with `daemon`'s
+/// `/readyz` when `deadline` passes first.
+async fn drain_to(rabbit: &Rabbit, queue: &str, depth: usize, deadline: Instant, daemon: &Daemon) {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let drained = wait::try_until(left, async || {
+        (rabbit.depth(queue).await as usize <= depth).then_some(())
+    })
+    .await;
+    assert!(
+        drained.is_some(),
+        "'{queue}' did not drain to {depth} messages in time; /readyz:\n{}",
+        daemon.readyz()
+    );
+}
+
 /// Every record of Ferry's Kafka front topic `topic` (on `daemon`), as message-ids from
 /// the `amqp.message-id` header, read from the beginning until `n` distinct ids arrived
 /// or `patience` passed without a record.
-async fn kafka_front_ids(daemon: &BridgeDaemon, topic: &str, n: usize) -> HashMap<String, usize> {
+async fn kafka_front_ids(daemon: &Daemon, topic: &str, n: usize) -> HashMap<String, usize> {
     use rdkafka::consumer::{Consumer, StreamConsumer};
     use rdkafka::message::{Headers, Message};
-    let consumer: StreamConsumer = rdkafka::ClientConfig::new()
-        .set(
-            "bootstrap.servers",
-            format!("127.0.0.1:{}", daemon.ports.kafka),
-        )
-        .set("broker.address.family", "v4")
-        .set("group.id", unique("g"))
-        .set("auto.offset.reset", "earliest")
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
+    let consumer: StreamConsumer = client_config(
+        &daemon.kafka_bootstrap(),
+        &[
+            ("group.id", &unique("g")),
+            ("auto.offset.reset", "earliest"),
+            ("enable.auto.commit", "false"),
+        ],
+    )
+    .create()
+    .unwrap();
     consumer.subscribe(&[topic]).unwrap();
     let mut ids: HashMap<String, usize> = HashMap::with_capacity(n);
     let patience = Duration::from_secs(20);
@@ -755,11 +813,12 @@ async fn rabbitmq_to_kafka_front_is_exactly_once_under_kill_9() {
         .collect();
     rabbit.publish(&src, &sent).await;
     let dir = tempfile::tempdir().unwrap();
+    let uri = rabbit.uri();
     let config = format!(
         r#"
 [sources.in]
 kind = "rabbitmq"
-uri = "{RABBIT}"
+uri = "{uri}"
 queue = "{src}"
 prefetch = 2000
 
@@ -772,23 +831,16 @@ batch = 1000
     );
     let route_label = format!("route=\"{route}\"");
     let mut dropped_upstream = 0.0;
-    for _ in 0..KILLS {
-        let mut daemon = BridgeDaemon::start(dir.path(), &config);
-        tokio::time::sleep(Duration::from_millis(fastrand::u64(500..2_500))).await;
-        dropped_upstream += daemon.metric("ferry_bridge_source_duplicates_total", &[&route_label]);
-        daemon.ferry.signal(libc::SIGKILL);
-        daemon.ferry.wait(Duration::from_secs(10));
-    }
-    let daemon = BridgeDaemon::start(dir.path(), &config);
     let deadline = started + Duration::from_secs(300);
-    while rabbit.depth(&src).await > 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the source queue did not drain in 5 minutes; /readyz:\n{}",
-            daemon.readyz()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut daemon = start(dir.path(), &config);
+    // Each kill comes once its share of the messages left the source queue (staged, or
+    // delivered to the source and not yet acknowledged), so it lands while they flow.
+    for point in kill_points(N, KILLS) {
+        drain_to(&rabbit, &src, N - point, deadline, &daemon).await;
+        dropped_upstream += daemon.metric("ferry_bridge_source_duplicates_total", &[&route_label]);
+        daemon.kill_and_restart();
     }
+    drain_to(&rabbit, &src, 0, deadline, &daemon).await;
     let ids = kafka_front_ids(&daemon, &topic, N).await;
     dropped_upstream += daemon.metric("ferry_bridge_source_duplicates_total", &[&route_label]);
     let duplicates: usize = ids.values().map(|c| c - 1).sum();
@@ -822,13 +874,14 @@ async fn kafka_front_to_rabbitmq_loses_nothing_under_kill_9() {
     let (dst, x, route, topic) = (unique("dst"), unique("x"), unique("r"), unique("t"));
     rabbit.queue(&dst).await;
     rabbit.exchange(&x, Some(&dst)).await;
-    let mut rx = collect(&dst).await;
+    let mut rx = collect(rabbit.uri(), &dst).await;
     let dir = tempfile::tempdir().unwrap();
+    let uri = rabbit.uri();
     let config = format!(
         r#"
 [sinks.out]
 kind = "rabbitmq"
-uri = "{RABBIT}"
+uri = "{uri}"
 exchange = "{x}"
 
 [[routes]]
@@ -838,18 +891,17 @@ to = [{{ sink = "out" }}]
 batch = {BATCH}
 "#
     );
-    let daemon = BridgeDaemon::start(dir.path(), &config);
-    let producer: FutureProducer = rdkafka::ClientConfig::new()
-        .set(
-            "bootstrap.servers",
-            format!("127.0.0.1:{}", daemon.ports.kafka),
-        )
-        .set("broker.address.family", "v4")
-        .set("acks", "all")
-        .set("enable.idempotence", "true")
-        .set("linger.ms", "5")
-        .create()
-        .unwrap();
+    let mut daemon = start(dir.path(), &config);
+    let producer: FutureProducer = client_config(
+        &daemon.kafka_bootstrap(),
+        &[
+            ("acks", "all"),
+            ("enable.idempotence", "true"),
+            ("linger.ms", "5"),
+        ],
+    )
+    .create()
+    .unwrap();
     for wave in (0..N).collect::<Vec<_>>().chunks(5_000) {
         let pending: Vec<_> = wave
             .iter()
@@ -868,44 +920,25 @@ batch = {BATCH}
         }
     }
     drop(producer);
-    // Dropping the daemon kills it too: one crash more than the loop's.
-    drop(daemon);
+    // One crash more than the loop's, once every record is produced.
+    daemon.kill_and_restart();
 
-    // Routing key = record key (docs/mapping.md); each arrival's message-id is kept.
-    let mut arrivals: HashMap<String, Vec<String>> = HashMap::with_capacity(N);
-    let absorb = |arrivals: &mut HashMap<String, Vec<String>>,
-                  got: Vec<lapin::message::Delivery>| {
-        for d in got {
-            let id = d.properties.message_id().clone().expect("a message-id");
-            arrivals
-                .entry(d.routing_key.to_string())
-                .or_default()
-                .push(id.to_string());
-        }
-    };
-    for _ in 0..KILLS {
-        let mut daemon = BridgeDaemon::start(dir.path(), &config);
-        let life = Duration::from_millis(fastrand::u64(500..2_500));
-        absorb(&mut arrivals, receive(&mut rx, usize::MAX, life).await);
-        daemon.ferry.signal(libc::SIGKILL);
-        daemon.ferry.wait(Duration::from_secs(10));
-    }
-    let daemon = BridgeDaemon::start(dir.path(), &config);
+    // Routing key = record key (docs/mapping.md); each arrival's message-id is kept. Each
+    // kill comes once its share of the records still to arrive did, so it lands while
+    // they flow.
+    let mut arrivals = Arrivals::with_capacity(N);
+    let already = receive(&mut rx, usize::MAX, Duration::ZERO).await;
+    absorb(&mut arrivals, routing_key, already);
+    let before = arrivals.len();
     let deadline = started + Duration::from_secs(300);
-    while arrivals.len() < N {
-        assert!(
-            Instant::now() < deadline,
-            "only {} of {N} records arrived within 5 minutes; /readyz:\n{}",
-            arrivals.len(),
-            daemon.readyz()
-        );
-        let more = receive(&mut rx, N - arrivals.len(), Duration::from_secs(1)).await;
-        absorb(&mut arrivals, more);
+    for point in kill_points(N - before, KILLS) {
+        let n = before + point;
+        receive_until(&mut rx, &mut arrivals, routing_key, n, deadline, &daemon).await;
+        daemon.kill_and_restart();
     }
-    absorb(
-        &mut arrivals,
-        receive(&mut rx, usize::MAX, Duration::from_secs(3)).await,
-    );
+    receive_until(&mut rx, &mut arrivals, routing_key, N, deadline, &daemon).await;
+    let stragglers = receive(&mut rx, usize::MAX, Duration::from_secs(3)).await;
+    absorb(&mut arrivals, routing_key, stragglers);
     let duplicates: usize = arrivals.values().map(|v| v.len() - 1).sum();
     eprintln!(
         "{N} records, {KILLS} kill -9: {} distinct keys arrived, {duplicates} duplicates, {:?}",

@@ -6,20 +6,16 @@
 //! two cases that refuse root too: a path below a regular file, and a path in `/proc`,
 //! where no file can be created.
 
-mod support;
+mod common;
 
+use common::daemon::shipped_config as shipped;
+use common::process::{Ferry, Outcome};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use support::process::{Ferry, Outcome};
 
 /// Upper bound on one `ferry validate`.
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The shipped config file.
-fn shipped() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml")
-}
 
 /// `ferry validate --config CONFIG` in `cwd`.
 fn validate(cwd: &Path, config: &Path, env: &[(&str, &str)]) -> Outcome {

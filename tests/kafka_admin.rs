@@ -2,9 +2,10 @@
 //! with settings, DescribeConfigs, AlterConfigs, CreatePartitions, DeleteTopics; retention
 //! by bytes and by time deleting old ranges; ListOffsets by timestamp.
 
-mod kafka_support;
+mod common;
 
-use kafka_support::{PATIENCE, TestBroker, client_config, consumer, producer};
+use common::fronts::KafkaServer;
+use common::kafka::{PATIENCE, client_config, consumer, producer};
 use rdkafka::admin::{
     AdminClient, AdminOptions, AlterConfig, NewPartitions, NewTopic, ResourceSpecifier,
     TopicReplication,
@@ -16,7 +17,7 @@ use rdkafka::util::Timeout;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-fn admin(broker: &TestBroker) -> AdminClient<DefaultClientContext> {
+fn admin(broker: &KafkaServer) -> AdminClient<DefaultClientContext> {
     client_config(&broker.bootstrap(), &[]).create().unwrap()
 }
 
@@ -88,7 +89,7 @@ fn now_ms() -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topics_are_created_described_altered_grown_and_deleted() {
-    let broker = TestBroker::start_with(|c| c.auto_create_topics = false).await;
+    let broker = KafkaServer::start_with(|c| c.auto_create_topics = false).await;
     let admin = admin(&broker);
     let created = admin
         .create_topics(
@@ -185,7 +186,7 @@ async fn topics_are_created_described_altered_grown_and_deleted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retention_by_bytes_deletes_the_oldest_batches() {
-    let broker = TestBroker::start_with(|c| c.retention_check_interval_ms = 100).await;
+    let broker = KafkaServer::start_with(|c| c.retention_check_interval_ms = 100).await;
     admin(&broker)
         .create_topics(
             &[
@@ -222,7 +223,7 @@ async fn retention_by_bytes_deletes_the_oldest_batches() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retention_by_time_deletes_batches_older_than_retention_ms() {
-    let broker = TestBroker::start_with(|c| c.retention_check_interval_ms = 100).await;
+    let broker = KafkaServer::start_with(|c| c.retention_check_interval_ms = 100).await;
     admin(&broker)
         .create_topics(
             &[
@@ -246,7 +247,7 @@ async fn retention_by_time_deletes_batches_older_than_retention_ms() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offsets_are_found_by_timestamp() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let p = producer(&broker.bootstrap(), &[("linger.ms", "50")]);
     // Batched (several records per batch), uncompressed: timestamps 1000, 2000, …
     let sends = (0..10).map(|i| {

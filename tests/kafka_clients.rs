@@ -2,9 +2,10 @@
 //! idempotence and every compression codec; consuming what was produced with keys,
 //! values, headers and timestamps intact; a consumer woken by a long poll.
 
-mod kafka_support;
+mod common;
 
-use kafka_support::{PATIENCE, TestBroker, consumer, producer};
+use common::fronts::KafkaServer;
+use common::kafka::{PATIENCE, consumer, producer};
 use rdkafka::Message;
 use rdkafka::TopicPartitionList;
 use rdkafka::consumer::{Consumer, StreamConsumer};
@@ -87,7 +88,7 @@ fn expected(n: usize) -> Vec<(i64, String, String, String, i64)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acks_all_records_get_dense_offsets_and_read_back_intact() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let p = producer(&broker.bootstrap(), &[("enable.idempotence", "false")]);
     let acks = send(&p, "orders", 50).await;
     let mut offsets: Vec<i64> = acks.iter().map(|(_, o)| *o).collect();
@@ -101,7 +102,7 @@ async fn acks_all_records_get_dense_offsets_and_read_back_intact() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idempotent_producer_records_are_stored_once_in_order() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let p = producer(
         &broker.bootstrap(),
         &[
@@ -123,7 +124,7 @@ async fn idempotent_producer_records_are_stored_once_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_compression_codec_is_kept_and_read_back() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     for codec in ["gzip", "snappy", "lz4", "zstd"] {
         let topic = format!("compressed-{codec}");
         let p = producer(
@@ -139,7 +140,7 @@ async fn every_compression_codec_is_kept_and_read_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_consumer_is_woken_by_a_new_record() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let p = producer(&broker.bootstrap(), &[]);
     send(&p, "wake", 1).await;
     // A long max wait: only the high-watermark watch can answer the fetch early.
@@ -171,7 +172,7 @@ async fn a_waiting_consumer_is_woken_by_a_new_record() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_are_stored_once_despite_unknown_commit_results() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     // One record per request, so many appends meet the injected faults.
     let p = producer(
         &broker.bootstrap(),

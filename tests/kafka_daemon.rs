@@ -4,63 +4,39 @@
 //! resends after the crash are recognised by their sequence numbers); and its Kafka
 //! metrics on `/metrics`.
 
-mod kafka_support;
-mod support;
+mod common;
 
-use kafka_support::{PATIENCE, client_config, consumer};
+use common::daemon::{Daemon, EXIT, Setup};
+use common::kafka::{PATIENCE, client_config, consumer};
+use common::wait;
 use rdkafka::Message;
 use rdkafka::TopicPartitionList;
 use rdkafka::consumer::Consumer;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, TcpStream};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-use support::http::get;
-use support::process::{Ferry, Ports, free_port};
+use std::time::Duration;
 
 /// Records the producer tries to write.
 const RECORDS: usize = 3000;
 /// Records sent concurrently.
 const WAVE: usize = 50;
 
-/// `ferry run` with its Kafka front on `kafka_port`, its metrics on `metrics_port`, its
-/// other listeners on free loopback ports and its store in `dir`.
-fn start(dir: &Path, kafka_port: u16, metrics_port: u16) -> Ferry {
-    let ports = Ports {
-        kafka: kafka_port,
-        metrics: metrics_port,
-        ..Ports::free()
-    };
-    Ferry::run_daemon(
-        dir,
-        ports,
-        &[("FERRY__KAFKA__GROUP_INITIAL_REBALANCE_DELAY_MS", "0")],
-    )
-}
-
-/// Waits until the Kafka port accepts connections.
-fn wait_for_port(port: u16) {
-    let deadline = Instant::now() + PATIENCE;
-    while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "ferry did not listen within {PATIENCE:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// `ferry run` with groups formed at once and its store in `dir`.
+fn start(dir: &Path) -> Daemon {
+    Setup::shipped(dir)
+        .env("FERRY__KAFKA__GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
+        .start()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_records_survive_kill_9_at_their_offsets_without_duplicates() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut ferry = start(dir.path(), port, free_port());
-    wait_for_port(port);
-    let bootstrap = format!("127.0.0.1:{port}");
+    let mut ferry = start(dir.path());
+    let bootstrap = ferry.kafka_bootstrap();
 
     let producer: Arc<FutureProducer> = Arc::new(
         client_config(
@@ -104,25 +80,20 @@ async fn acknowledged_records_survive_kill_9_at_their_offsets_without_duplicates
     });
 
     // Kill the daemon once some records are acknowledged and more are in flight.
-    let deadline = Instant::now() + PATIENCE;
-    while acked.load(Ordering::Relaxed) < RECORDS / 4 {
-        assert!(
-            Instant::now() < deadline,
-            "no acknowledgements within {PATIENCE:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    ferry.signal(libc::SIGKILL);
-    let killed = ferry.wait(Duration::from_secs(10));
-    assert!(!killed.status.success());
+    wait::until(
+        "a quarter of the records acknowledged",
+        PATIENCE,
+        async || (acked.load(Ordering::Relaxed) >= RECORDS / 4).then_some(()),
+    )
+    .await;
+    ferry.kill();
     let acked_before_kill = acked.load(Ordering::Relaxed);
     assert!(
         acked_before_kill < RECORDS,
         "the kill came while records were in flight"
     );
 
-    let mut ferry = start(dir.path(), port, free_port());
-    wait_for_port(port);
+    ferry.restart();
     let acknowledged: BTreeMap<i64, String> = writer.await.unwrap().into_iter().flatten().collect();
     assert!(acknowledged.len() >= acked_before_kill);
 
@@ -154,7 +125,7 @@ async fn acknowledged_records_survive_kill_9_at_their_offsets_without_duplicates
         assert_eq!(stored.get(offset), Some(value), "acknowledged at {offset}");
     }
     ferry.signal(libc::SIGTERM);
-    assert!(ferry.wait(Duration::from_secs(15)).status.success());
+    assert!(ferry.wait_exit(EXIT).status.success());
 }
 
 /// The value of the sample `series` (name and labels as Prometheus prints them).
@@ -167,10 +138,8 @@ fn sample(metrics: &str, series: &str) -> Option<f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_daemon_exports_kafka_requests_traffic_offsets_groups_and_lag() {
     let dir = tempfile::tempdir().unwrap();
-    let (port, metrics_port) = (free_port(), free_port());
-    let mut ferry = start(dir.path(), port, metrics_port);
-    wait_for_port(port);
-    let bootstrap = format!("127.0.0.1:{port}");
+    let mut ferry = start(dir.path());
+    let bootstrap = ferry.kafka_bootstrap();
     let p: FutureProducer = client_config(&bootstrap, &[("acks", "all")])
         .create()
         .unwrap();
@@ -198,18 +167,11 @@ async fn the_daemon_exports_kafka_requests_traffic_offsets_groups_and_lag() {
 
     // Lag is measured every few seconds; wait for it, then read everything once.
     let lag = r#"ferry_kafka_group_lag{group="meter",topic="metered",partition="0"}"#;
-    let metrics = tokio::time::timeout(PATIENCE, async {
-        loop {
-            if let Ok((200, body)) = get(metrics_port, "/metrics")
-                && sample(&body, lag).is_some()
-            {
-                return body;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+    let metrics = wait::until("the lag gauge", PATIENCE, async || {
+        let body = ferry.metrics();
+        sample(&body, lag).is_some().then_some(body)
     })
-    .await
-    .expect("the lag gauge within the patience");
+    .await;
     assert_eq!(sample(&metrics, lag), Some(6.0), "10 records, 4 committed");
     for (series, at_least) in [
         (r#"ferry_kafka_requests_total{api="Produce",code="0"}"#, 1.0),
@@ -241,5 +203,5 @@ async fn the_daemon_exports_kafka_requests_traffic_offsets_groups_and_lag() {
     }
     drop(c);
     ferry.signal(libc::SIGTERM);
-    assert!(ferry.wait(Duration::from_secs(15)).status.success());
+    assert!(ferry.wait_exit(EXIT).status.success());
 }

@@ -2,9 +2,10 @@
 //! rebalance when one leaves; committed offsets and the group itself survive a restart of
 //! the Kafka front and its store.
 
-mod kafka_support;
+mod common;
 
-use kafka_support::{PATIENCE, TestBroker, consumer, drive, producer, send_range};
+use common::fronts::KafkaServer;
+use common::kafka::{PATIENCE, consumer, drive, producer, send_range};
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::util::Timeout;
 use rdkafka::{Message, Offset, TopicPartitionList};
@@ -52,7 +53,7 @@ async fn until_assigned(c: &StreamConsumer) -> TopicPartitionList {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_members_split_the_partitions_and_rebalance_when_one_leaves() {
-    let broker = TestBroker::start_with(|c| c.default_partitions = 6).await;
+    let broker = KafkaServer::start_with(|c| c.default_partitions = 6).await;
     let p = producer(&broker.bootstrap(), &[]);
     send_range(&p, "events", 0, 300).await;
 
@@ -129,7 +130,7 @@ async fn three_members_split_the_partitions_and_rebalance_when_one_leaves() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn committed_offsets_resume_after_a_restart() {
-    let mut broker = TestBroker::start().await;
+    let mut broker = KafkaServer::start().await;
     let p = producer(&broker.bootstrap(), &[]);
     send_range(&p, "resume", 0, 100).await;
 
@@ -179,7 +180,7 @@ async fn committed_offsets_resume_after_a_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stable_group_survives_a_restart_with_its_member_and_generation() {
-    let mut broker = TestBroker::start().await;
+    let mut broker = KafkaServer::start().await;
     let p = producer(&broker.bootstrap(), &[]);
     send_range(&p, "steady", 0, 10).await;
     let c = Arc::new(consumer(&broker.bootstrap(), "steady-group", &[]));

@@ -5,15 +5,16 @@
 //! carries on with its committed offsets; an instance lets go of the groups it does not
 //! use; a new instance takes its share of the partitions from a running one.
 
-mod kafka_support;
+mod common;
 
+use common::fronts::KafkaServer;
+use common::kafka::raw::Raw;
+use common::kafka::{PATIENCE, consumer, drive, producer, send_range};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     ApiKey, FindCoordinatorRequest, GroupId, HeartbeatRequest, ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_support::raw::Raw;
-use kafka_support::{PATIENCE, TestBroker, consumer, drive, producer, send_range};
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::util::Timeout;
@@ -84,7 +85,7 @@ async fn balanced(members: &[Arc<StreamConsumer>]) -> Vec<BTreeSet<i32>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_has_one_coordinator_across_instances_and_moves_when_it_stops() {
-    let a = TestBroker::start_with(|c| {
+    let a = KafkaServer::start_with(|c| {
         c.default_partitions = 4;
         c.node_id = 0;
     })
@@ -183,7 +184,7 @@ async fn a_group_has_one_coordinator_across_instances_and_moves_when_it_stops() 
 /// member left — so another instance can coordinate them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_releases_the_leases_of_groups_it_does_not_use() {
-    let a = TestBroker::start_with(|c| {
+    let a = KafkaServer::start_with(|c| {
         c.node_id = 0;
         c.sequencer_lease_ms = 1_000;
     })
@@ -242,7 +243,7 @@ fn leaders(p: &FutureProducer) -> Vec<i32> {
 /// producer writes to them: every record is acknowledged, and each is in the log once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_instance_takes_its_share_of_the_partitions_while_a_producer_writes() {
-    let a = TestBroker::start_with(|c| {
+    let a = KafkaServer::start_with(|c| {
         c.default_partitions = 4;
         c.node_id = 0;
         c.sequencer_lease_ms = 1_500;

@@ -6,9 +6,10 @@
 //! `read_committed` consumer, read back by librdkafka too. `scripts/setup.sh` installs
 //! both.
 
-mod kafka_support;
+mod common;
 
-use kafka_support::{PATIENCE, TestBroker, consumer};
+use common::fronts::KafkaServer;
+use common::kafka::{PATIENCE, consumer};
 use rdkafka::TopicPartitionList;
 use rdkafka::consumer::Consumer;
 use rdkafka::util::Timeout;
@@ -62,7 +63,7 @@ fn python_script(name: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kcat_produces_and_consumes_keys_values_and_headers() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let b = broker.bootstrap();
     let lines = "alpha:first\nbeta:second\ngamma:third\n";
     run(
@@ -176,7 +177,7 @@ async fn python_produce(bootstrap: &str, topic: &str, records: usize) -> String 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_python_negotiates_versions_and_runs_a_consumer_group() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let b = broker.bootstrap();
     // kafka-python infers the broker version from the ApiVersions table (Produce v9).
     assert_eq!(python_produce(&b, "py", 0).await, "2.8");
@@ -269,7 +270,7 @@ async fn kafka_python_negotiates_versions_and_runs_a_consumer_group() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_member_is_dropped_when_its_session_times_out() {
-    let broker = TestBroker::start_with(|c| c.default_partitions = 2).await;
+    let broker = KafkaServer::start_with(|c| c.default_partitions = 2).await;
 
     // A kafka-python member joins first (its Metadata request creates the two-partition
     // topic) and takes both partitions.
@@ -315,7 +316,7 @@ async fn a_killed_member_is_dropped_when_its_session_times_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_python_transactions_commit_and_abort_for_both_clients() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let b = broker.bootstrap();
     let txn = python_script("kafka_txn.py");
     run("python3", &[&txn, "produce", &b, "txn"], b"").await;

@@ -6,9 +6,11 @@
 //! carry on and every acknowledged record stays intact. Also: every advertised version is
 //! answered decodably, and a request larger than one transaction is staged whole.
 
-mod kafka_support;
+mod common;
 
 use bytes::Bytes;
+use common::fronts::KafkaServer;
+use common::kafka::raw::{Raw, batch, encoded, frame, transactional_batch};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -21,8 +23,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::messages::{ApiVersionsResponse, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, StrBytes};
-use kafka_support::TestBroker;
-use kafka_support::raw::{Raw, batch, encoded, frame, transactional_batch};
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_owned()))
@@ -118,7 +118,7 @@ async fn api_versions_answer(raw: &mut Raw) -> i16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_declaration_closes_only_its_connection() {
-    let broker = TestBroker::start_with(|c| c.max_request_size = 1 << 20).await;
+    let broker = KafkaServer::start_with(|c| c.max_request_size = 1 << 20).await;
     let mut bystander = Raw::connect(broker.addr).await;
     let mut raw = Raw::connect(broker.addr).await;
     raw.send_bytes(&i32::MAX.to_be_bytes()).await;
@@ -133,7 +133,7 @@ async fn an_oversized_declaration_closes_only_its_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn truncated_and_undecodable_requests_close_their_connection() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     // A frame that ends before its header does.
     let mut raw = Raw::connect(broker.addr).await;
     raw.send_bytes(&[0, 0, 0, 3, 0, 3, 0]).await;
@@ -168,7 +168,7 @@ async fn truncated_and_undecodable_requests_close_their_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_api_key_closes_the_connection_and_unknown_api_versions_get_the_list() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let mut raw = Raw::connect(broker.addr).await;
     raw.send_bytes(&[0, 0, 0, 10, 0x03, 0xe7, 0, 0, 0, 0, 0, 1, 0xff, 0xff])
         .await;
@@ -204,7 +204,7 @@ async fn an_unknown_api_key_closes_the_connection_and_unknown_api_versions_get_t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_batch_is_refused_and_acknowledged_records_stay_intact() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let mut raw = Raw::connect(broker.addr).await;
     create_topic(&mut raw, "crc").await;
     assert_eq!(
@@ -230,7 +230,7 @@ async fn a_corrupt_batch_is_refused_and_acknowledged_records_stay_intact() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_topic_is_unknown_when_auto_create_is_off() {
-    let broker = TestBroker::start_with(|c| c.auto_create_topics = false).await;
+    let broker = KafkaServer::start_with(|c| c.auto_create_topics = false).await;
     let mut raw = Raw::connect(broker.addr).await;
     assert_eq!(
         produce(&mut raw, "nowhere", batch(&["x"])).await.0,
@@ -262,7 +262,7 @@ async fn a_missing_topic_is_unknown_when_auto_create_is_off() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fetching_outside_the_log_is_offset_out_of_range() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let mut raw = Raw::connect(broker.addr).await;
     create_topic(&mut raw, "bounds").await;
     produce(&mut raw, "bounds", batch(&["a", "b"])).await;
@@ -298,7 +298,7 @@ async fn sasl(raw: &mut Raw, user: &str, password: &str) -> ResponseKind {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_sasl_credentials_fail_and_close_only_that_connection() {
-    let broker = TestBroker::start_with(|c| c.require_sasl = true).await;
+    let broker = KafkaServer::start_with(|c| c.require_sasl = true).await;
     let mut good = Raw::connect(broker.addr).await;
     let ResponseKind::SaslAuthenticate(ok) = sasl(&mut good, "guest", "guest").await else {
         panic!()
@@ -341,7 +341,7 @@ async fn wrong_sasl_credentials_fail_and_close_only_that_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_array_length_beyond_the_frame_closes_only_its_connection() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let mut bystander = Raw::connect(broker.addr).await;
     // Metadata v0 declaring i32::MAX topics in a 4-byte body, and Metadata v9 declaring
     // u32::MAX - 1 in a compact array: decoded naively, each asks for over 100 GB.
@@ -416,7 +416,7 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_advertised_version_is_answered_in_a_form_it_decodes() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let mut raw = Raw::connect(broker.addr).await;
     let mut checked = 0;
     for &(api, min, max) in ferry::kafka::api::SUPPORTED {
@@ -442,7 +442,7 @@ async fn every_advertised_version_is_answered_in_a_form_it_decodes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_larger_than_a_transaction_is_staged_whole() {
-    let broker = TestBroker::start_with(|c| c.max_message_bytes = 4 << 20).await;
+    let broker = KafkaServer::start_with(|c| c.max_message_bytes = 4 << 20).await;
     let mut raw = Raw::connect(broker.addr).await;
     let create = CreateTopicsRequest::default()
         .with_topics(vec![
@@ -485,7 +485,7 @@ async fn a_request_larger_than_a_transaction_is_staged_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactional_batches_outside_their_transaction_and_control_batches_are_refused() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let mut raw = Raw::connect(broker.addr).await;
     create_topic(&mut raw, "t").await;
     let unknown = transactional_batch(&["x"], (424_242, 0), false);

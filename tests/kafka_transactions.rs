@@ -11,8 +11,11 @@
 //!   group: a zombie member or generation is refused;
 //! - a transaction open past `transaction.timeout.ms` is aborted and its producer fenced.
 
-mod kafka_support;
+mod common;
 
+use common::fronts::KafkaServer;
+use common::kafka::raw::Raw;
+use common::kafka::{PATIENCE, client_config, consumer};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
@@ -22,8 +25,6 @@ use kafka_protocol::messages::{
     TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_support::raw::Raw;
-use kafka_support::{PATIENCE, TestBroker, client_config, consumer};
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
@@ -111,7 +112,7 @@ async fn create_topic(bootstrap: &str, topic: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn committed_transactions_are_read_and_aborted_ones_are_not() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let b = broker.bootstrap();
     create_topic(&b, "t").await;
     let p = transactional(&b, "tx-read", "60000");
@@ -144,7 +145,7 @@ async fn committed_transactions_are_read_and_aborted_ones_are_not() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_transaction_holds_read_committed_readers_at_its_first_offset() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let b = broker.bootstrap();
     create_topic(&b, "t").await;
     let p = transactional(&b, "tx-open", "60000");
@@ -183,7 +184,7 @@ fn committed_offset(bootstrap: &str, group: &str, topic: &str) -> Offset {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offsets_sent_to_a_transaction_are_committed_with_it_and_dropped_with_its_abort() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let b = broker.bootstrap();
     create_topic(&b, "in").await;
     create_topic(&b, "out").await;
@@ -222,7 +223,7 @@ async fn offsets_sent_to_a_transaction_are_committed_with_it_and_dropped_with_it
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_producer_with_the_same_id_fences_the_old_and_aborts_what_it_left_open() {
-    let mut broker = TestBroker::start().await;
+    let mut broker = KafkaServer::start().await;
     let b = broker.bootstrap();
     create_topic(&b, "t").await;
     let old = transactional(&b, "tx-fence", "60000");
@@ -254,7 +255,7 @@ async fn a_new_producer_with_the_same_id_fences_the_old_and_aborts_what_it_left_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let b = broker.bootstrap();
     create_topic(&b, "t").await;
     let p = transactional(&b, "tx-timeout", "2000");
@@ -282,7 +283,7 @@ async fn a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offsets_from_a_group_member_are_checked_against_its_generation() {
-    let broker = TestBroker::start().await;
+    let broker = KafkaServer::start().await;
     let b = broker.bootstrap();
     create_topic(&b, "in").await;
     create_topic(&b, "out").await;

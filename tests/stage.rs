@@ -2,14 +2,14 @@
 //! returns to the original position, holder expiry, the delivery limit and dead-letter
 //! stage, expiry, idempotent appends, large bodies, and the registry.
 
-mod support;
+mod common;
 
+use common::store::TestStore;
 use ferry::stage::{
     AppendOutcome, Consumer, DeadLetterReason, NewMessage, Release, Stage, StageError,
     StageOptions, Stages, now_ms,
 };
 use std::time::Duration;
-use support::TestStore;
 
 for_each_engine!(
     pop_returns_messages_in_append_order,

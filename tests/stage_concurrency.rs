@@ -5,15 +5,15 @@
 //! Properties checked: every message is delivered and acknowledged exactly once, and
 //! within a lane each producer's messages are leased in the order it appended them.
 
-mod support;
+mod common;
 
+use common::store::TestStore;
 use ferry::config::store::Engine;
 use ferry::stage::{Consumer, NewMessage, StageOptions, Stages};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use support::TestStore;
 
 const PRODUCERS: u64 = 8;
 const CONSUMERS: usize = 8;

@@ -2,11 +2,11 @@
 //! Kafka partition's sequencer): FIFO, bounded by count and bytes, and — unlike `pop_in` —
 //! never made to retry by appends that commit while it runs. On every engine.
 
-mod support;
+mod common;
 
+use common::store::TestStore;
 use ferry::stage::{NewMessage, Stage, StageOptions, Stages};
 use ferry::store::StoreError;
-use support::TestStore;
 
 for_each_engine!(
     takes_the_head_in_order_bounded_by_count_and_bytes,

@@ -2,8 +2,9 @@
 //! (the embedded engine always; FoundationDB where `FDB_CLUSTER_FILE` names a cluster and
 //! ferry is built with `--features fdb`).
 
-mod support;
+mod common;
 
+use common::store::TestStore;
 use ferry::store::error::code;
 use ferry::store::keys::key_after;
 use ferry::store::{RangeOption, RunOptions, StoreError, Transaction};
@@ -11,7 +12,6 @@ use foundationdb_tuple::{Subspace, Versionstamp};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use support::TestStore;
 
 for_each_engine!(
     reads_see_own_writes_and_clears,

@@ -1,5 +1,6 @@
-//! Running the real `ferry` binary from tests: bounded waits, captured output, and a child
-//! that is always killed (by its PID) when the test ends.
+//! The real `ferry` binary as a child process: any command (`validate`, `hash-password`,
+//! `run`), captured output, bounded waits, and a child that is always killed (by its PID)
+//! when the test ends. Loopback ports for its listeners are chosen here too.
 
 use std::fs;
 use std::path::Path;
@@ -35,7 +36,7 @@ fn ephemeral_start() -> u16 {
 }
 
 /// The ports of one `ferry run`: every listener on loopback, never a standard port (5672
-/// belongs to the machine's RabbitMQ).
+/// and the like belong to the machine's services).
 #[derive(Debug, Clone, Copy)]
 pub struct Ports {
     /// `amqp.listen`.
@@ -78,38 +79,6 @@ pub struct Outcome {
 }
 
 impl Ferry {
-    /// Starts `ferry run` with the shipped config, its listeners on `ports`, its store in
-    /// `dir/data`, a 5 s shutdown drain, and `extra` overrides.
-    pub fn run_daemon(dir: &Path, ports: Ports, extra: &[(&str, &str)]) -> Self {
-        let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml");
-        Self::run_daemon_with(dir, &config, ports, extra)
-    }
-
-    /// [`Ferry::run_daemon`] with the config file `config` instead of the shipped one.
-    pub fn run_daemon_with(
-        dir: &Path,
-        config: &Path,
-        ports: Ports,
-        extra: &[(&str, &str)],
-    ) -> Self {
-        let listen = |port: u16| format!("127.0.0.1:{port}");
-        let (amqp, kafka, metrics) = (
-            listen(ports.amqp),
-            listen(ports.kafka),
-            listen(ports.metrics),
-        );
-        let data = dir.join("data");
-        let mut env = vec![
-            ("FERRY__AMQP__LISTEN", amqp.as_str()),
-            ("FERRY__KAFKA__LISTEN", kafka.as_str()),
-            ("FERRY__METRICS__LISTEN", metrics.as_str()),
-            ("FERRY__STORE__PATH", data.to_str().unwrap()),
-            ("FERRY__DAEMON__SHUTDOWN_TIMEOUT_MS", "5000"),
-        ];
-        env.extend_from_slice(extra);
-        Self::spawn(dir, &["run", "--config", config.to_str().unwrap()], &env)
-    }
-
     /// Starts `ferry ARGS` in `cwd` with `env` added to this process's environment, minus any
     /// `FERRY__*` and `RUST_LOG` variables the test runner itself has.
     pub fn spawn(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
@@ -143,6 +112,12 @@ impl Ferry {
         // SAFETY: kill(2) has no memory-safety preconditions; the PID is our own child's,
         // which stays reserved until we reap it.
         unsafe { libc::kill(pid, signal) };
+    }
+
+    /// Everything the process has written so far: standard output, then standard error.
+    pub fn log(&self) -> String {
+        let read = |file: &NamedTempFile| fs::read_to_string(file.path()).unwrap_or_default();
+        read(&self.stdout) + &read(&self.stderr)
     }
 
     /// Whether the process has exited.

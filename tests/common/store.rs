@@ -1,15 +1,21 @@
-//! Shared test scaffolding: stores on every engine (each test in its own key prefix), and
-//! the real `ferry` binary as a child process ([`process`]).
-#![allow(dead_code)]
-
-pub mod bridge;
-pub mod http;
-pub mod process;
+//! Stores for tests: one per test on every engine (each test in its own key prefix, so
+//! tests can share a FoundationDB cluster), the embedded engine's settings for a temporary
+//! directory, and [`for_each_engine`](crate::for_each_engine), which instantiates one set of
+//! test bodies per engine.
 
 use ferry::config::StoreConfig;
 use ferry::config::store::Engine;
 use ferry::store::Database;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// The embedded engine's settings for a store in `dir/store`.
+pub fn embedded(dir: &Path) -> StoreConfig {
+    StoreConfig {
+        path: dir.join("store"),
+        cache_mb: 64,
+        ..StoreConfig::default()
+    }
+}
 
 /// A store for one test, on one engine.
 pub struct TestStore {
@@ -28,12 +34,7 @@ impl TestStore {
         let (config, dir) = match engine {
             Engine::Embedded => {
                 let dir = tempfile::tempdir().expect("temp dir");
-                let config = StoreConfig {
-                    path: dir.path().join("store"),
-                    cache_mb: 64,
-                    ..StoreConfig::default()
-                };
-                (config, Some(dir))
+                (embedded(dir.path()), Some(dir))
             }
             Engine::Fdb if !cfg!(feature = "fdb") => {
                 eprintln!(
@@ -93,7 +94,7 @@ macro_rules! for_each_engine {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let store = $crate::support::TestStore::open(ferry::config::store::Engine::Embedded)
+                    let store = $crate::common::store::TestStore::open(ferry::config::store::Engine::Embedded)
                         .await
                         .expect("the embedded engine is always available");
                     super::$name(store).await;
@@ -104,7 +105,7 @@ macro_rules! for_each_engine {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    if let Some(store) = $crate::support::TestStore::open(ferry::config::store::Engine::Fdb).await {
+                    if let Some(store) = $crate::common::store::TestStore::open(ferry::config::store::Engine::Fdb).await {
                         super::$name(store).await;
                     }
                 }
