@@ -3,15 +3,21 @@
 //!
 //! The test runs its own binary again as a child process (selected by an environment
 //! variable) that commits in a loop from several tasks and prints each committed id; the
-//! parent kills it with SIGKILL at a random moment, reopens the store and checks.
+//! parent kills it with SIGKILL once it has committed [`COMMITS_BEFORE_KILL`] transactions
+//! (so the kill lands while the writers commit, however fast or slow the machine), reopens
+//! the store and checks.
 
 use ferry::config::StoreConfig;
 use ferry::store::{Database, RangeOption, StoreError};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const CHILD_ENV: &str = "FERRY_DURABILITY_CHILD_STORE";
+/// Transactions a child commits in each round before it is killed.
+const COMMITS_BEFORE_KILL: usize = 2_000;
+/// Upper bound on a round's commits before the kill.
+const ROUND_LIMIT: Duration = Duration::from_secs(120);
 const WRITERS: u64 = 8;
 /// Keys each transaction writes; all or none of them must be visible.
 const PARTS: [&str; 3] = ["a", "b", "c"];
@@ -68,13 +74,15 @@ async fn committed_transactions_survive_kill_9_and_none_is_partial() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
     let mut acknowledged = Vec::new();
+    // This test's name as the test harness knows it (the module path without the crate).
+    let name = module_path!()
+        .split_once("::")
+        .map_or("", |(_, module)| module)
+        .to_owned()
+        + "::committed_transactions_survive_kill_9_and_none_is_partial";
     for round in 0..4u64 {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "committed_transactions_survive_kill_9_and_none_is_partial",
-                "--exact",
-                "--nocapture",
-            ])
+            .args([name.as_str(), "--exact", "--nocapture"])
             .env(CHILD_ENV, &path)
             .env(
                 "FERRY_DURABILITY_START",
@@ -93,19 +101,25 @@ async fn committed_transactions_survive_kill_9_and_none_is_partial() {
                 }
             }
         });
-        // Once it commits (however slowly a loaded machine starts it), let it go on for a
-        // while, then SIGKILL it mid-flight.
-        let first = ids_rx.recv_timeout(Duration::from_secs(60));
-        if first.is_ok() {
-            std::thread::sleep(Duration::from_millis(400 + fastrand::u64(..1200)));
+        // SIGKILL it once it has committed its share, while its writers go on committing.
+        let deadline = Instant::now() + ROUND_LIMIT;
+        let mut ids = Vec::new();
+        while ids.len() < COMMITS_BEFORE_KILL {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(id) = ids_rx.recv_timeout(left) else {
+                break;
+            };
+            ids.push(id);
         }
         child.kill().unwrap();
         child.wait().unwrap();
-        let Ok(first) = first else {
-            panic!("round {round}: the child committed nothing within 60 s");
-        };
+        assert!(
+            ids.len() >= COMMITS_BEFORE_KILL,
+            "round {round}: the child committed only {} transactions within {ROUND_LIMIT:?}",
+            ids.len()
+        );
         // The reader ends with the child's stdout.
-        let ids: Vec<u64> = std::iter::once(first).chain(ids_rx.iter()).collect();
+        ids.extend(ids_rx.iter());
         acknowledged.extend(ids);
 
         let db = Database::open(&config(&path)).await.unwrap();

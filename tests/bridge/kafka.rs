@@ -10,12 +10,10 @@
 //!   cluster keeps neither transactional offsets nor markers), read `read_committed`;
 //! - an unreachable broker leaves the daemon running and `/readyz` naming it down.
 
-mod common;
-
-use common::crash::kill_points;
-use common::daemon::{Daemon, EXIT, Setup};
-use common::http::get;
-use common::wait;
+use crate::common::crash::kill_points;
+use crate::common::daemon::{Daemon, EXIT, Setup};
+use crate::common::http::get;
+use crate::common::wait;
 use rdkafka::ClientConfig;
 use rdkafka::Message;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};

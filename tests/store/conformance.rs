@@ -2,9 +2,8 @@
 //! (the embedded engine always; FoundationDB where `FDB_CLUSTER_FILE` names a cluster and
 //! ferry is built with `--features fdb`).
 
-mod common;
-
-use common::store::TestStore;
+use crate::common::store::TestStore;
+use crate::for_each_engine;
 use ferry::store::error::code;
 use ferry::store::keys::key_after;
 use ferry::store::{RangeOption, RunOptions, StoreError, Transaction};

@@ -2,10 +2,8 @@
 //! with settings, DescribeConfigs, AlterConfigs, CreatePartitions, DeleteTopics; retention
 //! by bytes and by time deleting old ranges; ListOffsets by timestamp.
 
-mod common;
-
-use common::fronts::KafkaServer;
-use common::kafka::{PATIENCE, client_config, consumer, producer};
+use crate::common::fronts::KafkaServer;
+use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
 use rdkafka::admin::{
     AdminClient, AdminOptions, AlterConfig, NewPartitions, NewTopic, ResourceSpecifier,
     TopicReplication,

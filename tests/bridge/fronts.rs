@@ -9,13 +9,11 @@
 //! records do not decode is skipped and counted; and under repeated `kill -9` every confirmed message
 //! crosses from the AMQP front to the Kafka front exactly once.
 
-mod common;
-
-use common::crash::kill_points;
-use common::daemon::{Daemon, Setup};
-use common::kafka::client_config;
-use common::kafka::raw::{Raw, with_header_count_beyond_the_batch};
-use common::wait;
+use crate::common::crash::kill_points;
+use crate::common::daemon::{Daemon, Setup};
+use crate::common::kafka::client_config;
+use crate::common::kafka::raw::{Raw, with_header_count_beyond_the_batch};
+use crate::common::wait;
 use futures::StreamExt;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ResponseKind, TopicName};
@@ -54,7 +52,7 @@ async fn channel(uri: &str) -> lapin::Result<(Connection, Channel)> {
 /// A consumer of `topic` from its beginning, in its own group.
 fn kafka_consumer(bootstrap: &str, topic: &str) -> StreamConsumer {
     let group = format!("test-{}", fastrand::u64(..));
-    let c = common::kafka::consumer(bootstrap, &group, &[]);
+    let c = crate::common::kafka::consumer(bootstrap, &group, &[]);
     c.subscribe(&[topic]).unwrap();
     c
 }
@@ -655,7 +653,7 @@ async fn a_batch_whose_records_do_not_decode_is_skipped_and_counted() {
         }
         assert_eq!(arrived, ["before", "after"]);
         let metrics = ferry.metrics();
-        let skipped = common::daemon::sum_of(
+        let skipped = crate::common::daemon::sum_of(
             &metrics,
             "ferry_bridge_undecodable_records_total",
             &["route=\"skip\""],

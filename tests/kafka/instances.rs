@@ -5,11 +5,9 @@
 //! carries on with its committed offsets; an instance lets go of the groups it does not
 //! use; a new instance takes its share of the partitions from a running one.
 
-mod common;
-
-use common::fronts::KafkaServer;
-use common::kafka::raw::Raw;
-use common::kafka::{PATIENCE, consumer, drive, producer, send_range};
+use crate::common::fronts::KafkaServer;
+use crate::common::kafka::raw::Raw;
+use crate::common::kafka::{PATIENCE, consumer, drive, producer, send_range};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     ApiKey, FindCoordinatorRequest, GroupId, HeartbeatRequest, ResponseKind,

@@ -11,11 +11,9 @@
 //!   group: a zombie member or generation is refused;
 //! - a transaction open past `transaction.timeout.ms` is aborted and its producer fenced.
 
-mod common;
-
-use common::fronts::KafkaServer;
-use common::kafka::raw::Raw;
-use common::kafka::{PATIENCE, client_config, consumer};
+use crate::common::fronts::KafkaServer;
+use crate::common::kafka::raw::Raw;
+use crate::common::kafka::{PATIENCE, client_config, consumer};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,

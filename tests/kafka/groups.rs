@@ -2,10 +2,8 @@
 //! rebalance when one leaves; committed offsets and the group itself survive a restart of
 //! the Kafka front and its store.
 
-mod common;
-
-use common::fronts::KafkaServer;
-use common::kafka::{PATIENCE, consumer, drive, producer, send_range};
+use crate::common::fronts::KafkaServer;
+use crate::common::kafka::{PATIENCE, consumer, drive, producer, send_range};
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::util::Timeout;
 use rdkafka::{Message, Offset, TopicPartitionList};

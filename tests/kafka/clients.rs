@@ -2,10 +2,8 @@
 //! idempotence and every compression codec; consuming what was produced with keys,
 //! values, headers and timestamps intact; a consumer woken by a long poll.
 
-mod common;
-
-use common::fronts::KafkaServer;
-use common::kafka::{PATIENCE, consumer, producer};
+use crate::common::fronts::KafkaServer;
+use crate::common::kafka::{PATIENCE, consumer, producer};
 use rdkafka::Message;
 use rdkafka::TopicPartitionList;
 use rdkafka::consumer::{Consumer, StreamConsumer};

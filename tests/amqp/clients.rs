@@ -3,11 +3,9 @@
 //! publishing with confirms, and a SIGTERM drain. Clients run as child processes with
 //! bounded waits.
 
-mod common;
-
-use common::amqp::{WAIT, connect, declare, drain, publish_confirmed, reply_code};
-use common::daemon::{Daemon, EXIT, Setup};
-use common::wait;
+use crate::common::amqp::{WAIT, connect, declare, drain, publish_confirmed, reply_code};
+use crate::common::daemon::{Daemon, EXIT, Setup};
+use crate::common::wait;
 use futures::StreamExt;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::FieldTable;

@@ -2,9 +2,8 @@
 //! returns to the original position, holder expiry, the delivery limit and dead-letter
 //! stage, expiry, idempotent appends, large bodies, and the registry.
 
-mod common;
-
-use common::store::TestStore;
+use crate::common::store::TestStore;
+use crate::for_each_engine;
 use ferry::stage::{
     AppendOutcome, Consumer, DeadLetterReason, NewMessage, Release, Stage, StageError,
     StageOptions, Stages, now_ms,

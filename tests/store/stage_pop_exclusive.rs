@@ -2,9 +2,8 @@
 //! Kafka partition's sequencer): FIFO, bounded by count and bytes, and — unlike `pop_in` —
 //! never made to retry by appends that commit while it runs. On every engine.
 
-mod common;
-
-use common::store::TestStore;
+use crate::common::store::TestStore;
+use crate::for_each_engine;
 use ferry::stage::{NewMessage, Stage, StageOptions, Stages};
 use ferry::store::StoreError;
 

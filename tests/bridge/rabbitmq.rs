@@ -1,5 +1,5 @@
 //! RabbitMQ → Ferry → RabbitMQ through a bridge route, against the test run's private
-//! RabbitMQ node ([`common::rabbitmq`]) as the external broker: properties, headers and bodies
+//! RabbitMQ node ([`crate::common::rabbitmq`]) as the external broker: properties, headers and bodies
 //! arrive exactly once; exactly once holds under repeated `kill -9`; a missing queue and
 //! a wrong password are reported in `/readyz` without stopping other routes; the source and
 //! the sink reconnect when the broker closes their connections; an
@@ -8,13 +8,11 @@
 //! exactly once, and Ferry's Kafka front → RabbitMQ loses nothing, under repeated
 //! `kill -9`.
 
-mod common;
-
-use common::crash::kill_points;
-use common::daemon::{Daemon, Setup};
-use common::kafka::client_config;
-use common::rabbitmq::{RabbitNode, unique};
-use common::wait;
+use crate::common::crash::kill_points;
+use crate::common::daemon::{Daemon, Setup};
+use crate::common::kafka::client_config;
+use crate::common::rabbitmq::{RabbitNode, unique};
+use crate::common::wait;
 use futures::StreamExt;
 use lapin::message::Delivery;
 use lapin::options::{

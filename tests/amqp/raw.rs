@@ -4,13 +4,11 @@
 //! specification gives, closes at most its own channel or connection, and loses nothing
 //! already accepted. Server frames are read with `amq-protocol`'s parser, not Ferry's.
 
-mod common;
-
+use crate::common::amqp::{WAIT, declare, drain, publish_confirmed};
+use crate::common::fronts::AmqpServer;
 use amq_protocol::frame::{AMQPFrame, WriteContext, gen_frame, parse_frame};
 use amq_protocol::protocol::{AMQPClass, basic, channel, connection, queue};
 use amq_protocol::types::FieldTable;
-use common::amqp::{WAIT, declare, drain, publish_confirmed};
-use common::fronts::AmqpServer;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -3,10 +3,10 @@
 //! prefetch and acknowledgements, TTL and dead-lettering, and channel exceptions — each
 //! with the outcome RabbitMQ gives.
 
-mod common;
-
-use common::amqp::{WAIT, connect, declare, drain, publish_confirmed, reply_code, reply_text};
-use common::fronts::{AmqpServer, OTHER_USER};
+use crate::common::amqp::{
+    WAIT, connect, declare, drain, publish_confirmed, reply_code, reply_text,
+};
+use crate::common::fronts::{AmqpServer, OTHER_USER};
 use futures::StreamExt;
 use lapin::message::Delivery;
 use lapin::options::{

@@ -6,11 +6,9 @@
 //! carry on and every acknowledged record stays intact. Also: every advertised version is
 //! answered decodably, and a request larger than one transaction is staged whole.
 
-mod common;
-
+use crate::common::fronts::KafkaServer;
+use crate::common::kafka::raw::{Raw, batch, encoded, frame, transactional_batch};
 use bytes::Bytes;
-use common::fronts::KafkaServer;
-use common::kafka::raw::{Raw, batch, encoded, frame, transactional_batch};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};

@@ -5,9 +5,7 @@
 //! Properties checked: every message is delivered and acknowledged exactly once, and
 //! within a lane each producer's messages are leased in the order it appended them.
 
-mod common;
-
-use common::store::TestStore;
+use crate::common::store::TestStore;
 use ferry::config::store::Engine;
 use ferry::stage::{Consumer, NewMessage, StageOptions, Stages};
 use std::collections::HashMap;

@@ -4,11 +4,9 @@
 //! resends after the crash are recognised by their sequence numbers); and its Kafka
 //! metrics on `/metrics`.
 
-mod common;
-
-use common::daemon::{Daemon, EXIT, Setup};
-use common::kafka::{PATIENCE, client_config, consumer};
-use common::wait;
+use crate::common::daemon::{Daemon, EXIT, Setup};
+use crate::common::kafka::{PATIENCE, client_config, consumer};
+use crate::common::wait;
 use rdkafka::Message;
 use rdkafka::TopicPartitionList;
 use rdkafka::consumer::Consumer;

@@ -2,11 +2,9 @@
 //! clean exit on SIGTERM and SIGINT, and a clear failure when the metrics or AMQP port is
 //! taken.
 
-mod common;
-
-use common::daemon::{EXIT, Setup};
-use common::http::get;
-use common::process::Ports;
+use crate::common::daemon::{EXIT, Setup};
+use crate::common::http::get;
+use crate::common::process::Ports;
 use std::net::{Ipv4Addr, TcpListener};
 
 #[test]

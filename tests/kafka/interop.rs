@@ -6,10 +6,8 @@
 //! `read_committed` consumer, read back by librdkafka too. `scripts/setup.sh` installs
 //! both.
 
-mod common;
-
-use common::fronts::KafkaServer;
-use common::kafka::{PATIENCE, consumer};
+use crate::common::fronts::KafkaServer;
+use crate::common::kafka::{PATIENCE, consumer};
 use rdkafka::TopicPartitionList;
 use rdkafka::consumer::Consumer;
 use rdkafka::util::Timeout;

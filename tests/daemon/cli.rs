@@ -6,10 +6,8 @@
 //! two cases that refuse root too: a path below a regular file, and a path in `/proc`,
 //! where no file can be created.
 
-mod common;
-
-use common::daemon::shipped_config as shipped;
-use common::process::{Ferry, Outcome};
+use crate::common::daemon::shipped_config as shipped;
+use crate::common::process::{Ferry, Outcome};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
