@@ -7,6 +7,7 @@ use crate::common::amqp::{
     WAIT, connect, declare, drain, publish_confirmed, reply_code, reply_text,
 };
 use crate::common::fronts::{AmqpServer, OTHER_USER};
+use crate::common::wait;
 use futures::StreamExt;
 use lapin::message::Delivery;
 use lapin::options::{
@@ -18,7 +19,6 @@ use lapin::options::{
 };
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Consumer, Event, ExchangeKind};
-use std::time::Duration;
 
 fn table(entries: &[(&str, AMQPValue)]) -> FieldTable {
     let mut t = FieldTable::default();
@@ -946,27 +946,18 @@ async fn x_expires_deletes_a_queue_left_unused() {
         table(&[("x-expires", AMQPValue::LongInt(50))]),
     )
     .await;
-    let gone = tokio::time::timeout(WAIT, async {
-        loop {
-            let (_c, probe) = server.channel().await;
-            let r = probe
-                .queue_declare(
-                    "forgotten".into(),
-                    QueueDeclareOptions {
-                        passive: true,
-                        ..Default::default()
-                    },
-                    FieldTable::default(),
-                )
-                .await;
-            if let Err(e) = r {
-                return reply_code(&e);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let gone = wait::until("the queue's deletion", WAIT, async || {
+        let (_c, probe) = server.channel().await;
+        let passive = QueueDeclareOptions {
+            passive: true,
+            ..Default::default()
+        };
+        let r = probe
+            .queue_declare("forgotten".into(), passive, FieldTable::default())
+            .await;
+        r.err().map(|e| reply_code(&e))
     })
-    .await
-    .expect("the queue was not deleted");
+    .await;
     assert_eq!(gone, Some(404));
     server.stop().await;
 }

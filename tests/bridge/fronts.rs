@@ -420,28 +420,20 @@ async fn a_full_reject_publish_queue_holds_records_back_until_it_has_room() {
             passive: true,
             ..QueueDeclareOptions::default()
         };
-        let deadline = Instant::now() + PATIENCE;
-        loop {
+        let depth = async || {
             let q = ch
                 .queue_declare("bounded".into(), passive, FieldTable::default())
                 .await
                 .unwrap();
-            if i64::from(q.message_count()) == MAX_LENGTH {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the queue never filled: {}",
-                q.message_count()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            i64::from(q.message_count())
+        };
+        wait::until("the queue filling to its limit", PATIENCE, async || {
+            (depth().await == MAX_LENGTH).then_some(())
+        })
+        .await;
+        // The point: nothing more gets in while nobody consumes, for a while.
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let q = ch
-            .queue_declare("bounded".into(), passive, FieldTable::default())
-            .await
-            .unwrap();
-        assert_eq!(i64::from(q.message_count()), MAX_LENGTH, "the limit holds");
+        assert_eq!(depth().await, MAX_LENGTH, "the limit holds");
 
         let (mut consumer, arrived) = receive_bodies(&ch, "bounded", 10, RECORDS).await;
         let arrived: Vec<usize> = arrived.iter().map(|b| b.parse().unwrap()).collect();

@@ -2,11 +2,11 @@
 //! `run`), captured output, bounded waits, and a child that is always killed (by its PID)
 //! when the test ends. Loopback ports for its listeners are chosen here too.
 
+use super::wait;
 use std::fs;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tempfile::NamedTempFile;
 
 /// A loopback port that was free a moment ago, chosen at random below the kernel's
@@ -128,21 +128,16 @@ impl Ferry {
     /// Waits up to `timeout` for the process to exit; kills it and panics with its output
     /// when it does not.
     pub fn wait(&mut self, timeout: Duration) -> Outcome {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Outcome {
-                    status,
-                    stdout: fs::read_to_string(self.stdout.path()).unwrap(),
-                    stderr: fs::read_to_string(self.stderr.path()).unwrap(),
-                };
-            }
-            if Instant::now() >= deadline {
-                self.signal(libc::SIGKILL);
-                let stderr = fs::read_to_string(self.stderr.path()).unwrap();
-                panic!("ferry did not exit within {timeout:?}; stderr:\n{stderr}");
-            }
-            sleep(Duration::from_millis(20));
+        let child = &mut self.child;
+        let Some(status) = wait::try_until_blocking(timeout, || child.try_wait().unwrap()) else {
+            self.signal(libc::SIGKILL);
+            let stderr = fs::read_to_string(self.stderr.path()).unwrap();
+            panic!("ferry did not exit within {timeout:?}; stderr:\n{stderr}");
+        };
+        Outcome {
+            status,
+            stdout: fs::read_to_string(self.stdout.path()).unwrap(),
+            stderr: fs::read_to_string(self.stderr.path()).unwrap(),
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
+use crate::common::wait;
 use rdkafka::admin::{
     AdminClient, AdminOptions, AlterConfig, NewPartitions, NewTopic, ResourceSpecifier,
     TopicReplication,
@@ -13,7 +14,7 @@ use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::util::Timeout;
 use rdkafka::{Message, Offset, TopicPartitionList};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 fn admin(broker: &KafkaServer) -> AdminClient<DefaultClientContext> {
     client_config(&broker.bootstrap(), &[]).create().unwrap()
@@ -63,19 +64,13 @@ async fn offsets_until(
     topic: &str,
     done: impl Fn(i64, i64) -> bool,
 ) -> (i64, i64) {
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let (low, high) = c
-                .fetch_watermarks(topic, 0, Timeout::After(PATIENCE))
-                .unwrap();
-            if done(low, high) {
-                return (low, high);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+    wait::until("retention deleting", PATIENCE, async || {
+        let (low, high) = c
+            .fetch_watermarks(topic, 0, Timeout::After(PATIENCE))
+            .unwrap();
+        done(low, high).then_some((low, high))
     })
     .await
-    .expect("retention deletes within the patience")
 }
 
 fn now_ms() -> i64 {

@@ -156,7 +156,9 @@ async fn a_waiting_consumer_is_woken_by_a_new_record() {
             .expect("a record");
         (m.offset(), m.payload().map(|v| v.to_vec()))
     });
-    // Give the consumer time to park its fetch on the watch before producing.
+    // Give the consumer time to park its fetch on the watch before producing: nothing a
+    // client sees says the fetch is parked, so this wait is the test's premise, not a
+    // condition to poll.
     tokio::time::sleep(Duration::from_millis(500)).await;
     p.send(
         FutureRecord::to("wake").key("k").payload("late"),

@@ -4,12 +4,12 @@
 
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::{PATIENCE, consumer, drive, producer, send_range};
+use crate::common::wait;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::util::Timeout;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Receives until every value in `wanted` has been seen; returns who saw which partitions
@@ -36,17 +36,11 @@ async fn collect(
 
 /// Waits until `c` has partitions assigned (it joined a stable group).
 async fn until_assigned(c: &StreamConsumer) -> TopicPartitionList {
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let a = c.assignment().unwrap();
-            if a.count() > 0 {
-                return a;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+    wait::until("an assignment", PATIENCE, async || {
+        let a = c.assignment().unwrap();
+        (a.count() > 0).then_some(a)
     })
     .await
-    .expect("an assignment within the patience")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -67,27 +61,21 @@ async fn three_members_split_the_partitions_and_rebalance_when_one_leaves() {
     collect(&mut rx, (0..300).collect()).await;
 
     // Once all three are in, each owns two of the six partitions, none shared.
-    let assignments: Vec<BTreeSet<i32>> = tokio::time::timeout(PATIENCE, async {
-        loop {
-            let a: Vec<BTreeSet<i32>> = members
-                .iter()
-                .map(|c| {
-                    c.assignment()
-                        .unwrap()
-                        .elements()
-                        .iter()
-                        .map(|e| e.partition())
-                        .collect()
-                })
-                .collect();
-            if a.iter().all(|s| s.len() == 2) {
-                return a;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    let assignments = wait::until("three balanced assignments", PATIENCE, async || {
+        let a: Vec<BTreeSet<i32>> = members
+            .iter()
+            .map(|c| {
+                c.assignment()
+                    .unwrap()
+                    .elements()
+                    .iter()
+                    .map(|e| e.partition())
+                    .collect()
+            })
+            .collect();
+        a.iter().all(|s| s.len() == 2).then_some(a)
     })
-    .await
-    .expect("three balanced assignments");
+    .await;
     let all: BTreeSet<i32> = assignments.iter().flatten().copied().collect();
     assert_eq!(all, (0..6).collect());
 
@@ -99,20 +87,18 @@ async fn three_members_split_the_partitions_and_rebalance_when_one_leaves() {
     leaver.unsubscribe();
     drop(leaver);
     let survivors = &members;
-    tokio::time::timeout(PATIENCE, async {
-        loop {
+    wait::until(
+        "the survivors sharing all six partitions",
+        PATIENCE,
+        async || {
             let total: usize = survivors
                 .iter()
                 .map(|c| c.assignment().unwrap().count())
                 .sum();
-            if total == 6 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("the survivors share all six partitions");
+            (total == 6).then_some(())
+        },
+    )
+    .await;
     send_range(&p, "events", 300, 600).await;
     let seen_by = collect(&mut rx, (300..600).collect()).await;
     assert!(

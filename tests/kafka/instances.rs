@@ -8,6 +8,7 @@
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::raw::Raw;
 use crate::common::kafka::{PATIENCE, consumer, drive, producer, send_range};
+use crate::common::wait;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     ApiKey, FindCoordinatorRequest, GroupId, HeartbeatRequest, ResponseKind,
@@ -61,24 +62,19 @@ async fn collect(
 
 /// Waits until the members hold two partitions each, together all four; returns them.
 async fn balanced(members: &[Arc<StreamConsumer>]) -> Vec<BTreeSet<i32>> {
-    tokio::time::timeout(PATIENCE, async {
-        loop {
-            let shares: Vec<BTreeSet<i32>> = members
-                .iter()
-                .map(|c| {
-                    let a = c.assignment().unwrap();
-                    a.elements().iter().map(|e| e.partition()).collect()
-                })
-                .collect();
-            let all: BTreeSet<i32> = shares.iter().flatten().copied().collect();
-            if shares.iter().all(|s| s.len() == 2) && all == (0..4).collect() {
-                return shares;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    let what = "two members sharing four partitions, two each";
+    wait::until(what, PATIENCE, async || {
+        let shares: Vec<BTreeSet<i32>> = members
+            .iter()
+            .map(|c| {
+                let a = c.assignment().unwrap();
+                a.elements().iter().map(|e| e.partition()).collect()
+            })
+            .collect();
+        let all: BTreeSet<i32> = shares.iter().flatten().copied().collect();
+        (shares.iter().all(|s| s.len() == 2) && all == (0..4).collect()).then_some(shares)
     })
     .await
-    .expect("two members sharing four partitions, two each")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -141,33 +137,24 @@ async fn a_group_has_one_coordinator_across_instances_and_moves_when_it_stops() 
     // Each member commits its position (an asynchronous commit made during the move may
     // have been refused by the rebalance, as Kafka refuses it) and reads it back from a.
     for m in &members {
-        let committed = tokio::time::timeout(PATIENCE, async {
-            loop {
-                let _ = m.commit_consumer_state(CommitMode::Sync);
-                let got: BTreeMap<i32, i64> = m
-                    .committed(Timeout::After(PATIENCE))
-                    .unwrap_or_default()
-                    .elements()
-                    .iter()
-                    .filter_map(|e| Some((e.partition(), e.offset().to_raw()?)))
-                    .collect();
-                let mine = m.assignment().unwrap();
-                if mine.count() > 0
-                    && mine
-                        .elements()
-                        .iter()
-                        .all(|e| got.get(&e.partition()) == ends.get(&e.partition()))
-                {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+        let what = "the commits reaching the end of the member's partitions";
+        wait::until(what, PATIENCE, async || {
+            let _ = m.commit_consumer_state(CommitMode::Sync);
+            let got: BTreeMap<i32, i64> = m
+                .committed(Timeout::After(PATIENCE))
+                .unwrap_or_default()
+                .elements()
+                .iter()
+                .filter_map(|e| Some((e.partition(), e.offset().to_raw()?)))
+                .collect();
+            let mine = m.assignment().unwrap();
+            let at_end = mine
+                .elements()
+                .iter()
+                .all(|e| got.get(&e.partition()) == ends.get(&e.partition()));
+            (mine.count() > 0 && at_end).then_some(())
         })
         .await;
-        assert!(
-            committed.is_ok(),
-            "the commits reach the end of the member's partitions"
-        );
     }
 
     drop(rx);
@@ -195,13 +182,12 @@ async fn an_instance_releases_the_leases_of_groups_it_does_not_use() {
     let member = consumer(&a.bootstrap(), "used", &[]);
     assert_eq!(coordinator_of(a.addr, "used").await, 0);
     member.subscribe(&[TOPIC]).unwrap();
-    tokio::time::timeout(PATIENCE, async {
-        while member.assignment().unwrap().count() == 0 {
-            let _ = tokio::time::timeout(Duration::from_millis(100), member.recv()).await;
-        }
+    wait::until("the member joining", PATIENCE, async || {
+        // Polling the consumer is what makes it join.
+        let _ = tokio::time::timeout(Duration::from_millis(100), member.recv()).await;
+        (member.assignment().unwrap().count() > 0).then_some(())
     })
-    .await
-    .expect("the member joins");
+    .await;
     assert_eq!(
         coordinator_of(b.addr, "used").await,
         0,
@@ -210,13 +196,11 @@ async fn an_instance_releases_the_leases_of_groups_it_does_not_use() {
     drop(member); // leaves the group
 
     for group in ["located", "used"] {
-        let moved = tokio::time::timeout(PATIENCE, async {
-            while coordinator_of(b.addr, group).await != 1 {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
+        let what = format!("a letting go of '{group}'");
+        wait::until(&what, PATIENCE, async || {
+            (coordinator_of(b.addr, group).await == 1).then_some(())
         })
         .await;
-        assert!(moved.is_ok(), "a never let go of '{group}'");
     }
     b.stop().await;
     a.stop().await;

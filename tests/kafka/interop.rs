@@ -8,6 +8,7 @@
 
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::{PATIENCE, consumer};
+use crate::common::wait;
 use rdkafka::TopicPartitionList;
 use rdkafka::consumer::Consumer;
 use rdkafka::util::Timeout;
@@ -235,31 +236,23 @@ async fn kafka_python_negotiates_versions_and_runs_a_consumer_group() {
     for p in 0..4 {
         wanted.add_partition("py", p);
     }
-    let committed = tokio::time::timeout(PATIENCE, async {
-        loop {
-            let c = checker
-                .committed_offsets(wanted.clone(), Timeout::After(PATIENCE))
-                .unwrap();
-            let offsets: Vec<i64> = (0..4)
-                .map(|p| {
-                    c.find_partition("py", p)
-                        .unwrap()
-                        .offset()
-                        .to_raw()
-                        .unwrap_or(-1)
-                })
-                .collect();
-            if offsets == ends {
-                return offsets;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    let what = "the group's commits reaching the end of every partition";
+    wait::until(what, PATIENCE, async || {
+        let c = checker
+            .committed_offsets(wanted.clone(), Timeout::After(PATIENCE))
+            .unwrap();
+        let offsets: Vec<i64> = (0..4)
+            .map(|p| {
+                c.find_partition("py", p)
+                    .unwrap()
+                    .offset()
+                    .to_raw()
+                    .unwrap_or(-1)
+            })
+            .collect();
+        (offsets == ends).then_some(())
     })
     .await;
-    assert!(
-        committed.is_ok(),
-        "the group's commits reach the end of every partition"
-    );
     for m in &mut members {
         m.child.start_kill().unwrap();
     }

@@ -14,6 +14,7 @@
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::raw::Raw;
 use crate::common::kafka::{PATIENCE, client_config, consumer};
+use crate::common::wait;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
@@ -28,7 +29,6 @@ use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
-use std::time::{Duration, Instant};
 
 /// A transactional producer with id `id`.
 fn transactional(bootstrap: &str, id: &str, timeout_ms: &str) -> FutureProducer {
@@ -260,11 +260,10 @@ async fn a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
     p.begin_transaction().unwrap();
     send(&p, "t", &values("late", 3)).await;
     // The abort marker (offset 4) moves the last stable offset past the transaction.
-    let deadline = Instant::now() + PATIENCE;
-    while end_offset(&b, "t", "read_committed") < 5 {
-        assert!(Instant::now() < deadline, "the transaction was not aborted");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait::until("the transaction's abort", PATIENCE, async || {
+        (end_offset(&b, "t", "read_committed") >= 5).then_some(())
+    })
+    .await;
     assert!(
         p.commit_transaction(PATIENCE).is_err(),
         "its producer is fenced"

@@ -417,6 +417,8 @@ async fn oversized_transaction_is_transaction_too_large(store: TestStore) {
 async fn transaction_older_than_five_seconds_is_too_old(store: TestStore) {
     let tx = store.db.begin().unwrap();
     tx.get(&store.key("x"), false).await.unwrap();
+    // The point: the transaction outlives FoundationDB's 5 s limit (fixed in the engine, so
+    // the test waits for it).
     tokio::time::sleep(Duration::from_millis(5_300)).await;
     let err = tx.get(&store.key("x"), false).await.unwrap_err();
     assert_eq!(err.code(), Some(code::TRANSACTION_TOO_OLD), "{err}");

@@ -167,6 +167,7 @@ async fn idle_consumer_sleeps_until_a_message_arrives(store: TestStore) {
     let holder = holders.register(Duration::from_secs(60)).await.unwrap();
     let mut consumer = Consumer::new(q.clone(), holders, holder, 10);
     let waiting = tokio::spawn(async move { consumer.next().await.map(|d| bodies(&d)) });
+    // The point: for a while, with nothing to consume, the consumer sleeps.
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!waiting.is_finished(), "nothing to consume yet");
     append_all(&q, &[("wake", 0)]).await;
@@ -232,6 +233,7 @@ async fn expired_holder_returns_its_leases(store: TestStore) {
     let dead = holders.register(Duration::from_millis(50)).await.unwrap();
     let alive = holders.register(Duration::from_secs(60)).await.unwrap();
     assert_eq!(bodies(&q.lease(dead, 2).await.unwrap()), ["a", "b"]);
+    // The point: the dead holder's 50 ms TTL passes.
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert_eq!(holders.reap_expired().await.unwrap(), 2);
     let d = q.depth().await.unwrap();
