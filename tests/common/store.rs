@@ -19,7 +19,9 @@ pub fn embedded(dir: &Path) -> StoreConfig {
 
 /// A store for one test, on one engine.
 pub struct TestStore {
+    /// The store.
     pub db: Database,
+    /// Its settings, to reopen it.
     config: StoreConfig,
     /// Keeps the embedded engine's directory alive for the test.
     _dir: Option<tempfile::TempDir>,
