@@ -9,7 +9,8 @@ set -euo pipefail
 # libclang-dev: bindgen for `cargo check --features fdb`.
 # amqp-tools, kcat: command-line AMQP and Kafka clients for interoperability tests.
 # make: builds jemalloc (the daemon's allocator, tikv-jemalloc-sys).
-APT_PACKAGES=(libclang-dev amqp-tools kcat make)
+# rabbitmq-server: the private RabbitMQ node the tests start (scripts/rabbitmq-node.sh).
+APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server)
 # Python clients for interoperability tests, and the module each one provides.
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka)
 
@@ -38,6 +39,17 @@ if ((${#missing[@]})); then
   log "installing ${missing[*]}"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [[ " ${missing[*]} " == *" rabbitmq-server "* ]]; then
+    # Only the package's programs are needed: the tests run private nodes. The machine-wide
+    # node that installing it starts would hold port 5672, Ferry's own AMQP default.
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled --quiet rabbitmq-server 2>/dev/null; then
+      log "stopping and disabling the rabbitmq-server service the package started"
+      as_root systemctl disable --now --quiet rabbitmq-server
+    elif command -v service >/dev/null 2>&1 && service rabbitmq-server status >/dev/null 2>&1; then
+      log "stopping the rabbitmq-server service the package started"
+      as_root service rabbitmq-server stop >/dev/null
+    fi
+  fi
 fi
 
 pip_missing=()

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# A private RabbitMQ node for tests and benchmarks, kept apart from any RabbitMQ the machine
+# runs: its own node name, AMQP port, distribution port, epmd (on its own port, so the
+# machine's epmd is never used) and HOME (so its own Erlang cookie), with its data (mnesia),
+# logs and pid files under a directory the caller gives. Listens on 127.0.0.1 only; the
+# shovel plugin is enabled (a benchmark compares Ferry with Shovel), the management plugin is
+# not (its fixed port 15672 would collide with the machine's).
+#
+#   scripts/rabbitmq-node.sh start DIR [--owner PID]   start a node in DIR; print its AMQP URI
+#   scripts/rabbitmq-node.sh stop DIR                  stop it (and its epmd); idempotent
+#   scripts/rabbitmq-node.sh uri DIR                   print its AMQP URI (guest/guest, vhost /)
+#   scripts/rabbitmq-node.sh ctl DIR ARGS...           rabbitmqctl ARGS against it
+#   scripts/rabbitmq-node.sh pids DIR                  print the PIDs of its live processes
+#
+# With --owner PID, a watcher stops the node when process PID ends (a test process that
+# is killed cannot stop its node itself). Every process is stopped by its PID, never by name.
+# Needs Debian's rabbitmq-server package (scripts/setup.sh installs it).
+set -euo pipefail
+
+RABBITMQ_BIN=${RABBITMQ_BIN:-/usr/lib/rabbitmq/bin}
+# Test ports are chosen below the kernel's ephemeral range, where outgoing connections take
+# theirs; the distribution port leaves room above it for rabbitmqctl's own (+1..+10).
+FIRST_PORT=20000
+LAST_PORT=30000
+
+die() { echo "rabbitmq-node.sh: $*" >&2; exit 1; }
+
+usage() { sed -n '9,13s/^#   //p' "$0" >&2; exit 2; }
+
+# A loopback port nothing listens on, from FIRST_PORT..LAST_PORT; $1 more ports after it
+# must be free too (rabbitmqctl's range).
+free_port() {
+  local span=${1:-0} port i taken
+  for _ in $(seq 200); do
+    port=$((FIRST_PORT + RANDOM % (LAST_PORT - FIRST_PORT - span)))
+    taken=0
+    for i in $(seq 0 "$span"); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$((port + i))") 2>/dev/null; then taken=1; break; fi
+    done
+    ((taken)) || { echo "$port"; return; }
+  done
+  die "no free loopback port in $FIRST_PORT..$LAST_PORT"
+}
+
+# The node's environment, written once by `start` and read by every other command.
+load_env() {
+  [[ -f "$DIR/node.env" ]] || die "no node in '$DIR' (start one with: $0 start $DIR)"
+  set -a
+  # shellcheck source=/dev/null
+  . "$DIR/node.env"
+  set +a
+}
+
+ctl() { "$RABBITMQ_BIN/rabbitmqctl" "$@"; }
+
+alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
+
+pid_in() { [[ -s "$1" ]] && cat "$1" || true; }
+
+start() {
+  local owner=""
+  if [[ "${1:-}" == "--owner" ]]; then owner=${2:?--owner needs a PID}; fi
+  [[ -x "$RABBITMQ_BIN/rabbitmq-server" ]] ||
+    die "$RABBITMQ_BIN/rabbitmq-server not found; run scripts/setup.sh (it installs rabbitmq-server)"
+  command -v epmd >/dev/null || die "epmd not found; run scripts/setup.sh (it installs rabbitmq-server)"
+  [[ ! -f "$DIR/node.env" ]] || die "'$DIR' already holds a node; stop it first"
+  mkdir -p "$DIR"/{home,mnesia,log}
+  DIR=$(cd "$DIR" && pwd)
+
+  local amqp dist epmd_port name
+  epmd_port=$(free_port)
+  amqp=$(free_port)
+  dist=$(free_port 10)
+  name="ferry-test-$$-$RANDOM@localhost"
+  head -c 32 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$DIR/home/.erlang.cookie"
+  chmod 400 "$DIR/home/.erlang.cookie"
+  printf 'listeners.tcp.1 = 127.0.0.1:%s\nlog.file.level = info\n' "$amqp" >"$DIR/rabbitmq.conf"
+  echo '[rabbitmq_shovel].' >"$DIR/enabled_plugins"
+  # Replaces /etc/rabbitmq/rabbitmq-env.conf, which belongs to the machine's node.
+  : >"$DIR/rabbitmq-env.conf"
+  local dist_args="-kernel inet_dist_use_interface {127,0,0,1}"
+  cat >"$DIR/node.env" <<EOF
+HOME='$DIR/home'
+ERL_EPMD_PORT='$epmd_port'
+ERL_EPMD_ADDRESS='127.0.0.1'
+RABBITMQ_NODENAME='$name'
+RABBITMQ_USE_LONGNAME='false'
+RABBITMQ_NODE_IP_ADDRESS='127.0.0.1'
+RABBITMQ_NODE_PORT='$amqp'
+RABBITMQ_DIST_PORT='$dist'
+RABBITMQ_CTL_DIST_PORT_MIN='$((dist + 1))'
+RABBITMQ_CTL_DIST_PORT_MAX='$((dist + 10))'
+RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS='$dist_args'
+RABBITMQ_CTL_ERL_ARGS='$dist_args'
+RABBITMQ_CONF_ENV_FILE='$DIR/rabbitmq-env.conf'
+RABBITMQ_CONFIG_FILE='$DIR/rabbitmq.conf'
+RABBITMQ_ADVANCED_CONFIG_FILE='$DIR/advanced.config'
+RABBITMQ_ENABLED_PLUGINS_FILE='$DIR/enabled_plugins'
+RABBITMQ_MNESIA_BASE='$DIR/mnesia'
+RABBITMQ_LOG_BASE='$DIR/log'
+RABBITMQ_PID_FILE='$DIR/rabbitmq.pid'
+AMQP_URI='amqp://guest:guest@127.0.0.1:$amqp/%2f'
+EOF
+  load_env
+
+  # Our own epmd, in the foreground of a background job so its PID is ours to stop.
+  setsid epmd -port "$ERL_EPMD_PORT" -address 127.0.0.1 </dev/null >"$DIR/log/epmd.log" 2>&1 &
+  echo $! >"$DIR/epmd.pid"
+  setsid "$RABBITMQ_BIN/rabbitmq-server" </dev/null >"$DIR/log/server.log" 2>&1 &
+  echo $! >"$DIR/server.pid"
+  if ! ctl wait --timeout 120 "$RABBITMQ_PID_FILE" >"$DIR/log/wait.log" 2>&1; then
+    tail -n 30 "$DIR/log/server.log" "$DIR/log/wait.log" >&2 || true
+    stop
+    die "the node in '$DIR' did not start"
+  fi
+  if [[ -n "$owner" ]]; then
+    # Stops the node once its owner is gone; stopped itself (by PID) by `stop`.
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" stop "$3"' \
+      watcher "$owner" "$(cd "$(dirname "$0")" && pwd)/$(basename "$0")" "$DIR" \
+      </dev/null >"$DIR/log/watcher.log" 2>&1 &
+    echo $! >"$DIR/watcher.pid"
+  fi
+  echo "$AMQP_URI"
+}
+
+# Waits up to $2 seconds for process $1 to end.
+wait_gone() {
+  local pid=$1 tenths=$(($2 * 10))
+  while alive "$pid" && ((tenths-- > 0)); do sleep 0.1; done
+  ! alive "$pid"
+}
+
+stop() {
+  [[ -f "$DIR/node.env" ]] || return 0
+  load_env
+  local beam server epmd_pid watcher
+  beam=$(pid_in "$RABBITMQ_PID_FILE")
+  server=$(pid_in "$DIR/server.pid")
+  epmd_pid=$(pid_in "$DIR/epmd.pid")
+  watcher=$(pid_in "$DIR/watcher.pid")
+  # The watcher execs `stop` when the owner is gone: it must not kill itself.
+  if alive "$watcher" && [[ "$watcher" != "$$" ]]; then
+    kill "$watcher" 2>/dev/null || true
+  fi
+  if alive "$beam"; then
+    ctl stop "$RABBITMQ_PID_FILE" >>"$DIR/log/stop.log" 2>&1 || true
+    wait_gone "$beam" 30 || { kill -KILL "$beam" 2>/dev/null || true; wait_gone "$beam" 10 || true; }
+  fi
+  if alive "$server"; then
+    kill -TERM "$server" 2>/dev/null || true
+    wait_gone "$server" 10 || kill -KILL "$server" 2>/dev/null || true
+  fi
+  if alive "$epmd_pid"; then
+    kill -TERM "$epmd_pid" 2>/dev/null || true
+    wait_gone "$epmd_pid" 10 || kill -KILL "$epmd_pid" 2>/dev/null || true
+  fi
+  rm -f "$DIR/node.env" "$DIR/server.pid" "$DIR/epmd.pid" "$DIR/watcher.pid" "$RABBITMQ_PID_FILE"
+}
+
+pids() {
+  load_env
+  local pid
+  for pid in $(pid_in "$RABBITMQ_PID_FILE") $(pid_in "$DIR/server.pid") \
+    $(pid_in "$DIR/epmd.pid") $(pid_in "$DIR/watcher.pid"); do
+    if alive "$pid"; then echo "$pid"; fi
+  done
+}
+
+command=${1:-}
+DIR=${2:-}
+[[ -n "$command" && -n "$DIR" ]] || usage
+shift 2
+case "$command" in
+  start) start "$@" ;;
+  stop) stop ;;
+  uri) load_env; echo "$AMQP_URI" ;;
+  ctl) load_env; ctl "$@" ;;
+  pids) pids ;;
+  *) usage ;;
+esac

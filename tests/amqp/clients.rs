@@ -1,0 +1,295 @@
+//! The `ferry` binary's AMQP front driven by independent clients and by crashes: pika
+//! (Python) and Debian's amqp-tools, the metrics it exports, a `kill -9` in the middle of
+//! publishing with confirms, and a SIGTERM drain. Clients run as child processes with
+//! bounded waits.
+
+use crate::common::amqp::{WAIT, connect, declare, drain, publish_confirmed, reply_code};
+use crate::common::daemon::{Daemon, EXIT, Setup};
+use crate::common::wait;
+use futures::StreamExt;
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+use lapin::types::FieldTable;
+use lapin::{BasicProperties, Event};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+use tempfile::TempDir;
+
+/// Upper bound on a client process's run.
+const CLIENT: Duration = Duration::from_secs(60);
+
+/// `ferry run` with the shipped config and its store in `dir`.
+fn start(dir: &TempDir) -> Daemon {
+    Setup::shipped(dir.path()).start()
+}
+
+/// Runs a client command to completion within [`CLIENT`].
+fn run_client(command: &mut Command) -> Output {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the client runs (scripts/setup.sh installs it)");
+    let finished = wait::try_until_blocking(CLIENT, || child.try_wait().unwrap());
+    if finished.is_none() {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "client did not finish in {CLIENT:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn succeeded(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "client failed ({}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+#[test]
+fn pika_round_trips_properties_byte_for_byte_and_sees_rabbitmq_semantics() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(&dir);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_pika.py");
+    let out = run_client(
+        Command::new("python3")
+            .arg(script)
+            .arg(daemon.ports().amqp.to_string()),
+    );
+    let findings: serde_json::Value = serde_json::from_str(succeeded(&out).trim()).unwrap();
+    assert_eq!(findings["body"], "hello from pika");
+    assert_eq!(
+        findings["header_order"],
+        serde_json::json!(["zeta", "alpha", "mid"]),
+        "headers keep the publisher's wire order"
+    );
+    assert_eq!(
+        findings["headers"],
+        serde_json::json!({"zeta": "last-first", "alpha": 1, "mid": {"nested": true}})
+    );
+    assert_eq!(
+        findings["properties"],
+        serde_json::json!(["text/plain", 2, 3, "c-1", "m-1"])
+    );
+    assert_eq!(findings["returned"], true);
+    assert_eq!(
+        findings["routed"],
+        serde_json::json!(["orders.new.eu", "orders.old.eu", "orders.new.eu"]),
+        "the nacked message came back after the one already in flight (pika's prefetch is unlimited)"
+    );
+    assert_eq!(
+        findings["dead"],
+        serde_json::json!({"body": "rejected by pika", "reason": "rejected", "queue": "pika-picky", "count": 1})
+    );
+    assert_eq!(
+        findings["missing"],
+        serde_json::json!([404, "NOT_FOUND - no queue 'pika-missing' in vhost '/'"])
+    );
+    assert_eq!(findings["after_error"], 0);
+}
+
+#[test]
+fn amqp_tools_publish_and_consume_through_ferry() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(&dir);
+    let url = daemon.amqp_uri();
+    succeeded(&run_client(
+        Command::new("amqp-declare-queue").args(["-u", &url, "-q", "tools", "-d"]),
+    ));
+    for body in ["from amqp-publish 1\n", "from amqp-publish 2\n"] {
+        succeeded(&run_client(Command::new("amqp-publish").args([
+            "-u",
+            &url,
+            "-r",
+            "tools",
+            "-p",
+            "-C",
+            "text/plain",
+            "-H",
+            "x-origin: amqp-tools",
+            "-b",
+            body,
+        ])));
+    }
+    let consumed = succeeded(&run_client(
+        Command::new("amqp-consume").args(["-u", &url, "-q", "tools", "-c", "2", "cat"]),
+    ));
+    assert_eq!(consumed, "from amqp-publish 1\nfrom amqp-publish 2\n");
+
+    // And the other way: lapin publishes with a header, amqp-get reads it.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let conn = connect(&url).await;
+        let ch = conn.create_channel().await.unwrap();
+        publish_confirmed(&ch, "", "tools", &["from lapin"]).await;
+    });
+    let got = succeeded(&run_client(
+        Command::new("amqp-get").args(["-u", &url, "-q", "tools"]),
+    ));
+    assert_eq!(got, "from lapin");
+}
+
+#[test]
+fn metrics_count_amqp_traffic_and_errors_by_reply_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Setup::shipped(dir.path())
+        .env("FERRY__AMQP__RESOURCE_CHECK_MS", "50")
+        .start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let _conn = runtime.block_on(async {
+        let conn = connect(&daemon.amqp_uri()).await;
+        let ch = conn.create_channel().await.unwrap();
+        declare(&ch, "measured", FieldTable::default()).await;
+        publish_confirmed(&ch, "", "measured", &["1", "2", "3"]).await;
+        assert_eq!(drain(&ch, "measured").await.len(), 3);
+        publish_confirmed(&ch, "", "measured", &["left"]).await;
+        let bad = conn.create_channel().await.unwrap();
+        let missing = bad
+            .basic_get("missing".into(), Default::default())
+            .await
+            .unwrap_err();
+        assert_eq!(reply_code(&missing), Some(404));
+        conn
+    });
+    let labels = "{vhost=\"/\",queue=\"measured\"}";
+    let expected = [
+        "ferry_amqp_connections 1".to_owned(),
+        format!("ferry_amqp_published_total{labels} 4"),
+        format!("ferry_amqp_delivered_total{labels} 3"),
+        "ferry_amqp_errors_total{code=\"404\"} 1".to_owned(),
+        "ferry_amqp_confirms_total{vhost=\"/\",outcome=\"ack\"} 4".to_owned(),
+        "ferry_amqp_confirm_seconds_count 4".to_owned(),
+        format!("ferry_amqp_queue_ready{labels} 1"),
+        "ferry_amqp_blocked 0".to_owned(),
+    ];
+    let mut missing = Vec::new();
+    let seen = wait::try_until_blocking(WAIT, || {
+        let metrics = daemon.metrics();
+        missing = expected
+            .iter()
+            .filter(|e| !metrics.contains(e.as_str()))
+            .collect();
+        missing.is_empty().then_some(())
+    });
+    assert!(
+        seen.is_some(),
+        "missing {missing:?} in:\n{}",
+        daemon.metrics()
+    );
+}
+
+#[test]
+fn confirmed_messages_survive_kill_9_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut daemon = start(&dir);
+    let uri = daemon.amqp_uri();
+    let confirmed: Vec<u64> = runtime.block_on(async {
+        let conn = connect(&uri).await;
+        let ch = conn.create_channel().await.unwrap();
+        declare(&ch, "crash-safe", FieldTable::default()).await;
+        ch.confirm_select(ConfirmSelectOptions::default())
+            .await
+            .unwrap();
+        // Publish with up to 100 confirms outstanding; kill -9 the daemon once 1,000 are
+        // confirmed, while more are in flight.
+        let mut pending = std::collections::VecDeque::new();
+        let mut confirmed = Vec::new();
+        let mut killed = false;
+        for i in 0..20_000u64 {
+            if confirmed.len() >= 1000 && !killed {
+                daemon.signal(libc::SIGKILL);
+                killed = true;
+            }
+            let publish = ch
+                .basic_publish(
+                    "".into(),
+                    "crash-safe".into(),
+                    BasicPublishOptions::default(),
+                    format!("{i:05}").as_bytes(),
+                    BasicProperties::default().with_delivery_mode(2),
+                )
+                .await;
+            let Ok(confirm) = publish else { break };
+            pending.push_back((i, confirm));
+            if pending.len() >= 100 {
+                let (n, confirm) = pending.pop_front().unwrap();
+                match tokio::time::timeout(WAIT, confirm).await {
+                    Ok(Ok(c)) if c.is_ack() => confirmed.push(n),
+                    _ => break,
+                }
+            }
+        }
+        assert!(killed, "the daemon was killed mid-stream");
+        confirmed
+    });
+    daemon.wait_exit(EXIT);
+    assert!(confirmed.len() >= 1000);
+
+    daemon.restart();
+    let stored = runtime.block_on(async {
+        let conn = connect(&daemon.amqp_uri()).await;
+        let ch = conn.create_channel().await.unwrap();
+        drain(&ch, "crash-safe").await
+    });
+    let stored: Vec<u64> = stored.iter().map(|s| s.parse().unwrap()).collect();
+    assert!(
+        stored.windows(2).all(|w| w[0] < w[1]),
+        "stored in publish order, without duplicates"
+    );
+    let missing: Vec<&u64> = confirmed.iter().filter(|n| !stored.contains(n)).collect();
+    assert!(missing.is_empty(), "confirmed but lost: {missing:?}");
+}
+
+#[test]
+fn sigterm_closes_connections_with_320_after_storing_what_they_published() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut daemon = start(&dir);
+    // The channel stays open through the shutdown: a channel dropped here would be closing
+    // from lapin's side when the 320 arrives, and lapin then reports only the channel's state.
+    let (conn, _channel) = runtime.block_on(async {
+        let conn = connect(&daemon.amqp_uri()).await;
+        let ch = conn.create_channel().await.unwrap();
+        declare(&ch, "drained", FieldTable::default()).await;
+        publish_confirmed(&ch, "", "drained", &["before shutdown"]).await;
+        (conn, ch)
+    });
+    let mut events = conn.events_listener();
+    daemon.signal(libc::SIGTERM);
+    let outcome = daemon.wait_exit(WAIT);
+    assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    let mut seen = Vec::new();
+    let closed = runtime.block_on(async {
+        tokio::time::timeout(WAIT, async {
+            while let Some(event) = events.next().await {
+                if let Event::Error(e) = &event
+                    && let Some(code) = reply_code(e)
+                {
+                    return Some(code);
+                }
+                seen.push(format!("{event:?}"));
+            }
+            None
+        })
+        .await
+        .unwrap_or_default()
+    });
+    assert_eq!(closed, Some(320), "lapin's events before: {seen:?}");
+
+    daemon.restart();
+    let kept = runtime.block_on(async {
+        let conn = connect(&daemon.amqp_uri()).await;
+        let ch = conn.create_channel().await.unwrap();
+        drain(&ch, "drained").await
+    });
+    assert_eq!(kept, ["before shutdown"]);
+}

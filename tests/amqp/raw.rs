@@ -1,0 +1,552 @@
+//! The AMQP front against bad input on raw sockets: garbage, another protocol header, a
+//! frame declaring 4 GB, truncated and malformed frames, frames on unopened channels,
+//! bodies over the limit, wrong passwords and silent peers. Each gets the reply code the
+//! specification gives, closes at most its own channel or connection, and loses nothing
+//! already accepted. Server frames are read with `amq-protocol`'s parser, not Ferry's.
+
+use crate::common::amqp::{WAIT, declare, drain, publish_confirmed};
+use crate::common::fronts::AmqpServer;
+use amq_protocol::frame::{AMQPFrame, WriteContext, gen_frame, parse_frame};
+use amq_protocol::protocol::{AMQPClass, basic, channel, connection, queue};
+use amq_protocol::types::FieldTable;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const HEADER: &[u8; 8] = b"AMQP\x00\x00\x09\x01";
+
+/// A client speaking AMQP byte by byte.
+struct Raw {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+/// What the server did next.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Frame(Box<AMQPFrame>),
+    /// It closed the socket.
+    Eof,
+}
+
+impl Raw {
+    async fn connect(server: &AmqpServer) -> Self {
+        Self {
+            stream: TcpStream::connect(server.addr).await.unwrap(),
+            buf: Vec::new(),
+        }
+    }
+
+    async fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
+    async fn send_frame(&mut self, frame: AMQPFrame) {
+        let bytes = encode(&frame);
+        self.send(&bytes).await;
+    }
+
+    async fn method(&mut self, channel: u16, method: AMQPClass) {
+        self.send_frame(AMQPFrame::Method(channel, method)).await;
+    }
+
+    /// The next frame (heartbeats included), or EOF.
+    async fn next(&mut self) -> Seen {
+        tokio::time::timeout(WAIT, async {
+            loop {
+                if !self.buf.is_empty() {
+                    let parsed = parse_frame(&self.buf[..]).map(|(rest, f)| (rest.len(), f));
+                    if let Ok((rest, frame)) = parsed {
+                        self.buf.drain(..self.buf.len() - rest);
+                        return Seen::Frame(Box::new(frame));
+                    }
+                }
+                let mut chunk = [0u8; 4096];
+                match self.stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return Seen::Eof,
+                    Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+        })
+        .await
+        .expect("the server neither answered nor closed")
+    }
+
+    /// The next method, skipping heartbeats.
+    async fn next_method(&mut self) -> Option<(u16, AMQPClass)> {
+        loop {
+            match self.next().await {
+                Seen::Frame(frame) => match *frame {
+                    AMQPFrame::Method(c, m) => return Some((c, m)),
+                    AMQPFrame::Heartbeat => {}
+                    other => panic!("unexpected frame {other:?}"),
+                },
+                Seen::Eof => return None,
+            }
+        }
+    }
+
+    /// Expects connection.close; answers close-ok; returns (code, text).
+    async fn connection_closed(&mut self) -> (u16, String) {
+        match self.next_method().await {
+            Some((0, AMQPClass::Connection(connection::AMQPMethod::Close(c)))) => {
+                self.method(
+                    0,
+                    AMQPClass::Connection(connection::AMQPMethod::CloseOk(connection::CloseOk {})),
+                )
+                .await;
+                (c.reply_code, c.reply_text.to_string())
+            }
+            other => panic!("expected connection.close, got {other:?}"),
+        }
+    }
+
+    /// Runs the handshake as `user`/`password` with `heartbeat` seconds; returns the
+    /// server's answer to connection.open (or to start-ok, when it refuses the login).
+    async fn handshake_as(
+        &mut self,
+        user: &str,
+        password: &str,
+        heartbeat: u16,
+    ) -> Option<(u16, AMQPClass)> {
+        self.send(HEADER).await;
+        let Some((0, AMQPClass::Connection(connection::AMQPMethod::Start(_)))) =
+            self.next_method().await
+        else {
+            panic!("no connection.start");
+        };
+        self.method(
+            0,
+            AMQPClass::Connection(connection::AMQPMethod::StartOk(connection::StartOk {
+                client_properties: FieldTable::default(),
+                mechanism: "PLAIN".into(),
+                response: format!("\0{user}\0{password}").into(),
+                locale: "en_US".into(),
+            })),
+        )
+        .await;
+        let next = self.next_method().await;
+        let Some((0, AMQPClass::Connection(connection::AMQPMethod::Tune(tune)))) = next else {
+            return next;
+        };
+        self.method(
+            0,
+            AMQPClass::Connection(connection::AMQPMethod::TuneOk(connection::TuneOk {
+                channel_max: tune.channel_max,
+                frame_max: tune.frame_max,
+                heartbeat,
+            })),
+        )
+        .await;
+        self.method(
+            0,
+            AMQPClass::Connection(connection::AMQPMethod::Open(connection::Open {
+                virtual_host: "/".into(),
+            })),
+        )
+        .await;
+        self.next_method().await
+    }
+
+    async fn handshake(&mut self) {
+        let open_ok = self.handshake_as("guest", "guest", 0).await;
+        assert!(
+            matches!(
+                open_ok,
+                Some((0, AMQPClass::Connection(connection::AMQPMethod::OpenOk(_))))
+            ),
+            "{open_ok:?}"
+        );
+    }
+
+    async fn open_channel(&mut self, id: u16) {
+        self.method(
+            id,
+            AMQPClass::Channel(channel::AMQPMethod::Open(channel::Open {})),
+        )
+        .await;
+        let got = self.next_method().await;
+        assert!(
+            matches!(got, Some((c, AMQPClass::Channel(channel::AMQPMethod::OpenOk(_)))) if c == id),
+            "{got:?}"
+        );
+    }
+}
+
+fn encode(frame: &AMQPFrame) -> Vec<u8> {
+    gen_frame(frame)(WriteContext::from(Vec::new()))
+        .unwrap()
+        .into_inner()
+        .0
+}
+
+fn declare_queue(name: &str) -> AMQPClass {
+    AMQPClass::Queue(queue::AMQPMethod::Declare(queue::Declare {
+        queue: name.into(),
+        ..Default::default()
+    }))
+}
+
+/// A raw frame: type, channel, payload, end byte `end`.
+fn frame(kind: u8, channel: u16, payload: &[u8], end: u8) -> Vec<u8> {
+    let mut b = vec![kind];
+    b.extend_from_slice(&channel.to_be_bytes());
+    b.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    b.extend_from_slice(payload);
+    b.push(end);
+    b
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_gets_the_protocol_header_then_the_socket_closes() {
+    let server = AmqpServer::start().await;
+    for hello in [
+        &b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+        b"AMQP\x01\x01\x00\x09",
+    ] {
+        let mut raw = Raw::connect(&server).await;
+        raw.send(hello).await;
+        let mut answer = [0u8; 8];
+        raw.stream.read_exact(&mut answer).await.unwrap();
+        assert_eq!(&answer, HEADER);
+        assert_eq!(raw.next().await, Seen::Eof);
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_declaring_4_gb_is_a_501_frame_error() {
+    let server = AmqpServer::start().await;
+    let mut raw = Raw::connect(&server).await;
+    raw.handshake().await;
+    raw.send(&[3, 0, 1, 0xff, 0xff, 0xff, 0xff]).await;
+    let (code, text) = raw.connection_closed().await;
+    assert_eq!(code, 501);
+    assert_eq!(
+        text,
+        "FRAME_ERROR - a frame of 4294967303 bytes exceeds the negotiated frame_max of 131072 bytes"
+    );
+    assert_eq!(raw.next().await, Seen::Eof);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_frames_get_their_reply_codes() {
+    let server = AmqpServer::start().await;
+    // (what, bytes after the handshake and channel 1's open, expected code)
+    let cases: Vec<(&str, Vec<u8>, u16)> = vec![
+        (
+            "bad end byte",
+            frame(1, 1, &[0, 50, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0x00),
+            501,
+        ),
+        ("unknown frame type", frame(9, 1, &[], 0xCE), 501),
+        ("unknown method", frame(1, 1, &[0, 60, 0, 99], 0xCE), 540),
+        (
+            "malformed fields",
+            frame(1, 1, &[0, 50, 0, 10, 0, 0, 200], 0xCE),
+            502,
+        ),
+        ("heartbeat on a channel", frame(8, 1, &[], 0xCE), 501),
+        (
+            "header without publish",
+            encode(&AMQPFrame::Header(
+                1,
+                amq_protocol::frame::AMQPContentHeader {
+                    class_id: 60,
+                    body_size: 1,
+                    properties: Default::default(),
+                },
+            )),
+            505,
+        ),
+        (
+            "frame on an unopened channel",
+            encode(&AMQPFrame::Method(7, declare_queue("q"))),
+            504,
+        ),
+        (
+            "second channel.open",
+            encode(&AMQPFrame::Method(
+                1,
+                AMQPClass::Channel(channel::AMQPMethod::Open(channel::Open {})),
+            )),
+            504,
+        ),
+        (
+            "immediate publish",
+            encode(&AMQPFrame::Method(
+                1,
+                AMQPClass::Basic(basic::AMQPMethod::Publish(basic::Publish {
+                    exchange: "".into(),
+                    routing_key: "q".into(),
+                    mandatory: false,
+                    immediate: true,
+                })),
+            )),
+            540,
+        ),
+    ];
+    for (what, bytes, expected) in cases {
+        let mut raw = Raw::connect(&server).await;
+        raw.handshake().await;
+        raw.open_channel(1).await;
+        raw.send(&bytes).await;
+        if what == "immediate publish" {
+            raw.send_frame(AMQPFrame::Header(
+                1,
+                amq_protocol::frame::AMQPContentHeader {
+                    class_id: 60,
+                    body_size: 0,
+                    properties: Default::default(),
+                },
+            ))
+            .await;
+        }
+        let (code, text) = raw.connection_closed().await;
+        assert_eq!(code, expected, "{what}: {text}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_above_channel_max_is_530() {
+    let server = AmqpServer::start_with(|c| c.channel_max = 2).await;
+    let mut raw = Raw::connect(&server).await;
+    raw.handshake().await;
+    raw.open_channel(2).await;
+    raw.method(
+        3,
+        AMQPClass::Channel(channel::AMQPMethod::Open(channel::Open {})),
+    )
+    .await;
+    let (code, text) = raw.connection_closed().await;
+    assert_eq!(code, 530);
+    assert_eq!(
+        text,
+        "NOT_ALLOWED - channel 3 is above the negotiated channel_max of 2"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_limit_closes_its_channel_with_406_and_the_connection_goes_on() {
+    let server = AmqpServer::start_with(|c| c.max_message_size = 1000).await;
+    let mut raw = Raw::connect(&server).await;
+    raw.handshake().await;
+    raw.open_channel(1).await;
+    raw.method(
+        1,
+        AMQPClass::Basic(basic::AMQPMethod::Publish(basic::Publish {
+            exchange: "".into(),
+            routing_key: "q".into(),
+            mandatory: false,
+            immediate: false,
+        })),
+    )
+    .await;
+    raw.send_frame(AMQPFrame::Header(
+        1,
+        amq_protocol::frame::AMQPContentHeader {
+            class_id: 60,
+            body_size: 3_000_000_000,
+            properties: Default::default(),
+        },
+    ))
+    .await;
+    // Body frames already on their way are dropped with the failed channel.
+    raw.send_frame(AMQPFrame::Body(1, vec![0u8; 500])).await;
+    match raw.next_method().await {
+        Some((1, AMQPClass::Channel(channel::AMQPMethod::Close(c)))) => {
+            assert_eq!(c.reply_code, 406);
+            assert_eq!(
+                c.reply_text.as_str(),
+                "PRECONDITION_FAILED - message size 3000000000 is larger than configured max size 1000"
+            );
+            assert_eq!((c.class_id, c.method_id), (60, 40));
+        }
+        other => panic!("expected channel.close, got {other:?}"),
+    }
+    raw.method(
+        1,
+        AMQPClass::Channel(channel::AMQPMethod::CloseOk(channel::CloseOk {})),
+    )
+    .await;
+    raw.open_channel(1).await;
+    raw.method(1, declare_queue("still-here")).await;
+    let got = raw.next_method().await;
+    assert!(
+        matches!(
+            got,
+            Some((1, AMQPClass::Queue(queue::AMQPMethod::DeclareOk(_))))
+        ),
+        "{got:?}"
+    );
+    drop(raw);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_is_closed_with_403() {
+    let server = AmqpServer::start().await;
+    let mut raw = Raw::connect(&server).await;
+    match raw.handshake_as("guest", "wrong", 0).await {
+        Some((0, AMQPClass::Connection(connection::AMQPMethod::Close(c)))) => {
+            raw.method(
+                0,
+                AMQPClass::Connection(connection::AMQPMethod::CloseOk(connection::CloseOk {})),
+            )
+            .await;
+            assert_eq!(raw.next().await, Seen::Eof);
+            assert_eq!(c.reply_code, 403);
+            assert_eq!(
+                c.reply_text.as_str(),
+                "ACCESS_REFUSED - login refused for user 'guest': invalid credentials"
+            );
+        }
+        other => panic!("expected connection.close, got {other:?}"),
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_peer_is_disconnected_after_two_heartbeats_and_gets_heartbeats_meanwhile() {
+    let server = AmqpServer::start().await;
+    let mut raw = Raw::connect(&server).await;
+    let open_ok = raw.handshake_as("guest", "guest", 1).await;
+    assert!(matches!(
+        open_ok,
+        Some((0, AMQPClass::Connection(connection::AMQPMethod::OpenOk(_))))
+    ));
+    let mut heartbeats = 0;
+    loop {
+        match raw.next().await {
+            Seen::Frame(frame) if *frame == AMQPFrame::Heartbeat => heartbeats += 1,
+            Seen::Eof => break,
+            Seen::Frame(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(
+        heartbeats >= 1,
+        "the server sends heartbeats to a quiet peer"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_server_holds_the_next_connection_until_one_closes() {
+    let server = AmqpServer::start_with(|c| c.max_connections = 1).await;
+    let mut first = Raw::connect(&server).await;
+    first.handshake().await;
+    let mut second = Raw::connect(&server).await;
+    second.send(HEADER).await;
+    let mut byte = [0u8; 1];
+    let early =
+        tokio::time::timeout(Duration::from_millis(300), second.stream.read(&mut byte)).await;
+    assert!(
+        early.is_err(),
+        "the second connection is not served while the first is open"
+    );
+    drop(first);
+    let started = second.next_method().await;
+    assert!(
+        matches!(
+            started,
+            Some((0, AMQPClass::Connection(connection::AMQPMethod::Start(_))))
+        ),
+        "{started:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_on_other_connections_loses_no_accepted_message() {
+    let server = AmqpServer::start().await;
+    let (_conn, ch) = server.channel().await;
+    declare(&ch, "precious", FieldTable::default()).await;
+    let bodies: Vec<String> = (0..100).map(|i| format!("p{i:02}")).collect();
+    let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
+    publish_confirmed(&ch, "", "precious", &refs).await;
+
+    let mut garbage = Raw::connect(&server).await;
+    garbage.send(b"\x00\x01\x02garbage").await;
+    let mut huge = Raw::connect(&server).await;
+    huge.handshake().await;
+    huge.send(&[1, 0, 0, 0xff, 0xff, 0xff, 0xff]).await;
+    let mut truncated = Raw::connect(&server).await;
+    truncated.handshake().await;
+    truncated.open_channel(1).await;
+    let publish = encode(&AMQPFrame::Method(1, declare_queue("precious")));
+    truncated.send(&publish[..publish.len() / 2]).await;
+    drop(truncated);
+    let mut unopened = Raw::connect(&server).await;
+    unopened.handshake().await;
+    unopened.method(9, declare_queue("precious")).await;
+    assert_eq!(unopened.connection_closed().await.0, 504);
+    assert_eq!(huge.connection_closed().await.0, 501);
+
+    // The connection that published is still open, and every message is there in order.
+    assert_eq!(drain(&ch, "precious").await, bodies);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirms_of_a_burst_are_grouped_into_multiple_acks() {
+    let server = AmqpServer::start().await;
+    let mut raw = Raw::connect(&server).await;
+    raw.handshake().await;
+    raw.open_channel(1).await;
+    raw.method(1, declare_queue("burst")).await;
+    assert!(matches!(
+        raw.next_method().await,
+        Some((1, AMQPClass::Queue(queue::AMQPMethod::DeclareOk(_))))
+    ));
+    raw.method(
+        1,
+        AMQPClass::Confirm(amq_protocol::protocol::confirm::AMQPMethod::Select(
+            amq_protocol::protocol::confirm::Select { nowait: false },
+        )),
+    )
+    .await;
+    raw.next_method().await.expect("select-ok");
+    // Fifty publishes in one write: they are stored in few transactions, and each run of
+    // acks arrives as one multiple ack.
+    let mut burst = Vec::new();
+    for i in 0..50u8 {
+        burst.extend(encode(&AMQPFrame::Method(
+            1,
+            AMQPClass::Basic(basic::AMQPMethod::Publish(basic::Publish {
+                exchange: "".into(),
+                routing_key: "burst".into(),
+                mandatory: false,
+                immediate: false,
+            })),
+        )));
+        burst.extend(encode(&AMQPFrame::Header(
+            1,
+            amq_protocol::frame::AMQPContentHeader {
+                class_id: 60,
+                body_size: 1,
+                properties: Default::default(),
+            },
+        )));
+        burst.extend(encode(&AMQPFrame::Body(1, vec![i])));
+    }
+    raw.send(&burst).await;
+    let (mut confirmed, mut acks, mut multiple) = (0u64, 0, false);
+    while confirmed < 50 {
+        match raw.next_method().await {
+            Some((1, AMQPClass::Basic(basic::AMQPMethod::Ack(a)))) => {
+                assert!(a.delivery_tag > confirmed, "acks come in order");
+                confirmed = a.delivery_tag;
+                acks += 1;
+                multiple |= a.multiple;
+            }
+            other => panic!("expected basic.ack, got {other:?}"),
+        }
+    }
+    assert!(multiple, "a run of confirms was sent as one multiple ack");
+    assert!(acks < 50, "{acks} acks for 50 publishes");
+    drop(raw);
+    server.stop().await;
+}

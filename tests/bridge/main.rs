@@ -1,0 +1,11 @@
+//! The bridge: the AMQP ↔ Kafka mapping, routes between Ferry's own fronts, and sources and
+//! sinks on an external Kafka (librdkafka's mock cluster) and an external RabbitMQ (the
+//! run's private node), under `kill -9` too. One test binary; one module per subject.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod fronts;
+mod kafka;
+mod mapping;
+mod rabbitmq;

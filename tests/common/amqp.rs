@@ -1,0 +1,106 @@
+//! lapin helpers shared by the AMQP tests, whatever serves the AMQP (an in-process front,
+//! the daemon, the private RabbitMQ node): connecting with a bounded wait, declaring,
+//! publishing under confirms, draining a queue, and reading reply codes out of lapin's
+//! errors.
+
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};
+use lapin::types::FieldTable;
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use std::time::Duration;
+
+/// Upper bound on anything a test waits for.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// A lapin connection to `uri`; panics when it takes longer than [`WAIT`].
+pub async fn connect(uri: &str) -> Connection {
+    tokio::time::timeout(
+        WAIT,
+        Connection::connect(uri, ConnectionProperties::default()),
+    )
+    .await
+    .expect("connecting took too long")
+    .expect("connect")
+}
+
+/// A channel on a new connection to `uri`.
+pub async fn channel(uri: &str) -> (Connection, Channel) {
+    let conn = connect(uri).await;
+    let ch = conn.create_channel().await.unwrap();
+    (conn, ch)
+}
+
+/// The AMQP reply code in a lapin error, if it carries one.
+pub fn reply_code(e: &lapin::Error) -> Option<u16> {
+    match e.kind() {
+        lapin::ErrorKind::ProtocolError(amqp) => Some(amqp.get_id()),
+        _ => None,
+    }
+}
+
+/// The reply text in a lapin error, if it carries one.
+pub fn reply_text(e: &lapin::Error) -> String {
+    match e.kind() {
+        lapin::ErrorKind::ProtocolError(amqp) => amqp.get_message().to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Declares a durable queue `name` with `args`.
+pub async fn declare(ch: &Channel, name: &str, args: FieldTable) {
+    ch.queue_declare(
+        name.into(),
+        QueueDeclareOptions {
+            durable: true,
+            ..QueueDeclareOptions::default()
+        },
+        args,
+    )
+    .await
+    .unwrap();
+}
+
+/// Publishes `bodies` to `exchange` with `routing_key` under confirms, and checks every one
+/// was acked.
+pub async fn publish_confirmed(ch: &Channel, exchange: &str, routing_key: &str, bodies: &[&str]) {
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .unwrap();
+    let mut confirms = Vec::new();
+    for body in bodies {
+        confirms.push(
+            ch.basic_publish(
+                exchange.into(),
+                routing_key.into(),
+                BasicPublishOptions::default(),
+                body.as_bytes(),
+                BasicProperties::default().with_delivery_mode(2),
+            )
+            .await
+            .unwrap(),
+        );
+    }
+    for confirm in confirms {
+        let c = tokio::time::timeout(WAIT, confirm).await.unwrap().unwrap();
+        assert!(c.is_ack(), "{c:?}");
+    }
+}
+
+/// Takes every message of `queue` with basic.get (acking each), as strings.
+pub async fn drain(ch: &Channel, queue: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    // Bounded: a queue that never empties fails the test instead of hanging it.
+    for _ in 0..10_000 {
+        let got = ch
+            .basic_get(
+                queue.into(),
+                lapin::options::BasicGetOptions { no_ack: true },
+            )
+            .await
+            .unwrap();
+        match got {
+            Some(m) => out.push(String::from_utf8(m.delivery.data.clone()).unwrap()),
+            None => return out,
+        }
+    }
+    panic!("queue {queue} did not empty");
+}

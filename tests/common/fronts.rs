@@ -1,0 +1,288 @@
+//! Ferry's fronts inside the test process: an AMQP or a Kafka front on a fresh embedded
+//! store in a temporary directory, bound to a free loopback port.
+//!
+//! One launcher, [`InProcess`], serves both protocols ([`Amqp`], [`Kafka`] say how each
+//! front starts): it opens the store, serves the front until [`InProcess::stop`], restarts
+//! it on the same store and port (as a process restart would), and starts peers — more
+//! fronts on the same store, as more Ferry instances over one cluster are. Tests use it
+//! where they reach into the store (fault injection) or start many fronts cheaply; tests
+//! of the daemon as a whole use [`super::daemon`].
+
+use super::store::embedded;
+use ferry::auth::Users;
+use ferry::password::PasswordHash;
+use ferry::config::{AmqpConfig, KafkaConfig, StoreConfig, UserConfig};
+use ferry::kafka::KafkaFront;
+use ferry::stage::Stages;
+use ferry::store::Database;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tempfile::TempDir;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Upper bound on a front's drain when it stops.
+const STOP: Duration = Duration::from_secs(30);
+
+/// A user besides `guest` that may open only the vhost `other`.
+pub const OTHER_USER: (&str, &str) = ("other-user", "other-pass");
+
+/// The users of every front: `guest` (vhost `/`, loopback only) and [`OTHER_USER`].
+fn users() -> Vec<UserConfig> {
+    vec![
+        UserConfig {
+            name: "guest".into(),
+            password_hash: PasswordHash::new("guest").to_string(),
+            vhosts: vec!["/".into()],
+            loopback_only: true,
+        },
+        UserConfig {
+            name: OTHER_USER.0.into(),
+            password_hash: PasswordHash::new(OTHER_USER.1).to_string(),
+            vhosts: vec!["other".into()],
+            loopback_only: false,
+        },
+    ]
+}
+
+/// How one protocol's front starts.
+pub trait Front {
+    /// The front's config section.
+    type Config: Clone;
+
+    /// The settings tests start from.
+    fn test_config() -> Self::Config;
+
+    /// Starts the front on `stages` and `listener`; the task serves until `shutdown`, then
+    /// drains.
+    async fn serve(
+        config: &Self::Config,
+        stages: Stages,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> JoinHandle<()>;
+}
+
+/// The AMQP 0-9-1 front.
+pub struct Amqp;
+
+impl Front for Amqp {
+    type Config = AmqpConfig;
+
+    /// The default `[amqp]` with the vhosts `/` and `other`.
+    fn test_config() -> AmqpConfig {
+        AmqpConfig {
+            vhosts: vec!["/".into(), "other".into()],
+            ..AmqpConfig::default()
+        }
+    }
+
+    async fn serve(
+        config: &AmqpConfig,
+        stages: Stages,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> JoinHandle<()> {
+        let front = ferry::amqp::Front {
+            config: config.clone(),
+            users: Users::from_config(&users()).unwrap(),
+            db: stages.db().clone(),
+            stages,
+            prefix: StoreConfig::default().prefix,
+            lease_ttl: Duration::from_secs(30),
+        };
+        tokio::spawn(async move {
+            ferry::amqp::run(front, listener, shutdown).await.unwrap();
+        })
+    }
+}
+
+/// The Kafka front.
+pub struct Kafka;
+
+impl Front for Kafka {
+    type Config = KafkaConfig;
+
+    /// No initial rebalance delay and a short minimum session timeout, so groups form fast.
+    fn test_config() -> KafkaConfig {
+        KafkaConfig {
+            listen: "127.0.0.1:0".into(),
+            group_initial_rebalance_delay_ms: 0,
+            group_min_session_timeout_ms: 500,
+            ..KafkaConfig::default()
+        }
+    }
+
+    async fn serve(
+        config: &KafkaConfig,
+        stages: Stages,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> JoinHandle<()> {
+        let front = KafkaFront::start(
+            config,
+            &users(),
+            stages,
+            &StoreConfig::default().prefix,
+            listener,
+            shutdown,
+        )
+        .await
+        .unwrap();
+        tokio::spawn(front.run())
+    }
+}
+
+/// An AMQP front in this process.
+pub type AmqpServer = InProcess<Amqp>;
+/// A Kafka front in this process.
+pub type KafkaServer = InProcess<Kafka>;
+
+/// A front of protocol `F` serving in this process on its own store.
+pub struct InProcess<F: Front> {
+    /// Where clients connect.
+    pub addr: SocketAddr,
+    /// The store under it.
+    pub db: Database,
+    /// The front's settings (kept for restarts and peers).
+    config: F::Config,
+    /// The serving front.
+    serving: Serving,
+    /// The store's directory, kept for the test's life.
+    dir: TempDir,
+}
+
+/// One serving front: its stop switch and its task.
+struct Serving {
+    shutdown: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Serving {
+    /// Binds `addr`, starts the front on `db` and returns it with its address.
+    async fn start<F: Front>(
+        db: &Database,
+        config: &F::Config,
+        addr: SocketAddr,
+    ) -> (Self, SocketAddr) {
+        let stages = Stages::new(db.clone(), &StoreConfig::default().prefix);
+        stages.ensure_schema().await.unwrap();
+        let listener = TcpListener::bind(addr).await.unwrap();
+        let bound = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let task = F::serve(config, stages, listener, shutdown.clone()).await;
+        (Self { shutdown, task }, bound)
+    }
+
+    /// Stops the front and waits for its drain.
+    async fn stop(&mut self) {
+        self.shutdown.cancel();
+        tokio::time::timeout(STOP, &mut self.task)
+            .await
+            .expect("the front drained within the limit")
+            .unwrap();
+    }
+}
+
+/// The loopback address with a port the system chooses.
+fn any_port() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+impl<F: Front> InProcess<F> {
+    /// A front with [`Front::test_config`].
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    /// A front with [`Front::test_config`] changed by `edit`.
+    pub async fn start_with(edit: impl FnOnce(&mut F::Config)) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = F::test_config();
+        edit(&mut config);
+        let db = Database::open(&embedded(dir.path())).await.unwrap();
+        let (serving, addr) = Serving::start::<F>(&db, &config, any_port()).await;
+        Self {
+            addr,
+            db,
+            config,
+            serving,
+            dir,
+        }
+    }
+
+    /// `host:port` of the front (Kafka's `bootstrap.servers`).
+    pub fn bootstrap(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// Stops the front (draining its connections) and closes the store, then starts both
+    /// again on the same store and port, as a restart of the process would.
+    pub async fn restart(&mut self) {
+        self.serving.stop().await;
+        self.db.close().await;
+        self.db = Database::open(&embedded(self.dir.path())).await.unwrap();
+        let (serving, addr) = Serving::start::<F>(&self.db, &self.config, self.addr).await;
+        (self.serving, self.addr) = (serving, addr);
+    }
+
+    /// Stops the front (draining its connections) and closes the store.
+    pub async fn stop(mut self) {
+        self.serving.stop().await;
+        self.db.close().await;
+    }
+
+    /// Starts another front on this one's store, with this one's settings changed by
+    /// `edit`, as another Ferry instance over the same cluster.
+    pub async fn peer_with(&self, edit: impl FnOnce(&mut F::Config)) -> Peer {
+        let mut config = self.config.clone();
+        edit(&mut config);
+        let (serving, addr) = Serving::start::<F>(&self.db, &config, any_port()).await;
+        Peer { addr, serving }
+    }
+}
+
+impl AmqpServer {
+    /// The URI of vhost `/` as guest.
+    pub fn uri(&self) -> String {
+        format!("amqp://guest:guest@{}/%2f", self.addr)
+    }
+
+    /// A new lapin connection as guest to vhost `/`.
+    pub async fn connect(&self) -> lapin::Connection {
+        super::amqp::connect(&self.uri()).await
+    }
+
+    /// A new channel on a new connection.
+    pub async fn channel(&self) -> (lapin::Connection, lapin::Channel) {
+        super::amqp::channel(&self.uri()).await
+    }
+}
+
+impl KafkaServer {
+    /// Another Kafka front on this one's store with node id `node`.
+    pub async fn peer(&self, node: i32) -> Peer {
+        self.peer_with(|c| c.node_id = node).await
+    }
+}
+
+/// Another front on an [`InProcess`] front's store.
+pub struct Peer {
+    /// Where clients connect.
+    pub addr: SocketAddr,
+    /// The serving front.
+    serving: Serving,
+}
+
+impl Peer {
+    /// `host:port` of the front (Kafka's `bootstrap.servers`).
+    pub fn bootstrap(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// Stops the front (a Kafka front releases its leases as it goes).
+    pub async fn stop(mut self) {
+        self.serving.stop().await;
+    }
+}

@@ -1,0 +1,28 @@
+//! The one support module of Ferry's integration tests, shared by every test binary.
+//!
+//! - [`daemon`]: the real `ferry run` process on free loopback ports (start, wait for
+//!   `/healthz`, kill -9, restart on the same data, read `/metrics` and `/readyz`);
+//!   [`process`] and [`http`] are what it is made of.
+//! - [`fronts`]: an AMQP or Kafka front inside the test process on a temporary store, for
+//!   tests that reach into the store or start many fronts cheaply.
+//! - [`rabbitmq`]: the test run's private RabbitMQ node (never the machine's).
+//! - [`store`]: a store per test on every engine, and [`for_each_engine`](crate::for_each_engine).
+//! - [`amqp`], [`kafka`]: the lapin and rdkafka (and raw socket) client helpers the tests share.
+//! - [`wait`]: bounded waits on a condition; [`crash`]: where kill -9 runs strike.
+//!
+//! Every wait here is bounded, and every process a test starts is stopped by its PID when
+//! its fixture drops, also when the test fails.
+
+// Each test binary uses a part of this module; what one binary leaves unused another uses.
+#![allow(dead_code)]
+
+pub mod amqp;
+pub mod crash;
+pub mod daemon;
+pub mod fronts;
+pub mod http;
+pub mod kafka;
+pub mod process;
+pub mod rabbitmq;
+pub mod store;
+pub mod wait;

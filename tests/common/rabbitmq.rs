@@ -1,0 +1,129 @@
+//! The test run's private RabbitMQ node, started by `scripts/rabbitmq-node.sh` (its own node
+//! name, ports, epmd, Erlang cookie, data and logs; never the machine's RabbitMQ).
+//!
+//! `scripts/test.sh` starts one node for the whole run and names its directory in
+//! `FERRY_TEST_RABBITMQ_DIR`; tests then share it (each uses queue and exchange names of
+//! its own, from [`unique`]). Without that variable (`cargo nextest run` by hand) the first
+//! test of a process that asks for a node starts one for the process, with the process as
+//! its owner, so the script's watcher stops it if the process is killed; otherwise it is
+//! stopped when the last test using it drops it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex, Weak};
+
+/// Names the directory of the run's node, set by `scripts/test.sh`.
+pub const NODE_DIR_VAR: &str = "FERRY_TEST_RABBITMQ_DIR";
+
+/// A name unique to one test run: `ferry-test-WHAT-RANDOM`.
+pub fn unique(what: &str) -> String {
+    format!("ferry-test-{what}-{:08x}", fastrand::u32(..))
+}
+
+/// A running private RabbitMQ node.
+pub struct RabbitNode {
+    /// The node's directory (its environment, data, logs).
+    dir: PathBuf,
+    /// Its AMQP URI: guest/guest on 127.0.0.1, vhost `/`.
+    uri: String,
+    /// The directory of a node this process started (and stops on drop); `None` for the
+    /// run's node.
+    owned: Option<tempfile::TempDir>,
+}
+
+/// The node this process's tests share while any holds it.
+static SHARED: Mutex<Weak<RabbitNode>> = Mutex::new(Weak::new());
+
+impl RabbitNode {
+    /// The run's node, or one started for this process when there is none.
+    pub fn get() -> Arc<Self> {
+        let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(node) = shared.upgrade() {
+            return node;
+        }
+        let node = Arc::new(match std::env::var_os(NODE_DIR_VAR) {
+            Some(dir) => Self::existing(PathBuf::from(dir)),
+            None => Self::start(),
+        });
+        *shared = Arc::downgrade(&node);
+        node
+    }
+
+    /// The node in `dir`, started by someone else.
+    fn existing(dir: PathBuf) -> Self {
+        let uri = stdout_of(script(&["uri", dir.to_str().unwrap()]));
+        Self {
+            dir,
+            uri,
+            owned: None,
+        }
+    }
+
+    /// Starts a node owned by this process.
+    fn start() -> Self {
+        let owned = tempfile::Builder::new()
+            .prefix("ferry-rabbitmq-")
+            .tempdir()
+            .unwrap();
+        let dir = owned.path().to_owned();
+        let pid = std::process::id().to_string();
+        let uri = stdout_of(script(&["start", dir.to_str().unwrap(), "--owner", &pid]));
+        Self {
+            dir,
+            uri,
+            owned: Some(owned),
+        }
+    }
+
+    /// The AMQP URI: guest/guest on 127.0.0.1, vhost `/`.
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// [`Self::uri`] with `password` instead of guest's.
+    pub fn uri_with_password(&self, password: &str) -> String {
+        self.uri
+            .replacen("guest:guest@", &format!("guest:{password}@"), 1)
+    }
+
+    /// `rabbitmqctl ARGS` against this node; panics when it does not run.
+    pub fn ctl(&self, args: &[&str]) -> Output {
+        let mut all = vec!["ctl", self.dir.to_str().unwrap()];
+        all.extend_from_slice(args);
+        script(&all)
+    }
+}
+
+impl Drop for RabbitNode {
+    fn drop(&mut self) {
+        if self.owned.is_some() {
+            let out = script(&["stop", self.dir.to_str().unwrap()]);
+            if !out.status.success() {
+                eprintln!(
+                    "stopping the private RabbitMQ node failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+}
+
+/// `scripts/rabbitmq-node.sh ARGS`, run to completion.
+fn script(args: &[&str]) -> Output {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/rabbitmq-node.sh");
+    Command::new(&path)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()))
+}
+
+/// The trimmed standard output of a run that must have succeeded.
+fn stdout_of(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "scripts/rabbitmq-node.sh failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}

@@ -1,0 +1,247 @@
+//! `ferry validate` (and `ferry run` on a bad config) driven as an operator would: exit
+//! codes and the exact one-line messages naming the key at fault.
+//!
+//! Unwritable store paths as root: root bypasses permission bits, so a `chmod 0555`
+//! directory is writable for it and cannot stand for "not writable" here. These tests use
+//! two cases that refuse root too: a path below a regular file, and a path in `/proc`,
+//! where no file can be created.
+
+use crate::common::daemon::shipped_config as shipped;
+use crate::common::process::{Ferry, Outcome};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Upper bound on one `ferry validate`.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `ferry validate --config CONFIG` in `cwd`.
+fn validate(cwd: &Path, config: &Path, env: &[(&str, &str)]) -> Outcome {
+    let config = config.to_str().unwrap();
+    Ferry::spawn(cwd, &["validate", "--config", config], env).wait(TIMEOUT)
+}
+
+/// `ferry validate` of the shipped file with `env`, from an empty working directory;
+/// asserts it fails with exit code 2 and returns its standard error.
+fn rejected(env: &[(&str, &str)]) -> String {
+    let cwd = tempfile::tempdir().unwrap();
+    let outcome = validate(cwd.path(), &shipped(), env);
+    assert_eq!(outcome.status.code(), Some(2), "{}", outcome.stderr);
+    assert_eq!(outcome.stdout, "");
+    outcome.stderr
+}
+
+/// A config file holding `text` in `dir`.
+fn config_file(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("ferry.toml");
+    fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn shipped_config_is_ok() {
+    let cwd = tempfile::tempdir().unwrap();
+    let outcome = validate(cwd.path(), &shipped(), &[]);
+    assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    assert_eq!(
+        outcome.stdout,
+        format!("config OK: {}\n", shipped().display())
+    );
+    assert_eq!(outcome.stderr, "");
+    // Preflight probes the store directory's parent but leaves nothing behind.
+    assert_eq!(fs::read_dir(cwd.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn config_defaults_to_config_ferry_toml() {
+    let cwd = tempfile::tempdir().unwrap();
+    fs::create_dir(cwd.path().join("config")).unwrap();
+    fs::copy(shipped(), cwd.path().join("config/ferry.toml")).unwrap();
+    let outcome = Ferry::spawn(cwd.path(), &["validate"], &[]).wait(TIMEOUT);
+    assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    assert_eq!(outcome.stdout, "config OK: config/ferry.toml\n");
+}
+
+#[test]
+fn missing_file_is_named() {
+    let cwd = tempfile::tempdir().unwrap();
+    let missing = cwd.path().join("absent.toml");
+    let outcome = validate(cwd.path(), &missing, &[]);
+    assert_eq!(outcome.status.code(), Some(2));
+    let expected = format!("error: cannot read config file '{}': ", missing.display());
+    assert!(outcome.stderr.starts_with(&expected), "{}", outcome.stderr);
+}
+
+#[test]
+fn unparsable_file_is_named_on_one_line() {
+    let cwd = tempfile::tempdir().unwrap();
+    let file = config_file(cwd.path(), "[store\npath = \"x\"\n");
+    let outcome = validate(cwd.path(), &file, &[]);
+    assert_eq!(outcome.status.code(), Some(2));
+    let expected = format!(
+        "error: config file '{}' is not valid TOML: line 1",
+        file.display()
+    );
+    assert!(outcome.stderr.starts_with(&expected), "{}", outcome.stderr);
+    assert_eq!(outcome.stderr.lines().count(), 1, "{}", outcome.stderr);
+}
+
+#[test]
+fn unknown_key_in_file_is_named() {
+    let cwd = tempfile::tempdir().unwrap();
+    let file = config_file(cwd.path(), "[metrics]\nlisn = \"127.0.0.1:1\"\n");
+    let outcome = validate(cwd.path(), &file, &[]);
+    assert_eq!(outcome.status.code(), Some(2));
+    assert_eq!(
+        outcome.stderr,
+        format!(
+            "error: metrics.lisn: unknown key (in config file '{}')\n",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn unknown_key_in_env_is_named_with_its_variable() {
+    assert_eq!(
+        rejected(&[("FERRY__METRICS__LISN", "127.0.0.1:1")]),
+        "error: metrics.lisn: unknown key (set by FERRY__METRICS__LISN)\n"
+    );
+}
+
+#[test]
+fn bad_listen_address_from_env_is_named() {
+    assert_eq!(
+        rejected(&[("FERRY__METRICS__LISTEN", "nonsense")]),
+        "error: metrics.listen: 'nonsense' is not a host:port address\n"
+    );
+}
+
+#[test]
+fn non_numeric_env_value_for_a_number_is_named() {
+    let stderr = rejected(&[("FERRY__STORE__MAX_BATCH", "many")]);
+    assert!(
+        stderr.starts_with("error: store.max_batch: expected "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with("(set by FERRY__STORE__MAX_BATCH)\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn out_of_range_float_from_env_is_named() {
+    assert_eq!(
+        rejected(&[("FERRY__STORE__INJECT_CONFLICT_RATE", "1.5")]),
+        "error: store.inject_conflict_rate: 1.5 must be between 0 and 1\n"
+    );
+}
+
+#[test]
+fn numeric_and_float_env_values_parse() {
+    let cwd = tempfile::tempdir().unwrap();
+    let outcome = validate(
+        cwd.path(),
+        &shipped(),
+        &[
+            ("FERRY__STORE__INJECT_CONFLICT_RATE", "0.1"),
+            ("FERRY__STORE__MAX_BATCH", "100"),
+            ("FERRY__DAEMON__SHUTDOWN_TIMEOUT_MS", "5000"),
+            ("FERRY__METRICS__LISTEN", "localhost:9100"),
+        ],
+    );
+    assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+}
+
+#[test]
+fn store_path_below_a_regular_file_is_not_writable() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    fs::write(&file, "").unwrap();
+    let data = file.join("data");
+    assert_eq!(
+        rejected(&[("FERRY__STORE__PATH", data.to_str().unwrap())]),
+        format!(
+            "error: store.path: directory '{}' is not writable: '{}' is not a directory\n",
+            data.display(),
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn store_path_in_proc_is_not_writable() {
+    let stderr = rejected(&[("FERRY__STORE__PATH", "/proc/ferry-test/data")]);
+    assert!(
+        stderr.starts_with(
+            "error: store.path: directory '/proc/ferry-test/data' is not writable: \
+             cannot create a file in '/proc': "
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unresolvable_listen_host_is_named() {
+    let stderr = rejected(&[("FERRY__METRICS__LISTEN", "ferry-no-such-host.invalid:9464")]);
+    assert!(
+        stderr.starts_with(
+            "error: metrics.listen: 'ferry-no-such-host.invalid:9464' does not resolve: "
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn run_refuses_an_invalid_config_before_starting() {
+    let cwd = tempfile::tempdir().unwrap();
+    let config = shipped();
+    let outcome = Ferry::spawn(
+        cwd.path(),
+        &["run", "--config", config.to_str().unwrap()],
+        &[("FERRY__STAGE__LEASE_TTL_MS", "0")],
+    )
+    .wait(TIMEOUT);
+    assert_eq!(outcome.status.code(), Some(2));
+    assert_eq!(
+        outcome.stderr,
+        "error: stage.lease_ttl_ms: 0 must be at least 1\n"
+    );
+}
+
+#[test]
+fn hash_password_prints_a_hash_that_validates() {
+    let cwd = tempfile::tempdir().unwrap();
+    let outcome = Ferry::spawn(cwd.path(), &["hash-password", "s3cret"], &[]).wait(TIMEOUT);
+    assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    let hash = outcome.stdout.trim();
+    assert!(
+        ferry::password::PasswordHash::parse(hash)
+            .unwrap()
+            .verify("s3cret")
+    );
+    let config = config_file(
+        cwd.path(),
+        &format!("[[users]]\nname = \"app\"\npassword_hash = \"{hash}\"\n"),
+    );
+    assert_eq!(validate(cwd.path(), &config, &[]).status.code(), Some(0));
+}
+
+#[test]
+fn malformed_password_hash_is_named() {
+    let cwd = tempfile::tempdir().unwrap();
+    let config = config_file(
+        cwd.path(),
+        "[[users]]\nname = \"app\"\npassword_hash = \"plain\"\n",
+    );
+    let outcome = validate(cwd.path(), &config, &[]);
+    assert_eq!(outcome.status.code(), Some(2));
+    assert!(
+        outcome
+            .stderr
+            .starts_with("error: users[0].password_hash: "),
+        "{}",
+        outcome.stderr
+    );
+}

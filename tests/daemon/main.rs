@@ -1,0 +1,11 @@
+//! The `ferry` binary as an operator meets it: `ferry run`'s health, readiness, signals and
+//! startup failures, the `validate` and `hash-password` commands, and the files shipped in
+//! `deploy/`. One test binary; one module per subject.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli;
+mod deploy_config;
+mod deploy_metrics;
+mod lifecycle;

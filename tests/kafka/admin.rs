@@ -1,0 +1,274 @@
+//! Topic administration and retention through librdkafka's admin client: CreateTopics
+//! with settings, DescribeConfigs, AlterConfigs, CreatePartitions, DeleteTopics; retention
+//! by bytes and by time deleting old ranges; ListOffsets by timestamp.
+
+use crate::common::fronts::KafkaServer;
+use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
+use crate::common::wait;
+use rdkafka::admin::{
+    AdminClient, AdminOptions, AlterConfig, NewPartitions, NewTopic, ResourceSpecifier,
+    TopicReplication,
+};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::util::Timeout;
+use rdkafka::{Message, Offset, TopicPartitionList};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+fn admin(broker: &KafkaServer) -> AdminClient<DefaultClientContext> {
+    client_config(&broker.bootstrap(), &[]).create().unwrap()
+}
+
+fn options() -> AdminOptions {
+    AdminOptions::new().operation_timeout(Some(Timeout::After(PATIENCE)))
+}
+
+/// The value of `name` in the topic's described settings.
+async fn setting(
+    admin: &AdminClient<DefaultClientContext>,
+    topic: &str,
+    name: &str,
+) -> Option<String> {
+    let described = admin
+        .describe_configs(&[ResourceSpecifier::Topic(topic)], &options())
+        .await
+        .unwrap();
+    let resource = described
+        .into_iter()
+        .next()
+        .unwrap()
+        .expect("the topic is described");
+    resource.get(name).and_then(|e| e.value.clone())
+}
+
+/// Sends one record per request, with timestamp `timestamp(i)`.
+async fn send_each(p: &FutureProducer, topic: &str, n: usize, timestamp: impl Fn(usize) -> i64) {
+    for i in 0..n {
+        let value = format!("{i:0>400}");
+        p.send(
+            FutureRecord::to(topic)
+                .key("k")
+                .payload(value.as_bytes())
+                .timestamp(timestamp(i)),
+            Timeout::After(PATIENCE),
+        )
+        .await
+        .expect("acknowledged");
+    }
+}
+
+/// Waits until the partition's (log start, end) offsets satisfy `done`; returns them.
+async fn offsets_until(
+    c: &StreamConsumer,
+    topic: &str,
+    done: impl Fn(i64, i64) -> bool,
+) -> (i64, i64) {
+    wait::until("retention deleting", PATIENCE, async || {
+        let (low, high) = c
+            .fetch_watermarks(topic, 0, Timeout::After(PATIENCE))
+            .unwrap();
+        done(low, high).then_some((low, high))
+    })
+    .await
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_are_created_described_altered_grown_and_deleted() {
+    let broker = KafkaServer::start_with(|c| c.auto_create_topics = false).await;
+    let admin = admin(&broker);
+    let created = admin
+        .create_topics(
+            &[NewTopic::new("admin", 2, TopicReplication::Fixed(1))
+                .set("retention.ms", "86400000")],
+            &options(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created, vec![Ok("admin".to_owned())]);
+    let again = admin
+        .create_topics(
+            &[NewTopic::new("admin", 2, TopicReplication::Fixed(1))],
+            &options(),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        &again[0],
+        Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists))
+    ));
+    let bad =
+        admin
+            .create_topics(
+                &[NewTopic::new("bad", 1, TopicReplication::Fixed(1))
+                    .set("cleanup.policy", "compact")],
+                &options(),
+            )
+            .await
+            .unwrap();
+    assert!(matches!(
+        &bad[0],
+        Err((_, rdkafka::types::RDKafkaErrorCode::InvalidConfig))
+    ));
+
+    assert_eq!(
+        setting(&admin, "admin", "retention.ms").await.as_deref(),
+        Some("86400000")
+    );
+    assert_eq!(
+        setting(&admin, "admin", "retention.bytes").await.as_deref(),
+        Some("-1")
+    );
+
+    let altered = admin
+        .alter_configs(
+            &[AlterConfig::new(ResourceSpecifier::Topic("admin"))
+                .set("retention.bytes", "1048576")],
+            &options(),
+        )
+        .await
+        .unwrap();
+    assert!(altered[0].is_ok());
+    assert_eq!(
+        setting(&admin, "admin", "retention.bytes").await.as_deref(),
+        Some("1048576")
+    );
+    // AlterConfigs replaces the settings: retention.ms returns to the broker default.
+    assert_eq!(
+        setting(&admin, "admin", "retention.ms").await.as_deref(),
+        Some("604800000")
+    );
+
+    let grown = admin
+        .create_partitions(&[NewPartitions::new("admin", 4)], &options())
+        .await
+        .unwrap();
+    assert!(grown[0].is_ok());
+    let p = producer(&broker.bootstrap(), &[]);
+    let delivery = p
+        .send(
+            FutureRecord::to("admin")
+                .key("k")
+                .payload("in partition 3")
+                .partition(3),
+            Timeout::After(PATIENCE),
+        )
+        .await
+        .expect("the new partition takes records");
+    assert_eq!((delivery.partition, delivery.offset), (3, 0));
+
+    let deleted = admin.delete_topics(&["admin"], &options()).await.unwrap();
+    assert_eq!(deleted, vec![Ok("admin".to_owned())]);
+    let metadata = p
+        .client()
+        .fetch_metadata(Some("admin"), Timeout::After(PATIENCE))
+        .unwrap();
+    assert_eq!(
+        metadata.topics()[0].error(),
+        Some(rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+    );
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_by_bytes_deletes_the_oldest_batches() {
+    let broker = KafkaServer::start_with(|c| c.retention_check_interval_ms = 100).await;
+    admin(&broker)
+        .create_topics(
+            &[
+                NewTopic::new("small", 1, TopicReplication::Fixed(1))
+                    .set("retention.bytes", "5000"),
+            ],
+            &options(),
+        )
+        .await
+        .unwrap();
+    let p = producer(&broker.bootstrap(), &[("linger.ms", "0")]);
+    send_each(&p, "small", 40, |_| now_ms()).await;
+    let c = consumer(&broker.bootstrap(), "retention", &[]);
+    // Batches are about 480 bytes: at most ten fit in 5000.
+    let (start, end) = offsets_until(&c, "small", |start, end| end - start <= 10).await;
+    assert_eq!(end, 40);
+
+    // Reading from the beginning starts at the log start; older offsets are gone.
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("small", 0, Offset::Beginning)
+        .unwrap();
+    c.assign(&tpl).unwrap();
+    let first = tokio::time::timeout(PATIENCE, c.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(first.offset() >= start);
+    assert_eq!(
+        first.payload().unwrap(),
+        format!("{:0>400}", first.offset()).as_bytes()
+    );
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_by_time_deletes_batches_older_than_retention_ms() {
+    let broker = KafkaServer::start_with(|c| c.retention_check_interval_ms = 100).await;
+    admin(&broker)
+        .create_topics(
+            &[
+                NewTopic::new("aging", 1, TopicReplication::Fixed(1))
+                    .set("retention.ms", "3600000"),
+            ],
+            &options(),
+        )
+        .await
+        .unwrap();
+    let p = producer(&broker.bootstrap(), &[("linger.ms", "0")]);
+    let two_hours_ago = now_ms() - 2 * 3_600_000;
+    send_each(&p, "aging", 10, |_| two_hours_ago).await;
+    send_each(&p, "aging", 5, |_| now_ms()).await;
+    let c = consumer(&broker.bootstrap(), "aging", &[]);
+    // Retention may run between the old sends; wait until all ten old batches went.
+    let offsets = offsets_until(&c, "aging", |start, _| start >= 10).await;
+    assert_eq!(offsets, (10, 15), "only the old batches go");
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_are_found_by_timestamp() {
+    let broker = KafkaServer::start().await;
+    let p = producer(&broker.bootstrap(), &[("linger.ms", "50")]);
+    // Batched (several records per batch), uncompressed: timestamps 1000, 2000, …
+    let sends = (0..10).map(|i| {
+        let p = &p;
+        async move {
+            p.send(
+                FutureRecord::to("times")
+                    .key("k")
+                    .payload("v")
+                    .timestamp(1000 * (i + 1)),
+                Timeout::After(PATIENCE),
+            )
+            .await
+            .unwrap()
+        }
+    });
+    futures::future::join_all(sends).await;
+    let c = consumer(&broker.bootstrap(), "times", &[]);
+    let at = |ts: i64| {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset("times", 0, Offset::Offset(ts))
+            .unwrap();
+        let found = c.offsets_for_times(tpl, Timeout::After(PATIENCE)).unwrap();
+        found.find_partition("times", 0).unwrap().offset()
+    };
+    assert_eq!(at(1000), Offset::Offset(0));
+    assert_eq!(at(2500), Offset::Offset(2));
+    assert_eq!(at(10_000), Offset::Offset(9));
+    assert_eq!(at(10_001), Offset::End, "no record is that new");
+    broker.stop().await;
+}

@@ -1,0 +1,199 @@
+//! Consumer groups driven by librdkafka: three members split a topic's partitions and
+//! rebalance when one leaves; committed offsets and the group itself survive a restart of
+//! the Kafka front and its store.
+
+use crate::common::fronts::KafkaServer;
+use crate::common::kafka::{PATIENCE, consumer, drive, producer, send_range};
+use crate::common::wait;
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::util::Timeout;
+use rdkafka::{Message, Offset, TopicPartitionList};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Receives until every value in `wanted` has been seen; returns who saw which partitions
+/// among the records of `wanted`.
+async fn collect(
+    rx: &mut mpsc::UnboundedReceiver<(usize, i32, usize)>,
+    mut wanted: BTreeSet<usize>,
+) -> BTreeMap<usize, BTreeSet<i32>> {
+    let mut seen_by: BTreeMap<usize, BTreeSet<i32>> = BTreeMap::new();
+    // Records read earlier (re-read after a rebalance, still queued) are not counted.
+    let range = wanted.clone();
+    while !wanted.is_empty() {
+        let (member, partition, value) = tokio::time::timeout(PATIENCE, rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("still missing {} records", wanted.len()))
+            .unwrap();
+        wanted.remove(&value);
+        if range.contains(&value) {
+            seen_by.entry(member).or_default().insert(partition);
+        }
+    }
+    seen_by
+}
+
+/// Waits until `c` has partitions assigned (it joined a stable group).
+async fn until_assigned(c: &StreamConsumer) -> TopicPartitionList {
+    wait::until("an assignment", PATIENCE, async || {
+        let a = c.assignment().unwrap();
+        (a.count() > 0).then_some(a)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_members_split_the_partitions_and_rebalance_when_one_leaves() {
+    let broker = KafkaServer::start_with(|c| c.default_partitions = 6).await;
+    let p = producer(&broker.bootstrap(), &[]);
+    send_range(&p, "events", 0, 300).await;
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut members: Vec<Arc<StreamConsumer>> = (0..3)
+        .map(|_| Arc::new(consumer(&broker.bootstrap(), "trio", &[])))
+        .collect();
+    let mut tasks = Vec::new();
+    for (i, c) in members.iter().enumerate() {
+        c.subscribe(&["events"]).unwrap();
+        tasks.push(drive(i, c.clone(), false, tx.clone()));
+    }
+    collect(&mut rx, (0..300).collect()).await;
+
+    // Once all three are in, each owns two of the six partitions, none shared.
+    let assignments = wait::until("three balanced assignments", PATIENCE, async || {
+        let a: Vec<BTreeSet<i32>> = members
+            .iter()
+            .map(|c| {
+                c.assignment()
+                    .unwrap()
+                    .elements()
+                    .iter()
+                    .map(|e| e.partition())
+                    .collect()
+            })
+            .collect();
+        a.iter().all(|s| s.len() == 2).then_some(a)
+    })
+    .await;
+    let all: BTreeSet<i32> = assignments.iter().flatten().copied().collect();
+    assert_eq!(all, (0..6).collect());
+
+    // Member 2 leaves; the other two take over its partitions and read what follows.
+    let task = tasks.pop().unwrap();
+    task.abort();
+    let _ = task.await;
+    let leaver = members.pop().unwrap();
+    leaver.unsubscribe();
+    drop(leaver);
+    let survivors = &members;
+    wait::until(
+        "the survivors sharing all six partitions",
+        PATIENCE,
+        async || {
+            let total: usize = survivors
+                .iter()
+                .map(|c| c.assignment().unwrap().count())
+                .sum();
+            (total == 6).then_some(())
+        },
+    )
+    .await;
+    send_range(&p, "events", 300, 600).await;
+    let seen_by = collect(&mut rx, (300..600).collect()).await;
+    assert!(
+        !seen_by.contains_key(&2),
+        "the member that left reads nothing"
+    );
+    drop(rx);
+    for t in tasks {
+        t.abort();
+    }
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_offsets_resume_after_a_restart() {
+    let mut broker = KafkaServer::start().await;
+    let p = producer(&broker.bootstrap(), &[]);
+    send_range(&p, "resume", 0, 100).await;
+
+    let c = consumer(&broker.bootstrap(), "resumer", &[]);
+    c.subscribe(&["resume"]).unwrap();
+    let mut read = 0;
+    while read < 60 {
+        tokio::time::timeout(PATIENCE, c.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        read += 1;
+    }
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset("resume", 0, Offset::Offset(60))
+        .unwrap();
+    c.commit(&offsets, CommitMode::Sync).unwrap();
+    drop(c);
+
+    broker.restart().await;
+
+    let c = consumer(&broker.bootstrap(), "resumer", &[]);
+    c.subscribe(&["resume"]).unwrap();
+    let first = tokio::time::timeout(PATIENCE, c.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.offset(), 60);
+    assert_eq!(first.payload(), Some(&b"60"[..]));
+    let committed = c
+        .committed_offsets(
+            {
+                let mut t = TopicPartitionList::new();
+                t.add_partition("resume", 0);
+                t
+            },
+            Timeout::After(PATIENCE),
+        )
+        .unwrap();
+    assert_eq!(
+        committed.find_partition("resume", 0).unwrap().offset(),
+        Offset::Offset(60)
+    );
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stable_group_survives_a_restart_with_its_member_and_generation() {
+    let mut broker = KafkaServer::start().await;
+    let p = producer(&broker.bootstrap(), &[]);
+    send_range(&p, "steady", 0, 10).await;
+    let c = Arc::new(consumer(&broker.bootstrap(), "steady-group", &[]));
+    c.subscribe(&["steady"]).unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let task = drive(0, c.clone(), false, tx);
+    collect(&mut rx, (0..10).collect()).await;
+    until_assigned(&c).await;
+    let before = group_members(&c, "steady-group");
+
+    broker.restart().await;
+
+    // The member keeps heartbeating into the restored generation and keeps consuming.
+    let p = producer(&broker.bootstrap(), &[]);
+    send_range(&p, "steady", 10, 20).await;
+    collect(&mut rx, (10..20).collect()).await;
+    assert_eq!(group_members(&c, "steady-group"), before);
+    task.abort();
+    broker.stop().await;
+}
+
+/// The group's state and member ids, as ListGroups/DescribeGroups report them.
+fn group_members(c: &StreamConsumer, group: &str) -> (String, Vec<String>) {
+    let list = c
+        .fetch_group_list(Some(group), Timeout::After(PATIENCE))
+        .unwrap();
+    let g = &list.groups()[0];
+    (
+        g.state().to_owned(),
+        g.members().iter().map(|m| m.id().to_owned()).collect(),
+    )
+}

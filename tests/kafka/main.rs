@@ -1,0 +1,15 @@
+//! The Kafka front: driven by librdkafka, kafka-python, kcat and raw requests, in-process
+//! (one or more instances over one store) and as the `ferry` binary under `kill -9`. One
+//! test binary; one module per subject.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod admin;
+mod clients;
+mod daemon;
+mod groups;
+mod instances;
+mod interop;
+mod raw;
+mod transactions;

@@ -1,0 +1,12 @@
+//! The store and the stage: the conformance suite on every engine, durability of the
+//! embedded engine under `kill -9`, and the stage's queue semantics under concurrency and
+//! injected faults. One test binary; one module per subject.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod conformance;
+mod durability;
+mod stage;
+mod stage_concurrency;
+mod stage_pop_exclusive;
