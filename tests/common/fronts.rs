@@ -10,9 +10,9 @@
 
 use super::store::embedded;
 use ferry::auth::Users;
-use ferry::password::PasswordHash;
 use ferry::config::{AmqpConfig, KafkaConfig, StoreConfig, UserConfig};
 use ferry::kafka::KafkaFront;
+use ferry::password::PasswordHash;
 use ferry::stage::Stages;
 use ferry::store::Database;
 use std::net::SocketAddr;

@@ -5,9 +5,9 @@
 
 use ferry::config::StoreConfig;
 use ferry::config::store::Engine;
-use ferry::store::error::MAX_TRANSACTION_AGE;
 use ferry::store::Database;
 use ferry::store::embedded::Options as EmbeddedOptions;
+use ferry::store::error::MAX_TRANSACTION_AGE;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

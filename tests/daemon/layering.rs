@@ -1,0 +1,179 @@
+//! The source tree's layering, read from `src/`: no module imports another that imports it
+//! back (at any depth of the module tree), the bridge reaches the fronts only through their
+//! ports, and the configuration is a leaf. A change that breaks one of these fails here,
+//! naming the import.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every module of the library (`src/`, without the `ferry` binary in `src/cli/`), by
+/// path (`amqp::port`), with the modules it names (`crate::…` and `super::…` paths, outside
+/// its unit tests).
+fn library_imports() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut modules = BTreeMap::new();
+    for file in rust_files(&src) {
+        let relative = file.strip_prefix(&src).unwrap();
+        if relative.starts_with("cli") {
+            continue;
+        }
+        let mut path: Vec<String> = relative
+            .with_extension("")
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        if path
+            .last()
+            .is_some_and(|last| last == "mod" || last == "lib")
+        {
+            path.pop();
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        // Unit tests may reach anywhere; they sit at the end of their file.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        modules.insert(path.clone(), names_used(&path, code));
+    }
+    modules
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// The module paths `code` (the module at `path`) names with `crate::` or `super::`.
+fn names_used(path: &[String], code: &str) -> BTreeSet<Vec<String>> {
+    let mut used = BTreeSet::new();
+    for line in code.lines().map(str::trim).filter(|l| !l.starts_with("//")) {
+        let words: Vec<&str> = line
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .filter(|w| w.starts_with("crate::") || w.starts_with("super::"))
+            .collect();
+        for word in words {
+            let mut parts: Vec<&str> = word.split("::").filter(|p| !p.is_empty()).collect();
+            let mut base: Vec<String> = if parts[0] == "crate" {
+                parts.remove(0);
+                Vec::new()
+            } else {
+                path.to_vec()
+            };
+            while parts.first() == Some(&"super") {
+                parts.remove(0);
+                base.pop();
+            }
+            base.extend(parts.iter().map(|p| (*p).to_owned()));
+            used.insert(base);
+        }
+    }
+    used
+}
+
+/// The module graph with each path cut to its first `depth` names; edges inside one node
+/// and between a node and its own descendants are left out.
+fn graph_at(
+    modules: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+    depth: usize,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let node = |p: &[String]| p[..p.len().min(depth)].join("::");
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, used) in modules {
+        let a = node(from);
+        for to in used {
+            let b = node(to);
+            let nested = a.starts_with(&format!("{b}::")) || b.starts_with(&format!("{a}::"));
+            if a != b && !a.is_empty() && !b.is_empty() && !nested {
+                edges.entry(a.clone()).or_default().insert(b);
+            }
+        }
+    }
+    edges
+}
+
+/// A cycle of `edges`, if there is one.
+fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        at: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        done: &mut BTreeSet<String>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = stack.iter().position(|s| s == at) {
+            let mut cycle = stack[i..].to_vec();
+            cycle.push(at.to_owned());
+            return Some(cycle);
+        }
+        if !done.insert(at.to_owned()) {
+            return None;
+        }
+        stack.push(at.to_owned());
+        for next in edges.get(at).into_iter().flatten() {
+            if let Some(cycle) = visit(next, edges, done, stack) {
+                return Some(cycle);
+            }
+        }
+        stack.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|start| visit(start, edges, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn no_module_imports_one_that_imports_it_back() {
+    let modules = library_imports();
+    assert!(modules.len() > 100, "the library's modules were found");
+    for depth in 1..=4 {
+        if let Some(cycle) = find_cycle(&graph_at(&modules, depth)) {
+            panic!("an import circle: {}", cycle.join(" -> "));
+        }
+    }
+}
+
+#[test]
+fn the_bridge_reaches_the_fronts_only_through_their_ports() {
+    for (module, used) in library_imports() {
+        if module.first().is_none_or(|m| m != "bridge") {
+            continue;
+        }
+        for path in used {
+            let front = path.first().is_some_and(|m| m == "amqp" || m == "kafka");
+            let port = path.get(1).is_some_and(|m| m == "port");
+            assert!(
+                !front || port,
+                "{} uses {}, which is not a front's port",
+                module.join("::"),
+                path.join("::")
+            );
+        }
+    }
+}
+
+#[test]
+fn the_configuration_is_a_leaf() {
+    for (module, used) in library_imports() {
+        if module.first().is_none_or(|m| m != "config") {
+            continue;
+        }
+        for path in used {
+            let allowed = path
+                .first()
+                .is_some_and(|m| m == "config" || m == "password");
+            assert!(
+                allowed,
+                "{} uses {}: config may use only crate::password",
+                module.join("::"),
+                path.join("::")
+            );
+        }
+    }
+}
