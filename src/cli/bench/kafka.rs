@@ -9,6 +9,7 @@
 //! every record, the time from its acknowledgement to the consumer receiving it.
 
 use super::Percentiles;
+use super::cpu::CpuMeter;
 use futures::stream::{FuturesUnordered, StreamExt};
 use rdkafka::ClientConfig;
 use rdkafka::TopicPartitionList;
@@ -61,6 +62,10 @@ pub struct KafkaBench {
     /// Length of the end-to-end phase.
     #[arg(long, default_value_t = 10)]
     pub latency_seconds: u64,
+    /// PID of the broker process (`ferry run`, say) on this machine: the produce and fetch
+    /// phases then also report the broker's CPU time per record.
+    #[arg(long)]
+    pub broker_pid: Option<u32>,
 }
 
 /// Why the benchmark could not run.
@@ -100,20 +105,24 @@ pub async fn run(bench: &KafkaBench) -> Result<(), BenchError> {
     create_topic(bench).await?;
     let producer = producer(bench)?;
 
+    let meter = CpuMeter::start(bench.broker_pid);
     let started = Instant::now();
     let mut latencies = produce_all(&producer, bench, bench.records).await?;
     let elapsed = started.elapsed();
+    let produce_cpu = meter.per_message(bench.records as u64);
     let produce_rate = bench.records as f64 / elapsed.as_secs_f64();
     let produce_latency = Percentiles::of(&mut latencies);
     println!(
-        "produce: {:.0} records/s, {:.1} MB/s; latency {produce_latency}",
+        "produce: {:.0} records/s, {:.1} MB/s; latency {produce_latency} ({produce_cpu})",
         produce_rate,
         produce_rate * bench.size as f64 / 1e6
     );
 
+    let meter = CpuMeter::start(bench.broker_pid);
     let fetch_rate = fetch_all(bench).await?;
+    let fetch_cpu = meter.per_message(bench.records as u64);
     println!(
-        "fetch:   {:.0} records/s, {:.1} MB/s (one consumer group member)",
+        "fetch:   {:.0} records/s, {:.1} MB/s (one consumer group member) ({fetch_cpu})",
         fetch_rate,
         fetch_rate * bench.size as f64 / 1e6
     );

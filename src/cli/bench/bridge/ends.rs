@@ -401,6 +401,7 @@ fn kafka_bench(topic: &KafkaTopic, bench: &BridgeBench) -> KafkaBench {
         linger_ms: 5,
         load: 0.0,
         latency_seconds: 0,
+        broker_pid: None,
     }
 }
 

@@ -76,6 +76,11 @@ pub struct BridgeBench {
     /// Skip the Shovel phase (e.g. on a machine without the plugin).
     #[arg(long)]
     pub no_shovel: bool,
+    /// The command that runs `rabbitmqctl` against the broker of `--uri`, for the Shovel
+    /// phase; for a private node started by `scripts/rabbitmq-node.sh start DIR`:
+    /// `--rabbitmqctl "scripts/rabbitmq-node.sh ctl DIR"`.
+    #[arg(long, default_value = "rabbitmqctl")]
+    pub rabbitmqctl: String,
     /// With `--path rabbitmq-kafka`: the Kafka sink produces in Kafka transactions
     /// (`transactional = true`) instead of only idempotently.
     #[arg(long)]

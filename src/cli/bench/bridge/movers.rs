@@ -33,17 +33,22 @@ pub(super) async fn shovel_mover(bench: &BridgeBench) -> anyhow::Result<Stop> {
         uri = bench.uri,
         prefetch = bench.prefetch,
     );
-    rabbitmqctl(&["set_parameter", "shovel", SHOVEL, &definition])?;
-    Ok(Box::new(|| {
-        Box::pin(async { rabbitmqctl(&["clear_parameter", "shovel", SHOVEL]) })
+    let ctl = bench.rabbitmqctl.clone();
+    rabbitmqctl(&ctl, &["set_parameter", "shovel", SHOVEL, &definition])?;
+    Ok(Box::new(move || {
+        Box::pin(async move { rabbitmqctl(&ctl, &["clear_parameter", "shovel", SHOVEL]) })
     }))
 }
 
-fn rabbitmqctl(args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("rabbitmqctl")
+/// Runs `ctl` (a command line: `rabbitmqctl`, or a wrapper and its arguments) with `args`.
+fn rabbitmqctl(ctl: &str, args: &[&str]) -> anyhow::Result<()> {
+    let mut words = ctl.split_whitespace();
+    let program = words.next().context("--rabbitmqctl is empty")?;
+    let out = Command::new(program)
+        .args(words)
         .args(args)
         .output()
-        .context("cannot run rabbitmqctl (the Shovel phase runs on the broker's machine; --no-shovel skips it)")?;
+        .with_context(|| format!("cannot run '{ctl}' (the Shovel phase runs on the broker's machine; --no-shovel skips it)"))?;
     anyhow::ensure!(
         out.status.success(),
         "rabbitmqctl {}: {}{} (is the plugin enabled? rabbitmq-plugins enable rabbitmq_shovel)",
