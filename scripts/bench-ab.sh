@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Before/after benchmark of two `ferry` binaries on this machine, interleaved round by round
+# so both see the same machine: `ferry bench amqp` and `ferry bench kafka` against each
+# binary's `ferry run` (fresh store, loopback ports, server CPU per message from
+# --broker-pid), then `ferry bench bridge` run by each binary (its bridge runs in the bench
+# process) between two queues of a private RabbitMQ node, with RabbitMQ's Shovel and a
+# RabbitMQ quorum queue measured in the same rounds for reference.
+#
+#   scripts/bench-ab.sh BEFORE_BIN AFTER_BIN [ROUNDS]
+#
+# The bench clients are AFTER_BIN's (same client for both daemons). Prints every figure the
+# benches print, labelled; stops what it started by PID.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[[ $# -ge 2 ]] || { sed -n '9,9s/^#   //p' "$0" >&2; exit 2; }
+before=$(realpath "$1") after=$(realpath "$2") rounds=${3:-3}
+MESSAGES=${MESSAGES:-100000}
+RECORDS=${RECORDS:-100000}
+
+work=$(mktemp -d -t ferry-bench-ab.XXXXXX)
+daemon_pid=
+cleanup() {
+  [[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
+  scripts/rabbitmq-node.sh stop "$work/rabbitmq" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+uri=$(scripts/rabbitmq-node.sh start "$work/rabbitmq" --owner $$)
+beam=$(scripts/rabbitmq-node.sh pids "$work/rabbitmq" | sed -n 1p)
+
+# A loopback port nothing listens on, below the kernel's ephemeral range.
+free_port() {
+  local port
+  while :; do
+    port=$((30000 + RANDOM % 2000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
+  done
+}
+
+# Starts `BIN run` on a fresh store with its listeners on free loopback ports.
+start_daemon() {
+  local bin=$1
+  rm -rf "$work/store"
+  amqp_port=$(free_port) kafka_port=$(free_port)
+  FERRY__AMQP__LISTEN=127.0.0.1:$amqp_port FERRY__KAFKA__LISTEN=127.0.0.1:$kafka_port \
+    FERRY__METRICS__LISTEN=127.0.0.1:0 FERRY__STORE__PATH="$work/store" RUST_LOG=warn \
+    "$bin" run --config config/ferry.toml >"$work/daemon.log" 2>&1 &
+  daemon_pid=$!
+  for _ in $(seq 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$amqp_port") 2>/dev/null &&
+      (exec 3<>"/dev/tcp/127.0.0.1/$kafka_port") 2>/dev/null && return
+    sleep 0.05
+  done
+  cat "$work/daemon.log" >&2
+  echo "bench-ab.sh: $bin did not listen" >&2
+  exit 1
+}
+
+stop_daemon() {
+  kill "$daemon_pid" && wait "$daemon_pid" 2>/dev/null || true
+  daemon_pid=
+}
+
+label() { sed "s/^/[$1] /"; }
+
+for round in $(seq "$rounds"); do
+  for side in before after; do
+    bin=${!side}
+    start_daemon "$bin"
+    "$after" bench amqp --uri "amqp://guest:guest@127.0.0.1:$amqp_port/%2f" \
+      --messages "$MESSAGES" --latency-messages 2000 --broker-pid "$daemon_pid" |
+      label "round $round $side amqp"
+    "$after" bench kafka --bootstrap "127.0.0.1:$kafka_port" --records "$RECORDS" \
+      --latency-seconds 5 --broker-pid "$daemon_pid" | label "round $round $side kafka"
+    stop_daemon
+  done
+  "$after" bench amqp --uri "$uri" --messages "$MESSAGES" --latency-messages 2000 \
+    --queue-type quorum --broker-pid "$beam" | label "round $round rabbitmq-quorum amqp"
+  for side in before after; do
+    bin=${!side}
+    # The bridge bench of BEFORE_BIN predates --rabbitmqctl: its Shovel phase is skipped.
+    if [[ $side == after ]]; then
+      shovel=(--rabbitmqctl "scripts/rabbitmq-node.sh ctl $work/rabbitmq")
+    else
+      shovel=(--no-shovel)
+    fi
+    "$bin" bench bridge --uri "$uri" --messages "$MESSAGES" --queue-type quorum \
+      --broker-pid "$beam" "${shovel[@]}" | label "round $round $side bridge"
+  done
+done
