@@ -24,6 +24,7 @@ pub mod group_commit;
 pub mod kafka;
 pub mod liveness;
 pub mod password;
+pub mod peer;
 pub mod server;
 pub mod stage;
 pub mod store;
