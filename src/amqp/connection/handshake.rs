@@ -1,22 +1,23 @@
 //! The connection handshake: protocol header, connection.start/start-ok (SASL PLAIN or
-//! AMQPLAIN against the configured users), tune/tune-ok, open/open-ok (a configured vhost
-//! the user may open).
+//! AMQPLAIN against the user store, or EXTERNAL with a verified client certificate),
+//! tune/tune-ok, open/open-ok (a configured vhost the user may open).
 //!
 //! A client that sends any other protocol header is answered with AMQP 0-9-1's header and
 //! disconnected, as the specification says. A refused login or vhost ends with
 //! connection.close 403 (530 for a vhost that does not exist), the form RabbitMQ clients
 //! report as an authentication error.
 
-use super::sasl::{self, MECHANISMS};
+use super::sasl::{self, Response};
 use crate::amqp::broker::Broker;
 use crate::amqp::codec::{self, Frame, PROTOCOL_HEADER};
 use crate::amqp::context::Capabilities;
 use crate::amqp::errors::AmqpError;
 use crate::amqp::topology::VHost;
+use crate::auth::{self, Front, User};
+use crate::peer::Peer;
 use amq_protocol::protocol::{AMQPClass, connection};
 use amq_protocol::types::{AMQPValue, FieldTable};
 use bytes::{Buf, BytesMut};
-use std::net::IpAddr;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -67,7 +68,7 @@ impl From<AmqpError> for HandshakeError {
 /// [`HandshakeError`]; for `Refused` the caller sends connection.close.
 pub async fn run<R, W>(
     broker: &Broker,
-    peer: IpAddr,
+    peer: &Peer,
     reader: &mut R,
     writer: &mut W,
     buf: &mut BytesMut,
@@ -78,20 +79,16 @@ where
 {
     read_protocol_header(reader, writer, buf).await?;
     let config = &broker.config;
-    send(writer, start()).await?;
+    send(writer, start(sasl::mechanisms(peer))).await?;
 
     let AMQPClass::Connection(connection::AMQPMethod::StartOk(start_ok)) =
         next_method(reader, buf, config.frame_max).await?
     else {
         return Err(unexpected("connection.start-ok").into());
     };
-    let credentials = sasl::credentials(start_ok.mechanism.as_str(), start_ok.response.as_bytes())
+    let user = login(broker, peer, &start_ok)
+        .await
         .map_err(|e| AmqpError::access_refused(e.to_string()))?;
-    let user = broker
-        .users
-        .authenticate(&credentials.user, &credentials.password, peer)
-        .map_err(|e| AmqpError::access_refused(e.to_string()))?
-        .clone();
     let capabilities = capabilities_of(&start_ok.client_properties);
 
     send(
@@ -147,6 +144,51 @@ where
         heartbeat: tune_ok.heartbeat,
         capabilities,
     })
+}
+
+/// The user start-ok's SASL response logs in as, from `peer`.
+async fn login(
+    broker: &Broker,
+    peer: &Peer,
+    start_ok: &connection::StartOk,
+) -> Result<User, auth::AuthError> {
+    let users = &broker.users;
+    let response = sasl::response(
+        peer,
+        start_ok.mechanism.as_str(),
+        start_ok.response.as_bytes(),
+    )
+    .map_err(|e| {
+        let e = match e {
+            sasl::SaslError::Mechanism(..) => auth::AuthError::Mechanism(e.to_string()),
+            sasl::SaslError::Malformed(_) => auth::AuthError::Malformed(e.to_string()),
+        };
+        users.refused(Front::Amqp, peer, &e);
+        e
+    })?;
+    match response {
+        Response::Password(c) => {
+            users
+                .password(Front::Amqp, peer, &c.user, &c.password)
+                .await
+        }
+        Response::External(names) => {
+            let config = &broker.config;
+            let Some(name) = auth::certificate::login_name(
+                names,
+                config.ssl_cert_login_from,
+                config.ssl_cert_login_san_type,
+            ) else {
+                let e = auth::AuthError::Certificate(format!(
+                    "the client certificate has no name for amqp.ssl_cert_login_from = {:?}",
+                    config.ssl_cert_login_from
+                ));
+                users.refused(Front::Amqp, peer, &e);
+                return Err(e);
+            };
+            users.certificate(Front::Amqp, peer, name).await
+        }
+    }
 }
 
 /// The frame_max a client's tune-ok asks for, checked against ours (0: ours).
@@ -229,8 +271,8 @@ async fn send<W: AsyncWrite + Unpin>(writer: &mut W, method: AMQPClass) -> std::
     writer.flush().await
 }
 
-/// connection.start: who we are and what we support.
-fn start() -> AMQPClass {
+/// connection.start: who we are and what we support (`mechanisms`, space-separated).
+fn start(mechanisms: &str) -> AMQPClass {
     let mut capabilities = FieldTable::default();
     for capability in [
         "publisher_confirms",
@@ -257,7 +299,7 @@ fn start() -> AMQPClass {
         version_major: 0,
         version_minor: 9,
         server_properties: properties,
-        mechanisms: MECHANISMS.into(),
+        mechanisms: mechanisms.into(),
         locales: "en_US".into(),
     }))
 }
