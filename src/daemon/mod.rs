@@ -65,9 +65,9 @@ pub enum DaemonError {
     /// The operations HTTP server stopped with an error.
     #[error("the metrics server failed: {0}")]
     Http(std::io::Error),
-    /// The users in `[[users]]` cannot be used.
+    /// The users in `[[users]]` cannot be used or written to the user store.
     #[error("{0}")]
-    Users(String),
+    Users(#[from] crate::auth::AuthSetupError),
     /// The AMQP front could not start.
     #[error(transparent)]
     Amqp(#[from] crate::amqp::FrontError),
@@ -108,7 +108,6 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let amqp_addr = amqp_listener
         .local_addr()
         .map_or_else(|_| config.amqp.listen.clone(), |addr| addr.to_string());
-    let users = crate::auth::Users::from_config(&config.users).map_err(DaemonError::Users)?;
     let kafka_listener = listener::bind(
         KAFKA_LISTEN_KEY,
         &env_var(KAFKA_LISTEN_KEY),
@@ -123,9 +122,12 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         .ensure_schema()
         .await
         .map_err(DaemonError::Keyspace)?;
+    let users = crate::auth::Authenticator::start(db.clone(), &config.store.prefix, &config.users)
+        .await
+        .map_err(DaemonError::Users)?;
     let kafka = KafkaFront::start(
         &config.kafka,
-        &config.users,
+        users.clone(),
         stages.clone(),
         &config.store.prefix,
         kafka_listener,

@@ -12,6 +12,7 @@
 use super::Context;
 use super::api::{self, Reply, Session};
 use super::codec::{CodecError, FrameDecoder, Request, decode_request, encode_response};
+use crate::peer::Peer;
 use crate::telemetry::kafka as m;
 use crate::telemetry::names::LABEL_CODE;
 use bytes::BytesMut;
@@ -109,10 +110,11 @@ pub async fn serve(
     let (mut socket, writer) = stream.into_split();
     let (owed, queue) = mpsc::channel(IN_FLIGHT);
     let writer = tokio::spawn(write(writer, queue));
+    let session = Session::new(Peer::plaintext(peer), &ctx.principal_rules);
     let mut reader = Reader {
         decoder: FrameDecoder::new(ctx.config.max_request_size),
         ctx,
-        session: Session::new(peer),
+        session,
         buf: BytesMut::new(),
         owed,
     };
@@ -255,7 +257,7 @@ impl Reader {
             .map(|c| c.to_string())
             .unwrap_or_default();
         debug!(
-            peer = %self.session.peer,
+            peer = %self.session.peer.addr,
             api = ?request.api,
             version = request.version(),
             correlation_id = request.header.correlation_id,

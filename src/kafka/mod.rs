@@ -32,9 +32,10 @@ pub mod topics;
 pub mod transactions;
 pub mod waiters;
 
-use crate::auth::Users;
+use crate::auth::Authenticator;
 use crate::config::KafkaConfig;
 use crate::liveness::Liveness;
+use crate::principal::PrincipalRules;
 use crate::stage::Stages;
 use crate::store::{Database, StoreError};
 use brokers::{BrokerAddress, Brokers};
@@ -66,9 +67,9 @@ pub enum KafkaError {
     /// The listener has no local address.
     #[error("the Kafka listener has no local address: {0}")]
     Listener(std::io::Error),
-    /// A `[[users]]` entry is unusable.
-    #[error("{0}")]
-    Users(String),
+    /// `kafka.ssl_principal_mapping_rules` does not parse.
+    #[error("kafka.ssl_principal_mapping_rules: {0}")]
+    PrincipalRules(String),
 }
 
 /// What every connection and request handler shares.
@@ -92,7 +93,9 @@ pub struct Context {
     /// The transaction coordinator.
     pub transactions: Transactions,
     /// Who may authenticate.
-    pub users: Users,
+    pub users: Authenticator,
+    /// `kafka.ssl_principal_mapping_rules`, parsed.
+    pub principal_rules: PrincipalRules,
     /// Topic settings' defaults.
     pub defaults: TopicDefaults,
     /// The cluster id Metadata reports.
@@ -167,10 +170,11 @@ impl KafkaFront {
     /// of every partition no live instance holds, and keeps `listener` for [`Self::run`].
     ///
     /// # Errors
-    /// [`KafkaError`] when the store or the users cannot be used.
+    /// [`KafkaError`] when the store cannot be used or the principal mapping rules do not
+    /// parse.
     pub async fn start(
         config: &KafkaConfig,
-        users: &[crate::config::UserConfig],
+        users: Authenticator,
         stages: Stages,
         prefix: &str,
         listener: TcpListener,
@@ -229,7 +233,9 @@ impl KafkaFront {
             config: config.clone(),
             transactions,
             cluster_id: format!("ferry-{prefix}"),
-            users: Users::from_config(users).map_err(KafkaError::Users)?,
+            users,
+            principal_rules: PrincipalRules::parse(&config.ssl_principal_mapping_rules)
+                .map_err(KafkaError::PrincipalRules)?,
             db,
             keys,
             topics,

@@ -12,4 +12,5 @@ mod groups;
 mod instances;
 mod interop;
 mod raw;
+mod scram;
 mod transactions;

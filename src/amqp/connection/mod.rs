@@ -17,6 +17,7 @@ use super::codec::{self, Frame};
 use super::context::{ConnectionContext, Control};
 use super::errors::{AmqpError, ReplyCode};
 use super::writer;
+use crate::peer::Peer;
 use crate::telemetry::amqp as metric;
 use amq_protocol::protocol::{AMQPClass, channel as ch, connection};
 use bytes::BytesMut;
@@ -86,11 +87,12 @@ pub async fn serve(
 ) {
     let (mut reader, mut write_half) = stream.into_split();
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
+    let client = Peer::plaintext(peer);
     let handshake = tokio::select! {
         () = shutdown.cancelled() => return,
         r = tokio::time::timeout(
             broker.config.handshake_timeout(),
-            handshake::run(&broker, peer.ip(), &mut reader, &mut write_half, &mut buf),
+            handshake::run(&broker, &client, &mut reader, &mut write_half, &mut buf),
         ) => r,
     };
     let negotiated = match handshake {

@@ -83,6 +83,9 @@ impl Front {
         let stages = Stages::new(db, &store.prefix);
         stages.ensure_schema().await.unwrap();
         let listener = TcpListener::bind(&config.listen).await.unwrap();
+        let users = crate::auth::Authenticator::start(stages.db().clone(), &store.prefix, users)
+            .await
+            .unwrap();
         let front = KafkaFront::start(
             &config,
             users,
@@ -107,9 +110,14 @@ impl Front {
         self.client_from(SocketAddr::from(([127, 0, 0, 1], 50_000)))
     }
 
-    /// A client connected from `peer`.
-    pub fn client_from(&self, peer: SocketAddr) -> Client {
-        let mut session = Session::new(peer);
+    /// A client connected from `addr` on a plaintext listener.
+    pub fn client_from(&self, addr: SocketAddr) -> Client {
+        self.client_as(crate::peer::Peer::plaintext(addr))
+    }
+
+    /// A client at the other end of `peer` (a TLS session, a client certificate).
+    pub fn client_as(&self, peer: crate::peer::Peer) -> Client {
+        let mut session = Session::new(peer, &self.ctx.principal_rules);
         session.client_id = "api-test".into();
         Client {
             ctx: self.ctx.clone(),
