@@ -9,3 +9,4 @@ mod fronts;
 mod kafka;
 mod mapping;
 mod rabbitmq;
+mod rabbitmq_tls;
