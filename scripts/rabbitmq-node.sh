@@ -6,14 +6,20 @@
 # shovel plugin is enabled (a benchmark compares Ferry with Shovel), the management plugin is
 # not (its fixed port 15672 would collide with the machine's).
 #
-#   scripts/rabbitmq-node.sh start DIR [--owner PID]   start a node in DIR; print its AMQP URI
+#   scripts/rabbitmq-node.sh start DIR [--owner PID] [--tls CERTS]   start a node in DIR; print its AMQP URI
 #   scripts/rabbitmq-node.sh stop DIR                  stop it (and its epmd); idempotent
 #   scripts/rabbitmq-node.sh uri DIR                   print its AMQP URI (guest/guest, vhost /)
+#   scripts/rabbitmq-node.sh amqps-uri DIR             print its amqps URI (a node started with --tls)
 #   scripts/rabbitmq-node.sh ctl DIR ARGS...           rabbitmqctl ARGS against it
 #   scripts/rabbitmq-node.sh pids DIR                  print the PIDs of its live processes
 #
 # With --owner PID, a watcher stops the node when process PID ends (a test process that
 # is killed cannot stop its node itself). Every process is stopped by its PID, never by name.
+# With --tls CERTS, the node also has a TLS listener (TLS 1.2 and 1.3) with the server
+# certificate CERTS/server.pem, its key CERTS/server.key and the CA CERTS/ca.pem, and
+# requires every TLS client to present a certificate signed by that CA
+# (ssl_options.verify = verify_peer, fail_if_no_peer_cert = true). The caller makes the
+# files (the tests generate them when they run); no key is kept in the repository.
 # Needs Debian's rabbitmq-server package (scripts/setup.sh installs it).
 set -euo pipefail
 
@@ -25,7 +31,7 @@ LAST_PORT=30000
 
 die() { echo "rabbitmq-node.sh: $*" >&2; exit 1; }
 
-usage() { sed -n '9,13s/^#   //p' "$0" >&2; exit 2; }
+usage() { sed -n '9,14s/^#   //p' "$0" >&2; exit 2; }
 
 # A loopback port nothing listens on, from FIRST_PORT..LAST_PORT; $1 more ports after it
 # must be free too (rabbitmqctl's range).
@@ -58,8 +64,21 @@ alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
 pid_in() { [[ -s "$1" ]] && cat "$1" || true; }
 
 start() {
-  local owner=""
-  if [[ "${1:-}" == "--owner" ]]; then owner=${2:?--owner needs a PID}; fi
+  local owner="" certs=""
+  while (($#)); do
+    case "$1" in
+      --owner) owner=${2:?--owner needs a PID}; shift 2 ;;
+      --tls) certs=${2:?--tls needs a directory}; shift 2 ;;
+      *) usage ;;
+    esac
+  done
+  if [[ -n "$certs" ]]; then
+    local f
+    for f in ca.pem server.pem server.key; do
+      [[ -r "$certs/$f" ]] || die "--tls $certs: $certs/$f is missing"
+    done
+    certs=$(cd "$certs" && pwd)
+  fi
   [[ -x "$RABBITMQ_BIN/rabbitmq-server" ]] ||
     die "$RABBITMQ_BIN/rabbitmq-server not found; run scripts/setup.sh (it installs rabbitmq-server)"
   command -v epmd >/dev/null || die "epmd not found; run scripts/setup.sh (it installs rabbitmq-server)"
@@ -67,14 +86,27 @@ start() {
   mkdir -p "$DIR"/{home,mnesia,log}
   DIR=$(cd "$DIR" && pwd)
 
-  local amqp dist epmd_port name
+  local amqp amqps="" dist epmd_port name
   epmd_port=$(free_port)
   amqp=$(free_port)
+  [[ -z "$certs" ]] || amqps=$(free_port)
   dist=$(free_port 10)
   name="ferry-test-$$-$RANDOM@localhost"
   head -c 32 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$DIR/home/.erlang.cookie"
   chmod 400 "$DIR/home/.erlang.cookie"
   printf 'listeners.tcp.1 = 127.0.0.1:%s\nlog.file.level = info\n' "$amqp" >"$DIR/rabbitmq.conf"
+  if [[ -n "$certs" ]]; then
+    cat >>"$DIR/rabbitmq.conf" <<EOF
+listeners.ssl.1 = 127.0.0.1:$amqps
+ssl_options.cacertfile = $certs/ca.pem
+ssl_options.certfile = $certs/server.pem
+ssl_options.keyfile = $certs/server.key
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = true
+ssl_options.versions.1 = tlsv1.3
+ssl_options.versions.2 = tlsv1.2
+EOF
+  fi
   echo '[rabbitmq_shovel].' >"$DIR/enabled_plugins"
   # Replaces /etc/rabbitmq/rabbitmq-env.conf, which belongs to the machine's node.
   : >"$DIR/rabbitmq-env.conf"
@@ -100,6 +132,7 @@ RABBITMQ_MNESIA_BASE='$DIR/mnesia'
 RABBITMQ_LOG_BASE='$DIR/log'
 RABBITMQ_PID_FILE='$DIR/rabbitmq.pid'
 AMQP_URI='amqp://guest:guest@127.0.0.1:$amqp/%2f'
+AMQPS_PORT='$amqps'
 EOF
   load_env
 
@@ -174,6 +207,10 @@ case "$command" in
   start) start "$@" ;;
   stop) stop ;;
   uri) load_env; echo "$AMQP_URI" ;;
+  amqps-uri)
+    load_env
+    [[ -n "${AMQPS_PORT:-}" ]] || die "the node in '$DIR' has no TLS listener (start it with --tls)"
+    echo "amqps://guest:guest@127.0.0.1:$AMQPS_PORT/%2f" ;;
   ctl) load_env; ctl "$@" ;;
   pids) pids ;;
   *) usage ;;

@@ -10,8 +10,8 @@ set -euo pipefail
 # amqp-tools, kcat: command-line AMQP and Kafka clients for interoperability tests.
 # make: builds jemalloc (the daemon's allocator, tikv-jemalloc-sys).
 # rabbitmq-server: the private RabbitMQ node the tests start (scripts/rabbitmq-node.sh).
-# libssl-dev, pkg-config: rdkafka's `ssl` feature (librdkafka builds TLS and SASL SCRAM only
-# against OpenSSL).
+# libssl-dev, pkg-config: librdkafka (rdkafka's `ssl` feature) built with OpenSSL: it builds
+# TLS and SASL SCRAM only against OpenSSL (Kafka front tests, external Kafka clusters).
 APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config)
 # Python clients for interoperability tests, and the module each one provides.
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka)

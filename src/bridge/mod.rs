@@ -10,12 +10,15 @@
 //!
 //! Modules: [`mapping`] (AMQP ↔ Kafka), [`staged`] (the stage body of a bridged message),
 //! [`route`] (a route's stages), [`sources`] and [`sinks`] (one module per kind of
-//! endpoint), [`sink`] (the delivery worker), [`keys`] (source and sink progress),
+//! endpoint), [`rabbitmq_link`] and [`kafka_client`] (how the external ones connect, with
+//! TLS and SASL), [`sink`] (the delivery worker), [`keys`] (source and sink progress),
 //! [`status`] (connection states for `/readyz`), [`replay`] (dead-letters back to their
 //! stage).
 
+pub mod kafka_client;
 pub mod keys;
 pub mod mapping;
+pub mod rabbitmq_link;
 pub mod replay;
 pub mod route;
 pub mod sink;

@@ -10,6 +10,8 @@
 
 use super::ConfigError;
 use super::checks::{at_least, between};
+use super::remote::{AmqpTlsConfig, KafkaSecurityConfig};
+use super::secret::{AmqpUri, KafkaProperties};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -46,8 +48,8 @@ pub const MAX_BATCH: usize = 4_096;
 pub enum SourceConfig {
     /// A queue on an external RabbitMQ, consumed with lapin.
     Rabbitmq {
-        /// AMQP URI, e.g. `amqp://user:pass@host:5672/%2f`.
-        uri: String,
+        /// AMQP URI, e.g. `amqp://user:pass@host:5672/%2f`, or `amqps://` for TLS.
+        uri: AmqpUri,
         /// The queue to consume (it must exist).
         queue: String,
         /// Unacknowledged deliveries the source may hold (basic.qos prefetch count).
@@ -57,6 +59,9 @@ pub enum SourceConfig {
         /// already staged is dropped (and counted) instead of staged twice.
         #[serde(default = "default_dedup_window_ms")]
         dedup_window_ms: u64,
+        /// `ca_file`, `cert_file`, `key_file`, `server_name`: TLS with an `amqps://` URI.
+        #[serde(flatten)]
+        tls: AmqpTlsConfig,
     },
     /// Topics on an external Kafka cluster, consumed with rdkafka in a consumer group.
     Kafka {
@@ -66,9 +71,13 @@ pub enum SourceConfig {
         topics: Vec<String>,
         /// The consumer group (offsets are also committed there, for standard tooling).
         group_id: String,
-        /// Extra librdkafka properties (e.g. `security.protocol`).
+        /// Extra librdkafka properties (e.g. `fetch.min.bytes`).
         #[serde(default)]
-        properties: BTreeMap<String, String>,
+        properties: KafkaProperties,
+        /// `security_protocol`, `sasl_mechanism`, `username`, `password_file` or
+        /// `password_env`, `ca_file`, `cert_file`, `key_file`: TLS and SASL.
+        #[serde(flatten)]
+        security: KafkaSecurityConfig,
     },
 }
 
@@ -78,8 +87,8 @@ pub enum SourceConfig {
 pub enum SinkConfig {
     /// An exchange on an external RabbitMQ, published to with lapin and publisher confirms.
     Rabbitmq {
-        /// AMQP URI.
-        uri: String,
+        /// AMQP URI, `amqps://` for TLS.
+        uri: AmqpUri,
         /// The exchange (`""` is the default exchange).
         #[serde(default)]
         exchange: String,
@@ -87,6 +96,9 @@ pub enum SinkConfig {
         /// record: its key, see `docs/mapping.md`).
         #[serde(default)]
         routing_key: Option<String>,
+        /// `ca_file`, `cert_file`, `key_file`, `server_name`: TLS with an `amqps://` URI.
+        #[serde(flatten)]
+        tls: AmqpTlsConfig,
     },
     /// A topic on an external Kafka cluster, produced to with rdkafka's idempotent
     /// producer.
@@ -104,7 +116,11 @@ pub enum SinkConfig {
         transactional: bool,
         /// Extra librdkafka properties.
         #[serde(default)]
-        properties: BTreeMap<String, String>,
+        properties: KafkaProperties,
+        /// `security_protocol`, `sasl_mechanism`, `username`, `password_file` or
+        /// `password_env`, `ca_file`, `cert_file`, `key_file`: TLS and SASL.
+        #[serde(flatten)]
+        security: KafkaSecurityConfig,
     },
 }
 
@@ -284,8 +300,9 @@ fn validate_source(name: &str, source: &SourceConfig) -> Result<(), ConfigError>
             queue,
             prefetch,
             dedup_window_ms,
+            tls,
         } => {
-            amqp_uri(&at("uri"), uri)?;
+            tls.validate(&at, &amqp_uri(&at("uri"), uri)?)?;
             not_empty(&at("queue"), queue)?;
             at_least(&at("prefetch"), *prefetch, 1)?;
             at_least(&at("dedup_window_ms"), *dedup_window_ms, 1)
@@ -294,8 +311,10 @@ fn validate_source(name: &str, source: &SourceConfig) -> Result<(), ConfigError>
             bootstrap_servers,
             topics,
             group_id,
-            ..
+            properties,
+            security,
         } => {
+            security.validate(&at, properties)?;
             not_empty(&at("bootstrap_servers"), bootstrap_servers)?;
             if topics.is_empty() {
                 return Err(ConfigError::invalid(at("topics"), "must name a topic"));
@@ -311,13 +330,16 @@ fn validate_source(name: &str, source: &SourceConfig) -> Result<(), ConfigError>
 fn validate_sink(name: &str, sink: &SinkConfig) -> Result<(), ConfigError> {
     let at = |key: &str| format!("sinks.{name}.{key}");
     match sink {
-        SinkConfig::Rabbitmq { uri, .. } => amqp_uri(&at("uri"), uri),
+        SinkConfig::Rabbitmq { uri, tls, .. } => tls.validate(&at, &amqp_uri(&at("uri"), uri)?),
         SinkConfig::Kafka {
             bootstrap_servers,
             topic,
             partitioner,
+            properties,
+            security,
             ..
         } => {
+            security.validate(&at, properties)?;
             not_empty(&at("bootstrap_servers"), bootstrap_servers)?;
             not_empty(&at("topic"), topic)?;
             if !PARTITIONERS.contains(&partitioner.as_str()) {
@@ -483,10 +505,11 @@ fn not_empty(key: &str, value: &str) -> Result<(), ConfigError> {
     }
 }
 
-fn amqp_uri(key: &str, uri: &str) -> Result<(), ConfigError> {
-    uri.parse::<lapin::uri::AMQPUri>()
-        .map(|_| ())
-        .map_err(|e| ConfigError::invalid(key, format!("'{uri}' is not an AMQP URI: {e}")))
+/// The parsed `uri`; the error shows it without its password.
+fn amqp_uri(key: &str, uri: &AmqpUri) -> Result<lapin::uri::AMQPUri, ConfigError> {
+    uri.expose().parse::<lapin::uri::AMQPUri>().map_err(|e| {
+        ConfigError::invalid(key, format!("'{}' is not an AMQP URI: {e}", uri.redacted()))
+    })
 }
 
 #[cfg(test)]
@@ -604,5 +627,167 @@ mod tests {
         );
         let err = parse(&bad).unwrap_err().to_string();
         assert_eq!(err, "routes[1].to[1]: names an earlier destination again");
+    }
+
+    /// `GOOD` with `extra` lines added to `[sources.rabbit-in]` and `sink_extra` to
+    /// `[sinks.kafka-out]`.
+    fn with(extra: &str, sink_extra: &str) -> Result<(), ConfigError> {
+        parse(
+            &GOOD
+                .replacen(
+                    "queue = \"orders\"",
+                    &format!("queue = \"orders\"\n{extra}"),
+                    1,
+                )
+                .replacen(
+                    "topic = \"orders\"",
+                    &format!("topic = \"orders\"\n{sink_extra}"),
+                    1,
+                ),
+        )
+    }
+
+    const AMQPS: &str = "uri = \"amqps://guest:hunter2@rabbit.example:5671/%2f\"";
+
+    #[test]
+    fn amqps_with_tls_keys_validates() {
+        let tls = format!(
+            "{AMQPS}\nca_file = \"/etc/ferry/ca.pem\"\ncert_file = \"/c.pem\"\nkey_file = \"/k.pem\"\nserver_name = \"rabbit.internal\""
+        );
+        let toml = GOOD.replacen("uri = \"amqp://guest:guest@127.0.0.1:5672/%2f\"", &tls, 1);
+        parse(&toml).unwrap();
+    }
+
+    #[test]
+    fn bad_tls_keys_toward_rabbitmq_are_named() {
+        let amqps = |extra: &str| {
+            GOOD.replacen(
+                "uri = \"amqp://guest:guest@127.0.0.1:5672/%2f\"",
+                &format!("{AMQPS}\n{extra}"),
+                1,
+            )
+        };
+        let cases = [
+            (
+                GOOD.replacen(
+                    "queue = \"orders\"",
+                    "queue = \"orders\"\nca_file = \"/ca.pem\"",
+                    1,
+                ),
+                "sources.rabbit-in.ca_file: is for TLS; sources.rabbit-in.uri must then start with amqps://",
+            ),
+            (
+                amqps("cert_file = \"/c.pem\""),
+                "sources.rabbit-in.cert_file: needs key_file",
+            ),
+            (
+                amqps("server_name = \"not a name\""),
+                "sources.rabbit-in.server_name: 'not a name' is not a DNS name or an IP address",
+            ),
+            (amqps("ca_fle = \"/ca.pem\""), "unknown field `ca_fle`"),
+        ];
+        for (toml, want) in cases {
+            let err = parse(&toml).unwrap_err().to_string();
+            assert!(err.contains(want), "got {err}, want {want}");
+        }
+    }
+
+    #[test]
+    fn a_bad_uri_is_named_without_its_password() {
+        let toml = GOOD.replacen(
+            "uri = \"amqp://guest:guest@127.0.0.1:5672/%2f\"",
+            "uri = \"amqp://guest:hunter2@127.0.0.1:notaport/%2f\"",
+            1,
+        );
+        let err = parse(&toml).unwrap_err().to_string();
+        assert!(err.starts_with("sources.rabbit-in.uri: 'amqp://guest:***@127.0.0.1:notaport/%2f' is not an AMQP URI"), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn kafka_security_keys_validate() {
+        let sasl = "security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"SCRAM-SHA-256\"\nusername = \"bridge\"\npassword_env = \"KAFKA_PASSWORD\"\nca_file = \"/ca.pem\"";
+        with("", sasl).unwrap();
+        with("", "properties = { \"security.protocol\" = \"SASL_SSL\", \"sasl.mechanism\" = \"PLAIN\" }\nusername = \"u\"\npassword_file = \"/p\"").unwrap();
+        with("", "properties = { \"security.protocol\" = \"sasl_ssl\" }").unwrap();
+    }
+
+    #[test]
+    fn bad_kafka_security_keys_are_named() {
+        let cases = [
+            (
+                "security_protocol = \"SASL_SSL\"\nproperties = { \"security.protocol\" = \"SSL\" }",
+                "sinks.kafka-out.security_protocol: conflicts with sinks.kafka-out.properties.\"security.protocol\"",
+            ),
+            (
+                "security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nusername = \"u\"\npassword_env = \"P\"\nproperties = { \"sasl.password\" = \"x\" }",
+                "sinks.kafka-out.password_env: conflicts with sinks.kafka-out.properties.\"sasl.password\"",
+            ),
+            (
+                "properties = { \"security.protocol\" = \"TLS\" }",
+                "sinks.kafka-out.properties.\"security.protocol\": 'TLS' is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL",
+            ),
+            ("security_protocol = \"TLS\"", "unknown variant `TLS`"),
+            (
+                "sasl_mechanism = \"PLAIN\"",
+                "sinks.kafka-out.sasl_mechanism: needs security_protocol SASL_PLAINTEXT or SASL_SSL, not PLAINTEXT",
+            ),
+            (
+                "security_protocol = \"SASL_PLAINTEXT\"\nca_file = \"/ca.pem\"",
+                "sinks.kafka-out.ca_file: needs security_protocol SSL or SASL_SSL, not SASL_PLAINTEXT",
+            ),
+            (
+                "security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nusername = \"u\"",
+                "sinks.kafka-out.username: needs password_file or password_env",
+            ),
+            (
+                "security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\npassword_env = \"P\"",
+                "sinks.kafka-out.password_env: needs username",
+            ),
+            (
+                "security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"PLAIN\"\nusername = \"u\"\npassword_env = \"P\"\npassword_file = \"/p\"",
+                "sinks.kafka-out.password_env: sinks.kafka-out.password_file is set too; keep one",
+            ),
+            (
+                "security_protocol = \"SASL_SSL\"\nusername = \"u\"\npassword_env = \"P\"",
+                "sinks.kafka-out.sasl_mechanism: must be set with username",
+            ),
+            (
+                "security_protocol = \"SSL\"\nkey_file = \"/k.pem\"",
+                "sinks.kafka-out.key_file: needs cert_file",
+            ),
+        ];
+        for (extra, want) in cases {
+            let err = with("", extra).unwrap_err().to_string();
+            assert!(
+                err.starts_with(want) || err.contains(want),
+                "{extra}: got {err}, want {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn debug_of_sources_and_sinks_hides_secrets() {
+        let source = SourceConfig::Rabbitmq {
+            uri: "amqps://bridge:hunter2@rabbit:5671/%2f".into(),
+            queue: "q".into(),
+            prefetch: 1,
+            dedup_window_ms: 1,
+            tls: AmqpTlsConfig::default(),
+        };
+        let sink = SinkConfig::Kafka {
+            bootstrap_servers: "b:9093".into(),
+            topic: "t".into(),
+            partitioner: DEFAULT_PARTITIONER.into(),
+            transactional: false,
+            properties: BTreeMap::from([("sasl.password".to_owned(), "hunter2".to_owned())]).into(),
+            security: KafkaSecurityConfig::default(),
+        };
+        let shown = format!("{source:?} {sink:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(
+            shown.contains("amqps://bridge:***@rabbit:5671/%2f"),
+            "{shown}"
+        );
     }
 }

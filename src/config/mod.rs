@@ -6,7 +6,8 @@
 //! `[[routes]]` in [`bridge`]) declares its keys, their defaults and their meaning;
 //! [`load`] reads, [`validate`] checks values without I/O (with the shared [`checks`]),
 //! [`preflight`] checks the machine, and [`limits`] holds the size limits values are
-//! checked against. The shipped `config/ferry.toml` lists every key with its default, and
+//! checked against; [`remote`] holds the TLS and SASL keys toward external brokers and
+//! [`secret`] the values shown redacted. The shipped `config/ferry.toml` lists every key with its default, and
 //! a test keeps it equal to [`Config::default`].
 //!
 //! A leaf: it imports nothing of Ferry's but [`crate::password`] (to check hashes), so
@@ -23,6 +24,8 @@ pub mod load;
 pub mod log;
 pub mod metrics;
 pub mod preflight;
+pub mod remote;
+pub mod secret;
 pub mod stage;
 pub mod store;
 pub mod users;
@@ -36,6 +39,8 @@ pub use kafka::KafkaConfig;
 pub use load::env_var;
 pub use log::{LogConfig, LogFormat};
 pub use metrics::MetricsConfig;
+pub use remote::{AmqpTlsConfig, KafkaSecurityConfig, SaslMechanism, SecurityProtocol};
+pub use secret::{AmqpUri, KafkaProperties};
 pub use stage::StageConfig;
 pub use store::StoreConfig;
 pub use users::UserConfig;

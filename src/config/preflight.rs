@@ -1,10 +1,13 @@
 //! Preflight: the checks of a [`Config`] that need the machine, run by `ferry validate` and
 //! before `ferry run` starts anything.
 //!
-//! Unlike [`Config::validate`] these do I/O: they resolve listen hosts and prove the store
-//! directory writable by creating and removing a file in it. They create nothing that stays.
+//! Unlike [`Config::validate`] these do I/O: they resolve listen hosts, prove the store
+//! directory writable by creating and removing a file in it, and read the certificate,
+//! key and password files (and password variables) the bridge's sources and sinks name.
+//! They create nothing that stays.
 
-use super::{Config, ConfigError};
+use super::{Config, ConfigError, SinkConfig, SourceConfig};
+use crate::config::remote::KafkaSecurityConfig;
 use crate::config::store::Engine;
 use std::fs::{self, OpenOptions};
 use std::io;
@@ -26,8 +29,42 @@ impl Config {
         if self.store.engine == Engine::Embedded {
             writable_dir("store.path", &self.store.path)?;
         }
+        for (name, source) in &self.sources {
+            let at = |key: &str| format!("sources.{name}.{key}");
+            match source {
+                SourceConfig::Rabbitmq { tls, .. } => readable(&at, &tls.files())?,
+                SourceConfig::Kafka { security, .. } => kafka_secrets(&at, security)?,
+            }
+        }
+        for (name, sink) in &self.sinks {
+            let at = |key: &str| format!("sinks.{name}.{key}");
+            match sink {
+                SinkConfig::Rabbitmq { tls, .. } => readable(&at, &tls.files())?,
+                SinkConfig::Kafka { security, .. } => kafka_secrets(&at, security)?,
+            }
+        }
         Ok(())
     }
+}
+
+/// Every file of `files` (key, path) can be read; `at` makes a key's path.
+fn readable(at: &dyn Fn(&str) -> String, files: &[(&str, &Path)]) -> Result<(), ConfigError> {
+    for (key, path) in files {
+        fs::File::open(path).map_err(|e| {
+            ConfigError::invalid(at(key), format!("cannot read '{}': {e}", path.display()))
+        })?;
+    }
+    Ok(())
+}
+
+/// A Kafka source's or sink's files can be read and its password is there (it is read
+/// and dropped, never shown).
+fn kafka_secrets(
+    at: &dyn Fn(&str) -> String,
+    security: &KafkaSecurityConfig,
+) -> Result<(), ConfigError> {
+    readable(at, &security.files())?;
+    security.password(at).map(drop)
 }
 
 /// `addr` resolves to at least one socket address.

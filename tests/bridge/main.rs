@@ -7,5 +7,7 @@ mod common;
 
 mod fronts;
 mod kafka;
+mod kafka_sasl;
 mod mapping;
 mod rabbitmq;
+mod rabbitmq_tls;

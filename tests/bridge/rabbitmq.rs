@@ -36,7 +36,7 @@ fn start(dir: &std::path::Path, config: &str) -> Daemon {
 
 /// The external broker (the run's private node) and one test's topology on it, deleted
 /// when dropped (also when the test fails).
-struct Rabbit {
+pub(crate) struct Rabbit {
     /// The node; kept until the topology is deleted.
     node: Arc<RabbitNode>,
     channel: Channel,
@@ -46,7 +46,11 @@ struct Rabbit {
 
 impl Rabbit {
     async fn connect() -> Self {
-        let node = RabbitNode::get();
+        Self::on(RabbitNode::get()).await
+    }
+
+    /// Test topology on `node`, over its plain AMQP listener.
+    pub(crate) async fn on(node: Arc<RabbitNode>) -> Self {
         let connection = Connection::connect(node.uri(), ConnectionProperties::default())
             .await
             .expect("the private RabbitMQ node");
@@ -68,7 +72,7 @@ impl Rabbit {
         self.node.uri()
     }
 
-    async fn queue(&mut self, name: &str) {
+    pub(crate) async fn queue(&mut self, name: &str) {
         self.channel
             .queue_declare(
                 name.into(),
@@ -107,7 +111,7 @@ impl Rabbit {
     }
 
     /// Publishes every message to `queue` with pipelined confirms.
-    async fn publish(&self, queue: &str, messages: &[(BasicProperties, Vec<u8>)]) {
+    pub(crate) async fn publish(&self, queue: &str, messages: &[(BasicProperties, Vec<u8>)]) {
         for chunk in messages.chunks(5_000) {
             let mut confirms = Vec::with_capacity(chunk.len());
             for (properties, body) in chunk {
@@ -131,7 +135,7 @@ impl Rabbit {
     }
 
     /// Messages in `queue`.
-    async fn depth(&self, queue: &str) -> u32 {
+    pub(crate) async fn depth(&self, queue: &str) -> u32 {
         self.channel
             .queue_declare(
                 queue.into(),
@@ -193,7 +197,7 @@ impl Drop for Rabbit {
 
 /// Everything that arrives in `queue` on the broker at `uri`, collected in the background
 /// (auto-ack).
-async fn collect(uri: &str, queue: &str) -> UnboundedReceiver<Delivery> {
+pub(crate) async fn collect(uri: &str, queue: &str) -> UnboundedReceiver<Delivery> {
     let connection = Connection::connect(uri, ConnectionProperties::default())
         .await
         .unwrap();
@@ -223,7 +227,7 @@ async fn collect(uri: &str, queue: &str) -> UnboundedReceiver<Delivery> {
 }
 
 /// Receives until `n` messages arrived or `timeout` passed.
-async fn receive(
+pub(crate) async fn receive(
     rx: &mut UnboundedReceiver<Delivery>,
     n: usize,
     timeout: Duration,

@@ -5,7 +5,8 @@
 //!   [`process`] and [`http`] are what it is made of.
 //! - [`fronts`]: an AMQP or Kafka front inside the test process on a temporary store, for
 //!   tests that reach into the store or start many fronts cheaply.
-//! - [`rabbitmq`]: the test run's private RabbitMQ node (never the machine's).
+//! - [`rabbitmq`]: the test run's private RabbitMQ node (never the machine's), and nodes
+//!   with a TLS listener; [`pki`]: certificates made when the test runs.
 //! - [`store`]: a store per test on every engine, and [`for_each_engine`](crate::for_each_engine).
 //! - [`amqp`], [`kafka`]: the lapin and rdkafka (and raw socket) client helpers the tests share.
 //! - [`wait`]: bounded waits on a condition; [`crash`]: where kill -9 runs strike.
@@ -22,6 +23,7 @@ pub mod daemon;
 pub mod fronts;
 pub mod http;
 pub mod kafka;
+pub mod pki;
 pub mod process;
 pub mod rabbitmq;
 pub mod store;

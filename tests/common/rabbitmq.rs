@@ -7,6 +7,10 @@
 //! test of a process that asks for a node starts one for the process, with the process as
 //! its owner, so the script's watcher stops it if the process is killed; otherwise it is
 //! stopped when the last test using it drops it.
+//!
+//! [`RabbitNode::start_tls`] starts a node of the test's own with a TLS listener that
+//! requires client certificates (certificates from [`super::pki`]); it is stopped when the
+//! test drops it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -26,6 +30,8 @@ pub struct RabbitNode {
     dir: PathBuf,
     /// Its AMQP URI: guest/guest on 127.0.0.1, vhost `/`.
     uri: String,
+    /// Its amqps URI, for a node with a TLS listener.
+    amqps_uri: Option<String>,
     /// The directory of a node this process started (and stops on drop); `None` for the
     /// run's node.
     owned: Option<tempfile::TempDir>,
@@ -55,22 +61,43 @@ impl RabbitNode {
         Self {
             dir,
             uri,
+            amqps_uri: None,
             owned: None,
         }
     }
 
     /// Starts a node owned by this process.
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts a node of the caller's own that also listens for TLS with the server
+    /// certificate `certs/server.pem` (key `certs/server.key`) and requires clients to
+    /// present a certificate signed by `certs/ca.pem`.
+    pub fn start_tls(certs: &Path) -> Self {
+        let mut node = Self::start_with(&["--tls", certs.to_str().unwrap()]);
+        node.amqps_uri = Some(stdout_of(script(&[
+            "amqps-uri",
+            node.dir.to_str().unwrap(),
+        ])));
+        node
+    }
+
+    /// Starts a node owned by this process, with `options` for the script's `start`.
+    fn start_with(options: &[&str]) -> Self {
         let owned = tempfile::Builder::new()
             .prefix("ferry-rabbitmq-")
             .tempdir()
             .unwrap();
         let dir = owned.path().to_owned();
         let pid = std::process::id().to_string();
-        let uri = stdout_of(script(&["start", dir.to_str().unwrap(), "--owner", &pid]));
+        let mut args = vec!["start", dir.to_str().unwrap(), "--owner", &pid];
+        args.extend_from_slice(options);
+        let uri = stdout_of(script(&args));
         Self {
             dir,
             uri,
+            amqps_uri: None,
             owned: Some(owned),
         }
     }
@@ -78,6 +105,13 @@ impl RabbitNode {
     /// The AMQP URI: guest/guest on 127.0.0.1, vhost `/`.
     pub fn uri(&self) -> &str {
         &self.uri
+    }
+
+    /// The amqps URI (guest/guest): panics for a node without a TLS listener.
+    pub fn amqps_uri(&self) -> &str {
+        self.amqps_uri
+            .as_deref()
+            .expect("a node started with start_tls")
     }
 
     /// [`Self::uri`] with `password` instead of guest's.

@@ -28,6 +28,7 @@
 //!                                             (lane, versionstamp) each
 //! ```
 
+use crate::bridge::kafka_client::KafkaEndpoint;
 use crate::bridge::sink::{ExternalSink, Outcome};
 use crate::bridge::staged::Outgoing;
 use crate::bridge::status::Status;
@@ -41,8 +42,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerGroupMetadata};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
-use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
-use std::collections::BTreeMap;
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
@@ -57,8 +57,8 @@ pub const MAX_CARRIED: usize = 4_096;
 pub struct KafkaSinkConfig {
     /// `sink:NAME`, the status and log label.
     pub label: String,
-    /// `bootstrap.servers`.
-    pub bootstrap_servers: String,
+    /// The brokers, and how to connect to them.
+    pub endpoint: KafkaEndpoint,
     /// The topic.
     pub topic: String,
     /// The destination's place in its route (names the transaction record).
@@ -67,8 +67,6 @@ pub struct KafkaSinkConfig {
     pub partitioner: String,
     /// `ferry.ROUTE.INDEX` when the sink produces in transactions.
     pub transactional_id: Option<String>,
-    /// Extra librdkafka properties.
-    pub properties: BTreeMap<String, String>,
     /// What the record key is made from.
     pub key: KeySource,
 }
@@ -131,13 +129,9 @@ impl KafkaSink {
             return Ok(p.clone());
         }
         let c = &self.config;
-        let mut config = ClientConfig::new();
-        config
-            .set("bootstrap.servers", &c.bootstrap_servers)
-            .set("partitioner", &c.partitioner);
-        for (k, v) in &c.properties {
-            config.set(k, v);
-        }
+        let mut config = c
+            .endpoint
+            .client_config(&[("partitioner", &c.partitioner)])?;
         // Not overridable: what makes the sink's guarantees.
         config.set("enable.idempotence", "true").set("acks", "all");
         if let Some(id) = &c.transactional_id {
@@ -235,13 +229,11 @@ impl KafkaSink {
     /// The marker group's metadata and the token last committed to it, if any.
     async fn marker(&self) -> Result<(ConsumerGroupMetadata, Option<i64>), String> {
         let group = self.config.transactional_id.clone().unwrap_or_default();
-        let mut config = ClientConfig::new();
-        config
-            .set("bootstrap.servers", &self.config.bootstrap_servers)
-            .set("group.id", &group);
-        for (k, v) in &self.config.properties {
-            config.set(k, v);
-        }
+        let config = self
+            .config
+            .endpoint
+            .client_config(&[("group.id", &group)])
+            .map_err(|e| e.to_string())?;
         let topic = self.config.topic.clone();
         blocking(move || {
             let consumer: BaseConsumer = config.create()?;

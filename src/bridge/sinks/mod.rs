@@ -9,6 +9,7 @@ pub mod kafka;
 pub mod kafka_front;
 pub mod rabbitmq;
 
+use super::kafka_client::KafkaEndpoint;
 use super::route::Destination;
 use super::sink::{Sink, endpoint_label};
 use super::{BridgeError, RouteContext};
@@ -37,9 +38,10 @@ pub async fn open(
                 uri,
                 exchange,
                 routing_key,
+                tls,
             }) => Ok(Sink::External(Box::new(rabbitmq::RabbitmqSink::new(
                 endpoint_label(&destination.endpoint),
-                uri.clone(),
+                (uri.clone(), tls.clone()),
                 exchange.clone(),
                 routing_key.clone(),
                 ctx.status.clone(),
@@ -50,16 +52,21 @@ pub async fn open(
                 partitioner,
                 transactional,
                 properties,
+                security,
             }) => Ok(Sink::External(Box::new(kafka::KafkaSink::new(
                 kafka::KafkaSinkConfig {
                     label: super::sink::endpoint_label(&destination.endpoint),
-                    bootstrap_servers: bootstrap_servers.clone(),
+                    endpoint: KafkaEndpoint {
+                        key: format!("sinks.{name}"),
+                        bootstrap_servers: bootstrap_servers.clone(),
+                        security: security.clone(),
+                        properties: properties.clone(),
+                    },
                     topic: topic.clone(),
                     index: destination.index,
                     partitioner: partitioner.clone(),
                     transactional_id: transactional
                         .then(|| format!("ferry.{}.{}", ctx.config.name, destination.index)),
-                    properties: properties.clone(),
                     key: ctx.config.key,
                 },
                 ctx.status.clone(),

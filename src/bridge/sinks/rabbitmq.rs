@@ -12,10 +12,11 @@
 //! [`CONFIRM_TIMEOUT`] is [`Outcome::Retry`], and the next batch connects again. The
 //! connection is opened lazily, on the first batch.
 
+use crate::bridge::rabbitmq_link::connect;
 use crate::bridge::sink::{Confirms, ExternalSink, IN_FLIGHT_BATCHES, Outcome};
-use crate::bridge::sources::rabbitmq::connect;
 use crate::bridge::staged::Outgoing;
 use crate::bridge::status::Status;
+use crate::config::{AmqpTlsConfig, AmqpUri};
 use futures::future::BoxFuture;
 use lapin::Confirmation;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
@@ -33,7 +34,9 @@ pub struct RabbitmqSink {
     /// Endpoint label, `sink:NAME`.
     label: String,
     /// AMQP URI of the downstream broker.
-    uri: String,
+    uri: AmqpUri,
+    /// TLS toward it, with an `amqps://` URI.
+    tls: AmqpTlsConfig,
     /// The exchange published to.
     exchange: String,
     /// Routing key for every message; `None` keeps each message's own.
@@ -48,11 +51,11 @@ pub struct RabbitmqSink {
 }
 
 impl RabbitmqSink {
-    /// A sink labelled `label` that publishes to `exchange` at `uri`; it connects on its
-    /// first batch.
+    /// A sink labelled `label` that publishes to `exchange` at `uri` (with `tls` when it
+    /// is `amqps://`); it connects on its first batch.
     pub fn new(
         label: String,
-        uri: String,
+        (uri, tls): (AmqpUri, AmqpTlsConfig),
         exchange: String,
         routing_key: Option<String>,
         status: Status,
@@ -60,6 +63,7 @@ impl RabbitmqSink {
         Self {
             label,
             uri,
+            tls,
             exchange,
             routing_key,
             status,
@@ -77,7 +81,7 @@ impl RabbitmqSink {
             return Ok(channel.clone());
         }
         self.link = None;
-        let connection = connect(&self.uri, &self.label).await?;
+        let connection = connect(&self.uri, &self.tls, &self.label).await?;
         let channel = connection
             .create_channel()
             .await

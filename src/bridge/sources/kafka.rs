@@ -14,6 +14,7 @@
 //! (P, "bridge", route, "kafka-offset", topic, partition) = next offset to read (i64)
 //! ```
 
+use crate::bridge::kafka_client::KafkaEndpoint;
 use crate::bridge::sink::Backoff;
 use crate::bridge::staged;
 use crate::bridge::status::Status;
@@ -31,7 +32,7 @@ use rdkafka::consumer::{
 use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Headers, Message};
 use rdkafka::types::RDKafkaRespErr;
-use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,14 +46,12 @@ const BATCH_LINGER: Duration = Duration::from_millis(5);
 pub struct KafkaSource {
     /// The source's name.
     pub name: String,
-    /// `bootstrap.servers`.
-    pub bootstrap_servers: String,
+    /// The brokers, and how to connect to them.
+    pub endpoint: KafkaEndpoint,
     /// Topics to consume.
     pub topics: Vec<String>,
     /// The consumer group.
     pub group_id: String,
-    /// Extra librdkafka properties.
-    pub properties: BTreeMap<String, String>,
 }
 
 /// The key of `topic`/`partition`'s next offset in the route's space.
@@ -355,14 +354,10 @@ fn consumer(
     label: &str,
     offsets: &Offsets,
 ) -> Result<StreamConsumer<SourceContext>, KafkaError> {
-    let mut config = ClientConfig::new();
-    config
-        .set("bootstrap.servers", &source.bootstrap_servers)
-        .set("group.id", &source.group_id)
-        .set("auto.offset.reset", "earliest");
-    for (k, v) in &source.properties {
-        config.set(k, v);
-    }
+    let mut config = source.endpoint.client_config(&[
+        ("group.id", &source.group_id),
+        ("auto.offset.reset", "earliest"),
+    ])?;
     // Not overridable: the store decides what was consumed.
     config
         .set("enable.auto.commit", "false")

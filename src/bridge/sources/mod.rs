@@ -11,6 +11,7 @@ pub mod kafka;
 pub mod kafka_front;
 pub mod rabbitmq;
 
+use super::kafka_client::KafkaEndpoint;
 use super::{BridgeError, RouteContext};
 use crate::config::{Endpoint, SourceConfig};
 use futures::future::BoxFuture;
@@ -41,10 +42,12 @@ pub fn start(
                 queue,
                 prefetch,
                 dedup_window_ms,
+                tls,
             }) => {
                 let settings = rabbitmq::Settings {
                     name: name.clone(),
                     uri: uri.clone(),
+                    tls: tls.clone(),
                     queue: queue.clone(),
                     prefetch: *prefetch,
                     dedup_window_ms: *dedup_window_ms,
@@ -56,14 +59,19 @@ pub fn start(
                 topics,
                 group_id,
                 properties,
+                security,
             }) => Ok(kafka::start(
                 ctx.clone(),
                 kafka::KafkaSource {
+                    endpoint: KafkaEndpoint {
+                        key: format!("sources.{name}"),
+                        bootstrap_servers: bootstrap_servers.clone(),
+                        security: security.clone(),
+                        properties: properties.clone(),
+                    },
                     name,
-                    bootstrap_servers: bootstrap_servers.clone(),
                     topics: topics.clone(),
                     group_id: group_id.clone(),
-                    properties: properties.clone(),
                 },
                 shutdown,
             )),

@@ -25,10 +25,12 @@
 //! and retried with the route's backoff. Only a store failure ends it.
 
 use crate::amqp::port::AmqpMessage;
+use crate::bridge::rabbitmq_link::connect;
 use crate::bridge::sink::Backoff;
 use crate::bridge::staged;
 use crate::bridge::{BridgeError, RouteContext};
 use crate::config::limits::MAX_BODY_SIZE;
+use crate::config::{AmqpTlsConfig, AmqpUri};
 use crate::group_commit::GroupCommit;
 use crate::stage::{NewMessage, StageError, now_ms};
 use crate::store::RangeOption;
@@ -37,7 +39,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions, BasicRejectOptions};
 use lapin::types::FieldTable;
-use lapin::{Connection, ConnectionProperties, Consumer};
+use lapin::{Connection, Consumer};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,7 +61,9 @@ pub struct Settings {
     /// The source's name (its endpoint label is `source:NAME`).
     pub name: String,
     /// AMQP URI of the upstream broker.
-    pub uri: String,
+    pub uri: AmqpUri,
+    /// TLS toward it, with an `amqps://` URI.
+    pub tls: AmqpTlsConfig,
     /// The queue to consume.
     pub queue: String,
     /// `basic.qos` prefetch count.
@@ -113,33 +117,6 @@ pub fn run(
     })
 }
 
-/// `uri` with its password replaced by `***`, for logs and `/readyz`.
-pub fn redacted(uri: &str) -> String {
-    let Some((scheme, rest)) = uri.split_once("://") else {
-        return uri.to_owned();
-    };
-    match rest.split_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
-            format!("{scheme}://{user}:***@{host}")
-        }
-        None => uri.to_owned(),
-    }
-}
-
-/// Connects to `uri` as `ferry bridge LABEL` (the connection name RabbitMQ's management
-/// tools show); the error is a sentence naming the broker (without its password).
-///
-/// # Errors
-/// Why the connection failed (refused, wrong credentials, vhost missing).
-pub async fn connect(uri: &str, label: &str) -> Result<Connection, String> {
-    let properties = ConnectionProperties::default()
-        .with_connection_name(format!("ferry bridge {label}").into());
-    Connection::connect(uri, properties)
-        .await
-        .map_err(|e| format!("cannot connect to {}: {e}", redacted(uri)))
-}
-
 /// One connection: consumes and stages until the broker fails or shutdown.
 async fn session(
     ctx: &Arc<RouteContext>,
@@ -150,7 +127,7 @@ async fn session(
 ) -> SessionEnd {
     let connection = tokio::select! {
         _ = shutdown.cancelled() => return SessionEnd::Shutdown,
-        c = connect(&settings.uri, label) => match c {
+        c = connect(&settings.uri, &settings.tls, label) => match c {
             Ok(c) => c,
             Err(why) => return SessionEnd::Broker(why),
         },
@@ -194,7 +171,7 @@ async fn subscribe(connection: &Connection, settings: &Settings) -> Result<Consu
                 format!(
                     "queue '{}' not found at {} (it must exist upstream): {e}",
                     settings.queue,
-                    redacted(&settings.uri)
+                    settings.uri.redacted()
                 )
             } else {
                 format!("cannot consume queue '{}': {e}", settings.queue)
@@ -393,19 +370,5 @@ async fn expire(ctx: &RouteContext, cutoff: u64) -> Result<(), StageError> {
         if removed < CLEANUP_BATCH {
             return Ok(());
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redacted;
-
-    #[test]
-    fn redacted_uris_keep_the_user_and_hide_the_password() {
-        assert_eq!(
-            redacted("amqp://bob:secret@host:5672/%2f"),
-            "amqp://bob:***@host:5672/%2f"
-        );
-        assert_eq!(redacted("amqp://host/%2f"), "amqp://host/%2f");
     }
 }

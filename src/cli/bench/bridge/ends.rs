@@ -231,16 +231,18 @@ impl End {
     pub(super) fn source(&self, bench: &BridgeBench) -> SourceConfig {
         match self {
             Self::Queue(queue) => SourceConfig::Rabbitmq {
-                uri: bench.uri.clone(),
+                uri: bench.uri.clone().into(),
                 queue: (*queue).into(),
                 prefetch: bench.prefetch,
                 dedup_window_ms: DEFAULT_DEDUP_WINDOW_MS,
+                tls: Default::default(),
             },
             Self::Topic(topic) => SourceConfig::Kafka {
                 bootstrap_servers: topic.bootstrap.clone(),
                 topics: vec![topic.name.clone()],
                 group_id: topic.name.clone(),
                 properties: Default::default(),
+                security: Default::default(),
             },
         }
     }
@@ -249,9 +251,10 @@ impl End {
     pub(super) fn sink(&self, bench: &BridgeBench) -> SinkConfig {
         match self {
             Self::Queue(queue) => SinkConfig::Rabbitmq {
-                uri: bench.uri.clone(),
+                uri: bench.uri.clone().into(),
                 exchange: String::new(),
                 routing_key: Some((*queue).into()),
+                tls: Default::default(),
             },
             Self::Topic(topic) => SinkConfig::Kafka {
                 bootstrap_servers: topic.bootstrap.clone(),
@@ -259,6 +262,7 @@ impl End {
                 partitioner: DEFAULT_PARTITIONER.into(),
                 transactional: bench.kafka_transactional,
                 properties: Default::default(),
+                security: Default::default(),
             },
         }
     }
