@@ -29,3 +29,4 @@ pub mod server;
 pub mod stage;
 pub mod store;
 pub mod telemetry;
+pub mod tls;

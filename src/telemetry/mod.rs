@@ -2,7 +2,8 @@
 //!
 //! Metric names, kinds (with histogram buckets) and label keys live in these modules and
 //! nowhere else: [`names`] for the store, stages and process, [`amqp`] for the AMQP front,
-//! [`kafka`] for the Kafka front, [`bridge`] for the bridge's routes. Code records metrics through their constants; the Grafana
+//! [`kafka`] for the Kafka front, [`bridge`] for the bridge's routes, [`tls`] for the TLS
+//! listeners. Code records metrics through their constants; the Grafana
 //! dashboard, the alert rules and `docs/operations.md` may use only names [`all`] lists
 //! (tests check this).
 
@@ -10,12 +11,13 @@ pub mod amqp;
 pub mod bridge;
 pub mod kafka;
 pub mod names;
+pub mod tls;
 
 use names::{Kind, Metric};
 
 /// Every metric Ferry exports.
 pub fn all() -> impl Iterator<Item = &'static Metric> {
-    [names::ALL, amqp::ALL, kafka::ALL, bridge::ALL]
+    [names::ALL, amqp::ALL, kafka::ALL, bridge::ALL, tls::ALL]
         .into_iter()
         .flatten()
 }

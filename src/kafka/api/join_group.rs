@@ -38,7 +38,7 @@ pub async fn handle(
     let join = JoinRequest {
         member_id: request.member_id.to_string(),
         client_id: session.client_id.clone(),
-        client_host: format!("/{}", session.peer.ip()),
+        client_host: format!("/{}", session.peer.addr.ip()),
         session_timeout: millis(request.session_timeout_ms),
         rebalance_timeout: millis(rebalance_timeout),
         protocol_type: request.protocol_type.to_string(),

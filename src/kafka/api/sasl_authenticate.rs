@@ -17,7 +17,7 @@ pub fn handle(
     request: SaslAuthenticateRequest,
 ) -> Reply {
     let refuse = |message: String| {
-        info!(peer = %session.peer, reason = %message, "Kafka SASL authentication failed");
+        info!(peer = %session.peer.addr, reason = %message, "Kafka SASL authentication failed");
         Reply::Last(ResponseKind::SaslAuthenticate(
             SaslAuthenticateResponse::default()
                 .with_error_code(ResponseError::SaslAuthenticationFailed.code())
@@ -30,7 +30,10 @@ pub fn handle(
     let Some((user, password)) = parse_plain(&request.auth_bytes) else {
         return refuse("the SASL PLAIN message is malformed".to_owned());
     };
-    match ctx.users.authenticate(user, password, session.peer.ip()) {
+    match ctx
+        .users
+        .authenticate(user, password, session.peer.addr.ip())
+    {
         Ok(u) => {
             session.user = Some(u.name.clone());
             Reply::Now(ResponseKind::SaslAuthenticate(

@@ -88,7 +88,7 @@ impl Front {
             users,
             stages,
             &store.prefix,
-            listener,
+            vec![crate::kafka::KafkaListener::plaintext(listener)],
             CancellationToken::new(),
         )
         .await
@@ -109,7 +109,11 @@ impl Front {
 
     /// A client connected from `peer`.
     pub fn client_from(&self, peer: SocketAddr) -> Client {
-        let mut session = Session::new(peer);
+        let mut session = Session::new(
+            crate::peer::Peer::plaintext(peer),
+            crate::config::listeners::SecurityProtocol::Plaintext,
+            self.ctx.config.require_sasl,
+        );
         session.client_id = "api-test".into();
         Client {
             ctx: self.ctx.clone(),
