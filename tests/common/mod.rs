@@ -8,6 +8,7 @@
 //! - [`rabbitmq`]: the test run's private RabbitMQ node (never the machine's).
 //! - [`store`]: a store per test on every engine, and [`for_each_engine`](crate::for_each_engine).
 //! - [`amqp`], [`kafka`]: the lapin and rdkafka (and raw socket) client helpers the tests share.
+//! - [`tls`]: certificates made at test time (rcgen), the `[tls]` overrides, a rustls client.
 //! - [`wait`]: bounded waits on a condition; [`crash`]: where kill -9 runs strike.
 //!
 //! Every wait here is bounded, and every process a test starts is stopped by its PID when
@@ -25,4 +26,5 @@ pub mod kafka;
 pub mod process;
 pub mod rabbitmq;
 pub mod store;
+pub mod tls;
 pub mod wait;
