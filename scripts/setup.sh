@@ -10,7 +10,9 @@ set -euo pipefail
 # amqp-tools, kcat: command-line AMQP and Kafka clients for interoperability tests.
 # make: builds jemalloc (the daemon's allocator, tikv-jemalloc-sys).
 # rabbitmq-server: the private RabbitMQ node the tests start (scripts/rabbitmq-node.sh).
-APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server)
+# libssl-dev, pkg-config: librdkafka built with SSL (rdkafka's `ssl` feature).
+# curl: the HTTPS test of the metrics endpoint.
+APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config curl)
 # Python clients for interoperability tests, and the module each one provides.
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka)
 
