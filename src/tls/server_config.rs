@@ -136,3 +136,141 @@ fn pem_reason(e: &rustls_pki_types::pem::Error, what: &str) -> String {
         _ => "it is not valid PEM".to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, KeyPair};
+
+    /// `[tls]` over a fresh self-signed certificate for `localhost` written into `dir`.
+    fn files(dir: &Path) -> TlsConfig {
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["localhost".to_owned()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let config = TlsConfig {
+            cert_file: dir.join("cert.pem"),
+            key_file: dir.join("key.pem"),
+            ca_file: dir.join("cert.pem"),
+            ..TlsConfig::default()
+        };
+        std::fs::write(&config.cert_file, cert.pem()).unwrap();
+        std::fs::write(&config.key_file, key.serialize_pem()).unwrap();
+        config
+    }
+
+    #[test]
+    fn a_certificate_and_its_key_build_with_every_verify_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = files(dir.path());
+        for verify in [VerifyPeer::None, VerifyPeer::Optional, VerifyPeer::Required] {
+            config.verify_peer = verify;
+            build(&config).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_missing_file_is_named_with_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = files(dir.path());
+        config.key_file = dir.path().join("missing.pem");
+        let err = build(&config).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "tls.key_file: cannot use '{}': ",
+                config.key_file.display()
+            )),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_damaged_key_is_named_without_quoting_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = files(dir.path());
+        let damaged = "-----BEGIN PRIVATE KEY-----\nc2VjcmV0!!\n-----END PRIVATE KEY-----\n";
+        std::fs::write(&config.key_file, damaged).unwrap();
+        let err = build(&config).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "tls.key_file: cannot use '{}': a PEM section is not valid base64",
+                config.key_file.display()
+            )
+        );
+        let empty = "no PEM here\n";
+        std::fs::write(&config.cert_file, empty).unwrap();
+        let err = build(&config).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "tls.cert_file: cannot use '{}': it holds no PEM certificate",
+                config.cert_file.display()
+            )
+        );
+    }
+
+    #[test]
+    fn a_key_of_another_certificate_is_refused_naming_both_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = files(dir.path());
+        std::fs::write(
+            &config.key_file,
+            KeyPair::generate().unwrap().serialize_pem(),
+        )
+        .unwrap();
+        let err = build(&config).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "tls.cert_file '{}' and tls.key_file '{}' cannot be used together: ",
+                config.cert_file.display(),
+                config.key_file.display()
+            )),
+            "{err}"
+        );
+    }
+
+    /// Whether a client offering only `version` completes a handshake with `config`.
+    async fn handshake_with(
+        config: &TlsConfig,
+        version: &'static rustls::SupportedProtocolVersion,
+    ) -> bool {
+        use rustls_pki_types::ServerName;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(build(config).unwrap());
+        let server = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            acceptor.accept(tcp).await.is_ok()
+        });
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_file(&config.cert_file).unwrap())
+            .unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[version])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        let client_ok = tokio_rustls::TlsConnector::from(Arc::new(client))
+            .connect(name, tcp)
+            .await
+            .is_ok();
+        let server_ok = server.await.unwrap();
+        client_ok && server_ok
+    }
+
+    #[tokio::test]
+    async fn min_version_1_3_refuses_a_tls_1_2_client() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = files(dir.path());
+        assert!(handshake_with(&config, &rustls::version::TLS12).await);
+        assert!(handshake_with(&config, &rustls::version::TLS13).await);
+        config.min_version = TlsVersion::V1_3;
+        assert!(!handshake_with(&config, &rustls::version::TLS12).await);
+        assert!(handshake_with(&config, &rustls::version::TLS13).await);
+    }
+}
