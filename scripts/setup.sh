@@ -10,7 +10,8 @@ set -euo pipefail
 # amqp-tools, kcat: command-line AMQP and Kafka clients for interoperability tests.
 # make: builds jemalloc (the daemon's allocator, tikv-jemalloc-sys).
 # rabbitmq-server: the private RabbitMQ node the tests start (scripts/rabbitmq-node.sh).
-# libssl-dev, pkg-config: librdkafka built with SSL (rdkafka's `ssl` feature).
+# libssl-dev, pkg-config: rdkafka's `ssl` feature (librdkafka builds TLS and SASL SCRAM only
+# against OpenSSL).
 # curl: the HTTPS test of the metrics endpoint.
 APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config curl)
 # Python clients for interoperability tests, and the module each one provides.

@@ -25,6 +25,8 @@ pub mod kafka;
 pub mod liveness;
 pub mod password;
 pub mod peer;
+pub mod principal;
+pub mod scram;
 pub mod server;
 pub mod stage;
 pub mod store;

@@ -4,7 +4,7 @@
 
 use super::expiry::ExpiryHints;
 use super::topology::VHost;
-use crate::auth::Users;
+use crate::auth::Authenticator;
 use crate::config::AmqpConfig;
 use crate::liveness::Liveness;
 use crate::stage::{Holders, Stages};
@@ -18,7 +18,7 @@ pub struct Broker {
     /// `[amqp]`.
     pub config: AmqpConfig,
     /// Who may log in.
-    pub users: Users,
+    pub users: Authenticator,
     /// The store.
     pub db: Database,
     /// The stages queues live in.

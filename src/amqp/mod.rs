@@ -38,7 +38,7 @@ pub mod settle;
 pub mod topology;
 pub mod writer;
 
-use crate::auth::Users;
+use crate::auth::Authenticator;
 use crate::config::AmqpConfig;
 use crate::liveness::Liveness;
 use crate::server::Listener;
@@ -66,7 +66,7 @@ pub struct Front {
     /// `[amqp]`.
     pub config: AmqpConfig,
     /// Who may log in.
-    pub users: Users,
+    pub users: Authenticator,
     /// The store.
     pub db: Database,
     /// The stages (under `store.prefix`).

@@ -49,8 +49,10 @@ enum Command {
     /// Check a configuration (file, FERRY__SECTION__KEY overrides, store path, addresses)
     /// without starting.
     Validate(ConfigArgs),
-    /// Print the hash of a password for a `[[users]]` entry (reads the password from
-    /// standard input when it is not given).
+    /// Print every credential a `[[users]]` entry can hold for a password, as TOML lines
+    /// to paste into the entry: `password_hash` (RabbitMQ's format, for PLAIN and
+    /// AMQPLAIN), `scram_sha_256` and `scram_sha_512` (Kafka's SCRAM form). Reads the
+    /// password from standard input when it is not given.
     HashPassword {
         /// The password.
         password: Option<String>,
@@ -116,7 +118,7 @@ fn main() -> ExitCode {
         },
         Command::HashPassword { password } => match password.map_or_else(read_password, Ok) {
             Ok(password) => {
-                println!("{}", ferry::password::PasswordHash::new(&password));
+                print!("{}", credential_lines(&password));
                 ExitCode::SUCCESS
             }
             Err(e) => fail(e, EXIT_FAILURE),
@@ -205,4 +207,16 @@ fn run(config: Config) -> anyhow::Result<()> {
 fn fail(error: impl Into<anyhow::Error>, code: u8) -> ExitCode {
     eprintln!("error: {:#}", error.into());
     ExitCode::from(code)
+}
+
+/// The `[[users]]` lines holding every credential of `password`.
+fn credential_lines(password: &str) -> String {
+    use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
+    let scram = |m| ScramCredential::new(m, password, DEFAULT_ITERATIONS);
+    format!(
+        "password_hash = \"{}\"\nscram_sha_256 = \"{}\"\nscram_sha_512 = \"{}\"\n",
+        ferry::password::PasswordHash::new(password),
+        scram(Mechanism::Sha256),
+        scram(Mechanism::Sha512),
+    )
 }

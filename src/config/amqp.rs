@@ -56,6 +56,38 @@ pub struct AmqpConfig {
     pub max_memory_mb: u64,
     /// Milliseconds between two checks of the resource limits and queue-depth metrics.
     pub resource_check_ms: u64,
+    /// Where SASL EXTERNAL takes the user name from in a verified client certificate:
+    /// `common_name` (the subject's CN), `distinguished_name` (the whole subject, RFC 2253)
+    /// or `subject_alternative_name` (the first SAN of `ssl_cert_login_san_type`), as
+    /// RabbitMQ's `ssl_cert_login_from`.
+    pub ssl_cert_login_from: CertLoginFrom,
+    /// Which subject alternative names `ssl_cert_login_from = "subject_alternative_name"`
+    /// uses: `dns` or `email`.
+    pub ssl_cert_login_san_type: SanType,
+}
+
+/// Where SASL EXTERNAL takes the user name from (`amqp.ssl_cert_login_from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CertLoginFrom {
+    /// The subject's common name (CN).
+    #[default]
+    CommonName,
+    /// The whole subject distinguished name, RFC 2253 (`CN=alice,O=Example`).
+    DistinguishedName,
+    /// The first subject alternative name of `amqp.ssl_cert_login_san_type`.
+    SubjectAlternativeName,
+}
+
+/// A kind of subject alternative name (`amqp.ssl_cert_login_san_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SanType {
+    /// A DNS name.
+    #[default]
+    Dns,
+    /// An e-mail address.
+    Email,
 }
 
 impl Default for AmqpConfig {
@@ -73,6 +105,8 @@ impl Default for AmqpConfig {
             max_backlog_messages: 0,
             max_memory_mb: 0,
             resource_check_ms: 1000,
+            ssl_cert_login_from: CertLoginFrom::default(),
+            ssl_cert_login_san_type: SanType::default(),
         }
     }
 }

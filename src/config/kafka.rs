@@ -84,8 +84,9 @@ pub struct KafkaConfig {
     /// How often each partition's sequencer deletes records past retention.
     pub retention_check_interval_ms: u64,
     /// Whether clients of the PLAINTEXT listeners (`listen`, and a `PLAINTEXT://` entry of
-    /// `listeners`) must authenticate with SASL (as a `[[users]]` user) before any request
-    /// other than ApiVersions and the SASL handshake; SASL_* listeners always require it.
+    /// `listeners`) must authenticate with SASL (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, as a
+    /// user of the user store) before any request other than ApiVersions and the SASL
+    /// handshake; SASL_* listeners always require it.
     pub require_sasl: bool,
     /// Shortest session timeout a consumer group member may ask for.
     pub group_min_session_timeout_ms: i32,
@@ -98,6 +99,11 @@ pub struct KafkaConfig {
     pub sequencer_lease_ms: u64,
     /// Most staged batches a sequencer moves into the log in one transaction.
     pub sequencer_batch: usize,
+    /// How a client certificate's subject becomes the principal of a connection on a TLS
+    /// listener without SASL: Kafka's `ssl.principal.mapping.rules`, the subset
+    /// `RULE:pattern/replacement/[LU]` and `DEFAULT` (the subject itself), comma-separated,
+    /// first match wins. See `docs/security.md`, "Principals from certificates".
+    pub ssl_principal_mapping_rules: String,
 }
 
 impl Default for KafkaConfig {
@@ -123,6 +129,7 @@ impl Default for KafkaConfig {
             group_initial_rebalance_delay_ms: DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
             sequencer_lease_ms: DEFAULT_SEQUENCER_LEASE_MS,
             sequencer_batch: DEFAULT_SEQUENCER_BATCH,
+            ssl_principal_mapping_rules: crate::principal::DEFAULT_RULES.to_owned(),
         }
     }
 }
@@ -218,6 +225,8 @@ impl KafkaConfig {
             self.group_min_session_timeout_ms,
         )?;
         at_least("kafka.sequencer_lease_ms", self.sequencer_lease_ms, 100)?;
+        crate::principal::PrincipalRules::parse(&self.ssl_principal_mapping_rules)
+            .map_err(|e| ConfigError::invalid("kafka.ssl_principal_mapping_rules", e))?;
         between("kafka.sequencer_batch", self.sequencer_batch, 1, 10_000)
     }
 
@@ -346,6 +355,14 @@ mod tests {
         assert_eq!(
             error_after(|c| c.kafka.group_max_session_timeout_ms = 10),
             "kafka.group_max_session_timeout_ms: 10 must be at least 6000"
+        );
+    }
+
+    #[test]
+    fn principal_mapping_rules_must_parse() {
+        assert_eq!(
+            error_after(|c| c.kafka.ssl_principal_mapping_rules = "RULE:x".into()),
+            "kafka.ssl_principal_mapping_rules: rule 1: has no / after its pattern"
         );
     }
 

@@ -92,14 +92,39 @@ fn validate_users(users: &[UserConfig]) -> Result<(), ConfigError> {
                 format!("'{}' is declared twice", user.name),
             ));
         }
-        crate::password::PasswordHash::parse(&user.password_hash)
-            .map_err(|e| ConfigError::invalid(format!("users[{i}].password_hash"), e))?;
+        validate_credentials(i, user)?;
         if user.vhosts.is_empty() {
             return Err(ConfigError::invalid(
                 format!("users[{i}].vhosts"),
                 "must name at least one virtual host",
             ));
         }
+    }
+    Ok(())
+}
+
+/// A user's credentials: at least one, each well formed.
+fn validate_credentials(i: usize, user: &UserConfig) -> Result<(), ConfigError> {
+    use crate::scram::{Mechanism, ScramCredential};
+    if let Some(hash) = &user.password_hash {
+        crate::password::PasswordHash::parse(hash)
+            .map_err(|e| ConfigError::invalid(format!("users[{i}].password_hash"), e))?;
+    }
+    for (key, mechanism, text) in [
+        ("scram_sha_256", Mechanism::Sha256, &user.scram_sha_256),
+        ("scram_sha_512", Mechanism::Sha512, &user.scram_sha_512),
+    ] {
+        if let Some(text) = text {
+            ScramCredential::parse(mechanism, text)
+                .map_err(|e| ConfigError::invalid(format!("users[{i}].{key}"), e))?;
+        }
+    }
+    if user.password_hash.is_none() && user.scram_sha_256.is_none() && user.scram_sha_512.is_none()
+    {
+        return Err(ConfigError::invalid(
+            format!("users[{i}]"),
+            "needs password_hash, scram_sha_256 or scram_sha_512 (print them with `ferry hash-password`)",
+        ));
     }
     Ok(())
 }
@@ -343,6 +368,28 @@ mod tests {
         for filter in ["", " ", "verbose", "ferry=loud", "ferry::stage"] {
             assert!(!is_log_filter(filter), "{filter}");
         }
+    }
+
+    #[test]
+    fn a_user_needs_a_credential_and_each_must_parse() {
+        let no_credential = |c: &mut Config| {
+            c.users[0].password_hash = None;
+            c.users[0].scram_sha_256 = None;
+            c.users[0].scram_sha_512 = None;
+        };
+        assert_eq!(
+            error_after(no_credential),
+            "users[0]: needs password_hash, scram_sha_256 or scram_sha_512 (print them with `ferry hash-password`)"
+        );
+        let scram = crate::scram::ScramCredential::new(crate::scram::Mechanism::Sha256, "pw", 4096);
+        let mut config = Config::default();
+        no_credential(&mut config);
+        config.users[0].scram_sha_256 = Some(scram.to_string());
+        config.validate().unwrap();
+        assert_eq!(
+            error_after(|c| c.users[0].scram_sha_512 = Some(scram.to_string())),
+            "users[0].scram_sha_512: stored_key is 32 bytes, not the 64 of SCRAM-SHA-512"
+        );
     }
 
     #[test]

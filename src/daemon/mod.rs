@@ -73,9 +73,9 @@ pub enum DaemonError {
     /// The operations HTTP server stopped with an error.
     #[error("the metrics server failed: {0}")]
     Http(std::io::Error),
-    /// The users in `[[users]]` cannot be used.
+    /// The users in `[[users]]` cannot be used or written to the user store.
     #[error("{0}")]
-    Users(String),
+    Users(#[from] crate::auth::AuthSetupError),
     /// The AMQP front could not start.
     #[error(transparent)]
     Amqp(#[from] crate::amqp::FrontError),
@@ -132,7 +132,6 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         }
     }
     let amqp_addr = addresses(&amqp_listeners);
-    let users = crate::auth::Users::from_config(&config.users).map_err(DaemonError::Users)?;
     let mut kafka_listeners = Vec::new();
     if !config.kafka.listen.is_empty() {
         let socket = bind(
@@ -165,9 +164,12 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         .ensure_schema()
         .await
         .map_err(DaemonError::Keyspace)?;
+    let users = crate::auth::Authenticator::start(db.clone(), &config.store.prefix, &config.users)
+        .await
+        .map_err(DaemonError::Users)?;
     let kafka = KafkaFront::start(
         &config.kafka,
-        &config.users,
+        users.clone(),
         stages.clone(),
         &config.store.prefix,
         kafka_listeners,

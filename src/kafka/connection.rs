@@ -129,10 +129,16 @@ pub async fn serve(
     let writer = tokio::spawn(write(writer, queue));
     let addr = peer.addr;
     let plaintext = !peer.is_tls();
+    let session = Session::new(
+        peer,
+        arrival.listener,
+        arrival.require_sasl,
+        &ctx.principal_rules,
+    );
     let mut reader = Reader {
         decoder: FrameDecoder::new(ctx.config.max_request_size),
         ctx,
-        session: Session::new(peer, arrival.listener, arrival.require_sasl),
+        session,
         buf: BytesMut::new(),
         owed,
     };

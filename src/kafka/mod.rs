@@ -32,11 +32,12 @@ pub mod topics;
 pub mod transactions;
 pub mod waiters;
 
-use crate::auth::Users;
+use crate::auth::Authenticator;
 use crate::config::KafkaConfig;
 use crate::config::kafka::LISTEN_KEY;
 use crate::config::listeners::SecurityProtocol;
 use crate::liveness::Liveness;
+use crate::principal::PrincipalRules;
 use crate::server::Listener;
 use crate::stage::Stages;
 use crate::store::{Database, StoreError};
@@ -69,9 +70,9 @@ pub enum KafkaError {
     /// A listener has no local address.
     #[error("a Kafka listener has no local address: {0}")]
     Listener(std::io::Error),
-    /// A `[[users]]` entry is unusable.
-    #[error("{0}")]
-    Users(String),
+    /// `kafka.ssl_principal_mapping_rules` does not parse.
+    #[error("kafka.ssl_principal_mapping_rules: {0}")]
+    PrincipalRules(String),
 }
 
 /// What every connection and request handler shares.
@@ -95,7 +96,9 @@ pub struct Context {
     /// The transaction coordinator.
     pub transactions: Transactions,
     /// Who may authenticate.
-    pub users: Users,
+    pub users: Authenticator,
+    /// `kafka.ssl_principal_mapping_rules`, parsed.
+    pub principal_rules: PrincipalRules,
     /// Topic settings' defaults.
     pub defaults: TopicDefaults,
     /// The cluster id Metadata reports.
@@ -219,10 +222,11 @@ impl KafkaFront {
     /// holds, and keeps `listeners` for [`Self::run`].
     ///
     /// # Errors
-    /// [`KafkaError`] when the store or the users cannot be used.
+    /// [`KafkaError`] when the store cannot be used or the principal mapping rules do not
+    /// parse.
     pub async fn start(
         config: &KafkaConfig,
-        users: &[crate::config::UserConfig],
+        users: Authenticator,
         stages: Stages,
         prefix: &str,
         listeners: Vec<KafkaListener>,
@@ -278,7 +282,9 @@ impl KafkaFront {
             config: config.clone(),
             transactions,
             cluster_id: format!("ferry-{prefix}"),
-            users: Users::from_config(users).map_err(KafkaError::Users)?,
+            users,
+            principal_rules: PrincipalRules::parse(&config.ssl_principal_mapping_rules)
+                .map_err(KafkaError::PrincipalRules)?,
             db,
             keys,
             topics,

@@ -2,12 +2,13 @@
 //!
 //! Metric names, kinds (with histogram buckets) and label keys live in these modules and
 //! nowhere else: [`names`] for the store, stages and process, [`amqp`] for the AMQP front,
-//! [`kafka`] for the Kafka front, [`bridge`] for the bridge's routes, [`tls`] for the TLS
-//! listeners. Code records metrics through their constants; the Grafana
+//! [`kafka`] for the Kafka front, [`bridge`] for the bridge's routes, [`auth`] for logins,
+//! [`tls`] for the TLS listeners. Code records metrics through their constants; the Grafana
 //! dashboard, the alert rules and `docs/operations.md` may use only names [`all`] lists
 //! (tests check this).
 
 pub mod amqp;
+pub mod auth;
 pub mod bridge;
 pub mod kafka;
 pub mod names;
@@ -17,9 +18,16 @@ use names::{Kind, Metric};
 
 /// Every metric Ferry exports.
 pub fn all() -> impl Iterator<Item = &'static Metric> {
-    [names::ALL, amqp::ALL, kafka::ALL, bridge::ALL, tls::ALL]
-        .into_iter()
-        .flatten()
+    [
+        names::ALL,
+        amqp::ALL,
+        kafka::ALL,
+        bridge::ALL,
+        auth::ALL,
+        tls::ALL,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// Registers a help text for every metric in [`all`], so `/metrics` explains each series

@@ -187,6 +187,39 @@ fn metrics_count_amqp_traffic_and_errors_by_reply_code() {
 }
 
 #[test]
+fn failed_logins_are_counted_slowed_and_logged_without_the_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(&dir);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        for _ in 0..3 {
+            let uri = daemon
+                .amqp_uri()
+                .replace("guest:guest@", "guest:not-the-password@");
+            let e = lapin::Connection::connect(&uri, Default::default())
+                .await
+                .unwrap_err();
+            assert_eq!(reply_code(&e), Some(403), "{e}");
+        }
+        // The right password still works, after the address's delay.
+        assert!(connect(&daemon.amqp_uri()).await.status().connected());
+    });
+    let failures = "ferry_auth_failures_total{front=\"amqp\",reason=\"invalid_credentials\"} 3";
+    let seen = wait::try_until_blocking(WAIT, || daemon.metrics().contains(failures).then_some(()));
+    assert!(seen.is_some(), "{}", daemon.metrics());
+    // Each attempt after the first came while its address was still being slowed down.
+    assert!(
+        daemon.metric("ferry_auth_slowed_logins_total", &["front=\"amqp\""]) >= 1.0,
+        "{}",
+        daemon.metrics()
+    );
+    let log = daemon.log();
+    assert!(log.contains("login refused"), "{log}");
+    assert!(log.contains("reason=\"invalid_credentials\""), "{log}");
+    assert!(!log.contains("not-the-password"), "{log}");
+}
+
+#[test]
 fn confirmed_messages_survive_kill_9_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();

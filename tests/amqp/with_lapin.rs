@@ -6,7 +6,7 @@
 use crate::common::amqp::{
     WAIT, connect, declare, drain, publish_confirmed, reply_code, reply_text,
 };
-use crate::common::fronts::{AmqpServer, OTHER_USER};
+use crate::common::fronts::{AmqpServer, OTHER_USER, SCRAM_USER, TLS_USER};
 use crate::common::wait;
 use futures::StreamExt;
 use lapin::message::Delivery;
@@ -157,6 +157,30 @@ async fn a_wrong_password_is_refused_with_403() {
     assert!(reply_text(&e).contains("invalid credentials"), "{e}");
     // The server keeps serving.
     assert!(server.connect().await.status().connected());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_requiring_tls_is_refused_on_the_plaintext_listener_with_403() {
+    let server = AmqpServer::start().await;
+    let uri = format!("amqp://{}:{}@{}/%2f", TLS_USER.0, TLS_USER.1, server.addr);
+    let e = failure(lapin::Connection::connect(&uri, Default::default()).await);
+    assert_eq!(reply_code(&e), Some(403), "{e}");
+    assert_eq!(
+        reply_text(&e),
+        "ACCESS_REFUSED - user 'tls-user' must connect over TLS (its require_tls is set)"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_with_only_scram_credentials_logs_in_with_plain() {
+    let server = AmqpServer::start().await;
+    let uri = format!(
+        "amqp://{}:{}@{}/%2f",
+        SCRAM_USER.0, SCRAM_USER.1, server.addr
+    );
+    assert!(connect(&uri).await.status().connected());
     server.stop().await;
 }
 

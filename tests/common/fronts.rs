@@ -9,10 +9,11 @@
 //! of the daemon as a whole use [`super::daemon`].
 
 use super::store::embedded;
-use ferry::auth::Users;
+use ferry::auth::Authenticator;
 use ferry::config::{AmqpConfig, KafkaConfig, StoreConfig, UserConfig};
 use ferry::kafka::{KafkaFront, KafkaListener};
 use ferry::password::PasswordHash;
+use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use ferry::stage::Stages;
 use ferry::store::Database;
 use std::net::SocketAddr;
@@ -28,22 +29,53 @@ const STOP: Duration = Duration::from_secs(30);
 /// A user besides `guest` that may open only the vhost `other`.
 pub const OTHER_USER: (&str, &str) = ("other-user", "other-pass");
 
-/// The users of every front: `guest` (vhost `/`, loopback only) and [`OTHER_USER`].
+/// A user with only SCRAM credentials (SHA-256 and SHA-512), vhost `/`.
+pub const SCRAM_USER: (&str, &str) = ("scram-user", "scram-pass");
+
+/// A user who may log in only over TLS (`require_tls`), vhost `/`.
+pub const TLS_USER: (&str, &str) = ("tls-user", "tls-pass");
+
+/// The users of every front: `guest` (vhost `/`, loopback only), [`OTHER_USER`],
+/// [`SCRAM_USER`] and [`TLS_USER`].
 fn users() -> Vec<UserConfig> {
+    let user = |(name, password): (&str, &str), vhost: &str| UserConfig {
+        name: name.into(),
+        password_hash: Some(PasswordHash::new(password).to_string()),
+        scram_sha_256: None,
+        scram_sha_512: None,
+        vhosts: vec![vhost.into()],
+        loopback_only: false,
+        require_tls: false,
+    };
+    let scram = |m| Some(ScramCredential::new(m, SCRAM_USER.1, DEFAULT_ITERATIONS).to_string());
     vec![
         UserConfig {
-            name: "guest".into(),
-            password_hash: PasswordHash::new("guest").to_string(),
-            vhosts: vec!["/".into()],
             loopback_only: true,
+            ..user(("guest", "guest"), "/")
+        },
+        user(OTHER_USER, "other"),
+        UserConfig {
+            password_hash: None,
+            scram_sha_256: scram(Mechanism::Sha256),
+            scram_sha_512: scram(Mechanism::Sha512),
+            ..user(SCRAM_USER, "/")
         },
         UserConfig {
-            name: OTHER_USER.0.into(),
-            password_hash: PasswordHash::new(OTHER_USER.1).to_string(),
-            vhosts: vec!["other".into()],
-            loopback_only: false,
+            require_tls: true,
+            ..user(TLS_USER, "/")
         },
     ]
+}
+
+/// The users of [`users`] in the user store of `stages`.
+async fn authenticator(stages: &Stages) -> Authenticator {
+    Authenticator::start(
+        stages.db().clone(),
+        &StoreConfig::default().prefix,
+        &users(),
+    )
+    .await
+    .unwrap()
 }
 
 /// How one protocol's front starts.
@@ -86,7 +118,7 @@ impl Front for Amqp {
     ) -> JoinHandle<()> {
         let front = ferry::amqp::Front {
             config: config.clone(),
-            users: Users::from_config(&users()).unwrap(),
+            users: authenticator(&stages).await,
             db: stages.db().clone(),
             stages,
             prefix: StoreConfig::default().prefix,
@@ -129,7 +161,7 @@ impl Front for Kafka {
     ) -> JoinHandle<()> {
         let front = KafkaFront::start(
             config,
-            &users(),
+            authenticator(&stages).await,
             stages,
             &StoreConfig::default().prefix,
             vec![KafkaListener::plaintext(listener)],

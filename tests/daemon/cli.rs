@@ -230,19 +230,36 @@ fn run_refuses_an_invalid_config_before_starting() {
 }
 
 #[test]
-fn hash_password_prints_a_hash_that_validates() {
+fn hash_password_prints_every_credential_ready_to_paste() {
+    use ferry::scram::{Mechanism, ScramCredential};
     let cwd = tempfile::tempdir().unwrap();
     let outcome = Ferry::spawn(cwd.path(), &["hash-password", "s3cret"], &[]).wait(TIMEOUT);
     assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
-    let hash = outcome.stdout.trim();
+    let value = |key: &str| -> String {
+        let line = outcome
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key} line in {}", outcome.stdout));
+        line.trim_matches('"').to_owned()
+    };
     assert!(
-        ferry::password::PasswordHash::parse(hash)
+        ferry::password::PasswordHash::parse(&value("password_hash"))
             .unwrap()
             .verify("s3cret")
     );
+    for (key, mechanism) in [
+        ("scram_sha_256", Mechanism::Sha256),
+        ("scram_sha_512", Mechanism::Sha512),
+    ] {
+        let credential = ScramCredential::parse(mechanism, &value(key)).unwrap();
+        assert!(credential.verify_password("s3cret"), "{key}");
+        assert!(!credential.verify_password("s3creT"), "{key}");
+    }
+    assert_eq!(outcome.stdout.lines().count(), 3);
     let config = config_file(
         cwd.path(),
-        &format!("[[users]]\nname = \"app\"\npassword_hash = \"{hash}\"\n"),
+        &format!("[[users]]\nname = \"app\"\n{}", outcome.stdout),
     );
     assert_eq!(validate(cwd.path(), &config, &[]).status.code(), Some(0));
 }

@@ -165,12 +165,12 @@ fn the_configuration_is_a_leaf() {
             continue;
         }
         for path in used {
-            let allowed = path
-                .first()
-                .is_some_and(|m| m == "config" || m == "password");
+            let allowed = path.first().is_some_and(|m| {
+                ["config", "password", "scram", "principal"].contains(&m.as_str())
+            });
             assert!(
                 allowed,
-                "{} uses {}: config may use only crate::password",
+                "{} uses {}: config may use only the leaves password, scram and principal",
                 module.join("::"),
                 path.join("::")
             );

@@ -3,10 +3,11 @@
 //! `kafka-python` (pure Python, its own protocol code) negotiating versions through
 //! ApiVersions, running a consumer group, and — killed with SIGKILL — leaving a group that
 //! rebalances when its session times out; and kafka-python's transactional producer and
-//! `read_committed` consumer, read back by librdkafka too. `scripts/setup.sh` installs
-//! both.
+//! `read_committed` consumer, read back by librdkafka too; kafka-python with
+//! SCRAM-SHA-256 and kcat with SCRAM-SHA-512 over SASL_PLAINTEXT. `scripts/setup.sh`
+//! installs both.
 
-use crate::common::fronts::KafkaServer;
+use crate::common::fronts::{KafkaServer, SCRAM_USER};
 use crate::common::kafka::{PATIENCE, consumer};
 use crate::common::wait;
 use rdkafka::TopicPartitionList;
@@ -357,5 +358,78 @@ async fn kafka_python_transactions_commit_and_abort_for_both_clients() {
         read.push(String::from_utf8(rdkafka::Message::payload(&m).unwrap().to_vec()).unwrap());
     }
     assert_eq!(read, values(&["a", "c"]));
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_produces_and_consumes_with_scram_sha_256() {
+    let broker = KafkaServer::start_with(|c| c.require_sasl = true).await;
+    let (user, password) = SCRAM_USER;
+    let out = run(
+        "python3",
+        &[
+            &python_script("kafka_scram.py"),
+            &broker.bootstrap(),
+            "SCRAM-SHA-256",
+            user,
+            password,
+            "py-scram",
+            "5",
+        ],
+        b"",
+    )
+    .await;
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "v0\nv1\nv2\nv3\nv4\n"
+    );
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcat_produces_and_consumes_with_scram_sha_512() {
+    let broker = KafkaServer::start_with(|c| c.require_sasl = true).await;
+    let b = broker.bootstrap();
+    let (user, password) = SCRAM_USER;
+    let username = format!("sasl.username={user}");
+    let secret = format!("sasl.password={password}");
+    let sasl = [
+        "-X",
+        "security.protocol=SASL_PLAINTEXT",
+        "-X",
+        "sasl.mechanisms=SCRAM-SHA-512",
+        "-X",
+        &username,
+        "-X",
+        &secret,
+    ];
+    let args = |rest: &[&'static str]| -> Vec<String> {
+        ["-b", &b]
+            .iter()
+            .chain(sasl.iter())
+            .chain(rest.iter())
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let produce = args(&["-P", "-t", "kc-scram", "-K", ":"]);
+    let produce: Vec<&str> = produce.iter().map(String::as_str).collect();
+    run("kcat", &produce, b"a:first\nb:second\n").await;
+    let consume = args(&[
+        "-C",
+        "-t",
+        "kc-scram",
+        "-o",
+        "beginning",
+        "-e",
+        "-q",
+        "-f",
+        "%k %s\\n",
+    ]);
+    let consume: Vec<&str> = consume.iter().map(String::as_str).collect();
+    let out = run("kcat", &consume, b"").await;
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "a first\nb second\n"
+    );
     broker.stop().await;
 }

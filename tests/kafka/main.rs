@@ -12,5 +12,6 @@ mod groups;
 mod instances;
 mod interop;
 mod raw;
+mod scram;
 mod tls;
 mod transactions;

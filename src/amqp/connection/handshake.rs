@@ -1,6 +1,6 @@
 //! The connection handshake: protocol header, connection.start/start-ok (SASL PLAIN or
-//! AMQPLAIN against the configured users), tune/tune-ok, open/open-ok (a configured vhost
-//! the user may open).
+//! AMQPLAIN against the user store, or EXTERNAL with a verified client certificate),
+//! tune/tune-ok, open/open-ok (a configured vhost the user may open).
 //!
 //! A client that sends any other protocol header is answered with AMQP 0-9-1's header and
 //! disconnected, as the specification says; one that opens with a TLS ClientHello (an
@@ -8,16 +8,18 @@
 //! connection.close 403 (530 for a vhost that does not exist), the form RabbitMQ clients
 //! report as an authentication error.
 
-use super::sasl::{self, MECHANISMS};
+use super::sasl::{self, Response};
 use crate::amqp::broker::Broker;
 use crate::amqp::codec::{self, Frame, PROTOCOL_HEADER};
 use crate::amqp::context::Capabilities;
 use crate::amqp::errors::AmqpError;
 use crate::amqp::topology::VHost;
+use crate::auth::{self, Authenticator, Front, User};
+use crate::config::AmqpConfig;
+use crate::peer::Peer;
 use amq_protocol::protocol::{AMQPClass, connection};
 use amq_protocol::types::{AMQPValue, FieldTable};
 use bytes::{Buf, BytesMut};
-use std::net::IpAddr;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -71,7 +73,7 @@ impl From<AmqpError> for HandshakeError {
 /// [`HandshakeError`]; for `Refused` the caller sends connection.close.
 pub async fn run<R, W>(
     broker: &Broker,
-    peer: IpAddr,
+    peer: &Peer,
     reader: &mut R,
     writer: &mut W,
     buf: &mut BytesMut,
@@ -82,20 +84,22 @@ where
 {
     read_protocol_header(reader, writer, buf).await?;
     let config = &broker.config;
-    send(writer, start()).await?;
+    send(writer, start(sasl::mechanisms(peer))).await?;
 
     let AMQPClass::Connection(connection::AMQPMethod::StartOk(start_ok)) =
         next_method(reader, buf, config.frame_max).await?
     else {
         return Err(unexpected("connection.start-ok").into());
     };
-    let credentials = sasl::credentials(start_ok.mechanism.as_str(), start_ok.response.as_bytes())
-        .map_err(|e| AmqpError::access_refused(e.to_string()))?;
-    let user = broker
-        .users
-        .authenticate(&credentials.user, &credentials.password, peer)
-        .map_err(|e| AmqpError::access_refused(e.to_string()))?
-        .clone();
+    let user = login(
+        &broker.users,
+        config,
+        peer,
+        start_ok.mechanism.as_str(),
+        start_ok.response.as_bytes(),
+    )
+    .await
+    .map_err(|e| AmqpError::access_refused(e.to_string()))?;
     let capabilities = capabilities_of(&start_ok.client_properties);
 
     send(
@@ -151,6 +155,46 @@ where
         heartbeat: tune_ok.heartbeat,
         capabilities,
     })
+}
+
+/// The user start-ok's SASL response logs in as, from `peer`.
+async fn login(
+    users: &Authenticator,
+    config: &AmqpConfig,
+    peer: &Peer,
+    mechanism: &str,
+    response: &[u8],
+) -> Result<User, auth::AuthError> {
+    let response = sasl::response(peer, mechanism, response).map_err(|e| {
+        let e = match e {
+            sasl::SaslError::Mechanism(..) => auth::AuthError::Mechanism(e.to_string()),
+            sasl::SaslError::Malformed(_) => auth::AuthError::Malformed(e.to_string()),
+        };
+        users.refused(Front::Amqp, peer, &e);
+        e
+    })?;
+    match response {
+        Response::Password(c) => {
+            users
+                .password(Front::Amqp, peer, &c.user, &c.password)
+                .await
+        }
+        Response::External(names) => {
+            let Some(name) = auth::certificate::login_name(
+                names,
+                config.ssl_cert_login_from,
+                config.ssl_cert_login_san_type,
+            ) else {
+                let e = auth::AuthError::Certificate(
+                    "the client certificate has no name where amqp.ssl_cert_login_from takes it"
+                        .to_owned(),
+                );
+                users.refused(Front::Amqp, peer, &e);
+                return Err(e);
+            };
+            users.certificate(Front::Amqp, peer, name).await
+        }
+    }
 }
 
 /// The frame_max a client's tune-ok asks for, checked against ours (0: ours).
@@ -236,8 +280,8 @@ async fn send<W: AsyncWrite + Unpin>(writer: &mut W, method: AMQPClass) -> std::
     writer.flush().await
 }
 
-/// connection.start: who we are and what we support.
-fn start() -> AMQPClass {
+/// connection.start: who we are and what we support (`mechanisms`, space-separated).
+fn start(mechanisms: &str) -> AMQPClass {
     let mut capabilities = FieldTable::default();
     for capability in [
         "publisher_confirms",
@@ -264,7 +308,7 @@ fn start() -> AMQPClass {
         version_major: 0,
         version_minor: 9,
         server_properties: properties,
-        mechanisms: MECHANISMS.into(),
+        mechanisms: mechanisms.into(),
         locales: "en_US".into(),
     }))
 }
@@ -298,6 +342,111 @@ mod tests {
             negotiate_frame_max(100, 131_072).unwrap_err().code.code(),
             530
         );
+    }
+
+    /// An authenticator whose one user is `alice` (password `pw`), over a fresh store.
+    async fn alice() -> (Authenticator, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::config::StoreConfig {
+            path: dir.path().join("store"),
+            cache_mb: 16,
+            ..crate::config::StoreConfig::default()
+        };
+        let db = crate::store::Database::open(&store).await.unwrap();
+        let user = crate::config::UserConfig {
+            name: "alice".into(),
+            password_hash: Some(crate::password::PasswordHash::new("pw").to_string()),
+            scram_sha_256: None,
+            scram_sha_512: None,
+            vhosts: vec!["/".into()],
+            loopback_only: false,
+            require_tls: false,
+        };
+        let users = Authenticator::start(db, &store.prefix, &[user])
+            .await
+            .unwrap();
+        (users, dir)
+    }
+
+    fn with_certificate(names: crate::peer::CertificateNames) -> Peer {
+        Peer {
+            addr: std::net::SocketAddr::from(([127, 0, 0, 1], 40_000)),
+            tls: Some(crate::peer::TlsPeer {
+                certificate: Some(names),
+            }),
+        }
+    }
+
+    #[tokio::test]
+    async fn external_logs_in_as_the_certificates_name_when_the_user_exists() {
+        let (users, _dir) = alice().await;
+        let config = AmqpConfig::default();
+        let cn = |name: &str| crate::peer::CertificateNames {
+            subject: format!("CN={name},O=Example"),
+            common_name: Some(name.into()),
+            emails: vec!["alice".into()],
+            ..Default::default()
+        };
+        let peer = with_certificate(cn("alice"));
+        let user = login(&users, &config, &peer, "EXTERNAL", b"")
+            .await
+            .unwrap();
+        assert_eq!(user.name, "alice");
+        assert_eq!(
+            login(
+                &users,
+                &config,
+                &with_certificate(cn("bob")),
+                "EXTERNAL",
+                b""
+            )
+            .await
+            .unwrap_err()
+            .to_string(),
+            "login refused for user 'bob': invalid credentials"
+        );
+        let by_email = AmqpConfig {
+            ssl_cert_login_from: crate::config::amqp::CertLoginFrom::SubjectAlternativeName,
+            ssl_cert_login_san_type: crate::config::amqp::SanType::Email,
+            ..AmqpConfig::default()
+        };
+        let user = login(
+            &users,
+            &by_email,
+            &with_certificate(cn("bob")),
+            "EXTERNAL",
+            b"",
+        )
+        .await
+        .unwrap();
+        assert_eq!(user.name, "alice", "the e-mail SAN, not the CN");
+    }
+
+    #[tokio::test]
+    async fn external_is_refused_without_a_certificate_or_without_the_name() {
+        let (users, _dir) = alice().await;
+        let config = AmqpConfig::default();
+        let plaintext = Peer::plaintext(std::net::SocketAddr::from(([127, 0, 0, 1], 40_000)));
+        let e = login(&users, &config, &plaintext, "EXTERNAL", b"")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "authentication mechanism 'EXTERNAL' is not offered; use one of PLAIN AMQPLAIN"
+        );
+        let nameless = with_certificate(crate::peer::CertificateNames {
+            subject: "O=Example".into(),
+            ..Default::default()
+        });
+        let e = login(&users, &config, &nameless, "EXTERNAL", b"")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the client certificate has no name where amqp.ssl_cert_login_from takes it"
+        );
+        let password = login(&users, &config, &nameless, "PLAIN", b"\0alice\0pw").await;
+        assert_eq!(password.unwrap().name, "alice", "PLAIN is still offered");
     }
 
     #[tokio::test]

@@ -85,7 +85,7 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
         () = shutdown.cancelled() => return,
         r = tokio::time::timeout(
             broker.config.handshake_timeout(),
-            handshake::run(&broker, peer.ip(), &mut reader, &mut write_half, &mut buf),
+            handshake::run(&broker, &client, &mut reader, &mut write_half, &mut buf),
         ) => r,
     };
     let negotiated = match handshake {

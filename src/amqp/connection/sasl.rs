@@ -1,10 +1,34 @@
 //! SASL responses of connection.start-ok: PLAIN and AMQPLAIN, the two mechanisms RabbitMQ
-//! clients use with passwords.
+//! clients use with passwords, and EXTERNAL (the client certificate's name), offered only
+//! when the connection has a verified client certificate, as RabbitMQ's
+//! `rabbitmq_auth_mechanism_ssl` does.
 
+use crate::peer::{CertificateNames, Peer};
 use amq_protocol::types::parsing::parse_field_table;
 
-/// The mechanisms Ferry offers, in connection.start's order.
-pub const MECHANISMS: &str = "PLAIN AMQPLAIN";
+/// The mechanisms offered without a client certificate, in connection.start's order.
+const PASSWORD_MECHANISMS: &str = "PLAIN AMQPLAIN";
+
+/// The mechanisms offered with a verified client certificate.
+const ALL_MECHANISMS: &str = "EXTERNAL PLAIN AMQPLAIN";
+
+/// The mechanisms connection.start offers `peer`.
+pub fn mechanisms(peer: &Peer) -> &'static str {
+    if peer.certificate().is_some() {
+        ALL_MECHANISMS
+    } else {
+        PASSWORD_MECHANISMS
+    }
+}
+
+/// What a SASL response logs in with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response<'a> {
+    /// A name and password (PLAIN, AMQPLAIN).
+    Password(Credentials),
+    /// The connection's verified client certificate (EXTERNAL).
+    External(&'a CertificateNames),
+}
 
 /// A login name and password taken from a SASL response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,18 +43,32 @@ pub struct Credentials {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SaslError {
     /// The client chose a mechanism not offered.
-    #[error("authentication mechanism '{0}' is not supported; use PLAIN or AMQPLAIN")]
-    Mechanism(String),
+    #[error("authentication mechanism '{0}' is not offered; use one of {1}")]
+    Mechanism(String, &'static str),
     /// The response does not have the mechanism's form.
     #[error("the {0} response is malformed")]
     Malformed(&'static str),
 }
 
-/// Extracts credentials from `response` for `mechanism`.
+/// What `response` for `mechanism` logs in with, on `peer`'s connection.
 ///
 /// # Errors
-/// [`SaslError`] for another mechanism or a malformed response.
-pub fn credentials(mechanism: &str, response: &[u8]) -> Result<Credentials, SaslError> {
+/// [`SaslError`] for a mechanism not offered to `peer` or a malformed response.
+pub fn response<'a>(
+    peer: &'a Peer,
+    mechanism: &str,
+    response: &[u8],
+) -> Result<Response<'a>, SaslError> {
+    match (mechanism, peer.certificate()) {
+        // The response is an authorization identity, which RabbitMQ ignores too.
+        ("EXTERNAL", Some(names)) => Ok(Response::External(names)),
+        ("PLAIN" | "AMQPLAIN", _) => credentials(mechanism, response).map(Response::Password),
+        (other, _) => Err(SaslError::Mechanism(other.to_owned(), mechanisms(peer))),
+    }
+}
+
+/// Extracts credentials from `response` for PLAIN or AMQPLAIN.
+fn credentials(mechanism: &str, response: &[u8]) -> Result<Credentials, SaslError> {
     match mechanism {
         // authzid NUL authcid NUL password; the authorization identity is ignored.
         "PLAIN" => {
@@ -65,7 +103,7 @@ pub fn credentials(mechanism: &str, response: &[u8]) -> Result<Credentials, Sasl
                 password: field("PASSWORD")?,
             })
         }
-        other => Err(SaslError::Mechanism(other.to_owned())),
+        other => Err(SaslError::Mechanism(other.to_owned(), PASSWORD_MECHANISMS)),
     }
 }
 
@@ -107,9 +145,39 @@ mod tests {
             credentials("AMQPLAIN", b"\x05LOGIN").unwrap_err(),
             SaslError::Malformed("AMQPLAIN")
         );
+    }
+
+    #[test]
+    fn external_is_offered_and_accepted_only_with_a_client_certificate() {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 5671));
+        let plaintext = Peer::plaintext(addr);
+        assert_eq!(mechanisms(&plaintext), "PLAIN AMQPLAIN");
         assert_eq!(
-            credentials("EXTERNAL", b"").unwrap_err().to_string(),
-            "authentication mechanism 'EXTERNAL' is not supported; use PLAIN or AMQPLAIN"
+            response(&plaintext, "EXTERNAL", b"")
+                .unwrap_err()
+                .to_string(),
+            "authentication mechanism 'EXTERNAL' is not offered; use one of PLAIN AMQPLAIN"
         );
+        let names = CertificateNames {
+            subject: "CN=alice".into(),
+            common_name: Some("alice".into()),
+            ..CertificateNames::default()
+        };
+        let with_certificate = Peer {
+            addr,
+            tls: Some(crate::peer::TlsPeer {
+                certificate: Some(names.clone()),
+            }),
+        };
+        assert_eq!(mechanisms(&with_certificate), "EXTERNAL PLAIN AMQPLAIN");
+        assert_eq!(
+            response(&with_certificate, "EXTERNAL", b"").unwrap(),
+            Response::External(&names)
+        );
+        let no_certificate = Peer {
+            addr,
+            tls: Some(crate::peer::TlsPeer { certificate: None }),
+        };
+        assert!(response(&no_certificate, "EXTERNAL", b"").is_err());
     }
 }

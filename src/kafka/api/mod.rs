@@ -43,8 +43,10 @@ pub use api_versions::unsupported_version;
 
 use super::Context;
 use super::codec::Request;
+use crate::auth::ScramLogin;
 use crate::config::listeners::SecurityProtocol;
 use crate::peer::Peer;
+use crate::principal::PrincipalRules;
 use futures::future::BoxFuture;
 use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestKind, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
@@ -101,23 +103,54 @@ pub struct Session {
     pub require_sasl: bool,
     /// The client id of its latest request.
     pub client_id: String,
-    /// The SASL mechanism the client chose in SaslHandshake.
-    pub mechanism: Option<String>,
-    /// The user the client authenticated as.
+    /// Where the SASL exchange stands.
+    pub sasl: SaslState,
+    /// The user the client authenticated as with SASL.
     pub user: Option<String>,
+    /// The principal `kafka.ssl_principal_mapping_rules` gives the client certificate's
+    /// subject (a TLS listener with a client certificate); `None` without a certificate
+    /// or when no rule matches.
+    pub certificate_principal: Option<String>,
+}
+
+/// Where a connection's SASL exchange stands.
+#[derive(Debug, Clone)]
+pub enum SaslState {
+    /// No mechanism chosen (or the exchange is over).
+    None,
+    /// SaslHandshake chose this mechanism; SaslAuthenticate comes next.
+    Chosen(sasl_handshake::SaslMechanism),
+    /// SCRAM server-first was sent; client-final comes next.
+    ScramFinal(Box<ScramLogin>),
 }
 
 impl Session {
-    /// A session of a client `peer` on `listener`, not authenticated.
-    pub fn new(peer: Peer, listener: SecurityProtocol, require_sasl: bool) -> Self {
+    /// A session of a client `peer` on `listener`, not authenticated; its certificate's
+    /// principal, if it has one, by `rules`.
+    pub fn new(
+        peer: Peer,
+        listener: SecurityProtocol,
+        require_sasl: bool,
+        rules: &PrincipalRules,
+    ) -> Self {
+        let certificate_principal = peer.certificate().and_then(|c| rules.apply(&c.subject));
         Self {
             peer,
             listener,
             require_sasl,
             client_id: String::new(),
-            mechanism: None,
+            sasl: SaslState::None,
             user: None,
+            certificate_principal,
         }
+    }
+
+    /// Who the client is for authorization: the SASL user, else the certificate's
+    /// principal.
+    pub fn principal(&self) -> Option<&str> {
+        self.user
+            .as_deref()
+            .or(self.certificate_principal.as_deref())
     }
 }
 
@@ -136,8 +169,16 @@ pub enum Reply {
 }
 
 /// Why the session may not make a request of `api` now, if it may not: on a listener that
-/// requires SASL, only ApiVersions and the SASL exchange come before authentication.
+/// requires SASL, only ApiVersions and the SASL exchange come before authentication; a
+/// client certificate whose subject no `kafka.ssl_principal_mapping_rules` rule maps may
+/// make none (as Kafka closes such a connection).
 pub fn refusal(session: &Session, api: ApiKey) -> Option<String> {
+    if session.peer.certificate().is_some() && session.certificate_principal.is_none() {
+        return Some(
+            "the client certificate's subject matches no kafka.ssl_principal_mapping_rules rule"
+                .to_owned(),
+        );
+    }
     let open = matches!(
         api,
         ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
@@ -198,7 +239,7 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         RequestKind::TxnOffsetCommit(r) => Reply::Now(txn_offset_commit::handle(ctx, r).await),
         RequestKind::EndTxn(r) => Reply::Now(end_txn::handle(ctx, r).await),
         RequestKind::SaslHandshake(r) => Reply::Now(sasl_handshake::handle(session, r)),
-        RequestKind::SaslAuthenticate(r) => sasl_authenticate::handle(ctx, session, r),
+        RequestKind::SaslAuthenticate(r) => sasl_authenticate::handle(ctx, session, r).await,
         other => Reply::Close(format!("{other:?} is not implemented")),
     }
 }

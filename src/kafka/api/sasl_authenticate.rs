@@ -1,47 +1,78 @@
-//! SaslAuthenticate with PLAIN (`[authzid] NUL user NUL password`), checked against the
-//! `[[users]]` every front shares. Wrong credentials get `SASL_AUTHENTICATION_FAILED` with
-//! the reason, and the connection closes after that answer.
+//! SaslAuthenticate: PLAIN (`[authzid] NUL user NUL password`) in one request, SCRAM in
+//! two (client-first answered with server-first, client-final with server-final), the
+//! exchange's state kept on the session between them. Every login goes through the shared
+//! authenticator (user store, restrictions, failure metrics, slowdown). A failure gets
+//! `SASL_AUTHENTICATION_FAILED` with the reason, and the connection closes after that answer.
 
-use super::sasl_handshake::PLAIN;
-use super::{Reply, Session, str_bytes};
+use super::sasl_handshake::SaslMechanism;
+use super::{Reply, SaslState, Session, str_bytes};
+use crate::auth::{AuthError, Front};
 use crate::kafka::Context;
+use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{ResponseKind, SaslAuthenticateRequest, SaslAuthenticateResponse};
 use std::sync::Arc;
-use tracing::info;
 
-/// Checks the client's PLAIN credentials.
-pub fn handle(
+/// Takes the next step of the session's SASL exchange.
+pub async fn handle(
     ctx: &Arc<Context>,
     session: &mut Session,
     request: SaslAuthenticateRequest,
 ) -> Reply {
-    let refuse = |message: String| {
-        info!(peer = %session.peer.addr, reason = %message, "Kafka SASL authentication failed");
-        Reply::Last(ResponseKind::SaslAuthenticate(
-            SaslAuthenticateResponse::default()
-                .with_error_code(ResponseError::SaslAuthenticationFailed.code())
-                .with_error_message(Some(str_bytes(message))),
-        ))
+    let users = &ctx.users;
+    let peer = session.peer.clone();
+    let bytes = &request.auth_bytes;
+    let step = match std::mem::replace(&mut session.sasl, SaslState::None) {
+        SaslState::Chosen(SaslMechanism::Plain) => match parse_plain(bytes) {
+            Some((user, password)) => users
+                .password(Front::Kafka, &peer, user, password)
+                .await
+                .map(|u| (Some(u.name), Bytes::new())),
+            None => Err(refused(
+                ctx,
+                session,
+                AuthError::Malformed("the SASL PLAIN message is malformed".to_owned()),
+            )),
+        },
+        SaslState::Chosen(SaslMechanism::Scram(mechanism)) => users
+            .scram_first(Front::Kafka, &peer, mechanism, bytes)
+            .await
+            .map(|(login, server_first)| {
+                session.sasl = SaslState::ScramFinal(Box::new(login));
+                (None, Bytes::from(server_first))
+            }),
+        SaslState::ScramFinal(login) => users
+            .scram_final(Front::Kafka, &peer, *login, bytes)
+            .map(|(u, server_final)| (Some(u.name), Bytes::from(server_final))),
+        SaslState::None => Err(refused(
+            ctx,
+            session,
+            AuthError::Mechanism(
+                "SaslAuthenticate before a SaslHandshake choosing a mechanism".to_owned(),
+            ),
+        )),
     };
-    if session.mechanism.as_deref() != Some(PLAIN) {
-        return refuse("SaslAuthenticate before a SaslHandshake choosing PLAIN".to_owned());
-    }
-    let Some((user, password)) = parse_plain(&request.auth_bytes) else {
-        return refuse("the SASL PLAIN message is malformed".to_owned());
-    };
-    match ctx
-        .users
-        .authenticate(user, password, session.peer.addr.ip())
-    {
-        Ok(u) => {
-            session.user = Some(u.name.clone());
+    match step {
+        Ok((user, answer)) => {
+            if user.is_some() {
+                session.user = user;
+            }
             Reply::Now(ResponseKind::SaslAuthenticate(
-                SaslAuthenticateResponse::default(),
+                SaslAuthenticateResponse::default().with_auth_bytes(answer),
             ))
         }
-        Err(e) => refuse(e.to_string()),
+        Err(e) => Reply::Last(ResponseKind::SaslAuthenticate(
+            SaslAuthenticateResponse::default()
+                .with_error_code(ResponseError::SaslAuthenticationFailed.code())
+                .with_error_message(Some(str_bytes(e.to_string()))),
+        )),
     }
+}
+
+/// A refusal decided here, recorded by the authenticator like its own.
+fn refused(ctx: &Context, session: &Session, e: AuthError) -> AuthError {
+    ctx.users.refused(Front::Kafka, &session.peer, &e);
+    e
 }
 
 /// Splits a PLAIN message into (user, password); the authorization id is ignored.

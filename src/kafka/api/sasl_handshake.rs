@@ -1,20 +1,53 @@
-//! SaslHandshake: Ferry offers SASL PLAIN, checked against the `[[users]]` of the AMQP
-//! front; the credentials follow in SaslAuthenticate.
+//! SaslHandshake: Ferry offers SASL PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, checked
+//! against the user store every front shares; the exchange follows in SaslAuthenticate.
 
 use super::{Session, str_bytes};
+use crate::scram::Mechanism;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{ResponseKind, SaslHandshakeRequest, SaslHandshakeResponse};
 
-/// The one mechanism Ferry supports.
+/// The PLAIN mechanism's name.
 pub const PLAIN: &str = "PLAIN";
 
-/// Records the mechanism the client chose, or refuses one other than PLAIN.
+/// A mechanism a client may choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaslMechanism {
+    /// `PLAIN`: one message with the name and password.
+    Plain,
+    /// `SCRAM-SHA-256` or `SCRAM-SHA-512`: two round trips.
+    Scram(Mechanism),
+}
+
+impl SaslMechanism {
+    /// Every mechanism, in the order SaslHandshake lists them.
+    const ALL: [SaslMechanism; 3] = [
+        SaslMechanism::Plain,
+        SaslMechanism::Scram(Mechanism::Sha256),
+        SaslMechanism::Scram(Mechanism::Sha512),
+    ];
+
+    /// The SASL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Plain => PLAIN,
+            Self::Scram(m) => m.name(),
+        }
+    }
+}
+
+/// Records the mechanism the client chose, or refuses one Ferry does not offer.
 pub fn handle(session: &mut Session, request: SaslHandshakeRequest) -> ResponseKind {
-    let mut response = SaslHandshakeResponse::default().with_mechanisms(vec![str_bytes(PLAIN)]);
-    if request.mechanism.as_str() == PLAIN {
-        session.mechanism = Some(PLAIN.to_owned());
-    } else {
-        response.error_code = ResponseError::UnsupportedSaslMechanism.code();
+    let offered = SaslMechanism::ALL
+        .iter()
+        .map(|m| str_bytes(m.name()))
+        .collect();
+    let mut response = SaslHandshakeResponse::default().with_mechanisms(offered);
+    match SaslMechanism::ALL
+        .into_iter()
+        .find(|m| m.name() == request.mechanism.as_str())
+    {
+        Some(mechanism) => session.sasl = super::SaslState::Chosen(mechanism),
+        None => response.error_code = ResponseError::UnsupportedSaslMechanism.code(),
     }
     ResponseKind::SaslHandshake(response)
 }

@@ -6,8 +6,9 @@
 //! ([`api::handle`]), and reads the reply back as the typed response a client at that
 //! version decodes.
 //!
-//! The listener `KafkaFront::start` needs to learn its advertised address is bound on
-//! 127.0.0.1:0 and dropped unserved.
+//! The listeners `KafkaFront::start` needs to learn their advertised addresses (a
+//! PLAINTEXT one, and an SSL one for clients of a TLS peer) are bound on 127.0.0.1:0 and
+//! dropped unserved.
 
 use crate::config::users::default_users;
 use crate::config::{KafkaConfig, StoreConfig, UserConfig};
@@ -83,12 +84,25 @@ impl Front {
         let stages = Stages::new(db, &store.prefix);
         stages.ensure_schema().await.unwrap();
         let listener = TcpListener::bind(&config.listen).await.unwrap();
+        // An SSL listener too, so Metadata has an address for clients of a TLS peer
+        // (`client_as`); never served, so it needs no certificate.
+        let ssl = crate::kafka::KafkaListener {
+            protocol: crate::config::listeners::SecurityProtocol::Ssl,
+            socket: crate::server::Listener {
+                tcp: TcpListener::bind("127.0.0.1:0").await.unwrap(),
+                key: "kafka.listeners[0]".to_owned(),
+                tls: None,
+            },
+        };
+        let users = crate::auth::Authenticator::start(stages.db().clone(), &store.prefix, users)
+            .await
+            .unwrap();
         let front = KafkaFront::start(
             &config,
             users,
             stages,
             &store.prefix,
-            vec![crate::kafka::KafkaListener::plaintext(listener)],
+            vec![crate::kafka::KafkaListener::plaintext(listener), ssl],
             CancellationToken::new(),
         )
         .await
@@ -107,13 +121,21 @@ impl Front {
         self.client_from(SocketAddr::from(([127, 0, 0, 1], 50_000)))
     }
 
-    /// A client connected from `peer`.
-    pub fn client_from(&self, peer: SocketAddr) -> Client {
-        let mut session = Session::new(
-            crate::peer::Peer::plaintext(peer),
-            crate::config::listeners::SecurityProtocol::Plaintext,
-            self.ctx.config.require_sasl,
-        );
+    /// A client connected from `addr` on a plaintext listener.
+    pub fn client_from(&self, addr: SocketAddr) -> Client {
+        self.client_as(crate::peer::Peer::plaintext(addr))
+    }
+
+    /// A client at the other end of `peer` (a TLS session, a client certificate), on the
+    /// PLAINTEXT listener, or the SSL one when `peer` is TLS.
+    pub fn client_as(&self, peer: crate::peer::Peer) -> Client {
+        use crate::config::listeners::SecurityProtocol;
+        let (listener, require_sasl) = if peer.is_tls() {
+            (SecurityProtocol::Ssl, false)
+        } else {
+            (SecurityProtocol::Plaintext, self.ctx.config.require_sasl)
+        };
+        let mut session = Session::new(peer, listener, require_sasl, &self.ctx.principal_rules);
         session.client_id = "api-test".into();
         Client {
             ctx: self.ctx.clone(),

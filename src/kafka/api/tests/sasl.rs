@@ -1,8 +1,15 @@
 //! SaslHandshake and SaslAuthenticate with `kafka.require_sasl`: what may come before
 //! authentication, PLAIN credentials accepted or refused (then the connection closes),
-//! and mechanisms other than PLAIN.
+//! mechanisms not offered, the SCRAM exchange across two requests (a right proof, a
+//! wrong one, an unknown user, a nonce that does not match, malformed messages), a user
+//! who requires TLS, and the principal a client certificate maps to.
 
-use super::fixture::{Answer, Client, Front, text};
+use super::fixture::{Answer, Client, Front, test_config, text};
+use crate::config::UserConfig;
+use crate::peer::{CertificateNames, Peer, TlsPeer};
+use crate::scram::{Mechanism, ScramCredential};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
@@ -48,7 +55,17 @@ async fn plain_credentials_authenticate_the_connection() {
         0,
         "ApiVersions comes before authentication"
     );
-    assert_eq!(handshake(&mut c, "PLAIN").await, (0, vec!["PLAIN".into()]));
+    assert_eq!(
+        handshake(&mut c, "PLAIN").await,
+        (
+            0,
+            vec![
+                "PLAIN".into(),
+                "SCRAM-SHA-256".into(),
+                "SCRAM-SHA-512".into()
+            ]
+        )
+    );
     let r = authenticate(&mut c, "\0guest\0guest")
         .await
         .response()
@@ -119,21 +136,17 @@ async fn a_loopback_only_user_is_refused_from_another_address() {
 }
 
 #[tokio::test]
-async fn a_mechanism_other_than_plain_is_refused_with_the_one_offered() {
+async fn a_mechanism_not_offered_is_refused_with_those_offered() {
     let front = secured().await;
     let mut c = front.client();
-    assert_eq!(
-        handshake(&mut c, "SCRAM-SHA-256").await,
-        (
-            ResponseError::UnsupportedSaslMechanism.code(),
-            vec!["PLAIN".into()]
-        )
-    );
+    let (code, offered) = handshake(&mut c, "GSSAPI").await;
+    assert_eq!(code, ResponseError::UnsupportedSaslMechanism.code());
+    assert_eq!(offered, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]);
     assert_eq!(
         last(authenticate(&mut c, "\0guest\0guest").await),
         (
             ResponseError::SaslAuthenticationFailed.code(),
-            Some("SaslAuthenticate before a SaslHandshake choosing PLAIN".into())
+            Some("SaslAuthenticate before a SaslHandshake choosing a mechanism".into())
         ),
         "no mechanism was agreed"
     );
@@ -151,6 +164,274 @@ async fn a_malformed_plain_message_fails() {
             ResponseError::SaslAuthenticationFailed.code(),
             Some("the SASL PLAIN message is malformed".into())
         )
+    );
+    front.stop().await;
+}
+
+/// A front requiring SASL whose users are `alice` (SCRAM-SHA-256 and -512 only, password
+/// `wonderland`) and `tls-only` (password `pw`, `require_tls`).
+async fn scram_front(edit: impl FnOnce(&mut crate::config::KafkaConfig)) -> Front {
+    let mut config = test_config();
+    config.require_sasl = true;
+    edit(&mut config);
+    let scram = |m| Some(ScramCredential::new(m, "wonderland", 4096).to_string());
+    let alice = UserConfig {
+        name: "alice".into(),
+        password_hash: None,
+        scram_sha_256: scram(Mechanism::Sha256),
+        scram_sha_512: scram(Mechanism::Sha512),
+        vhosts: vec!["/".into()],
+        loopback_only: false,
+        require_tls: false,
+    };
+    let tls_only = UserConfig {
+        name: "tls-only".into(),
+        password_hash: Some(crate::password::PasswordHash::new("pw").to_string()),
+        scram_sha_256: None,
+        scram_sha_512: None,
+        require_tls: true,
+        ..alice.clone()
+    };
+    Front::start_as(config, &[alice, tls_only]).await
+}
+
+/// A SCRAM client's side: client-first, then client-final for the server-first it got.
+struct ScramClient {
+    mechanism: Mechanism,
+    bare: String,
+}
+
+impl ScramClient {
+    fn new(mechanism: Mechanism, user: &str) -> Self {
+        Self {
+            mechanism,
+            bare: format!("n={user},r=rOprNGfwEbeRWgbNEkqO"),
+        }
+    }
+
+    fn first(&self) -> String {
+        format!("n,,{}", self.bare)
+    }
+
+    /// client-final proving `password`, with the nonce server-first gave (or `nonce`).
+    fn last(&self, password: &str, server_first: &str, nonce: Option<&str>) -> String {
+        let fields: Vec<&str> = server_first.split(',').collect();
+        let nonce = nonce.unwrap_or_else(|| fields[0].strip_prefix("r=").unwrap());
+        let salt = BASE64
+            .decode(fields[1].strip_prefix("s=").unwrap())
+            .unwrap();
+        let iterations = fields[2].strip_prefix("i=").unwrap().parse().unwrap();
+        let without_proof = format!("c=biws,r={nonce}");
+        let auth_message = format!("{},{server_first},{without_proof}", self.bare);
+        // The client's keys are the credential's, made from the password and this salt.
+        let mine = ScramCredential::with_salt(self.mechanism, password, salt.clone(), iterations);
+        let text = mine.to_string();
+        let stored_key = BASE64
+            .decode(
+                text.split(",stored_key=")
+                    .nth(1)
+                    .unwrap()
+                    .split(',')
+                    .next()
+                    .unwrap(),
+            )
+            .unwrap();
+        let salted = match self.mechanism {
+            Mechanism::Sha256 => pbkdf2::pbkdf2_hmac_array::<sha2::Sha256, 32>(
+                password.as_bytes(),
+                &salt,
+                iterations,
+            )
+            .to_vec(),
+            Mechanism::Sha512 => pbkdf2::pbkdf2_hmac_array::<sha2::Sha512, 64>(
+                password.as_bytes(),
+                &salt,
+                iterations,
+            )
+            .to_vec(),
+        };
+        let client_key = self.mechanism.hmac(&salted, b"Client Key");
+        assert_eq!(self.mechanism.hash(&client_key), stored_key);
+        let signature = self.mechanism.hmac(&stored_key, auth_message.as_bytes());
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(a, b)| a ^ b)
+            .collect();
+        format!("{without_proof},p={}", BASE64.encode(proof))
+    }
+}
+
+/// Runs client-first and returns server-first.
+async fn scram_first(c: &mut Client, client: &ScramClient) -> String {
+    assert_eq!(handshake(c, client.mechanism.name()).await.0, 0);
+    let r = authenticate(c, &client.first()).await.response().await;
+    assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+    String::from_utf8(r.auth_bytes.to_vec()).unwrap()
+}
+
+#[tokio::test]
+async fn scram_with_the_right_password_authenticates_with_both_hashes() {
+    let front = scram_front(|_| {}).await;
+    for mechanism in Mechanism::ALL {
+        let mut c = front.client();
+        let client = ScramClient::new(mechanism, "alice");
+        let server_first = scram_first(&mut c, &client).await;
+        assert!(server_first.starts_with("r=rOprNGfwEbeRWgbNEkqO"));
+        assert_eq!(c.session.user, None, "not yet");
+        let last = client.last("wonderland", &server_first, None);
+        let r = authenticate(&mut c, &last).await.response().await;
+        assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+        assert!(r.auth_bytes.starts_with(b"v="), "server-final");
+        assert_eq!(c.session.user.as_deref(), Some("alice"));
+        let metadata = c
+            .call(12, MetadataRequest::default().with_topics(None))
+            .await;
+        assert_eq!(metadata.brokers.len(), 1);
+    }
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn scram_with_a_wrong_password_or_an_unknown_user_fails_alike() {
+    let front = scram_front(|_| {}).await;
+    let failed = (
+        ResponseError::SaslAuthenticationFailed.code(),
+        Some("login refused for user 'alice': invalid credentials".to_owned()),
+    );
+    let mut c = front.client();
+    let client = ScramClient::new(Mechanism::Sha256, "alice");
+    let server_first = scram_first(&mut c, &client).await;
+    let wrong = client.last("looking-glass", &server_first, None);
+    assert_eq!(last(authenticate(&mut c, &wrong).await), failed);
+    assert_eq!(c.session.user, None);
+
+    // An unknown user gets a server-first too (a stable fake salt), then the same failure.
+    let mut c = front.client();
+    let ghost = ScramClient::new(Mechanism::Sha512, "ghost");
+    let server_first = scram_first(&mut c, &ghost).await;
+    let again = scram_first(&mut front.client(), &ghost).await;
+    assert_eq!(server_first.split(',').nth(1), again.split(',').nth(1));
+    let attempt = ghost.last("anything", &server_first, None);
+    assert_eq!(
+        last(authenticate(&mut c, &attempt).await),
+        (
+            failed.0,
+            Some("login refused for user 'ghost': invalid credentials".to_owned())
+        )
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn a_scram_final_message_with_another_nonce_fails() {
+    let front = scram_front(|_| {}).await;
+    let mut c = front.client();
+    let client = ScramClient::new(Mechanism::Sha256, "alice");
+    let server_first = scram_first(&mut c, &client).await;
+    let forged = client.last(
+        "wonderland",
+        &server_first,
+        Some("rOprNGfwEbeRWgbNEkqOforged"),
+    );
+    assert_eq!(
+        last(authenticate(&mut c, &forged).await),
+        (
+            ResponseError::SaslAuthenticationFailed.code(),
+            Some("the SCRAM client-final nonce does not match the exchange's".into())
+        )
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn malformed_scram_messages_fail() {
+    let front = scram_front(|_| {}).await;
+    let mut c = front.client();
+    handshake(&mut c, "SCRAM-SHA-256").await;
+    assert_eq!(
+        last(authenticate(&mut c, "n=alice,r=abc").await),
+        (
+            ResponseError::SaslAuthenticationFailed.code(),
+            Some("the SCRAM client-first message is malformed: it has no GS2 header".into())
+        )
+    );
+    let mut c = front.client();
+    let client = ScramClient::new(Mechanism::Sha256, "alice");
+    scram_first(&mut c, &client).await;
+    assert_eq!(
+        last(authenticate(&mut c, "c=biws,r=abc").await),
+        (
+            ResponseError::SaslAuthenticationFailed.code(),
+            Some("the SCRAM client-final message is malformed: it has no p= proof".into())
+        )
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn a_user_requiring_tls_is_refused_on_plaintext_and_accepted_over_tls() {
+    let front = scram_front(|_| {}).await;
+    let mut c = front.client();
+    handshake(&mut c, "PLAIN").await;
+    assert_eq!(
+        last(authenticate(&mut c, "\0tls-only\0pw").await),
+        (
+            ResponseError::SaslAuthenticationFailed.code(),
+            Some("user 'tls-only' must connect over TLS (its require_tls is set)".into())
+        )
+    );
+    let over_tls = Peer {
+        tls: Some(TlsPeer { certificate: None }),
+        ..Peer::plaintext(SocketAddr::from(([127, 0, 0, 1], 50_001)))
+    };
+    let mut c = front.client_as(over_tls);
+    handshake(&mut c, "PLAIN").await;
+    let r = authenticate(&mut c, "\0tls-only\0pw")
+        .await
+        .response()
+        .await;
+    assert_eq!(r.error_code, 0);
+    assert_eq!(c.session.user.as_deref(), Some("tls-only"));
+    front.stop().await;
+}
+
+/// A peer on a TLS listener whose client certificate has `subject`.
+fn with_certificate(subject: &str) -> Peer {
+    Peer {
+        tls: Some(TlsPeer {
+            certificate: Some(CertificateNames {
+                subject: subject.into(),
+                ..CertificateNames::default()
+            }),
+        }),
+        ..Peer::plaintext(SocketAddr::from(([127, 0, 0, 1], 50_002)))
+    }
+}
+
+#[tokio::test]
+async fn a_client_certificate_maps_to_a_principal_by_the_rules() {
+    let front = scram_front(|c| {
+        c.require_sasl = false;
+        c.ssl_principal_mapping_rules = "RULE:^CN=([^,]*),OU=apps(,.*)?$/$1/L".into();
+    })
+    .await;
+    let mut c = front.client_as(with_certificate("CN=Billing,OU=apps,O=Example"));
+    assert_eq!(c.session.certificate_principal.as_deref(), Some("billing"));
+    assert_eq!(c.session.principal(), Some("billing"));
+    let metadata = c
+        .call(12, MetadataRequest::default().with_topics(None))
+        .await;
+    assert_eq!(metadata.brokers.len(), 1, "served");
+
+    let mut unmapped = front.client_as(with_certificate("CN=x,OU=people"));
+    assert_eq!(unmapped.session.principal(), None);
+    let Answer::Close(reason) = unmapped.send(12, MetadataRequest::default()).await else {
+        panic!("a certificate no rule maps is refused");
+    };
+    assert_eq!(
+        reason,
+        "the client certificate's subject matches no kafka.ssl_principal_mapping_rules rule"
     );
     front.stop().await;
 }

@@ -1,0 +1,361 @@
+//! Authentication, shared by every front: a login — a password (AMQP PLAIN and AMQPLAIN,
+//! Kafka SASL PLAIN), a SCRAM exchange (Kafka SCRAM-SHA-256/512), a client certificate
+//! (AMQP SASL EXTERNAL) — becomes a [`User`] read from the user store, or a refusal that
+//! is logged, counted by front and reason, and slows the next logins from that address.
+//!
+//! - [`user`]: a user record and its credentials;
+//! - [`store`]: users in the store, seeded from `[[users]]`, read afresh at every login;
+//! - [`scram`]: the server side of a SCRAM exchange;
+//! - [`throttle`]: the growing delay for addresses whose logins fail;
+//! - [`certificate`]: the user name SASL EXTERNAL takes from a client certificate.
+//!
+//! After the credentials are checked, a user's restrictions apply: `loopback_only` (like
+//! RabbitMQ's `guest`) and `require_tls` (refused on plaintext listeners). Refusals never
+//! say whether the user exists, and no secret reaches a log line or an error.
+
+pub mod certificate;
+pub mod scram;
+pub mod store;
+pub mod throttle;
+pub mod user;
+
+pub use user::User;
+
+use crate::config::UserConfig;
+use crate::peer::Peer;
+use crate::scram::Mechanism;
+use crate::store::Database;
+use crate::telemetry::auth as m;
+use scram::{ClientFirst, Finish, ScramError, ScramExchange};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Instant;
+use store::{UserStore, UserStoreError};
+use throttle::Throttle;
+use tracing::{info, warn};
+
+/// The front a login came through (the `front` label of the login metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Front {
+    /// The AMQP 0-9-1 front.
+    Amqp,
+    /// The Kafka front.
+    Kafka,
+}
+
+impl Front {
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Amqp => "amqp",
+            Self::Kafka => "kafka",
+        }
+    }
+}
+
+/// Why a login was refused; the message is safe to send to the client (it never says
+/// whether the user exists, and carries no secret).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// Unknown user, wrong password or wrong SCRAM proof.
+    #[error("login refused for user '{0}': invalid credentials")]
+    InvalidCredentials(String),
+    /// The user may only connect from loopback.
+    #[error("user '{0}' can only connect via localhost")]
+    LoopbackOnly(String),
+    /// The user may only log in over TLS and the listener is plaintext.
+    #[error("user '{0}' must connect over TLS (its require_tls is set)")]
+    TlsRequired(String),
+    /// The user may not open this virtual host.
+    #[error("access to vhost '{vhost}' refused for user '{user}'")]
+    VhostRefused {
+        /// The user.
+        user: String,
+        /// The virtual host asked for.
+        vhost: String,
+    },
+    /// A SCRAM message was malformed or its nonce did not match.
+    #[error("{0}")]
+    Scram(#[from] ScramError),
+    /// A SASL mechanism that is not offered (EXTERNAL without a verified client
+    /// certificate is not).
+    #[error("{0}")]
+    Mechanism(String),
+    /// A SASL response that does not have its mechanism's form.
+    #[error("{0}")]
+    Malformed(String),
+    /// SASL EXTERNAL with a certificate that does not carry the configured name.
+    #[error("{0}")]
+    Certificate(String),
+    /// The user store could not be read.
+    #[error("the login cannot be checked now (the user store failed); try again")]
+    Store,
+}
+
+impl AuthError {
+    /// The `reason` label of the failure metric.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::InvalidCredentials(_) => "invalid_credentials",
+            Self::LoopbackOnly(_) => "loopback_only",
+            Self::TlsRequired(_) => "tls_required",
+            Self::VhostRefused { .. } => "vhost_refused",
+            Self::Scram(ScramError::NonceMismatch) => "nonce_mismatch",
+            Self::Scram(ScramError::Malformed { .. }) => "malformed",
+            Self::Mechanism(_) => "mechanism",
+            Self::Malformed(_) => "malformed",
+            Self::Certificate(_) => "no_certificate_name",
+            Self::Store => "store",
+        }
+    }
+}
+
+/// Why the authenticator cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthSetupError {
+    /// A `[[users]]` entry is unusable.
+    #[error("{0}")]
+    BadUser(#[from] user::BadUser),
+    /// The users could not be written to the store.
+    #[error("{0}")]
+    Store(#[from] UserStoreError),
+}
+
+/// A SCRAM login between client-first and client-final.
+#[derive(Debug, Clone)]
+pub struct ScramLogin {
+    exchange: ScramExchange,
+    /// The user as read at client-first (`None`: no such user).
+    user: Option<User>,
+}
+
+/// Checks logins for every front of one Ferry instance; cheap to clone.
+#[derive(Clone)]
+pub struct Authenticator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: UserStore,
+    throttle: Throttle,
+    /// The key fake SCRAM salts of unknown users are derived from (kept in the store).
+    fake_salt_key: Vec<u8>,
+}
+
+impl Authenticator {
+    /// Seeds the user store under `prefix` with `users` (see [`UserStore::seed`]) and
+    /// checks logins against it.
+    ///
+    /// # Errors
+    /// [`AuthSetupError`] for an unusable user or a store that fails.
+    pub async fn start(
+        db: Database,
+        prefix: &str,
+        users: &[UserConfig],
+    ) -> Result<Self, AuthSetupError> {
+        let users = users
+            .iter()
+            .enumerate()
+            .map(|(i, u)| User::from_config(i, u))
+            .collect::<Result<Vec<_>, _>>()?;
+        let store = UserStore::new(db, prefix);
+        let fake_salt_key = store.seed(&users).await?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                store,
+                throttle: Throttle::default(),
+                fake_salt_key,
+            }),
+        })
+    }
+
+    /// The user store (the management API changes users through it).
+    pub fn store(&self) -> &UserStore {
+        &self.inner.store
+    }
+
+    /// Checks a password login (SASL PLAIN, AMQPLAIN) from `peer`: any credential the
+    /// user has may verify the password.
+    ///
+    /// # Errors
+    /// [`AuthError`], logged and counted.
+    pub async fn password(
+        &self,
+        front: Front,
+        peer: &Peer,
+        name: &str,
+        password: &str,
+    ) -> Result<User, AuthError> {
+        self.admit(front, peer).await;
+        let outcome = async {
+            match self.read(name).await? {
+                Some(user) if user.verify_password(password) => restrict(user, peer),
+                Some(_) => Err(AuthError::InvalidCredentials(name.to_owned())),
+                None => {
+                    // As long as checking a real user's SCRAM credential, so the time taken
+                    // does not say whether the user exists.
+                    let fake =
+                        scram::fake_credential(Mechanism::Sha256, name, &self.inner.fake_salt_key);
+                    let _ = fake.verify_password(password);
+                    Err(AuthError::InvalidCredentials(name.to_owned()))
+                }
+            }
+        }
+        .await;
+        self.settle(front, peer, name, outcome)
+    }
+
+    /// Checks a login by client certificate (SASL EXTERNAL) as `name`, taken from the
+    /// certificate: the user must exist; its restrictions apply.
+    ///
+    /// # Errors
+    /// [`AuthError`], logged and counted.
+    pub async fn certificate(
+        &self,
+        front: Front,
+        peer: &Peer,
+        name: &str,
+    ) -> Result<User, AuthError> {
+        self.admit(front, peer).await;
+        let outcome = match self.read(name).await {
+            Ok(Some(user)) => restrict(user, peer),
+            Ok(None) => Err(AuthError::InvalidCredentials(name.to_owned())),
+            Err(e) => Err(e),
+        };
+        self.settle(front, peer, name, outcome)
+    }
+
+    /// Answers a SCRAM client-first message with server-first.
+    ///
+    /// # Errors
+    /// [`AuthError`] for a malformed message (logged and counted); an unknown user is not
+    /// refused here, but at client-final.
+    pub async fn scram_first(
+        &self,
+        front: Front,
+        peer: &Peer,
+        mechanism: Mechanism,
+        message: &[u8],
+    ) -> Result<(ScramLogin, Vec<u8>), AuthError> {
+        self.admit(front, peer).await;
+        let first = match ClientFirst::parse(message) {
+            Ok(first) => first,
+            Err(e) => return self.settle(front, peer, "", Err(e.into())),
+        };
+        let user = match self.read(&first.user).await {
+            Ok(user) => user,
+            Err(e) => return self.settle(front, peer, &first.user, Err(e)),
+        };
+        let credential = user.as_ref().and_then(|u| u.scram(mechanism));
+        let (exchange, server_first) =
+            ScramExchange::start(mechanism, first, credential, &self.inner.fake_salt_key);
+        Ok((ScramLogin { exchange, user }, server_first))
+    }
+
+    /// Checks a SCRAM client-final message; answers server-final when the proof is right.
+    ///
+    /// # Errors
+    /// [`AuthError`], logged and counted: malformed, nonce mismatch, wrong proof or
+    /// unknown user (both `InvalidCredentials`), then the user's restrictions.
+    pub fn scram_final(
+        &self,
+        front: Front,
+        peer: &Peer,
+        login: ScramLogin,
+        message: &[u8],
+    ) -> Result<(User, Vec<u8>), AuthError> {
+        let name = login.exchange.user().to_owned();
+        let outcome = match login.exchange.finish(message) {
+            Err(e) => Err(e.into()),
+            Ok(Finish::WrongProof) => Err(AuthError::InvalidCredentials(name.clone())),
+            Ok(Finish::Proved(server_final)) => match login.user {
+                Some(user) => restrict(user, peer).map(|u| (u, server_final)),
+                None => Err(AuthError::InvalidCredentials(name.clone())),
+            },
+        };
+        self.settle(front, peer, &name, outcome)
+    }
+
+    /// Records a refusal decided outside the authenticator (an unsupported mechanism, a
+    /// malformed PLAIN message), so it is logged, counted and slowed like the others.
+    pub fn refused(&self, front: Front, peer: &Peer, error: &AuthError) {
+        self.fail(front, peer, "", error);
+    }
+
+    /// Waits while `peer`'s address is being slowed down.
+    async fn admit(&self, front: Front, peer: &Peer) {
+        let wait = self.inner.throttle.wait(peer.addr.ip(), Instant::now());
+        if !wait.is_zero() {
+            metrics::counter!(m::SLOWED_LOGINS_TOTAL, m::LABEL_FRONT => front.label()).increment(1);
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Reads user `name`, mapping a store failure to [`AuthError::Store`] (logged).
+    async fn read(&self, name: &str) -> Result<Option<User>, AuthError> {
+        self.inner.store.get(name).await.map_err(|e| {
+            warn!(error = %e, "the user store could not be read for a login");
+            AuthError::Store
+        })
+    }
+
+    /// Passes a success through; logs, counts and slows a failure.
+    fn settle<T>(
+        &self,
+        front: Front,
+        peer: &Peer,
+        name: &str,
+        outcome: Result<T, AuthError>,
+    ) -> Result<T, AuthError> {
+        if let Err(e) = &outcome {
+            self.fail(front, peer, name, e);
+        }
+        outcome
+    }
+
+    fn fail(&self, front: Front, peer: &Peer, name: &str, error: &AuthError) {
+        metrics::counter!(
+            m::FAILURES_TOTAL,
+            m::LABEL_FRONT => front.label(),
+            m::LABEL_REASON => error.reason()
+        )
+        .increment(1);
+        let delay = if matches!(error, AuthError::Store) {
+            std::time::Duration::ZERO
+        } else {
+            self.inner.throttle.failed(peer.addr.ip(), Instant::now())
+        };
+        info!(
+            front = front.label(),
+            peer = %peer.addr,
+            user = name,
+            reason = error.reason(),
+            error = %error,
+            next_login_delay_ms = delay.as_millis() as u64,
+            "login refused"
+        );
+    }
+}
+
+/// Applies `user`'s restrictions to a login from `peer` whose credentials were right.
+fn restrict(user: User, peer: &Peer) -> Result<User, AuthError> {
+    if user.loopback_only && !is_loopback(peer.addr.ip()) {
+        return Err(AuthError::LoopbackOnly(user.name));
+    }
+    if user.require_tls && !peer.is_tls() {
+        return Err(AuthError::TlsRequired(user.name));
+    }
+    Ok(user)
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
