@@ -1,5 +1,6 @@
 //! The `ferry` binary's amqps listener (`amqp.tls_listen`) with certificates made for the
-//! test: lapin, pika and amqp-tools over TLS beside the plaintext port; mutual TLS
+//! test: lapin, pika (with a client certificate, by password and by SASL EXTERNAL) and
+//! amqp-tools over TLS beside the plaintext port; mutual TLS
 //! (`tls.verify_peer = required`) refusing a client without a certificate, with one from
 //! another CA or an expired one, and accepting a good one whose subject the log names;
 //! bad input on either port closing only its own connection, each failure counted by
@@ -10,6 +11,7 @@ use crate::common::daemon::{Daemon, Setup};
 use crate::common::process::free_port;
 use crate::common::tls::{Authority, TlsFiles, client_config, handshake, write_pair};
 use crate::common::wait;
+use ferry::config::users::GUEST_PASSWORD_HASH;
 use lapin::types::FieldTable;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -22,9 +24,18 @@ const CLIENT: Duration = Duration::from_secs(60);
 /// A daemon with the shipped config, `amqp.tls_listen` on a free port, the certificates of
 /// `files` and the `extra` overrides; returns it with the amqps port.
 fn start(dir: &Path, files: &TlsFiles, extra: &[(&str, &str)]) -> (Daemon, u16) {
+    start_with(dir, files, extra, "")
+}
+
+/// [`start`] with `toml` appended to the shipped config.
+fn start_with(dir: &Path, files: &TlsFiles, extra: &[(&str, &str)], toml: &str) -> (Daemon, u16) {
     let port = free_port();
-    let mut setup =
-        Setup::shipped(dir).env("FERRY__AMQP__TLS_LISTEN", &format!("127.0.0.1:{port}"));
+    let setup = if toml.is_empty() {
+        Setup::shipped(dir)
+    } else {
+        Setup::shipped_with(dir, toml)
+    };
+    let mut setup = setup.env("FERRY__AMQP__TLS_LISTEN", &format!("127.0.0.1:{port}"));
     for (k, v) in files.env() {
         setup = setup.env(&k, &v);
     }
@@ -237,7 +248,7 @@ fn wait_output(mut child: std::process::Child) -> Output {
 fn pika_with_a_client_certificate_and_amqp_tools_with_ssl_talk_amqps() {
     let dir = tempfile::tempdir().unwrap();
     let files = TlsFiles::new(dir.path());
-    let (_daemon, port) = start(
+    let (daemon, port) = start(
         dir.path(),
         &files,
         &[("FERRY__TLS__VERIFY_PEER", "optional")],
@@ -253,6 +264,29 @@ fn pika_with_a_client_certificate_and_amqp_tools_with_ssl_talk_amqps() {
             .arg(&key),
     );
     assert_eq!(out.trim(), "pika over TLS");
+    drop(daemon);
+
+    // SASL EXTERNAL: the certificate's CN names the user, no password is sent.
+    let users =
+        format!("[[users]]\nname = \"pika-client\"\npassword_hash = \"{GUEST_PASSWORD_HASH}\"\n");
+    let (daemon, port) = start_with(
+        dir.path(),
+        &files,
+        &[("FERRY__TLS__VERIFY_PEER", "optional")],
+        &users,
+    );
+    let out = run_client(
+        Command::new("python3")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_pika_tls.py"))
+            .arg(port.to_string())
+            .arg(&files.ca_file)
+            .arg(&cert)
+            .arg(&key)
+            .arg("external"),
+    );
+    assert_eq!(out.trim(), "pika over TLS");
+    let log = daemon.log();
+    assert!(log.contains("tls=true user=pika-client"), "{log}");
 
     // librabbitmq checks the server's name against its DNS names: `localhost`.
     let url = format!("amqps://guest:guest@localhost:{port}/%2f");
