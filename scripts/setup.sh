@@ -12,7 +12,8 @@ set -euo pipefail
 # rabbitmq-server: the private RabbitMQ node the tests start (scripts/rabbitmq-node.sh).
 # libssl-dev, pkg-config: librdkafka (rdkafka's `ssl` feature) built with OpenSSL: it builds
 # TLS and SASL SCRAM only against OpenSSL (Kafka front tests, external Kafka clusters).
-APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config)
+# curl: the HTTPS test of the metrics endpoint.
+APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config curl)
 # Python clients for interoperability tests, and the module each one provides.
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka)
 

@@ -31,3 +31,4 @@ pub mod server;
 pub mod stage;
 pub mod store;
 pub mod telemetry;
+pub mod tls;

@@ -41,6 +41,7 @@ pub mod writer;
 use crate::auth::Authenticator;
 use crate::config::AmqpConfig;
 use crate::liveness::Liveness;
+use crate::server::Listener;
 use crate::stage::{Holders, StageError, Stages, now_ms};
 use crate::store::{Database, StoreError};
 use broker::Broker;
@@ -49,7 +50,6 @@ use expiry::ExpiryHints;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -162,16 +162,16 @@ pub async fn start(front: Front) -> Result<Started, FrontError> {
     })
 }
 
-/// [`start`], then [`Started::run`]: serves AMQP on `listener` until `shutdown`.
+/// [`start`], then [`Started::run`]: serves AMQP on `listeners` until `shutdown`.
 ///
 /// # Errors
 /// [`FrontError`] when the front cannot start.
 pub async fn run(
     front: Front,
-    listener: TcpListener,
+    listeners: Vec<Listener>,
     shutdown: CancellationToken,
 ) -> Result<(), FrontError> {
-    start(front).await?.run(listener, shutdown).await;
+    start(front).await?.run(listeners, shutdown).await;
     Ok(())
 }
 
@@ -181,9 +181,9 @@ impl Started {
         port::AmqpPort::new(self.broker.clone())
     }
 
-    /// Serves AMQP on `listener` until `shutdown`, then drains every connection and stops
-    /// the front's background tasks.
-    pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) {
+    /// Serves AMQP on `listeners` (plaintext and amqps share `amqp.max_connections`) until
+    /// `shutdown`, then drains every connection and stops the front's background tasks.
+    pub async fn run(self, listeners: Vec<Listener>, shutdown: CancellationToken) {
         let Self {
             broker,
             opened,
@@ -206,15 +206,18 @@ impl Started {
         }
         tasks.spawn(supervise_queues(broker.clone(), opened, background.clone()));
 
-        let serving = broker.clone();
-        crate::server::serve(
-            "amqp",
-            listener,
-            broker.config.max_connections,
-            shutdown,
-            move |stream, peer, token| connection::serve(serving.clone(), stream, peer, token),
-        )
-        .await;
+        let limit = crate::server::limit(broker.config.max_connections);
+        let serving = listeners.into_iter().map(|listener| {
+            let serving = broker.clone();
+            crate::server::serve(
+                "amqp",
+                listener,
+                limit.clone(),
+                shutdown.clone(),
+                move |stream, peer, token| connection::serve(serving.clone(), stream, peer, token),
+            )
+        });
+        futures::future::join_all(serving).await;
         background.cancel();
         while tasks.join_next().await.is_some() {}
         let _ = broker.holders.release(broker.instance).await;

@@ -11,6 +11,9 @@ use std::time::Duration;
 /// The key path of [`AmqpConfig::listen`].
 pub const LISTEN_KEY: &str = "amqp.listen";
 
+/// The key path of [`AmqpConfig::tls_listen`].
+pub const TLS_LISTEN_KEY: &str = "amqp.tls_listen";
+
 /// Default for `amqp.listen`.
 pub const DEFAULT_AMQP_LISTEN: &str = "0.0.0.0:5672";
 
@@ -21,8 +24,12 @@ pub const MIN_FRAME_MAX: u32 = 4096;
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AmqpConfig {
-    /// `host:port` the AMQP 0-9-1 front listens on.
+    /// `host:port` the AMQP 0-9-1 front listens on in plaintext; empty: no plaintext
+    /// listener (then `tls_listen` must be set).
     pub listen: String,
+    /// `host:port` of the front's TLS listener (amqps, conventionally port 5671), with the
+    /// certificate of `[tls]`; empty: none.
+    pub tls_listen: String,
     /// The largest frame (header and end byte included) Ferry proposes in `connection.tune`;
     /// a client may ask for less, never more. Bounds what one read may allocate.
     pub frame_max: u32,
@@ -87,6 +94,7 @@ impl Default for AmqpConfig {
     fn default() -> Self {
         Self {
             listen: DEFAULT_AMQP_LISTEN.to_owned(),
+            tls_listen: String::new(),
             frame_max: 131_072,
             channel_max: 2047,
             heartbeat_s: 60,
@@ -119,6 +127,12 @@ impl AmqpConfig {
     /// # Errors
     /// The first [`ConfigError::Invalid`] found, naming the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.listen.is_empty() && self.tls_listen.is_empty() {
+            return Err(ConfigError::invalid(
+                LISTEN_KEY,
+                format!("is empty and so is {TLS_LISTEN_KEY}: the AMQP front needs a listener"),
+            ));
+        }
         if self.frame_max < MIN_FRAME_MAX {
             return Err(ConfigError::invalid(
                 "amqp.frame_max",
@@ -226,6 +240,21 @@ mod tests {
         assert_eq!(
             error_after(|c| c.vhosts.clear()),
             "amqp.vhosts: must name at least one virtual host"
+        );
+    }
+
+    #[test]
+    fn either_listener_may_be_off_but_not_both() {
+        let mut config = AmqpConfig {
+            listen: String::new(),
+            tls_listen: "0.0.0.0:5671".into(),
+            ..AmqpConfig::default()
+        };
+        config.validate().unwrap();
+        config.tls_listen.clear();
+        assert_eq!(
+            config.validate().unwrap_err().to_string(),
+            "amqp.listen: is empty and so is amqp.tls_listen: the AMQP front needs a listener"
         );
     }
 

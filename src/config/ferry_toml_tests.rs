@@ -4,7 +4,7 @@
 
 use super::{
     AmqpConfig, Config, DaemonConfig, KafkaConfig, LogConfig, MetricsConfig, StageConfig,
-    StoreConfig, UserConfig,
+    StoreConfig, TlsConfig, UserConfig,
 };
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
@@ -22,6 +22,7 @@ fn shipped_file_loads_to_the_defaults() {
     assert_eq!(loaded.store, defaults.store);
     assert_eq!(loaded.stage, defaults.stage);
     assert_eq!(loaded.metrics, defaults.metrics);
+    assert_eq!(loaded.tls, defaults.tls);
     assert_eq!(loaded.log, defaults.log);
     assert_eq!(loaded.daemon, defaults.daemon);
     assert_eq!(loaded.amqp, defaults.amqp);
@@ -45,6 +46,7 @@ fn shipped_file_lists_every_key_under_a_comment() {
         ("kafka", fields_of::<KafkaConfig>()),
         ("users", fields_of::<UserConfig>()),
         ("metrics", fields_of::<MetricsConfig>()),
+        ("tls", fields_of::<TlsConfig>()),
         ("log", fields_of::<LogConfig>()),
         ("daemon", fields_of::<DaemonConfig>()),
     ];

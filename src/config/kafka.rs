@@ -3,11 +3,16 @@
 
 use super::ConfigError;
 use super::checks::{at_least, between, is_host};
+use super::listeners::{ListenerSpec, SecurityProtocol, parse_list};
 use serde::Deserialize;
 use std::time::Duration;
 
 /// The key path of [`KafkaConfig::listen`].
 pub const LISTEN_KEY: &str = "kafka.listen";
+/// The key path of [`KafkaConfig::listeners`].
+pub const LISTENERS_KEY: &str = "kafka.listeners";
+/// The key path of [`KafkaConfig::advertised_listeners`].
+pub const ADVERTISED_LISTENERS_KEY: &str = "kafka.advertised_listeners";
 
 /// Default for `kafka.listen`.
 pub const DEFAULT_KAFKA_LISTEN: &str = "0.0.0.0:9092";
@@ -38,8 +43,18 @@ pub const DEFAULT_SEQUENCER_BATCH: usize = 1_024;
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct KafkaConfig {
-    /// `host:port` the Kafka front listens on.
+    /// `host:port` of a PLAINTEXT listener of the Kafka front (with `advertised_host`,
+    /// `advertised_port` and `require_sasl`); empty: none, when `listeners` has them all.
     pub listen: String,
+    /// More listeners, as Kafka's `listeners`: `PROTOCOL://host:port` with PLAINTEXT, SSL,
+    /// SASL_PLAINTEXT or SASL_SSL, each protocol at most once (and no PLAINTEXT here
+    /// while `listen` is set). SSL and SASL_SSL use `[tls]`; SASL_* listeners require SASL
+    /// authentication before other requests.
+    pub listeners: Vec<String>,
+    /// Where clients are told to connect for each listener of `listeners`, as Kafka's
+    /// `advertised.listeners`: `PROTOCOL://host:port`. A listener not named here is
+    /// advertised at its bound address (this machine's hostname for `0.0.0.0`).
+    pub advertised_listeners: Vec<String>,
     /// This instance's broker id in Metadata answers; every Ferry instance sharing a
     /// store needs its own.
     pub node_id: i32,
@@ -68,9 +83,10 @@ pub struct KafkaConfig {
     pub retention_bytes: i64,
     /// How often each partition's sequencer deletes records past retention.
     pub retention_check_interval_ms: u64,
-    /// Whether clients must authenticate with SASL (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, as
-    /// a user of the user store) before any request other than ApiVersions and the SASL
-    /// handshake.
+    /// Whether clients of the PLAINTEXT listeners (`listen`, and a `PLAINTEXT://` entry of
+    /// `listeners`) must authenticate with SASL (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, as a
+    /// user of the user store) before any request other than ApiVersions and the SASL
+    /// handshake; SASL_* listeners always require it.
     pub require_sasl: bool,
     /// Shortest session timeout a consumer group member may ask for.
     pub group_min_session_timeout_ms: i32,
@@ -94,6 +110,8 @@ impl Default for KafkaConfig {
     fn default() -> Self {
         Self {
             listen: DEFAULT_KAFKA_LISTEN.to_owned(),
+            listeners: Vec::new(),
+            advertised_listeners: Vec::new(),
             node_id: 0,
             advertised_host: String::new(),
             advertised_port: 0,
@@ -123,6 +141,46 @@ impl KafkaConfig {
     /// # Errors
     /// The first [`ConfigError::Invalid`], naming the key and the bad value.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        let listeners = self.listener_specs()?;
+        if self.listen.is_empty() && listeners.is_empty() {
+            return Err(ConfigError::invalid(
+                LISTENERS_KEY,
+                format!("is empty and so is {LISTEN_KEY}: the Kafka front needs a listener"),
+            ));
+        }
+        if let Some(i) = listeners
+            .iter()
+            .position(|l| l.protocol == SecurityProtocol::Plaintext)
+            .filter(|_| !self.listen.is_empty())
+        {
+            return Err(ConfigError::invalid(
+                format!("{LISTENERS_KEY}[{i}]"),
+                format!(
+                    "a PLAINTEXT listener while {LISTEN_KEY} is one too; set {LISTEN_KEY} = \"\" to use this one"
+                ),
+            ));
+        }
+        let advertised = parse_list(ADVERTISED_LISTENERS_KEY, &self.advertised_listeners)?;
+        for (i, spec) in advertised.iter().enumerate() {
+            if !listeners.iter().any(|l| l.protocol == spec.protocol) {
+                return Err(ConfigError::invalid(
+                    format!("{ADVERTISED_LISTENERS_KEY}[{i}]"),
+                    format!(
+                        "advertises {}, which {LISTENERS_KEY} does not list",
+                        spec.protocol
+                    ),
+                ));
+            }
+            let reachable = spec.addr.rsplit_once(':').is_some_and(|(host, port)| {
+                is_host(host.trim_matches(['[', ']'])) && port.parse::<u16>().is_ok_and(|p| p > 0)
+            });
+            if !reachable {
+                return Err(ConfigError::invalid(
+                    format!("{ADVERTISED_LISTENERS_KEY}[{i}]"),
+                    format!("'{}' is not a host:port clients can connect to", spec.addr),
+                ));
+            }
+        }
         at_least("kafka.node_id", self.node_id, 0)?;
         if !self.advertised_host.is_empty() && !is_host(&self.advertised_host) {
             return Err(ConfigError::invalid(
@@ -172,6 +230,25 @@ impl KafkaConfig {
         between("kafka.sequencer_batch", self.sequencer_batch, 1, 10_000)
     }
 
+    /// The entries of `listeners`, parsed.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming the first entry that is not `PROTOCOL://host:port`
+    /// or repeats a protocol.
+    pub fn listener_specs(&self) -> Result<Vec<ListenerSpec>, ConfigError> {
+        parse_list(LISTENERS_KEY, &self.listeners)
+    }
+
+    /// The advertised address of the listener for `protocol`, when
+    /// `advertised_listeners` names one. Assumes [`KafkaConfig::validate`] passed.
+    pub fn advertised(&self, protocol: SecurityProtocol) -> Option<String> {
+        parse_list(ADVERTISED_LISTENERS_KEY, &self.advertised_listeners)
+            .ok()?
+            .into_iter()
+            .find(|spec| spec.protocol == protocol)
+            .map(|spec| spec.addr)
+    }
+
     /// `sequencer_lease_ms` as a duration.
     pub fn sequencer_lease(&self) -> Duration {
         Duration::from_millis(self.sequencer_lease_ms)
@@ -196,6 +273,54 @@ mod tests {
         let mut config = Config::default();
         edit(&mut config);
         config.validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn listeners_are_checked_against_listen_and_each_other() {
+        assert_eq!(
+            error_after(|c| c.kafka.listeners = vec!["PLAINTEXT://127.0.0.1:9095".into()]),
+            "kafka.listeners[0]: a PLAINTEXT listener while kafka.listen is one too; set \
+             kafka.listen = \"\" to use this one"
+        );
+        assert_eq!(
+            error_after(|c| c.kafka.listen.clear()),
+            "kafka.listeners: is empty and so is kafka.listen: the Kafka front needs a listener"
+        );
+        assert_eq!(
+            error_after(|c| {
+                c.kafka.listeners = vec!["SASL_PLAINTEXT://127.0.0.1:9095".into()];
+                c.kafka.advertised_listeners = vec!["SSL://kafka.example.com:9093".into()];
+            }),
+            "kafka.advertised_listeners[0]: advertises SSL, which kafka.listeners does not list"
+        );
+        assert_eq!(
+            error_after(|c| {
+                c.kafka.listeners = vec!["SASL_PLAINTEXT://127.0.0.1:9095".into()];
+                c.kafka.advertised_listeners = vec!["SASL_PLAINTEXT://0.0.0.0:0".into()];
+            }),
+            "kafka.advertised_listeners[0]: '0.0.0.0:0' is not a host:port clients can connect to"
+        );
+    }
+
+    #[test]
+    fn advertised_listeners_name_each_listeners_address() {
+        let mut config = Config::default();
+        config.kafka.listen.clear();
+        config.kafka.listeners = vec![
+            "PLAINTEXT://0.0.0.0:9092".into(),
+            "SASL_PLAINTEXT://0.0.0.0:9095".into(),
+        ];
+        config.kafka.advertised_listeners = vec!["SASL_PLAINTEXT://[::1]:19095".into()];
+        config.validate().unwrap();
+        use crate::config::listeners::SecurityProtocol;
+        assert_eq!(
+            config
+                .kafka
+                .advertised(SecurityProtocol::SaslPlaintext)
+                .as_deref(),
+            Some("[::1]:19095")
+        );
+        assert_eq!(config.kafka.advertised(SecurityProtocol::Plaintext), None);
     }
 
     #[test]

@@ -14,6 +14,13 @@ pub const ENV_PREFIX: &str = "FERRY";
 /// underscore because keys themselves contain single ones (`max_batch`).
 pub const ENV_SEPARATOR: &str = "__";
 
+/// Separates the entries of a list-valued override
+/// (`FERRY__KAFKA__LISTENERS=SSL://0.0.0.0:9093,SASL_SSL://0.0.0.0:9094`).
+pub const ENV_LIST_SEPARATOR: &str = ",";
+/// The keys whose overrides are lists, split at [`ENV_LIST_SEPARATOR`]; every other
+/// override is one value.
+pub const ENV_LIST_KEYS: &[&str] = &["kafka.listeners", "kafka.advertised_listeners"];
+
 /// Environment overrides by variable name, as the `config` crate takes them.
 type Overrides = config::Map<String, String>;
 
@@ -49,15 +56,17 @@ impl Config {
             file: path,
             overrides: &overrides,
         };
+        let environment = ENV_LIST_KEYS.iter().fold(
+            Environment::with_prefix(ENV_PREFIX)
+                .prefix_separator(ENV_SEPARATOR)
+                .separator(ENV_SEPARATOR)
+                .try_parsing(true)
+                .list_separator(ENV_LIST_SEPARATOR),
+            |env, key| env.with_list_parse_key(key),
+        );
         config::Config::builder()
             .add_source(File::from_str(&text, FileFormat::Toml))
-            .add_source(
-                Environment::with_prefix(ENV_PREFIX)
-                    .prefix_separator(ENV_SEPARATOR)
-                    .separator(ENV_SEPARATOR)
-                    .try_parsing(true)
-                    .source(Some(overrides.clone())),
-            )
+            .add_source(environment.source(Some(overrides.clone())))
             .build()
             .and_then(config::Config::try_deserialize)
             .map_err(|e| sources.explain(e))
@@ -254,6 +263,34 @@ mod tests {
         assert_eq!(c.store.inject_conflict_rate, 0.1);
         assert_eq!(c.store.inject_unknown_result_rate, 1.0);
         assert_eq!(c.store.prefix, "42");
+        assert_eq!(c.log.level, "warn,ferry=debug");
+    }
+
+    #[test]
+    fn list_overrides_split_at_commas_and_others_stay_whole() {
+        let c = load(
+            "",
+            &[
+                (
+                    "FERRY__KAFKA__LISTENERS",
+                    "SSL://127.0.0.1:9093,SASL_SSL://127.0.0.1:9094",
+                ),
+                (
+                    "FERRY__KAFKA__ADVERTISED_LISTENERS",
+                    "SSL://kafka.example.com:9093",
+                ),
+                ("FERRY__LOG__LEVEL", "warn,ferry=debug"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            c.kafka.listeners,
+            ["SSL://127.0.0.1:9093", "SASL_SSL://127.0.0.1:9094"]
+        );
+        assert_eq!(
+            c.kafka.advertised_listeners,
+            ["SSL://kafka.example.com:9093"]
+        );
         assert_eq!(c.log.level, "warn,ferry=debug");
     }
 

@@ -2,7 +2,7 @@
 //! environment overrides, validated purely, then preflight-checked against the machine.
 //!
 //! One module per section (`[store]`, `[stage]`, `[amqp]`, `[kafka]`, `[[users]]`,
-//! `[metrics]`, `[log]`, `[daemon]`, and the bridge's `[sources.NAME]`, `[sinks.NAME]`,
+//! `[metrics]`, `[tls]`, `[log]`, `[daemon]`, and the bridge's `[sources.NAME]`, `[sinks.NAME]`,
 //! `[[routes]]` in [`bridge`]) declares its keys, their defaults and their meaning;
 //! [`load`] reads, [`validate`] checks values without I/O (with the shared [`checks`]),
 //! [`preflight`] checks the machine, and [`limits`] holds the size limits values are
@@ -20,6 +20,7 @@ pub mod daemon;
 pub mod error;
 pub mod kafka;
 pub mod limits;
+pub mod listeners;
 pub mod load;
 pub mod log;
 pub mod metrics;
@@ -28,6 +29,7 @@ pub mod remote;
 pub mod secret;
 pub mod stage;
 pub mod store;
+pub mod tls;
 pub mod users;
 pub mod validate;
 
@@ -43,6 +45,7 @@ pub use remote::{AmqpTlsConfig, KafkaSecurityConfig, SaslMechanism, SecurityProt
 pub use secret::{AmqpUri, KafkaProperties};
 pub use stage::StageConfig;
 pub use store::StoreConfig;
+pub use tls::TlsConfig;
 pub use users::UserConfig;
 
 use serde::Deserialize;
@@ -64,6 +67,8 @@ pub struct Config {
     pub users: Vec<UserConfig>,
     /// The HTTP endpoint for Prometheus and health probes.
     pub metrics: MetricsConfig,
+    /// The certificate and client verification of every TLS listener.
+    pub tls: TlsConfig,
     /// Log level and format.
     pub log: LogConfig,
     /// Process-wide behaviour such as the shutdown drain.
@@ -85,6 +90,7 @@ impl Default for Config {
             kafka: KafkaConfig::default(),
             users: users::default_users(),
             metrics: MetricsConfig::default(),
+            tls: TlsConfig::default(),
             log: LogConfig::default(),
             daemon: DaemonConfig::default(),
             sources: BTreeMap::new(),
@@ -95,14 +101,48 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Every TCP address Ferry listens on, with the key that sets it, so validation,
-    /// preflight and error messages cover each listener the same way.
-    pub fn listen_addresses(&self) -> [(&'static str, &str); 3] {
-        [
-            (amqp::LISTEN_KEY, self.amqp.listen.as_str()),
-            (kafka::LISTEN_KEY, self.kafka.listen.as_str()),
-            (metrics::LISTEN_KEY, self.metrics.listen.as_str()),
-        ]
+    /// Every TCP address Ferry listens on, with the key that sets it (`kafka.listeners[1]`
+    /// for an entry of a list) and whether it speaks TLS, so validation, preflight and
+    /// error messages cover each listener the same way. Listeners that are off (empty)
+    /// are left out; `kafka.listeners` entries that do not parse are too (validation
+    /// reports them).
+    pub fn listen_addresses(&self) -> Vec<ListenAddress<'_>> {
+        let mut all = vec![
+            ListenAddress::new(amqp::LISTEN_KEY.to_owned(), &self.amqp.listen, false),
+            ListenAddress::new(amqp::TLS_LISTEN_KEY.to_owned(), &self.amqp.tls_listen, true),
+            ListenAddress::new(kafka::LISTEN_KEY.to_owned(), &self.kafka.listen, false),
+        ];
+        for (i, entry) in self.kafka.listeners.iter().enumerate() {
+            let key = format!("{}[{i}]", kafka::LISTENERS_KEY);
+            if let Ok(spec) = listeners::ListenerSpec::parse(&key, entry) {
+                let addr = &entry[entry.len() - spec.addr.len()..];
+                all.push(ListenAddress::new(key, addr, spec.protocol.is_tls()));
+            }
+        }
+        all.push(ListenAddress::new(
+            metrics::LISTEN_KEY.to_owned(),
+            &self.metrics.listen,
+            self.metrics.tls,
+        ));
+        all.retain(|l| !l.addr.is_empty());
+        all
+    }
+}
+
+/// One address Ferry listens on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenAddress<'a> {
+    /// The key that sets it (`amqp.tls_listen`, `kafka.listeners[0]`).
+    pub key: String,
+    /// `host:port`.
+    pub addr: &'a str,
+    /// Whether it speaks TLS, with the certificate of `[tls]`.
+    pub tls: bool,
+}
+
+impl<'a> ListenAddress<'a> {
+    fn new(key: String, addr: &'a str, tls: bool) -> Self {
+        Self { key, addr, tls }
     }
 }
 

@@ -23,8 +23,13 @@ impl Config {
     /// The first [`ConfigError::Invalid`] found, e.g. `store.path: directory '/x' is not
     /// writable: ...`.
     pub fn preflight(&self) -> Result<(), ConfigError> {
-        for (key, addr) in self.listen_addresses() {
-            resolves(key, addr)?;
+        for listener in self.listen_addresses() {
+            resolves(&listener.key, listener.addr)?;
+        }
+        if self.listen_addresses().iter().any(|l| l.tls) {
+            for (key, path) in self.tls.files() {
+                readable_file(key, path)?;
+            }
         }
         if self.store.engine == Engine::Embedded {
             writable_dir("store.path", &self.store.path)?;
@@ -80,6 +85,14 @@ fn resolves(key: &str, addr: &str) -> Result<(), ConfigError> {
             format!("'{addr}' does not resolve: {e}"),
         )),
     }
+}
+
+/// `path` is a file this process can read (its contents are checked when the daemon loads
+/// it, with errors that name the file).
+fn readable_file(key: &str, path: &Path) -> Result<(), ConfigError> {
+    fs::File::open(path)
+        .map(drop)
+        .map_err(|e| ConfigError::invalid(key, format!("cannot read '{}': {e}", path.display())))
 }
 
 /// `dir` is a writable directory, or does not exist and its nearest existing ancestor is a
@@ -184,6 +197,26 @@ mod tests {
                 "store.path: directory '/proc/ferry-preflight-test/data' is not writable: \
                  cannot create a file in '/proc': "
             ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_tls_file_is_named_with_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.store.path = dir.path().join("data");
+        config.metrics.listen = "127.0.0.1:0".into();
+        config.amqp.tls_listen = "127.0.0.1:0".into();
+        config.tls.cert_file = dir.path().join("cert.pem");
+        config.tls.key_file = dir.path().join("key.pem");
+        fs::write(&config.tls.cert_file, b"").unwrap();
+        let err = config.preflight().unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "tls.key_file: cannot read '{}': ",
+                config.tls.key_file.display()
+            )),
             "{err}"
         );
     }

@@ -26,8 +26,19 @@ impl Config {
         validate_users(&self.users)?;
         self.kafka.validate()?;
         self.amqp.validate()?;
-        for (key, addr) in self.listen_addresses() {
-            host_port(key, addr)?;
+        self.tls.validate()?;
+        for listener in self.listen_addresses() {
+            host_port(&listener.key, listener.addr)?;
+            if listener.tls && !self.tls.has_certificate() {
+                return Err(ConfigError::invalid(
+                    listener.key,
+                    format!(
+                        "a TLS listener needs a certificate: set {} and {}",
+                        super::tls::CERT_FILE_KEY,
+                        super::tls::KEY_FILE_KEY
+                    ),
+                ));
+            }
         }
         validate_log(&self.log)?;
         validate_daemon(&self.daemon)?;
@@ -234,6 +245,33 @@ mod tests {
         ] {
             assert!(host_port("metrics.listen", addr).is_err(), "{addr}");
         }
+    }
+
+    #[test]
+    fn a_tls_listener_without_a_certificate_names_both_keys() {
+        assert_eq!(
+            error_after(|c| c.amqp.tls_listen = "0.0.0.0:5671".into()),
+            "amqp.tls_listen: a TLS listener needs a certificate: set tls.cert_file and \
+             tls.key_file"
+        );
+        assert_eq!(
+            error_after(|c| c.kafka.listeners = vec!["SASL_SSL://0.0.0.0:9094".into()]),
+            "kafka.listeners[0]: a TLS listener needs a certificate: set tls.cert_file and \
+             tls.key_file"
+        );
+        assert_eq!(
+            error_after(|c| c.metrics.tls = true),
+            "metrics.listen: a TLS listener needs a certificate: set tls.cert_file and \
+             tls.key_file"
+        );
+    }
+
+    #[test]
+    fn kafka_listener_addresses_are_checked_like_every_listen_address() {
+        assert_eq!(
+            error_after(|c| c.kafka.listeners = vec!["SASL_PLAINTEXT://nowhere".into()]),
+            "kafka.listeners[0]: 'nowhere' is not a host:port address"
+        );
     }
 
     #[test]

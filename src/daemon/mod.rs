@@ -1,7 +1,9 @@
 //! The daemon: the long-running `ferry run` process.
 //!
-//! Startup: logging, the metrics recorder, signal handlers, the listen sockets (metrics,
-//! AMQP and Kafka, so a busy port fails fast, before the store is opened), the store, the
+//! Startup: logging, the metrics recorder, signal handlers, the TLS certificates when a
+//! listener needs them (reloaded on SIGHUP and file changes from then on), the listen
+//! sockets (metrics, AMQP and amqps, every Kafka listener, so a busy port fails fast,
+//! before the store is opened), the store, the
 //! fronts ([`crate::amqp`], [`crate::kafka`]), the bridge's routes ([`crate::bridge`]), then the background loops and the operations
 //! HTTP server. Shutdown (SIGTERM or SIGINT): `/readyz` turns 503, the fronts stop accepting
 //! and finish the answers they owe (connections drained), the loops stop, the store closes,
@@ -24,12 +26,15 @@ pub mod store_metrics;
 pub mod tasks;
 
 use crate::config::{
-    Config, amqp::LISTEN_KEY as AMQP_LISTEN_KEY, env_var, kafka::LISTEN_KEY as KAFKA_LISTEN_KEY,
+    Config, amqp::LISTEN_KEY as AMQP_LISTEN_KEY, amqp::TLS_LISTEN_KEY as AMQP_TLS_LISTEN_KEY,
+    env_var, kafka::LISTEN_KEY as KAFKA_LISTEN_KEY, kafka::LISTENERS_KEY as KAFKA_LISTENERS_KEY,
     metrics::LISTEN_KEY,
 };
-use crate::kafka::{KafkaError, KafkaFront};
+use crate::kafka::{KafkaError, KafkaFront, KafkaListener};
+use crate::server::Listener;
 use crate::stage::{Holders, StageError, Stages};
 use crate::store::{Database, StoreError};
+use crate::tls::{Acceptor, Certificates, TlsSetupError};
 use shutdown::Drain;
 use tasks::Tasks;
 use tokio_util::sync::CancellationToken;
@@ -47,6 +52,9 @@ pub enum DaemonError {
     /// A listen socket could not be bound.
     #[error(transparent)]
     Listen(#[from] listener::ListenError),
+    /// The TLS certificate, key or CA of `[tls]` cannot be used.
+    #[error(transparent)]
+    Tls(TlsSetupError),
     /// The SIGTERM or SIGINT handler could not be installed.
     #[error("cannot install the SIGTERM and SIGINT handlers: {0}")]
     Signals(std::io::Error),
@@ -94,26 +102,60 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let shutdown = CancellationToken::new();
     shutdown::cancel_on_signal(shutdown.clone()).map_err(DaemonError::Signals)?;
 
-    let metrics_listener =
-        listener::bind(LISTEN_KEY, &env_var(LISTEN_KEY), &config.metrics.listen).await?;
+    let certificates = if config.listen_addresses().iter().any(|l| l.tls) {
+        Some(Certificates::load(&config.tls).map_err(DaemonError::Tls)?)
+    } else {
+        None
+    };
+    let acceptor = certificates
+        .as_ref()
+        .map(|c| Acceptor::new(c.clone(), config.tls.handshake_timeout()));
+    let tls_if = |on: bool| acceptor.clone().filter(|_| on);
+
+    let metrics_listener = bind(LISTEN_KEY, LISTEN_KEY, &config.metrics.listen, None).await?;
     let metrics_addr = metrics_listener
+        .tcp
         .local_addr()
         .map_or_else(|_| config.metrics.listen.clone(), |addr| addr.to_string());
-    let amqp_listener = listener::bind(
-        AMQP_LISTEN_KEY,
-        &env_var(AMQP_LISTEN_KEY),
-        &config.amqp.listen,
-    )
-    .await?;
-    let amqp_addr = amqp_listener
-        .local_addr()
-        .map_or_else(|_| config.amqp.listen.clone(), |addr| addr.to_string());
-    let kafka_listener = listener::bind(
-        KAFKA_LISTEN_KEY,
-        &env_var(KAFKA_LISTEN_KEY),
-        &config.kafka.listen,
-    )
-    .await?;
+    let metrics_tls = tls_if(config.metrics.tls);
+    let mut amqp_listeners = Vec::new();
+    for (key, addr, tls) in [
+        (AMQP_LISTEN_KEY, &config.amqp.listen, None),
+        (
+            AMQP_TLS_LISTEN_KEY,
+            &config.amqp.tls_listen,
+            acceptor.clone(),
+        ),
+    ] {
+        if !addr.is_empty() {
+            amqp_listeners.push(bind(key, key, addr, tls).await?);
+        }
+    }
+    let amqp_addr = addresses(&amqp_listeners);
+    let mut kafka_listeners = Vec::new();
+    if !config.kafka.listen.is_empty() {
+        let socket = bind(
+            KAFKA_LISTEN_KEY,
+            KAFKA_LISTEN_KEY,
+            &config.kafka.listen,
+            None,
+        )
+        .await?;
+        kafka_listeners.push(KafkaListener::plaintext(socket.tcp));
+    }
+    let specs = config
+        .kafka
+        .listener_specs()
+        .expect("validation parsed kafka.listeners");
+    for (i, spec) in specs.into_iter().enumerate() {
+        let key = format!("{KAFKA_LISTENERS_KEY}[{i}]");
+        let tls = tls_if(spec.protocol.is_tls());
+        let socket = bind(&key, KAFKA_LISTENERS_KEY, &spec.addr, tls).await?;
+        kafka_listeners.push(KafkaListener {
+            protocol: spec.protocol,
+            socket,
+        });
+    }
     let db = Database::open(&config.store)
         .await
         .map_err(DaemonError::StoreOpen)?;
@@ -130,13 +172,16 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         users.clone(),
         stages.clone(),
         &config.store.prefix,
-        kafka_listener,
+        kafka_listeners,
         shutdown.clone(),
     )
     .await?;
     let kafka_addr = kafka
-        .local_addr()
-        .map_or_else(|_| config.kafka.listen.clone(), |addr| addr.to_string());
+        .local_addrs()
+        .iter()
+        .map(|(name, addr)| format!("{name}://{addr}"))
+        .collect::<Vec<_>>()
+        .join(" ");
     info!(
         version = env!("CARGO_PKG_VERSION"),
         engine = db.engine_name(),
@@ -148,6 +193,13 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     );
 
     let mut loops = Tasks::default();
+    if let Some(certificates) = certificates {
+        let token = shutdown.clone();
+        loops.spawn("tls reload", async move {
+            certificates.watch(token).await;
+            Ok(())
+        });
+    }
     let (watch_db, prefix, token) = (db.clone(), config.store.prefix.clone(), shutdown.clone());
     loops.spawn("store metrics", async move {
         store_metrics::run(watch_db, prefix, token)
@@ -183,7 +235,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     };
     let token = shutdown.clone();
     loops.spawn("amqp front", async move {
-        amqp.run(amqp_listener, token).await;
+        amqp.run(amqp_listeners, token).await;
         Ok(())
     });
     let bridge_status = crate::bridge::status::Status::default();
@@ -217,7 +269,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut server = Tasks::default();
     let (stop, failed) = (stop_http.clone(), shutdown.clone());
     server.spawn("metrics server", async move {
-        let result = http::serve(metrics_listener, endpoints, stop).await;
+        let result = http::serve(metrics_listener.tcp, metrics_tls, endpoints, stop).await;
         // The server only ends early on a failure; the rest of the daemon then stops too.
         failed.cancel();
         result.map_err(DaemonError::Http)
@@ -231,4 +283,37 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     stop_http.cancel();
     drain.tasks(server).await;
     drain.finish()
+}
+
+/// Binds `addr`, the value of config key `key` (whose environment override is that of
+/// `env_key`: a list's entries share their list's), as a listener with `tls` as its
+/// handshake.
+async fn bind(
+    key: &str,
+    env_key: &str,
+    addr: &str,
+    tls: Option<Acceptor>,
+) -> Result<Listener, DaemonError> {
+    let tcp = listener::bind(key, &env_var(env_key), addr).await?;
+    Ok(Listener {
+        tcp,
+        key: key.to_owned(),
+        tls,
+    })
+}
+
+/// The bound addresses of `listeners`, for the startup log (`amqps://` marks TLS).
+fn addresses(listeners: &[Listener]) -> String {
+    listeners
+        .iter()
+        .filter_map(|l| {
+            let addr = l.tcp.local_addr().ok()?;
+            Some(if l.tls.is_some() {
+                format!("amqps://{addr}")
+            } else {
+                addr.to_string()
+            })
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

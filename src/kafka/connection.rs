@@ -12,17 +12,17 @@
 use super::Context;
 use super::api::{self, Reply, Session};
 use super::codec::{CodecError, FrameDecoder, Request, decode_request, encode_response};
+use crate::config::listeners::SecurityProtocol;
 use crate::peer::Peer;
 use crate::telemetry::kafka as m;
 use crate::telemetry::names::LABEL_CODE;
+use crate::tls::looks_like_tls;
+use crate::tls::stream::{Stream, WriteHalf};
 use bytes::BytesMut;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
-use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -66,6 +66,8 @@ enum Refusal {
     Refused(String),
     /// Authentication failed (the answer said so first).
     AuthFailed,
+    /// A TLS client on a plaintext listener: its ClientHello is no Kafka request.
+    ClientHello,
 }
 
 impl Refusal {
@@ -81,6 +83,7 @@ impl Refusal {
             Self::Codec(CodecError::Encode { .. }) => "encode",
             Self::Refused(_) => "refused",
             Self::AuthFailed => "auth_failed",
+            Self::ClientHello => "tls_client_hello",
         }
     }
 }
@@ -95,22 +98,43 @@ impl std::fmt::Display for Refusal {
             ),
             Self::Refused(reason) => f.write_str(reason),
             Self::AuthFailed => f.write_str("SASL authentication failed"),
+            Self::ClientHello => f.write_str(
+                "a TLS ClientHello arrived on a plaintext listener; TLS clients connect to an \
+                 SSL or SASL_SSL listener of kafka.listeners",
+            ),
         }
     }
+}
+
+/// The listener a connection came in on.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival {
+    /// The listener's security protocol, which names it.
+    pub listener: SecurityProtocol,
+    /// Whether its clients must authenticate with SASL first.
+    pub require_sasl: bool,
 }
 
 /// Serves one connection until the client closes it, Ferry refuses it, or `shutdown`.
 pub async fn serve(
     ctx: Arc<Context>,
-    stream: TcpStream,
-    peer: SocketAddr,
+    stream: Stream,
+    peer: Peer,
+    arrival: Arrival,
     shutdown: CancellationToken,
 ) {
     metrics::gauge!(m::CONNECTIONS).increment(1.0);
     let (mut socket, writer) = stream.into_split();
     let (owed, queue) = mpsc::channel(IN_FLIGHT);
     let writer = tokio::spawn(write(writer, queue));
-    let session = Session::new(Peer::plaintext(peer), &ctx.principal_rules);
+    let addr = peer.addr;
+    let plaintext = !peer.is_tls();
+    let session = Session::new(
+        peer,
+        arrival.listener,
+        arrival.require_sasl,
+        &ctx.principal_rules,
+    );
     let mut reader = Reader {
         decoder: FrameDecoder::new(ctx.config.max_request_size),
         ctx,
@@ -118,6 +142,7 @@ pub async fn serve(
         buf: BytesMut::new(),
         owed,
     };
+    let mut opening = true;
     let refusal = loop {
         if let Err(stop) = reader.answer_buffered().await {
             break stop;
@@ -127,9 +152,16 @@ pub async fn serve(
             read = socket.read_buf(&mut reader.buf) => match read {
                 Ok(0) if reader.buf.is_empty() => break None,
                 Ok(0) => break Some(Refusal::Truncated(reader.buf.len())),
-                Ok(_) => {}
+                Ok(_) => {
+                    // A TLS ClientHello reads as a request of hundreds of megabytes; say
+                    // what it is instead.
+                    if std::mem::take(&mut opening) && plaintext && looks_like_tls(&reader.buf) {
+                        crate::tls::accept::count_failure("kafka", "client_hello_on_plaintext");
+                        break Some(Refusal::ClientHello);
+                    }
+                }
                 Err(e) => {
-                    debug!(%peer, error = %e, "Kafka connection read failed");
+                    debug!(peer = %addr, error = %e, "Kafka connection read failed");
                     break None;
                 }
             },
@@ -138,7 +170,7 @@ pub async fn serve(
     drop(reader);
     let _ = writer.await;
     if let Some(refusal) = refusal {
-        info!(%peer, reason = %refusal, "closing a Kafka connection");
+        info!(peer = %addr, reason = %refusal, "closing a Kafka connection");
         metrics::counter!(m::CONNECTIONS_REFUSED_TOTAL, m::LABEL_REASON => refusal.label())
             .increment(1);
     }
@@ -191,7 +223,7 @@ impl Reader {
             };
             self.note(&request);
             if request.api == ApiKey::Produce
-                && api::refusal(&self.ctx, &self.session, ApiKey::Produce).is_none()
+                && api::refusal(&self.session, ApiKey::Produce).is_none()
             {
                 self.produce_burst(request, started).await?;
             } else {
@@ -317,7 +349,7 @@ impl Reader {
 }
 
 /// Writes the owed answers in order, flushing whenever no further answer is ready.
-async fn write(writer: OwnedWriteHalf, mut queue: mpsc::Receiver<Owed>) {
+async fn write(writer: WriteHalf, mut queue: mpsc::Receiver<Owed>) {
     let mut writer = BufWriter::new(writer);
     while let Some(owed) = queue.recv().await {
         let response = match owed.response {

@@ -34,11 +34,14 @@ pub mod waiters;
 
 use crate::auth::Authenticator;
 use crate::config::KafkaConfig;
+use crate::config::kafka::LISTEN_KEY;
+use crate::config::listeners::SecurityProtocol;
 use crate::liveness::Liveness;
 use crate::principal::PrincipalRules;
+use crate::server::Listener;
 use crate::stage::Stages;
 use crate::store::{Database, StoreError};
-use brokers::{BrokerAddress, Brokers};
+use brokers::{Brokers, ListenerAddress, Registration};
 use groups::state::GroupSettings;
 use groups::store::GroupStore;
 use groups::{Coordinator, Identity};
@@ -64,8 +67,8 @@ pub enum KafkaError {
     /// The topics could not be loaded.
     #[error("the Kafka front cannot load its topics: {0}")]
     Topics(#[from] TopicError),
-    /// The listener has no local address.
-    #[error("the Kafka listener has no local address: {0}")]
+    /// A listener has no local address.
+    #[error("a Kafka listener has no local address: {0}")]
     Listener(std::io::Error),
     /// `kafka.ssl_principal_mapping_rules` does not parse.
     #[error("kafka.ssl_principal_mapping_rules: {0}")]
@@ -155,19 +158,68 @@ impl Context {
     }
 }
 
+/// One bound listener of the Kafka front.
+pub struct KafkaListener {
+    /// Its security protocol, which also names it (as Kafka names listeners).
+    pub protocol: SecurityProtocol,
+    /// The socket, the key that set it, and its TLS handshake for SSL and SASL_SSL.
+    pub socket: Listener,
+}
+
+impl KafkaListener {
+    /// The PLAINTEXT listener of `kafka.listen` on `tcp`.
+    pub fn plaintext(tcp: TcpListener) -> Self {
+        Self {
+            protocol: SecurityProtocol::Plaintext,
+            socket: Listener {
+                tcp,
+                key: LISTEN_KEY.to_owned(),
+                tls: None,
+            },
+        }
+    }
+
+    /// Where its clients are told to connect: for `kafka.listen`, `advertised_host` and
+    /// `advertised_port`; for an entry of `kafka.listeners`, its entry in
+    /// `advertised_listeners`; otherwise the bound address (this machine's hostname when
+    /// bound to every interface).
+    fn advertised(&self, config: &KafkaConfig) -> Result<ListenerAddress, KafkaError> {
+        let local = self.socket.tcp.local_addr().map_err(KafkaError::Listener)?;
+        let (host, port) = if self.socket.key == LISTEN_KEY {
+            let port = match config.advertised_port {
+                0 => local.port(),
+                port => port,
+            };
+            (advertised_host(&config.advertised_host, local), port)
+        } else {
+            let named = config.advertised(self.protocol).and_then(|addr| {
+                let (host, port) = addr.rsplit_once(':')?;
+                Some((host.trim_matches(['[', ']']).to_owned(), port.parse().ok()?))
+            });
+            named.unwrap_or_else(|| (advertised_host("", local), local.port()))
+        };
+        Ok(ListenerAddress {
+            name: self.protocol.name().to_owned(),
+            host,
+            port: i32::from(port),
+        })
+    }
+}
+
 /// The Kafka front, started and ready to serve.
 pub struct KafkaFront {
     /// Shared with every connection.
     ctx: Arc<Context>,
-    /// The bound listener.
-    listener: TcpListener,
+    /// The bound listeners.
+    listeners: Vec<KafkaListener>,
     /// Stops the sequencers and background loops once connections have drained.
     internal: CancellationToken,
 }
 
 impl KafkaFront {
-    /// Registers this instance as a broker, loads the topics, takes the sequencer leases
-    /// of every partition no live instance holds, and keeps `listener` for [`Self::run`].
+    /// Registers this instance as a broker (with every listener's advertised address),
+    /// loads the topics, takes the sequencer leases of every partition no live instance
+    /// holds, and keeps `listeners` for [`Self::run`].
     ///
     /// # Errors
     /// [`KafkaError`] when the store cannot be used or the principal mapping rules do not
@@ -177,20 +229,17 @@ impl KafkaFront {
         users: Authenticator,
         stages: Stages,
         prefix: &str,
-        listener: TcpListener,
+        listeners: Vec<KafkaListener>,
         shutdown: CancellationToken,
     ) -> Result<Self, KafkaError> {
         let db = stages.db().clone();
         let keys = KafkaKeys::new(prefix);
-        let local = listener.local_addr().map_err(KafkaError::Listener)?;
-        let me = BrokerAddress {
+        let me = Registration {
             node: config.node_id,
-            host: advertised_host(config, local),
-            port: if config.advertised_port == 0 {
-                i32::from(local.port())
-            } else {
-                i32::from(config.advertised_port)
-            },
+            listeners: listeners
+                .iter()
+                .map(|l| l.advertised(config))
+                .collect::<Result<_, _>>()?,
         };
         let brokers = Brokers::new(db.clone(), keys.clone(), me, config.sequencer_lease());
         brokers.register().await?;
@@ -248,7 +297,7 @@ impl KafkaFront {
         };
         Ok(Self {
             ctx: Arc::new(ctx),
-            listener,
+            listeners,
             internal,
         })
     }
@@ -258,29 +307,41 @@ impl KafkaFront {
         port::KafkaPort::new(self.ctx.clone())
     }
 
-    /// The address the listener is bound to.
-    ///
-    /// # Errors
-    /// The operating system's error.
-    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.listener.local_addr()
+    /// The address each listener is bound to, by name (`PLAINTEXT`, `SSL`, …).
+    pub fn local_addrs(&self) -> Vec<(&'static str, SocketAddr)> {
+        self.listeners
+            .iter()
+            .filter_map(|l| Some((l.protocol.name(), l.socket.tcp.local_addr().ok()?)))
+            .collect()
     }
 
-    /// Serves clients until the shutdown token fires; then lets open connections finish
-    /// the answers they owe, stops the sequencers (releasing their leases), the group
-    /// tasks and the background loops, and removes this broker's registration.
+    /// Serves clients on every listener until the shutdown token fires; then lets open
+    /// connections finish the answers they owe, stops the sequencers (releasing their
+    /// leases), the group tasks and the background loops, and removes this broker's
+    /// registration.
     pub async fn run(self) {
         let ctx = self.ctx;
         let background = Background::spawn(&ctx, self.internal);
-        let handler_ctx = ctx.clone();
-        crate::server::serve(
-            "kafka",
-            self.listener,
-            ctx.config.max_connections,
-            ctx.shutdown.clone(),
-            move |stream, peer, stop| connection::serve(handler_ctx.clone(), stream, peer, stop),
-        )
-        .await;
+        let limit = crate::server::limit(ctx.config.max_connections);
+        let serving = self.listeners.into_iter().map(|listener| {
+            let arrival = connection::Arrival {
+                listener: listener.protocol,
+                require_sasl: listener.protocol.is_sasl()
+                    || (listener.protocol == SecurityProtocol::Plaintext
+                        && ctx.config.require_sasl),
+            };
+            let handler_ctx = ctx.clone();
+            crate::server::serve(
+                "kafka",
+                listener.socket,
+                limit.clone(),
+                ctx.shutdown.clone(),
+                move |stream, peer, stop| {
+                    connection::serve(handler_ctx.clone(), stream, peer, arrival, stop)
+                },
+            )
+        });
+        futures::future::join_all(serving).await;
         background.stop(&ctx).await;
     }
 }
@@ -329,11 +390,11 @@ impl Background {
     }
 }
 
-/// The host clients are told to use: `advertised_host`, else the listen host, else (when
-/// listening on every interface) this machine's hostname.
-fn advertised_host(config: &KafkaConfig, local: SocketAddr) -> String {
-    if !config.advertised_host.is_empty() {
-        return config.advertised_host.clone();
+/// The host clients are told to use: `configured` when set, else the listen host, else
+/// (when listening on every interface) this machine's hostname.
+fn advertised_host(configured: &str, local: SocketAddr) -> String {
+    if !configured.is_empty() {
+        return configured.to_owned();
     }
     if !local.ip().is_unspecified() {
         return local.ip().to_string();

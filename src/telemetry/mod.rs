@@ -2,7 +2,8 @@
 //!
 //! Metric names, kinds (with histogram buckets) and label keys live in these modules and
 //! nowhere else: [`names`] for the store, stages and process, [`amqp`] for the AMQP front,
-//! [`kafka`] for the Kafka front, [`bridge`] for the bridge's routes, [`auth`] for logins. Code records metrics through their constants; the Grafana
+//! [`kafka`] for the Kafka front, [`bridge`] for the bridge's routes, [`auth`] for logins,
+//! [`tls`] for the TLS listeners. Code records metrics through their constants; the Grafana
 //! dashboard, the alert rules and `docs/operations.md` may use only names [`all`] lists
 //! (tests check this).
 
@@ -11,14 +12,22 @@ pub mod auth;
 pub mod bridge;
 pub mod kafka;
 pub mod names;
+pub mod tls;
 
 use names::{Kind, Metric};
 
 /// Every metric Ferry exports.
 pub fn all() -> impl Iterator<Item = &'static Metric> {
-    [names::ALL, amqp::ALL, kafka::ALL, bridge::ALL, auth::ALL]
-        .into_iter()
-        .flatten()
+    [
+        names::ALL,
+        amqp::ALL,
+        kafka::ALL,
+        bridge::ALL,
+        auth::ALL,
+        tls::ALL,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// Registers a help text for every metric in [`all`], so `/metrics` explains each series

@@ -1,9 +1,10 @@
 //! The AMQP 0-9-1 front: driven by lapin and by raw frames in-process, and as the `ferry`
-//! binary by pika, amqp-tools and crashes. One test binary; one module per way of driving it.
+//! binary by pika, amqp-tools and crashes, in plaintext and over TLS. One test binary; one module per way of driving it.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod clients;
 mod raw;
+mod tls;
 mod with_lapin;

@@ -104,3 +104,27 @@ pub async fn drain(ch: &Channel, queue: &str) -> Vec<String> {
     }
     panic!("queue {queue} did not empty");
 }
+
+/// A lapin connection over TLS to `uri` (`amqps://…`), trusting `ca_pem` and presenting
+/// `identity` (certificate and PKCS#8 key, PEM) when given; lapin's error when the server
+/// refuses it. Panics when it takes longer than [`WAIT`].
+pub async fn connect_tls(
+    uri: &str,
+    ca_pem: &str,
+    identity: Option<(&str, &str)>,
+) -> lapin::Result<Connection> {
+    let config = lapin::tcp::OwnedTLSConfig {
+        identity: identity.map(|(cert, key)| lapin::tcp::OwnedIdentity::PKCS8 {
+            pem: cert.as_bytes().to_vec(),
+            key: key.as_bytes().to_vec(),
+        }),
+        cert_chain: Some(ca_pem.to_owned()),
+    };
+    let runtime = lapin::runtime::default_runtime().unwrap();
+    tokio::time::timeout(
+        WAIT,
+        Connection::connect_with_config(uri, ConnectionProperties::default(), config, runtime),
+    )
+    .await
+    .expect("connecting took too long")
+}

@@ -11,7 +11,7 @@
 use super::store::embedded;
 use ferry::auth::Authenticator;
 use ferry::config::{AmqpConfig, KafkaConfig, StoreConfig, UserConfig};
-use ferry::kafka::KafkaFront;
+use ferry::kafka::{KafkaFront, KafkaListener};
 use ferry::password::PasswordHash;
 use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use ferry::stage::Stages;
@@ -125,7 +125,14 @@ impl Front for Amqp {
             lease_ttl: Duration::from_secs(30),
         };
         tokio::spawn(async move {
-            ferry::amqp::run(front, listener, shutdown).await.unwrap();
+            let listener = ferry::server::Listener {
+                tcp: listener,
+                key: "amqp.listen".to_owned(),
+                tls: None,
+            };
+            ferry::amqp::run(front, vec![listener], shutdown)
+                .await
+                .unwrap();
         })
     }
 }
@@ -157,7 +164,7 @@ impl Front for Kafka {
             authenticator(&stages).await,
             stages,
             &StoreConfig::default().prefix,
-            listener,
+            vec![KafkaListener::plaintext(listener)],
             shutdown,
         )
         .await

@@ -9,6 +9,7 @@
 //!   with a TLS listener; [`pki`]: certificates made when the test runs.
 //! - [`store`]: a store per test on every engine, and [`for_each_engine`](crate::for_each_engine).
 //! - [`amqp`], [`kafka`]: the lapin and rdkafka (and raw socket) client helpers the tests share.
+//! - [`tls`]: certificates made at test time (rcgen), the `[tls]` overrides, a rustls client.
 //! - [`wait`]: bounded waits on a condition; [`crash`]: where kill -9 runs strike.
 //!
 //! Every wait here is bounded, and every process a test starts is stopped by its PID when
@@ -27,4 +28,5 @@ pub mod pki;
 pub mod process;
 pub mod rabbitmq;
 pub mod store;
+pub mod tls;
 pub mod wait;

@@ -39,6 +39,25 @@ fn config_file(dir: &Path, text: &str) -> PathBuf {
 }
 
 #[test]
+fn a_tls_listener_without_a_certificate_or_with_an_unreadable_one_is_named() {
+    assert_eq!(
+        rejected(&[("FERRY__AMQP__TLS_LISTEN", "127.0.0.1:5671")]),
+        "error: amqp.tls_listen: a TLS listener needs a certificate: set tls.cert_file and \
+         tls.key_file\n"
+    );
+    let missing = "/nonexistent/ferry/server.pem";
+    let stderr = rejected(&[
+        ("FERRY__KAFKA__LISTENERS", "SSL://127.0.0.1:9093"),
+        ("FERRY__TLS__CERT_FILE", missing),
+        ("FERRY__TLS__KEY_FILE", missing),
+    ]);
+    assert!(
+        stderr.starts_with(&format!("error: tls.cert_file: cannot read '{missing}': ")),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn shipped_config_is_ok() {
     let cwd = tempfile::tempdir().unwrap();
     let outcome = validate(cwd.path(), &shipped(), &[]);

@@ -1,7 +1,7 @@
 //! The `ferry` binary as an operator meets it: `ferry run`'s health, readiness, signals and
 //! startup failures, the `validate` and `hash-password` commands, and the files shipped in
-//! `deploy/`; and the source tree's layering as a newcomer reads it. One test binary; one
-//! module per subject.
+//! `deploy/`; TLS certificates reloaded and HTTPS; and the source tree's layering as a
+//! newcomer reads it. One test binary; one module per subject.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -11,3 +11,4 @@ mod deploy_config;
 mod deploy_metrics;
 mod layering;
 mod lifecycle;
+mod tls;

@@ -1,6 +1,6 @@
 //! The Kafka front: driven by librdkafka, kafka-python, kcat and raw requests, in-process
 //! (one or more instances over one store) and as the `ferry` binary under `kill -9`. One
-//! test binary; one module per subject.
+//! test binary; one module per subject; [`tls`] covers the SSL and SASL_SSL listeners.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -13,4 +13,5 @@ mod instances;
 mod interop;
 mod raw;
 mod scram;
+mod tls;
 mod transactions;

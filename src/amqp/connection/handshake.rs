@@ -3,7 +3,8 @@
 //! tune/tune-ok, open/open-ok (a configured vhost the user may open).
 //!
 //! A client that sends any other protocol header is answered with AMQP 0-9-1's header and
-//! disconnected, as the specification says. A refused login or vhost ends with
+//! disconnected, as the specification says; one that opens with a TLS ClientHello (an
+//! amqps client on the plaintext port) is disconnected without an answer. A refused login or vhost ends with
 //! connection.close 403 (530 for a vhost that does not exist), the form RabbitMQ clients
 //! report as an authentication error.
 
@@ -44,6 +45,9 @@ pub struct Negotiated {
 pub enum HandshakeError {
     /// The client sent another protocol header; it was answered with ours.
     ProtocolHeader,
+    /// The client opened with a TLS ClientHello (a TLS client on the plaintext port); it
+    /// was not answered.
+    ClientHello,
     /// The client is refused: send connection.close with this.
     Refused(AmqpError),
     /// The socket closed or failed.
@@ -221,6 +225,9 @@ where
 {
     loop {
         let seen = buf.len().min(PROTOCOL_HEADER.len());
+        if crate::tls::looks_like_tls(buf) {
+            return Err(HandshakeError::ClientHello);
+        }
         if buf[..seen] != PROTOCOL_HEADER[..seen] {
             writer.write_all(&PROTOCOL_HEADER).await?;
             writer.flush().await?;

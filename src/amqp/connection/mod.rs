@@ -19,16 +19,14 @@ use super::errors::{AmqpError, ReplyCode};
 use super::writer;
 use crate::peer::Peer;
 use crate::telemetry::amqp as metric;
+use crate::tls::stream::{ReadHalf, Stream};
 use amq_protocol::protocol::{AMQPClass, channel as ch, connection};
 use bytes::BytesMut;
 use handshake::HandshakeError;
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -79,15 +77,10 @@ impl Drop for Counted {
 }
 
 /// Serves one client until it leaves or `shutdown` is cancelled.
-pub async fn serve(
-    broker: Arc<Broker>,
-    stream: TcpStream,
-    peer: SocketAddr,
-    shutdown: CancellationToken,
-) {
+pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: CancellationToken) {
+    let peer = client.addr;
     let (mut reader, mut write_half) = stream.into_split();
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
-    let client = Peer::plaintext(peer);
     let handshake = tokio::select! {
         () = shutdown.cancelled() => return,
         r = tokio::time::timeout(
@@ -106,6 +99,11 @@ pub async fn serve(
                 let _ = write_half.flush().await;
                 await_close_ok(&mut reader, &mut buf, broker.config.frame_max).await;
             }
+            return;
+        }
+        Ok(Err(HandshakeError::ClientHello)) => {
+            crate::tls::accept::count_failure("amqp", "client_hello_on_plaintext");
+            info!(%peer, "closing a connection: a TLS ClientHello arrived on the plaintext AMQP port; amqps clients connect to amqp.tls_listen");
             return;
         }
         Ok(Err(HandshakeError::ProtocolHeader | HandshakeError::Io)) | Err(_) => {
@@ -139,7 +137,7 @@ pub async fn serve(
         writer,
         control,
     });
-    info!(%peer, user = %ctx.user, vhost = %ctx.vhost.name, "AMQP connection opened");
+    info!(%peer, tls = client.is_tls(), user = %ctx.user, vhost = %ctx.vhost.name, "AMQP connection opened");
     let mut connection = Connection {
         ctx: ctx.clone(),
         reader,
@@ -180,7 +178,7 @@ fn close_method(e: &AmqpError) -> AMQPClass {
 /// Reads frames until connection.close-ok (or close) arrives, the socket ends, or
 /// [`CLOSE_OK_WAIT`] passes; everything else is dropped, as the specification asks of a
 /// closing peer.
-async fn await_close_ok(reader: &mut OwnedReadHalf, buf: &mut BytesMut, frame_max: u32) {
+async fn await_close_ok(reader: &mut ReadHalf, buf: &mut BytesMut, frame_max: u32) {
     let wait = async {
         loop {
             loop {
@@ -218,7 +216,7 @@ async fn await_close_ok(reader: &mut OwnedReadHalf, buf: &mut BytesMut, frame_ma
 /// The connection loop's state.
 struct Connection {
     ctx: Arc<ConnectionContext>,
-    reader: OwnedReadHalf,
+    reader: ReadHalf,
     buf: BytesMut,
     channels: HashMap<u16, Slot>,
     /// Channel tasks, joined when the connection ends.

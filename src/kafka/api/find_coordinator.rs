@@ -1,11 +1,12 @@
-//! FindCoordinator: names the instance holding each group's coordinator lease, taking the
+//! FindCoordinator: names the instance holding each group's coordinator lease (at the
+//! address of the listener the client came in on), taking the
 //! lease here when no live instance holds it. The coordinator of a transactional id (key
 //! type 1) is the instance asked: every transaction step is one store transaction, so
 //! any instance coordinates any id.
 
-use super::str_bytes;
+use super::{Session, str_bytes};
 use crate::kafka::Context;
-use crate::kafka::brokers::BrokerAddress;
+use crate::kafka::brokers::{BrokerAddress, Registration};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{
@@ -25,9 +26,11 @@ type Located = Result<BrokerAddress, (ResponseError, &'static str)>;
 /// Names the coordinator of every key asked for.
 pub async fn handle(
     ctx: &Arc<Context>,
+    session: &Session,
     version: i16,
     request: FindCoordinatorRequest,
 ) -> ResponseKind {
+    let listener = session.listener.name();
     let keys = if version >= 4 {
         request
             .coordinator_keys
@@ -40,8 +43,8 @@ pub async fn handle(
     let mut located = Vec::with_capacity(keys.len());
     for key in &keys {
         located.push(match request.key_type {
-            GROUP => locate(ctx, key).await,
-            TRANSACTION => Ok(ctx.brokers.me().clone()),
+            GROUP => locate(ctx, listener, key).await,
+            TRANSACTION => at_listener(ctx.brokers.me(), listener),
             _ => Err((
                 ResponseError::InvalidRequest,
                 "unknown coordinator key type",
@@ -87,8 +90,8 @@ pub async fn handle(
     ResponseKind::FindCoordinator(response)
 }
 
-/// The live broker coordinating `group`.
-async fn locate(ctx: &Context, group: &str) -> Located {
+/// The live broker coordinating `group`, at the address of `listener`.
+async fn locate(ctx: &Context, listener: &str, group: &str) -> Located {
     let unavailable = |why| Err((ResponseError::CoordinatorNotAvailable, why));
     let node = match ctx.coordinator.locate(group).await {
         Ok(node) => node,
@@ -98,13 +101,21 @@ async fn locate(ctx: &Context, group: &str) -> Located {
         }
     };
     if node == ctx.brokers.me().node {
-        return Ok(ctx.brokers.me().clone());
+        return at_listener(ctx.brokers.me(), listener);
     }
     match ctx.brokers.live().await {
-        Ok(live) => live.into_iter().find(|b| b.node == node).map_or_else(
+        Ok(live) => live.iter().find(|b| b.node == node).map_or_else(
             || unavailable("the coordinating instance is not registered"),
-            Ok,
+            |b| at_listener(b, listener),
         ),
         Err(_) => unavailable("the store cannot be read"),
     }
+}
+
+/// `broker` at the address of `listener`.
+fn at_listener(broker: &Registration, listener: &str) -> Located {
+    broker.address(listener).ok_or((
+        ResponseError::CoordinatorNotAvailable,
+        "the coordinating instance has no listener of this client's security protocol",
+    ))
 }

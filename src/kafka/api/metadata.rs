@@ -1,8 +1,9 @@
-//! Metadata: the live Ferry instances as brokers and, per partition, the instance holding
+//! Metadata: the live Ferry instances as brokers (each at the advertised address of the
+//! listener the client came in on) and, per partition, the instance holding
 //! its sequencer lease as leader. Unknown topics are created when `kafka.auto_create_topics`
 //! allows (and, from v4, the client asks).
 
-use super::str_bytes;
+use super::{Session, str_bytes};
 use crate::kafka::Context;
 use crate::kafka::brokers::BrokerAddress;
 use crate::kafka::sequencer::leaders;
@@ -19,14 +20,25 @@ use tracing::warn;
 use uuid::Uuid;
 
 /// Describes the brokers and the topics asked for (every topic when none are named).
-pub async fn handle(ctx: &Arc<Context>, version: i16, request: MetadataRequest) -> ResponseKind {
-    let brokers = match ctx.brokers.live().await {
+pub async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    version: i16,
+    request: MetadataRequest,
+) -> ResponseKind {
+    let registrations = match ctx.brokers.live().await {
         Ok(b) => b,
         Err(e) => {
             warn!(error = %e, "cannot list the brokers; answering with this one");
             vec![ctx.brokers.me().clone()]
         }
     };
+    // Each broker at the address of the listener this client came in on, as Kafka answers.
+    let listener = session.listener.name();
+    let brokers: Vec<BrokerAddress> = registrations
+        .iter()
+        .filter_map(|r| r.address(listener))
+        .collect();
     let auto_create =
         ctx.config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
     let wanted = match request.topics {

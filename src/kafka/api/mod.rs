@@ -44,6 +44,7 @@ pub use api_versions::unsupported_version;
 use super::Context;
 use super::codec::Request;
 use crate::auth::ScramLogin;
+use crate::config::listeners::SecurityProtocol;
 use crate::peer::Peer;
 use crate::principal::PrincipalRules;
 use futures::future::BoxFuture;
@@ -92,8 +93,14 @@ pub fn supported(api: ApiKey, version: i16) -> bool {
 /// What one connection knows about its client.
 #[derive(Debug, Clone)]
 pub struct Session {
-    /// The other end: address, TLS, client certificate.
+    /// The client: its address, and its TLS session when it has one.
     pub peer: Peer,
+    /// The listener the client came in on (named by its security protocol); Metadata and
+    /// FindCoordinator answer with the brokers' addresses on that listener.
+    pub listener: SecurityProtocol,
+    /// Whether the client must authenticate with SASL before other requests (a SASL_*
+    /// listener, or `kafka.require_sasl` on a PLAINTEXT one).
+    pub require_sasl: bool,
     /// The client id of its latest request.
     pub client_id: String,
     /// Where the SASL exchange stands.
@@ -118,12 +125,19 @@ pub enum SaslState {
 }
 
 impl Session {
-    /// A session of a client connected from `peer`, not authenticated; its certificate's
+    /// A session of a client `peer` on `listener`, not authenticated; its certificate's
     /// principal, if it has one, by `rules`.
-    pub fn new(peer: Peer, rules: &PrincipalRules) -> Self {
+    pub fn new(
+        peer: Peer,
+        listener: SecurityProtocol,
+        require_sasl: bool,
+        rules: &PrincipalRules,
+    ) -> Self {
         let certificate_principal = peer.certificate().and_then(|c| rules.apply(&c.subject));
         Self {
             peer,
+            listener,
+            require_sasl,
             client_id: String::new(),
             sasl: SaslState::None,
             user: None,
@@ -154,11 +168,11 @@ pub enum Reply {
     Close(String),
 }
 
-/// Why the session may not make a request of `api` now, if it may not: with
-/// `kafka.require_sasl`, only ApiVersions and the SASL exchange come before authentication;
-/// a client certificate whose subject no `kafka.ssl_principal_mapping_rules` rule maps
-/// may make none (as Kafka closes such a connection).
-pub fn refusal(ctx: &Context, session: &Session, api: ApiKey) -> Option<String> {
+/// Why the session may not make a request of `api` now, if it may not: on a listener that
+/// requires SASL, only ApiVersions and the SASL exchange come before authentication; a
+/// client certificate whose subject no `kafka.ssl_principal_mapping_rules` rule maps may
+/// make none (as Kafka closes such a connection).
+pub fn refusal(session: &Session, api: ApiKey) -> Option<String> {
     if session.peer.certificate().is_some() && session.certificate_principal.is_none() {
         return Some(
             "the client certificate's subject matches no kafka.ssl_principal_mapping_rules rule"
@@ -169,8 +183,14 @@ pub fn refusal(ctx: &Context, session: &Session, api: ApiKey) -> Option<String> 
         api,
         ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
     );
-    (ctx.config.require_sasl && session.user.is_none() && !open)
-        .then(|| format!("{api:?} before SASL authentication (kafka.require_sasl is on)"))
+    (session.require_sasl && session.user.is_none() && !open).then(|| {
+        let why = if session.listener.is_sasl() {
+            format!("the {} listener requires it", session.listener)
+        } else {
+            "kafka.require_sasl is on".to_owned()
+        };
+        format!("{api:?} before SASL authentication ({why})")
+    })
 }
 
 /// Answers a burst of produce requests the connection read back to back (their batches are
@@ -182,12 +202,12 @@ pub async fn produce_burst(ctx: &Arc<Context>, requests: Vec<ProduceRequest>) ->
 /// Answers one request.
 pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request) -> Reply {
     let version = request.version();
-    if let Some(reason) = refusal(ctx, session, request.api) {
+    if let Some(reason) = refusal(session, request.api) {
         return Reply::Close(reason);
     }
     match request.body {
         RequestKind::ApiVersions(_) => Reply::Now(api_versions::handle(version)),
-        RequestKind::Metadata(r) => Reply::Now(metadata::handle(ctx, version, r).await),
+        RequestKind::Metadata(r) => Reply::Now(metadata::handle(ctx, session, version, r).await),
         RequestKind::Produce(r) => produce::handle(ctx, vec![r])
             .await
             .pop()
@@ -195,7 +215,7 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         RequestKind::Fetch(r) => fetch::handle(ctx, version, r),
         RequestKind::ListOffsets(r) => Reply::Now(list_offsets::handle(ctx, r).await),
         RequestKind::FindCoordinator(r) => {
-            Reply::Now(find_coordinator::handle(ctx, version, r).await)
+            Reply::Now(find_coordinator::handle(ctx, session, version, r).await)
         }
         RequestKind::JoinGroup(r) => join_group::handle(ctx, session, version, r).await,
         RequestKind::SyncGroup(r) => sync_group::handle(ctx, r).await,

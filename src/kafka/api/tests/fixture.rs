@@ -6,8 +6,9 @@
 //! ([`api::handle`]), and reads the reply back as the typed response a client at that
 //! version decodes.
 //!
-//! The listener `KafkaFront::start` needs to learn its advertised address is bound on
-//! 127.0.0.1:0 and dropped unserved.
+//! The listeners `KafkaFront::start` needs to learn their advertised addresses (a
+//! PLAINTEXT one, and an SSL one for clients of a TLS peer) are bound on 127.0.0.1:0 and
+//! dropped unserved.
 
 use crate::config::users::default_users;
 use crate::config::{KafkaConfig, StoreConfig, UserConfig};
@@ -83,6 +84,16 @@ impl Front {
         let stages = Stages::new(db, &store.prefix);
         stages.ensure_schema().await.unwrap();
         let listener = TcpListener::bind(&config.listen).await.unwrap();
+        // An SSL listener too, so Metadata has an address for clients of a TLS peer
+        // (`client_as`); never served, so it needs no certificate.
+        let ssl = crate::kafka::KafkaListener {
+            protocol: crate::config::listeners::SecurityProtocol::Ssl,
+            socket: crate::server::Listener {
+                tcp: TcpListener::bind("127.0.0.1:0").await.unwrap(),
+                key: "kafka.listeners[0]".to_owned(),
+                tls: None,
+            },
+        };
         let users = crate::auth::Authenticator::start(stages.db().clone(), &store.prefix, users)
             .await
             .unwrap();
@@ -91,7 +102,7 @@ impl Front {
             users,
             stages,
             &store.prefix,
-            listener,
+            vec![crate::kafka::KafkaListener::plaintext(listener), ssl],
             CancellationToken::new(),
         )
         .await
@@ -115,9 +126,16 @@ impl Front {
         self.client_as(crate::peer::Peer::plaintext(addr))
     }
 
-    /// A client at the other end of `peer` (a TLS session, a client certificate).
+    /// A client at the other end of `peer` (a TLS session, a client certificate), on the
+    /// PLAINTEXT listener, or the SSL one when `peer` is TLS.
     pub fn client_as(&self, peer: crate::peer::Peer) -> Client {
-        let mut session = Session::new(peer, &self.ctx.principal_rules);
+        use crate::config::listeners::SecurityProtocol;
+        let (listener, require_sasl) = if peer.is_tls() {
+            (SecurityProtocol::Ssl, false)
+        } else {
+            (SecurityProtocol::Plaintext, self.ctx.config.require_sasl)
+        };
+        let mut session = Session::new(peer, listener, require_sasl, &self.ctx.principal_rules);
         session.client_id = "api-test".into();
         Client {
             ctx: self.ctx.clone(),

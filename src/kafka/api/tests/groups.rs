@@ -202,7 +202,7 @@ async fn fetched(
 async fn find_coordinator_names_this_instance_for_groups_and_transactions() {
     let front = Front::start_with(|c| c.node_id = 3).await;
     let mut c = front.client();
-    let port = front.ctx.brokers.me().port;
+    let port = front.ctx.brokers.me().listeners[0].port;
     for key_type in [0, 1] {
         let request = FindCoordinatorRequest::default()
             .with_key(text("g"))

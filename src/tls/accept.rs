@@ -1,0 +1,168 @@
+//! The TLS handshake of one accepted connection: within `tls.handshake_timeout_ms`, with
+//! the configuration current when it starts, ending in a [`Stream`] and the [`Peer`] it
+//! established — or in one log line and one count by front and reason, and that
+//! connection alone closed.
+
+use super::reload::Certificates;
+use super::stream::Stream;
+use super::{looks_like_tls, names};
+use crate::peer::{Peer, TlsPeer};
+use crate::telemetry::tls as metric;
+use rustls::{CertificateError, Error as TlsError};
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsAcceptor;
+use tracing::{debug, info};
+
+/// Terminates TLS for one listener.
+#[derive(Clone)]
+pub struct Acceptor {
+    /// The reloadable server configuration.
+    certificates: Certificates,
+    /// `tls.handshake_timeout_ms`.
+    timeout: Duration,
+}
+
+/// Why a handshake failed: the metric's `reason` label and a sentence for the log.
+#[derive(Debug)]
+struct Failure {
+    /// The `reason` label.
+    reason: &'static str,
+    /// What happened.
+    detail: String,
+}
+
+impl Acceptor {
+    /// An acceptor over `certificates`, giving each handshake `timeout`.
+    pub fn new(certificates: Certificates, timeout: Duration) -> Self {
+        Self {
+            certificates,
+            timeout,
+        }
+    }
+
+    /// Runs the handshake on `tcp` from `addr`, which came to the listener that config key
+    /// `key` (`amqp.tls_listen`) set up for `front`. `None` when it failed (logged and
+    /// counted).
+    pub async fn accept(
+        &self,
+        front: &'static str,
+        key: &str,
+        tcp: TcpStream,
+        addr: SocketAddr,
+    ) -> Option<(Stream, Peer)> {
+        let attempt = tokio::time::timeout(self.timeout, self.handshake(tcp, addr));
+        let failure = match attempt.await {
+            Ok(Ok(done)) => {
+                metrics::counter!(metric::HANDSHAKES_TOTAL, metric::LABEL_FRONT => front)
+                    .increment(1);
+                if let Some(names) = done.1.certificate() {
+                    info!(front, peer = %addr, subject = %names.subject, "TLS client certificate verified");
+                }
+                return Some(done);
+            }
+            Ok(Err(failure)) => failure,
+            Err(_) => Failure {
+                reason: "timeout",
+                detail: format!(
+                    "the handshake did not finish within {} ms (tls.handshake_timeout_ms)",
+                    self.timeout.as_millis()
+                ),
+            },
+        };
+        count_failure(front, failure.reason);
+        if failure.reason == "not_tls" {
+            info!(front, peer = %addr, listener = key, "closing a connection: {}", failure.detail);
+        } else {
+            info!(front, peer = %addr, listener = key, reason = failure.reason, "TLS handshake failed: {}", failure.detail);
+        }
+        None
+    }
+
+    async fn handshake(&self, tcp: TcpStream, addr: SocketAddr) -> Result<(Stream, Peer), Failure> {
+        let mut first = [0u8; 3];
+        let seen = tcp.peek(&mut first).await.map_err(io_failure)?;
+        if seen == 0 {
+            return Err(Failure {
+                reason: "closed",
+                detail: "the client closed the connection before the handshake".to_owned(),
+            });
+        }
+        if !looks_like_tls(&first[..seen]) {
+            return Err(Failure {
+                reason: "not_tls",
+                detail: "the client sent plaintext to a TLS port; plaintext clients use the plaintext listener".to_owned(),
+            });
+        }
+        let acceptor = TlsAcceptor::from(self.certificates.current());
+        let tls = acceptor.accept(tcp).await.map_err(io_failure)?;
+        let certificate = tls
+            .get_ref()
+            .1
+            .peer_certificates()
+            .and_then(|chain| chain.first())
+            .and_then(|leaf| names::of(leaf));
+        debug!(peer = %addr, "TLS handshake completed");
+        let peer = Peer {
+            addr,
+            tls: Some(TlsPeer { certificate }),
+        };
+        Ok((Stream::Tls(Box::new(tls)), peer))
+    }
+}
+
+/// Counts a failed handshake.
+pub fn count_failure(front: &'static str, reason: &'static str) {
+    metrics::counter!(
+        metric::HANDSHAKE_FAILURES_TOTAL,
+        metric::LABEL_FRONT => front,
+        metric::LABEL_REASON => reason
+    )
+    .increment(1);
+}
+
+/// A handshake's I/O error, classified by the TLS error inside it when there is one.
+fn io_failure(e: io::Error) -> Failure {
+    if let Some(tls) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<TlsError>())
+    {
+        return Failure {
+            reason: tls_reason(tls),
+            detail: tls.to_string(),
+        };
+    }
+    let reason = match e.kind() {
+        io::ErrorKind::UnexpectedEof
+        | io::ErrorKind::ConnectionReset
+        | io::ErrorKind::BrokenPipe => "closed",
+        _ => "protocol",
+    };
+    Failure {
+        reason,
+        detail: if reason == "closed" {
+            format!("the client closed the connection mid-handshake ({e})")
+        } else {
+            e.to_string()
+        },
+    }
+}
+
+/// The `reason` label of a TLS error.
+fn tls_reason(e: &TlsError) -> &'static str {
+    match e {
+        TlsError::NoCertificatesPresented => "no_certificate",
+        TlsError::InvalidCertificate(c) => match c {
+            CertificateError::UnknownIssuer => "untrusted_certificate",
+            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                "expired_certificate"
+            }
+            _ => "bad_certificate",
+        },
+        TlsError::InvalidMessage(_) | TlsError::InappropriateMessage { .. } => "malformed",
+        TlsError::PeerIncompatible(_) => "incompatible",
+        _ => "protocol",
+    }
+}
