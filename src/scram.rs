@@ -252,6 +252,56 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// A client's side of a SCRAM exchange, computed from the password as RFC 5802 section 3
+/// says (not from a stored credential), for the tests of the server's side.
+#[cfg(test)]
+pub mod test_client {
+    use super::{BASE64, Mechanism};
+    use base64::Engine as _;
+
+    /// client-final proving `password` for `server_first`, after the client-first whose
+    /// bare part (`n=user,r=nonce`) was `client_first_bare`; with the nonce server-first gave,
+    /// or `nonce` instead.
+    pub fn client_final(
+        mechanism: Mechanism,
+        password: &str,
+        client_first_bare: &str,
+        server_first: &str,
+        nonce: Option<&str>,
+    ) -> String {
+        let fields: Vec<&str> = server_first.split(',').collect();
+        let nonce = nonce.unwrap_or_else(|| fields[0].strip_prefix("r=").unwrap());
+        let salt = BASE64
+            .decode(fields[1].strip_prefix("s=").unwrap())
+            .unwrap();
+        let iterations = fields[2].strip_prefix("i=").unwrap().parse().unwrap();
+        let without_proof = format!("c=biws,r={nonce}");
+        let auth_message = format!("{client_first_bare},{server_first},{without_proof}");
+        let salted = match mechanism {
+            Mechanism::Sha256 => pbkdf2::pbkdf2_hmac_array::<sha2::Sha256, 32>(
+                password.as_bytes(),
+                &salt,
+                iterations,
+            )
+            .to_vec(),
+            Mechanism::Sha512 => pbkdf2::pbkdf2_hmac_array::<sha2::Sha512, 64>(
+                password.as_bytes(),
+                &salt,
+                iterations,
+            )
+            .to_vec(),
+        };
+        let client_key = mechanism.hmac(&salted, b"Client Key");
+        let signature = mechanism.hmac(&mechanism.hash(&client_key), auth_message.as_bytes());
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(a, b)| a ^ b)
+            .collect();
+        format!("{without_proof},p={}", BASE64.encode(proof))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -233,45 +233,7 @@ fn decode_saslname(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A client's side of the exchange, computed as RFC 5802 says.
-    fn client_final(
-        mechanism: Mechanism,
-        password: &str,
-        client_first_bare: &str,
-        server_first: &str,
-    ) -> String {
-        let fields: Vec<&str> = server_first.split(',').collect();
-        let nonce = fields[0].strip_prefix("r=").unwrap();
-        let salt = BASE64
-            .decode(fields[1].strip_prefix("s=").unwrap())
-            .unwrap();
-        let iterations = fields[2].strip_prefix("i=").unwrap().parse().unwrap();
-        let without_proof = format!("c=biws,r={nonce}");
-        let auth_message = format!("{client_first_bare},{server_first},{without_proof}");
-        let salted = match mechanism {
-            Mechanism::Sha256 => pbkdf2::pbkdf2_hmac_array::<sha2::Sha256, 32>(
-                password.as_bytes(),
-                &salt,
-                iterations,
-            )
-            .to_vec(),
-            Mechanism::Sha512 => pbkdf2::pbkdf2_hmac_array::<sha2::Sha512, 64>(
-                password.as_bytes(),
-                &salt,
-                iterations,
-            )
-            .to_vec(),
-        };
-        let client_key = mechanism.hmac(&salted, b"Client Key");
-        let signature = mechanism.hmac(&mechanism.hash(&client_key), auth_message.as_bytes());
-        let proof: Vec<u8> = client_key
-            .iter()
-            .zip(&signature)
-            .map(|(a, b)| a ^ b)
-            .collect();
-        format!("{without_proof},p={}", BASE64.encode(proof))
-    }
+    use crate::scram::test_client::client_final;
 
     fn exchange(
         credential: Option<&ScramCredential>,
@@ -289,12 +251,12 @@ mod tests {
         let credential = ScramCredential::new(Mechanism::Sha256, "pencil", 4096);
         let (x, bare, server_first) = exchange(Some(&credential), "user");
         assert!(server_first.starts_with("r=fyko+d2lbbFgONRv9qkxdawL"));
-        let good = client_final(Mechanism::Sha256, "pencil", &bare, &server_first);
+        let good = client_final(Mechanism::Sha256, "pencil", &bare, &server_first, None);
         let Finish::Proved(server_final) = x.finish(good.as_bytes()).unwrap() else {
             panic!("the proof is right");
         };
         assert!(server_final.starts_with(b"v="));
-        let wrong = client_final(Mechanism::Sha256, "pencil!", &bare, &server_first);
+        let wrong = client_final(Mechanism::Sha256, "pencil!", &bare, &server_first, None);
         assert_eq!(x.finish(wrong.as_bytes()).unwrap(), Finish::WrongProof);
     }
 
@@ -306,7 +268,7 @@ mod tests {
         assert_eq!(salt(&first_answer), salt(&second_answer));
         assert_ne!(salt(&first_answer), salt(&exchange(None, "other").2));
         assert!(first_answer.ends_with(",i=4096"));
-        let any = client_final(Mechanism::Sha256, "guess", &bare, &first_answer);
+        let any = client_final(Mechanism::Sha256, "guess", &bare, &first_answer, None);
         assert_eq!(x.finish(any.as_bytes()).unwrap(), Finish::WrongProof);
     }
 
@@ -315,7 +277,7 @@ mod tests {
         let credential = ScramCredential::new(Mechanism::Sha256, "pencil", 4096);
         let (x, bare, server_first) = exchange(Some(&credential), "user");
         let forged = server_first.replacen("r=fyko", "r=fykO", 1);
-        let message = client_final(Mechanism::Sha256, "pencil", &bare, &forged);
+        let message = client_final(Mechanism::Sha256, "pencil", &bare, &forged, None);
         assert_eq!(x.finish(message.as_bytes()), Err(ScramError::NonceMismatch));
     }
 

@@ -7,9 +7,8 @@
 use super::fixture::{Answer, Client, Front, test_config, text};
 use crate::config::UserConfig;
 use crate::peer::{CertificateNames, Peer, TlsPeer};
+use crate::scram::test_client::client_final;
 use crate::scram::{Mechanism, ScramCredential};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
@@ -215,50 +214,7 @@ impl ScramClient {
 
     /// client-final proving `password`, with the nonce server-first gave (or `nonce`).
     fn last(&self, password: &str, server_first: &str, nonce: Option<&str>) -> String {
-        let fields: Vec<&str> = server_first.split(',').collect();
-        let nonce = nonce.unwrap_or_else(|| fields[0].strip_prefix("r=").unwrap());
-        let salt = BASE64
-            .decode(fields[1].strip_prefix("s=").unwrap())
-            .unwrap();
-        let iterations = fields[2].strip_prefix("i=").unwrap().parse().unwrap();
-        let without_proof = format!("c=biws,r={nonce}");
-        let auth_message = format!("{},{server_first},{without_proof}", self.bare);
-        // The client's keys are the credential's, made from the password and this salt.
-        let mine = ScramCredential::with_salt(self.mechanism, password, salt.clone(), iterations);
-        let text = mine.to_string();
-        let stored_key = BASE64
-            .decode(
-                text.split(",stored_key=")
-                    .nth(1)
-                    .unwrap()
-                    .split(',')
-                    .next()
-                    .unwrap(),
-            )
-            .unwrap();
-        let salted = match self.mechanism {
-            Mechanism::Sha256 => pbkdf2::pbkdf2_hmac_array::<sha2::Sha256, 32>(
-                password.as_bytes(),
-                &salt,
-                iterations,
-            )
-            .to_vec(),
-            Mechanism::Sha512 => pbkdf2::pbkdf2_hmac_array::<sha2::Sha512, 64>(
-                password.as_bytes(),
-                &salt,
-                iterations,
-            )
-            .to_vec(),
-        };
-        let client_key = self.mechanism.hmac(&salted, b"Client Key");
-        assert_eq!(self.mechanism.hash(&client_key), stored_key);
-        let signature = self.mechanism.hmac(&stored_key, auth_message.as_bytes());
-        let proof: Vec<u8> = client_key
-            .iter()
-            .zip(&signature)
-            .map(|(a, b)| a ^ b)
-            .collect();
-        format!("{without_proof},p={}", BASE64.encode(proof))
+        client_final(self.mechanism, password, &self.bare, server_first, nonce)
     }
 }
 
