@@ -9,8 +9,8 @@
 //!   `/readyz` with the reason, while the password appears in neither `/readyz` nor the log.
 
 use crate::common::daemon::{Daemon, Setup};
-use crate::common::pki::Pki;
 use crate::common::rabbitmq::{RabbitNode, unique};
+use crate::common::tls::Pki;
 use crate::rabbitmq::{Rabbit, collect, receive};
 use lapin::BasicProperties;
 use std::collections::BTreeSet;

@@ -9,7 +9,7 @@
 //! stopped when the last test using it drops it.
 //!
 //! [`RabbitNode::start_tls`] starts a node of the test's own with a TLS listener that
-//! requires client certificates (certificates from [`super::pki`]); it is stopped when the
+//! requires client certificates (certificates from [`super::tls::Pki`]); it is stopped when the
 //! test drops it.
 
 use std::path::{Path, PathBuf};
