@@ -180,9 +180,7 @@ async fn a_user_who_requires_tls_logs_in_over_amqps_and_is_refused_on_the_plaint
     )
     .await
     .expect("the refusal within the wait");
-    let e = refused
-        .err()
-        .expect("a require_tls user got in on plaintext");
+    let e = refused.expect_err("a require_tls user got in on plaintext");
     assert_eq!(reply_code(&e), Some(403), "{e}");
     assert!(
         reply_text(&e).contains("user 'secure' must connect over TLS (its require_tls is set)"),
@@ -240,8 +238,7 @@ async fn lapin_external_takes_the_email_san_and_refuses_a_certificate_without_on
         Some((&unnamed.cert_pem, &unnamed.key_pem)),
     )
     .await
-    .err()
-    .expect("a certificate without an e-mail SAN logged in");
+    .expect_err("a certificate without an e-mail SAN logged in");
     assert_eq!(reply_code(&e), Some(403), "{e}");
     daemon.wait_for("the refusal counted", WAIT, |d| {
         d.metric(
