@@ -6,7 +6,8 @@
 # shovel plugin is enabled (a benchmark compares Ferry with Shovel), the management plugin is
 # not (its fixed port 15672 would collide with the machine's).
 #
-#   scripts/rabbitmq-node.sh start DIR [--owner PID] [--tls CERTS]   start a node in DIR; print its AMQP URI
+#   scripts/rabbitmq-node.sh start DIR [--owner PID] [--tls CERTS [--tls-client-certs optional]]
+#                                                      start a node in DIR; print its AMQP URI
 #   scripts/rabbitmq-node.sh stop DIR                  stop it (and its epmd); idempotent
 #   scripts/rabbitmq-node.sh uri DIR                   print its AMQP URI (guest/guest, vhost /)
 #   scripts/rabbitmq-node.sh amqps-uri DIR             print its amqps URI (a node started with --tls)
@@ -18,7 +19,9 @@
 # With --tls CERTS, the node also has a TLS listener (TLS 1.2 and 1.3) with the server
 # certificate CERTS/server.pem, its key CERTS/server.key and the CA CERTS/ca.pem, and
 # requires every TLS client to present a certificate signed by that CA
-# (ssl_options.verify = verify_peer, fail_if_no_peer_cert = true). The caller makes the
+# (ssl_options.verify = verify_peer, fail_if_no_peer_cert = true); with
+# --tls-client-certs optional it checks a certificate a client presents but lets clients
+# without one in (fail_if_no_peer_cert = false). The caller makes the
 # files (the tests generate them when they run); no key is kept in the repository.
 # Needs Debian's rabbitmq-server package (scripts/setup.sh installs it).
 set -euo pipefail
@@ -31,7 +34,7 @@ LAST_PORT=30000
 
 die() { echo "rabbitmq-node.sh: $*" >&2; exit 1; }
 
-usage() { sed -n '9,14s/^#   //p' "$0" >&2; exit 2; }
+usage() { sed -n '9,15s/^#   //p' "$0" >&2; exit 2; }
 
 # A loopback port nothing listens on, from FIRST_PORT..LAST_PORT; $1 more ports after it
 # must be free too (rabbitmqctl's range).
@@ -64,14 +67,20 @@ alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
 pid_in() { [[ -s "$1" ]] && cat "$1" || true; }
 
 start() {
-  local owner="" certs=""
+  local owner="" certs="" client_certs=required fail_if_no_peer_cert
   while (($#)); do
     case "$1" in
       --owner) owner=${2:?--owner needs a PID}; shift 2 ;;
       --tls) certs=${2:?--tls needs a directory}; shift 2 ;;
+      --tls-client-certs) client_certs=${2:?--tls-client-certs needs required or optional}; shift 2 ;;
       *) usage ;;
     esac
   done
+  case "$client_certs" in
+    required) fail_if_no_peer_cert=true ;;
+    optional) fail_if_no_peer_cert=false ;;
+    *) die "--tls-client-certs $client_certs: expected required or optional" ;;
+  esac
   if [[ -n "$certs" ]]; then
     local f
     for f in ca.pem server.pem server.key; do
@@ -102,7 +111,7 @@ ssl_options.cacertfile = $certs/ca.pem
 ssl_options.certfile = $certs/server.pem
 ssl_options.keyfile = $certs/server.key
 ssl_options.verify = verify_peer
-ssl_options.fail_if_no_peer_cert = true
+ssl_options.fail_if_no_peer_cert = $fail_if_no_peer_cert
 ssl_options.versions.1 = tlsv1.3
 ssl_options.versions.2 = tlsv1.2
 EOF

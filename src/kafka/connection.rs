@@ -135,6 +135,9 @@ pub async fn serve(
         arrival.require_sasl,
         &ctx.principal_rules,
     );
+    if let Some(principal) = &session.certificate_principal {
+        info!(peer = %addr, listener = %arrival.listener, principal = %principal, "Kafka client identified by its certificate");
+    }
     let mut reader = Reader {
         decoder: FrameDecoder::new(ctx.config.max_request_size),
         ctx,

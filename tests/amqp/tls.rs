@@ -1,18 +1,23 @@
 //! The `ferry` binary's amqps listener (`amqp.tls_listen`) with certificates made for the
 //! test: lapin, pika (with a client certificate, by password and by SASL EXTERNAL) and
-//! amqp-tools over TLS beside the plaintext port; mutual TLS
+//! amqp-tools over TLS beside the plaintext port; a user who requires TLS (`require_tls`)
+//! let in over amqps and refused on the plaintext port; mutual TLS
 //! (`tls.verify_peer = required`) refusing a client without a certificate, with one from
-//! another CA or an expired one, and accepting a good one whose subject the log names;
-//! bad input on either port closing only its own connection, each failure counted by
-//! reason.
+//! another CA, an expired one or one only for servers, and accepting a good one whose
+//! subject the log names; lapin's SASL EXTERNAL named by an e-mail SAN, and refused for a
+//! certificate without one; bad input on either port closing only its own connection,
+//! each failure counted by reason.
 
-use crate::common::amqp::{WAIT, connect, connect_tls, declare, drain, publish_confirmed};
+use crate::common::amqp::{
+    WAIT, connect, connect_tls, declare, drain, publish_confirmed, reply_code, reply_text,
+};
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::process::free_port;
 use crate::common::tls::{Authority, TlsFiles, client_config, handshake, write_pair};
 use crate::common::wait;
 use ferry::config::users::GUEST_PASSWORD_HASH;
 use lapin::types::FieldTable;
+use rcgen::{ExtendedKeyUsagePurpose, SanType};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -92,7 +97,7 @@ async fn lapin_publishes_and_consumes_over_amqps_beside_the_plaintext_port() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn required_client_certificates_refuse_missing_foreign_and_expired_ones() {
+async fn required_client_certificates_refuse_missing_foreign_expired_and_server_only_ones() {
     let dir = tempfile::tempdir().unwrap();
     let files = TlsFiles::new(dir.path());
     let (daemon, port) = start(
@@ -118,6 +123,15 @@ async fn required_client_certificates_refuse_missing_foreign_and_expired_ones() 
     assert!(refused.is_err(), "an expired certificate got in");
     wait_failure(&daemon, "amqp", "expired_certificate");
 
+    // Signed by the right CA, but for servers only (extended key usage serverAuth).
+    let server_only = files.ca.issue("server-only", |p| {
+        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    });
+    let identity = (server_only.cert_pem.as_str(), server_only.key_pem.as_str());
+    let refused = connect_tls(&uri, &files.ca.pem, Some(identity)).await;
+    assert!(refused.is_err(), "a server-only certificate got in");
+    wait_failure(&daemon, "amqp", "bad_certificate");
+
     let alice = files.ca.client("alice");
     let identity = (alice.cert_pem.as_str(), alice.key_pem.as_str());
     let conn = connect_tls(&uri, &files.ca.pem, Some(identity))
@@ -134,6 +148,104 @@ async fn required_client_certificates_refuse_missing_foreign_and_expired_ones() 
     );
     // The plaintext port is not affected by verify_peer.
     connect(&daemon.amqp_uri()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_who_requires_tls_logs_in_over_amqps_and_is_refused_on_the_plaintext_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = TlsFiles::new(dir.path());
+    let users = format!(
+        "[[users]]\nname = \"secure\"\npassword_hash = \"{GUEST_PASSWORD_HASH}\"\nrequire_tls = true\n"
+    );
+    let (daemon, port) = start_with(dir.path(), &files, &[], &users);
+
+    let tls = connect_tls(
+        &format!("amqps://secure:guest@127.0.0.1:{port}/%2f"),
+        &files.ca.pem,
+        None,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("require_tls user over amqps: {e}"));
+    let ch = tls.create_channel().await.unwrap();
+    declare(&ch, "secure-only", FieldTable::default()).await;
+    publish_confirmed(&ch, "", "secure-only", &["kept"]).await;
+    assert_eq!(drain(&ch, "secure-only").await, ["kept"]);
+
+    let plain = daemon
+        .amqp_uri()
+        .replacen("guest:guest@", "secure:guest@", 1);
+    let refused = tokio::time::timeout(
+        WAIT,
+        lapin::Connection::connect(&plain, lapin::ConnectionProperties::default()),
+    )
+    .await
+    .expect("the refusal within the wait");
+    let e = refused.expect_err("a require_tls user got in on plaintext");
+    assert_eq!(reply_code(&e), Some(403), "{e}");
+    assert!(
+        reply_text(&e).contains("user 'secure' must connect over TLS (its require_tls is set)"),
+        "{e}"
+    );
+    daemon.wait_for("the refusal counted", WAIT, |d| {
+        d.metric(
+            "ferry_auth_failures_total",
+            &["front=\"amqp\"", "reason=\"tls_required\""],
+        ) >= 1.0
+    });
+    // The TLS connection is not affected.
+    publish_confirmed(&ch, "", "secure-only", &["still"]).await;
+    assert_eq!(drain(&ch, "secure-only").await, ["still"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lapin_external_takes_the_email_san_and_refuses_a_certificate_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = TlsFiles::new(dir.path());
+    let users = format!(
+        "[[users]]\nname = \"alice@ferry.test\"\npassword_hash = \"{GUEST_PASSWORD_HASH}\"\n"
+    );
+    let (daemon, port) = start_with(
+        dir.path(),
+        &files,
+        &[
+            ("FERRY__TLS__VERIFY_PEER", "required"),
+            (
+                "FERRY__AMQP__SSL_CERT_LOGIN_FROM",
+                "subject_alternative_name",
+            ),
+            ("FERRY__AMQP__SSL_CERT_LOGIN_SAN_TYPE", "email"),
+        ],
+        &users,
+    );
+    // No user name or password in the URI that matters: EXTERNAL sends neither.
+    let uri = format!("amqps://nobody:nothing@127.0.0.1:{port}/%2f?auth_mechanism=external");
+
+    let named = files.ca.issue("alice", |p| {
+        p.subject_alt_names = vec![SanType::Rfc822Name("alice@ferry.test".try_into().unwrap())];
+        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    });
+    let conn = connect_tls(&uri, &files.ca.pem, Some((&named.cert_pem, &named.key_pem)))
+        .await
+        .unwrap_or_else(|e| panic!("EXTERNAL with an e-mail SAN: {e}\n{}", daemon.log()));
+    let ch = conn.create_channel().await.unwrap();
+    declare(&ch, "by-san", FieldTable::default()).await;
+
+    // Verified, but without the name ssl_cert_login_from asks for.
+    let unnamed = files.ca.client("alice");
+    let e = connect_tls(
+        &uri,
+        &files.ca.pem,
+        Some((&unnamed.cert_pem, &unnamed.key_pem)),
+    )
+    .await
+    .expect_err("a certificate without an e-mail SAN logged in");
+    assert_eq!(reply_code(&e), Some(403), "{e}");
+    daemon.wait_for("the refusal counted", WAIT, |d| {
+        d.metric(
+            "ferry_auth_failures_total",
+            &["front=\"amqp\"", "reason=\"no_certificate_name\""],
+        ) >= 1.0
+    });
 }
 
 #[tokio::test(flavor = "multi_thread")]

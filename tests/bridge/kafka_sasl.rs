@@ -1,15 +1,19 @@
 //! A Kafka source and a Kafka sink with the typed SASL keys (`security_protocol`,
-//! `sasl_mechanism`, `username`, `password_file` / `password_env`), against Ferry's own
-//! Kafka front with `kafka.require_sasl` (SASL PLAIN over plaintext; SSL and SCRAM toward a
-//! broker need a Kafka front with TLS and SCRAM, or a real Kafka — librdkafka's mock
-//! cluster has neither):
-//! - records go topic → source → sink → topic, authenticated both ways;
-//! - a source whose password is wrong is shown down in `/readyz` and its refused login in
-//!   the log, and the password appears in neither.
+//! `sasl_mechanism`, `username`, `password_file` / `password_env`, `ca_file`), against
+//! Ferry's own Kafka front (librdkafka's mock cluster has neither TLS nor SASL):
+//! - SASL PLAIN over plaintext with `kafka.require_sasl`: records go topic → source →
+//!   sink → topic, authenticated both ways; a source whose password is wrong is shown down
+//!   in `/readyz` and its refused login in the log, and the password appears in neither;
+//! - SASL_SSL with SCRAM (SHA-512 in, SHA-256 out) on the daemon's own SASL_SSL listener,
+//!   as a user who requires TLS: every record arrives exactly once; a source asking for
+//!   SCRAM-SHA-256 as a user with only a SHA-512 credential is refused, so the mechanism
+//!   key is what the login used.
 
 use crate::common::daemon::Setup;
 use crate::common::kafka::client_config;
-use crate::common::process::Ports;
+use crate::common::process::{Ports, free_port};
+use crate::common::tls::TlsFiles;
+use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use rdkafka::Message;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -155,4 +159,159 @@ to = [{{ kafka_topic = "bad-out" }}]
         !readyz.contains(wrong) && !log.contains(wrong),
         "{readyz}\n{log}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_source_and_sink_over_sasl_ssl_with_scram_move_every_record_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = TlsFiles::new(dir.path());
+    let ports = Ports::free();
+    let plain = format!("127.0.0.1:{}", ports.kafka);
+    let sasl_ssl = format!("127.0.0.1:{}", free_port());
+    let secret = "bridge-scram-secret-4711";
+    let password_file = dir.path().join("bridge-password");
+    std::fs::write(&password_file, format!("{secret}\n")).unwrap();
+    let credential = |m| ScramCredential::new(m, secret, DEFAULT_ITERATIONS).to_string();
+    let tls = |mechanism: &str, user: &str| {
+        format!(
+            "security_protocol = \"SASL_SSL\"\nsasl_mechanism = \"{mechanism}\"\n\
+             username = \"{user}\"\npassword_file = \"{}\"\nca_file = \"{}\"\n",
+            password_file.display(),
+            files.ca_file.display()
+        )
+    };
+    let config = format!(
+        r#"
+[[users]]
+name = "bridge"
+scram_sha_256 = "{sha256}"
+scram_sha_512 = "{sha512}"
+vhosts = ["/"]
+require_tls = true
+
+[[users]]
+name = "only-512"
+scram_sha_512 = "{sha512}"
+vhosts = ["/"]
+
+[sources.scram-in]
+kind = "kafka"
+bootstrap_servers = "{sasl_ssl}"
+topics = ["scram-in"]
+group_id = "ferry-scram"
+{tls_in}
+[sinks.scram-out]
+kind = "kafka"
+bootstrap_servers = "{sasl_ssl}"
+topic = "scram-out"
+{tls_out}
+[sources.wrong-mechanism]
+kind = "kafka"
+bootstrap_servers = "{sasl_ssl}"
+topics = ["scram-in"]
+group_id = "ferry-scram-wrong"
+{tls_wrong}
+[[routes]]
+name = "scram"
+from = {{ source = "scram-in" }}
+to = [{{ sink = "scram-out" }}]
+
+[[routes]]
+name = "wrong-mechanism"
+from = {{ source = "wrong-mechanism" }}
+to = [{{ kafka_topic = "never" }}]
+"#,
+        sha256 = credential(Mechanism::Sha256),
+        sha512 = credential(Mechanism::Sha512),
+        tls_in = tls("SCRAM-SHA-512", "bridge"),
+        tls_out = tls("SCRAM-SHA-256", "bridge"),
+        tls_wrong = tls("SCRAM-SHA-256", "only-512"),
+    );
+    let mut setup = Setup::shipped_with(dir.path(), &config)
+        .env("FERRY__KAFKA__LISTENERS", &format!("SASL_SSL://{sasl_ssl}"))
+        .ports(ports);
+    for (k, v) in files.env() {
+        setup = setup.env(&k, &v);
+    }
+    let daemon = setup.start();
+
+    // The test's own clients use the plaintext listener.
+    let admin: AdminClient<DefaultClientContext> = client_config(&plain, &[]).create().unwrap();
+    let topics = [
+        NewTopic::new("scram-in", 1, TopicReplication::Fixed(1)),
+        NewTopic::new("scram-out", 1, TopicReplication::Fixed(1)),
+    ];
+    for r in admin
+        .create_topics(&topics, &AdminOptions::new())
+        .await
+        .unwrap()
+    {
+        r.unwrap();
+    }
+    let producer: FutureProducer = client_config(&plain, &[]).create().unwrap();
+    const N: usize = 50;
+    for i in 0..N {
+        let value = format!("scram {i}");
+        producer
+            .send(
+                FutureRecord::<(), _>::to("scram-in").payload(&value),
+                Duration::from_secs(10),
+            )
+            .await
+            .unwrap();
+    }
+    let consumer: StreamConsumer = client_config(
+        &plain,
+        &[
+            ("group.id", "scram-reader"),
+            ("auto.offset.reset", "earliest"),
+        ],
+    )
+    .create()
+    .unwrap();
+    consumer.subscribe(&["scram-out"]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut got = Vec::new();
+    while got.len() < N {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, consumer.recv()).await {
+            Ok(Ok(m)) => got.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap()),
+            Ok(Err(e)) => panic!("consuming scram-out: {e}"),
+            Err(_) => panic!(
+                "{} of {N} arrived; /readyz:\n{}\n{}",
+                got.len(),
+                daemon.readyz(),
+                daemon.log()
+            ),
+        }
+    }
+    // Exactly once: nothing more comes after the N.
+    if let Ok(Ok(m)) = tokio::time::timeout(Duration::from_secs(3), consumer.recv()).await {
+        panic!("a record beyond the {N}: {:?}", m.payload_view::<str>());
+    }
+    got.sort();
+    let mut want: Vec<String> = (0..N).map(|i| format!("scram {i}")).collect();
+    want.sort();
+    assert_eq!(got, want);
+
+    // The same password with SCRAM-SHA-256 for a user who has only SHA-512: refused (a
+    // PLAIN login would have been let in).
+    daemon.wait_for(
+        "the wrong mechanism's refused login",
+        Duration::from_secs(30),
+        |d| {
+            d.readyz()
+                .lines()
+                .any(|l| l.starts_with("source:wrong-mechanism: down:"))
+                && d.log()
+                    .lines()
+                    .any(|l| l.contains("login refused") && l.contains("only-512"))
+        },
+    );
+    // Both ends logged in over TLS with SCRAM; the password is shown nowhere.
+    let (readyz, log) = (daemon.readyz(), daemon.log());
+    assert!(readyz.contains("source:scram-in: up"), "{readyz}");
+    assert!(readyz.contains("sink:scram-out: up"), "{readyz}");
+    assert!(daemon.metric("ferry_tls_handshakes_total", &["front=\"kafka\""]) >= 2.0);
+    assert!(!log.contains(secret) && !readyz.contains(secret), "{log}");
 }

@@ -1,16 +1,18 @@
 //! RabbitMQ → Ferry → RabbitMQ over amqps, against a RabbitMQ node of the test's own whose
-//! TLS listener requires client certificates (`verify_peer`, `fail_if_no_peer_cert`), with
-//! certificates the test makes ([`Pki`]):
+//! TLS listener requires client certificates (`verify_peer`, `fail_if_no_peer_cert`), or
+//! does not, with certificates the test makes ([`Pki`]):
 //! - a RabbitMQ source and a RabbitMQ sink over TLS (CA file, client certificate, server
 //!   name) move every message exactly once, and RabbitMQ sees both connections as TLS
 //!   authenticated by Ferry's client certificate;
+//! - against a node that does not require client certificates, a source and a sink with
+//!   only `ca_file` move every message exactly once, over TLS without a certificate;
 //! - a CA that did not sign the broker's certificate, a server name the certificate does
 //!   not carry and a missing client certificate each leave their source down in
 //!   `/readyz` with the reason, while the password appears in neither `/readyz` nor the log.
 
 use crate::common::daemon::{Daemon, Setup};
-use crate::common::pki::Pki;
-use crate::common::rabbitmq::{RabbitNode, unique};
+use crate::common::rabbitmq::{ClientCerts, RabbitNode, unique};
+use crate::common::tls::Pki;
 use crate::rabbitmq::{Rabbit, collect, receive};
 use lapin::BasicProperties;
 use std::collections::BTreeSet;
@@ -33,11 +35,17 @@ struct TlsBroker {
 }
 
 impl TlsBroker {
+    /// A node requiring client certificates, its certificate naming only [`SERVER_NAME`].
     fn start() -> Self {
+        Self::start_with(ClientCerts::Required, &[SERVER_NAME])
+    }
+
+    /// A node requiring client certificates or not, its certificate naming `names`.
+    fn start_with(client_certs: ClientCerts, names: &[&str]) -> Self {
         let pki = Pki::new("ferry test CA");
-        pki.issue("server", SERVER_NAME, &[SERVER_NAME]);
+        pki.issue("server", SERVER_NAME, names);
         let client = pki.issue("client", "ferry-bridge", &[]);
-        let node = Arc::new(RabbitNode::start_tls(pki.dir()));
+        let node = Arc::new(RabbitNode::start_tls(pki.dir(), client_certs));
         let password = unique("password");
         for args in [
             vec!["add_user", "bridge", password.as_str()],
@@ -240,4 +248,78 @@ async fn a_wrong_ca_a_wrong_name_and_a_missing_client_certificate_are_refused_an
     broker.assert_password_hidden(&daemon);
     // Nothing was consumed over a refused connection.
     assert_eq!(rabbit.depth(&queue).await, 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_source_and_a_sink_with_only_a_ca_file_move_every_message_once_where_client_certificates_are_optional()
+ {
+    // The certificate also names 127.0.0.1, the URI's host, so no server_name is needed.
+    let broker = TlsBroker::start_with(ClientCerts::Optional, &[SERVER_NAME, "127.0.0.1"]);
+    let mut rabbit = Rabbit::on(broker.node.clone()).await;
+    let (from, to) = (unique("ca-only-in"), unique("ca-only-out"));
+    rabbit.queue(&from).await;
+    rabbit.queue(&to).await;
+    let mut rx = collect(broker.node.uri(), &to).await;
+    let uri = broker.uri();
+    let ca = broker.pki.ca_file().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Setup::config(
+        dir.path(),
+        &format!(
+            r#"
+[sources.ca-in]
+kind = "rabbitmq"
+uri = "{uri}"
+queue = "{from}"
+ca_file = "{ca}"
+
+[sinks.ca-out]
+kind = "rabbitmq"
+uri = "{uri}"
+routing_key = "{to}"
+ca_file = "{ca}"
+
+[[routes]]
+name = "ca-only"
+from = {{ source = "ca-in" }}
+to = [{{ sink = "ca-out" }}]
+"#
+        ),
+    )
+    .start();
+
+    const N: usize = 100;
+    let sent: Vec<(BasicProperties, Vec<u8>)> = (0..N)
+        .map(|i| {
+            (
+                BasicProperties::default(),
+                format!("ca only {i}").into_bytes(),
+            )
+        })
+        .collect();
+    rabbit.publish(&from, &sent).await;
+    let got = receive(&mut rx, N, Duration::from_secs(60)).await;
+    assert_eq!(got.len(), N, "{}", daemon.readyz());
+    let bodies: BTreeSet<Vec<u8>> = got.iter().map(|d| d.data.clone()).collect();
+    let want: BTreeSet<Vec<u8>> = sent.into_iter().map(|(_, body)| body).collect();
+    assert_eq!(bodies, want);
+    assert!(receive(&mut rx, 1, Duration::from_secs(2)).await.is_empty());
+
+    // RabbitMQ's view: both connections are TLS, neither presented a certificate.
+    let out = broker.node.ctl(&[
+        "list_connections",
+        "client_properties",
+        "ssl",
+        "peer_cert_subject",
+    ]);
+    let listing = String::from_utf8_lossy(&out.stdout);
+    for label in ["source:ca-in", "sink:ca-out"] {
+        let line = listing
+            .lines()
+            .find(|l| l.contains(&format!("ferry bridge {label}")))
+            .unwrap_or_else(|| panic!("no connection of {label}:\n{listing}"));
+        assert!(line.contains("\ttrue\t"), "{line}");
+        assert!(!line.contains("CN=ferry-bridge"), "{line}");
+    }
+    broker.assert_password_hidden(&daemon);
 }

@@ -6,10 +6,11 @@
 //! - [`fronts`]: an AMQP or Kafka front inside the test process on a temporary store, for
 //!   tests that reach into the store or start many fronts cheaply.
 //! - [`rabbitmq`]: the test run's private RabbitMQ node (never the machine's), and nodes
-//!   with a TLS listener; [`pki`]: certificates made when the test runs.
+//!   with a TLS listener.
 //! - [`store`]: a store per test on every engine, and [`for_each_engine`](crate::for_each_engine).
 //! - [`amqp`], [`kafka`]: the lapin and rdkafka (and raw socket) client helpers the tests share.
-//! - [`tls`]: certificates made at test time (rcgen), the `[tls]` overrides, a rustls client.
+//! - [`tls`]: certificates made at test time (rcgen) for Ferry and for external brokers,
+//!   the `[tls]` overrides, a rustls client.
 //! - [`wait`]: bounded waits on a condition; [`crash`]: where kill -9 runs strike.
 //!
 //! Every wait here is bounded, and every process a test starts is stopped by its PID when
@@ -24,7 +25,6 @@ pub mod daemon;
 pub mod fronts;
 pub mod http;
 pub mod kafka;
-pub mod pki;
 pub mod process;
 pub mod rabbitmq;
 pub mod store;

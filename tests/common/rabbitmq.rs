@@ -9,8 +9,8 @@
 //! stopped when the last test using it drops it.
 //!
 //! [`RabbitNode::start_tls`] starts a node of the test's own with a TLS listener that
-//! requires client certificates (certificates from [`super::pki`]); it is stopped when the
-//! test drops it.
+//! requires client certificates, or only checks those presented ([`ClientCerts`]), with
+//! certificates from [`super::tls::Pki`]; it is stopped when the test drops it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -22,6 +22,15 @@ pub const NODE_DIR_VAR: &str = "FERRY_TEST_RABBITMQ_DIR";
 /// A name unique to one test run: `ferry-test-WHAT-RANDOM`.
 pub fn unique(what: &str) -> String {
     format!("ferry-test-{what}-{:08x}", fastrand::u32(..))
+}
+
+/// Whether a node's TLS listener requires client certificates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientCerts {
+    /// Every TLS client presents one signed by the node's CA (`fail_if_no_peer_cert`).
+    Required,
+    /// A client may connect without one; one presented must verify.
+    Optional,
 }
 
 /// A running private RabbitMQ node.
@@ -72,10 +81,15 @@ impl RabbitNode {
     }
 
     /// Starts a node of the caller's own that also listens for TLS with the server
-    /// certificate `certs/server.pem` (key `certs/server.key`) and requires clients to
-    /// present a certificate signed by `certs/ca.pem`.
-    pub fn start_tls(certs: &Path) -> Self {
-        let mut node = Self::start_with(&["--tls", certs.to_str().unwrap()]);
+    /// certificate `certs/server.pem` (key `certs/server.key`) and verifies client
+    /// certificates against `certs/ca.pem`, requiring them or not as `client_certs` says.
+    pub fn start_tls(certs: &Path, client_certs: ClientCerts) -> Self {
+        let mode = match client_certs {
+            ClientCerts::Required => "required",
+            ClientCerts::Optional => "optional",
+        };
+        let mut node =
+            Self::start_with(&["--tls", certs.to_str().unwrap(), "--tls-client-certs", mode]);
         node.amqps_uri = Some(stdout_of(script(&[
             "amqps-uri",
             node.dir.to_str().unwrap(),

@@ -1,12 +1,14 @@
 //! Certificates made when the tests run (rcgen), never committed: certificate authorities,
 //! a server certificate for `localhost` and `127.0.0.1`, client certificates (good, from
 //! another CA, expired), written as PEM files into a test's directory; the `[tls]`
-//! overrides that point a daemon at them; and a rustls client for the raw TLS tests.
+//! overrides that point a daemon at them; [`Pki`], a CA with a temporary directory of its
+//! own for external brokers' certificates; and a rustls client for the raw TLS tests.
 
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -44,10 +46,7 @@ impl Authority {
     /// A server certificate for `localhost` and `127.0.0.1`.
     pub fn server(&self) -> Issued {
         self.issue("ferry-test-server", |p| {
-            p.subject_alt_names = vec![
-                SanType::DnsName("localhost".try_into().unwrap()),
-                SanType::IpAddress("127.0.0.1".parse().unwrap()),
-            ];
+            p.subject_alt_names = vec![san("localhost"), san("127.0.0.1")];
             p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         })
     }
@@ -133,6 +132,61 @@ impl TlsFiles {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_str().unwrap().to_owned()))
         .collect()
+    }
+}
+
+/// A CA whose files live in a temporary directory that goes when the [`Pki`] drops:
+/// `ca.pem` and every `NAME.pem` / `NAME.key` it issues (the layout
+/// `scripts/rabbitmq-node.sh --tls` reads).
+pub struct Pki {
+    /// Holds the files.
+    dir: tempfile::TempDir,
+    /// Signs what [`Pki::issue`] makes.
+    pub ca: Authority,
+}
+
+impl Pki {
+    /// A new CA named `name`, its certificate in `ca.pem`.
+    pub fn new(name: &str) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("ferry-pki-")
+            .tempdir()
+            .unwrap();
+        let ca = Authority::new(name);
+        std::fs::write(dir.path().join("ca.pem"), &ca.pem).unwrap();
+        Self { dir, ca }
+    }
+
+    /// The directory of the files.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The CA's certificate file.
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// Writes `FILE.pem` and `FILE.key`: a certificate with common name `cn` for the names
+    /// (DNS names or IP addresses) `sans`, usable by servers and clients. Returns the two
+    /// paths.
+    pub fn issue(&self, file: &str, cn: &str, sans: &[&str]) -> (PathBuf, PathBuf) {
+        let issued = self.ca.issue(cn, |p| {
+            p.subject_alt_names = sans.iter().map(|s| san(s)).collect();
+            p.extended_key_usages = vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ];
+        });
+        write_pair(self.dir(), file, &issued)
+    }
+}
+
+/// `name` as a subject alternative name: an IP address, else a DNS name.
+fn san(name: &str) -> SanType {
+    match name.parse::<IpAddr>() {
+        Ok(ip) => SanType::IpAddress(ip),
+        Err(_) => SanType::DnsName(name.try_into().unwrap()),
     }
 }
 

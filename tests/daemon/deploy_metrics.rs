@@ -1,6 +1,7 @@
 //! The dashboard, the alert rules and every other file under `deploy/` use only metric
 //! names Ferry really exports (those in `ferry::telemetry::all()`), the Grafana
-//! dashboard is valid JSON, and `docs/operations.md` lists exactly the exported metrics.
+//! dashboard is valid JSON and charts the security metrics (TLS handshake failures, failed
+//! logins, certificate expiry), and `docs/operations.md` lists exactly the exported metrics.
 
 use ferry::telemetry::{self, names::Kind};
 use std::collections::BTreeSet;
@@ -80,21 +81,42 @@ fn deploy_files_use_only_exported_metric_names() {
 
 #[test]
 fn dashboard_is_json_with_queries() {
-    let path = deploy_dir().join("grafana/ferry-dashboard.json");
-    let dashboard: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
-    let panels = dashboard["panels"].as_array().unwrap();
-    let queries: Vec<&str> = panels
-        .iter()
-        .filter_map(|panel| panel["targets"].as_array())
-        .flatten()
-        .filter_map(|target| target["expr"].as_str())
-        .collect();
+    let queries = dashboard_queries();
     assert!(queries.len() >= 10, "{queries:?}");
     assert!(
         queries.iter().all(|q| !metric_tokens(q).is_empty()),
         "{queries:?}"
     );
+}
+
+#[test]
+fn dashboard_charts_tls_failures_login_failures_and_certificate_expiry() {
+    let queries = dashboard_queries();
+    for metric in [
+        ferry::telemetry::tls::HANDSHAKE_FAILURES_TOTAL,
+        ferry::telemetry::auth::FAILURES_TOTAL,
+        ferry::telemetry::tls::CERTIFICATE_NOT_AFTER,
+    ] {
+        assert!(
+            queries.iter().any(|q| metric_tokens(q).contains(metric)),
+            "no dashboard query charts {metric}"
+        );
+    }
+}
+
+/// The query of every target of every panel of the shipped Grafana dashboard.
+fn dashboard_queries() -> Vec<String> {
+    let path = deploy_dir().join("grafana/ferry-dashboard.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|panel| panel["targets"].as_array())
+        .flatten()
+        .filter_map(|target| target["expr"].as_str().map(str::to_owned))
+        .collect()
 }
 
 #[test]

@@ -39,7 +39,7 @@ impl ConsumerContext for Errors {}
 
 /// The first authentication error a client with `settings` reports (librdkafka keeps
 /// reconnecting after one, so a metadata request would only time out).
-async fn authentication_error(bootstrap: &str, settings: &[(&str, &str)]) -> String {
+pub(crate) async fn authentication_error(bootstrap: &str, settings: &[(&str, &str)]) -> String {
     let config = client_config(bootstrap, settings);
     tokio::task::spawn_blocking(move || {
         let client: BaseConsumer<Errors> = config.create_with_context(Errors::default()).unwrap();

@@ -1,13 +1,17 @@
 //! The `ferry` binary's Kafka listeners (`kafka.listeners`) with certificates made for
 //! the test: librdkafka over SSL and SASL_SSL (PLAIN) beside the PLAINTEXT listener, each
-//! client told the brokers' addresses on its own listener; kcat over SSL; SASL_SSL
-//! refusing requests before authentication; a TLS client on the plaintext port told
-//! which key to use.
+//! client told the brokers' addresses on its own listener; kcat over SSL; SASL_SSL with
+//! SCRAM — rdkafka (SHA-256), kcat (SHA-512) and kafka-python (SHA-256) — as a user who
+//! requires TLS and is refused on the plaintext listener; a client certificate on the SSL
+//! listener named by `kafka.ssl_principal_mapping_rules`; SASL_SSL refusing requests
+//! before authentication; a TLS client on the plaintext port told which key to use.
 
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
 use crate::common::process::free_port;
-use crate::common::tls::{TlsFiles, client_config as tls_client, handshake};
+use crate::common::tls::{TlsFiles, client_config as tls_client, handshake, write_pair};
+use crate::scram::authentication_error;
+use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use rdkafka::Message;
 use rdkafka::consumer::Consumer;
 use rdkafka::producer::FutureRecord;
@@ -23,9 +27,30 @@ struct Ports {
     sasl_ssl: u16,
 }
 
+/// A user with only SCRAM credentials (SHA-256 and SHA-512) who must connect over TLS
+/// (`require_tls`).
+const TLS_SCRAM_USER: (&str, &str) = ("tls-scram", "tls-scram-pass");
+
+/// The `[[users]]` entry of [`TLS_SCRAM_USER`].
+fn tls_scram_user() -> String {
+    let (name, password) = TLS_SCRAM_USER;
+    let credential = |m| ScramCredential::new(m, password, DEFAULT_ITERATIONS).to_string();
+    format!(
+        "[[users]]\nname = \"{name}\"\nscram_sha_256 = \"{}\"\nscram_sha_512 = \"{}\"\n\
+         vhosts = [\"/\"]\nrequire_tls = true\n",
+        credential(Mechanism::Sha256),
+        credential(Mechanism::Sha512),
+    )
+}
+
 /// A daemon with `kafka.listeners` SSL and SASL_SSL on free ports beside the PLAINTEXT
-/// `kafka.listen`, with the certificates of `files`.
+/// `kafka.listen`, with the certificates of `files` and the user [`TLS_SCRAM_USER`].
 fn start(dir: &Path, files: &TlsFiles) -> (Daemon, Ports) {
+    start_with(dir, files, &[])
+}
+
+/// [`start`] with the `extra` overrides.
+fn start_with(dir: &Path, files: &TlsFiles, extra: &[(&str, &str)]) -> (Daemon, Ports) {
     let ports = Ports {
         ssl: free_port(),
         sasl_ssl: free_port(),
@@ -34,9 +59,13 @@ fn start(dir: &Path, files: &TlsFiles) -> (Daemon, Ports) {
         "SSL://127.0.0.1:{},SASL_SSL://127.0.0.1:{}",
         ports.ssl, ports.sasl_ssl
     );
-    let mut setup = Setup::shipped(dir).env("FERRY__KAFKA__LISTENERS", &listeners);
+    let mut setup =
+        Setup::shipped_with(dir, &tls_scram_user()).env("FERRY__KAFKA__LISTENERS", &listeners);
     for (k, v) in files.env() {
         setup = setup.env(&k, &v);
+    }
+    for (k, v) in extra {
+        setup = setup.env(k, v);
     }
     (setup.start(), ports)
 }
@@ -58,6 +87,20 @@ fn ssl(files: &TlsFiles) -> Settings {
             files.ca_file.to_str().unwrap().to_owned(),
         ),
     ]
+}
+
+/// librdkafka settings for SASL_SSL with SCRAM `mechanism` as [`TLS_SCRAM_USER`],
+/// trusting `files`' CA.
+fn sasl_ssl_scram(files: &TlsFiles, mechanism: &str) -> Settings {
+    let (user, password) = TLS_SCRAM_USER;
+    let mut settings = ssl(files);
+    settings[0] = ("security.protocol", "SASL_SSL".to_owned());
+    settings.extend([
+        ("sasl.mechanisms", mechanism.to_owned()),
+        ("sasl.username", user.to_owned()),
+        ("sasl.password", password.to_owned()),
+    ]);
+    settings
 }
 
 /// Produces `values` to `topic` and reads them back with a new group, both with
@@ -224,6 +267,160 @@ async fn a_tls_client_on_the_plaintext_port_is_told_which_listener_to_use() {
     handshake(ports.ssl, tls_client(&files.ca.pem, None))
         .await
         .expect("the SSL listener completes the handshake");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rdkafka_over_sasl_ssl_with_scram_sha_256_logs_in_a_user_who_requires_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = TlsFiles::new(dir.path());
+    let (daemon, ports) = start(dir.path(), &files);
+    let settings = sasl_ssl_scram(&files, "SCRAM-SHA-256");
+    let bootstrap = format!("127.0.0.1:{}", ports.sasl_ssl);
+    round_trip(
+        &bootstrap,
+        &borrowed(&settings),
+        "scram-over-tls",
+        &["x1", "x2", "x3"],
+    )
+    .await;
+    assert_eq!(
+        daemon.metric("ferry_auth_failures_total", &["front=\"kafka\""]),
+        0.0
+    );
+
+    // The same user and password on the plaintext listener: refused for want of TLS.
+    let (user, password) = TLS_SCRAM_USER;
+    let plaintext = [
+        ("security.protocol", "SASL_PLAINTEXT"),
+        ("sasl.mechanisms", "SCRAM-SHA-256"),
+        ("sasl.username", user),
+        ("sasl.password", password),
+    ];
+    let reason = authentication_error(&daemon.kafka_bootstrap(), &plaintext).await;
+    assert!(
+        reason.contains("user 'tls-scram' must connect over TLS (its require_tls is set)"),
+        "{reason}"
+    );
+    daemon.wait_for("the refusal counted", PATIENCE, |d| {
+        d.metric(
+            "ferry_auth_failures_total",
+            &["front=\"kafka\"", "reason=\"tls_required\""],
+        ) >= 1.0
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcat_produces_and_consumes_over_sasl_ssl_with_scram_sha_512() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = TlsFiles::new(dir.path());
+    let (_daemon, ports) = start(dir.path(), &files);
+    let b = format!("127.0.0.1:{}", ports.sasl_ssl);
+    let settings: Vec<String> = sasl_ssl_scram(&files, "SCRAM-SHA-512")
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let tls: Vec<&str> = settings.iter().flat_map(|kv| ["-X", kv.as_str()]).collect();
+    kcat(
+        &[&["-b", &b, "-P", "-t", "kc-scram-tls", "-K", ":"], &tls[..]].concat(),
+        b"a:first\nb:second\n",
+    )
+    .await;
+    let out = kcat(
+        &[
+            &[
+                "-b",
+                &b,
+                "-C",
+                "-t",
+                "kc-scram-tls",
+                "-o",
+                "beginning",
+                "-e",
+                "-q",
+                "-f",
+                "%k %s\\n",
+            ],
+            &tls[..],
+        ]
+        .concat(),
+        b"",
+    )
+    .await;
+    assert_eq!(out, "a first\nb second\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_produces_and_consumes_over_sasl_ssl_with_scram_sha_256() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = TlsFiles::new(dir.path());
+    let (_daemon, ports) = start(dir.path(), &files);
+    let (user, password) = TLS_SCRAM_USER;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/kafka_scram.py");
+    let child = Command::new("python3")
+        .arg(script)
+        .arg(format!("127.0.0.1:{}", ports.sasl_ssl))
+        .args(["SCRAM-SHA-256", user, password, "py-scram-tls", "5"])
+        .arg(&files.ca_file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3 runs (scripts/setup.sh installs kafka-python)");
+    let out = tokio::time::timeout(PATIENCE * 6, child.wait_with_output())
+        .await
+        .expect("kafka-python finished")
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kafka-python failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "v0\nv1\nv2\nv3\nv4\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_on_the_ssl_listener_is_named_by_the_principal_mapping_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = TlsFiles::new(dir.path());
+    let (daemon, ports) = start_with(
+        dir.path(),
+        &files,
+        &[
+            ("FERRY__TLS__VERIFY_PEER", "required"),
+            (
+                "FERRY__KAFKA__SSL_PRINCIPAL_MAPPING_RULES",
+                "RULE:^CN=([^,]*),O=Ferry Tests$/svc-$1/L,DEFAULT",
+            ),
+        ],
+    );
+    let (cert, key) = write_pair(dir.path(), "client", &files.ca.client("Billing"));
+    let mut settings = ssl(&files);
+    settings.extend([
+        (
+            "ssl.certificate.location",
+            cert.to_str().unwrap().to_owned(),
+        ),
+        ("ssl.key.location", key.to_str().unwrap().to_owned()),
+    ]);
+    round_trip(
+        &format!("127.0.0.1:{}", ports.ssl),
+        &borrowed(&settings),
+        "by-certificate",
+        &["c1"],
+    )
+    .await;
+    let log = daemon.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("Kafka client identified by its certificate")
+                && l.contains("listener=SSL")
+                && l.contains("principal=svc-billing")),
+        "no log line names the mapped principal:\n{log}"
+    );
 }
 
 /// Runs kcat with `args` and `stdin` within [`PATIENCE`] times three; its stdout.
