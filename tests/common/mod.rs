@@ -11,6 +11,7 @@
 //! - [`amqp`], [`kafka`]: the lapin and rdkafka (and raw socket) client helpers the tests share.
 //! - [`tls`]: certificates made at test time (rcgen) for Ferry and for external brokers,
 //!   the `[tls]` overrides, a rustls client.
+//! - [`clients`]: command-line clients (kcat, Python scripts) run as bounded processes.
 //! - [`wait`]: bounded waits on a condition; [`crash`]: where kill -9 runs strike.
 //!
 //! Every wait here is bounded, and every process a test starts is stopped by its PID when
@@ -20,6 +21,7 @@
 #![allow(dead_code)]
 
 pub mod amqp;
+pub mod clients;
 pub mod crash;
 pub mod daemon;
 pub mod fronts;

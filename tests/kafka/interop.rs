@@ -7,6 +7,7 @@
 //! SCRAM-SHA-256 and kcat with SCRAM-SHA-512 over SASL_PLAINTEXT. `scripts/setup.sh`
 //! installs both.
 
+use crate::common::clients::{python_script, run};
 use crate::common::fronts::{KafkaServer, SCRAM_USER};
 use crate::common::kafka::{PATIENCE, consumer};
 use crate::common::wait;
@@ -14,51 +15,13 @@ use rdkafka::TopicPartitionList;
 use rdkafka::consumer::Consumer;
 use rdkafka::util::Timeout;
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
-
-/// Longest a client process may run.
-const PROCESS_TIMEOUT: Duration = Duration::from_secs(90);
-
-/// Runs `program args` with `stdin`, failing the test if it is missing (with the fix), runs
-/// past [`PROCESS_TIMEOUT`] (it is killed), or exits unsuccessfully.
-async fn run(program: &str, args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {program} ({e}); install it with scripts/setup.sh"));
-    let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin).await.unwrap();
-    drop(input);
-    let output = tokio::time::timeout(PROCESS_TIMEOUT, child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("{program} {args:?} ran past {PROCESS_TIMEOUT:?}"))
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{program} {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
 
 fn script() -> String {
     python_script("kafka_group.py")
-}
-
-fn python_script(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/python")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,6 +6,7 @@
 //! listener named by `kafka.ssl_principal_mapping_rules`; SASL_SSL refusing requests
 //! before authentication; a TLS client on the plaintext port told which key to use.
 
+use crate::common::clients::{python_script, run};
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
 use crate::common::process::free_port;
@@ -17,9 +18,7 @@ use rdkafka::consumer::Consumer;
 use rdkafka::producer::FutureRecord;
 use rdkafka::util::Timeout;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
-use tokio::process::Command;
 
 /// The listeners' ports besides `kafka.listen`.
 struct Ports {
@@ -355,27 +354,21 @@ async fn kafka_python_produces_and_consumes_over_sasl_ssl_with_scram_sha_256() {
     let files = TlsFiles::new(dir.path());
     let (_daemon, ports) = start(dir.path(), &files);
     let (user, password) = TLS_SCRAM_USER;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/kafka_scram.py");
-    let child = Command::new("python3")
-        .arg(script)
-        .arg(format!("127.0.0.1:{}", ports.sasl_ssl))
-        .args(["SCRAM-SHA-256", user, password, "py-scram-tls", "5"])
-        .arg(&files.ca_file)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("python3 runs (scripts/setup.sh installs kafka-python)");
-    let out = tokio::time::timeout(PATIENCE * 6, child.wait_with_output())
-        .await
-        .expect("kafka-python finished")
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kafka-python failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run(
+        "python3",
+        &[
+            &python_script("kafka_scram.py"),
+            &format!("127.0.0.1:{}", ports.sasl_ssl),
+            "SCRAM-SHA-256",
+            user,
+            password,
+            "py-scram-tls",
+            "5",
+            &files.ca_file.to_string_lossy(),
+        ],
+        b"",
+    )
+    .await;
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         "v0\nv1\nv2\nv3\nv4\n"
@@ -423,28 +416,7 @@ async fn a_client_certificate_on_the_ssl_listener_is_named_by_the_principal_mapp
     );
 }
 
-/// Runs kcat with `args` and `stdin` within [`PATIENCE`] times three; its stdout.
+/// Runs kcat with `args` and `stdin`; its stdout.
 async fn kcat(args: &[&str], stdin: &[u8]) -> String {
-    use tokio::io::AsyncWriteExt;
-    let mut child = Command::new("kcat")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("kcat runs (scripts/setup.sh installs it)");
-    let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin).await.unwrap();
-    drop(input);
-    let out = tokio::time::timeout(PATIENCE * 3, child.wait_with_output())
-        .await
-        .expect("kcat finished")
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kcat {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(run("kcat", args, stdin).await.stdout).unwrap()
 }

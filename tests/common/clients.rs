@@ -1,0 +1,47 @@
+//! Command-line clients the tests drive as processes (kcat, kafka-python and pika scripts,
+//! amqp-tools): run one with its input within a bound, and fail the test with the client's
+//! own error output when it is missing, hangs or fails.
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+/// Longest a client process may run.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Runs `program args` with `stdin`, failing the test if it is missing (with the fix), runs
+/// past [`CLIENT_TIMEOUT`] (it is killed), or exits unsuccessfully.
+pub async fn run(program: &str, args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {program} ({e}); install it with scripts/setup.sh"));
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin).await.unwrap();
+    drop(input);
+    let output = tokio::time::timeout(CLIENT_TIMEOUT, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{program} {args:?} ran past {CLIENT_TIMEOUT:?}"))
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// The path of `tests/python/NAME`.
+pub fn python_script(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
