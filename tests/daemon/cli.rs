@@ -281,3 +281,70 @@ fn malformed_password_hash_is_named() {
         outcome.stderr
     );
 }
+
+/// A config with an external RabbitMQ source whose URI carries the password `hunter2`, a
+/// Kafka sink whose SASL password is `hunter3` (in `properties`), and `extra` lines.
+fn config_with_secrets(dir: &Path, source_extra: &str, sink_extra: &str) -> PathBuf {
+    config_file(
+        dir,
+        &format!(
+            "[sources.rabbit-in]\nkind = \"rabbitmq\"\n\
+             uri = \"amqps://bob:hunter2@rabbit.example:5671/%2f\"\nqueue = \"orders\"\n\
+             {source_extra}\n\
+             [sinks.kafka-out]\nkind = \"kafka\"\nbootstrap_servers = \"kafka.example:9093\"\n\
+             topic = \"orders\"\n{sink_extra}\n\
+             [[routes]]\nname = \"orders\"\nfrom = {{ source = \"rabbit-in\" }}\n\
+             to = [{{ sink = \"kafka-out\" }}]\n"
+        ),
+    )
+}
+
+#[test]
+fn secrets_never_appear_in_validate_output() {
+    let cwd = tempfile::tempdir().unwrap();
+    let sasl = "properties = { \"security.protocol\" = \"SASL_SSL\", \"sasl.mechanism\" = \
+                \"SCRAM-SHA-512\", \"sasl.username\" = \"ferry\", \"sasl.password\" = \"hunter3\" }";
+    let cases = [
+        // Valid: only "config OK" is printed.
+        ("", sasl.to_owned()),
+        // A CA file that cannot be read, beside the URI's password.
+        ("ca_file = \"/nonexistent/ca.pem\"", sasl.to_owned()),
+        // A typed key conflicting with the property that holds the password.
+        ("", format!("{sasl}\nusername = \"other\"")),
+    ];
+    let outcomes: Vec<Outcome> = cases
+        .iter()
+        .map(|(source, sink)| {
+            let file = config_with_secrets(cwd.path(), source, sink);
+            validate(cwd.path(), &file, &[])
+        })
+        .collect();
+    assert_eq!(outcomes[0].status.code(), Some(0), "{}", outcomes[0].stderr);
+    assert!(
+        outcomes[0].stdout.starts_with("config OK: "),
+        "{}",
+        outcomes[0].stdout
+    );
+    assert_eq!(outcomes[1].status.code(), Some(2));
+    assert!(
+        outcomes[1].stderr.contains("sources.rabbit-in.ca_file"),
+        "{}",
+        outcomes[1].stderr
+    );
+    assert_eq!(outcomes[2].status.code(), Some(2));
+    assert!(
+        outcomes[2].stderr.contains("sinks.kafka-out.username"),
+        "{}",
+        outcomes[2].stderr
+    );
+    for outcome in &outcomes {
+        for secret in ["hunter2", "hunter3"] {
+            assert!(
+                !outcome.stdout.contains(secret) && !outcome.stderr.contains(secret),
+                "{secret} printed: {}{}",
+                outcome.stdout,
+                outcome.stderr
+            );
+        }
+    }
+}
