@@ -13,7 +13,8 @@ set -euo pipefail
 # libssl-dev, pkg-config: librdkafka (rdkafka's `ssl` feature) built with OpenSSL: it builds
 # TLS and SASL SCRAM only against OpenSSL (Kafka front tests, external Kafka clusters).
 # curl: the HTTPS test of the metrics endpoint.
-APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config curl)
+# openssl: the throwaway CA and certificates of scripts/bench-tls.sh.
+APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config curl openssl)
 # Python clients for interoperability tests, and the module each one provides.
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka)
 

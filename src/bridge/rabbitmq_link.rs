@@ -1,4 +1,5 @@
-//! Connecting to an external RabbitMQ, for the RabbitMQ source and sink: `amqp://` over
+//! Connecting to an external RabbitMQ (or any AMQP 0-9-1 broker), for the RabbitMQ source
+//! and sink and for `ferry bench amqp`: `amqp://` over
 //! TCP, `amqps://` over TLS 1.2 or 1.3 (rustls with the ring provider) with the source's
 //! or sink's [`AmqpTlsConfig`]: the broker's certificate must chain to `ca_file` (absent:
 //! the system's trusted roots) and carry `server_name` (absent: the URI's host); with
@@ -18,8 +19,8 @@ use rustls::{ClientConfig, RootCertStore};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Connects to `uri` as `ferry bridge LABEL` (the connection name RabbitMQ's management
-/// tools show), over TLS when `uri` is `amqps://`.
+/// Connects to `uri` as `connection_name` (the name RabbitMQ's management tools show),
+/// over TLS when `uri` is `amqps://`.
 ///
 /// # Errors
 /// A sentence naming the broker (without its password) and why the connection failed:
@@ -29,12 +30,11 @@ use std::sync::Arc;
 pub async fn connect(
     uri: &AmqpUri,
     tls: &AmqpTlsConfig,
-    label: &str,
+    connection_name: &str,
 ) -> Result<Connection, String> {
     let failed = |why: String| format!("cannot connect to {}: {why}", uri.redacted());
     let parsed: AMQPUri = uri.expose().parse().map_err(failed)?;
-    let properties = ConnectionProperties::default()
-        .with_connection_name(format!("ferry bridge {label}").into());
+    let properties = ConnectionProperties::default().with_connection_name(connection_name.into());
     if parsed.scheme == AMQPScheme::AMQP {
         return Connection::connect_uri(parsed, properties)
             .await

@@ -81,7 +81,12 @@ impl RabbitmqSink {
             return Ok(channel.clone());
         }
         self.link = None;
-        let connection = connect(&self.uri, &self.tls, &self.label).await?;
+        let connection = connect(
+            &self.uri,
+            &self.tls,
+            &format!("ferry bridge {}", self.label),
+        )
+        .await?;
         let channel = connection
             .create_channel()
             .await

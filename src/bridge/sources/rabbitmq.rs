@@ -125,9 +125,10 @@ async fn session(
     backoff: &mut Backoff,
     shutdown: &CancellationToken,
 ) -> SessionEnd {
+    let connection_name = format!("ferry bridge {label}");
     let connection = tokio::select! {
         _ = shutdown.cancelled() => return SessionEnd::Shutdown,
-        c = connect(&settings.uri, &settings.tls, label) => match c {
+        c = connect(&settings.uri, &settings.tls, &connection_name) => match c {
             Ok(c) => c,
             Err(why) => return SessionEnd::Broker(why),
         },

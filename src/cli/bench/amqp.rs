@@ -7,18 +7,26 @@
 //! message) and a prefetch of `prefetch`. Phase 3: one publisher with a single confirm
 //! outstanding measures confirm latency. The queue is deleted and declared afresh first
 //! (`--queue-type` classic or quorum), and deleted at the end.
+//!
+//! An `amqps://` URI connects over TLS with the bridge's client ([`rabbitmq_link`]):
+//! `--ca-file` for a broker whose certificate comes from a private CA, `--cert-file` and
+//! `--key-file` for one that asks for a client certificate.
+//!
+//! [`rabbitmq_link`]: ferry::bridge::rabbitmq_link
 
 use super::Percentiles;
 use super::cpu::CpuMeter;
-use anyhow::Context;
+use ferry::bridge::rabbitmq_link;
+use ferry::config::{AmqpTlsConfig, AmqpUri};
 use futures::StreamExt;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
     ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
 };
 use lapin::types::{AMQPValue, FieldTable};
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use lapin::{BasicProperties, Channel, Connection};
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -27,9 +35,20 @@ use tokio_util::sync::CancellationToken;
 /// What to run.
 #[derive(Debug, Clone, clap::Args)]
 pub struct AmqpBench {
-    /// The broker, e.g. `amqp://guest:guest@127.0.0.1:5672/%2f`.
+    /// The broker, e.g. `amqp://guest:guest@127.0.0.1:5672/%2f`, or `amqps://…` for TLS.
     #[arg(long)]
     pub uri: String,
+    /// With an `amqps://` URI: PEM file of the CA the broker's certificate must chain to
+    /// (absent: the system's trusted roots).
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// With an `amqps://` URI: PEM file of the client certificate to present, for a broker
+    /// that verifies its clients.
+    #[arg(long, value_name = "FILE", requires = "key_file")]
+    pub cert_file: Option<PathBuf>,
+    /// The private key of `--cert-file` (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "cert_file")]
+    pub key_file: Option<PathBuf>,
     /// Messages to publish (and then consume).
     #[arg(long, default_value_t = 200_000)]
     pub messages: u64,
@@ -63,10 +82,32 @@ pub struct AmqpBench {
     pub broker_pid: Option<u32>,
 }
 
-pub(super) async fn connect(uri: &str) -> anyhow::Result<Connection> {
-    Connection::connect(uri, ConnectionProperties::default())
+impl AmqpBench {
+    /// The TLS settings of the `--ca-file`, `--cert-file` and `--key-file` flags.
+    ///
+    /// # Errors
+    /// A flag given with an `amqp://` URI, which would silently be ignored.
+    fn tls(&self) -> anyhow::Result<AmqpTlsConfig> {
+        let tls = AmqpTlsConfig {
+            ca_file: self.ca_file.clone(),
+            cert_file: self.cert_file.clone(),
+            key_file: self.key_file.clone(),
+            server_name: None,
+        };
+        let set = tls.ca_file.is_some() || tls.cert_file.is_some();
+        anyhow::ensure!(
+            !set || self.uri.starts_with("amqps://"),
+            "--ca-file, --cert-file and --key-file are for TLS; --uri must then start with amqps://"
+        );
+        Ok(tls)
+    }
+}
+
+/// Connects to `uri` as `ferry bench`, over TLS with `tls` when `uri` is `amqps://`.
+pub(super) async fn connect(uri: &str, tls: &AmqpTlsConfig) -> anyhow::Result<Connection> {
+    rabbitmq_link::connect(&AmqpUri::from(uri), tls, "ferry bench")
         .await
-        .with_context(|| format!("cannot connect to {uri}"))
+        .map_err(anyhow::Error::msg)
 }
 
 fn persistent() -> BasicProperties {
@@ -78,7 +119,8 @@ fn persistent() -> BasicProperties {
 /// # Errors
 /// A connection or protocol error.
 pub async fn run(bench: &AmqpBench) -> anyhow::Result<()> {
-    let admin = connect(&bench.uri).await?;
+    let tls = bench.tls()?;
+    let admin = connect(&bench.uri, &tls).await?;
     let ch = admin.create_channel().await?;
     ch.queue_delete(bench.queue.as_str().into(), QueueDeleteOptions::default())
         .await?;
@@ -108,7 +150,7 @@ pub async fn run(bench: &AmqpBench) -> anyhow::Result<()> {
         bench.prefetch
     );
 
-    let phases = phases(bench).await;
+    let phases = phases(bench, &tls).await;
     // Deleted whatever happened, so a run that fails midway leaves no queue behind.
     let deleted = ch
         .queue_delete(bench.queue.as_str().into(), QueueDeleteOptions::default())
@@ -120,16 +162,16 @@ pub async fn run(bench: &AmqpBench) -> anyhow::Result<()> {
 }
 
 /// Publishing, consuming, then the latency phase.
-async fn phases(bench: &AmqpBench) -> anyhow::Result<()> {
+async fn phases(bench: &AmqpBench, tls: &AmqpTlsConfig) -> anyhow::Result<()> {
     let meter = CpuMeter::start(bench.broker_pid);
-    let publish_rate = publish_phase(bench).await?;
+    let publish_rate = publish_phase(bench, tls).await?;
     let publish_cpu = meter.per_message(bench.messages);
     println!("publish+confirm: {publish_rate:>9.0} msg/s ({publish_cpu})");
     let meter = CpuMeter::start(bench.broker_pid);
-    let consume_rate = consume_phase(bench).await?;
+    let consume_rate = consume_phase(bench, tls).await?;
     let consume_cpu = meter.per_message(bench.messages);
     println!("consume+ack:     {consume_rate:>9.0} msg/s ({consume_cpu})");
-    let confirm_latency = latency_phase(bench).await?;
+    let confirm_latency = latency_phase(bench, tls).await?;
     println!(
         "confirm latency, 1 outstanding ({} messages): {confirm_latency}",
         bench.latency_messages
@@ -137,14 +179,14 @@ async fn phases(bench: &AmqpBench) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(super) async fn publish_phase(bench: &AmqpBench) -> anyhow::Result<f64> {
+pub(super) async fn publish_phase(bench: &AmqpBench, tls: &AmqpTlsConfig) -> anyhow::Result<f64> {
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..bench.producers {
-        let (bench, next) = (bench.clone(), next.clone());
+        let (bench, tls, next) = (bench.clone(), tls.clone(), next.clone());
         tasks.push(tokio::spawn(async move {
-            let conn = connect(&bench.uri).await?;
+            let conn = connect(&bench.uri, &tls).await?;
             let ch = conn.create_channel().await?;
             ch.confirm_select(ConfirmSelectOptions::default()).await?;
             let body = vec![b'x'; bench.size];
@@ -179,16 +221,17 @@ pub(super) async fn publish_phase(bench: &AmqpBench) -> anyhow::Result<f64> {
     Ok(bench.messages as f64 / started.elapsed().as_secs_f64())
 }
 
-async fn consume_phase(bench: &AmqpBench) -> anyhow::Result<f64> {
+async fn consume_phase(bench: &AmqpBench, tls: &AmqpTlsConfig) -> anyhow::Result<f64> {
     let received = Arc::new(AtomicU64::new(0));
     // Cancelled when every message arrived, so consumers left without messages stop.
     let done = CancellationToken::new();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for i in 0..bench.consumers {
-        let (bench, received, done) = (bench.clone(), received.clone(), done.clone());
+        let (bench, tls, received, done) =
+            (bench.clone(), tls.clone(), received.clone(), done.clone());
         tasks.push(tokio::spawn(async move {
-            let conn = connect(&bench.uri).await?;
+            let conn = connect(&bench.uri, &tls).await?;
             let ch = conn.create_channel().await?;
             ch.basic_qos(bench.prefetch, BasicQosOptions::default())
                 .await?;
@@ -223,8 +266,8 @@ async fn consume_phase(bench: &AmqpBench) -> anyhow::Result<f64> {
     Ok(bench.messages as f64 / started.elapsed().as_secs_f64())
 }
 
-async fn latency_phase(bench: &AmqpBench) -> anyhow::Result<Percentiles> {
-    let conn = connect(&bench.uri).await?;
+async fn latency_phase(bench: &AmqpBench, tls: &AmqpTlsConfig) -> anyhow::Result<Percentiles> {
+    let conn = connect(&bench.uri, tls).await?;
     let ch: Channel = conn.create_channel().await?;
     ch.confirm_select(ConfirmSelectOptions::default()).await?;
     let body = vec![b'x'; bench.size];
@@ -245,4 +288,55 @@ async fn latency_phase(bench: &AmqpBench) -> anyhow::Result<Percentiles> {
     }
     conn.close(200, "measured".into()).await?;
     Ok(Percentiles::of(&mut samples))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: AmqpBench,
+    }
+
+    fn parse(args: &[&str]) -> Result<AmqpBench, clap::Error> {
+        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
+    }
+
+    #[test]
+    fn tls_flags_become_the_client_settings_of_an_amqps_uri() {
+        let bench = parse(&[
+            "--uri",
+            "amqps://guest:guest@127.0.0.1:5671/%2f",
+            "--ca-file",
+            "ca.pem",
+            "--cert-file",
+            "client.pem",
+            "--key-file",
+            "client.key",
+        ])
+        .unwrap();
+        let tls = bench.tls().unwrap();
+        assert_eq!(tls.ca_file, Some(PathBuf::from("ca.pem")));
+        assert_eq!(tls.cert_file, Some(PathBuf::from("client.pem")));
+        assert_eq!(tls.key_file, Some(PathBuf::from("client.key")));
+    }
+
+    #[test]
+    fn tls_flags_with_a_plaintext_uri_are_refused() {
+        let bench = parse(&["--uri", "amqp://127.0.0.1:5672", "--ca-file", "ca.pem"]).unwrap();
+        let err = bench.tls().unwrap_err().to_string();
+        assert!(err.contains("--uri must then start with amqps://"), "{err}");
+    }
+
+    #[test]
+    fn a_client_certificate_needs_its_key() {
+        let err = parse(&["--uri", "amqps://h", "--cert-file", "client.pem"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("--key-file"), "{err}");
+    }
 }

@@ -7,6 +7,9 @@
 //! records/s and MB/s. Phase 3 (end to end): a group consumer waits at the end of the
 //! topic (its group's offsets are committed there before it joins) while a producer sends at `load` × the phase-1 rate for `latency_seconds`; for
 //! every record, the time from its acknowledgement to the consumer receiving it.
+//!
+//! `--property KEY=VALUE` passes librdkafka properties to every client, e.g.
+//! `security.protocol=SSL` and `ssl.ca.location=ca.pem` for a TLS listener.
 
 use super::Percentiles;
 use super::cpu::CpuMeter;
@@ -66,6 +69,19 @@ pub struct KafkaBench {
     /// phases then also report the broker's CPU time per record.
     #[arg(long)]
     pub broker_pid: Option<u32>,
+    /// A librdkafka property for every client (admin, producer, consumer), repeatable:
+    /// `--property security.protocol=SSL --property ssl.ca.location=ca.pem`. The bench's
+    /// own producer and consumer settings (acks, linger.ms, group.id, …) take precedence.
+    #[arg(long = "property", value_name = "KEY=VALUE", value_parser = property)]
+    pub properties: Vec<(String, String)>,
+}
+
+/// Parses a `--property` argument, `KEY=VALUE` (the value may hold `=`).
+fn property(arg: &str) -> Result<(String, String), String> {
+    match arg.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err("expected KEY=VALUE, a librdkafka property".to_owned()),
+    }
 }
 
 /// Why the benchmark could not run.
@@ -144,6 +160,9 @@ pub(super) fn client(bench: &KafkaBench) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &bench.bootstrap)
         .set("broker.address.family", "v4");
+    for (key, value) in &bench.properties {
+        c.set(key, value);
+    }
     c
 }
 
@@ -365,4 +384,42 @@ async fn end_to_end(
         );
     }
     Ok((after_ack, after_send))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: KafkaBench,
+    }
+
+    #[test]
+    fn properties_reach_every_client_in_order() {
+        let cli = Cli::try_parse_from([
+            "bench",
+            "--property",
+            "security.protocol=SSL",
+            "--property",
+            "ssl.ca.location=/tmp/a=b.pem",
+        ])
+        .unwrap();
+        let config = client(&cli.bench);
+        assert_eq!(config.get("security.protocol"), Some("SSL"));
+        assert_eq!(config.get("ssl.ca.location"), Some("/tmp/a=b.pem"));
+    }
+
+    #[test]
+    fn a_property_without_a_key_and_value_is_refused() {
+        for bad in ["security.protocol", "=SSL"] {
+            let err = Cli::try_parse_from(["bench", "--property", bad])
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(err.contains("expected KEY=VALUE"), "{bad}: {err}");
+        }
+    }
 }

@@ -20,7 +20,7 @@ use crate::bench::kafka::{
 };
 use anyhow::Context;
 use ferry::config::bridge::{DEFAULT_DEDUP_WINDOW_MS, DEFAULT_PARTITIONER};
-use ferry::config::{SinkConfig, SourceConfig};
+use ferry::config::{AmqpTlsConfig, SinkConfig, SourceConfig};
 use lapin::Channel;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::{AMQPValue, FieldTable};
@@ -189,6 +189,9 @@ impl End {
             Self::Queue(queue) => {
                 let fill = AmqpBench {
                     uri: bench.uri.clone(),
+                    ca_file: None,
+                    cert_file: None,
+                    key_file: None,
                     messages: bench.messages,
                     size: bench.size,
                     confirm_window: 1000,
@@ -200,7 +203,7 @@ impl End {
                     latency_messages: 0,
                     broker_pid: None,
                 };
-                publish_phase(&fill).await?;
+                publish_phase(&fill, &AmqpTlsConfig::default()).await?;
             }
             Self::Topic(topic) => {
                 let fill = kafka_bench(topic, bench);
@@ -406,6 +409,7 @@ fn kafka_bench(topic: &KafkaTopic, bench: &BridgeBench) -> KafkaBench {
         load: 0.0,
         latency_seconds: 0,
         broker_pid: None,
+        properties: Vec::new(),
     }
 }
 

@@ -26,6 +26,7 @@ mod movers;
 use super::amqp::connect;
 use super::cpu::CpuMeter;
 use ends::{BenchKafka, End};
+use ferry::config::AmqpTlsConfig;
 use movers::{Stop, ferry_mover, shovel_mover};
 use std::time::{Duration, Instant};
 
@@ -153,7 +154,7 @@ pub async fn run(bench: &BridgeBench) -> anyhow::Result<()> {
     let phases = phases(bench, &from, &to).await;
     // Removed whatever happened, so a run that fails midway leaves no queues behind.
     let removed = async {
-        let admin = connect(&bench.uri).await?;
+        let admin = connect(&bench.uri, &AmqpTlsConfig::default()).await?;
         let ch = admin.create_channel().await?;
         for end in [&from, &to] {
             end.remove(bench, &ch).await?;
@@ -200,7 +201,7 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = anyhow::Result<Stop>>,
 {
-    let admin = connect(&bench.uri).await?;
+    let admin = connect(&bench.uri, &AmqpTlsConfig::default()).await?;
     let ch = admin.create_channel().await?;
     for end in [from, to] {
         end.prepare(bench, &ch).await?;
