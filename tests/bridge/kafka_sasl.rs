@@ -7,12 +7,14 @@
 //! - SASL_SSL with SCRAM (SHA-512 in, SHA-256 out) on the daemon's own SASL_SSL listener,
 //!   as a user who requires TLS: every record arrives exactly once; a source asking for
 //!   SCRAM-SHA-256 as a user with only a SHA-512 credential is refused, so the mechanism
-//!   key is what the login used.
+//!   key is what the login used;
+//! - SSL with a client certificate (`cert_file`, `key_file`) on an SSL listener that
+//!   requires one: records cross, and the daemon names the bridge by its certificate.
 
-use crate::common::daemon::Setup;
+use crate::common::daemon::{Daemon, Setup};
 use crate::common::kafka::client_config;
 use crate::common::process::{Ports, free_port};
-use crate::common::tls::TlsFiles;
+use crate::common::tls::{TlsFiles, write_pair};
 use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use rdkafka::Message;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -235,64 +237,7 @@ to = [{{ kafka_topic = "never" }}]
     }
     let daemon = setup.start();
 
-    // The test's own clients use the plaintext listener.
-    let admin: AdminClient<DefaultClientContext> = client_config(&plain, &[]).create().unwrap();
-    let topics = [
-        NewTopic::new("scram-in", 1, TopicReplication::Fixed(1)),
-        NewTopic::new("scram-out", 1, TopicReplication::Fixed(1)),
-    ];
-    for r in admin
-        .create_topics(&topics, &AdminOptions::new())
-        .await
-        .unwrap()
-    {
-        r.unwrap();
-    }
-    let producer: FutureProducer = client_config(&plain, &[]).create().unwrap();
-    const N: usize = 50;
-    for i in 0..N {
-        let value = format!("scram {i}");
-        producer
-            .send(
-                FutureRecord::<(), _>::to("scram-in").payload(&value),
-                Duration::from_secs(10),
-            )
-            .await
-            .unwrap();
-    }
-    let consumer: StreamConsumer = client_config(
-        &plain,
-        &[
-            ("group.id", "scram-reader"),
-            ("auto.offset.reset", "earliest"),
-        ],
-    )
-    .create()
-    .unwrap();
-    consumer.subscribe(&["scram-out"]).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut got = Vec::new();
-    while got.len() < N {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, consumer.recv()).await {
-            Ok(Ok(m)) => got.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap()),
-            Ok(Err(e)) => panic!("consuming scram-out: {e}"),
-            Err(_) => panic!(
-                "{} of {N} arrived; /readyz:\n{}\n{}",
-                got.len(),
-                daemon.readyz(),
-                daemon.log()
-            ),
-        }
-    }
-    // Exactly once: nothing more comes after the N.
-    if let Ok(Ok(m)) = tokio::time::timeout(Duration::from_secs(3), consumer.recv()).await {
-        panic!("a record beyond the {N}: {:?}", m.payload_view::<str>());
-    }
-    got.sort();
-    let mut want: Vec<String> = (0..N).map(|i| format!("scram {i}")).collect();
-    want.sort();
-    assert_eq!(got, want);
+    records_cross_exactly_once(&daemon, &plain, "scram-in", "scram-out", 50).await;
 
     // The same password with SCRAM-SHA-256 for a user who has only SHA-512: refused (a
     // PLAIN login would have been let in).
@@ -314,4 +259,125 @@ to = [{{ kafka_topic = "never" }}]
     assert!(readyz.contains("sink:scram-out: up"), "{readyz}");
     assert!(daemon.metric("ferry_tls_handshakes_total", &["front=\"kafka\""]) >= 2.0);
     assert!(!log.contains(secret) && !readyz.contains(secret), "{log}");
+}
+
+/// Produces `n` records to `from` through the daemon's plaintext Kafka listener `plain`
+/// (creating `from` and `to`), then reads `to` until all `n` arrived and asserts that no
+/// other record comes: every record crossed the route exactly once.
+async fn records_cross_exactly_once(daemon: &Daemon, plain: &str, from: &str, to: &str, n: usize) {
+    let admin: AdminClient<DefaultClientContext> = client_config(plain, &[]).create().unwrap();
+    let topics = [
+        NewTopic::new(from, 1, TopicReplication::Fixed(1)),
+        NewTopic::new(to, 1, TopicReplication::Fixed(1)),
+    ];
+    for r in admin
+        .create_topics(&topics, &AdminOptions::new())
+        .await
+        .unwrap()
+    {
+        r.unwrap();
+    }
+    let producer: FutureProducer = client_config(plain, &[]).create().unwrap();
+    for i in 0..n {
+        let value = format!("{from} {i}");
+        producer
+            .send(
+                FutureRecord::<(), _>::to(from).payload(&value),
+                Duration::from_secs(10),
+            )
+            .await
+            .unwrap();
+    }
+    let reader = format!("{to}-reader");
+    let consumer: StreamConsumer = client_config(
+        plain,
+        &[
+            ("group.id", reader.as_str()),
+            ("auto.offset.reset", "earliest"),
+        ],
+    )
+    .create()
+    .unwrap();
+    consumer.subscribe(&[to]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut got = Vec::new();
+    while got.len() < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, consumer.recv()).await {
+            Ok(Ok(m)) => got.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap()),
+            Ok(Err(e)) => panic!("consuming {to}: {e}"),
+            Err(_) => panic!(
+                "{} of {n} arrived; /readyz:\n{}\n{}",
+                got.len(),
+                daemon.readyz(),
+                daemon.log()
+            ),
+        }
+    }
+    // Exactly once: nothing more comes after the n.
+    if let Ok(Ok(m)) = tokio::time::timeout(Duration::from_secs(3), consumer.recv()).await {
+        panic!("a record beyond the {n}: {:?}", m.payload_view::<str>());
+    }
+    got.sort();
+    let mut want: Vec<String> = (0..n).map(|i| format!("{from} {i}")).collect();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_source_and_sink_over_ssl_present_their_client_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = TlsFiles::new(dir.path());
+    let ports = Ports::free();
+    let plain = format!("127.0.0.1:{}", ports.kafka);
+    let ssl = format!("127.0.0.1:{}", free_port());
+    let (cert, key) = write_pair(dir.path(), "bridge", &files.ca.client("Bridge"));
+    let keys = format!(
+        "security_protocol = \"SSL\"\nca_file = \"{}\"\ncert_file = \"{}\"\nkey_file = \"{}\"\n",
+        files.ca_file.display(),
+        cert.display(),
+        key.display()
+    );
+    let config = format!(
+        r#"
+[sources.ssl-in]
+kind = "kafka"
+bootstrap_servers = "{ssl}"
+topics = ["ssl-in"]
+group_id = "ferry-ssl"
+{keys}
+[sinks.ssl-out]
+kind = "kafka"
+bootstrap_servers = "{ssl}"
+topic = "ssl-out"
+{keys}
+[[routes]]
+name = "ssl"
+from = {{ source = "ssl-in" }}
+to = [{{ sink = "ssl-out" }}]
+"#
+    );
+    // The SSL listener asks every client for a certificate of the test CA.
+    let mut setup = Setup::shipped_with(dir.path(), &config)
+        .env("FERRY__KAFKA__LISTENERS", &format!("SSL://{ssl}"))
+        .env("FERRY__TLS__VERIFY_PEER", "required")
+        .env(
+            "FERRY__KAFKA__SSL_PRINCIPAL_MAPPING_RULES",
+            "RULE:^CN=([^,]*),O=Ferry Tests$/svc-$1/L,DEFAULT",
+        )
+        .ports(ports);
+    for (k, v) in files.env() {
+        setup = setup.env(&k, &v);
+    }
+    let daemon = setup.start();
+    records_cross_exactly_once(&daemon, &plain, "ssl-in", "ssl-out", 20).await;
+    let (readyz, log) = (daemon.readyz(), daemon.log());
+    assert!(readyz.contains("source:ssl-in: up"), "{readyz}");
+    assert!(readyz.contains("sink:ssl-out: up"), "{readyz}");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("Kafka client identified by its certificate")
+                && l.contains("principal=svc-bridge")),
+        "no connection of the bridge presented its certificate:\n{log}"
+    );
 }
