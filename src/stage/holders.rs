@@ -178,7 +178,14 @@ impl Holders {
     /// The store's error.
     pub async fn reap_expired(&self) -> Result<usize, StageError> {
         let now = now_ms();
-        self.release_where(|_, deadline| deadline <= now).await
+        let holders = self.list().await?;
+        self.release_all(
+            holders
+                .into_iter()
+                .filter(|&(_, d)| d <= now)
+                .map(|(h, _)| h),
+        )
+        .await
     }
 
     /// Releases every holder that `incarnation` outlived (registered by an earlier
@@ -188,19 +195,25 @@ impl Holders {
     /// # Errors
     /// The store's error.
     pub async fn release_outlived(&self, incarnation: &Incarnation) -> Result<usize, StageError> {
+        // Holders before owners: a holder and its owner are written in one transaction, so
+        // every holder listed has its owner read, and one registered in between is not
+        // listed (never taken for ownerless).
+        let holders = self.list().await?;
         let owners = self.owners().await?;
-        self.release_where(|holder, _| incarnation.outlived(owners.get(&holder).copied()))
-            .await
+        self.release_all(
+            holders
+                .into_iter()
+                .map(|(h, _)| h)
+                .filter(|h| incarnation.outlived(owners.get(h).copied())),
+        )
+        .await
     }
 
-    /// Releases every holder for which `dead(holder, deadline)` holds; returns how many
-    /// messages went back to their stages.
-    async fn release_where(&self, dead: impl Fn(u64, u64) -> bool) -> Result<usize, StageError> {
+    /// Releases `holders`; returns how many messages went back to their stages.
+    async fn release_all(&self, holders: impl Iterator<Item = u64>) -> Result<usize, StageError> {
         let mut returned = 0;
-        for (holder, deadline) in self.list().await? {
-            if dead(holder, deadline) {
-                returned += self.release(holder).await?;
-            }
+        for holder in holders {
+            returned += self.release(holder).await?;
         }
         Ok(returned)
     }
