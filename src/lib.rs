@@ -7,7 +7,8 @@
 //! Layout: [`config`] loads and validates `ferry.toml`; [`store`] is the transactional
 //! key-value interface with its engines; [`stage`] is the queue layer built from
 //! FoundationDB's queue recipes; [`group_commit`] batches items into store commits, and
-//! [`liveness`] renews what lives in the store on a lease;
+//! [`liveness`] renews what lives in the store on a lease, owned by an [`incarnation`]
+//! of the instance that a restart frees at once;
 //! [`amqp`] is the AMQP 0-9-1 front and [`kafka`] the Kafka wire front, each reached by the
 //! bridge through its `port`; [`bridge`] connects them and external brokers; [`auth`]
 //! checks users for every front, with [`password`] hashes; [`server`] is the accept loop
@@ -21,6 +22,7 @@ pub mod bridge;
 pub mod config;
 pub mod daemon;
 pub mod group_commit;
+pub mod incarnation;
 pub mod kafka;
 pub mod liveness;
 pub mod password;

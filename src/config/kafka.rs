@@ -55,8 +55,9 @@ pub struct KafkaConfig {
     /// `advertised.listeners`: `PROTOCOL://host:port`. A listener not named here is
     /// advertised at its bound address (this machine's hostname for `0.0.0.0`).
     pub advertised_listeners: Vec<String>,
-    /// This instance's broker id in Metadata answers; every Ferry instance sharing a
-    /// store needs its own.
+    /// This instance's id: its broker id in Metadata answers and the instance whose earlier
+    /// incarnations' leases a restart frees at once. Every Ferry instance sharing a store
+    /// needs its own, kept across its restarts.
     pub node_id: i32,
     /// The host clients are told to connect to. Empty: the listen host, or this machine's
     /// hostname when listening on every interface.

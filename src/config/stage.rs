@@ -7,7 +7,8 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields, default)]
 pub struct StageConfig {
     /// Milliseconds a lease holder stays alive without renewing; after that its leased
-    /// messages return to their stages.
+    /// messages return to their stages. A restarted instance returns its earlier run's at
+    /// once, so this matters for an instance that died for good.
     pub lease_ttl_ms: u64,
 }
 

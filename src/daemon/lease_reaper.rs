@@ -2,7 +2,9 @@
 //! process died or stopped renewing) to their stages.
 //!
 //! It sleeps until the earliest holder deadline (at most one lease TTL), so a crashed
-//! consumer's messages become deliverable again about one TTL after its last renewal.
+//! consumer's messages become deliverable again about one TTL after its last renewal. The
+//! holders of this instance's own earlier run are not left to it: [`super::recovery`]
+//! releases them at start, through the same [`Holders::release`].
 
 use crate::stage::{Holders, now_ms};
 use std::time::Duration;

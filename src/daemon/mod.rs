@@ -3,7 +3,8 @@
 //! Startup: logging, the metrics recorder, signal handlers, the TLS certificates when a
 //! listener needs them (reloaded on SIGHUP and file changes from then on), the listen
 //! sockets (metrics, AMQP and amqps, every Kafka listener, so a busy port fails fast,
-//! before the store is opened), the store, the
+//! before the store is opened), the store, a new incarnation of this instance (freeing at
+//! once what its earlier incarnations held, [`recovery`]), the
 //! fronts ([`crate::amqp`], [`crate::kafka`]), the bridge's routes ([`crate::bridge`]), then the background loops and the operations
 //! HTTP server. Shutdown (SIGTERM or SIGINT): `/readyz` turns 503, the fronts stop accepting
 //! and finish the answers they owe (connections drained), the loops stop, the store closes,
@@ -12,7 +13,8 @@
 //!
 //! Modules: [`logging`], [`recorder`] (Prometheus), [`listener`] (binding with clear errors,
 //! shared by every server), [`http`] (`/metrics`, `/healthz`, `/readyz`), [`store_metrics`]
-//! (the periodic store watch), [`lease_reaper`] (returns the leases of dead holders),
+//! (the periodic store watch), [`recovery`] (returns the leases of this instance's earlier
+//! incarnations at start), [`lease_reaper`] (returns the leases of dead holders),
 //! [`tasks`] (named background tasks), [`shutdown`] (signals and
 //! the bounded drain).
 
@@ -21,6 +23,7 @@ pub mod lease_reaper;
 pub mod listener;
 pub mod logging;
 pub mod recorder;
+pub mod recovery;
 pub mod shutdown;
 pub mod store_metrics;
 pub mod tasks;
@@ -30,6 +33,7 @@ use crate::config::{
     env_var, kafka::LISTEN_KEY as KAFKA_LISTEN_KEY, kafka::LISTENERS_KEY as KAFKA_LISTENERS_KEY,
     metrics::LISTEN_KEY,
 };
+use crate::incarnation::{Incarnation, Scope};
 use crate::kafka::{KafkaError, KafkaFront, KafkaListener};
 use crate::server::Listener;
 use crate::stage::{Holders, StageError, Stages};
@@ -67,6 +71,9 @@ pub enum DaemonError {
     /// The store failed while running and accepts no more transactions.
     #[error("{0}")]
     StoreFailed(StoreError),
+    /// This start could not be recorded as a new incarnation of the instance.
+    #[error("cannot record this start as a new incarnation of the instance in the store: {0}")]
+    Incarnation(StoreError),
     /// The keyspace in the store is not one this ferry can use.
     #[error("cannot use the keyspace: {0}")]
     Keyspace(StageError),
@@ -159,11 +166,20 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let db = Database::open(&config.store)
         .await
         .map_err(DaemonError::StoreOpen)?;
-    let stages = Stages::new(db.clone(), &config.store.prefix);
+    let incarnation = Incarnation::begin(
+        &db,
+        &config.store.prefix,
+        config.kafka.node_id,
+        Scope::of(&db),
+    )
+    .await
+    .map_err(DaemonError::Incarnation)?;
+    let stages = Stages::new(db.clone(), &config.store.prefix).owned_by(incarnation.owner());
     stages
         .ensure_schema()
         .await
         .map_err(DaemonError::Keyspace)?;
+    recovery::release_holders(&stages, &incarnation).await;
     let users = crate::auth::Authenticator::start(db.clone(), &config.store.prefix, &config.users)
         .await
         .map_err(DaemonError::Users)?;
@@ -173,6 +189,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         stages.clone(),
         &config.store.prefix,
         kafka_listeners,
+        &incarnation,
         shutdown.clone(),
     )
     .await?;

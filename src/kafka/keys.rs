@@ -165,6 +165,11 @@ impl KafkaKeys {
         self.space.pack(&("gcoord", group))
     }
 
+    /// Every group's coordinator lease.
+    pub fn group_leases(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("gcoord",)))
+    }
+
     /// The listing entry of a group.
     pub fn group_listing(&self, group: &str) -> Vec<u8> {
         self.space.pack(&("groups", group))

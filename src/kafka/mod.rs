@@ -7,7 +7,7 @@
 //! [`sequencer`] (the fenced writer of each log), [`waiters`] (produce requests waiting
 //! for the log), [`producers`] (idempotent producers), [`transactions`] (the transaction
 //! coordinator), [`groups`] (the consumer group coordinator), [`brokers`] (live
-//! instances), [`keys`] (the keyspace), [`staged`] (the record staged for a batch), and
+//! instances), [`recovery`] (freeing an earlier incarnation's leases at start), [`keys`] (the keyspace), [`staged`] (the record staged for a batch), and
 //! [`port`] (what the bridge may use of the front).
 //!
 //! Produce path: a batch is validated and appended as sent to its partition's stage
@@ -26,6 +26,7 @@ pub mod lease;
 pub mod log;
 pub mod port;
 pub mod producers;
+pub mod recovery;
 pub mod sequencer;
 pub mod staged;
 pub mod topics;
@@ -36,6 +37,7 @@ use crate::auth::Authenticator;
 use crate::config::KafkaConfig;
 use crate::config::kafka::LISTEN_KEY;
 use crate::config::listeners::SecurityProtocol;
+use crate::incarnation::Incarnation;
 use crate::liveness::Liveness;
 use crate::principal::PrincipalRules;
 use crate::server::Listener;
@@ -217,8 +219,9 @@ pub struct KafkaFront {
 }
 
 impl KafkaFront {
-    /// Registers this instance as a broker (with every listener's advertised address),
-    /// loads the topics, takes the sequencer leases of every partition no live instance
+    /// Loads the topics, frees what `incarnation`'s predecessors held ([`recovery`]),
+    /// registers this instance as a broker (with every listener's advertised address),
+    /// takes the sequencer leases of every partition no live instance
     /// holds, and keeps `listeners` for [`Self::run`].
     ///
     /// # Errors
@@ -230,6 +233,7 @@ impl KafkaFront {
         stages: Stages,
         prefix: &str,
         listeners: Vec<KafkaListener>,
+        incarnation: &Incarnation,
         shutdown: CancellationToken,
     ) -> Result<Self, KafkaError> {
         let db = stages.db().clone();
@@ -241,10 +245,19 @@ impl KafkaFront {
                 .map(|l| l.advertised(config))
                 .collect::<Result<_, _>>()?,
         };
-        let brokers = Brokers::new(db.clone(), keys.clone(), me, config.sequencer_lease());
-        brokers.register().await?;
         let topics = Topics::new(db.clone(), keys.clone(), stages);
         topics.refresh().await?;
+        let freed = recovery::release_outlived(&db, &keys, &topics, incarnation).await?;
+        if freed != recovery::Freed::default() {
+            info!(
+                partitions = freed.partitions,
+                groups = freed.groups,
+                brokers = freed.brokers,
+                "freed the leases and registrations of this instance's earlier incarnations"
+            );
+        }
+        let brokers = Brokers::new(db.clone(), keys.clone(), me, config.sequencer_lease());
+        brokers.register().await?;
         let internal = CancellationToken::new();
         let waiters = Arc::new(Waiters::default());
         let defaults = TopicDefaults::from_config(config);

@@ -5,11 +5,18 @@
 //! leased from are listed under `(P, "held", holder, stage)`, so releasing a
 //! holder — when it closes, or when its deadline passes because its process died — returns
 //! every message it held to its original position in its stage, in bounded batches.
+//!
+//! A holder registered through [`Stages::owned_by`] records its owner, the instance
+//! incarnation that registered it, under `(P, "owners", holder)`. A starting instance
+//! releases at once the holders its earlier incarnations left behind
+//! ([`Holders::release_outlived`]) through the same release as the lease reaper's
+//! ([`Holders::reap_expired`]), instead of waiting for their deadlines.
 
 use super::error::StageError;
 use super::record::{decode_u64, encode_u64};
 use super::registry::Stages;
 use super::{Release, Stage, now_ms};
+use crate::incarnation::{Incarnation, Owner};
 use crate::store::RangeOption;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -32,13 +39,35 @@ impl Holders {
         }
     }
 
-    /// Registers a new holder alive for `ttl`; returns its id.
+    /// Registers a new holder alive for `ttl`, owned by the stages' incarnation; returns
+    /// its id.
     ///
     /// # Errors
     /// The store's error.
     pub async fn register(&self, ttl: Duration) -> Result<u64, StageError> {
         let holder = fastrand::u64(1..);
-        self.renew(holder, ttl).await?;
+        let root = self.stages.root();
+        let (key, owner_key) = (root.holder(holder), root.holder_owner(holder));
+        let deadline = encode_u64(now_ms() + ttl.as_millis() as u64);
+        let owner = self.stages.owner().map(|o| o.encode());
+        self.stages
+            .db()
+            .run(|tx| {
+                let (key, owner_key, deadline, owner) = (
+                    key.clone(),
+                    owner_key.clone(),
+                    deadline.clone(),
+                    owner.clone(),
+                );
+                async move {
+                    tx.set(&key, deadline);
+                    if let Some(owner) = owner {
+                        tx.set(&owner_key, owner);
+                    }
+                    Ok::<_, StageError>(())
+                }
+            })
+            .await?;
         Ok(holder)
     }
 
@@ -85,6 +114,7 @@ impl Holders {
                             .await?;
                         let Some(entry) = first.first() else {
                             tx.clear(&root.holder(holder));
+                            tx.clear(&root.holder_owner(holder));
                             return Ok::<_, StageError>((0, true));
                         };
                         let Some(id) = root.holder_stage_of(&entry.key) else {
@@ -148,13 +178,56 @@ impl Holders {
     /// The store's error.
     pub async fn reap_expired(&self) -> Result<usize, StageError> {
         let now = now_ms();
+        let holders = self.list().await?;
+        self.release_all(
+            holders
+                .into_iter()
+                .filter(|&(_, d)| d <= now)
+                .map(|(h, _)| h),
+        )
+        .await
+    }
+
+    /// Releases every holder that `incarnation` outlived (registered by an earlier
+    /// incarnation of this instance; in a store of one instance, every holder but its own),
+    /// whatever its deadline; returns how many messages went back to their stages.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn release_outlived(&self, incarnation: &Incarnation) -> Result<usize, StageError> {
+        // Holders before owners: a holder and its owner are written in one transaction, so
+        // every holder listed has its owner read, and one registered in between is not
+        // listed (never taken for ownerless).
+        let holders = self.list().await?;
+        let owners = self.owners().await?;
+        self.release_all(
+            holders
+                .into_iter()
+                .map(|(h, _)| h)
+                .filter(|h| incarnation.outlived(owners.get(h).copied())),
+        )
+        .await
+    }
+
+    /// Releases `holders`; returns how many messages went back to their stages.
+    async fn release_all(&self, holders: impl Iterator<Item = u64>) -> Result<usize, StageError> {
         let mut returned = 0;
-        for (holder, deadline) in self.list().await? {
-            if deadline <= now {
-                returned += self.release(holder).await?;
-            }
+        for holder in holders {
+            returned += self.release(holder).await?;
         }
         Ok(returned)
+    }
+
+    /// Every holder's recorded owner.
+    async fn owners(&self) -> Result<HashMap<u64, Owner>, StageError> {
+        let root = self.stages.root();
+        let (b, e) = root.holder_owners();
+        let tx = self.stages.db().begin()?;
+        let kvs = tx.get_range(&RangeOption::new(b, e), true).await?;
+        Ok(kvs
+            .into_iter()
+            .filter_map(|kv| Some((root.holder_of(&kv.key)?, Owner::decode(&kv.value)?)))
+            .collect())
     }
 
     /// The earliest holder deadline, ms since the epoch (when the reaper should next run).

@@ -15,6 +15,7 @@
 //! (P, "s", id, "q", vs)                       = DequeueRequest tuple (high-contention pop)
 //! (P, "holders", holder)                      = holder deadline, ms since the epoch
 //! (P, "held", holder, id)                     = "" (holder has leases in stage id)
+//! (P, "owners", holder)                       = (instance, incarnation) that registered it
 //! ```
 //!
 //! `vs` is a 12-byte tuple versionstamp (10-byte commit versionstamp + 2-byte user
@@ -145,6 +146,16 @@ impl RootKeys {
     /// Decodes a holder key.
     pub fn holder_of(&self, key: &[u8]) -> Option<u64> {
         self.root.unpack::<(String, u64)>(key).ok().map(|(_, h)| h)
+    }
+
+    /// The instance incarnation that registered `holder`.
+    pub fn holder_owner(&self, holder: u64) -> Vec<u8> {
+        self.root.pack(&("owners", holder))
+    }
+
+    /// The range of every holder's owner.
+    pub fn holder_owners(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.root.pack(&("owners",)))
     }
 
     /// Marks that `holder` has (or had) leases in stage `stage`, so releasing the holder

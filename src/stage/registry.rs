@@ -5,6 +5,7 @@ use super::error::StageError;
 use super::keys::{Counter, RootKeys, SCHEMA_VERSION};
 use super::record::{StageMeta, decode_counter, decode_u64, encode_u64};
 use super::{DeadLetterTarget, Stage};
+use crate::incarnation::Owner;
 use crate::store::{Database, RangeOption, StoreError, Transaction};
 use crate::telemetry::names;
 use std::sync::Arc;
@@ -25,15 +26,33 @@ pub struct StageOptions {
 pub struct Stages {
     db: Database,
     root: RootKeys,
+    /// The instance incarnation the lease holders registered through this handle belong to.
+    owner: Option<Owner>,
 }
 
 impl Stages {
-    /// The stages under the key prefix `prefix`.
+    /// The stages under the key prefix `prefix`, their lease holders registered without an
+    /// owner (freed at a start only in a store of one instance).
     pub fn new(db: Database, prefix: &str) -> Self {
         Self {
             db,
             root: RootKeys::new(prefix),
+            owner: None,
         }
+    }
+
+    /// The same stages, lease holders registered through them belonging to `owner`, so a
+    /// later incarnation of the same instance frees them at its start.
+    pub fn owned_by(self, owner: Owner) -> Self {
+        Self {
+            owner: Some(owner),
+            ..self
+        }
+    }
+
+    /// The incarnation lease holders registered through this handle belong to.
+    pub fn owner(&self) -> Option<Owner> {
+        self.owner
     }
 
     /// The keyspace root.

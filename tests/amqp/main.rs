@@ -6,5 +6,6 @@ mod common;
 
 mod clients;
 mod raw;
+mod recovery;
 mod tls;
 mod with_lapin;

@@ -181,6 +181,12 @@ impl Daemon {
         }
     }
 
+    /// Sets the override `name=value` (e.g. `FERRY__KAFKA__NODE_ID`) for the next
+    /// [`Self::restart`].
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.setup = self.setup.clone().env(name, value);
+    }
+
     /// [`Self::kill`], then [`Self::restart`].
     pub fn kill_and_restart(&mut self) {
         self.kill();

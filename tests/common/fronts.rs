@@ -11,6 +11,7 @@
 use super::store::embedded;
 use ferry::auth::Authenticator;
 use ferry::config::{AmqpConfig, KafkaConfig, StoreConfig, UserConfig};
+use ferry::incarnation::{Incarnation, Scope};
 use ferry::kafka::{KafkaFront, KafkaListener};
 use ferry::password::PasswordHash;
 use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
@@ -159,12 +160,18 @@ impl Front for Kafka {
         listener: TcpListener,
         shutdown: CancellationToken,
     ) -> JoinHandle<()> {
+        let prefix = StoreConfig::default().prefix;
+        // Shared: tests run several instances in this process over one embedded store.
+        let incarnation = Incarnation::begin(stages.db(), &prefix, config.node_id, Scope::Shared)
+            .await
+            .unwrap();
         let front = KafkaFront::start(
             config,
             authenticator(&stages).await,
             stages,
-            &StoreConfig::default().prefix,
+            &prefix,
             vec![KafkaListener::plaintext(listener)],
+            &incarnation,
             shutdown,
         )
         .await

@@ -12,6 +12,7 @@ mod groups;
 mod instances;
 mod interop;
 mod raw;
+mod recovery;
 mod scram;
 mod tls;
 mod transactions;

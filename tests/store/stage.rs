@@ -4,6 +4,7 @@
 
 use crate::common::store::TestStore;
 use crate::for_each_engine;
+use ferry::incarnation::{Incarnation, Scope};
 use ferry::stage::{
     AppendOutcome, Consumer, DeadLetterReason, Holders, NewMessage, Release, Stage, StageError,
     StageOptions, Stages, now_ms,
@@ -19,6 +20,7 @@ for_each_engine!(
     ack_removes_for_good_and_a_repeated_ack_is_harmless,
     nack_returns_message_to_original_position,
     expired_holder_returns_its_leases,
+    a_restart_returns_its_earlier_incarnations_leases_and_not_another_instances,
     delivery_limit_moves_message_to_dead_letter_stage,
     reject_dead_letters_or_drops,
     expired_message_is_dead_lettered_not_delivered,
@@ -243,6 +245,58 @@ async fn expired_holder_returns_its_leases(store: TestStore) {
         0,
         "the live holder keeps its leases"
     );
+}
+
+async fn a_restart_returns_its_earlier_incarnations_leases_and_not_another_instances(
+    store: TestStore,
+) {
+    let (stages, q) = stage(&store, "restart", StageOptions::default()).await;
+    append_all(&q, &[("a", 0), ("b", 0), ("c", 0), ("d", 0)]).await;
+    let prefix = String::from_utf8(store.prefix.clone()).unwrap();
+    let begin = async |instance, scope| {
+        Incarnation::begin(stages.db(), &prefix, instance, scope)
+            .await
+            .unwrap()
+    };
+    let holders_of =
+        |incarnation: &Incarnation| Holders::new(&stages.clone().owned_by(incarnation.owner()));
+    // Two instances share the store, each with a holder alive for a minute.
+    let other = begin(1, Scope::Shared).await;
+    let before = begin(2, Scope::Shared).await;
+    let alive = holders_of(&other)
+        .register(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let died = holders_of(&before)
+        .register(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let kept = q.lease(alive, 1).await.unwrap();
+    assert_eq!(bodies(&kept), ["a"]);
+    assert_eq!(bodies(&q.lease(died, 2).await.unwrap()), ["b", "c"]);
+
+    // Instance 2 starts again: its earlier holder's deadline is a minute away, yet its
+    // leases come back at once; instance 1's stay with it.
+    let after = begin(2, Scope::Shared).await;
+    let holders = holders_of(&after);
+    let mine = holders.register(Duration::from_secs(60)).await.unwrap();
+    assert_eq!(holders.release_outlived(&after).await.unwrap(), 2);
+    assert_eq!(holders.release_outlived(&after).await.unwrap(), 0, "once");
+    let again = q.lease(mine, 10).await.unwrap();
+    assert_eq!(bodies(&again), ["b", "c", "d"], "back in their places");
+    let redelivered: Vec<bool> = again.iter().map(|d| d.redelivered()).collect();
+    assert_eq!(redelivered, [true, true, false]);
+    assert_eq!(
+        q.ack(alive, &[kept[0].id]).await.unwrap(),
+        1,
+        "the live instance kept its lease"
+    );
+
+    // In a store of one instance (the embedded engine), every holder but the starting
+    // incarnation's own belonged to a dead process.
+    let sole = begin(2, Scope::Sole).await;
+    assert_eq!(holders_of(&sole).release_outlived(&sole).await.unwrap(), 3);
+    assert_eq!(q.depth().await.unwrap().in_flight, 0);
 }
 
 async fn delivery_limit_moves_message_to_dead_letter_stage(store: TestStore) {

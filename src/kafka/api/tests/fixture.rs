@@ -12,6 +12,7 @@
 
 use crate::config::users::default_users;
 use crate::config::{KafkaConfig, StoreConfig, UserConfig};
+use crate::incarnation::{Incarnation, Scope};
 use crate::kafka::api::{self, Reply, Session};
 use crate::kafka::codec::decode_request;
 use crate::kafka::{Background, Context, KafkaFront};
@@ -97,12 +98,21 @@ impl Front {
         let users = crate::auth::Authenticator::start(stages.db().clone(), &store.prefix, users)
             .await
             .unwrap();
+        let incarnation = Incarnation::begin(
+            stages.db(),
+            &store.prefix,
+            config.node_id,
+            Scope::of(stages.db()),
+        )
+        .await
+        .unwrap();
         let front = KafkaFront::start(
             &config,
             users,
             stages,
             &store.prefix,
             vec![crate::kafka::KafkaListener::plaintext(listener), ssl],
+            &incarnation,
             CancellationToken::new(),
         )
         .await
