@@ -1,10 +1,12 @@
 //! The `ferry` binary's AMQP front driven by independent clients and by crashes: pika
-//! (Python) and Debian's amqp-tools, the metrics it exports, a `kill -9` in the middle of
-//! publishing with confirms, and a SIGTERM drain. Clients run as child processes with
-//! bounded waits.
+//! (Python) and Debian's amqp-tools, passive declares and exclusive queues answered as the
+//! test suite's RabbitMQ node answers the same script, the metrics it exports, a `kill -9`
+//! in the middle of publishing with confirms, and a SIGTERM drain. Clients run as child
+//! processes with bounded waits.
 
 use crate::common::amqp::{WAIT, connect, declare, drain, publish_confirmed, reply_code};
 use crate::common::daemon::{Daemon, EXIT, Setup};
+use crate::common::rabbitmq::RabbitNode;
 use crate::common::wait;
 use futures::StreamExt;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
@@ -52,6 +54,43 @@ fn succeeded(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// The outcome of every case of `tests/python/amqp_declare_survey.py` against `url`.
+fn declare_survey(url: &str, suffix: &str) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_declare_survey.py");
+    let out = run_client(Command::new("python3").arg(script).arg(url).arg(suffix));
+    serde_json::from_str(succeeded(&out).trim()).unwrap()
+}
+
+#[test]
+fn passive_declares_and_exclusive_queues_answer_as_rabbitmq_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(&dir);
+    let suffix = format!("{:08x}", fastrand::u32(..));
+    let ferry = declare_survey(
+        &format!("amqp://guest:guest@127.0.0.1:{}/%2f", daemon.ports().amqp),
+        &suffix,
+    );
+    let rabbitmq = declare_survey(RabbitNode::get().uri(), &suffix);
+    // The cases that differed before (amqplib's checkExchange sends an empty type).
+    assert_eq!(
+        ferry["passive_exchange_with_an_empty_type"],
+        serde_json::json!([0, ""])
+    );
+    assert_eq!(
+        ferry["passive_queue_with_other_flags_and_bad_arguments"],
+        serde_json::json!([0, ""])
+    );
+    assert_eq!(
+        ferry["exclusive_queue_redeclared_without_exclusive"][0],
+        serde_json::json!(405)
+    );
+    // And every case, reply code and text, as the RabbitMQ node answers it.
+    assert_eq!(
+        ferry, rabbitmq,
+        "Ferry:\n{ferry:#}\nRabbitMQ:\n{rabbitmq:#}"
+    );
 }
 
 #[test]

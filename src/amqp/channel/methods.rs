@@ -76,6 +76,14 @@ impl Channel {
     ) -> Result<Option<Exit>, AmqpError> {
         let vhost = self.ctx.vhost.clone();
         match method {
+            exchange::AMQPMethod::Declare(d) if d.passive => {
+                vhost.check_exchange(d.exchange.as_str())?;
+                self.reply_unless(
+                    d.nowait,
+                    AMQPClass::Exchange(exchange::AMQPMethod::DeclareOk(exchange::DeclareOk {})),
+                )
+                .await
+            }
             exchange::AMQPMethod::Declare(d) => {
                 let wanted = Exchange {
                     name: d.exchange.to_string(),
@@ -91,7 +99,7 @@ impl Channel {
                     },
                     builtin: false,
                 };
-                vhost.declare_exchange(wanted, d.passive).await?;
+                vhost.declare_exchange(wanted).await?;
                 self.reply_unless(
                     d.nowait,
                     AMQPClass::Exchange(exchange::AMQPMethod::DeclareOk(exchange::DeclareOk {})),
@@ -159,7 +167,13 @@ impl Channel {
                     durable: d.durable,
                     exclusive_owner: d.exclusive.then_some(connection),
                     auto_delete: d.auto_delete,
-                    args: QueueArgs::parse(&d.arguments)?,
+                    // A passive declare only checks that the queue exists (as RabbitMQ's, it
+                    // ignores flags and arguments), so its arguments are not even parsed.
+                    args: if d.passive {
+                        QueueArgs::default()
+                    } else {
+                        QueueArgs::parse(&d.arguments)?
+                    },
                     owner: if d.exclusive {
                         connection
                     } else if d.durable {

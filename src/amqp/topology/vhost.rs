@@ -108,7 +108,7 @@ impl VHost {
 
     fn locked(&self, name: &str) -> AmqpError {
         AmqpError::resource_locked(format!(
-            "cannot obtain exclusive access to locked queue '{name}' in vhost '{}'; it is exclusive to another connection",
+            "cannot obtain exclusive access to locked queue '{name}' in vhost '{}'. It could be originally declared on another connection or the exclusive property value does not match that of the original declaration.",
             self.name
         ))
     }
@@ -239,21 +239,35 @@ impl VHost {
         )))
     }
 
-    /// Declares an exchange (or, `passive`, checks that it exists).
+    /// Checks that the exchange `name` exists: a passive `exchange.declare`, which, as
+    /// RabbitMQ's, looks at nothing but the name (type, flags and arguments are ignored).
     ///
     /// # Errors
-    /// 403 for the default exchange or a new `amq.*` name, 404 for a passive declare of a
-    /// missing exchange, 406 for an inequivalent redeclare, 541 when the store fails.
-    pub async fn declare_exchange(&self, wanted: Exchange, passive: bool) -> Result<(), AmqpError> {
+    /// 403 for the default exchange, 404 for a missing exchange.
+    pub fn check_exchange(&self, name: &str) -> Result<(), AmqpError> {
+        if name.is_empty() {
+            return Err(Self::default_exchange_refused());
+        }
+        if self.state.read().exchanges.contains_key(name) {
+            Ok(())
+        } else {
+            Err(self.not_found_exchange(name))
+        }
+    }
+
+    /// Declares an exchange.
+    ///
+    /// # Errors
+    /// 403 for the default exchange or a new `amq.*` name, 406 for an inequivalent
+    /// redeclare, 541 when the store fails.
+    pub async fn declare_exchange(&self, wanted: Exchange) -> Result<(), AmqpError> {
         let _guard = self.changes.lock().await;
         if wanted.name.is_empty() {
             return Err(Self::default_exchange_refused());
         }
         let existing = self.state.read().exchanges.get(&wanted.name).cloned();
         match existing {
-            Some(_) if passive => Ok(()),
             Some(current) => current.check_equivalent(&wanted, &self.name),
-            None if passive => Err(self.not_found_exchange(&wanted.name)),
             None if wanted.name.starts_with(RESERVED_PREFIX) => {
                 Err(AmqpError::access_refused(format!(
                     "exchange name '{}' contains reserved prefix '{RESERVED_PREFIX}*'",
@@ -372,8 +386,8 @@ impl VHost {
     ///
     /// # Errors
     /// 403 for a new `amq.*` name, 404 for a passive declare of a missing queue, 405 for a
-    /// queue exclusive to another connection, 406 for an inequivalent redeclare, 541 when
-    /// the store fails.
+    /// queue exclusive to another connection or a redeclare whose `exclusive` differs, 406
+    /// for an inequivalent redeclare, 541 when the store fails.
     pub async fn declare_queue(
         &self,
         name: &str,
@@ -446,15 +460,14 @@ impl VHost {
                 queue.name, self.name
             )))
         };
+        // As RabbitMQ: exclusivity is checked first, and a redeclare whose `exclusive` flag
+        // differs from the queue's is refused as a locked queue (405), not as an
+        // inequivalent argument.
+        if wanted.exclusive_owner.is_some() != current.exclusive_owner.is_some() {
+            return Err(self.locked(&queue.name));
+        }
         if current.durable != wanted.durable {
             return differ("durable", wanted.durable, current.durable);
-        }
-        let (want_x, is_x) = (
-            wanted.exclusive_owner.is_some(),
-            current.exclusive_owner.is_some(),
-        );
-        if want_x != is_x {
-            return differ("exclusive", want_x, is_x);
         }
         if current.auto_delete != wanted.auto_delete {
             return differ("auto_delete", wanted.auto_delete, current.auto_delete);
