@@ -1,6 +1,6 @@
 //! The `ferry` binary's AMQP front driven by independent clients and by crashes: pika
-//! (Python) and Debian's amqp-tools, passive declares and exclusive queues answered as the
-//! test suite's RabbitMQ node answers the same script, the metrics it exports, a `kill -9`
+//! (Python) and Debian's amqp-tools, declares, deletes, binds and exclusive use answered as
+//! the test suite's RabbitMQ node answers the same script, the metrics it exports, a `kill -9`
 //! in the middle of publishing with confirms, and a SIGTERM drain. Clients run as child
 //! processes with bounded waits.
 
@@ -64,7 +64,7 @@ fn declare_survey(url: &str, suffix: &str) -> serde_json::Value {
 }
 
 #[test]
-fn passive_declares_and_exclusive_queues_answer_as_rabbitmq_does() {
+fn declares_deletes_binds_and_exclusive_use_answer_as_rabbitmq_does() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = start(&dir);
     let suffix = format!("{:08x}", fastrand::u32(..));

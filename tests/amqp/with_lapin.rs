@@ -715,7 +715,7 @@ async fn queue_delete_if_empty_and_if_unused_are_406_and_counts_are_reported() {
     );
     assert_eq!(
         reply_text(&e),
-        "PRECONDITION_FAILED - queue 'full' in vhost '/' is not empty"
+        "PRECONDITION_FAILED - queue 'full' in vhost '/' not empty"
     );
     let ch = conn.create_channel().await.unwrap();
     let _consumer = consume(&ch, "full", false).await;

@@ -1,7 +1,9 @@
-"""Declares and consumes as client libraries' own helpers do (amqplib's checkExchange, a
-passive queue check, exclusive queues and consumers), against one broker, printing each
-case's outcome as JSON: [reply code, reply text], with [0, ""] for success. The test runs it
-against Ferry and against the test suite's RabbitMQ node and compares the two.
+"""Topology and consume calls as applications and client libraries' own helpers make them
+(amqplib's checkExchange, passive checks, exclusive queues and consumers, declares,
+deletes, binds, purges and gets that refer to missing things, if-empty / if-unused
+deletes, reserved names), against one broker, printing each case's outcome as JSON:
+[reply code, reply text], with [0, ""] for success. The test runs it against Ferry and
+against the test suite's RabbitMQ node and compares the two.
 
     python3 amqp_declare_survey.py AMQP_URL SUFFIX
 """
@@ -76,6 +78,81 @@ def consumer_beside_an_exclusive_one(connection, ch):
     connection.channel().basic_consume(name("ec2"), lambda *a: None)
 
 
+def exchange_redeclared_with_another_type(_, ch):
+    ch.exchange_declare(name("x"), exchange_type="direct")
+    ch.exchange_declare(name("x"), exchange_type="fanout")
+
+
+def exchange_with_an_unknown_type(_, ch):
+    ch.exchange_declare(name("bad-type"), exchange_type="no-such-type")
+
+
+def delete_of_a_missing_exchange(_, ch):
+    ch.exchange_delete(name("never-x"))
+
+
+def delete_of_a_missing_queue(_, ch):
+    ch.queue_delete(name("never-q"))
+
+
+def purge_of_a_missing_queue(_, ch):
+    ch.queue_purge(name("never-q"))
+
+
+def bind_to_a_missing_exchange(_, ch):
+    ch.queue_declare(name("b"))
+    ch.queue_bind(name("b"), name("never-x"), "k")
+
+
+def bind_of_a_missing_queue(_, ch):
+    ch.queue_bind(name("never-q"), "amq.direct", "k")
+
+
+def unbind_that_was_never_bound(_, ch):
+    ch.queue_declare(name("b"))
+    ch.queue_unbind(name("b"), "amq.direct", "never-bound")
+
+
+def get_from_a_missing_queue(_, ch):
+    ch.basic_get(name("never-q"))
+
+
+def consume_from_a_missing_queue(_, ch):
+    ch.basic_consume(name("never-q"), lambda *a: None)
+
+
+def delete_if_empty_of_a_queue_with_messages(_, ch):
+    ch.queue_declare(name("full"))
+    ch.basic_publish("", name("full"), b"x")
+    ch.queue_delete(name("full"), if_empty=True)
+
+
+def publish_to_a_missing_exchange(_, ch):
+    ch.confirm_delivery()
+    ch.basic_publish(name("never-x"), "k", b"x")
+
+
+def declare_of_the_default_exchange(_, ch):
+    ch.exchange_declare("", exchange_type="direct")
+
+
+def queue_with_an_amq_prefix(_, ch):
+    ch.queue_declare("amq.survey-" + suffix)
+
+
+def delete_if_unused_of_a_queue_with_a_consumer(connection, ch):
+    ch.queue_declare(name("used"))
+    ch.basic_consume(name("used"), lambda *a: None)
+    connection.channel().queue_delete(name("used"), if_unused=True)
+
+
+def delete_if_unused_of_a_bound_exchange(_, ch):
+    ch.exchange_declare(name("bound-x"), exchange_type="fanout")
+    ch.queue_declare(name("b"))
+    ch.queue_bind(name("b"), name("bound-x"))
+    ch.exchange_delete(name("bound-x"), if_unused=True)
+
+
 cases = [
     passive_exchange_with_an_empty_type,
     passive_missing_exchange_with_an_empty_type,
@@ -86,14 +163,32 @@ cases = [
     queue_redeclared_as_exclusive,
     second_exclusive_consumer,
     consumer_beside_an_exclusive_one,
+    exchange_redeclared_with_another_type,
+    exchange_with_an_unknown_type,
+    delete_of_a_missing_exchange,
+    delete_of_a_missing_queue,
+    purge_of_a_missing_queue,
+    bind_to_a_missing_exchange,
+    bind_of_a_missing_queue,
+    unbind_that_was_never_bound,
+    get_from_a_missing_queue,
+    consume_from_a_missing_queue,
+    delete_if_empty_of_a_queue_with_messages,
+    publish_to_a_missing_exchange,
+    declare_of_the_default_exchange,
+    queue_with_an_amq_prefix,
+    delete_if_unused_of_a_queue_with_a_consumer,
+    delete_if_unused_of_a_bound_exchange,
 ]
 results = {case.__name__: outcome(case) for case in cases}
 
 # Leave nothing behind on a shared broker.
 connection = pika.BlockingConnection(pika.URLParameters(url))
 channel = connection.channel()
-for what in ("q", "shared", "ec", "ec2"):
+for what in ("q", "shared", "ec", "ec2", "b", "full", "used"):
     channel.queue_delete(name(what))
+for what in ("x", "bound-x"):
+    channel.exchange_delete(name(what))
 connection.close()
 
 print(json.dumps(results, indent=1, sort_keys=True))

@@ -571,7 +571,7 @@ impl VHost {
         let ready = queue.stage.depth().await?.ready.max(0) as u32;
         if if_empty && ready > 0 {
             return Err(AmqpError::precondition_failed(format!(
-                "queue '{name}' in vhost '{}' is not empty",
+                "queue '{name}' in vhost '{}' not empty",
                 self.name
             )));
         }
