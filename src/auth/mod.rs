@@ -129,6 +129,13 @@ pub struct ScramLogin {
     user: Option<User>,
 }
 
+impl ScramLogin {
+    /// The SCRAM mechanism of this login.
+    pub fn mechanism(&self) -> crate::scram::Mechanism {
+        self.exchange.mechanism()
+    }
+}
+
 /// Checks logins for every front of one Ferry instance; cheap to clone.
 #[derive(Clone)]
 pub struct Authenticator {

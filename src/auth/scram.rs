@@ -151,6 +151,11 @@ impl ScramExchange {
         )
     }
 
+    /// The mechanism (the credential's hash function) of this exchange.
+    pub fn mechanism(&self) -> crate::scram::Mechanism {
+        self.credential.mechanism()
+    }
+
     /// The user name client-first gave.
     pub fn user(&self) -> &str {
         &self.first.user

@@ -312,7 +312,7 @@ async fn rdkafka_over_sasl_ssl_with_scram_sha_256_logs_in_a_user_who_requires_tl
 async fn kcat_produces_and_consumes_over_sasl_ssl_with_scram_sha_512() {
     let dir = tempfile::tempdir().unwrap();
     let files = TlsFiles::new(dir.path());
-    let (_daemon, ports) = start(dir.path(), &files);
+    let (daemon, ports) = start(dir.path(), &files);
     let b = format!("127.0.0.1:{}", ports.sasl_ssl);
     let settings: Vec<String> = sasl_ssl_scram(&files, "SCRAM-SHA-512")
         .into_iter()
@@ -346,6 +346,18 @@ async fn kcat_produces_and_consumes_over_sasl_ssl_with_scram_sha_512() {
     )
     .await;
     assert_eq!(out, "a first\nb second\n");
+    // The log says who logged in, how and where (and never with what).
+    let (user, password) = TLS_SCRAM_USER;
+    let log = daemon.log();
+    assert!(
+        log.lines().any(|l| l.contains("Kafka client authenticated")
+            && l.contains("listener=SASL_SSL")
+            && l.contains("tls=true")
+            && l.contains(&format!("user={user}"))
+            && l.contains("mechanism=\"SCRAM-SHA-512\"")),
+        "no log line names the SCRAM-SHA-512 login:\n{log}"
+    );
+    assert!(!log.contains(password), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{ResponseKind, SaslAuthenticateRequest, SaslAuthenticateResponse};
 use std::sync::Arc;
+use tracing::info;
 
 /// Takes the next step of the session's SASL exchange.
 pub async fn handle(
@@ -22,7 +23,13 @@ pub async fn handle(
     let users = &ctx.users;
     let peer = session.peer.clone();
     let bytes = &request.auth_bytes;
-    let step = match std::mem::replace(&mut session.sasl, SaslState::None) {
+    let state = std::mem::replace(&mut session.sasl, SaslState::None);
+    let mechanism = match &state {
+        SaslState::Chosen(m) => m.name(),
+        SaslState::ScramFinal(login) => login.mechanism().name(),
+        SaslState::None => "none",
+    };
+    let step = match state {
         SaslState::Chosen(SaslMechanism::Plain) => match parse_plain(bytes) {
             Some((user, password)) => users
                 .password(Front::Kafka, &peer, user, password)
@@ -54,8 +61,16 @@ pub async fn handle(
     };
     match step {
         Ok((user, answer)) => {
-            if user.is_some() {
-                session.user = user;
+            if let Some(user) = user {
+                info!(
+                    peer = %session.peer.addr,
+                    listener = %session.listener,
+                    tls = session.peer.is_tls(),
+                    user = %user,
+                    mechanism,
+                    "Kafka client authenticated"
+                );
+                session.user = Some(user);
             }
             Reply::Now(ResponseKind::SaslAuthenticate(
                 SaslAuthenticateResponse::default().with_auth_bytes(answer),
