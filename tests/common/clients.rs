@@ -45,3 +45,29 @@ pub fn python_script(name: &str) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// Produces `input` (`key:value` lines) to `topic` with kcat at `bootstrap`, then consumes
+/// the topic from the beginning; what kcat printed, one `key value` line per record.
+/// `settings` are kcat's `-X` options for both runs.
+pub async fn kcat_through(bootstrap: &str, topic: &str, settings: &[&str], input: &[u8]) -> String {
+    let produce = [&["-b", bootstrap, "-P", "-t", topic, "-K", ":"], settings].concat();
+    run("kcat", &produce, input).await;
+    let consume = [
+        &[
+            "-b",
+            bootstrap,
+            "-C",
+            "-t",
+            topic,
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+            "-f",
+            "%k %s\\n",
+        ],
+        settings,
+    ]
+    .concat();
+    String::from_utf8(run("kcat", &consume, b"").await.stdout).unwrap()
+}

@@ -7,7 +7,7 @@
 //! SCRAM-SHA-256 and kcat with SCRAM-SHA-512 over SASL_PLAINTEXT. `scripts/setup.sh`
 //! installs both.
 
-use crate::common::clients::{python_script, run};
+use crate::common::clients::{kcat_through, python_script, run};
 use crate::common::fronts::{KafkaServer, SCRAM_USER};
 use crate::common::kafka::{PATIENCE, consumer};
 use crate::common::wait;
@@ -366,33 +366,7 @@ async fn kcat_produces_and_consumes_with_scram_sha_512() {
         "-X",
         &secret,
     ];
-    let args = |rest: &[&'static str]| -> Vec<String> {
-        ["-b", &b]
-            .iter()
-            .chain(sasl.iter())
-            .chain(rest.iter())
-            .map(|s| s.to_string())
-            .collect()
-    };
-    let produce = args(&["-P", "-t", "kc-scram", "-K", ":"]);
-    let produce: Vec<&str> = produce.iter().map(String::as_str).collect();
-    run("kcat", &produce, b"a:first\nb:second\n").await;
-    let consume = args(&[
-        "-C",
-        "-t",
-        "kc-scram",
-        "-o",
-        "beginning",
-        "-e",
-        "-q",
-        "-f",
-        "%k %s\\n",
-    ]);
-    let consume: Vec<&str> = consume.iter().map(String::as_str).collect();
-    let out = run("kcat", &consume, b"").await;
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        "a first\nb second\n"
-    );
+    let out = kcat_through(&b, "kc-scram", &sasl, b"a:first\nb:second\n").await;
+    assert_eq!(out, "a first\nb second\n");
     broker.stop().await;
 }

@@ -6,7 +6,7 @@
 //! listener named by `kafka.ssl_principal_mapping_rules`; SASL_SSL refusing requests
 //! before authentication; a TLS client on the plaintext port told which key to use.
 
-use crate::common::clients::{python_script, run};
+use crate::common::clients::{kcat_through, python_script, run};
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
 use crate::common::process::free_port;
@@ -213,32 +213,7 @@ async fn kcat_produces_and_consumes_over_ssl() {
     let b = format!("127.0.0.1:{}", ports.ssl);
     let ca = format!("ssl.ca.location={}", files.ca_file.display());
     let tls = ["-X", "security.protocol=SSL", "-X", ca.as_str()];
-    kcat(
-        &[&["-b", &b, "-P", "-t", "kc-ssl", "-K", ":"], &tls[..]].concat(),
-        b"k:over kcat\n",
-    )
-    .await;
-    let out = kcat(
-        &[
-            &[
-                "-b",
-                &b,
-                "-C",
-                "-t",
-                "kc-ssl",
-                "-o",
-                "beginning",
-                "-e",
-                "-q",
-                "-f",
-                "%k %s\\n",
-            ],
-            &tls[..],
-        ]
-        .concat(),
-        b"",
-    )
-    .await;
+    let out = kcat_through(&b, "kc-ssl", &tls, b"k:over kcat\n").await;
     assert_eq!(out, "k over kcat\n");
 }
 
@@ -319,32 +294,7 @@ async fn kcat_produces_and_consumes_over_sasl_ssl_with_scram_sha_512() {
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
     let tls: Vec<&str> = settings.iter().flat_map(|kv| ["-X", kv.as_str()]).collect();
-    kcat(
-        &[&["-b", &b, "-P", "-t", "kc-scram-tls", "-K", ":"], &tls[..]].concat(),
-        b"a:first\nb:second\n",
-    )
-    .await;
-    let out = kcat(
-        &[
-            &[
-                "-b",
-                &b,
-                "-C",
-                "-t",
-                "kc-scram-tls",
-                "-o",
-                "beginning",
-                "-e",
-                "-q",
-                "-f",
-                "%k %s\\n",
-            ],
-            &tls[..],
-        ]
-        .concat(),
-        b"",
-    )
-    .await;
+    let out = kcat_through(&b, "kc-scram-tls", &tls, b"a:first\nb:second\n").await;
     assert_eq!(out, "a first\nb second\n");
     // The log says who logged in, how and where (and never with what).
     let (user, password) = TLS_SCRAM_USER;
@@ -426,9 +376,4 @@ async fn a_client_certificate_on_the_ssl_listener_is_named_by_the_principal_mapp
                 && l.contains("principal=svc-billing")),
         "no log line names the mapped principal:\n{log}"
     );
-}
-
-/// Runs kcat with `args` and `stdin`; its stdout.
-async fn kcat(args: &[&str], stdin: &[u8]) -> String {
-    String::from_utf8(run("kcat", args, stdin).await.stdout).unwrap()
 }
