@@ -15,10 +15,12 @@ use crate::common::rabbitmq::{ClientCerts, RabbitNode, unique};
 use crate::common::tls::Pki;
 use crate::rabbitmq::{Rabbit, collect, receive};
 use lapin::BasicProperties;
+use lapin::message::Delivery;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// The only name in the broker's certificate (the URIs say 127.0.0.1).
 const SERVER_NAME: &str = "rabbit.ferry.test";
@@ -97,6 +99,33 @@ impl TlsBroker {
     }
 }
 
+/// Publishes `sent` to queue `from` and asserts that every body arrives at `rx` (the
+/// route's destination) exactly once, and nothing more.
+async fn each_arrives_once(
+    rabbit: &Rabbit,
+    from: &str,
+    rx: &mut UnboundedReceiver<Delivery>,
+    sent: Vec<(BasicProperties, Vec<u8>)>,
+    daemon: &Daemon,
+) {
+    rabbit.publish(from, &sent).await;
+    let got = receive(rx, sent.len(), Duration::from_secs(60)).await;
+    assert_eq!(got.len(), sent.len(), "{}", daemon.readyz());
+    let bodies: BTreeSet<Vec<u8>> = got.iter().map(|d| d.data.clone()).collect();
+    let want: BTreeSet<Vec<u8>> = sent.into_iter().map(|(_, body)| body).collect();
+    assert_eq!(bodies, want);
+    assert!(receive(rx, 1, Duration::from_secs(2)).await.is_empty());
+}
+
+/// The line of `rabbitmqctl list_connections client_properties …` output for the
+/// connection Ferry's bridge names `ferry bridge LABEL`.
+fn connection_of<'a>(listing: &'a str, label: &str) -> &'a str {
+    listing
+        .lines()
+        .find(|l| l.contains(&format!("ferry bridge {label}")))
+        .unwrap_or_else(|| panic!("no connection of {label}:\n{listing}"))
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_source_and_a_sink_over_amqps_with_a_client_certificate_move_every_message_once() {
     let broker = TlsBroker::start();
@@ -138,13 +167,7 @@ to = [{{ sink = "tls-out" }}]
             (properties, format!("over tls {i}").into_bytes())
         })
         .collect();
-    rabbit.publish(&from, &sent).await;
-    let got = receive(&mut rx, N, Duration::from_secs(60)).await;
-    assert_eq!(got.len(), N, "{}", daemon.readyz());
-    let bodies: BTreeSet<Vec<u8>> = got.iter().map(|d| d.data.clone()).collect();
-    let want: BTreeSet<Vec<u8>> = sent.into_iter().map(|(_, body)| body).collect();
-    assert_eq!(bodies, want);
-    assert!(receive(&mut rx, 1, Duration::from_secs(2)).await.is_empty());
+    each_arrives_once(&rabbit, &from, &mut rx, sent, &daemon).await;
 
     // RabbitMQ's own view: both connections are TLS and authenticated by Ferry's client
     // certificate.
@@ -157,10 +180,7 @@ to = [{{ sink = "tls-out" }}]
     ]);
     let listing = String::from_utf8_lossy(&out.stdout);
     for label in ["source:tls-in", "sink:tls-out"] {
-        let line = listing
-            .lines()
-            .find(|l| l.contains(&format!("ferry bridge {label}")))
-            .unwrap_or_else(|| panic!("no connection of {label}:\n{listing}"));
+        let line = connection_of(&listing, label);
         assert!(
             line.contains("\ttrue\t") && line.contains("tlsv1.3"),
             "{line}"
@@ -297,13 +317,7 @@ to = [{{ sink = "ca-out" }}]
             )
         })
         .collect();
-    rabbit.publish(&from, &sent).await;
-    let got = receive(&mut rx, N, Duration::from_secs(60)).await;
-    assert_eq!(got.len(), N, "{}", daemon.readyz());
-    let bodies: BTreeSet<Vec<u8>> = got.iter().map(|d| d.data.clone()).collect();
-    let want: BTreeSet<Vec<u8>> = sent.into_iter().map(|(_, body)| body).collect();
-    assert_eq!(bodies, want);
-    assert!(receive(&mut rx, 1, Duration::from_secs(2)).await.is_empty());
+    each_arrives_once(&rabbit, &from, &mut rx, sent, &daemon).await;
 
     // RabbitMQ's view: both connections are TLS, neither presented a certificate.
     let out = broker.node.ctl(&[
@@ -314,10 +328,7 @@ to = [{{ sink = "ca-out" }}]
     ]);
     let listing = String::from_utf8_lossy(&out.stdout);
     for label in ["source:ca-in", "sink:ca-out"] {
-        let line = listing
-            .lines()
-            .find(|l| l.contains(&format!("ferry bridge {label}")))
-            .unwrap_or_else(|| panic!("no connection of {label}:\n{listing}"));
+        let line = connection_of(&listing, label);
         assert!(line.contains("\ttrue\t"), "{line}");
         assert!(!line.contains("CN=ferry-bridge"), "{line}");
     }
