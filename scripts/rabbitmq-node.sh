@@ -3,14 +3,17 @@
 # runs: its own node name, AMQP port, distribution port, epmd (on its own port, so the
 # machine's epmd is never used) and HOME (so its own Erlang cookie), with its data (mnesia),
 # logs and pid files under a directory the caller gives. Listens on 127.0.0.1 only; the
-# shovel plugin is enabled (a benchmark compares Ferry with Shovel), the management plugin is
-# not (its fixed port 15672 would collide with the machine's).
+# shovel plugin is enabled (a benchmark compares Ferry with Shovel), and the management and
+# Prometheus plugins on ports of the node's own (tests compare Ferry's management API and
+# metric names with RabbitMQ's, and import definitions exported from this node).
 #
 #   scripts/rabbitmq-node.sh start DIR [--owner PID] [--tls CERTS [--tls-client-certs optional]]
 #                                                      start a node in DIR; print its AMQP URI
 #   scripts/rabbitmq-node.sh stop DIR                  stop it (and its epmd); idempotent
 #   scripts/rabbitmq-node.sh uri DIR                   print its AMQP URI (guest/guest, vhost /)
 #   scripts/rabbitmq-node.sh amqps-uri DIR             print its amqps URI (a node started with --tls)
+#   scripts/rabbitmq-node.sh http-uri DIR              print its management API's base URL (http://127.0.0.1:PORT)
+#   scripts/rabbitmq-node.sh prometheus-uri DIR        print its Prometheus endpoint (http://127.0.0.1:PORT/metrics)
 #   scripts/rabbitmq-node.sh ctl DIR ARGS...           rabbitmqctl ARGS against it
 #   scripts/rabbitmq-node.sh pids DIR                  print the PIDs of its live processes
 #
@@ -34,7 +37,7 @@ LAST_PORT=30000
 
 die() { echo "rabbitmq-node.sh: $*" >&2; exit 1; }
 
-usage() { sed -n '9,15s/^#   //p' "$0" >&2; exit 2; }
+usage() { sed -n '10,18s/^#   //p' "$0" >&2; exit 2; }
 
 # A loopback port nothing listens on, from FIRST_PORT..LAST_PORT; $1 more ports after it
 # must be free too (rabbitmqctl's range).
@@ -95,15 +98,24 @@ start() {
   mkdir -p "$DIR"/{home,mnesia,log}
   DIR=$(cd "$DIR" && pwd)
 
-  local amqp amqps="" dist epmd_port name
+  local amqp amqps="" dist epmd_port name http prometheus
   epmd_port=$(free_port)
   amqp=$(free_port)
+  http=$(free_port)
+  prometheus=$(free_port)
   [[ -z "$certs" ]] || amqps=$(free_port)
   dist=$(free_port 10)
   name="ferry-test-$$-$RANDOM@localhost"
   head -c 32 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$DIR/home/.erlang.cookie"
   chmod 400 "$DIR/home/.erlang.cookie"
-  printf 'listeners.tcp.1 = 127.0.0.1:%s\nlog.file.level = info\n' "$amqp" >"$DIR/rabbitmq.conf"
+  cat >"$DIR/rabbitmq.conf" <<EOF
+listeners.tcp.1 = 127.0.0.1:$amqp
+log.file.level = info
+management.tcp.ip = 127.0.0.1
+management.tcp.port = $http
+prometheus.tcp.ip = 127.0.0.1
+prometheus.tcp.port = $prometheus
+EOF
   if [[ -n "$certs" ]]; then
     cat >>"$DIR/rabbitmq.conf" <<EOF
 listeners.ssl.1 = 127.0.0.1:$amqps
@@ -116,7 +128,7 @@ ssl_options.versions.1 = tlsv1.3
 ssl_options.versions.2 = tlsv1.2
 EOF
   fi
-  echo '[rabbitmq_shovel].' >"$DIR/enabled_plugins"
+  echo '[rabbitmq_shovel,rabbitmq_management,rabbitmq_prometheus].' >"$DIR/enabled_plugins"
   # Replaces /etc/rabbitmq/rabbitmq-env.conf, which belongs to the machine's node.
   : >"$DIR/rabbitmq-env.conf"
   local dist_args="-kernel inet_dist_use_interface {127,0,0,1}"
@@ -142,6 +154,8 @@ RABBITMQ_LOG_BASE='$DIR/log'
 RABBITMQ_PID_FILE='$DIR/rabbitmq.pid'
 AMQP_URI='amqp://guest:guest@127.0.0.1:$amqp/%2f'
 AMQPS_PORT='$amqps'
+HTTP_URI='http://127.0.0.1:$http'
+PROMETHEUS_URI='http://127.0.0.1:$prometheus/metrics'
 EOF
   load_env
 
@@ -220,6 +234,8 @@ case "$command" in
     load_env
     [[ -n "${AMQPS_PORT:-}" ]] || die "the node in '$DIR' has no TLS listener (start it with --tls)"
     echo "amqps://guest:guest@127.0.0.1:$AMQPS_PORT/%2f" ;;
+  http-uri) load_env; echo "$HTTP_URI" ;;
+  prometheus-uri) load_env; echo "$PROMETHEUS_URI" ;;
   ctl) load_env; ctl "$@" ;;
   pids) pids ;;
   *) usage ;;

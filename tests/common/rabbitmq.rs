@@ -6,7 +6,9 @@
 //! its own, from [`unique`]). Without that variable (`cargo nextest run` by hand) the first
 //! test of a process that asks for a node starts one for the process, with the process as
 //! its owner, so the script's watcher stops it if the process is killed; otherwise it is
-//! stopped when the last test using it drops it.
+//! stopped when the last test using it drops it. Every node also runs RabbitMQ's management
+//! and Prometheus plugins on ports of its own ([`RabbitNode::http_uri`],
+//! [`RabbitNode::prometheus_uri`]).
 //!
 //! [`RabbitNode::start_tls`] starts a node of the test's own with a TLS listener that
 //! requires client certificates, or only checks those presented ([`ClientCerts`]), with
@@ -132,6 +134,16 @@ impl RabbitNode {
     pub fn uri_with_password(&self, password: &str) -> String {
         self.uri
             .replacen("guest:guest@", &format!("guest:{password}@"), 1)
+    }
+
+    /// The base URL of the node's management API (`http://127.0.0.1:PORT`; guest/guest).
+    pub fn http_uri(&self) -> String {
+        stdout_of(script(&["http-uri", self.dir.to_str().unwrap()]))
+    }
+
+    /// The node's Prometheus endpoint (`http://127.0.0.1:PORT/metrics`).
+    pub fn prometheus_uri(&self) -> String {
+        stdout_of(script(&["prometheus-uri", self.dir.to_str().unwrap()]))
     }
 
     /// `rabbitmqctl ARGS` against this node; panics when it does not run.
