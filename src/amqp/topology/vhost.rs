@@ -13,6 +13,7 @@ use super::{Removal, Topology};
 use crate::amqp::errors::{AmqpError, TxError};
 use crate::stage::{Holders, Stage, StageError, StageOptions, Stages, now_ms};
 use crate::store::{Database, RangeOption};
+use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use base64::Engine as _;
 use parking_lot::{RwLock, RwLockReadGuard};
 use std::collections::HashMap;
@@ -418,6 +419,7 @@ impl VHost {
                 // A redeclare counts as use for `x-expires`; a passive check does not.
                 queue.touch();
             }
+            rabbitmq::queue_declared(false);
             return Ok(queue);
         }
         if passive {
@@ -428,7 +430,9 @@ impl VHost {
                 "queue name '{name}' contains reserved prefix '{RESERVED_PREFIX}*'"
             )));
         }
-        self.create_queue(name, wanted).await
+        let queue = self.create_queue(name, wanted).await?;
+        rabbitmq::queue_declared(true);
+        Ok(queue)
     }
 
     /// The in-memory queue for a stored record: the current one if it is this incarnation,
@@ -689,6 +693,7 @@ impl VHost {
             })
             .await?;
         self.state.write().apply_removal(&removal);
+        rabbitmq::queues_deleted(removal.queues.len());
         Ok(())
     }
 
