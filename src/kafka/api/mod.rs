@@ -86,9 +86,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AddOffsetsToTxn, 0, 3),
     (ApiKey::EndTxn, 0, 3),
     (ApiKey::TxnOffsetCommit, 0, 3),
-    (ApiKey::DescribeAcls, 1, 3),
-    (ApiKey::CreateAcls, 1, 3),
-    (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::DescribeAcls, 1, 2),
+    (ApiKey::CreateAcls, 1, 2),
+    (ApiKey::DeleteAcls, 1, 2),
 ];
 
 /// Whether Ferry answers `api` at `version`.
