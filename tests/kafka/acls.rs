@@ -2,12 +2,13 @@
 //! deletes ACLs as a super user (SCRAM); librdkafka, as a restricted user (PLAIN), is held
 //! to them — produce refused then allowed, a prefixed ACL, deny over allow, Metadata
 //! hiding what it may not describe, a group and a transactional id refused, CreateTopics
-//! refused — and the ACLs survive a restart. `kafka.allow_everyone_if_no_acl_found` is off
+//! refused — and the ACLs survive a restart and hold on another instance over the store. `kafka.allow_everyone_if_no_acl_found` is off
 //! here, as production runs.
 
 use crate::common::clients::{python_script, run};
 use crate::common::fronts::{KafkaServer, OTHER_USER, SCRAM_USER};
 use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
+use crate::common::wait;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::Consumer;
@@ -95,8 +96,8 @@ fn options() -> AdminOptions {
 }
 
 /// What producing one record to `topic` as the restricted user comes to.
-async fn produce_as_user(broker: &KafkaServer, topic: &str) -> Result<(), RDKafkaErrorCode> {
-    let p: FutureProducer = producer(&broker.bootstrap(), &user_login());
+async fn produce_as_user(bootstrap: &str, topic: &str) -> Result<(), RDKafkaErrorCode> {
+    let p: FutureProducer = producer(bootstrap, &user_login());
     let sent = p
         .send(
             FutureRecord::<(), _>::to(topic).payload("v"),
@@ -122,7 +123,7 @@ async fn acls_managed_with_kafka_python_hold_rdkafka_to_them_across_a_restart() 
 
     // No ACL: refused.
     assert_eq!(
-        produce_as_user(&broker, "acl-orders").await,
+        produce_as_user(&broker.bootstrap(), "acl-orders").await,
         Err(RDKafkaErrorCode::TopicAuthorizationFailed)
     );
 
@@ -155,10 +156,16 @@ async fn acls_managed_with_kafka_python_hold_rdkafka_to_them_across_a_restart() 
             &format!("TOPIC PREFIXED acl-pre- {me} * WRITE ALLOW"),
         ]
     );
-    assert_eq!(produce_as_user(&broker, "acl-orders").await, Ok(()));
-    assert_eq!(produce_as_user(&broker, "acl-pre-1").await, Ok(()));
     assert_eq!(
-        produce_as_user(&broker, "acl-pre-denied").await,
+        produce_as_user(&broker.bootstrap(), "acl-orders").await,
+        Ok(())
+    );
+    assert_eq!(
+        produce_as_user(&broker.bootstrap(), "acl-pre-1").await,
+        Ok(())
+    );
+    assert_eq!(
+        produce_as_user(&broker.bootstrap(), "acl-pre-denied").await,
         Err(RDKafkaErrorCode::TopicAuthorizationFailed),
         "deny wins over the prefixed allow"
     );
@@ -208,7 +215,7 @@ async fn acls_managed_with_kafka_python_hold_rdkafka_to_them_across_a_restart() 
         ]
     );
     assert_eq!(
-        produce_as_user(&broker, "acl-pre-1").await,
+        produce_as_user(&broker.bootstrap(), "acl-pre-1").await,
         Err(RDKafkaErrorCode::TopicAuthorizationFailed)
     );
 
@@ -222,9 +229,12 @@ async fn acls_managed_with_kafka_python_hold_rdkafka_to_them_across_a_restart() 
             &format!("TOPIC LITERAL acl-pre-denied {me} * WRITE DENY"),
         ]
     );
-    assert_eq!(produce_as_user(&broker, "acl-orders").await, Ok(()));
     assert_eq!(
-        produce_as_user(&broker, "acl-hidden").await,
+        produce_as_user(&broker.bootstrap(), "acl-orders").await,
+        Ok(())
+    );
+    assert_eq!(
+        produce_as_user(&broker.bootstrap(), "acl-hidden").await,
         Err(RDKafkaErrorCode::TopicAuthorizationFailed)
     );
     broker.stop().await;
@@ -297,5 +307,36 @@ async fn rdkafka_groups_transactions_and_topic_creation_need_their_acls() {
             RDKafkaErrorCode::TopicAuthorizationFailed
         ))]
     );
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acl_created_through_one_instance_holds_on_another() {
+    let broker = guarded().await;
+    let other = broker.peer_with(|c| c.node_id = 1).await;
+    create_topics(&broker, &["acl-shared"]).await;
+    // The other instance answers the producer's Metadata: refused until its copy of the
+    // ACLs, reloaded when its watch on the store's ACL counter fires, has the new one.
+    assert_eq!(
+        produce_as_user(&other.bootstrap(), "acl-shared").await,
+        Err(RDKafkaErrorCode::TopicAuthorizationFailed)
+    );
+    let me = format!("User:{}", OTHER_USER.0);
+    assert_eq!(
+        as_admin(
+            &broker,
+            &format!("create TOPIC LITERAL acl-shared {me} * WRITE ALLOW\n"),
+        )
+        .await,
+        ["created"]
+    );
+    let bootstrap = other.bootstrap();
+    wait::until(
+        "the other instance allows the write",
+        PATIENCE,
+        async || produce_as_user(&bootstrap, "acl-shared").await.ok(),
+    )
+    .await;
+    other.stop().await;
     broker.stop().await;
 }
