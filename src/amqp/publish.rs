@@ -34,6 +34,7 @@ use crate::auth::access::VhostAccess;
 use crate::group_commit::GroupCommit;
 use crate::stage::{NewMessage, now_ms};
 use crate::telemetry::amqp as metric;
+use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, Routed};
 use amq_protocol::protocol::{AMQPClass, basic};
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -242,6 +243,12 @@ impl Publisher {
             metrics::counter!(metric::RETURNS_TOTAL, metric::LABEL_VHOST => vhost.name.clone())
                 .increment(1);
         }
+        let routed = match (queues.is_empty(), publish.mandatory) {
+            (false, _) => Routed::ToQueues,
+            (true, true) => Routed::Returned,
+            (true, false) => Routed::Dropped,
+        };
+        rabbitmq::message_received(routed, self.confirm.is_some());
         self.sequence += 1;
         let tag = self.confirm.as_mut().map(|t| {
             *t += 1;
@@ -403,6 +410,7 @@ fn record_stored(broker: &Broker, batches: &[QueueBatch], stored: &Stored) {
     for (i, batch) in batches.iter().enumerate() {
         let labels = batch.queue.labels();
         metrics::counter!(metric::PUBLISHED_TOTAL, &labels).increment(stored.appended[i] as u64);
+        rabbitmq::stored_in_queues(stored.appended[i] as u64);
     }
     hint_expiries(&broker.expiry, batches);
 }
@@ -448,6 +456,7 @@ fn confirms(batch: &[Accepted], rejected: Option<&[usize]>, vhost: &str, channel
         }
     }
     flush(&mut out, &mut run);
+    rabbitmq::confirmed(acks);
     for (outcome, n) in [("ack", acks), ("nack", nacks)] {
         if n > 0 {
             metrics::counter!(metric::CONFIRMS_TOTAL, metric::LABEL_VHOST => vhost.to_owned(), metric::LABEL_OUTCOME => outcome)

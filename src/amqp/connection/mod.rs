@@ -19,6 +19,7 @@ use super::errors::{AmqpError, ReplyCode};
 use super::writer;
 use crate::peer::Peer;
 use crate::telemetry::amqp as metric;
+use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use crate::tls::stream::{ReadHalf, Stream};
 use amq_protocol::protocol::{AMQPClass, channel as ch, connection};
 use bytes::BytesMut;
@@ -60,12 +61,14 @@ enum End {
     Vanished,
 }
 
-/// Keeps `ferry_amqp_connections` right however the connection ends.
+/// Keeps `ferry_amqp_connections` (and RabbitMQ's connection counts) right however the
+/// connection ends.
 struct Counted;
 
 impl Counted {
     fn new() -> Self {
         metrics::gauge!(metric::CONNECTIONS).increment(1.0);
+        rabbitmq::connection_opened();
         Self
     }
 }
@@ -73,6 +76,7 @@ impl Counted {
 impl Drop for Counted {
     fn drop(&mut self) {
         metrics::gauge!(metric::CONNECTIONS).decrement(1.0);
+        rabbitmq::connection_closed();
     }
 }
 

@@ -17,6 +17,7 @@ use crate::auth::access::Resource;
 use crate::auth::permissions::Access;
 use crate::stage::{Holders, Stage, StageError, StageOptions, Stages, now_ms};
 use crate::store::{Database, RangeOption};
+use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use base64::Engine as _;
 use parking_lot::{RwLock, RwLockReadGuard};
 use std::collections::HashMap;
@@ -440,9 +441,9 @@ impl VHost {
     /// exchange also read on the queue and write on that exchange (RabbitMQ's checks).
     ///
     /// # Errors
-    /// 403 for a new `amq.*` name or a refused permission, 404 for a passive declare of a missing queue, 405 for a
-    /// queue exclusive to another connection or a redeclare whose `exclusive` differs, 406
-    /// for an inequivalent redeclare, 541 when the store fails.
+    /// 403 for a new `amq.*` name or a refused permission, 404 for a passive declare of a
+    /// missing queue, 405 for a queue exclusive to another connection or a redeclare whose
+    /// `exclusive` differs, 406 for an inequivalent redeclare, 541 when the store fails.
     pub async fn declare_queue(
         &self,
         name: &str,
@@ -480,6 +481,7 @@ impl VHost {
                 // A redeclare counts as use for `x-expires`; a passive check does not.
                 queue.touch();
             }
+            rabbitmq::queue_declared(false);
             return Ok(queue);
         }
         if passive {
@@ -489,7 +491,9 @@ impl VHost {
             auth.check(Access::Read, Resource::Queue(&name))?;
             auth.check(Access::Write, Resource::Exchange(dead_letter_exchange))?;
         }
-        self.create_queue(name, wanted).await
+        let queue = self.create_queue(name, wanted).await?;
+        rabbitmq::queue_declared(true);
+        Ok(queue)
     }
 
     /// Refuses a new queue name with the reserved `amq.` prefix (server names excepted;
@@ -761,6 +765,7 @@ impl VHost {
             })
             .await?;
         self.state.write().apply_removal(&removal);
+        rabbitmq::queues_deleted(removal.queues.len());
         Ok(())
     }
 
