@@ -11,7 +11,8 @@
 //! of the instance that a restart frees at once;
 //! [`amqp`] is the AMQP 0-9-1 front and [`kafka`] the Kafka wire front, each reached by the
 //! bridge through its `port`; [`bridge`] connects them and external brokers; [`auth`]
-//! checks users for every front, with [`password`] hashes; [`server`] is the accept loop
+//! checks users for every front, with [`password`] hashes, and what they may do, with
+//! [`permissions`]' patterns; [`server`] is the accept loop
 //! every front shares; [`daemon`] runs the long-lived process; [`telemetry`] names every
 //! metric Ferry exports. The `ferry` binary (`src/cli/`) is the command line over this
 //! library, and holds the `ferry bench` load tools.
@@ -32,6 +33,7 @@ pub mod kafka;
 pub mod liveness;
 pub mod password;
 pub mod peer;
+pub mod permissions;
 pub mod principal;
 pub mod scram;
 pub mod server;
