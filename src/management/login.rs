@@ -7,7 +7,7 @@ use super::Api;
 use super::access::Access;
 use super::error::ApiError;
 use crate::auth::{Front, User};
-use crate::daemon::http::ClientAddr;
+use crate::http_server::ClientAddr;
 use crate::peer::{Peer, TlsPeer};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header;
