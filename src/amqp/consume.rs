@@ -27,6 +27,7 @@ use super::topology::Queue;
 use crate::group_commit::GroupCommit;
 use crate::stage::{self, Delivery, MessageId, StageError, Step, now_ms};
 use crate::telemetry::amqp as metric;
+use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, DeliveryMode};
 use amq_protocol::protocol::{AMQPClass, basic};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -552,7 +553,8 @@ impl Consumers {
                 );
             }
         }
-        count_deliveries(&queue, count, redelivered);
+        let how = DeliveryMode { get: false, no_ack };
+        count_deliveries(&queue, how, count, redelivered);
         if no_ack {
             self.no_ack_unsettled += ids.len();
             self.queue_pending(vec![Settlement {
@@ -588,6 +590,7 @@ impl Consumers {
         };
         let mut out = Vec::new();
         let Some(d) = got.pop() else {
+            rabbitmq::get_empty();
             codec::encode_method(
                 &mut out,
                 self.channel,
@@ -617,7 +620,12 @@ impl Consumers {
         } else {
             d.redelivered()
         };
-        count_deliveries(&queue, 1, u64::from(redelivered));
+        count_deliveries(
+            &queue,
+            DeliveryMode { get: true, no_ack },
+            1,
+            u64::from(redelivered),
+        );
         codec::encode_method(
             &mut out,
             self.channel,
@@ -788,6 +796,16 @@ impl Consumers {
     pub fn settled(&mut self, settlements: &[Settlement]) {
         for s in settlements {
             let n = s.ids.len() as u64;
+            // A no-ack consumer's deliveries settle as acks too; RabbitMQ counts only the
+            // acknowledgements clients send.
+            let no_ack_consumer = self
+                .owner_of
+                .get(&s.holder)
+                .and_then(|tag| self.consumers.get(tag))
+                .is_some_and(|c| c.no_ack);
+            if matches!(s.how, How::Ack) && !no_ack_consumer {
+                rabbitmq::acknowledged(n);
+            }
             let labels = s.queue.labels();
             match s.how {
                 How::Ack => metrics::counter!(metric::ACKS_TOTAL, &labels).increment(n),
@@ -935,7 +953,8 @@ impl Consumers {
     }
 }
 
-fn count_deliveries(queue: &Queue, delivered: usize, redelivered: u64) {
+fn count_deliveries(queue: &Queue, how: DeliveryMode, delivered: usize, redelivered: u64) {
+    rabbitmq::delivered(how, delivered as u64, redelivered);
     let labels = queue.labels();
     metrics::counter!(metric::DELIVERED_TOTAL, &labels).increment(delivered as u64);
     if redelivered > 0 {

@@ -11,16 +11,18 @@
 //! queues, bindings, routing), [`dead_letter`] (the dead-letter router), [`expiry`] (head
 //! expiry without consumers), [`sac`] (single active consumer), [`janitor`]
 //! (`x-expires` and transient entities of dead owners), [`resources`] (queue-depth
-//! gauges and the publisher alarm), [`errors`] (reply codes), [`broker`] (shared state), [`registry`] (live connections,
-//! channels and consumers, for the management API), [`admin`] (what the management API
-//! may use of the front),
-//! and [`port`] (what the bridge may use of the front).
+//! gauges and the publisher alarm), [`authorize`] (RabbitMQ's permissions on each
+//! operation), [`errors`] (reply codes), [`broker`] (shared state), [`registry`] (live
+//! connections, channels and consumers, for the management API), [`admin`] (what the
+//! management API may use of the front), and [`port`] (what the bridge may use of the
+//! front).
 //!
 //! [`start`] loads the topology, then [`Started::run`] serves until shutdown, then drains: every connection is closed with 320
 //! CONNECTION_FORCED after its channels stored what they had accepted and returned their
 //! unacknowledged deliveries.
 
 pub mod admin;
+pub mod authorize;
 pub mod broker;
 mod channel;
 pub mod codec;

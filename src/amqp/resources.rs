@@ -1,11 +1,12 @@
 //! The resource monitor: every `amqp.resource_check_ms` it reads every queue's depth
-//! (publishing the ready/unacked gauges) and the process's resident memory, and raises or
+//! (publishing the ready/unacked gauges, also under RabbitMQ's names) and the process's resident memory, and raises or
 //! clears the alarm that blocks publishers (`connection.blocked`) when
 //! `amqp.max_backlog_messages` or `amqp.max_memory_mb` is exceeded.
 
 use super::topology::VHost;
 use crate::config::AmqpConfig;
 use crate::telemetry::amqp as metric;
+use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, QueueSample};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -43,6 +44,7 @@ pub async fn run(
 /// Reads every queue's depth, sets its gauges, and returns the ready messages in all.
 async fn publish_depths(vhosts: &HashMap<String, Arc<VHost>>) -> u64 {
     let mut backlog = 0u64;
+    let mut measured = Vec::new();
     for vhost in vhosts.values() {
         for queue in vhost.queues() {
             match queue.stage.depth().await {
@@ -51,11 +53,19 @@ async fn publish_depths(vhosts: &HashMap<String, Arc<VHost>>) -> u64 {
                     metrics::gauge!(metric::QUEUE_READY, &labels).set(depth.ready as f64);
                     metrics::gauge!(metric::QUEUE_UNACKED, &labels).set(depth.in_flight as f64);
                     backlog += depth.ready.max(0) as u64;
+                    measured.push(QueueSample {
+                        vhost: vhost.name.clone(),
+                        queue: queue.name.clone(),
+                        ready: depth.ready.max(0) as u64,
+                        unacked: depth.in_flight.max(0) as u64,
+                        consumers: queue.consumers() as u64,
+                    });
                 }
                 Err(e) => warn!(queue = %queue.name, error = %e, "cannot read a queue's depth"),
             }
         }
     }
+    rabbitmq::queues_measured(measured);
     backlog
 }
 

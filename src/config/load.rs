@@ -116,13 +116,16 @@ impl Sources<'_> {
             } => {
                 let key = key.unwrap_or_default();
                 let message = format!(
-                    "expected {expected}, found {unexpected} {}",
+                    "expected {expected}, found {} {}",
+                    found(&unexpected),
                     self.origin(&key)
                 );
                 ConfigError::invalid(key, message)
             }
-            E::At { error, key, .. } => self.explain_message(key.as_deref(), &error.to_string()),
-            E::Message(message) => self.explain_message(None, &message),
+            E::At { error, key, .. } => {
+                self.explain_message(key.as_deref(), &without_strings(&error.to_string()))
+            }
+            E::Message(message) => self.explain_message(None, &without_strings(&message)),
             other => ConfigError::Other {
                 reason: other.to_string(),
             },
@@ -171,6 +174,32 @@ impl Sources<'_> {
             None => format!("(in config file '{}')", self.file.display()),
         }
     }
+}
+
+/// What a value of the wrong type was, without a string's text: a secret written into the
+/// wrong key must not reach the error (and so the log).
+/// (The `config` crate does not export its `Unexpected` type; its text form is all there is.)
+fn found(unexpected: &impl std::fmt::Display) -> String {
+    let text = unexpected.to_string();
+    if text.starts_with("string ") {
+        "a string".to_owned()
+    } else {
+        text
+    }
+}
+
+/// serde's `invalid type: string "…", expected …` and `invalid value: string "…"` with
+/// the string's text left out, for the reason [`found`] gives.
+fn without_strings(message: &str) -> String {
+    for lead in ["invalid type: string ", "invalid value: string "] {
+        if let Some(rest) = message.strip_prefix(lead) {
+            let after = rest
+                .rfind("\", expected")
+                .map_or("", |end| &rest[end + 1..]);
+            return format!("{}a string{after}", &lead[..lead.len() - "string ".len()]);
+        }
+    }
+    message.to_owned()
 }
 
 /// The field name in serde's `unknown field `x`, expected ...` message.
@@ -379,6 +408,20 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("(in config file '"), "{err}");
+    }
+
+    #[test]
+    fn a_string_of_the_wrong_type_is_not_echoed() {
+        let err = load_err("[daemon]\nshutdown_timeout_ms = \"hunter2\"\n", &[]);
+        assert!(!err.contains("hunter2"), "{err}");
+        assert!(err.contains("found a string"), "{err}");
+        let err = load_err("[[users]]\nname = \"u\"\nrequire_tls = \"s3cret\"\n", &[]);
+        assert!(err.starts_with("users"), "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
+        assert_eq!(
+            without_strings("invalid type: string \"s3cret\", expected a boolean"),
+            "invalid type: a string, expected a boolean"
+        );
     }
 
     #[test]

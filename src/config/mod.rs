@@ -48,7 +48,7 @@ pub use secret::{AmqpUri, KafkaProperties};
 pub use stage::StageConfig;
 pub use store::StoreConfig;
 pub use tls::TlsConfig;
-pub use users::UserConfig;
+pub use users::{PermissionConfig, TopicPermissionConfig, UserConfig};
 
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -1,5 +1,8 @@
-//! The operations HTTP server: `/metrics`, `/healthz` and `/readyz` on `metrics.listen`,
-//! over HTTPS with `metrics.tls` (served by [`crate::http_server`]).
+//! The operations HTTP server: `/metrics`, `/metrics/per-object`, `/healthz` and
+//! `/readyz` on `metrics.listen`, over HTTPS with `metrics.tls` (served by
+//! [`crate::http_server`]). The two metrics paths are
+//! RabbitMQ's Prometheus plugin's: both serve every series, with RabbitMQ's per-object
+//! series summed in `/metrics` and labelled per queue in `/metrics/per-object`.
 //!
 //! It stays up through the shutdown drain, so `/readyz` can answer 503 ("shutting down")
 //! while in-flight work finishes and load balancers stop sending traffic; it is the last
@@ -8,6 +11,7 @@
 
 use crate::config::metrics::LISTEN_KEY;
 use crate::store::Database;
+use crate::telemetry::compat::rabbitmq::{self, Detail};
 use crate::tls::Acceptor;
 use axum::Router;
 use axum::extract::State;
@@ -45,6 +49,7 @@ pub struct Endpoints {
 pub fn router(endpoints: Endpoints) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
+        .route("/metrics/per-object", get(metrics_per_object))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(endpoints)
@@ -69,12 +74,22 @@ pub async fn serve(
     server.serve(listener, router(endpoints), stop).await
 }
 
-/// `GET /metrics`: every series in the Prometheus text format.
+/// `GET /metrics`: every series in the Prometheus text format, RabbitMQ's per-object
+/// series summed.
 async fn metrics(State(endpoints): State<Endpoints>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, PROMETHEUS_TEXT)],
-        endpoints.metrics.render(),
-    )
+    exposition(&endpoints, Detail::Aggregated)
+}
+
+/// `GET /metrics/per-object`: every series, RabbitMQ's queue series per queue.
+async fn metrics_per_object(State(endpoints): State<Endpoints>) -> impl IntoResponse {
+    exposition(&endpoints, Detail::PerObject)
+}
+
+/// Ferry's own series followed by RabbitMQ's families in `detail`'s view.
+fn exposition(endpoints: &Endpoints, detail: Detail) -> impl IntoResponse + use<> {
+    let mut text = endpoints.metrics.render();
+    text.push_str(&rabbitmq::render::render(detail));
+    ([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], text)
 }
 
 /// `GET /healthz`: 200 for as long as the process serves HTTP at all.

@@ -109,6 +109,7 @@ pub enum DaemonError {
 pub async fn run(config: Config) -> Result<(), DaemonError> {
     logging::init(&config.log)?;
     let metrics = recorder::install()?;
+    crate::telemetry::compat::rabbitmq::state::set_node(recorder::rabbitmq_node(&config));
     let shutdown = CancellationToken::new();
     shutdown::cancel_on_signal(shutdown.clone()).map_err(DaemonError::Signals)?;
 

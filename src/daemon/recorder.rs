@@ -5,6 +5,8 @@
 //! real `_bucket` series (the exporter would otherwise render summaries, which cannot be
 //! aggregated across instances).
 
+use crate::config::{Config, store::Engine};
+use crate::telemetry::compat::rabbitmq::state::Node;
 use crate::telemetry::{self, names, names::Kind};
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use std::time::Duration;
@@ -58,6 +60,25 @@ pub fn install() -> Result<PrometheusHandle, RecorderError> {
     telemetry::describe_all();
     metrics::gauge!(names::BUILD_INFO, names::LABEL_VERSION => env!("CARGO_PKG_VERSION")).set(1.0);
     Ok(handle)
+}
+
+/// This instance as RabbitMQ's identity labels name it: node `ferry-NODE_ID@HOSTNAME`
+/// (`kafka.node_id`), and the cluster of the instances sharing the store, named by
+/// `store.prefix`; with the memory limit (`amqp.max_memory_mb`) and, for the embedded
+/// engine, the store's directory, whose file system's free space is reported.
+pub fn rabbitmq_node(config: &Config) -> Node {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".to_owned());
+    let prefix = &config.store.prefix;
+    Node {
+        node: format!("ferry-{}@{host}", config.kafka.node_id),
+        cluster: format!("ferry-{prefix}"),
+        cluster_permanent_id: format!("ferry-cluster-{prefix}"),
+        memory_limit_bytes: (config.amqp.max_memory_mb > 0)
+            .then(|| config.amqp.max_memory_mb * 1024 * 1024),
+        data_dir: (config.store.engine == Engine::Embedded).then(|| config.store.path.clone()),
+    }
 }
 
 /// Runs the recorder's upkeep every [`UPKEEP_PERIOD`] until `shutdown` is cancelled.

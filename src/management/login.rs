@@ -1,18 +1,23 @@
 //! HTTP basic auth: every request carries a user's name and password, checked by the
 //! [`Authenticator`](crate::auth::Authenticator) as a front's login is (refusals counted
 //! under the `management` front and slowed down per address), then the user's tags decide
-//! whether it may use the API ([`Access`]).
+//! whether it may use the API ([`Access`]), and its permissions in each vhost (read from
+//! the store at each request, as every instance reads them) what it may do there, as on
+//! the AMQP front.
 
 use super::Api;
 use super::access::Access;
 use super::error::ApiError;
-use crate::auth::{Front, User};
+use crate::auth::access::VhostAccess;
+use crate::auth::permissions::TopicVariables;
+use crate::auth::{AuthError, Front, User};
 use crate::http_server::ClientAddr;
 use crate::peer::{Peer, TlsPeer};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
 use base64::Engine as _;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 
 /// The logged-in user of a request.
@@ -20,10 +25,25 @@ use std::net::SocketAddr;
 pub struct Principal {
     /// The user, as the user store holds it.
     pub user: User,
-    /// Its tags.
-    pub tags: Vec<String>,
-    /// What it may do.
+    /// What its tags let it do.
     pub access: Access,
+    /// Its permissions in each vhost it has any on.
+    permissions: HashMap<String, VhostAccess>,
+}
+
+impl Principal {
+    /// The user's permissions in `vhost`.
+    ///
+    /// # Errors
+    /// 403 when it has none there.
+    pub fn permissions(&self, vhost: &str) -> Result<&VhostAccess, ApiError> {
+        self.permissions.get(vhost).ok_or_else(|| {
+            ApiError::access_refused(format!(
+                "access to vhost '{vhost}' refused for user '{}'",
+                self.user.name
+            ))
+        })
+    }
 }
 
 impl FromRequestParts<Api> for Principal {
@@ -44,19 +64,32 @@ impl FromRequestParts<Api> for Principal {
             .password(Front::Management, &peer, &name, &password)
             .await
             .map_err(|_| ApiError::not_authorized("Login failed"))?;
-        let tags = tags_of(&user);
-        let access = Access::new(&user.name, &tags, &user.vhosts);
+        let mut permissions = HashMap::new();
+        for vhost in api.amqp.vhosts() {
+            let variables = TopicVariables::new(&user.name, &vhost.name);
+            match api
+                .users
+                .vhost_access(&user.name, &vhost.name, &variables)
+                .await
+            {
+                Ok(access) => {
+                    permissions.insert(vhost.name.clone(), access);
+                }
+                Err(AuthError::VhostRefused { .. }) => {}
+                Err(e) => return Err(ApiError::internal(e.to_string())),
+            }
+        }
+        let vhosts: Vec<String> = permissions.keys().cloned().collect();
+        let access = Access::new(&user.name, &user.tags, &vhosts);
         if !access.is_management_user() {
             return Err(ApiError::not_authorized("Not management user"));
         }
-        Ok(Self { user, tags, access })
+        Ok(Self {
+            user,
+            access,
+            permissions,
+        })
     }
-}
-
-/// The tags of `user`. Until users carry tags (branch `perms`), every user who may log in
-/// is an administrator of the API, as every user may do anything on the fronts.
-fn tags_of(_user: &User) -> Vec<String> {
-    vec!["administrator".to_owned()]
 }
 
 /// The name and password of an `Authorization: Basic` header.

@@ -5,18 +5,20 @@
 //! [`kafka`] for the Kafka front, [`bridge`] for the bridge's routes, [`auth`] for logins,
 //! [`tls`] for the TLS listeners. Code records metrics through their constants; the Grafana
 //! dashboard, the alert rules and `docs/operations.md` may use only names [`all`] lists
-//! (tests check this).
+//! (tests check this). [`compat`] holds the same data under the names of RabbitMQ's
+//! Prometheus plugin and of kafka_exporter, so dashboards built for those work too.
 
 pub mod amqp;
 pub mod auth;
 pub mod bridge;
+pub mod compat;
 pub mod kafka;
 pub mod names;
 pub mod tls;
 
 use names::{Kind, Metric};
 
-/// Every metric Ferry exports.
+/// Every metric Ferry exports under its own names.
 pub fn all() -> impl Iterator<Item = &'static Metric> {
     [
         names::ALL,
@@ -33,7 +35,8 @@ pub fn all() -> impl Iterator<Item = &'static Metric> {
 /// Registers a help text for every metric in [`all`], so `/metrics` explains each series
 /// even before its first sample.
 pub fn describe_all() {
-    for m in all() {
+    let kafka_exporter = compat::kafka_exporter::ALL.iter().map(|(m, _)| m);
+    for m in all().chain(kafka_exporter) {
         match m.kind {
             Kind::Counter => metrics::describe_counter!(m.name, m.help),
             Kind::Gauge => metrics::describe_gauge!(m.name, m.help),

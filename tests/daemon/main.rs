@@ -1,6 +1,6 @@
 //! The `ferry` binary as an operator meets it: `ferry run`'s health, readiness, signals and
 //! startup failures, the `validate` and `hash-password` commands, and the files shipped in
-//! `deploy/`; TLS certificates reloaded and HTTPS; the load tools over TLS; and the source tree's layering as a
+//! `deploy/`; TLS certificates reloaded and HTTPS; metrics under RabbitMQ's and kafka_exporter's names; the load tools over TLS; and the source tree's layering as a
 //! newcomer reads it. One test binary; one module per subject.
 
 #[path = "../common/mod.rs"]
@@ -12,4 +12,5 @@ mod deploy_config;
 mod deploy_metrics;
 mod layering;
 mod lifecycle;
+mod promcompat;
 mod tls;

@@ -22,6 +22,7 @@ use super::errors::AmqpError;
 use super::publish::{Committed, Incoming, Publisher};
 use super::settle::Settlement;
 use crate::telemetry::amqp as metric;
+use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use amq_protocol::protocol::{AMQPClass, basic, channel as ch};
 use content::Content;
 use std::sync::Arc;
@@ -109,12 +110,14 @@ struct Channel {
     held_settlements: Vec<Settlement>,
 }
 
-/// Keeps `ferry_amqp_channels` right however the channel ends.
+/// Keeps `ferry_amqp_channels` (and RabbitMQ's channel counts) right however the channel
+/// ends.
 struct Counted;
 
 impl Counted {
     fn new() -> Self {
         metrics::gauge!(metric::CHANNELS).increment(1.0);
+        rabbitmq::channel_opened();
         Self
     }
 }
@@ -122,6 +125,7 @@ impl Counted {
 impl Drop for Counted {
     fn drop(&mut self) {
         metrics::gauge!(metric::CHANNELS).decrement(1.0);
+        rabbitmq::channel_closed();
     }
 }
 
@@ -267,7 +271,13 @@ impl Channel {
         let method = AMQPClass::Basic(basic::AMQPMethod::Publish(incoming.publish.clone()));
         let out = self
             .publisher
-            .accept(&self.ctx.vhost, self.id, self.ctx.frame_max, incoming)
+            .accept(
+                &self.ctx.vhost,
+                &self.ctx.access,
+                self.id,
+                self.ctx.frame_max,
+                incoming,
+            )
             .map_err(|e| e.on(&method))?;
         self.write(out).await
     }

@@ -20,6 +20,7 @@ use super::registry::{ConnectionInfo, LiveConnection};
 use super::writer;
 use crate::peer::Peer;
 use crate::telemetry::amqp as metric;
+use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use crate::tls::stream::{ReadHalf, Stream};
 use amq_protocol::protocol::{AMQPClass, channel as ch, connection};
 use bytes::BytesMut;
@@ -61,12 +62,14 @@ enum End {
     Vanished,
 }
 
-/// Keeps `ferry_amqp_connections` right however the connection ends.
+/// Keeps `ferry_amqp_connections` (and RabbitMQ's connection counts) right however the
+/// connection ends.
 struct Counted;
 
 impl Counted {
     fn new() -> Self {
         metrics::gauge!(metric::CONNECTIONS).increment(1.0);
+        rabbitmq::connection_opened();
         Self
     }
 }
@@ -74,6 +77,7 @@ impl Counted {
 impl Drop for Counted {
     fn drop(&mut self) {
         metrics::gauge!(metric::CONNECTIONS).decrement(1.0);
+        rabbitmq::connection_closed();
     }
 }
 
@@ -153,6 +157,7 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
         vhost: negotiated.vhost.clone(),
         id,
         user: negotiated.user.clone(),
+        access: negotiated.access.clone(),
         frame_max: negotiated.frame_max,
         capabilities: negotiated.capabilities,
         writer,

@@ -6,6 +6,7 @@
 
 use super::state::{Group, GroupSettings, JoinRequest, Joined, Reply, Synced};
 use super::store::{Fence, GroupStore};
+use crate::telemetry::compat::kafka_exporter;
 use crate::telemetry::kafka as m;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -295,8 +296,10 @@ fn view(group: &Group) -> GroupView {
 }
 
 fn publish_members(group: &Group) {
-    metrics::gauge!(m::GROUP_MEMBERS, m::LABEL_GROUP => group.id.clone())
-        .set(group.members.len() as f64);
+    let members = group.members.len() as f64;
+    metrics::gauge!(m::GROUP_MEMBERS, m::LABEL_GROUP => group.id.clone()).set(members);
+    metrics::gauge!(kafka_exporter::CONSUMERGROUP_MEMBERS, kafka_exporter::LABEL_CONSUMERGROUP => group.id.clone())
+        .set(members);
 }
 
 /// Sleeps until `deadline`, or forever without one.

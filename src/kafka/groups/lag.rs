@@ -1,12 +1,17 @@
 //! Consumer lag as a metric: every few seconds, for each group and each partition it
 //! committed an offset for, the records between that offset and the high watermark
-//! (`ferry_kafka_group_lag{group,topic,partition}`).
+//! (`ferry_kafka_group_lag{group,topic,partition}`). The same pass publishes the figures
+//! under kafka_exporter's names (`kafka_consumergroup_lag`, `_lag_sum`, `_current_offset`,
+//! `_current_offset_sum`, and every partition's `kafka_topic_partition_current_offset`
+//! and `_oldest_offset`), so lag alerts written for kafka_exporter work against Ferry.
 
 use super::store::GroupStore;
 use crate::kafka::log::Log;
 use crate::kafka::topics::Topics;
-use crate::store::Database;
+use crate::store::{Database, StoreError};
+use crate::telemetry::compat::kafka_exporter as kx;
 use crate::telemetry::kafka as m;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
@@ -27,7 +32,7 @@ pub async fn run(db: Database, topics: Topics, groups: GroupStore, shutdown: Can
     }
 }
 
-/// Measures and sets every group's lag once.
+/// Measures and sets every partition's offsets and every group's lag once.
 ///
 /// # Errors
 /// The store's error.
@@ -35,29 +40,75 @@ pub async fn publish(
     db: &Database,
     topics: &Topics,
     groups: &GroupStore,
-) -> Result<(), crate::store::StoreError> {
+) -> Result<(), StoreError> {
+    let high_watermarks = publish_partitions(db, topics).await?;
     for (group, _) in groups.list().await? {
+        // Per topic: the sums of committed offsets and of lag over its partitions.
+        let mut sums: BTreeMap<String, (i64, i64)> = BTreeMap::new();
         for (topic, partition, committed) in groups.offsets(&group, None).await? {
-            let (Some(committed), Some(t)) = (committed, topics.get(&topic)) else {
+            let (Some(committed), Some(&high_watermark)) =
+                (committed, high_watermarks.get(&(topic.clone(), partition)))
+            else {
                 continue;
             };
-            let Some(p) = t.partition(partition) else {
-                continue;
-            };
-            let tx = db.begin()?;
-            let bounds = Log::new(&p.keys)
-                .bounds(&tx, true)
-                .await
-                .map_err(|e| crate::store::StoreError::Storage(e.to_string()))?;
-            let lag = (bounds.high_watermark - committed.offset).max(0);
+            let lag = (high_watermark - committed.offset).max(0);
+            let partition = partition.to_string();
             metrics::gauge!(
                 m::GROUP_LAG,
                 m::LABEL_GROUP => group.clone(),
                 m::LABEL_TOPIC => topic.clone(),
-                m::LABEL_PARTITION => partition.to_string()
+                m::LABEL_PARTITION => partition.clone()
             )
             .set(lag as f64);
+            let labels = [
+                (kx::LABEL_CONSUMERGROUP, group.clone()),
+                (kx::LABEL_TOPIC, topic.clone()),
+                (kx::LABEL_PARTITION, partition),
+            ];
+            metrics::gauge!(kx::CONSUMERGROUP_LAG, &labels).set(lag as f64);
+            metrics::gauge!(kx::CONSUMERGROUP_CURRENT_OFFSET, &labels).set(committed.offset as f64);
+            let sum = sums.entry(topic).or_default();
+            sum.0 += committed.offset;
+            sum.1 += lag;
+        }
+        for (topic, (offsets, lag)) in sums {
+            let labels = [
+                (kx::LABEL_CONSUMERGROUP, group.clone()),
+                (kx::LABEL_TOPIC, topic),
+            ];
+            metrics::gauge!(kx::CONSUMERGROUP_CURRENT_OFFSET_SUM, &labels).set(offsets as f64);
+            metrics::gauge!(kx::CONSUMERGROUP_LAG_SUM, &labels).set(lag as f64);
         }
     }
     Ok(())
+}
+
+/// Sets every topic's partition count and every partition's offsets under kafka_exporter's
+/// names; returns the high watermarks by (topic, partition).
+async fn publish_partitions(
+    db: &Database,
+    topics: &Topics,
+) -> Result<HashMap<(String, i32), i64>, StoreError> {
+    let mut high_watermarks = HashMap::new();
+    for topic in topics.all() {
+        let name = topic.meta.name.clone();
+        metrics::gauge!(kx::TOPIC_PARTITIONS, kx::LABEL_TOPIC => name.clone())
+            .set(topic.partitions.len() as f64);
+        for p in &topic.partitions {
+            let tx = db.begin()?;
+            let bounds = Log::new(&p.keys)
+                .bounds(&tx, true)
+                .await
+                .map_err(|e| StoreError::Storage(e.to_string()))?;
+            let labels = [
+                (kx::LABEL_TOPIC, name.clone()),
+                (kx::LABEL_PARTITION, p.index.to_string()),
+            ];
+            metrics::gauge!(kx::TOPIC_PARTITION_CURRENT_OFFSET, &labels)
+                .set(bounds.high_watermark as f64);
+            metrics::gauge!(kx::TOPIC_PARTITION_OLDEST_OFFSET, &labels).set(bounds.start as f64);
+            high_watermarks.insert((name.clone(), p.index), bounds.high_watermark);
+        }
+    }
+    Ok(high_watermarks)
 }

@@ -179,9 +179,7 @@ async fn scram_front(edit: impl FnOnce(&mut crate::config::KafkaConfig)) -> Fron
         password_hash: None,
         scram_sha_256: scram(Mechanism::Sha256),
         scram_sha_512: scram(Mechanism::Sha512),
-        vhosts: vec!["/".into()],
-        loopback_only: false,
-        require_tls: false,
+        ..UserConfig::default()
     };
     let tls_only = UserConfig {
         name: "tls-only".into(),
@@ -353,7 +351,7 @@ async fn a_user_requiring_tls_is_refused_on_plaintext_and_accepted_over_tls() {
 }
 
 /// A peer on a TLS listener whose client certificate has `subject`.
-fn with_certificate(subject: &str) -> Peer {
+pub(super) fn with_certificate(subject: &str) -> Peer {
     Peer {
         tls: Some(TlsPeer {
             certificate: Some(CertificateNames {
