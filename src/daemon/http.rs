@@ -1,5 +1,6 @@
 //! The operations HTTP server: `/metrics`, `/metrics/per-object`, `/healthz` and
-//! `/readyz` on `metrics.listen`, over HTTPS with `metrics.tls`. The two metrics paths are
+//! `/readyz` on `metrics.listen`, over HTTPS with `metrics.tls` (served by
+//! [`crate::http_server`]). The two metrics paths are
 //! RabbitMQ's Prometheus plugin's: both serve every series, with RabbitMQ's per-object
 //! series summed in `/metrics` and labelled per queue in `/metrics/per-object`.
 //!
@@ -9,10 +10,9 @@
 //! external brokers, one per line after `ready`.
 
 use crate::config::metrics::LISTEN_KEY;
-use crate::server::Listener;
 use crate::store::Database;
 use crate::telemetry::compat::rabbitmq::{self, Detail};
-use crate::tls::{Acceptor, Stream};
+use crate::tls::Acceptor;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -20,18 +20,13 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use metrics_exporter_prometheus::PrometheusHandle;
 use std::io;
-use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// How long `/readyz` waits for the store to answer before calling it unavailable; below
 /// the usual probe timeout so the probe sees a reason, not a timeout.
 pub const READY_PING_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// HTTPS connections being set up, or set up and not yet taken by the server, at once.
-const HTTPS_BACKLOG: usize = 64;
 
 /// Content type of the Prometheus text exposition format.
 const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -71,73 +66,12 @@ pub async fn serve(
     endpoints: Endpoints,
     stop: CancellationToken,
 ) -> io::Result<()> {
-    let router = router(endpoints);
-    match tls {
-        None => {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
-        }
-        Some(tls) => {
-            let https = Https::start(listener, tls, stop.clone())?;
-            axum::serve(https, router)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
-        }
-    }
-}
-
-/// HTTPS connections for axum: the shared accept loop ([`crate::server::serve`]) takes
-/// each connection through its TLS handshake in a task of its own and hands the finished
-/// ones over.
-struct Https {
-    /// Connections past their handshake.
-    ready: mpsc::Receiver<(Stream, SocketAddr)>,
-    /// The bound address.
-    local: SocketAddr,
-}
-
-impl Https {
-    /// Starts accepting on `tcp` until `stop`.
-    fn start(tcp: TcpListener, tls: Acceptor, stop: CancellationToken) -> io::Result<Self> {
-        let local = tcp.local_addr()?;
-        let (tx, ready) = mpsc::channel(HTTPS_BACKLOG);
-        let listener = Listener {
-            tcp,
-            key: LISTEN_KEY.to_owned(),
-            tls: Some(tls),
-        };
-        tokio::spawn(crate::server::serve(
-            "metrics",
-            listener,
-            crate::server::limit(HTTPS_BACKLOG),
-            stop,
-            move |stream, peer, _| {
-                let tx = tx.clone();
-                async move {
-                    let _ = tx.send((stream, peer.addr)).await;
-                }
-            },
-        ));
-        Ok(Self { ready, local })
-    }
-}
-
-impl axum::serve::Listener for Https {
-    type Io = Stream;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Stream, SocketAddr) {
-        match self.ready.recv().await {
-            Some(ready) => ready,
-            // The accept loop stopped (shutdown): nothing more comes.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(self.local)
-    }
+    let server = crate::http_server::Server {
+        name: "metrics",
+        key: LISTEN_KEY,
+        tls,
+    };
+    server.serve(listener, router(endpoints), stop).await
 }
 
 /// `GET /metrics`: every series in the Prometheus text format, RabbitMQ's per-object

@@ -12,5 +12,6 @@ mod deploy_config;
 mod deploy_metrics;
 mod layering;
 mod lifecycle;
+mod management;
 mod promcompat;
 mod tls;
