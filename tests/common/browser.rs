@@ -4,7 +4,8 @@
 //!
 //! chromedriver runs in a process group of its own, which the Chromium it starts joins, so
 //! dropping the fixture stops the driver and its browser by that group's ID (the driver's
-//! PID), also when the test fails before the script ends its session.
+//! PID), also when the test fails before the script ends its session. (Chromium's crash
+//! handlers live in sessions of their own; they exit by themselves once Chromium is gone.)
 
 use super::process::free_port;
 use super::wait;
