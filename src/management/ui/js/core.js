@@ -188,7 +188,7 @@ export function lineChart(series, { windowMs, unit = '', format = (v) => v.toFix
     );
   }
   for (const [ago, anchor] of [[windowMs, 'start'], [windowMs / 2, 'middle'], [0, 'end']]) {
-    const label = ago ? `-${Math.round(ago / 60000)} min` : 'now';
+    const label = ago === 0 ? 'now' : ago < 120000 ? `-${Math.round(ago / 1000)} s` : `-${Math.round(ago / 60000)} min`;
     chart.append(svg('text', { x: x(now - ago), y: height - 4, class: 'axis', 'text-anchor': anchor }, document.createTextNode(label)));
   }
   for (const s of series) {

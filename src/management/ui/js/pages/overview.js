@@ -3,8 +3,12 @@
 
 import { api, count, h, lineChart, rateOf, replace, details } from '../core.js';
 
-/** How far back the charts reach. */
+/** How far back the samples reach; the charts show the last minute or all of it. */
 const WINDOW_MS = 10 * 60 * 1000;
+const WINDOWS = [
+  [60 * 1000, 'Last minute'],
+  [WINDOW_MS, 'Last ten minutes'],
+];
 
 /**
  * Samples of /api/overview, kept while the tab is open so the charts survive a visit to
@@ -44,67 +48,75 @@ export default {
   title: 'Overview',
   nav: true,
   mount(view) {
-    view.append(h('h1', {}, 'Overview'));
+    const span = h('select', { id: 'chart-window' }, WINDOWS.map(([ms, label]) => h('option', { value: ms }, label)));
+    let overview = null;
     const body = h('div');
-    view.append(body);
+    span.addEventListener('change', () => overview && draw());
+    view.append(h('h1', {}, 'Overview'), h('div', { class: 'toolbar' }, h('label', { class: 'muted' }, 'Charts ', span)), body);
+
+    function draw() {
+      const windowMs = Number(span.value);
+      const objects = overview.object_totals || {};
+      const queued = overview.queue_totals || {};
+      replace(
+        body,
+        h(
+          'div',
+          { class: 'row' },
+          totals('Queued messages', [
+            ['Ready', queued.messages_ready, 'messages_ready'],
+            ['Unacked', queued.messages_unacknowledged, 'messages_unacknowledged'],
+            ['Total', queued.messages, 'messages'],
+          ]),
+          totals('Objects', [
+            ['Connections', objects.connections, 'connections'],
+            ['Channels', objects.channels, 'channels'],
+            ['Exchanges', objects.exchanges, 'exchanges'],
+            ['Queues', objects.queues, 'queues'],
+            ['Consumers', objects.consumers, 'consumers'],
+          ]),
+        ),
+        h(
+          'div',
+          { class: 'row' },
+          h(
+            'div',
+            { class: 'card', id: 'chart-rates' },
+            h('h2', {}, 'Message rates'),
+            lineChart([series('Publish', 'publish', '#2f7fd8'), series('Deliver', 'deliver', '#2fa86b'), series('Ack', 'ack', '#d8892f')], {
+              windowMs,
+              unit: '/s',
+            }),
+          ),
+          h(
+            'div',
+            { class: 'card', id: 'chart-queued' },
+            h('h2', {}, 'Queued messages'),
+            lineChart([series('Ready', 'ready', '#2f7fd8'), series('Unacked', 'unacked', '#c0463a')], {
+              windowMs,
+              format: (v) => count(Math.round(v)),
+            }),
+          ),
+        ),
+        h(
+          'div',
+          { class: 'card' },
+          h('h2', {}, 'Node'),
+          details([
+            ['Product', `${overview.product_name || 'Ferry'} ${overview.product_version || ''}`],
+            ['Node', overview.node || '–'],
+            ['Cluster', overview.cluster_name || '–'],
+            ['Management API', overview.management_version || '–'],
+          ]),
+        ),
+      );
+    }
+
     return {
       async refresh() {
-        const overview = await api('GET', '/api/overview');
+        overview = await api('GET', '/api/overview');
         record(overview);
-        const objects = overview.object_totals || {};
-        const queued = overview.queue_totals || {};
-        replace(
-          body,
-          h(
-            'div',
-            { class: 'row' },
-            totals('Queued messages', [
-              ['Ready', queued.messages_ready, 'messages_ready'],
-              ['Unacked', queued.messages_unacknowledged, 'messages_unacknowledged'],
-              ['Total', queued.messages, 'messages'],
-            ]),
-            totals('Objects', [
-              ['Connections', objects.connections, 'connections'],
-              ['Channels', objects.channels, 'channels'],
-              ['Exchanges', objects.exchanges, 'exchanges'],
-              ['Queues', objects.queues, 'queues'],
-              ['Consumers', objects.consumers, 'consumers'],
-            ]),
-          ),
-          h(
-            'div',
-            { class: 'row' },
-            h(
-              'div',
-              { class: 'card', id: 'chart-rates' },
-              h('h2', {}, 'Message rates'),
-              lineChart([series('Publish', 'publish', '#2f7fd8'), series('Deliver', 'deliver', '#2fa86b'), series('Ack', 'ack', '#d8892f')], {
-                windowMs: WINDOW_MS,
-                unit: '/s',
-              }),
-            ),
-            h(
-              'div',
-              { class: 'card', id: 'chart-queued' },
-              h('h2', {}, 'Queued messages'),
-              lineChart([series('Ready', 'ready', '#2f7fd8'), series('Unacked', 'unacked', '#c0463a')], {
-                windowMs: WINDOW_MS,
-                format: (v) => count(Math.round(v)),
-              }),
-            ),
-          ),
-          h(
-            'div',
-            { class: 'card' },
-            h('h2', {}, 'Node'),
-            details([
-              ['Product', `${overview.product_name || 'Ferry'} ${overview.product_version || ''}`],
-              ['Node', overview.node || '–'],
-              ['Cluster', overview.cluster_name || '–'],
-              ['Management API', overview.management_version || '–'],
-            ]),
-          ),
-        );
+        draw();
       },
     };
   },
