@@ -31,6 +31,7 @@ trap cleanup EXIT
 spawn() {
   setsid "$@" >>"$work/log" 2>&1 &
   started+=("$!")
+  disown
 }
 
 free_port() {
@@ -59,7 +60,7 @@ wait_for "Ferry's start" curl -sf "http://127.0.0.1:$metrics/healthz"
 
 # Traffic for the pages: 'orders' published and consumed with acks (the rate charts),
 # 'invoices' filling up (depths), an idle second connection; bounded to 5 minutes.
-spawn python3 - "amqp://guest:guest@127.0.0.1:$amqp/%2f" <<'EOF'
+cat >"$work/traffic.py" <<'EOF'
 import sys, time
 import pika
 
@@ -88,12 +89,15 @@ while time.monotonic() < deadline:
         channel.basic_publish("events", "order.created", f'{{"order": {n}}}'.encode())
     connection.sleep(0.05)
 EOF
+spawn python3 "$work/traffic.py" "amqp://guest:guest@127.0.0.1:$amqp/%2f"
 
 driver_port=$(free_port)
 spawn chromedriver --port="$driver_port"
 wait_for "chromedriver's readiness" curl -sf "http://127.0.0.1:$driver_port/status"
 
+# A failure's screenshot goes where it outlives this script's directory.
+artifacts="${TMPDIR:-/tmp}/ferry-ui-screenshots-$$"
 python3 tests/python/ui_browser.py --webdriver "http://127.0.0.1:$driver_port" \
-  --ui "http://127.0.0.1:$management/" --user guest --password guest --artifacts "$work" \
-  screenshots --queue invoices --out "$out"
+  --ui "http://127.0.0.1:$management/" --user guest --password guest --artifacts "$artifacts" \
+  screenshots --queue invoices --out "$out" || { cat "$work/log" >&2; exit 1; }
 echo "ui-screenshots.sh: wrote $(ls "$out"/*.png | tr '\n' ' ')"

@@ -9,11 +9,12 @@
 
 use super::process::free_port;
 use super::wait;
+use std::net::{Ipv4Addr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// Upper bound on chromedriver's start, until `/status` says it is ready.
+/// Upper bound on chromedriver's start, until it listens.
 const STARTUP: Duration = Duration::from_secs(20);
 
 /// A running chromedriver.
@@ -25,8 +26,8 @@ pub struct Chromedriver {
 }
 
 impl Chromedriver {
-    /// Starts chromedriver and waits until it accepts sessions; panics with the fix when it
-    /// is not installed.
+    /// Starts chromedriver and waits until it listens; panics with the fix when it is not
+    /// installed.
     pub fn start() -> Self {
         let port = free_port();
         let child = Command::new("chromedriver")
@@ -40,13 +41,14 @@ impl Chromedriver {
                 panic!("cannot run chromedriver ({e}); install it with scripts/setup.sh")
             });
         let driver = Self { child, port };
-        let ready = wait::try_until_blocking(STARTUP, || {
-            let (status, body) = super::http::get(port, "/status").ok()?;
-            (status == 200 && body.contains("\"ready\":true")).then_some(())
+        // chromedriver listens once it takes sessions. (Its /status keeps the connection
+        // open despite `Connection: close`, which the tests' one-shot GET cannot read.)
+        let listening = wait::try_until_blocking(STARTUP, || {
+            TcpStream::connect((Ipv4Addr::LOCALHOST, port)).ok()
         });
         assert!(
-            ready.is_some(),
-            "chromedriver was not ready within {STARTUP:?}"
+            listening.is_some(),
+            "chromedriver did not listen within {STARTUP:?}"
         );
         driver
     }

@@ -1,7 +1,8 @@
 //! The `ferry` binary as an operator meets it: `ferry run`'s health, readiness, signals and
 //! startup failures, the `validate` and `hash-password` commands, and the files shipped in
-//! `deploy/`; TLS certificates reloaded and HTTPS; the load tools over TLS; and the source tree's layering as a
-//! newcomer reads it. One test binary; one module per subject.
+//! `deploy/`; TLS certificates reloaded and HTTPS; the load tools over TLS; the management
+//! web UI in headless Chromium; and the source tree's layering as a newcomer reads it. One
+//! test binary; one module per subject.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -13,3 +14,4 @@ mod deploy_metrics;
 mod layering;
 mod lifecycle;
 mod tls;
+mod ui;

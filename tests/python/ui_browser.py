@@ -169,6 +169,8 @@ def check(ui, args):
 
 def screenshots(ui, args):
     os.makedirs(args.out, exist_ok=True)
+    # Tall enough for a queue page with a message got.
+    ui.driver.set_window_size(1280, 1200)
     ui.driver.get(ui.url + "/")
     ui.shot(os.path.join(args.out, "login.png"))
     ui.log_in(args.user, args.password)
