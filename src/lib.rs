@@ -12,8 +12,8 @@
 //! [`amqp`] is the AMQP 0-9-1 front and [`kafka`] the Kafka wire front, each reached by the
 //! bridge through its `port`; [`bridge`] connects them and external brokers; [`auth`]
 //! checks users for every front, with [`password`] hashes; [`server`] is the accept loop
-//! every front shares; [`management`] is the management server's web UI; [`daemon`] runs
-//! the long-lived process; [`telemetry`] names every
+//! every front shares; [`daemon`] runs the long-lived process; [`management`] is the
+//! RabbitMQ-compatible management HTTP API and its web UI; [`telemetry`] names every
 //! metric Ferry exports. The `ferry` binary (`src/cli/`) is the command line over this
 //! library, and holds the `ferry bench` load tools.
 

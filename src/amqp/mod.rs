@@ -11,13 +11,16 @@
 //! queues, bindings, routing), [`dead_letter`] (the dead-letter router), [`expiry`] (head
 //! expiry without consumers), [`sac`] (single active consumer), [`janitor`]
 //! (`x-expires` and transient entities of dead owners), [`resources`] (queue-depth
-//! gauges and the publisher alarm), [`errors`] (reply codes), [`broker`] (shared state),
+//! gauges and the publisher alarm), [`errors`] (reply codes), [`broker`] (shared state), [`registry`] (live connections,
+//! channels and consumers, for the management API), [`admin`] (what the management API
+//! may use of the front),
 //! and [`port`] (what the bridge may use of the front).
 //!
 //! [`start`] loads the topology, then [`Started::run`] serves until shutdown, then drains: every connection is closed with 320
 //! CONNECTION_FORCED after its channels stored what they had accepted and returned their
 //! unacknowledged deliveries.
 
+pub mod admin;
 pub mod broker;
 mod channel;
 pub mod codec;
@@ -32,6 +35,7 @@ pub mod janitor;
 pub mod message;
 pub mod port;
 pub mod publish;
+pub mod registry;
 pub mod resources;
 pub mod sac;
 pub mod settle;
@@ -153,6 +157,7 @@ pub async fn start(front: Front) -> Result<Started, FrontError> {
         instance,
         blocked,
         expiry,
+        connections: registry::Connections::default(),
     });
     Ok(Started {
         broker,
@@ -176,6 +181,11 @@ pub async fn run(
 }
 
 impl Started {
+    /// What the management API may use of the front.
+    pub fn admin(&self) -> admin::AmqpAdmin {
+        admin::AmqpAdmin::new(self.broker.clone())
+    }
+
     /// The front's port, for the bridge's routes through it.
     pub fn port(&self) -> port::AmqpPort {
         port::AmqpPort::new(self.broker.clone())

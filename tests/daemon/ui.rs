@@ -7,7 +7,6 @@ use crate::common::amqp::{WAIT, declare, publish_confirmed, reply_code, reply_te
 use crate::common::browser::Chromedriver;
 use crate::common::clients::{self, python_script};
 use crate::common::daemon::Setup;
-use crate::common::process::free_port;
 use futures::StreamExt;
 use lapin::types::FieldTable;
 use lapin::{Connection, ConnectionProperties, Event};
@@ -26,13 +25,7 @@ fn artifacts() -> PathBuf {
 #[test]
 fn log_in_see_a_queue_get_a_message_and_close_a_connection() {
     let dir = tempfile::tempdir().unwrap();
-    let management = free_port();
-    let daemon = Setup::shipped(dir.path())
-        .env(
-            "FERRY__MANAGEMENT__LISTEN",
-            &format!("127.0.0.1:{management}"),
-        )
-        .start();
+    let daemon = Setup::shipped(dir.path()).start();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     // The channel stays open until the UI closes the connection: lapin reports the 320
     // as the connection's error only while it is not closing anything itself.
@@ -51,7 +44,7 @@ fn log_in_see_a_queue_get_a_message_and_close_a_connection() {
 
     let browser = Chromedriver::start();
     let artifacts = artifacts();
-    let (webdriver, ui) = (browser.url(), format!("http://127.0.0.1:{management}/"));
+    let (webdriver, ui) = (browser.url(), format!("{}/", daemon.management_uri()));
     let script = python_script("ui_browser.py");
     let args = [
         script.as_str(),
