@@ -180,6 +180,8 @@ def screenshots(ui, args):
     ui.shot(os.path.join(args.out, "overview.png"))
     ui.nav("queues")
     ui.row(args.queue)
+    # Ferry's API computes a queue's rates between two requests: wait for the next refresh.
+    time.sleep(6)
     ui.shot(os.path.join(args.out, "queues.png"))
     ui.row(args.queue).find_element(By.CSS_SELECTOR, "a").click()
     ui.get_message()
