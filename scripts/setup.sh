@@ -14,9 +14,13 @@ set -euo pipefail
 # TLS and SASL SCRAM only against OpenSSL (Kafka front tests, external Kafka clusters).
 # curl: the HTTPS test of the metrics endpoint.
 # openssl: the throwaway CA and certificates of scripts/bench-tls.sh.
-APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config curl openssl)
+# chromium, chromium-driver: the headless browser and its WebDriver server that the web UI
+# test (tests/daemon/ui.rs) and scripts/ui-screenshots.sh drive.
+APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config curl openssl
+  chromium chromium-driver)
 # Python clients for interoperability tests, and the module each one provides.
-declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka)
+# selenium: the WebDriver client that drives Chromium through the web UI.
+declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka [selenium]=selenium)
 
 log() { echo "setup.sh: $*"; }
 

@@ -14,7 +14,8 @@
 //! checks users for every front, with [`password`] hashes, and what they may do, with
 //! [`permissions`]' patterns; [`server`] is the accept loop every front shares, and
 //! [`http_server`] serves HTTP on it; [`daemon`] runs the long-lived process;
-//! [`management`] is the RabbitMQ-compatible management HTTP API; [`telemetry`] names every
+//! [`management`] is the RabbitMQ-compatible management HTTP API and its web UI;
+//! [`telemetry`] names every
 //! metric Ferry exports. The `ferry` binary (`src/cli/`) is the command line over this
 //! library, and holds the `ferry bench` load tools.
 

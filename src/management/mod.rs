@@ -11,7 +11,8 @@
 //! [`bindings`], [`connections`] (connections, channels, consumers), [`health`] (health
 //! checks, aliveness test). Around them: [`login`] (basic auth), [`access`] (tags),
 //! [`body`] (request bodies), [`tables`] (AMQP tables as JSON), [`error`] (refusals),
-//! [`reply`] (JSON answers, query flags).
+//! [`reply`] (JSON answers, query flags). [`ui`] is the web UI, served at `/` without a
+//! login of its own (the page logs in to the API).
 //! A later family (users, permissions, definitions, Kafka, routes) is one more module and
 //! one more `.merge()` in [`router`].
 
@@ -29,6 +30,7 @@ pub mod queues;
 pub mod rates;
 pub mod reply;
 pub mod tables;
+pub mod ui;
 pub mod vhosts;
 
 use crate::amqp::admin::AmqpAdmin;
@@ -101,7 +103,7 @@ pub fn node_name() -> String {
     )
 }
 
-/// Every route of the API; anything else is RabbitMQ's 404.
+/// Every route of the API and the web UI's files; anything else is RabbitMQ's 404.
 pub fn router(api: Api) -> Router {
     Router::new()
         .merge(overview::routes())
@@ -112,6 +114,7 @@ pub fn router(api: Api) -> Router {
         .merge(bindings::routes())
         .merge(connections::routes())
         .merge(health::routes())
+        .merge(ui::router())
         .fallback(|| async { ApiError::not_found() })
         .with_state(api)
 }

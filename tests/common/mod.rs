@@ -12,6 +12,7 @@
 //! - [`tls`]: certificates made at test time (rcgen) for Ferry and for external brokers,
 //!   the `[tls]` overrides, a rustls client.
 //! - [`clients`]: command-line clients (kcat, Python scripts) run as bounded processes.
+//! - [`browser`]: headless Chromium's chromedriver, for the web UI's selenium script.
 //! - [`wait`]: bounded waits on a condition; [`crash`]: where kill -9 runs strike.
 //!
 //! Every wait here is bounded, and every process a test starts is stopped by its PID when
@@ -21,6 +22,7 @@
 #![allow(dead_code)]
 
 pub mod amqp;
+pub mod browser;
 pub mod clients;
 pub mod crash;
 pub mod daemon;

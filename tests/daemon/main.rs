@@ -1,7 +1,9 @@
 //! The `ferry` binary as an operator meets it: `ferry run`'s health, readiness, signals and
 //! startup failures, the `validate` and `hash-password` commands, and the files shipped in
-//! `deploy/`; TLS certificates reloaded and HTTPS; metrics under RabbitMQ's and kafka_exporter's names; the load tools over TLS; and the source tree's layering as a
-//! newcomer reads it. One test binary; one module per subject.
+//! `deploy/`; TLS certificates reloaded and HTTPS; metrics under RabbitMQ's and
+//! kafka_exporter's names; the load tools over TLS; the management API driven by
+//! rabbitmqadmin and Python, and its web UI in headless Chromium; and the source tree's
+//! layering as a newcomer reads it. One test binary; one module per subject.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -15,3 +17,4 @@ mod lifecycle;
 mod management;
 mod promcompat;
 mod tls;
+mod ui;

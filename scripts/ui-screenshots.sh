@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Makes the web UI's screenshots (one PNG per main page) with the driver of the browser
+# test (tests/daemon/ui.rs): a `ferry run` on free loopback ports over a throwaway store,
+# queues and a little traffic from pika, Debian's chromedriver, and the `screenshots`
+# command of tests/python/ui_browser.py.
+#
+#   scripts/ui-screenshots.sh [OUT_DIR]      (default: docs/ui)
+#
+# Needs what scripts/setup.sh installs (chromium, chromium-driver, selenium, pika). Every
+# process it starts runs in a session of its own and is stopped by its ID when it ends.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=${1:-docs/ui}
+# Upper bound on each wait (Ferry's start, chromedriver's start).
+WAIT_S=60
+
+die() { echo "ui-screenshots.sh: $*" >&2; exit 1; }
+
+work=$(mktemp -d)
+started=()
+cleanup() {
+  for pid in "${started[@]}"; do
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Runs "$@" in the background in a session of its own (so its children go with it).
+spawn() {
+  setsid "$@" >>"$work/log" 2>&1 &
+  started+=("$!")
+  disown
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits until "$@" succeeds, up to WAIT_S seconds.
+wait_for() {
+  local what=$1; shift
+  for _ in $(seq $((WAIT_S * 5))); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  cat "$work/log" >&2
+  die "$what did not happen within $WAIT_S s"
+}
+
+cargo build --quiet --bin ferry
+ferry=${CARGO_TARGET_DIR:-target}/debug/ferry
+
+amqp=$(free_port) kafka=$(free_port) metrics=$(free_port) management=$(free_port)
+spawn env FERRY__AMQP__LISTEN="127.0.0.1:$amqp" FERRY__KAFKA__LISTEN="127.0.0.1:$kafka" \
+  FERRY__METRICS__LISTEN="127.0.0.1:$metrics" FERRY__MANAGEMENT__LISTEN="127.0.0.1:$management" \
+  FERRY__STORE__PATH="$work/data" "$ferry" run --config config/ferry.toml
+wait_for "Ferry's start" curl -sf "http://127.0.0.1:$metrics/healthz"
+
+# Traffic for the pages: 'orders' published and consumed with acks (the rate charts),
+# 'invoices' filling up (depths), an idle second connection; bounded to 5 minutes.
+cat >"$work/traffic.py" <<'EOF'
+import sys, time
+import pika
+
+def connect(name):
+    parameters = pika.URLParameters(sys.argv[1])
+    parameters.client_properties = {"connection_name": name}
+    return pika.BlockingConnection(parameters)
+
+idle = connect("billing-worker")
+connection = connect("orders-service")
+channel = connection.channel()
+for queue in ("orders", "invoices", "audit-log"):
+    channel.queue_declare(queue, durable=True)
+channel.exchange_declare("events", "topic", durable=True)
+channel.queue_bind("audit-log", "events", "#")
+for n in range(42):
+    channel.basic_publish("", "invoices", f'{{"invoice": {n}, "amount": {n * 7 % 100}.50}}'.encode())
+channel.basic_qos(prefetch_count=5)
+channel.basic_consume("orders", lambda ch, method, _props, _body: ch.basic_ack(method.delivery_tag))
+deadline = time.monotonic() + 300
+n = 0
+while time.monotonic() < deadline:
+    n += 1
+    channel.basic_publish("", "orders", f'{{"order": {n}}}'.encode())
+    if n % 10 == 0:
+        channel.basic_publish("events", "order.created", f'{{"order": {n}}}'.encode())
+    connection.sleep(0.05)
+EOF
+spawn python3 "$work/traffic.py" "amqp://guest:guest@127.0.0.1:$amqp/%2f"
+
+driver_port=$(free_port)
+spawn chromedriver --port="$driver_port"
+wait_for "chromedriver's readiness" curl -sf "http://127.0.0.1:$driver_port/status"
+
+# A failure's screenshot goes where it outlives this script's directory.
+artifacts="${TMPDIR:-/tmp}/ferry-ui-screenshots-$$"
+python3 tests/python/ui_browser.py --webdriver "http://127.0.0.1:$driver_port" \
+  --ui "http://127.0.0.1:$management/" --user guest --password guest --artifacts "$artifacts" \
+  screenshots --queue invoices --out "$out" || { cat "$work/log" >&2; exit 1; }
+echo "ui-screenshots.sh: wrote $(ls "$out"/*.png | tr '\n' ' ')"

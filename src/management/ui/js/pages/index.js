@@ -1,0 +1,10 @@
+// The pages of the UI, in navigation order; the first is the start page. A new page is one
+// module in this folder, one line here and one asset line in src/management/ui.rs.
+
+import overview from './overview.js';
+import queues from './queues.js';
+import queue from './queue.js';
+import exchanges from './exchanges.js';
+import connections from './connections.js';
+
+export default [overview, queues, queue, exchanges, connections];
