@@ -3,8 +3,10 @@
 //! (AMQP SASL EXTERNAL) — becomes a [`User`] read from the user store, or a refusal that
 //! is logged, counted by front and reason, and slows the next logins from that address.
 //!
-//! - [`user`]: a user record and its credentials;
-//! - [`store`]: users in the store, seeded from `[[users]]`, read afresh at every login;
+//! - [`user`]: a user record, its credentials and tags;
+//! - [`permissions`]: RabbitMQ's permissions and topic permissions, and how they match;
+//! - [`store`]: users and their permissions in the store, seeded from `[[users]]`, read
+//!   afresh at every login (permissions: when a connection opens a virtual host);
 //! - [`scram`]: the server side of a SCRAM exchange;
 //! - [`throttle`]: the growing delay for addresses whose logins fail;
 //! - [`certificate`]: the user name SASL EXTERNAL takes from a client certificate.
@@ -14,6 +16,7 @@
 //! say whether the user exists, and no secret reaches a log line or an error.
 
 pub mod certificate;
+pub mod permissions;
 pub mod scram;
 pub mod store;
 pub mod throttle;
@@ -66,7 +69,7 @@ pub enum AuthError {
     /// The user may only log in over TLS and the listener is plaintext.
     #[error("user '{0}' must connect over TLS (its require_tls is set)")]
     TlsRequired(String),
-    /// The user may not open this virtual host.
+    /// The user has no permissions on this virtual host.
     #[error("access to vhost '{vhost}' refused for user '{user}'")]
     VhostRefused {
         /// The user.
@@ -150,8 +153,8 @@ struct Inner {
 }
 
 impl Authenticator {
-    /// Seeds the user store under `prefix` with `users` (see [`UserStore::seed`]) and
-    /// checks logins against it.
+    /// Seeds the user store under `prefix` with `users` (see [`UserStore::seed`]: the
+    /// configuration is authoritative for the users it lists) and checks logins against it.
     ///
     /// # Errors
     /// [`AuthSetupError`] for an unusable user or a store that fails.
@@ -163,7 +166,7 @@ impl Authenticator {
         let users = users
             .iter()
             .enumerate()
-            .map(|(i, u)| User::from_config(i, u))
+            .map(|(i, u)| store::SeedUser::from_config(i, u))
             .collect::<Result<Vec<_>, _>>()?;
         let store = UserStore::new(db, prefix);
         let fake_salt_key = store.seed(&users).await?;
@@ -281,6 +284,26 @@ impl Authenticator {
             },
         };
         self.settle(front, peer, &name, outcome)
+    }
+
+    /// What `user` may do on `vhost`, read from the store now (a connection keeps it for
+    /// its life, as RabbitMQ's channels cache theirs).
+    ///
+    /// # Errors
+    /// [`AuthError::VhostRefused`] when the user has no permissions on `vhost` (RabbitMQ's
+    /// refusal), [`AuthError::Store`] when the store fails (logged).
+    pub async fn grants(&self, user: &str, vhost: &str) -> Result<store::Grants, AuthError> {
+        let grants = self.inner.store.grants(vhost, user).await.map_err(|e| {
+            warn!(error = %e, "the user store could not be read for a connection's permissions");
+            AuthError::Store
+        })?;
+        if grants.permissions.is_none() {
+            return Err(AuthError::VhostRefused {
+                user: user.to_owned(),
+                vhost: vhost.to_owned(),
+            });
+        }
+        Ok(grants)
     }
 
     /// Records a refusal decided outside the authenticator (an unsupported mechanism, a

@@ -21,10 +21,7 @@ fn user(name: &str, password: &str) -> UserConfig {
         name: name.into(),
         password_hash: Some(PasswordHash::new(password).to_string()),
         scram_sha_256: None,
-        scram_sha_512: None,
-        vhosts: vec!["/".into()],
-        loopback_only: false,
-        require_tls: false,
+        ..UserConfig::default()
     }
 }
 

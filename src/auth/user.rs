@@ -1,13 +1,17 @@
 //! A user: login name, credentials (a RabbitMQ-format password hash and/or SCRAM
-//! credentials), the virtual hosts it may open and the restrictions on where it may log in
-//! from — as `[[users]]` declares it and as the user store keeps it.
+//! credentials), its tags and the restrictions on where it may log in from — as
+//! `[[users]]` declares it and as the user store keeps it. What it may do in each virtual
+//! host is kept apart, as its permissions ([`super::permissions`]).
 
 use crate::config::UserConfig;
 use crate::password::PasswordHash;
 use crate::scram::{Mechanism, ScramCredential};
 
 /// The version of a stored user record's layout (the first element of its tuple).
-const RECORD_VERSION: i64 = 1;
+const RECORD_VERSION: i64 = 2;
+
+/// The first layout, which carried the user's virtual hosts instead of tags (still read).
+const RECORD_VERSION_1: i64 = 1;
 
 /// Why a user record cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,8 +34,10 @@ pub struct User {
     pub scram_sha_256: Option<ScramCredential>,
     /// The SCRAM-SHA-512 credential, if the user has one.
     pub scram_sha_512: Option<ScramCredential>,
-    /// The virtual hosts this user may open (Kafka clients use the first).
-    pub vhosts: Vec<String>,
+    /// RabbitMQ's user tags (`administrator`, `monitoring`, `management`, `policymaker`,
+    /// `impersonator` or any other word), sorted and without duplicates: see
+    /// [`User::set_tags`].
+    pub tags: Vec<String>,
     /// Whether the user may connect only from a loopback address.
     pub loopback_only: bool,
     /// Whether the user may log in only over TLS.
@@ -59,16 +65,37 @@ impl User {
                 key("scram_sha_512"),
             ],
         )
-        .map(|user| Self {
-            vhosts: config.vhosts.clone(),
-            loopback_only: config.loopback_only,
-            require_tls: config.require_tls,
-            ..user
+        .map(|user| {
+            Self {
+                loopback_only: config.loopback_only,
+                require_tls: config.require_tls,
+                ..user
+            }
+            .with_tags(config.tags.iter().cloned())
         })
     }
 
+    /// The user with `tags`, kept as given, sorted and without duplicates.
+    pub fn with_tags(mut self, tags: impl IntoIterator<Item = String>) -> Self {
+        self.set_tags(tags);
+        self
+    }
+
+    /// Replaces the user's tags with `tags`, kept as given, sorted and without duplicates.
+    pub fn set_tags(&mut self, tags: impl IntoIterator<Item = String>) {
+        let mut tags: Vec<String> = tags.into_iter().collect();
+        tags.sort();
+        tags.dedup();
+        self.tags = tags;
+    }
+
+    /// Whether the user has tag `tag`.
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags.iter().any(|t| t == tag)
+    }
+
     /// A user with credentials in their text forms (password hash, SCRAM-SHA-256,
-    /// SCRAM-SHA-512), each named by `keys` in errors; no vhosts and no restrictions.
+    /// SCRAM-SHA-512), each named by `keys` in errors; no tags and no restrictions.
     fn from_texts(
         name: &str,
         texts: [Option<&str>; 3],
@@ -88,7 +115,7 @@ impl User {
                 .transpose()?,
             scram_sha_256: scram(Mechanism::Sha256, sha256, sha256_key)?,
             scram_sha_512: scram(Mechanism::Sha512, sha512, sha512_key)?,
-            vhosts: Vec::new(),
+            tags: Vec::new(),
             loopback_only: false,
             require_tls: false,
         })
@@ -114,42 +141,39 @@ impl User {
         }
     }
 
-    /// Whether the user may open `vhost`.
-    ///
-    /// # Errors
-    /// [`super::AuthError::VhostRefused`].
-    pub fn check_vhost(&self, vhost: &str) -> Result<(), super::AuthError> {
-        if self.vhosts.iter().any(|v| v == vhost) {
-            Ok(())
-        } else {
-            Err(super::AuthError::VhostRefused {
-                user: self.name.clone(),
-                vhost: vhost.to_owned(),
-            })
-        }
-    }
-
-    /// The stored form: the tuple `(1, password_hash, scram_sha_256, scram_sha_512,
-    /// (vhost, …), loopback_only, require_tls)`, credentials in their text forms or nil.
+    /// The stored form: the tuple `(2, password_hash, scram_sha_256, scram_sha_512,
+    /// loopback_only, require_tls, (tag, …))`, credentials in their text forms or nil.
     pub fn encode(&self) -> Vec<u8> {
         let text = |c: &Option<ScramCredential>| c.as_ref().map(ToString::to_string);
+        let mut tags = self.tags.clone();
+        tags.sort();
+        tags.dedup();
         foundationdb_tuple::pack(&(
             RECORD_VERSION,
             self.password_hash.as_ref().map(ToString::to_string),
             text(&self.scram_sha_256),
             text(&self.scram_sha_512),
-            self.vhosts.clone(),
             self.loopback_only,
             self.require_tls,
+            tags,
         ))
     }
 
-    /// The user `name` from its stored form.
+    /// The user `name` from its stored form (either version).
     ///
     /// # Errors
-    /// [`BadUser`] when the bytes are not a user record of this version.
+    /// [`BadUser`] when the bytes are not a user record this ferry reads.
     pub fn decode(name: &str, bytes: &[u8]) -> Result<Self, BadUser> {
-        type Record = (
+        Self::decode_stored(name, bytes).map(|stored| stored.user)
+    }
+
+    /// The user `name` from its stored form, with the virtual hosts a version-1 record
+    /// granted (which the store turns into permissions).
+    ///
+    /// # Errors
+    /// [`BadUser`] when the bytes are not a user record this ferry reads.
+    pub fn decode_stored(name: &str, bytes: &[u8]) -> Result<StoredUser, BadUser> {
+        type Version1 = (
             i64,
             Option<String>,
             Option<String>,
@@ -158,16 +182,42 @@ impl User {
             bool,
             bool,
         );
+        type Version2 = (
+            i64,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            bool,
+            bool,
+            Vec<String>,
+        );
         let key = format!("user '{name}' in the store");
-        let (version, hash, sha256, sha512, vhosts, loopback_only, require_tls): Record =
-            foundationdb_tuple::unpack(bytes).map_err(|e| BadUser {
-                key: key.clone(),
-                reason: format!("is not a user record ({e})"),
-            })?;
-        if version != RECORD_VERSION {
+        // The layouts differ in their fifth element (a boolean, a tuple of vhosts).
+        let (version, hash, sha256, sha512, loopback_only, require_tls, tags, vhosts) =
+            match foundationdb_tuple::unpack::<Version2>(bytes) {
+                Ok((v, h, s256, s512, loopback, tls, tags)) => {
+                    (v, h, s256, s512, loopback, tls, tags, None)
+                }
+                Err(_) => {
+                    let (v, h, s256, s512, vhosts, loopback, tls): Version1 =
+                        foundationdb_tuple::unpack(bytes).map_err(|e| BadUser {
+                            key: key.clone(),
+                            reason: format!("is not a user record ({e})"),
+                        })?;
+                    (v, h, s256, s512, loopback, tls, Vec::new(), Some(vhosts))
+                }
+            };
+        let expected = if vhosts.is_some() {
+            RECORD_VERSION_1
+        } else {
+            RECORD_VERSION
+        };
+        if version != expected {
             return Err(BadUser {
                 key,
-                reason: format!("has record version {version}, this ferry reads {RECORD_VERSION}"),
+                reason: format!(
+                    "has record version {version}, this ferry reads {RECORD_VERSION_1} and {RECORD_VERSION}"
+                ),
             });
         }
         let user = Self::from_texts(
@@ -175,13 +225,25 @@ impl User {
             [hash.as_deref(), sha256.as_deref(), sha512.as_deref()],
             [key.clone(), key.clone(), key],
         )?;
-        Ok(Self {
-            vhosts,
-            loopback_only,
-            require_tls,
-            ..user
+        Ok(StoredUser {
+            user: Self {
+                loopback_only,
+                require_tls,
+                ..user
+            }
+            .with_tags(tags),
+            version_1_vhosts: vhosts,
         })
     }
+}
+
+/// A user as read from the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredUser {
+    /// The user.
+    pub user: User,
+    /// For a version-1 record, the virtual hosts it granted (full permissions on each).
+    pub version_1_vhosts: Option<Vec<String>>,
 }
 
 #[cfg(test)]
@@ -194,9 +256,14 @@ mod tests {
             password_hash: None,
             scram_sha_256: Some(ScramCredential::new(Mechanism::Sha256, "pw", 4096).to_string()),
             scram_sha_512: None,
-            vhosts: vec!["/".into(), "orders".into()],
+            tags: vec![
+                "monitoring".into(),
+                "administrator".into(),
+                "monitoring".into(),
+            ],
             loopback_only: false,
             require_tls: true,
+            ..UserConfig::default()
         }
     }
 
@@ -220,6 +287,53 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .starts_with("user 'app' in the store: is not a user record")
+        );
+    }
+
+    #[test]
+    fn tags_are_kept_as_given_sorted_and_without_duplicates() {
+        let user = User::from_config(0, &config()).unwrap();
+        assert_eq!(user.tags, ["administrator", "monitoring"]);
+        assert!(user.has_tag("administrator") && !user.has_tag("management"));
+        let odd = user.with_tags(["Custom Tag".to_owned(), "impersonator".to_owned()]);
+        assert_eq!(odd.tags, ["Custom Tag", "impersonator"]);
+    }
+
+    #[test]
+    fn a_version_1_record_is_read_with_the_vhosts_it_granted() {
+        let hash = PasswordHash::new("pw").to_string();
+        let version_1 = foundationdb_tuple::pack(&(
+            1_i64,
+            Some(hash.clone()),
+            None::<String>,
+            None::<String>,
+            vec!["/".to_owned(), "orders".to_owned()],
+            true,
+            false,
+        ));
+        let stored = User::decode_stored("old", &version_1).unwrap();
+        assert!(stored.user.verify_password("pw"));
+        assert!(stored.user.loopback_only && !stored.user.require_tls);
+        assert!(stored.user.tags.is_empty());
+        assert_eq!(
+            stored.version_1_vhosts,
+            Some(vec!["/".to_owned(), "orders".to_owned()])
+        );
+        let rewritten = User::decode_stored("old", &stored.user.encode()).unwrap();
+        assert_eq!(rewritten.user, stored.user);
+        assert_eq!(rewritten.version_1_vhosts, None);
+        let future = foundationdb_tuple::pack(&(
+            3_i64,
+            Some(hash),
+            None::<String>,
+            None::<String>,
+            false,
+            false,
+            Vec::<String>::new(),
+        ));
+        assert_eq!(
+            User::decode("new", &future).unwrap_err().reason,
+            "has record version 3, this ferry reads 1 and 2"
         );
     }
 

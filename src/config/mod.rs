@@ -46,7 +46,7 @@ pub use secret::{AmqpUri, KafkaProperties};
 pub use stage::StageConfig;
 pub use store::StoreConfig;
 pub use tls::TlsConfig;
-pub use users::UserConfig;
+pub use users::{PermissionConfig, TopicPermissionConfig, UserConfig};
 
 use serde::Deserialize;
 use std::collections::BTreeMap;

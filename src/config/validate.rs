@@ -93,14 +93,80 @@ fn validate_users(users: &[UserConfig]) -> Result<(), ConfigError> {
             ));
         }
         validate_credentials(i, user)?;
-        if user.vhosts.is_empty() {
+        validate_permissions(i, user)?;
+    }
+    Ok(())
+}
+
+/// A user's `vhosts`, `permissions` and `topic_permissions`: each vhost (and each vhost
+/// and exchange) once, every pattern compiling.
+fn validate_permissions(i: usize, user: &UserConfig) -> Result<(), ConfigError> {
+    use crate::auth::permissions::{Permissions, TopicPermission};
+    let vhosts = user.vhosts.as_deref().unwrap_or_default();
+    for (j, vhost) in vhosts.iter().enumerate() {
+        if vhosts[..j].contains(vhost) {
             return Err(ConfigError::invalid(
-                format!("users[{i}].vhosts"),
-                "must name at least one virtual host",
+                format!("users[{i}].vhosts[{j}]"),
+                format!("'{vhost}' is listed twice"),
             ));
         }
     }
+    for (j, p) in user.permissions.iter().enumerate() {
+        let key = format!("users[{i}].permissions[{j}]");
+        if vhosts.contains(&p.vhost) {
+            return Err(ConfigError::invalid(
+                format!("{key}.vhost"),
+                format!(
+                    "'{}' is also in users[{i}].vhosts (full permissions); keep one of them",
+                    p.vhost
+                ),
+            ));
+        }
+        if user.permissions[..j].iter().any(|q| q.vhost == p.vhost) {
+            return Err(ConfigError::invalid(
+                format!("{key}.vhost"),
+                format!("'{}' has permissions twice", p.vhost),
+            ));
+        }
+        Permissions {
+            configure: p.configure.clone(),
+            write: p.write.clone(),
+            read: p.read.clone(),
+        }
+        .validate()
+        .map_err(|e| bad_pattern(&key, e))?;
+    }
+    for (j, t) in user.topic_permissions.iter().enumerate() {
+        let key = format!("users[{i}].topic_permissions[{j}]");
+        if user.topic_permissions[..j]
+            .iter()
+            .any(|u| u.vhost == t.vhost && u.exchange == t.exchange)
+        {
+            return Err(ConfigError::invalid(
+                format!("{key}.exchange"),
+                format!(
+                    "'{}' in vhost '{}' has topic permissions twice",
+                    t.exchange, t.vhost
+                ),
+            ));
+        }
+        TopicPermission {
+            vhost: t.vhost.clone(),
+            user: user.name.clone(),
+            exchange: t.exchange.clone(),
+            write: t.write.clone(),
+            read: t.read.clone(),
+        }
+        .validate()
+        .map_err(|e| bad_pattern(&key, e))?;
+    }
     Ok(())
+}
+
+/// A pattern error as a config error under `key`.
+fn bad_pattern(key: &str, error: crate::auth::permissions::BadPattern) -> ConfigError {
+    let error = error.under(key);
+    ConfigError::invalid(error.field, error.reason)
 }
 
 /// A user's credentials: at least one, each well formed.
@@ -390,6 +456,92 @@ mod tests {
             error_after(|c| c.users[0].scram_sha_512 = Some(scram.to_string())),
             "users[0].scram_sha_512: stored_key is 32 bytes, not the 64 of SCRAM-SHA-512"
         );
+    }
+
+    #[test]
+    fn permissions_are_validated_and_named_by_their_key() {
+        use crate::config::{PermissionConfig, TopicPermissionConfig};
+        let permission = |vhost: &str, write: &str| PermissionConfig {
+            vhost: vhost.into(),
+            configure: ".*".into(),
+            write: write.into(),
+            read: ".*".into(),
+        };
+        let second_user = |c: &mut Config| {
+            let mut user = c.users[0].clone();
+            user.name = "app".into();
+            user.permissions = vec![permission("/", "^app-")];
+            c.users.push(user);
+        };
+        let mut config = Config::default();
+        second_user(&mut config);
+        config.validate().unwrap();
+
+        let error = error_after(|c| {
+            second_user(c);
+            c.users[1].permissions.push(permission("other", "(app"));
+        });
+        assert!(
+            error.starts_with(
+                "users[1].permissions[1].write: '(app' is not a valid regular expression"
+            ),
+            "{error}"
+        );
+        assert_eq!(
+            error_after(|c| {
+                second_user(c);
+                c.users[1].vhosts = Some(vec!["/".into()]);
+            }),
+            "users[1].permissions[0].vhost: '/' is also in users[1].vhosts (full permissions); keep one of them"
+        );
+        assert_eq!(
+            error_after(|c| {
+                second_user(c);
+                c.users[1].permissions.push(permission("/", ".*"));
+            }),
+            "users[1].permissions[1].vhost: '/' has permissions twice"
+        );
+        assert_eq!(
+            error_after(|c| c.users[0].vhosts = Some(vec!["a".into(), "a".into()])),
+            "users[0].vhosts[1]: 'a' is listed twice"
+        );
+        let topic = |exchange: &str, read: &str| TopicPermissionConfig {
+            vhost: "/".into(),
+            exchange: exchange.into(),
+            write: "^{username}\\.".into(),
+            read: read.into(),
+        };
+        let mut config = Config::default();
+        config.users[0].topic_permissions = vec![topic("amq.topic", ".*")];
+        config.validate().unwrap();
+        let error = error_after(|c| {
+            c.users[0].topic_permissions = vec![topic("amq.topic", ".*"), topic("t", "[")];
+        });
+        assert!(
+            error.starts_with("users[0].topic_permissions[1].read: '[' is not"),
+            "{error}"
+        );
+        assert_eq!(
+            error_after(|c| {
+                c.users[0].topic_permissions = vec![topic("t", ".*"), topic("t", ".*")];
+            }),
+            "users[0].topic_permissions[1].exchange: 't' in vhost '/' has topic permissions twice"
+        );
+    }
+
+    #[test]
+    fn the_vhosts_shorthand_defaults_to_the_default_vhost_without_permissions() {
+        let mut user = Config::default().users[0].clone();
+        user.vhosts = None;
+        assert_eq!(
+            user.full_access_vhosts(),
+            Vec::<String>::new(),
+            "guest has permissions"
+        );
+        user.permissions.clear();
+        assert_eq!(user.full_access_vhosts(), ["/"]);
+        user.vhosts = Some(vec![]);
+        assert_eq!(user.full_access_vhosts(), Vec::<String>::new());
     }
 
     #[test]

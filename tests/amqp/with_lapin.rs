@@ -185,11 +185,15 @@ async fn a_user_with_only_scram_credentials_logs_in_with_plain() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn vhost_permissions_are_403_and_unknown_vhosts_530() {
+async fn a_vhost_without_permissions_and_an_unknown_vhost_are_530() {
     let server = AmqpServer::start().await;
     let refused = format!("amqp://guest:guest@{}/other", server.addr);
     let e = failure(lapin::Connection::connect(&refused, Default::default()).await);
-    assert_eq!(reply_code(&e), Some(403), "{e}");
+    assert_eq!(reply_code(&e), Some(530), "{e}");
+    assert_eq!(
+        reply_text(&e),
+        "NOT_ALLOWED - access to vhost 'other' refused for user 'guest'"
+    );
     let unknown = format!("amqp://guest:guest@{}/nowhere", server.addr);
     let e = failure(lapin::Connection::connect(&unknown, Default::default()).await);
     assert_eq!(reply_code(&e), Some(530), "{e}");

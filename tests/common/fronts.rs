@@ -43,10 +43,8 @@ fn users() -> Vec<UserConfig> {
         name: name.into(),
         password_hash: Some(PasswordHash::new(password).to_string()),
         scram_sha_256: None,
-        scram_sha_512: None,
-        vhosts: vec![vhost.into()],
-        loopback_only: false,
-        require_tls: false,
+        vhosts: Some(vec![vhost.into()]),
+        ..UserConfig::default()
     };
     let scram = |m| Some(ScramCredential::new(m, SCRAM_USER.1, DEFAULT_ITERATIONS).to_string());
     vec![

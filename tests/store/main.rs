@@ -1,6 +1,7 @@
 //! The store and the stage: the conformance suite on every engine, durability of the
-//! embedded engine under `kill -9`, and the stage's queue semantics under concurrency and
-//! injected faults. One test binary; one module per subject.
+//! embedded engine under `kill -9`, the stage's queue semantics under concurrency and
+//! injected faults, and the user store (users, permissions) on every engine. One test
+//! binary; one module per subject.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -10,3 +11,4 @@ mod durability;
 mod stage;
 mod stage_concurrency;
 mod stage_pop_exclusive;
+mod user_store;

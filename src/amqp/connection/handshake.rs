@@ -1,12 +1,14 @@
 //! The connection handshake: protocol header, connection.start/start-ok (SASL PLAIN or
 //! AMQPLAIN against the user store, or EXTERNAL with a verified client certificate),
-//! tune/tune-ok, open/open-ok (a configured vhost the user may open).
+//! tune/tune-ok, open/open-ok (a configured vhost the user has permissions on; they are
+//! read here and kept for the connection's life).
 //!
 //! A client that sends any other protocol header is answered with AMQP 0-9-1's header and
 //! disconnected, as the specification says; one that opens with a TLS ClientHello (an
-//! amqps client on the plaintext port) is disconnected without an answer. A refused login or vhost ends with
-//! connection.close 403 (530 for a vhost that does not exist), the form RabbitMQ clients
-//! report as an authentication error.
+//! amqps client on the plaintext port) is disconnected without an answer. A refused login
+//! ends with connection.close 403, the form RabbitMQ clients report as an authentication
+//! error; a vhost that does not exist or that the user has no permissions on, with 530
+//! (RabbitMQ's `access to vhost '/' refused for user 'u'`).
 
 use super::sasl::{self, Response};
 use crate::amqp::broker::Broker;
@@ -30,6 +32,8 @@ pub struct Negotiated {
     pub user: String,
     /// The opened virtual host.
     pub vhost: Arc<VHost>,
+    /// What the user may do there, read at connection.open.
+    pub grants: auth::store::Grants,
     /// The largest frame either side may send.
     pub frame_max: u32,
     /// The highest channel number the client may open.
@@ -140,8 +144,14 @@ where
         .get(name)
         .cloned()
         .ok_or_else(|| AmqpError::not_allowed(format!("vhost '{name}' not found")))?;
-    user.check_vhost(name)
-        .map_err(|e| AmqpError::access_refused(e.to_string()))?;
+    let grants = broker
+        .users
+        .grants(&user.name, name)
+        .await
+        .map_err(|e| match e {
+            auth::AuthError::VhostRefused { .. } => AmqpError::not_allowed(e.to_string()),
+            other => AmqpError::internal(other.to_string()),
+        })?;
     send(
         writer,
         AMQPClass::Connection(connection::AMQPMethod::OpenOk(connection::OpenOk {})),
@@ -150,6 +160,7 @@ where
     Ok(Negotiated {
         user: user.name,
         vhost,
+        grants,
         frame_max,
         channel_max,
         heartbeat: tune_ok.heartbeat,
@@ -357,10 +368,7 @@ mod tests {
             name: "alice".into(),
             password_hash: Some(crate::password::PasswordHash::new("pw").to_string()),
             scram_sha_256: None,
-            scram_sha_512: None,
-            vhosts: vec!["/".into()],
-            loopback_only: false,
-            require_tls: false,
+            ..crate::config::UserConfig::default()
         };
         let users = Authenticator::start(db, &store.prefix, &[user])
             .await

@@ -179,9 +179,7 @@ async fn scram_front(edit: impl FnOnce(&mut crate::config::KafkaConfig)) -> Fron
         password_hash: None,
         scram_sha_256: scram(Mechanism::Sha256),
         scram_sha_512: scram(Mechanism::Sha512),
-        vhosts: vec!["/".into()],
-        loopback_only: false,
-        require_tls: false,
+        ..UserConfig::default()
     };
     let tls_only = UserConfig {
         name: "tls-only".into(),

@@ -1,0 +1,221 @@
+//! Users, their permissions and topic permissions in the store, so every Ferry instance
+//! over one store knows the same users and the management API can change them at runtime.
+//! Logins read the user afresh and a connection reads its permissions when it opens a
+//! virtual host (logins are rare; a read per login means a change is seen by the next login
+//! on every instance, with no cache to invalidate).
+//!
+//! - this module: the keys, the user records (`get`, `put`, `list`, `delete`);
+//! - [`permissions`]: permissions and topic permissions (get, set, clear, list);
+//! - [`seed`]: writing `[[users]]` at startup, authoritative for the users it lists.
+//!
+//! Layout in `docs/keyspace.md`:
+//!
+//! ```text
+//! (P, "auth", "users", name)                                     = User::encode tuple
+//! (P, "auth", "permissions", vhost, user)                        = (1, configure, write, read)
+//! (P, "auth", "topic_permissions", vhost, user, exchange)        = (1, write, read)
+//! (P, "auth", "fake_salt_key")                                   = 32 random bytes, written once
+//! ```
+
+pub mod permissions;
+pub mod seed;
+
+use super::permissions::BadPattern;
+use super::user::{BadUser, User};
+use crate::store::{Database, KeyValue, RangeOption, StoreError, Transaction};
+use foundationdb_tuple::Subspace;
+
+pub use permissions::{Grants, Scope};
+pub use seed::SeedUser;
+
+/// Why the user store cannot do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum UserStoreError {
+    /// The store failed.
+    #[error("the user store cannot be read or written: {0}")]
+    Store(#[from] StoreError),
+    /// A stored record is unusable.
+    #[error("{0}")]
+    Bad(#[from] BadUser),
+    /// Permissions were set for a user that does not exist.
+    #[error("user '{0}' does not exist")]
+    NoSuchUser(String),
+    /// A permission pattern does not compile.
+    #[error("{0}")]
+    BadPattern(#[from] BadPattern),
+}
+
+impl crate::store::TransactionError for UserStoreError {
+    fn store_error(&self) -> Option<&StoreError> {
+        match self {
+            Self::Store(e) => Some(e),
+            Self::Bad(_) | Self::NoSuchUser(_) | Self::BadPattern(_) => None,
+        }
+    }
+}
+
+/// The users, permissions and topic permissions under one store prefix.
+#[derive(Clone)]
+pub struct UserStore {
+    db: Database,
+    keys: Keys,
+}
+
+/// The subspaces of the user store.
+#[derive(Clone)]
+struct Keys {
+    users: Subspace,
+    permissions: Subspace,
+    topic_permissions: Subspace,
+    fake_salt_key: Vec<u8>,
+}
+
+impl Keys {
+    fn user(&self, name: &str) -> Vec<u8> {
+        self.users.pack(&name)
+    }
+}
+
+/// Every pair under `subspace`, in key order.
+async fn read_all(
+    tx: &Transaction,
+    subspace: &Subspace,
+    snapshot: bool,
+) -> Result<Vec<KeyValue>, StoreError> {
+    let (begin, end) = subspace.range();
+    tx.get_range(&RangeOption::new(begin, end), snapshot).await
+}
+
+impl UserStore {
+    /// The user store under `prefix`.
+    pub fn new(db: Database, prefix: &str) -> Self {
+        let auth =
+            |name: &str| Subspace::from_bytes(foundationdb_tuple::pack(&(prefix, "auth", name)));
+        Self {
+            db,
+            keys: Keys {
+                users: auth("users"),
+                permissions: auth("permissions"),
+                topic_permissions: auth("topic_permissions"),
+                fake_salt_key: foundationdb_tuple::pack(&(prefix, "auth", "fake_salt_key")),
+            },
+        }
+    }
+
+    /// The user called `name`, if there is one.
+    ///
+    /// # Errors
+    /// [`UserStoreError`] when the store fails or the record is unusable.
+    pub async fn get(&self, name: &str) -> Result<Option<User>, UserStoreError> {
+        let key = self.keys.user(name);
+        let bytes = self
+            .db
+            .run(|tx| {
+                let key = key.clone();
+                async move { tx.get(&key, true).await }
+            })
+            .await?;
+        Ok(bytes.map(|b| User::decode(name, &b)).transpose()?)
+    }
+
+    /// Every user, by name.
+    ///
+    /// # Errors
+    /// [`UserStoreError`] when the store fails or a record is unusable.
+    pub async fn list(&self) -> Result<Vec<User>, UserStoreError> {
+        let pairs = self
+            .db
+            .run(|tx| async move { read_all(&tx, &self.keys.users, true).await })
+            .await?;
+        pairs
+            .iter()
+            .map(|kv| {
+                let name = self.user_name(&kv.key)?;
+                Ok(User::decode(&name, &kv.value)?)
+            })
+            .collect()
+    }
+
+    /// Stores `user`, replacing any user of the same name (its permissions stay).
+    ///
+    /// # Errors
+    /// [`UserStoreError::Store`].
+    pub async fn put(&self, user: &User) -> Result<(), UserStoreError> {
+        let (key, value) = (self.keys.user(&user.name), user.encode());
+        self.db
+            .run(|tx| {
+                tx.set(&key, value.clone());
+                async { Ok(()) }
+            })
+            .await
+    }
+
+    /// Deletes user `name` with its permissions and topic permissions on every virtual
+    /// host, in one transaction; returns whether the user existed.
+    ///
+    /// # Errors
+    /// [`UserStoreError::Store`].
+    pub async fn delete(&self, name: &str) -> Result<bool, UserStoreError> {
+        self.db
+            .run(|tx| async move {
+                let key = self.keys.user(name);
+                let existed = tx.get(&key, false).await?.is_some();
+                tx.clear(&key);
+                self.clear_grants(&tx, |_, user| user == name).await?;
+                Ok(existed)
+            })
+            .await
+    }
+
+    /// Clears, in `tx`, the permissions and topic permissions whose (vhost, user)
+    /// `doomed` accepts.
+    async fn clear_grants(
+        &self,
+        tx: &Transaction,
+        doomed: impl Fn(&str, &str) -> bool,
+    ) -> Result<(), UserStoreError> {
+        for subspace in [&self.keys.permissions, &self.keys.topic_permissions] {
+            for kv in read_all(tx, subspace, false).await? {
+                let (vhost, user) = self.grant_owner(subspace, &kv.key)?;
+                if doomed(&vhost, &user) {
+                    tx.clear(&kv.key);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The user name a key of the users subspace is for.
+    fn user_name(&self, key: &[u8]) -> Result<String, UserStoreError> {
+        self.keys
+            .users
+            .unpack::<String>(key)
+            .map_err(|e| bad_key(key, e))
+    }
+
+    /// The (vhost, user) a permissions or topic permissions key is for.
+    fn grant_owner(
+        &self,
+        subspace: &Subspace,
+        key: &[u8],
+    ) -> Result<(String, String), UserStoreError> {
+        let elements = subspace
+            .unpack::<Vec<foundationdb_tuple::Element<'_>>>(key)
+            .map_err(|e| bad_key(key, e))?;
+        match (
+            elements.first().and_then(|e| e.as_str()),
+            elements.get(1).and_then(|e| e.as_str()),
+        ) {
+            (Some(vhost), Some(user)) => Ok((vhost.to_owned(), user.to_owned())),
+            _ => Err(bad_key(key, "it does not start with a vhost and a user")),
+        }
+    }
+}
+
+/// A key of the user store that does not have its layout.
+fn bad_key(key: &[u8], why: impl std::fmt::Display) -> UserStoreError {
+    UserStoreError::Bad(BadUser {
+        key: format!("user store key {}", foundationdb_tuple::Bytes::from(key)),
+        reason: format!("cannot be read ({why})"),
+    })
+}
