@@ -26,6 +26,7 @@ pub mod auth;
 pub mod bridge;
 pub mod config;
 pub mod daemon;
+pub mod definitions;
 pub mod group_commit;
 pub mod incarnation;
 pub mod kafka;
