@@ -1,6 +1,6 @@
 //! What the channels of one AMQP connection share with it: the instance's state, the
-//! opened virtual host, the connection's identity and negotiated limits, the socket's
-//! writer, and the line back to the connection loop ([`Control`]).
+//! opened virtual host, the connection's identity, permissions and negotiated limits, the
+//! socket's writer, and the line back to the connection loop ([`Control`]).
 //!
 //! Its own module so the connection, its channels and their consumers all depend on it
 //! and none on another: the AMQP modules form a tree (connection → channel → consume and
@@ -10,6 +10,7 @@ use super::broker::Broker;
 use super::errors::AmqpError;
 use super::topology::VHost;
 use super::writer::Writer;
+use crate::auth::access::VhostAccess;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -32,6 +33,8 @@ pub struct ConnectionContext {
     pub id: u64,
     /// The logged-in user.
     pub user: String,
+    /// What the user may do in the virtual host, read at connection.open.
+    pub access: Arc<VhostAccess>,
     /// The negotiated frame size.
     pub frame_max: u32,
     /// What the client supports.

@@ -11,13 +11,15 @@
 //! queues, bindings, routing), [`dead_letter`] (the dead-letter router), [`expiry`] (head
 //! expiry without consumers), [`sac`] (single active consumer), [`janitor`]
 //! (`x-expires` and transient entities of dead owners), [`resources`] (queue-depth
-//! gauges and the publisher alarm), [`errors`] (reply codes), [`broker`] (shared state),
-//! and [`port`] (what the bridge may use of the front).
+//! gauges and the publisher alarm), [`authorize`] (RabbitMQ's permissions on each
+//! operation), [`errors`] (reply codes), [`broker`] (shared state), and [`port`] (what the
+//! bridge may use of the front).
 //!
 //! [`start`] loads the topology, then [`Started::run`] serves until shutdown, then drains: every connection is closed with 320
 //! CONNECTION_FORCED after its channels stored what they had accepted and returned their
 //! unacknowledged deliveries.
 
+pub mod authorize;
 pub mod broker;
 mod channel;
 pub mod codec;

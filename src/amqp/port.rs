@@ -251,7 +251,9 @@ impl AmqpPort {
             args: QueueArgs::default(),
             owner: 0,
         };
-        let declared = host.declare_queue(queue, spec, false, 0).await?;
+        // The bridge's own queue, declared by no user.
+        let trusted = &crate::amqp::authorize::Unrestricted;
+        let declared = host.declare_queue(queue, spec, false, 0, trusted).await?;
         host.bind(
             Binding {
                 source: exchange.to_owned(),
@@ -260,6 +262,7 @@ impl AmqpPort {
                 arguments: Default::default(),
             },
             0,
+            trusted,
         )
         .await?;
         Ok(BoundQueue {

@@ -5,6 +5,7 @@
 //!
 //! - [`user`]: a user record, its credentials and tags;
 //! - [`permissions`]: RabbitMQ's permissions and topic permissions, and how they match;
+//! - [`access`]: the authorizer — what one user may do in one virtual host;
 //! - [`store`]: users and their permissions in the store, seeded from `[[users]]`, read
 //!   afresh at every login (permissions: when a connection opens a virtual host);
 //! - [`scram`]: the server side of a SCRAM exchange;
@@ -15,6 +16,7 @@
 //! RabbitMQ's `guest`) and `require_tls` (refused on plaintext listeners). Refusals never
 //! say whether the user exists, and no secret reaches a log line or an error.
 
+pub mod access;
 pub mod certificate;
 pub mod permissions;
 pub mod scram;
@@ -286,24 +288,28 @@ impl Authenticator {
         self.settle(front, peer, &name, outcome)
     }
 
-    /// What `user` may do on `vhost`, read from the store now (a connection keeps it for
-    /// its life, as RabbitMQ's channels cache theirs).
+    /// What `user` may do in `vhost`, read from the store now (a connection keeps it for
+    /// its life, as RabbitMQ's channels cache theirs); topic patterns get `variables`.
     ///
     /// # Errors
     /// [`AuthError::VhostRefused`] when the user has no permissions on `vhost` (RabbitMQ's
     /// refusal), [`AuthError::Store`] when the store fails (logged).
-    pub async fn grants(&self, user: &str, vhost: &str) -> Result<store::Grants, AuthError> {
+    pub async fn vhost_access(
+        &self,
+        user: &str,
+        vhost: &str,
+        variables: &permissions::TopicVariables,
+    ) -> Result<access::VhostAccess, AuthError> {
         let grants = self.inner.store.grants(vhost, user).await.map_err(|e| {
             warn!(error = %e, "the user store could not be read for a connection's permissions");
             AuthError::Store
         })?;
-        if grants.permissions.is_none() {
-            return Err(AuthError::VhostRefused {
+        access::VhostAccess::new(user, vhost, &grants, variables).ok_or_else(|| {
+            AuthError::VhostRefused {
                 user: user.to_owned(),
                 vhost: vhost.to_owned(),
-            });
-        }
-        Ok(grants)
+            }
+        })
     }
 
     /// Records a refusal decided outside the authenticator (an unsupported mechanism, a

@@ -198,3 +198,53 @@ async fn a_failing_address_is_slowed_and_others_are_not() {
     assert!(waits(&bad) > Duration::ZERO && waits(&bad) <= throttle::FIRST_DELAY);
     assert_eq!(waits(&good), Duration::ZERO);
 }
+
+#[tokio::test]
+async fn a_vhost_is_open_only_with_permissions_read_afresh_at_each_open() {
+    use permissions::{Access, Permissions, TopicVariables, VhostPermissions};
+    let f = fixture(&[user("app", "pw")]).await;
+    let variables = |vhost: &str| TopicVariables::new("app", vhost);
+    let access = f
+        .auth
+        .vhost_access("app", "/", &variables("/"))
+        .await
+        .unwrap();
+    assert_eq!(
+        access.check(Access::Configure, access::Resource::Queue("any")),
+        Ok(()),
+        "vhosts = [\"/\"] grants full permissions"
+    );
+    assert_eq!(
+        f.auth
+            .vhost_access("app", "orders", &variables("orders"))
+            .await
+            .unwrap_err(),
+        AuthError::VhostRefused {
+            user: "app".into(),
+            vhost: "orders".into()
+        }
+    );
+    let grant = VhostPermissions {
+        vhost: "orders".into(),
+        user: "app".into(),
+        permissions: Permissions {
+            configure: "".into(),
+            ..Permissions::full()
+        },
+    };
+    f.auth.store().set_permissions(&grant).await.unwrap();
+    let orders = f
+        .auth
+        .vhost_access("app", "orders", &variables("orders"))
+        .await
+        .unwrap();
+    assert!(
+        orders
+            .check(Access::Configure, access::Resource::Queue("q"))
+            .is_err()
+    );
+    assert_eq!(
+        orders.check(Access::Read, access::Resource::Queue("q")),
+        Ok(())
+    );
+}

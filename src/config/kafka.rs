@@ -105,6 +105,12 @@ pub struct KafkaConfig {
     /// `RULE:pattern/replacement/[LU]` and `DEFAULT` (the subject itself), comma-separated,
     /// first match wins. See `docs/security.md`, "Principals from certificates".
     pub ssl_principal_mapping_rules: String,
+    /// Principals Kafka ACLs never restrict (Kafka's `super.users`): `User:name` each.
+    pub super_users: Vec<String>,
+    /// Whether a resource no Kafka ACL applies to is open to every principal (Kafka's
+    /// `allow.everyone.if.no.acl.found`). Ferry's default is `true` so that nothing changes
+    /// until the first ACL is created; production sets it to `false`, Kafka's default.
+    pub allow_everyone_if_no_acl_found: bool,
 }
 
 impl Default for KafkaConfig {
@@ -131,6 +137,8 @@ impl Default for KafkaConfig {
             sequencer_lease_ms: DEFAULT_SEQUENCER_LEASE_MS,
             sequencer_batch: DEFAULT_SEQUENCER_BATCH,
             ssl_principal_mapping_rules: crate::principal::DEFAULT_RULES.to_owned(),
+            super_users: Vec::new(),
+            allow_everyone_if_no_acl_found: true,
         }
     }
 }
@@ -228,6 +236,17 @@ impl KafkaConfig {
         at_least("kafka.sequencer_lease_ms", self.sequencer_lease_ms, 100)?;
         crate::principal::PrincipalRules::parse(&self.ssl_principal_mapping_rules)
             .map_err(|e| ConfigError::invalid("kafka.ssl_principal_mapping_rules", e))?;
+        for (i, principal) in self.super_users.iter().enumerate() {
+            let named = principal
+                .strip_prefix("User:")
+                .is_some_and(|name| !name.is_empty());
+            if !named {
+                return Err(ConfigError::invalid(
+                    format!("kafka.super_users[{i}]"),
+                    format!("'{principal}' is not a principal User:name"),
+                ));
+            }
+        }
         between("kafka.sequencer_batch", self.sequencer_batch, 1, 10_000)
     }
 
@@ -364,6 +383,18 @@ mod tests {
         assert_eq!(
             error_after(|c| c.kafka.ssl_principal_mapping_rules = "RULE:x".into()),
             "kafka.ssl_principal_mapping_rules: rule 1: has no / after its pattern"
+        );
+    }
+
+    #[test]
+    fn super_users_must_be_user_principals() {
+        assert_eq!(
+            error_after(|c| c.kafka.super_users = vec!["User:admin".into(), "admin".into()]),
+            "kafka.super_users[1]: 'admin' is not a principal User:name"
+        );
+        assert_eq!(
+            error_after(|c| c.kafka.super_users = vec!["User:".into()]),
+            "kafka.super_users[0]: 'User:' is not a principal User:name"
         );
     }
 

@@ -273,7 +273,7 @@ impl Reader {
                 bodies.push(body);
             }
         }
-        let replies = api::produce_burst(&self.ctx, bodies).await;
+        let replies = api::produce_burst(&self.ctx, &self.session, bodies).await;
         for ((api, version, id, started), reply) in heads.into_iter().zip(replies) {
             self.reply(api, version, id, started, reply).await?;
         }

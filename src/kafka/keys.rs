@@ -29,6 +29,9 @@
 //! (P,"k","p",topic_id,partition,"ab",last,id) = i64 LE: an aborted transaction of
 //!                                               producer `id`, first offset → marker `last`
 //! (P,"k","groups",group)                      = "": the group exists (ListGroups reads these)
+//! (P,"k","acl","e",resource_type,pattern_type,name,principal,host,operation,permission)
+//!                                             = (1,): an ACL (codes as Kafka's wire codes)
+//! (P,"k","acl","version")                     = i64 LE, atomic add: bumped by every ACL change
 //! (P,"k","gcoord",group)                      = Lease (node, epoch, deadline): its coordinator
 //! (P,"k","g",group,"meta")                    = GroupMeta (generation, protocol, leader)
 //! (P,"k","g",group,"m",member)                = Member (client, timeouts, metadata, assignment)
@@ -138,6 +141,16 @@ impl KafkaKeys {
             .unpack::<(String, u64, i64)>(key)
             .ok()
             .map(|(_, _, id)| id)
+    }
+
+    /// Where ACLs live: `(P, "k", "acl", "e")`, followed by an ACL's fields.
+    pub fn acls(&self) -> Subspace {
+        self.space.subspace(&("acl", "e"))
+    }
+
+    /// The counter every ACL change bumps (ACL caches watch it).
+    pub fn acls_version(&self) -> Vec<u8> {
+        self.space.pack(&("acl", "version"))
     }
 
     /// The keys of one partition.

@@ -8,13 +8,15 @@
 //! for the log), [`producers`] (idempotent producers), [`transactions`] (the transaction
 //! coordinator), [`groups`] (the consumer group coordinator), [`brokers`] (live
 //! instances), [`recovery`] (freeing an earlier incarnation's leases at start), [`keys`] (the keyspace), [`staged`] (the record staged for a batch), and
-//! [`port`] (what the bridge may use of the front).
+//! [`port`] (what the bridge may use of the front), [`acls`] (Kafka ACLs and the checks every API
+//! makes).
 //!
 //! Produce path: a batch is validated and appended as sent to its partition's stage
 //! (conflict-free, any instance); the partition's sequencer moves staged batches into the
 //! log, assigning dense offsets in the same transaction; the producer is answered with its
 //! offset after that commit. Fetchers long-poll on watches of the high watermark.
 
+pub mod acls;
 pub mod api;
 pub mod batch;
 pub mod brokers;
@@ -43,6 +45,8 @@ use crate::principal::PrincipalRules;
 use crate::server::Listener;
 use crate::stage::Stages;
 use crate::store::{Database, StoreError};
+use acls::store::AclStore;
+use acls::{Acls, AuthorizerSettings};
 use brokers::{Brokers, ListenerAddress, Registration};
 use groups::state::GroupSettings;
 use groups::store::GroupStore;
@@ -99,6 +103,8 @@ pub struct Context {
     pub transactions: Transactions,
     /// Who may authenticate.
     pub users: Authenticator,
+    /// What each principal may do (Kafka ACLs, cached).
+    pub acls: Acls,
     /// `kafka.ssl_principal_mapping_rules`, parsed.
     pub principal_rules: PrincipalRules,
     /// Topic settings' defaults.
@@ -291,11 +297,20 @@ impl KafkaFront {
         );
         let transactions =
             Transactions::new(db.clone(), keys.clone(), topics.clone(), waiters.clone());
+        let acls = Acls::start(
+            AclStore::new(db.clone(), keys.clone()),
+            AuthorizerSettings {
+                super_users: config.super_users.clone(),
+                allow_everyone_if_no_acl_found: config.allow_everyone_if_no_acl_found,
+            },
+        )
+        .await?;
         let ctx = Context {
             config: config.clone(),
             transactions,
             cluster_id: format!("ferry-{prefix}"),
             users,
+            acls,
             principal_rules: PrincipalRules::parse(&config.ssl_principal_mapping_rules)
                 .map_err(KafkaError::PrincipalRules)?,
             db,
@@ -360,7 +375,7 @@ impl KafkaFront {
 }
 
 /// The front's background loops: sequencer balancing, the broker registration, the topic
-/// cache, the group leases, transaction expiry and consumer lag. The front's API handlers
+/// cache, the ACL cache, the group leases, transaction expiry and consumer lag. The front's API handlers
 /// rely on them (in-process tests start them without a listener).
 struct Background {
     /// Stops the loops.
@@ -381,6 +396,7 @@ impl Background {
                 async move { topics.follow_changes(token).await }
             }),
             tokio::spawn(ctx.coordinator.clone().run(internal.clone())),
+            tokio::spawn(ctx.acls.clone().follow_changes(internal.clone())),
             tokio::spawn(ctx.transactions.clone().expire_until(internal.clone())),
             tokio::spawn(groups::lag::run(
                 ctx.db.clone(),

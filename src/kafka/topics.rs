@@ -70,6 +70,9 @@ pub enum TopicError {
         /// What is wrong.
         message: String,
     },
+    /// The principal's Kafka ACLs do not allow the operation on the topic.
+    #[error("Authorization failed: the ACLs do not allow this on topic '{0}'")]
+    NotAuthorized(String),
     /// A stored value does not decode.
     #[error("the store holds a topic value this ferry cannot decode ({0})")]
     Corrupt(String),
@@ -104,6 +107,7 @@ impl TopicError {
             Self::InvalidName(_) => E::InvalidTopicException.code(),
             Self::InvalidPartitions(_) => E::InvalidPartitions.code(),
             Self::InvalidConfig { .. } => E::InvalidConfig.code(),
+            Self::NotAuthorized(_) => E::TopicAuthorizationFailed.code(),
         }
     }
 }

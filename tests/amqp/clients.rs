@@ -26,7 +26,7 @@ fn start(dir: &TempDir) -> Daemon {
 }
 
 /// Runs a client command to completion within [`CLIENT`].
-fn run_client(command: &mut Command) -> Output {
+pub(crate) fn run_client(command: &mut Command) -> Output {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -45,7 +45,7 @@ fn run_client(command: &mut Command) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn succeeded(out: &Output) -> String {
+pub(crate) fn succeeded(out: &Output) -> String {
     assert!(
         out.status.success(),
         "client failed ({}): {}{}",

@@ -10,7 +10,10 @@
 
 use super::store::embedded;
 use ferry::auth::Authenticator;
-use ferry::config::{AmqpConfig, KafkaConfig, StoreConfig, UserConfig};
+use ferry::auth::store::UserStore;
+use ferry::config::{
+    AmqpConfig, KafkaConfig, PermissionConfig, StoreConfig, TopicPermissionConfig, UserConfig,
+};
 use ferry::incarnation::{Incarnation, Scope};
 use ferry::kafka::{KafkaFront, KafkaListener};
 use ferry::password::PasswordHash;
@@ -36,8 +39,12 @@ pub const SCRAM_USER: (&str, &str) = ("scram-user", "scram-pass");
 /// A user who may log in only over TLS (`require_tls`), vhost `/`.
 pub const TLS_USER: (&str, &str) = ("tls-user", "tls-pass");
 
+/// A user with restricted permissions on `/`: configure, write and read `^perm-` (write
+/// also on `amq.topic`), and on `amq.topic` topic write `^{username}\.`.
+pub const PERM_USER: (&str, &str) = ("perm-user", "perm-pass");
+
 /// The users of every front: `guest` (vhost `/`, loopback only), [`OTHER_USER`],
-/// [`SCRAM_USER`] and [`TLS_USER`].
+/// [`SCRAM_USER`], [`TLS_USER`] and [`PERM_USER`].
 fn users() -> Vec<UserConfig> {
     let user = |(name, password): (&str, &str), vhost: &str| UserConfig {
         name: name.into(),
@@ -62,6 +69,22 @@ fn users() -> Vec<UserConfig> {
         UserConfig {
             require_tls: true,
             ..user(TLS_USER, "/")
+        },
+        UserConfig {
+            vhosts: None,
+            permissions: vec![PermissionConfig {
+                vhost: "/".into(),
+                configure: "^perm-".into(),
+                write: "^(perm-|amq\\.topic$)".into(),
+                read: "^perm-".into(),
+            }],
+            topic_permissions: vec![TopicPermissionConfig {
+                vhost: "/".into(),
+                exchange: "amq.topic".into(),
+                write: "^{username}\\.".into(),
+                read: ".*".into(),
+            }],
+            ..user(PERM_USER, "/")
         },
     ]
 }
@@ -254,6 +277,11 @@ impl<F: Front> InProcess<F> {
             serving,
             dir,
         }
+    }
+
+    /// The user store the front logs users in from (changes apply to new connections).
+    pub fn users(&self) -> UserStore {
+        UserStore::new(self.db.clone(), &StoreConfig::default().prefix)
     }
 
     /// `host:port` of the front (Kafka's `bootstrap.servers`).

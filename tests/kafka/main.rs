@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod acls;
 mod admin;
 mod clients;
 mod daemon;

@@ -397,6 +397,11 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
         ApiKey::AddOffsetsToTxn => RequestKind::AddOffsetsToTxn(AddOffsetsToTxnRequest::default()),
         ApiKey::TxnOffsetCommit => RequestKind::TxnOffsetCommit(TxnOffsetCommitRequest::default()),
         ApiKey::EndTxn => RequestKind::EndTxn(EndTxnRequest::default()),
+        // No creations and no filters change nothing; the default describe filter (codes
+        // 0) is answered INVALID_REQUEST.
+        ApiKey::DescribeAcls => RequestKind::DescribeAcls(DescribeAclsRequest::default()),
+        ApiKey::CreateAcls => RequestKind::CreateAcls(CreateAclsRequest::default()),
+        ApiKey::DeleteAcls => RequestKind::DeleteAcls(DeleteAclsRequest::default()),
         ApiKey::ApiVersions => RequestKind::ApiVersions(ApiVersionsRequest::default()),
         ApiKey::Fetch => RequestKind::Fetch(FetchRequest::default().with_session_epoch(-1)),
         ApiKey::Produce => RequestKind::Produce(ProduceRequest::default().with_acks(-1)),

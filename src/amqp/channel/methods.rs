@@ -1,11 +1,15 @@
 //! The channel's methods besides publishing: exchanges, queues, bindings, consumers,
-//! basic.get, qos, acknowledgements, recover, flow, confirm and tx.
+//! basic.get, qos, acknowledgements, recover, flow, confirm and tx. Permissions are
+//! checked as RabbitMQ checks them: by the virtual host for topology changes (their order
+//! depends on what exists), here for consume, get, purge and queue.delete.
 
 use super::{Channel, Exit};
 use crate::amqp::errors::AmqpError;
 use crate::amqp::settle::How;
 use crate::amqp::topology::args::QueueArgs;
 use crate::amqp::topology::{Binding, Destination, Exchange, ExchangeKind, QueueSpec};
+use crate::auth::access::Resource;
+use crate::auth::permissions::Access;
 use amq_protocol::protocol::{
     AMQPClass, access, basic, channel as ch, confirm, exchange, queue, tx,
 };
@@ -99,7 +103,7 @@ impl Channel {
                     },
                     builtin: false,
                 };
-                vhost.declare_exchange(wanted).await?;
+                vhost.declare_exchange(wanted, &*self.ctx.access).await?;
                 self.reply_unless(
                     d.nowait,
                     AMQPClass::Exchange(exchange::AMQPMethod::DeclareOk(exchange::DeclareOk {})),
@@ -108,7 +112,7 @@ impl Channel {
             }
             exchange::AMQPMethod::Delete(d) => {
                 vhost
-                    .delete_exchange(d.exchange.as_str(), d.if_unused)
+                    .delete_exchange(d.exchange.as_str(), d.if_unused, &*self.ctx.access)
                     .await?;
                 self.reply_unless(
                     d.nowait,
@@ -123,7 +127,7 @@ impl Channel {
                     routing_key: b.routing_key.to_string(),
                     arguments: b.arguments.clone(),
                 };
-                vhost.bind(binding, self.ctx.id).await?;
+                vhost.bind(binding, self.ctx.id, &*self.ctx.access).await?;
                 self.reply_unless(
                     b.nowait,
                     AMQPClass::Exchange(exchange::AMQPMethod::BindOk(exchange::BindOk {})),
@@ -137,7 +141,9 @@ impl Channel {
                     routing_key: u.routing_key.to_string(),
                     arguments: u.arguments.clone(),
                 };
-                vhost.unbind(binding, self.ctx.id).await?;
+                vhost
+                    .unbind(binding, self.ctx.id, &*self.ctx.access)
+                    .await?;
                 self.reply_unless(
                     u.nowait,
                     AMQPClass::Exchange(exchange::AMQPMethod::UnbindOk(exchange::UnbindOk {})),
@@ -156,6 +162,22 @@ impl Channel {
         self.last_queue
             .clone()
             .ok_or_else(|| AmqpError::not_found("no previously declared queue"))
+    }
+
+    /// Checks a permission of the connection's user.
+    fn authorize(&self, access: Access, resource: Resource<'_>) -> Result<(), AmqpError> {
+        crate::amqp::authorize::Authorize::check(&*self.ctx.access, access, resource)
+    }
+
+    /// The queue a consume, get or purge names, once read on it is allowed (checked
+    /// before the queue is looked up, as RabbitMQ does).
+    fn readable_queue(
+        &self,
+        name: &str,
+    ) -> Result<std::sync::Arc<crate::amqp::topology::Queue>, AmqpError> {
+        let name = self.queue_name(name)?;
+        self.authorize(Access::Read, Resource::Queue(&name))?;
+        self.ctx.vhost.queue(&name, self.ctx.id)
     }
 
     async fn on_queue(&mut self, method: &queue::AMQPMethod) -> Result<Option<Exit>, AmqpError> {
@@ -188,7 +210,7 @@ impl Channel {
                     d.queue.to_string()
                 };
                 let queue = vhost
-                    .declare_queue(&name, spec, d.passive, connection)
+                    .declare_queue(&name, spec, d.passive, connection, &*self.ctx.access)
                     .await?;
                 self.last_queue = Some(queue.name.clone());
                 let ready = queue.stage.depth().await?.ready.max(0) as u32;
@@ -216,7 +238,7 @@ impl Channel {
                     routing_key,
                     arguments: b.arguments.clone(),
                 };
-                vhost.bind(binding, connection).await?;
+                vhost.bind(binding, connection, &*self.ctx.access).await?;
                 self.reply_unless(
                     b.nowait,
                     AMQPClass::Queue(queue::AMQPMethod::BindOk(queue::BindOk {})),
@@ -230,7 +252,7 @@ impl Channel {
                     routing_key: u.routing_key.to_string(),
                     arguments: u.arguments.clone(),
                 };
-                vhost.unbind(binding, connection).await?;
+                vhost.unbind(binding, connection, &*self.ctx.access).await?;
                 self.reply_unless(
                     false,
                     AMQPClass::Queue(queue::AMQPMethod::UnbindOk(queue::UnbindOk {})),
@@ -238,7 +260,7 @@ impl Channel {
                 .await
             }
             queue::AMQPMethod::Purge(p) => {
-                let queue = vhost.queue(&self.queue_name(p.queue.as_str())?, connection)?;
+                let queue = self.readable_queue(p.queue.as_str())?;
                 let purged = queue.stage.purge().await? as u32;
                 self.reply_unless(
                     p.nowait,
@@ -250,6 +272,7 @@ impl Channel {
             }
             queue::AMQPMethod::Delete(d) => {
                 let name = self.queue_name(d.queue.as_str())?;
+                self.authorize(Access::Configure, Resource::Queue(&name))?;
                 let count = vhost
                     .delete_queue(&name, d.if_unused, d.if_empty, connection)
                     .await?;
@@ -276,10 +299,7 @@ impl Channel {
                 .await
             }
             basic::AMQPMethod::Consume(c) => {
-                let queue = self
-                    .ctx
-                    .vhost
-                    .queue(&self.queue_name(c.queue.as_str())?, self.ctx.id)?;
+                let queue = self.readable_queue(c.queue.as_str())?;
                 let tag = self
                     .consumers
                     .consume(queue, c.consumer_tag.as_str(), c.no_ack, c.exclusive)
@@ -309,10 +329,7 @@ impl Channel {
                 .await
             }
             basic::AMQPMethod::Get(g) => {
-                let queue = self
-                    .ctx
-                    .vhost
-                    .queue(&self.queue_name(g.queue.as_str())?, self.ctx.id)?;
+                let queue = self.readable_queue(g.queue.as_str())?;
                 let out = self.consumers.get(queue, g.no_ack).await?;
                 self.write(out).await
             }

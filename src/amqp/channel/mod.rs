@@ -271,7 +271,13 @@ impl Channel {
         let method = AMQPClass::Basic(basic::AMQPMethod::Publish(incoming.publish.clone()));
         let out = self
             .publisher
-            .accept(&self.ctx.vhost, self.id, self.ctx.frame_max, incoming)
+            .accept(
+                &self.ctx.vhost,
+                &self.ctx.access,
+                self.id,
+                self.ctx.frame_max,
+                incoming,
+            )
             .map_err(|e| e.on(&method))?;
         self.write(out).await
     }

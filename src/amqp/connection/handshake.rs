@@ -33,7 +33,7 @@ pub struct Negotiated {
     /// The opened virtual host.
     pub vhost: Arc<VHost>,
     /// What the user may do there, read at connection.open.
-    pub grants: auth::store::Grants,
+    pub access: Arc<auth::access::VhostAccess>,
     /// The largest frame either side may send.
     pub frame_max: u32,
     /// The highest channel number the client may open.
@@ -143,10 +143,13 @@ where
         .vhosts
         .get(name)
         .cloned()
-        .ok_or_else(|| AmqpError::not_allowed(format!("vhost '{name}' not found")))?;
-    let grants = broker
+        // RabbitMQ's words, without quotes.
+        .ok_or_else(|| AmqpError::not_allowed(format!("vhost {name} not found")))?;
+    // RabbitMQ gives AMQP 0-9-1 connections no `{client_id}` for topic permissions.
+    let variables = auth::permissions::TopicVariables::new(&user.name, name);
+    let access = broker
         .users
-        .grants(&user.name, name)
+        .vhost_access(&user.name, name, &variables)
         .await
         .map_err(|e| match e {
             auth::AuthError::VhostRefused { .. } => AmqpError::not_allowed(e.to_string()),
@@ -160,7 +163,7 @@ where
     Ok(Negotiated {
         user: user.name,
         vhost,
-        grants,
+        access: Arc::new(access),
         frame_max,
         channel_max,
         heartbeat: tune_ok.heartbeat,

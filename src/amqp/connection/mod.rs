@@ -136,6 +136,7 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
         vhost: negotiated.vhost.clone(),
         id,
         user: negotiated.user.clone(),
+        access: negotiated.access.clone(),
         frame_max: negotiated.frame_max,
         capabilities: negotiated.capabilities,
         writer,

@@ -1,7 +1,8 @@
 //! A virtual host: its topology in memory and the operations that change it.
 //!
 //! Changes are serialized by one lock per virtual host and follow one order: check
-//! against the current topology, commit to the store, then change memory. A reload from
+//! against the current topology (and the user's permissions, in RabbitMQ's order, through
+//! [`Authorize`]), commit to the store, then change memory. A reload from
 //! the store (at startup, and whenever the version key changes) takes the same lock.
 
 use super::args::{QueueArgs, decode_table, encode_table};
@@ -10,7 +11,10 @@ use super::queue::{Queue, QueueSpec};
 use super::records::{self, QueueRecord, TopologyKeys};
 use super::routing::{Binding, Destination};
 use super::{Removal, Topology};
+use crate::amqp::authorize::Authorize;
 use crate::amqp::errors::{AmqpError, TxError};
+use crate::auth::access::Resource;
+use crate::auth::permissions::Access;
 use crate::stage::{Holders, StageError, StageOptions, Stages, now_ms};
 use crate::store::{Database, RangeOption, Transaction};
 use crate::telemetry::compat::rabbitmq::state as rabbitmq;
@@ -265,16 +269,22 @@ impl VHost {
         }
     }
 
-    /// Declares an exchange.
+    /// Declares an exchange: configure on it; a new one with an alternate exchange also
+    /// read on it and write on the alternate (RabbitMQ's checks).
     ///
     /// # Errors
-    /// 403 for the default exchange or a new `amq.*` name, 406 for an inequivalent
-    /// redeclare, 541 when the store fails.
-    pub async fn declare_exchange(&self, wanted: Exchange) -> Result<(), AmqpError> {
+    /// 403 for the default exchange, a new `amq.*` name or a refused permission, 406 for
+    /// an inequivalent redeclare, 541 when the store fails.
+    pub async fn declare_exchange(
+        &self,
+        wanted: Exchange,
+        auth: &dyn Authorize,
+    ) -> Result<(), AmqpError> {
         let _guard = self.changes.lock().await;
         if wanted.name.is_empty() {
             return Err(Self::default_exchange_refused());
         }
+        auth.check(Access::Configure, Resource::Exchange(&wanted.name))?;
         let existing = self.state.read().exchanges.get(&wanted.name).cloned();
         match existing {
             Some(current) => current.check_equivalent(&wanted, &self.name),
@@ -285,6 +295,10 @@ impl VHost {
                 )))
             }
             None => {
+                if let Some(alternate) = wanted.alternate() {
+                    auth.check(Access::Read, Resource::Exchange(&wanted.name))?;
+                    auth.check(Access::Write, Resource::Exchange(&alternate))?;
+                }
                 let (key, value) = (
                     self.keys.exchange(&self.name, &wanted.name),
                     records::encode_exchange(&wanted),
@@ -302,32 +316,41 @@ impl VHost {
         }
     }
 
-    /// Deletes an exchange with its bindings; deleting a missing one succeeds.
+    /// Deletes an exchange with its bindings (configure on it); deleting a missing one
+    /// succeeds.
     ///
     /// # Errors
-    /// 403 for the default and `amq.*` exchanges, 406 when `if_unused` and it has
-    /// bindings, 541 when the store fails.
-    pub async fn delete_exchange(&self, name: &str, if_unused: bool) -> Result<(), AmqpError> {
+    /// 403 for the default and `amq.*` exchanges or a refused permission, 406 when
+    /// `if_unused` and it has bindings, 541 when the store fails.
+    pub async fn delete_exchange(
+        &self,
+        name: &str,
+        if_unused: bool,
+        auth: &dyn Authorize,
+    ) -> Result<(), AmqpError> {
         let _guard = self.changes.lock().await;
         if name.is_empty() {
             return Err(Self::default_exchange_refused());
         }
-        let (builtin, in_use) = {
+        let found = {
             let state = self.state.read();
-            let Some(x) = state.exchanges.get(name) else {
-                return Ok(());
-            };
-            (
-                x.builtin,
-                state.bindings.get(name).is_some_and(|b| !b.is_empty()),
-            )
+            state.exchanges.get(name).map(|x| {
+                (
+                    x.builtin,
+                    state.bindings.get(name).is_some_and(|b| !b.is_empty()),
+                )
+            })
         };
-        if builtin {
+        if found.is_some_and(|(builtin, _)| builtin) {
             return Err(AmqpError::access_refused(format!(
                 "deletion of system exchange '{name}' in vhost '{}' refused",
                 self.name
             )));
         }
+        auth.check(Access::Configure, Resource::Exchange(name))?;
+        let Some((_, in_use)) = found else {
+            return Ok(());
+        };
         if if_unused && in_use {
             return Err(AmqpError::precondition_failed(format!(
                 "exchange '{name}' in vhost '{}' in use",
@@ -338,14 +361,20 @@ impl VHost {
             .await
     }
 
-    /// Adds a binding (an existing one is left as it is).
+    /// Adds a binding (an existing one is left as it is): write on the destination, read
+    /// on the source and, on a topic exchange, topic read on the binding key.
     ///
     /// # Errors
-    /// 403 for the default exchange, 404 for a missing source or destination, 405 for a
+    /// 403 for the default exchange or a refused permission, 404 for a missing source or destination, 405 for a
     /// queue exclusive to another connection, 541 when the store fails.
-    pub async fn bind(&self, binding: Binding, connection: u64) -> Result<(), AmqpError> {
+    pub async fn bind(
+        &self,
+        binding: Binding,
+        connection: u64,
+        auth: &dyn Authorize,
+    ) -> Result<(), AmqpError> {
         let _guard = self.changes.lock().await;
-        self.check_binding(&binding, connection)?;
+        self.check_binding(&binding, connection, auth)?;
         if self.state.read().has_binding(&binding) {
             return Ok(());
         }
@@ -360,21 +389,45 @@ impl VHost {
     ///
     /// # Errors
     /// As [`VHost::bind`].
-    pub async fn unbind(&self, binding: Binding, connection: u64) -> Result<(), AmqpError> {
+    pub async fn unbind(
+        &self,
+        binding: Binding,
+        connection: u64,
+        auth: &dyn Authorize,
+    ) -> Result<(), AmqpError> {
         let _guard = self.changes.lock().await;
-        self.check_binding(&binding, connection)?;
+        self.check_binding(&binding, connection, auth)?;
         if !self.state.read().has_binding(&binding) {
             return Ok(());
         }
         self.remove_locked(&[], &[], vec![binding]).await
     }
 
-    fn check_binding(&self, binding: &Binding, connection: u64) -> Result<(), AmqpError> {
+    /// The checks of a bind or unbind, in RabbitMQ's order.
+    fn check_binding(
+        &self,
+        binding: &Binding,
+        connection: u64,
+        auth: &dyn Authorize,
+    ) -> Result<(), AmqpError> {
+        let destination = match &binding.destination {
+            Destination::Queue(q) => Resource::Queue(q),
+            Destination::Exchange(x) => Resource::Exchange(x),
+        };
+        auth.check(Access::Write, destination)?;
         if binding.source.is_empty() || binding.destination == Destination::Exchange(String::new())
         {
             return Err(Self::default_exchange_refused());
         }
+        auth.check(Access::Read, Resource::Exchange(&binding.source))?;
         let state = self.state.read();
+        if state
+            .exchanges
+            .get(&binding.source)
+            .is_some_and(|x| x.kind == super::ExchangeKind::Topic)
+        {
+            auth.check_topic(Access::Read, &binding.source, &binding.routing_key)?;
+        }
         match &binding.destination {
             Destination::Queue(q) => match state.queues.get(q) {
                 None => return Err(self.not_found_queue(q)),
@@ -393,17 +446,20 @@ impl VHost {
     }
 
     /// Declares a queue (or, `passive`, finds it); `name` "" makes a server-named queue.
+    /// Configure on the queue (not for a passive declare); a new queue with a dead-letter
+    /// exchange also read on the queue and write on that exchange (RabbitMQ's checks).
     ///
     /// # Errors
-    /// 403 for a new `amq.*` name, 404 for a passive declare of a missing queue, 405 for a
-    /// queue exclusive to another connection or a redeclare whose `exclusive` differs, 406
-    /// for an inequivalent redeclare, 541 when the store fails.
+    /// 403 for a new `amq.*` name or a refused permission, 404 for a passive declare of a
+    /// missing queue, 405 for a queue exclusive to another connection or a redeclare whose
+    /// `exclusive` differs, 406 for an inequivalent redeclare, 541 when the store fails.
     pub async fn declare_queue(
         &self,
         name: &str,
         wanted: QueueSpec,
         passive: bool,
         connection: u64,
+        auth: &dyn Authorize,
     ) -> Result<Arc<Queue>, AmqpError> {
         let _guard = self.changes.lock().await;
         let name = if name.is_empty() && !passive {
@@ -411,6 +467,12 @@ impl VHost {
         } else {
             name.to_owned()
         };
+        // As RabbitMQ: a reserved name is refused before permissions are looked at, and a
+        // passive declare needs no permission.
+        if !passive {
+            Self::check_queue_name(&name)?;
+            auth.check(Access::Configure, Resource::Queue(&name))?;
+        }
         let stored = self
             .db
             .begin()?
@@ -434,14 +496,24 @@ impl VHost {
         if passive {
             return Err(self.not_found_queue(&name));
         }
+        if let Some(dead_letter_exchange) = &wanted.args.dead_letter_exchange {
+            auth.check(Access::Read, Resource::Queue(&name))?;
+            auth.check(Access::Write, Resource::Exchange(dead_letter_exchange))?;
+        }
+        let queue = self.create_queue(name, wanted).await?;
+        rabbitmq::queue_declared(true);
+        Ok(queue)
+    }
+
+    /// Refuses a new queue name with the reserved `amq.` prefix (server names excepted;
+    /// no such queue can exist, so redeclares are not affected).
+    fn check_queue_name(name: &str) -> Result<(), AmqpError> {
         if name.starts_with(RESERVED_PREFIX) && !name.starts_with("amq.gen-") {
             return Err(AmqpError::access_refused(format!(
                 "queue name '{name}' contains reserved prefix '{RESERVED_PREFIX}*'"
             )));
         }
-        let queue = self.create_queue(name, wanted).await?;
-        rabbitmq::queue_declared(true);
-        Ok(queue)
+        Ok(())
     }
 
     /// The in-memory queue for a stored record: the current one if it is this incarnation,

@@ -1,9 +1,15 @@
 //! AddPartitionsToTxn (v0-3): the partitions join the producer's open transaction; a
 //! refusal names every partition of the request (the unknown ones with their own code,
 //! the others `OPERATION_NOT_ATTEMPTED`, as Kafka answers).
+//!
+//! ACLs: Write on the transactional id (else every partition is
+//! `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`) and Write on each topic (else its partitions
+//! are `TOPIC_AUTHORIZATION_FAILED`, the others `OPERATION_NOT_ATTEMPTED`, and none is
+//! added), as Kafka.
 
-use super::logged;
+use super::{Session, logged};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
@@ -14,7 +20,32 @@ use kafka_protocol::messages::{
 use std::sync::Arc;
 
 /// Adds the partitions.
-pub async fn handle(ctx: &Arc<Context>, request: AddPartitionsToTxnRequest) -> ResponseKind {
+pub async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: AddPartitionsToTxnRequest,
+) -> ResponseKind {
+    let access = session.access(ctx);
+    let id_allowed = access.transactional_id(
+        Operation::Write,
+        request.v3_and_below_transactional_id.0.as_str(),
+    );
+    let refusal = |topic: &str| {
+        if !id_allowed {
+            Some(ResponseError::TransactionalIdAuthorizationFailed.code())
+        } else if !access.topic(Operation::Write, topic) {
+            Some(ResponseError::TopicAuthorizationFailed.code())
+        } else {
+            None
+        }
+    };
+    let refused = request
+        .v3_and_below_topics
+        .iter()
+        .any(|t| refusal(t.name.0.as_str()).is_some());
+    if refused {
+        return refuse_all(request, refusal);
+    }
     let transactional_id = request.v3_and_below_transactional_id.0.as_str();
     let producer = (
         request.v3_and_below_producer_id.0,
@@ -49,6 +80,37 @@ pub async fn handle(ctx: &Arc<Context>, request: AddPartitionsToTxnRequest) -> R
                     AddPartitionsToTxnPartitionResult::default()
                         .with_partition_index(p)
                         .with_partition_error_code(partition_code)
+                })
+                .collect();
+            AddPartitionsToTxnTopicResult::default()
+                .with_name(t.name)
+                .with_results_by_partition(partitions)
+        })
+        .collect();
+    ResponseKind::AddPartitionsToTxn(
+        AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results),
+    )
+}
+
+/// The answer refusing every partition: those `refusal` names with its code, the others
+/// `OPERATION_NOT_ATTEMPTED`.
+fn refuse_all(
+    request: AddPartitionsToTxnRequest,
+    refusal: impl Fn(&str) -> Option<i16>,
+) -> ResponseKind {
+    let results = request
+        .v3_and_below_topics
+        .into_iter()
+        .map(|t| {
+            let code =
+                refusal(t.name.0.as_str()).unwrap_or(ResponseError::OperationNotAttempted.code());
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|&p| {
+                    AddPartitionsToTxnPartitionResult::default()
+                        .with_partition_index(p)
+                        .with_partition_error_code(code)
                 })
                 .collect();
             AddPartitionsToTxnTopicResult::default()

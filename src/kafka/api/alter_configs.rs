@@ -1,10 +1,13 @@
 //! AlterConfigs: replaces a topic's settings (those not named return to the broker
 //! default, as Kafka's non-incremental AlterConfigs does). Broker settings come from
-//! `ferry.toml` and cannot be altered.
+//! `ferry.toml` and cannot be altered. Needs AlterConfigs on the topic (else
+//! `TOPIC_AUTHORIZATION_FAILED`) or, for a broker, on the cluster (else
+//! `CLUSTER_AUTHORIZATION_FAILED`).
 
-use super::describe_configs::TOPIC;
-use super::str_bytes;
+use super::describe_configs::{BROKER, TOPIC};
+use super::{Session, str_bytes};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use crate::kafka::topics::TopicConfig;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
@@ -12,13 +15,27 @@ use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, Respon
 use std::sync::Arc;
 
 /// Applies every resource's settings.
-pub async fn handle(ctx: &Arc<Context>, request: AlterConfigsRequest) -> ResponseKind {
+pub async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: AlterConfigsRequest,
+) -> ResponseKind {
+    let access = session.access(ctx);
     let mut responses = Vec::with_capacity(request.resources.len());
     for r in request.resources {
         let response = AlterConfigsResourceResponse::default()
             .with_resource_type(r.resource_type)
             .with_resource_name(r.resource_name.clone());
-        let outcome = if r.resource_type == TOPIC {
+        let refused = match r.resource_type {
+            TOPIC => (!access.topic(Operation::AlterConfigs, r.resource_name.as_str()))
+                .then_some(ResponseError::TopicAuthorizationFailed),
+            BROKER => (!access.cluster(Operation::AlterConfigs))
+                .then_some(ResponseError::ClusterAuthorizationFailed),
+            _ => None,
+        };
+        let outcome = if let Some(e) = refused {
+            Err((e.code(), "Authorization failed.".to_owned()))
+        } else if r.resource_type == TOPIC {
             match TopicConfig::parse(
                 r.configs
                     .iter()

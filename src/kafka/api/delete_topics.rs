@@ -1,7 +1,10 @@
-//! DeleteTopics: removes topics with their logs, stages and producer state.
+//! DeleteTopics: removes topics with their logs, stages and producer state. A topic needs
+//! Delete (else `TOPIC_AUTHORIZATION_FAILED`).
 
-use super::str_bytes;
+use super::{Session, str_bytes};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
+use crate::kafka::topics::TopicError;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, ResponseKind};
 use std::sync::Arc;
@@ -9,13 +12,20 @@ use std::sync::Arc;
 /// Deletes every topic named.
 pub async fn handle(
     ctx: &Arc<Context>,
+    session: &Session,
     version: i16,
     request: DeleteTopicsRequest,
 ) -> ResponseKind {
+    let access = session.access(ctx);
     let mut responses = Vec::with_capacity(request.topic_names.len());
     for name in request.topic_names {
         let result = DeletableTopicResult::default().with_name(Some(name.clone()));
-        responses.push(match ctx.topics.delete(name.0.as_str()).await {
+        let deleted = if access.topic(Operation::Delete, name.0.as_str()) {
+            ctx.topics.delete(name.0.as_str()).await
+        } else {
+            Err(TopicError::NotAuthorized(name.to_string()))
+        };
+        responses.push(match deleted {
             Ok(()) => result,
             Err(e) => {
                 let result = result.with_error_code(e.code());

@@ -1,8 +1,11 @@
 //! DescribeConfigs: a topic's supported settings (its overrides, or the broker default
-//! they follow) and, read-only, the broker defaults `[kafka]` sets.
+//! they follow) and, read-only, the broker defaults `[kafka]` sets. Needs DescribeConfigs
+//! on the topic (else `TOPIC_AUTHORIZATION_FAILED`) or on the cluster for a broker (else
+//! `CLUSTER_AUTHORIZATION_FAILED`).
 
-use super::str_bytes;
+use super::{Session, str_bytes};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use crate::kafka::topics::{CLEANUP_POLICY, MAX_MESSAGE_BYTES, RETENTION_BYTES, RETENTION_MS};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_configs_response::{
@@ -37,7 +40,13 @@ struct Entry {
 }
 
 /// Describes every resource asked for.
-pub fn handle(ctx: &Arc<Context>, version: i16, request: DescribeConfigsRequest) -> ResponseKind {
+pub fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    version: i16,
+    request: DescribeConfigsRequest,
+) -> ResponseKind {
+    let access = session.access(ctx);
     let results = request
         .resources
         .into_iter()
@@ -45,6 +54,20 @@ pub fn handle(ctx: &Arc<Context>, version: i16, request: DescribeConfigsRequest)
             let result = DescribeConfigsResult::default()
                 .with_resource_type(r.resource_type)
                 .with_resource_name(r.resource_name.clone());
+            let refused = match r.resource_type {
+                TOPIC if !access.topic(Operation::DescribeConfigs, r.resource_name.as_str()) => {
+                    Some(ResponseError::TopicAuthorizationFailed)
+                }
+                BROKER if !access.cluster(Operation::DescribeConfigs) => {
+                    Some(ResponseError::ClusterAuthorizationFailed)
+                }
+                _ => None,
+            };
+            if let Some(e) = refused {
+                return result
+                    .with_error_code(e.code())
+                    .with_error_message(Some(str_bytes("Authorization failed.")));
+            }
             let entries = match r.resource_type {
                 TOPIC => match ctx.topics.get(r.resource_name.as_str()) {
                     Some(t) => topic_entries(ctx, &t.meta.config),

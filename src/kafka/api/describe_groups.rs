@@ -1,18 +1,30 @@
 //! DescribeGroups: each group's state, protocol and members with their assignments; a
-//! group that does not exist is `Dead`, as Kafka reports it.
+//! group that does not exist is `Dead`, as Kafka reports it. A group the principal may
+//! not Describe is `GROUP_AUTHORIZATION_FAILED`.
 
-use super::str_bytes;
+use super::{Session, str_bytes};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, ResponseKind};
 use std::sync::Arc;
 
 /// Describes every group asked for.
-pub async fn handle(ctx: &Arc<Context>, request: DescribeGroupsRequest) -> ResponseKind {
+pub async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: DescribeGroupsRequest,
+) -> ResponseKind {
+    let access = session.access(ctx);
     let mut groups = Vec::with_capacity(request.groups.len());
     for id in request.groups {
         let name = id.0.to_string();
         let described = DescribedGroup::default().with_group_id(id);
+        if !access.group(Operation::Describe, &name) {
+            groups.push(described.with_error_code(ResponseError::GroupAuthorizationFailed.code()));
+            continue;
+        }
         let view = match ctx.coordinator.describe(&name).await {
             Ok(view) => view,
             Err(code) => {

@@ -8,11 +8,14 @@
 //! `read_committed` (isolation level 1) reads stop at the last stable offset and name the
 //! aborted transactions in what they return, so the client drops their batches.
 //!
+//! A topic the principal may not Read is `TOPIC_AUTHORIZATION_FAILED` in every partition.
+//!
 //! Fetch sessions (KIP-227) are not kept: every answer has session id 0, which tells
 //! clients to send full requests.
 
-use super::Reply;
+use super::{Reply, Session};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use crate::kafka::log::{Aborted, Log, LogError, Read, Readable};
 use crate::kafka::topics::Partition;
 use crate::store::{Transaction, Watch};
@@ -34,8 +37,8 @@ const READ_COMMITTED: i8 = 1;
 struct Wanted {
     /// Its index.
     index: i32,
-    /// The partition, when it exists.
-    partition: Option<Partition>,
+    /// The partition, or the error code answering it (unknown, not authorized).
+    partition: Result<Partition, i16>,
     /// The offset to read from.
     offset: i64,
     /// The most bytes to return from it.
@@ -55,19 +58,28 @@ struct Pass {
 }
 
 /// Answers a Fetch, long-polling in the returned future.
-pub fn handle(ctx: &Arc<Context>, version: i16, request: FetchRequest) -> Reply {
+pub fn handle(ctx: &Arc<Context>, session: &Session, version: i16, request: FetchRequest) -> Reply {
     if request.session_id != 0 {
         return Reply::Now(ResponseKind::Fetch(
             FetchResponse::default().with_error_code(ResponseError::FetchSessionIdNotFound.code()),
         ));
     }
+    let access = session.access(ctx);
+    let readable = move |topic: &str| access.topic(Operation::Read, topic);
     let ctx = ctx.clone();
-    Reply::Later(Box::pin(
-        async move { long_poll(&ctx, version, request).await },
-    ))
+    Reply::Later(Box::pin(async move {
+        long_poll(&ctx, &readable, version, request).await
+    }))
 }
 
-async fn long_poll(ctx: &Context, version: i16, request: FetchRequest) -> ResponseKind {
+/// Reads the partitions, waiting on their high watermarks until `min_bytes` are there or
+/// the request's time is up; `readable` says which topics the caller may read.
+async fn long_poll(
+    ctx: &Context,
+    readable: &impl Fn(&str) -> bool,
+    version: i16,
+    request: FetchRequest,
+) -> ResponseKind {
     let wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
     let deadline = tokio::time::Instant::now() + wait;
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
@@ -81,15 +93,20 @@ async fn long_poll(ctx: &Context, version: i16, request: FetchRequest) -> Respon
         .topics
         .into_iter()
         .map(|t| {
-            let topic = ctx.topics.get(t.topic.0.as_str());
+            let name = t.topic.0.as_str();
+            let topic = readable(name)
+                .then(|| ctx.topics.get(name))
+                .ok_or(ResponseError::TopicAuthorizationFailed.code());
             let partitions = t
                 .partitions
                 .into_iter()
                 .map(|p| Wanted {
                     index: p.partition,
-                    partition: topic
-                        .as_ref()
-                        .and_then(|topic| topic.partition(p.partition).cloned()),
+                    partition: topic.clone().and_then(|topic| {
+                        topic
+                            .and_then(|topic| topic.partition(p.partition).cloned())
+                            .ok_or(ResponseError::UnknownTopicOrPartition.code())
+                    }),
                     offset: p.fetch_offset,
                     max_bytes: usize::try_from(p.partition_max_bytes).unwrap_or(0),
                 })
@@ -113,7 +130,7 @@ async fn long_poll(ctx: &Context, version: i16, request: FetchRequest) -> Respon
         let watches: Vec<Watch> = wanted
             .iter()
             .flat_map(|(_, ps)| ps.iter())
-            .filter_map(|w| w.partition.as_ref())
+            .filter_map(|w| w.partition.as_ref().ok())
             .map(|p| tx.watch(&p.keys.high_watermark()))
             .collect();
         if watches.is_empty() || tx.commit().await.is_err() {
@@ -144,10 +161,13 @@ async fn read_pass(
         let mut out = Vec::with_capacity(partitions.len());
         for w in partitions {
             let data = PartitionData::default().with_partition_index(w.index);
-            let Some(p) = &w.partition else {
-                pass.errors = true;
-                out.push(data.with_error_code(ResponseError::UnknownTopicOrPartition.code()));
-                continue;
+            let p = match &w.partition {
+                Ok(p) => p,
+                Err(code) => {
+                    pass.errors = true;
+                    out.push(data.with_error_code(*code));
+                    continue;
+                }
             };
             let log = Log::new(&p.keys);
             let Readable { bounds, stable } = match log.readable(tx).await {

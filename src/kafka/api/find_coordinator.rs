@@ -2,10 +2,13 @@
 //! address of the listener the client came in on), taking the
 //! lease here when no live instance holds it. The coordinator of a transactional id (key
 //! type 1) is the instance asked: every transaction step is one store transaction, so
-//! any instance coordinates any id.
+//! any instance coordinates any id. A key needs Describe on its group
+//! (`GROUP_AUTHORIZATION_FAILED`) or transactional id
+//! (`TRANSACTIONAL_ID_AUTHORIZATION_FAILED`).
 
 use super::{Session, str_bytes};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use crate::kafka::brokers::{BrokerAddress, Registration};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -40,9 +43,18 @@ pub async fn handle(
     } else {
         vec![request.key.to_string()]
     };
+    let access = session.access(ctx);
     let mut located = Vec::with_capacity(keys.len());
     for key in &keys {
         located.push(match request.key_type {
+            GROUP if !access.group(Operation::Describe, key) => Err((
+                ResponseError::GroupAuthorizationFailed,
+                "not authorized to describe the group",
+            )),
+            TRANSACTION if !access.transactional_id(Operation::Describe, key) => Err((
+                ResponseError::TransactionalIdAuthorizationFailed,
+                "not authorized to describe the transactional id",
+            )),
             GROUP => locate(ctx, listener, key).await,
             TRANSACTION => at_listener(ctx.brokers.me(), listener),
             _ => Err((

@@ -1,13 +1,24 @@
-//! Heartbeat: keeps a member's session alive and tells it when to rejoin.
+//! Heartbeat: keeps a member's session alive and tells it when to rejoin. Needs Read on
+//! the group (else `GROUP_AUTHORIZATION_FAILED`).
 
-use super::Reply;
+use super::{Reply, Session};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse, ResponseKind};
 use std::sync::Arc;
 
 /// Queues the heartbeat in request order.
-pub async fn handle(ctx: &Arc<Context>, request: HeartbeatRequest) -> Reply {
+pub async fn handle(ctx: &Arc<Context>, session: &Session, request: HeartbeatRequest) -> Reply {
+    if !session
+        .access(ctx)
+        .group(Operation::Read, request.group_id.0.as_str())
+    {
+        return Reply::Now(ResponseKind::Heartbeat(
+            HeartbeatResponse::default()
+                .with_error_code(ResponseError::GroupAuthorizationFailed.code()),
+        ));
+    }
     let pending = ctx
         .coordinator
         .heartbeat(

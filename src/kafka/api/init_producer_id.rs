@@ -4,9 +4,14 @@
 //! ([`crate::kafka::transactions`]) answers: the id's producer at its next epoch, older
 //! epochs fenced and their open transaction aborted. An empty transactional id is
 //! `INVALID_REQUEST`, as Kafka answers it (it is neither an id nor its absence).
+//!
+//! ACLs: a transactional id needs Write on it (else
+//! `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`); an idempotent producer needs IdempotentWrite
+//! on the cluster or Write on some topic (KIP-679; else `CLUSTER_AUTHORIZATION_FAILED`).
 
-use super::logged;
+use super::{Session, logged};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use crate::kafka::producers::allocate_id;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
@@ -16,8 +21,28 @@ use std::sync::Arc;
 use tracing::warn;
 
 /// Hands out a producer id and epoch.
-pub async fn handle(ctx: &Arc<Context>, request: InitProducerIdRequest) -> ResponseKind {
+pub async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: InitProducerIdRequest,
+) -> ResponseKind {
     let response = InitProducerIdResponse::default();
+    let access = session.access(ctx);
+    let refused = match &request.transactional_id {
+        Some(id) if !access.transactional_id(Operation::Write, id.0.as_str()) => {
+            Some(ResponseError::TransactionalIdAuthorizationFailed)
+        }
+        None if !access.idempotent_write() => Some(ResponseError::ClusterAuthorizationFailed),
+        _ => None,
+    };
+    if let Some(e) = refused {
+        return ResponseKind::InitProducerId(
+            response
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1)
+                .with_error_code(e.code()),
+        );
+    }
     let (id, epoch) = (request.producer_id.0, request.producer_epoch);
     let current = (id >= 0).then_some((id, epoch));
     if let Some(transactional_id) = &request.transactional_id {

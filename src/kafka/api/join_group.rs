@@ -1,8 +1,10 @@
 //! JoinGroup: queued to the group's task in request order; the answer comes when the
-//! rebalance completes (every member rejoined, or the rebalance timeout passed).
+//! rebalance completes (every member rejoined, or the rebalance timeout passed). Needs Read
+//! on the group (else `GROUP_AUTHORIZATION_FAILED`).
 
 use super::{Reply, Session, str_bytes};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use crate::kafka::groups::state::{JoinRequest, Joined};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
@@ -28,6 +30,12 @@ pub async fn handle(
             member_id: request.member_id.to_string(),
             members: Vec::new(),
         }));
+    }
+    if !session.access(ctx).group(Operation::Read, &group) {
+        return Reply::Now(response(Joined::error(
+            request.member_id.as_str(),
+            ResponseError::GroupAuthorizationFailed,
+        )));
     }
     let millis = |ms: i32| Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     let rebalance_timeout = if version >= 1 {

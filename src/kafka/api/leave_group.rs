@@ -1,14 +1,30 @@
-//! LeaveGroup: the members go at once and the rest rebalance.
+//! LeaveGroup: the members go at once and the rest rebalance. Needs Read on the group
+//! (else `GROUP_AUTHORIZATION_FAILED`).
 
-use super::Reply;
+use super::{Reply, Session};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, ResponseKind};
 use std::sync::Arc;
 
 /// Queues the leave in request order.
-pub async fn handle(ctx: &Arc<Context>, version: i16, request: LeaveGroupRequest) -> Reply {
+pub async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    version: i16,
+    request: LeaveGroupRequest,
+) -> Reply {
+    if !session
+        .access(ctx)
+        .group(Operation::Read, request.group_id.0.as_str())
+    {
+        return Reply::Now(ResponseKind::LeaveGroup(
+            LeaveGroupResponse::default()
+                .with_error_code(ResponseError::GroupAuthorizationFailed.code()),
+        ));
+    }
     let members: Vec<String> = if version >= 3 {
         request
             .members

@@ -1,7 +1,9 @@
-//! ListGroups: every group in the store with its protocol type.
+//! ListGroups: every group in the store with its protocol type; with Describe on the
+//! cluster every group, else only those the principal may Describe, as Kafka.
 
-use super::str_bytes;
+use super::{Session, str_bytes};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsResponse, ResponseKind};
@@ -9,11 +11,14 @@ use std::sync::Arc;
 use tracing::warn;
 
 /// Lists the groups.
-pub async fn handle(ctx: &Arc<Context>) -> ResponseKind {
+pub async fn handle(ctx: &Arc<Context>, session: &Session) -> ResponseKind {
+    let access = session.access(ctx);
+    let every = access.cluster(Operation::Describe);
     let response = match ctx.coordinator.store().list().await {
         Ok(groups) => ListGroupsResponse::default().with_groups(
             groups
                 .into_iter()
+                .filter(|(id, _)| every || access.group(Operation::Describe, id))
                 .map(|(id, protocol_type)| {
                     ListedGroup::default()
                         .with_group_id(GroupId(str_bytes(id)))

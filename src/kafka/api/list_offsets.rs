@@ -1,8 +1,11 @@
 //! ListOffsets: the earliest offset (-2: the log start), the latest (-1: the high
 //! watermark; for `read_committed`, the last stable offset), or the first offset whose record timestamp is at least a given time
 //! (exact within uncompressed batches; the batch's first offset within a compressed one).
+//! A topic the principal may not Describe is `TOPIC_AUTHORIZATION_FAILED`.
 
+use super::Session;
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use crate::kafka::log::{Log, LogError};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::list_offsets_response::{
@@ -20,17 +23,28 @@ const EARLIEST: i64 = -2;
 const READ_COMMITTED: i8 = 1;
 
 /// Answers every partition asked for.
-pub async fn handle(ctx: &Arc<Context>, request: ListOffsetsRequest) -> ResponseKind {
+pub async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: ListOffsetsRequest,
+) -> ResponseKind {
+    let access = session.access(ctx);
     let read_committed = request.isolation_level == READ_COMMITTED;
     let mut topics = Vec::with_capacity(request.topics.len());
     for t in request.topics {
         let topic = ctx.topics.get(t.name.0.as_str());
+        let allowed = access.topic(Operation::Describe, t.name.0.as_str());
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in t.partitions {
             let response = ListOffsetsPartitionResponse::default()
                 .with_partition_index(p.partition_index)
                 .with_timestamp(-1)
                 .with_offset(-1);
+            if !allowed {
+                partitions
+                    .push(response.with_error_code(ResponseError::TopicAuthorizationFailed.code()));
+                continue;
+            }
             let Some(partition) = topic.as_ref().and_then(|t| t.partition(p.partition_index))
             else {
                 partitions

@@ -2,9 +2,14 @@
 //! listener the client came in on) and, per partition, the instance holding
 //! its sequencer lease as leader. Unknown topics are created when `kafka.auto_create_topics`
 //! allows (and, from v4, the client asks).
+//!
+//! ACLs: a topic the principal may not Describe is left out of an all-topics answer and
+//! answered `TOPIC_AUTHORIZATION_FAILED` when named; an unknown topic is auto-created only
+//! with Create on the cluster or the topic (else `TOPIC_AUTHORIZATION_FAILED`), as Kafka.
 
 use super::{Session, str_bytes};
 use crate::kafka::Context;
+use crate::kafka::acls::{Access, Operation};
 use crate::kafka::brokers::BrokerAddress;
 use crate::kafka::sequencer::leaders;
 use crate::kafka::topics::Topic;
@@ -45,18 +50,26 @@ pub async fn handle(
         Some(topics) if !(version == 0 && topics.is_empty()) => Some(topics),
         _ => None,
     };
+    let access = session.access(ctx);
     let mut topics = Vec::new();
     match wanted {
         None => {
             for t in ctx.topics.all() {
-                topics.push(describe(ctx, &t).await);
+                if access.topic(Operation::Describe, &t.meta.name) {
+                    topics.push(describe(ctx, &t).await);
+                }
             }
         }
         Some(wanted) => {
             for w in wanted {
                 let answer = match w.name {
-                    Some(name) => by_name(ctx, name.0.as_str(), auto_create).await,
+                    Some(name) => by_name(ctx, &access, name.0.as_str(), auto_create).await,
                     None => match ctx.topics.by_uuid(*w.topic_id.as_bytes()) {
+                        Some(t) if !access.topic(Operation::Describe, &t.meta.name) => {
+                            MetadataResponseTopic::default()
+                                .with_topic_id(w.topic_id)
+                                .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                        }
                         Some(t) => describe(ctx, &t).await,
                         None => MetadataResponseTopic::default()
                             .with_topic_id(w.topic_id)
@@ -76,7 +89,23 @@ pub async fn handle(
     )
 }
 
-async fn by_name(ctx: &Arc<Context>, name: &str, auto_create: bool) -> MetadataResponseTopic {
+/// Topic `name` described, created first when it is missing and `auto_create` and the
+/// caller's ACLs allow.
+async fn by_name(
+    ctx: &Arc<Context>,
+    access: &Access,
+    name: &str,
+    auto_create: bool,
+) -> MetadataResponseTopic {
+    let refused = MetadataResponseTopic::default()
+        .with_name(Some(TopicName(str_bytes(name))))
+        .with_error_code(ResponseError::TopicAuthorizationFailed.code());
+    if !access.topic(Operation::Describe, name) {
+        return refused;
+    }
+    if auto_create && ctx.topics.get(name).is_none() && !access.create_topic(name) {
+        return refused;
+    }
     let topic = ctx.topic_or_create(name, auto_create).await;
     match topic {
         Ok(t) => describe(ctx, &t).await,

@@ -12,10 +12,13 @@ mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
 mod api_versions;
+mod create_acls;
 mod create_partitions;
 mod create_topics;
+mod delete_acls;
 mod delete_groups;
 mod delete_topics;
+mod describe_acls;
 mod describe_configs;
 mod describe_groups;
 mod end_txn;
@@ -45,6 +48,8 @@ use super::Context;
 use super::codec::Request;
 use crate::auth::ScramLogin;
 use crate::config::listeners::SecurityProtocol;
+use crate::kafka::acls::model::USER_PREFIX;
+use crate::kafka::acls::{Access, Caller};
 use crate::peer::Peer;
 use crate::principal::PrincipalRules;
 use futures::future::BoxFuture;
@@ -81,6 +86,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AddOffsetsToTxn, 0, 3),
     (ApiKey::EndTxn, 0, 3),
     (ApiKey::TxnOffsetCommit, 0, 3),
+    (ApiKey::DescribeAcls, 1, 2),
+    (ApiKey::CreateAcls, 1, 2),
+    (ApiKey::DeleteAcls, 1, 2),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -152,7 +160,24 @@ impl Session {
             .as_deref()
             .or(self.certificate_principal.as_deref())
     }
+
+    /// The client's access by the ACLs of `ctx`.
+    pub fn access(&self, ctx: &Context) -> Access {
+        Access::new(ctx.acls.clone(), self.caller())
+    }
+
+    /// The client as ACLs name it: `User:<SASL user>`, else `User:<certificate
+    /// principal>`, else `User:ANONYMOUS` (as Kafka), from its IP address.
+    pub fn caller(&self) -> Caller {
+        Caller {
+            principal: format!("{USER_PREFIX}{}", self.principal().unwrap_or(ANONYMOUS)),
+            host: self.peer.addr.ip().to_string(),
+        }
+    }
 }
+
+/// The principal name of a client that neither authenticated nor showed a certificate.
+pub const ANONYMOUS: &str = "ANONYMOUS";
 
 /// How a request is answered.
 pub enum Reply {
@@ -195,8 +220,12 @@ pub fn refusal(session: &Session, api: ApiKey) -> Option<String> {
 
 /// Answers a burst of produce requests the connection read back to back (their batches are
 /// staged together); one reply per request, in order. Check [`refusal`] first.
-pub async fn produce_burst(ctx: &Arc<Context>, requests: Vec<ProduceRequest>) -> Vec<Reply> {
-    produce::handle(ctx, requests).await
+pub async fn produce_burst(
+    ctx: &Arc<Context>,
+    session: &Session,
+    requests: Vec<ProduceRequest>,
+) -> Vec<Reply> {
+    produce::handle(ctx, &session.access(ctx), requests).await
 }
 
 /// Answers one request.
@@ -208,36 +237,57 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
     match request.body {
         RequestKind::ApiVersions(_) => Reply::Now(api_versions::handle(version)),
         RequestKind::Metadata(r) => Reply::Now(metadata::handle(ctx, session, version, r).await),
-        RequestKind::Produce(r) => produce::handle(ctx, vec![r])
+        RequestKind::Produce(r) => produce::handle(ctx, &session.access(ctx), vec![r])
             .await
             .pop()
             .unwrap_or(Reply::Nothing),
-        RequestKind::Fetch(r) => fetch::handle(ctx, version, r),
-        RequestKind::ListOffsets(r) => Reply::Now(list_offsets::handle(ctx, r).await),
+        RequestKind::Fetch(r) => fetch::handle(ctx, session, version, r),
+        RequestKind::ListOffsets(r) => Reply::Now(list_offsets::handle(ctx, session, r).await),
         RequestKind::FindCoordinator(r) => {
             Reply::Now(find_coordinator::handle(ctx, session, version, r).await)
         }
         RequestKind::JoinGroup(r) => join_group::handle(ctx, session, version, r).await,
-        RequestKind::SyncGroup(r) => sync_group::handle(ctx, r).await,
-        RequestKind::Heartbeat(r) => heartbeat::handle(ctx, r).await,
-        RequestKind::LeaveGroup(r) => leave_group::handle(ctx, version, r).await,
-        RequestKind::OffsetCommit(r) => Reply::Now(offset_commit::handle(ctx, r).await),
-        RequestKind::OffsetFetch(r) => Reply::Now(offset_fetch::handle(ctx, version, r).await),
-        RequestKind::DescribeGroups(r) => Reply::Now(describe_groups::handle(ctx, r).await),
-        RequestKind::ListGroups(_) => Reply::Now(list_groups::handle(ctx).await),
-        RequestKind::DeleteGroups(r) => Reply::Now(delete_groups::handle(ctx, r).await),
-        RequestKind::CreateTopics(r) => Reply::Now(create_topics::handle(ctx, version, r).await),
-        RequestKind::DeleteTopics(r) => Reply::Now(delete_topics::handle(ctx, version, r).await),
-        RequestKind::CreatePartitions(r) => Reply::Now(create_partitions::handle(ctx, r).await),
-        RequestKind::DescribeConfigs(r) => Reply::Now(describe_configs::handle(ctx, version, r)),
-        RequestKind::AlterConfigs(r) => Reply::Now(alter_configs::handle(ctx, r).await),
-        RequestKind::InitProducerId(r) => Reply::Now(init_producer_id::handle(ctx, r).await),
-        RequestKind::AddPartitionsToTxn(r) => {
-            Reply::Now(add_partitions_to_txn::handle(ctx, r).await)
+        RequestKind::SyncGroup(r) => sync_group::handle(ctx, session, r).await,
+        RequestKind::Heartbeat(r) => heartbeat::handle(ctx, session, r).await,
+        RequestKind::LeaveGroup(r) => leave_group::handle(ctx, session, version, r).await,
+        RequestKind::OffsetCommit(r) => Reply::Now(offset_commit::handle(ctx, session, r).await),
+        RequestKind::OffsetFetch(r) => {
+            Reply::Now(offset_fetch::handle(ctx, session, version, r).await)
         }
-        RequestKind::AddOffsetsToTxn(r) => Reply::Now(add_offsets_to_txn::handle(ctx, r).await),
-        RequestKind::TxnOffsetCommit(r) => Reply::Now(txn_offset_commit::handle(ctx, r).await),
-        RequestKind::EndTxn(r) => Reply::Now(end_txn::handle(ctx, r).await),
+        RequestKind::DescribeGroups(r) => {
+            Reply::Now(describe_groups::handle(ctx, session, r).await)
+        }
+        RequestKind::ListGroups(_) => Reply::Now(list_groups::handle(ctx, session).await),
+        RequestKind::DeleteGroups(r) => Reply::Now(delete_groups::handle(ctx, session, r).await),
+        RequestKind::CreateTopics(r) => {
+            Reply::Now(create_topics::handle(ctx, session, version, r).await)
+        }
+        RequestKind::DeleteTopics(r) => {
+            Reply::Now(delete_topics::handle(ctx, session, version, r).await)
+        }
+        RequestKind::CreatePartitions(r) => {
+            Reply::Now(create_partitions::handle(ctx, session, r).await)
+        }
+        RequestKind::DescribeConfigs(r) => {
+            Reply::Now(describe_configs::handle(ctx, session, version, r))
+        }
+        RequestKind::AlterConfigs(r) => Reply::Now(alter_configs::handle(ctx, session, r).await),
+        RequestKind::InitProducerId(r) => {
+            Reply::Now(init_producer_id::handle(ctx, session, r).await)
+        }
+        RequestKind::AddPartitionsToTxn(r) => {
+            Reply::Now(add_partitions_to_txn::handle(ctx, session, r).await)
+        }
+        RequestKind::AddOffsetsToTxn(r) => {
+            Reply::Now(add_offsets_to_txn::handle(ctx, session, r).await)
+        }
+        RequestKind::TxnOffsetCommit(r) => {
+            Reply::Now(txn_offset_commit::handle(ctx, session, r).await)
+        }
+        RequestKind::EndTxn(r) => Reply::Now(end_txn::handle(ctx, session, r).await),
+        RequestKind::CreateAcls(r) => Reply::Now(create_acls::handle(ctx, session, r).await),
+        RequestKind::DescribeAcls(r) => Reply::Now(describe_acls::handle(ctx, session, r).await),
+        RequestKind::DeleteAcls(r) => Reply::Now(delete_acls::handle(ctx, session, r).await),
         RequestKind::SaslHandshake(r) => Reply::Now(sasl_handshake::handle(session, r)),
         RequestKind::SaslAuthenticate(r) => sasl_authenticate::handle(ctx, session, r).await,
         other => Reply::Close(format!("{other:?} is not implemented")),
@@ -315,6 +365,9 @@ pub fn first_error(response: &ResponseKind) -> i16 {
                 .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
         ),
         ResponseKind::EndTxn(r) => r.error_code,
+        ResponseKind::CreateAcls(r) => first(r.results.iter().map(|c| c.error_code)),
+        ResponseKind::DescribeAcls(r) => r.error_code,
+        ResponseKind::DeleteAcls(r) => first(r.filter_results.iter().map(|f| f.error_code)),
         ResponseKind::SaslHandshake(r) => r.error_code,
         ResponseKind::SaslAuthenticate(r) => r.error_code,
         _ => 0,

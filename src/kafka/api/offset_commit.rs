@@ -1,8 +1,12 @@
 //! OffsetCommit: checked against the group's member and generation, then written to the
 //! store in one transaction (fenced by the group's coordinator lease) before the next
-//! request of the connection is read.
+//! request of the connection is read. Needs Read on the group (else every partition is
+//! `GROUP_AUTHORIZATION_FAILED`) and Read on each topic (else its partitions are
+//! `TOPIC_AUTHORIZATION_FAILED`), as Kafka.
 
+use super::Session;
 use crate::kafka::Context;
+use crate::kafka::acls::{Access, Operation};
 use crate::kafka::groups::store::CommittedOffset;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::offset_commit_response::{
@@ -41,41 +45,67 @@ macro_rules! requested_offsets {
 }
 pub(super) use requested_offsets;
 
-/// Per topic, in request order, whether each requested partition exists; and the offsets
-/// of those that do, to write.
-pub(super) fn existing(
+/// Per topic, in request order, the error code of each requested partition (0: it exists
+/// and `access` may Read its topic); and the offsets of those with 0, to write.
+pub(super) fn writable(
     ctx: &Context,
+    access: &Access,
     requested: Vec<Vec<Requested>>,
-) -> (Vec<Vec<bool>>, Vec<Requested>) {
+) -> (Vec<Vec<i16>>, Vec<Requested>) {
     let mut offsets = Vec::new();
-    let known = requested
+    let codes = requested
         .into_iter()
         .map(|partitions| {
             partitions
                 .into_iter()
                 .map(|(topic, partition, offset)| {
+                    if !access.topic(Operation::Read, &topic) {
+                        return ResponseError::TopicAuthorizationFailed.code();
+                    }
                     let exists = ctx
                         .topics
                         .get(&topic)
                         .is_some_and(|t| t.partition(partition).is_some());
-                    if exists {
-                        offsets.push((topic, partition, offset));
+                    if !exists {
+                        return ResponseError::UnknownTopicOrPartition.code();
                     }
-                    exists
+                    offsets.push((topic, partition, offset));
+                    0
                 })
                 .collect()
         })
         .collect();
-    (known, offsets)
+    (codes, offsets)
+}
+
+/// Per partition, the refusal of the whole request when there is one (`outcome`), else
+/// the partition's own code.
+pub(super) fn partition_codes(outcome: i16, codes: Vec<Vec<i16>>) -> Vec<Vec<i16>> {
+    codes
+        .into_iter()
+        .map(|partitions| {
+            partitions
+                .into_iter()
+                .map(|own| if outcome == 0 { own } else { outcome })
+                .collect()
+        })
+        .collect()
 }
 
 /// Commits the offsets the group's state allows.
-pub async fn handle(ctx: &Arc<Context>, request: OffsetCommitRequest) -> ResponseKind {
+pub async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: OffsetCommitRequest,
+) -> ResponseKind {
     let group = request.group_id.0.to_string();
+    let access = session.access(ctx);
     let requested = requested_offsets!(request.topics);
-    let (known, offsets) = existing(ctx, requested);
+    let (codes, offsets) = writable(ctx, &access, requested);
     let outcome = if group.is_empty() {
         ResponseError::InvalidGroupId.code()
+    } else if !access.group(Operation::Read, &group) {
+        ResponseError::GroupAuthorizationFailed.code()
     } else {
         ctx.coordinator
             .commit(
@@ -86,20 +116,7 @@ pub async fn handle(ctx: &Arc<Context>, request: OffsetCommitRequest) -> Respons
             )
             .await
     };
-    // A refusal applies to every partition; otherwise only unknown partitions fail.
-    let codes: Vec<Vec<i16>> = known
-        .into_iter()
-        .map(|partitions| {
-            partitions
-                .into_iter()
-                .map(|exists| match (outcome, exists) {
-                    (0, true) => 0,
-                    (0, false) => ResponseError::UnknownTopicOrPartition.code(),
-                    (refused, _) => refused,
-                })
-                .collect()
-        })
-        .collect();
+    let codes = partition_codes(outcome, codes);
     let topics = request
         .topics
         .into_iter()

@@ -7,6 +7,10 @@
 //! after that durable commit) and carries the offset the batch got; `acks=0` is not
 //! answered.
 //!
+//! ACLs: a transactional request needs Write on its transactional id (else every
+//! partition is `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`), and each topic Write (else
+//! `TOPIC_AUTHORIZATION_FAILED`), as Kafka.
+//!
 //! A connection hands over every produce request already buffered behind the first one
 //! (a client pipelines them) as one burst: their batches are staged together, in request
 //! order, in transactions of at most [`STAGE_BYTES`], so one commit — one fsync — serves
@@ -14,6 +18,7 @@
 
 use super::Reply;
 use crate::kafka::Context;
+use crate::kafka::acls::{Access, Operation};
 use crate::kafka::batch;
 use crate::kafka::staged;
 use crate::kafka::topics::Partition;
@@ -65,12 +70,16 @@ struct Append {
 
 /// Validates and stages a burst of produce requests in request order, then waits for the
 /// log; one reply per request.
-pub async fn handle(ctx: &Arc<Context>, requests: Vec<ProduceRequest>) -> Vec<Reply> {
+pub async fn handle(
+    ctx: &Arc<Context>,
+    access: &Access,
+    requests: Vec<ProduceRequest>,
+) -> Vec<Reply> {
     let mut appends = Vec::new();
     let mut prepared: Vec<Prepared> = requests
         .into_iter()
         .enumerate()
-        .map(|(i, r)| prepare(ctx, i, r, &mut appends))
+        .map(|(i, r)| prepare(ctx, access, i, r, &mut appends))
         .collect();
     for group in transactions(&appends) {
         let refused: Vec<(&Append, i16)> = match stage(ctx, group).await {
@@ -107,19 +116,36 @@ pub async fn handle(ctx: &Arc<Context>, requests: Vec<ProduceRequest>) -> Vec<Re
 }
 
 /// Validates request number `index` of the burst, registering a waiter per accepted batch
-/// and adding the batch to `appends`.
+/// and adding the batch to `appends`; what `access` does not allow is refused.
 fn prepare(
     ctx: &Context,
+    access: &Access,
     index: usize,
     request: ProduceRequest,
     appends: &mut Vec<Append>,
 ) -> Prepared {
     let acks = request.acks;
+    let transactional_id_refused = request
+        .transactional_id
+        .as_ref()
+        .is_some_and(|id| !access.transactional_id(Operation::Write, id.0.as_str()));
     let mut answers = Vec::with_capacity(request.topic_data.len());
     for (t, topic_data) in request.topic_data.into_iter().enumerate() {
-        let topic = ctx.topics.get(topic_data.name.0.as_str());
+        let name = topic_data.name.0.as_str();
+        let refusal = if transactional_id_refused {
+            Some(ResponseError::TransactionalIdAuthorizationFailed.code())
+        } else if !access.topic(Operation::Write, name) {
+            Some(ResponseError::TopicAuthorizationFailed.code())
+        } else {
+            None
+        };
+        let topic = ctx.topics.get(name);
         let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
         for (p, data) in topic_data.partition_data.into_iter().enumerate() {
+            if let Some(code) = refusal {
+                partitions.push((data.index, Answer::Refused(code)));
+                continue;
+            }
             let partition = topic.as_ref().and_then(|t| t.partition(data.index));
             let answer = match (&topic, partition) {
                 (Some(topic), Some(partition)) => {

@@ -1,13 +1,24 @@
 //! SyncGroup: the leader hands in the assignment; every member's answer carries its part.
+//! Needs Read on the group (else `GROUP_AUTHORIZATION_FAILED`).
 
-use super::Reply;
+use super::{Reply, Session};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{ResponseKind, SyncGroupRequest, SyncGroupResponse};
 use std::sync::Arc;
 
 /// Queues the sync; followers' replies wait for the leader's.
-pub async fn handle(ctx: &Arc<Context>, request: SyncGroupRequest) -> Reply {
+pub async fn handle(ctx: &Arc<Context>, session: &Session, request: SyncGroupRequest) -> Reply {
+    if !session
+        .access(ctx)
+        .group(Operation::Read, request.group_id.0.as_str())
+    {
+        return Reply::Now(ResponseKind::SyncGroup(
+            SyncGroupResponse::default()
+                .with_error_code(ResponseError::GroupAuthorizationFailed.code()),
+        ));
+    }
     let assignments = request
         .assignments
         .into_iter()

@@ -5,10 +5,16 @@
 //! refused; one naming neither (generation -1) is not checked, as in Kafka.
 //! Every partition of a request gets the request's outcome; unknown partitions get
 //! `UNKNOWN_TOPIC_OR_PARTITION` and are not written.
+//!
+//! ACLs: Write on the transactional id (else every partition is
+//! `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`), Read on the group (else
+//! `GROUP_AUTHORIZATION_FAILED`), Read on each topic (else its partitions are
+//! `TOPIC_AUTHORIZATION_FAILED` and not written), as Kafka.
 
-use super::logged;
-use super::offset_commit::{existing, requested_offsets};
+use super::offset_commit::{partition_codes, requested_offsets, writable};
+use super::{Session, logged};
 use crate::kafka::Context;
+use crate::kafka::acls::Operation;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
@@ -17,13 +23,28 @@ use kafka_protocol::messages::{ResponseKind, TxnOffsetCommitRequest, TxnOffsetCo
 use std::sync::Arc;
 
 /// Writes the pending offsets.
-pub async fn handle(ctx: &Arc<Context>, request: TxnOffsetCommitRequest) -> ResponseKind {
+pub async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: TxnOffsetCommitRequest,
+) -> ResponseKind {
     let transactional_id = request.transactional_id.0.as_str();
+    let access = session.access(ctx);
     let requested = requested_offsets!(request.topics);
-    let (known, offsets) = existing(ctx, requested);
+    let (own, offsets) = writable(ctx, &access, requested);
     let group = request.group_id.0.as_str();
     let member = request.member_id.to_string();
-    let refused = if request.generation_id >= 0 || !member.is_empty() {
+    let denied = if !access.transactional_id(Operation::Write, transactional_id) {
+        ResponseError::TransactionalIdAuthorizationFailed.code()
+    } else if !access.group(Operation::Read, group) {
+        ResponseError::GroupAuthorizationFailed.code()
+    } else {
+        0
+    };
+    let own = partition_codes(denied, own);
+    let refused = if denied != 0 {
+        denied
+    } else if request.generation_id >= 0 || !member.is_empty() {
         ctx.coordinator
             .check_member(group, member, request.generation_id)
             .await
@@ -47,20 +68,16 @@ pub async fn handle(ctx: &Arc<Context>, request: TxnOffsetCommitRequest) -> Resp
     let topics = request
         .topics
         .into_iter()
-        .zip(known)
-        .map(|(t, known)| {
+        .zip(own)
+        .map(|(t, own)| {
             let partitions = t
                 .partitions
                 .iter()
-                .zip(known)
-                .map(|(p, exists)| {
+                .zip(own)
+                .map(|(p, own)| {
                     TxnOffsetCommitResponsePartition::default()
                         .with_partition_index(p.partition_index)
-                        .with_error_code(if exists {
-                            code
-                        } else {
-                            ResponseError::UnknownTopicOrPartition.code()
-                        })
+                        .with_error_code(if own == 0 { code } else { own })
                 })
                 .collect();
             TxnOffsetCommitResponseTopic::default()

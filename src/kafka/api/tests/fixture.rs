@@ -255,7 +255,7 @@ impl Client {
                 other => unreachable!("a produce request decodes as {other:?}"),
             })
             .collect();
-        api::produce_burst(&self.ctx, requests)
+        api::produce_burst(&self.ctx, &self.session, requests)
             .await
             .into_iter()
             .map(|reply| answer(reply, version))

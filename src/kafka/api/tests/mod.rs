@@ -7,6 +7,7 @@
 //! Helpers here build the requests most tests need (a topic, a produce, a fetch, an
 //! offset lookup) at the newest version Ferry answers.
 
+mod acls;
 mod admin;
 mod fixture;
 mod groups;

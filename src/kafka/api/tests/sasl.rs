@@ -351,7 +351,7 @@ async fn a_user_requiring_tls_is_refused_on_plaintext_and_accepted_over_tls() {
 }
 
 /// A peer on a TLS listener whose client certificate has `subject`.
-fn with_certificate(subject: &str) -> Peer {
+pub(super) fn with_certificate(subject: &str) -> Peer {
     Peer {
         tls: Some(TlsPeer {
             certificate: Some(CertificateNames {
