@@ -11,6 +11,7 @@ use super::model::{
     Tags, TopicPermissionDefinition, UserDefinition, VhostDefinition,
 };
 use crate::amqp::topology::{Destination, VHost};
+use crate::auth::User;
 use crate::auth::store::{Scope, UserStore, UserStoreError};
 use std::sync::Arc;
 
@@ -34,17 +35,7 @@ pub async fn export_all(
                 .list()
                 .await?
                 .into_iter()
-                .map(|u| UserDefinition {
-                    password_hash: u
-                        .password_hash
-                        .as_ref()
-                        .map(ToString::to_string)
-                        .unwrap_or_default(),
-                    hashing_algorithm: Some(HASHING_ALGORITHM.to_owned()),
-                    tags: Tags(u.tags),
-                    limits: Some(serde_json::json!({})),
-                    name: u.name,
-                })
+                .map(|u| user_definition(&u))
                 .collect(),
         ),
         vhosts: Some(
@@ -95,6 +86,22 @@ pub async fn export_all(
         add_topology(&mut definitions, vhost, true);
     }
     Ok(definitions)
+}
+
+/// `user` as RabbitMQ lists it: its RabbitMQ-format password hash ("" without one) and
+/// tags; never its SCRAM credentials.
+pub fn user_definition(user: &User) -> UserDefinition {
+    UserDefinition {
+        name: user.name.clone(),
+        password_hash: user
+            .password_hash
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        hashing_algorithm: Some(HASHING_ALGORITHM.to_owned()),
+        tags: Tags(user.tags.clone()),
+        limits: Some(serde_json::json!({})),
+    }
 }
 
 /// One virtual host's topology, its items without a `vhost` field (RabbitMQ's

@@ -12,6 +12,6 @@ pub mod export;
 pub mod import;
 pub mod model;
 
-pub use export::{export_all, export_vhost};
+pub use export::{export_all, export_vhost, user_definition};
 pub use import::{ImportError, Imported, Target};
 pub use model::Definitions;
