@@ -1,8 +1,10 @@
 //! The state every AMQP connection of one Ferry instance shares: configuration, users,
 //! the store and stages, the virtual hosts, the resource alarm, and this instance's lease
-//! holder (the owner of its transient exchanges and queues).
+//! holder (the owner of its transient exchanges and queues), and the registry of live
+//! connections.
 
 use super::expiry::ExpiryHints;
+use super::registry::Connections;
 use super::topology::VHost;
 use crate::auth::Authenticator;
 use crate::config::AmqpConfig;
@@ -36,6 +38,8 @@ pub struct Broker {
     pub blocked: watch::Receiver<Option<String>>,
     /// Tells the expiry sweeper when a queue's head may expire.
     pub expiry: ExpiryHints,
+    /// The live connections, for the management API.
+    pub connections: Connections,
 }
 
 impl std::fmt::Debug for Broker {

@@ -20,6 +20,7 @@ use super::codec;
 use super::context::ConnectionContext;
 use super::errors::{AmqpError, TxError};
 use super::message::StoredMessage;
+use super::registry::LiveConsumer;
 use super::sac;
 use super::settle::{How, Settlement, settle_in};
 use super::topology::Queue;
@@ -201,6 +202,7 @@ impl Consumers {
 
     /// basic.qos.
     pub fn qos(&mut self, prefetch: u16, global: bool) {
+        self.ctx.live.set_prefetch(self.channel, prefetch, global);
         if global {
             self.channel_prefetch = prefetch.into();
         } else {
@@ -292,6 +294,16 @@ impl Consumers {
             broker.holders.clone(),
             holder,
             LEASE_BATCH,
+        );
+        self.ctx.live.consumer_started(
+            self.channel,
+            LiveConsumer {
+                tag: tag.clone(),
+                queue: queue.name.clone(),
+                ack_required: !no_ack,
+                exclusive,
+                prefetch: u16::try_from(self.consumer_prefetch).unwrap_or(u16::MAX),
+            },
         );
         self.consumers.insert(
             tag.clone(),
@@ -878,6 +890,7 @@ impl Consumers {
         let Some(c) = self.consumers.remove(tag) else {
             return Ok(out);
         };
+        self.ctx.live.consumer_stopped(self.channel, tag);
         if c.queue.spec.args.single_active_consumer {
             sac::give_up_turn(
                 &self.ctx.broker,
@@ -919,7 +932,8 @@ impl Consumers {
             tracing::warn!(error = %e, "cannot commit acknowledgements of a closing channel");
         }
         let broker = self.ctx.broker.clone();
-        for (_, c) in self.consumers.drain() {
+        for (tag, c) in self.consumers.drain() {
+            self.ctx.live.consumer_stopped(self.channel, &tag);
             if c.queue.spec.args.single_active_consumer {
                 sac::give_up_turn(
                     &broker,

@@ -8,6 +8,7 @@
 
 use super::broker::Broker;
 use super::errors::AmqpError;
+use super::registry::LiveConnection;
 use super::topology::VHost;
 use super::writer::Writer;
 use crate::auth::access::VhostAccess;
@@ -43,6 +44,9 @@ pub struct ConnectionContext {
     pub writer: Writer,
     /// Channel news for the connection loop.
     pub control: mpsc::UnboundedSender<Control>,
+    /// The connection as the management API lists it (channels and consumers record
+    /// themselves in it).
+    pub live: Arc<LiveConnection>,
 }
 
 impl std::fmt::Debug for ConnectionContext {

@@ -12,13 +12,16 @@
 //! expiry without consumers), [`sac`] (single active consumer), [`janitor`]
 //! (`x-expires` and transient entities of dead owners), [`resources`] (queue-depth
 //! gauges and the publisher alarm), [`authorize`] (RabbitMQ's permissions on each
-//! operation), [`errors`] (reply codes), [`broker`] (shared state), and [`port`] (what the
-//! bridge may use of the front).
+//! operation), [`errors`] (reply codes), [`broker`] (shared state), [`registry`] (live
+//! connections, channels and consumers, for the management API), [`admin`] (what the
+//! management API may use of the front), and [`port`] (what the bridge may use of the
+//! front).
 //!
 //! [`start`] loads the topology, then [`Started::run`] serves until shutdown, then drains: every connection is closed with 320
 //! CONNECTION_FORCED after its channels stored what they had accepted and returned their
 //! unacknowledged deliveries.
 
+pub mod admin;
 pub mod authorize;
 pub mod broker;
 mod channel;
@@ -34,6 +37,7 @@ pub mod janitor;
 pub mod message;
 pub mod port;
 pub mod publish;
+pub mod registry;
 pub mod resources;
 pub mod sac;
 pub mod settle;
@@ -155,6 +159,7 @@ pub async fn start(front: Front) -> Result<Started, FrontError> {
         instance,
         blocked,
         expiry,
+        connections: registry::Connections::default(),
     });
     Ok(Started {
         broker,
@@ -178,6 +183,11 @@ pub async fn run(
 }
 
 impl Started {
+    /// What the management API may use of the front.
+    pub fn admin(&self) -> admin::AmqpAdmin {
+        admin::AmqpAdmin::new(self.broker.clone())
+    }
+
     /// The front's port, for the bridge's routes through it.
     pub fn port(&self) -> port::AmqpPort {
         port::AmqpPort::new(self.broker.clone())

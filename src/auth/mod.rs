@@ -46,6 +46,8 @@ pub enum Front {
     Amqp,
     /// The Kafka front.
     Kafka,
+    /// The management HTTP API (basic auth).
+    Management,
 }
 
 impl Front {
@@ -54,6 +56,7 @@ impl Front {
         match self {
             Self::Amqp => "amqp",
             Self::Kafka => "kafka",
+            Self::Management => "management",
         }
     }
 }

@@ -3,8 +3,8 @@
 //! fall behind the structs.
 
 use super::{
-    AmqpConfig, Config, DaemonConfig, KafkaConfig, LogConfig, MetricsConfig, StageConfig,
-    StoreConfig, TlsConfig, UserConfig,
+    AmqpConfig, Config, DaemonConfig, KafkaConfig, LogConfig, ManagementConfig, MetricsConfig,
+    StageConfig, StoreConfig, TlsConfig, UserConfig,
 };
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
@@ -22,6 +22,7 @@ fn shipped_file_loads_to_the_defaults() {
     assert_eq!(loaded.store, defaults.store);
     assert_eq!(loaded.stage, defaults.stage);
     assert_eq!(loaded.metrics, defaults.metrics);
+    assert_eq!(loaded.management, defaults.management);
     assert_eq!(loaded.tls, defaults.tls);
     assert_eq!(loaded.log, defaults.log);
     assert_eq!(loaded.daemon, defaults.daemon);
@@ -46,6 +47,7 @@ fn shipped_file_lists_every_key_under_a_comment() {
         ("kafka", fields_of::<KafkaConfig>()),
         ("users", fields_of::<UserConfig>()),
         ("metrics", fields_of::<MetricsConfig>()),
+        ("management", fields_of::<ManagementConfig>()),
         ("tls", fields_of::<TlsConfig>()),
         ("log", fields_of::<LogConfig>()),
         ("daemon", fields_of::<DaemonConfig>()),

@@ -2,7 +2,7 @@
 //! environment overrides, validated purely, then preflight-checked against the machine.
 //!
 //! One module per section (`[store]`, `[stage]`, `[amqp]`, `[kafka]`, `[[users]]`,
-//! `[metrics]`, `[tls]`, `[log]`, `[daemon]`, and the bridge's `[sources.NAME]`, `[sinks.NAME]`,
+//! `[metrics]`, `[management]`, `[tls]`, `[log]`, `[daemon]`, and the bridge's `[sources.NAME]`, `[sinks.NAME]`,
 //! `[[routes]]` in [`bridge`]) declares its keys, their defaults and their meaning;
 //! [`load`] reads, [`validate`] checks values without I/O (with the shared [`checks`]),
 //! [`preflight`] checks the machine, and [`limits`] holds the size limits values are
@@ -23,6 +23,7 @@ pub mod limits;
 pub mod listeners;
 pub mod load;
 pub mod log;
+pub mod management;
 pub mod metrics;
 pub mod preflight;
 pub mod remote;
@@ -40,6 +41,7 @@ pub use error::ConfigError;
 pub use kafka::KafkaConfig;
 pub use load::env_var;
 pub use log::{LogConfig, LogFormat};
+pub use management::ManagementConfig;
 pub use metrics::MetricsConfig;
 pub use remote::{AmqpTlsConfig, KafkaSecurityConfig, SaslMechanism, SecurityProtocol};
 pub use secret::{AmqpUri, KafkaProperties};
@@ -67,6 +69,8 @@ pub struct Config {
     pub users: Vec<UserConfig>,
     /// The HTTP endpoint for Prometheus and health probes.
     pub metrics: MetricsConfig,
+    /// The management HTTP API.
+    pub management: ManagementConfig,
     /// The certificate and client verification of every TLS listener.
     pub tls: TlsConfig,
     /// Log level and format.
@@ -90,6 +94,7 @@ impl Default for Config {
             kafka: KafkaConfig::default(),
             users: users::default_users(),
             metrics: MetricsConfig::default(),
+            management: ManagementConfig::default(),
             tls: TlsConfig::default(),
             log: LogConfig::default(),
             daemon: DaemonConfig::default(),
@@ -123,6 +128,11 @@ impl Config {
             metrics::LISTEN_KEY.to_owned(),
             &self.metrics.listen,
             self.metrics.tls,
+        ));
+        all.push(ListenAddress::new(
+            management::LISTEN_KEY.to_owned(),
+            &self.management.listen,
+            self.tls.has_certificate(),
         ));
         all.retain(|l| !l.addr.is_empty());
         all

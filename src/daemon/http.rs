@@ -1,7 +1,8 @@
 //! The operations HTTP server: `/metrics`, `/metrics/per-object`, `/healthz` and
-//! `/readyz` on `metrics.listen`, over HTTPS with `metrics.tls`. The two metrics paths are
-//! RabbitMQ's Prometheus plugin's: both serve every series, with RabbitMQ's per-object
-//! series summed in `/metrics` and labelled per queue in `/metrics/per-object`.
+//! `/readyz` on `metrics.listen`, over HTTPS with `metrics.tls`; and the [`Server`] it
+//! runs on, which the management API ([`crate::management`]) shares. The two metrics
+//! paths are RabbitMQ's Prometheus plugin's: both serve every series, with RabbitMQ's
+//! per-object series summed in `/metrics` and labelled per queue in `/metrics/per-object`.
 //!
 //! It stays up through the shutdown drain, so `/readyz` can answer 503 ("shutting down")
 //! while in-flight work finishes and load balancers stop sending traffic; it is the last
@@ -15,9 +16,11 @@ use crate::telemetry::compat::rabbitmq::{self, Detail};
 use crate::tls::{Acceptor, Stream};
 use axum::Router;
 use axum::extract::State;
+use axum::extract::connect_info::Connected;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use axum::serve::IncomingStream;
 use metrics_exporter_prometheus::PrometheusHandle;
 use std::io;
 use std::net::SocketAddr;
@@ -71,26 +74,74 @@ pub async fn serve(
     endpoints: Endpoints,
     stop: CancellationToken,
 ) -> io::Result<()> {
-    let router = router(endpoints);
-    match tls {
-        None => {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
+    let server = Server {
+        name: "metrics",
+        key: LISTEN_KEY,
+        tls,
+    };
+    server.serve(listener, router(endpoints), stop).await
+}
+
+/// An HTTP server of the daemon: the operations server, the management API.
+pub struct Server {
+    /// Its name in the accept loop's logs and metrics.
+    pub name: &'static str,
+    /// The config key of its listen address.
+    pub key: &'static str,
+    /// Its TLS handshake, for HTTPS.
+    pub tls: Option<Acceptor>,
+}
+
+impl Server {
+    /// Serves `router` on `listener` — HTTPS when the server has a TLS handshake — until
+    /// `stop` is cancelled, then finishes the requests in progress. Handlers may read the
+    /// client's address (`ConnectInfo<ClientAddr>`).
+    ///
+    /// # Errors
+    /// The I/O error that ended the server early.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        router: Router,
+        stop: CancellationToken,
+    ) -> io::Result<()> {
+        let service = router.into_make_service_with_connect_info::<ClientAddr>();
+        match self.tls {
+            None => {
+                axum::serve(listener, service)
+                    .with_graceful_shutdown(stop.cancelled_owned())
+                    .await
+            }
+            Some(tls) => {
+                let https = Https::start(listener, tls, self.name, self.key, stop.clone())?;
+                axum::serve(https, service)
+                    .with_graceful_shutdown(stop.cancelled_owned())
+                    .await
+            }
         }
-        Some(tls) => {
-            let https = Https::start(listener, tls, stop.clone())?;
-            axum::serve(https, router)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
-        }
+    }
+}
+
+/// The address of an HTTP client, over HTTP or HTTPS (`ConnectInfo<ClientAddr>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub SocketAddr);
+
+impl Connected<IncomingStream<'_, TcpListener>> for ClientAddr {
+    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
+        Self(*stream.remote_addr())
+    }
+}
+
+impl Connected<IncomingStream<'_, Https>> for ClientAddr {
+    fn connect_info(stream: IncomingStream<'_, Https>) -> Self {
+        Self(*stream.remote_addr())
     }
 }
 
 /// HTTPS connections for axum: the shared accept loop ([`crate::server::serve`]) takes
 /// each connection through its TLS handshake in a task of its own and hands the finished
 /// ones over.
-struct Https {
+pub struct Https {
     /// Connections past their handshake.
     ready: mpsc::Receiver<(Stream, SocketAddr)>,
     /// The bound address.
@@ -98,17 +149,24 @@ struct Https {
 }
 
 impl Https {
-    /// Starts accepting on `tcp` until `stop`.
-    fn start(tcp: TcpListener, tls: Acceptor, stop: CancellationToken) -> io::Result<Self> {
+    /// Starts accepting on `tcp` (the server `name`, listening on config key `key`) until
+    /// `stop`.
+    fn start(
+        tcp: TcpListener,
+        tls: Acceptor,
+        name: &'static str,
+        key: &str,
+        stop: CancellationToken,
+    ) -> io::Result<Self> {
         let local = tcp.local_addr()?;
         let (tx, ready) = mpsc::channel(HTTPS_BACKLOG);
         let listener = Listener {
             tcp,
-            key: LISTEN_KEY.to_owned(),
+            key: key.to_owned(),
             tls: Some(tls),
         };
         tokio::spawn(crate::server::serve(
-            "metrics",
+            name,
             listener,
             crate::server::limit(HTTPS_BACKLOG),
             stop,

@@ -2,11 +2,11 @@
 //!
 //! Startup: logging, the metrics recorder, signal handlers, the TLS certificates when a
 //! listener needs them (reloaded on SIGHUP and file changes from then on), the listen
-//! sockets (metrics, AMQP and amqps, every Kafka listener, so a busy port fails fast,
+//! sockets (metrics, management, AMQP and amqps, every Kafka listener, so a busy port fails fast,
 //! before the store is opened), the store, a new incarnation of this instance (freeing at
 //! once what its earlier incarnations held, [`recovery`]), the
-//! fronts ([`crate::amqp`], [`crate::kafka`]), the bridge's routes ([`crate::bridge`]), then the background loops and the operations
-//! HTTP server. Shutdown (SIGTERM or SIGINT): `/readyz` turns 503, the fronts stop accepting
+//! fronts ([`crate::amqp`], [`crate::kafka`]), the bridge's routes ([`crate::bridge`]), then the background loops, the management API
+//! ([`crate::management`]) and the operations HTTP server. Shutdown (SIGTERM or SIGINT): `/readyz` turns 503, the fronts stop accepting
 //! and finish the answers they owe (connections drained), the loops stop, the store closes,
 //! and the HTTP server stops last — all within
 //! `daemon.shutdown_timeout_ms`, after which what is left is aborted and named in the log.
@@ -31,7 +31,7 @@ pub mod tasks;
 use crate::config::{
     Config, amqp::LISTEN_KEY as AMQP_LISTEN_KEY, amqp::TLS_LISTEN_KEY as AMQP_TLS_LISTEN_KEY,
     env_var, kafka::LISTEN_KEY as KAFKA_LISTEN_KEY, kafka::LISTENERS_KEY as KAFKA_LISTENERS_KEY,
-    metrics::LISTEN_KEY,
+    management::LISTEN_KEY as MANAGEMENT_LISTEN_KEY, metrics::LISTEN_KEY,
 };
 use crate::incarnation::{Incarnation, Scope};
 use crate::kafka::{KafkaError, KafkaFront, KafkaListener};
@@ -80,6 +80,9 @@ pub enum DaemonError {
     /// The operations HTTP server stopped with an error.
     #[error("the metrics server failed: {0}")]
     Http(std::io::Error),
+    /// The management HTTP API stopped with an error.
+    #[error("the management API server failed: {0}")]
+    Management(std::io::Error),
     /// The users in `[[users]]` cannot be used or written to the user store.
     #[error("{0}")]
     Users(#[from] crate::auth::AuthSetupError),
@@ -126,6 +129,20 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         .local_addr()
         .map_or_else(|_| config.metrics.listen.clone(), |addr| addr.to_string());
     let metrics_tls = tls_if(config.metrics.tls);
+    let management_listener = if config.management.listen.is_empty() {
+        None
+    } else {
+        let tls = tls_if(config.tls.has_certificate());
+        Some(
+            bind(
+                MANAGEMENT_LISTEN_KEY,
+                MANAGEMENT_LISTEN_KEY,
+                &config.management.listen,
+                tls,
+            )
+            .await?,
+        )
+    };
     let mut amqp_listeners = Vec::new();
     for (key, addr, tls) in [
         (AMQP_LISTEN_KEY, &config.amqp.listen, None),
@@ -164,6 +181,10 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             socket,
         });
     }
+    let management_addr = management_listener
+        .as_ref()
+        .and_then(|l| l.tcp.local_addr().ok())
+        .map_or_else(String::new, |addr| addr.to_string());
     let db = Database::open(&config.store)
         .await
         .map_err(DaemonError::StoreOpen)?;
@@ -207,6 +228,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         metrics = %metrics_addr,
         amqp = %amqp_addr,
         kafka = %kafka_addr,
+        management = %management_addr,
         "ferry started"
     );
 
@@ -234,19 +256,62 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         Ok(())
     });
     let kafka_port = kafka.port();
+    let kafka_listening = kafka.local_addrs();
     loops.spawn("kafka front", async move {
         kafka.run().await;
         Ok(())
     });
     let front = crate::amqp::Front {
         config: config.amqp.clone(),
-        users,
+        users: users.clone(),
         db: db.clone(),
         stages: stages.clone(),
         prefix: config.store.prefix.clone(),
         lease_ttl: config.stage.lease_ttl(),
     };
     let amqp = crate::amqp::start(front).await?;
+    let mut listening = Vec::new();
+    for l in &amqp_listeners {
+        let protocol = if l.tls.is_some() { "amqp/ssl" } else { "amqp" };
+        listening.extend(
+            l.tcp
+                .local_addr()
+                .ok()
+                .map(|addr| (protocol.to_owned(), addr)),
+        );
+    }
+    for (name, addr) in kafka_listening {
+        listening.push((format!("kafka/{}", name.to_ascii_lowercase()), addr));
+    }
+    listening.extend(
+        metrics_listener
+            .tcp
+            .local_addr()
+            .ok()
+            .map(|a| ("prometheus".to_owned(), a)),
+    );
+    if let Some(l) = &management_listener {
+        let protocol = if l.tls.is_some() { "https" } else { "http" };
+        listening.extend(
+            l.tcp
+                .local_addr()
+                .ok()
+                .map(|addr| (protocol.to_owned(), addr)),
+        );
+    }
+    let management_api = crate::management::Api::new(crate::management::Shared {
+        users: users.clone(),
+        amqp: amqp.admin(),
+        listeners: listening
+            .into_iter()
+            .map(|(protocol, addr)| crate::management::Listening { protocol, addr })
+            .collect(),
+        node: crate::management::node_name(),
+        https: management_listener
+            .as_ref()
+            .is_some_and(|l| l.tls.is_some()),
+        rates: Default::default(),
+    });
     let fronts = crate::bridge::Fronts {
         amqp: Some(amqp.port()),
         kafka: Some(kafka_port),
@@ -271,6 +336,20 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         }
         result.map_err(DaemonError::from)
     });
+    if let Some(listener) = management_listener {
+        let server = http::Server {
+            name: "management",
+            key: MANAGEMENT_LISTEN_KEY,
+            tls: listener.tls,
+        };
+        let (router, token) = (crate::management::router(management_api), shutdown.clone());
+        loops.spawn("management server", async move {
+            server
+                .serve(listener.tcp, router, token)
+                .await
+                .map_err(DaemonError::Management)
+        });
+    }
     let (handle, token) = (metrics.clone(), shutdown.clone());
     loops.spawn("metrics upkeep", async move {
         recorder::upkeep(handle, token).await;

@@ -3,7 +3,7 @@
 
 use super::names::{Kind, Metric};
 
-/// Label: the front a login came through (`amqp`, `kafka`).
+/// Label: the front a login came through (`amqp`, `kafka`, `management`).
 pub const LABEL_FRONT: &str = "front";
 /// Label: why a login failed (`invalid_credentials`, `tls_required`, `loopback_only`,
 /// `malformed`, `nonce_mismatch`, `mechanism`, `no_certificate_name`, `store`).

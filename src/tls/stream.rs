@@ -42,6 +42,17 @@ pub enum WriteHalf {
 }
 
 impl Stream {
+    /// The local address the client connected to.
+    ///
+    /// # Errors
+    /// The socket's error.
+    pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        match self {
+            Self::Plain(tcp) => tcp.local_addr(),
+            Self::Tls(tls) => tls.get_ref().0.local_addr(),
+        }
+    }
+
     /// Splits the stream into halves that can move to different tasks.
     pub fn into_split(self) -> (ReadHalf, WriteHalf) {
         match self {

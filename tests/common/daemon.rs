@@ -116,6 +116,10 @@ impl Setup {
             ("FERRY__KAFKA__LISTEN".to_owned(), listen(ports.kafka)),
             ("FERRY__METRICS__LISTEN".to_owned(), listen(ports.metrics)),
             (
+                "FERRY__MANAGEMENT__LISTEN".to_owned(),
+                listen(ports.management),
+            ),
+            (
                 "FERRY__STORE__PATH".to_owned(),
                 data.to_str().unwrap().to_owned(),
             ),
@@ -146,6 +150,11 @@ impl Daemon {
     /// The AMQP URI of vhost `/` as guest.
     pub fn amqp_uri(&self) -> String {
         format!("amqp://guest:guest@127.0.0.1:{}/%2f", self.ports.amqp)
+    }
+
+    /// The base URL of the management API (`http://127.0.0.1:PORT`).
+    pub fn management_uri(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ports.management)
     }
 
     /// `host:port` of the Kafka front, for `bootstrap.servers`.

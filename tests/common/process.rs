@@ -45,6 +45,8 @@ pub struct Ports {
     pub kafka: u16,
     /// `metrics.listen`.
     pub metrics: u16,
+    /// `management.listen`.
+    pub management: u16,
 }
 
 impl Ports {
@@ -54,6 +56,7 @@ impl Ports {
             amqp: free_port(),
             kafka: free_port(),
             metrics: free_port(),
+            management: free_port(),
         }
     }
 }

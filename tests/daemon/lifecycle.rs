@@ -82,6 +82,24 @@ fn taken_metrics_port_fails_naming_key_and_variable() {
 }
 
 #[test]
+fn taken_management_port_fails_naming_key_and_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let ports = Ports {
+        management: port,
+        ..Ports::free()
+    };
+    let outcome = Setup::shipped(dir.path()).ports(ports).spawn().wait(EXIT);
+    assert_ne!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    let expected = format!(
+        "error: management.listen: 127.0.0.1:{port} is in use; set FERRY__MANAGEMENT__LISTEN\n"
+    );
+    assert!(outcome.stderr.ends_with(&expected), "{}", outcome.stderr);
+    drop(taken);
+}
+
+#[test]
 fn taken_amqp_port_fails_naming_key_and_variable() {
     let dir = tempfile::tempdir().unwrap();
     let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();

@@ -42,6 +42,10 @@ pub struct Negotiated {
     pub heartbeat: u16,
     /// What the client said it supports.
     pub capabilities: Capabilities,
+    /// The client properties of its connection.start-ok (shown by the management API).
+    pub client_properties: FieldTable,
+    /// The SASL mechanism it logged in with.
+    pub mechanism: String,
 }
 
 /// How a handshake failed.
@@ -168,6 +172,8 @@ where
         channel_max,
         heartbeat: tune_ok.heartbeat,
         capabilities,
+        client_properties: start_ok.client_properties,
+        mechanism: start_ok.mechanism.to_string(),
     })
 }
 

@@ -16,6 +16,7 @@ use super::channel::{self, ChannelHandle};
 use super::codec::{self, Frame};
 use super::context::{ConnectionContext, Control};
 use super::errors::{AmqpError, ReplyCode};
+use super::registry::{ConnectionInfo, LiveConnection};
 use super::writer;
 use crate::peer::Peer;
 use crate::telemetry::amqp as metric;
@@ -83,6 +84,7 @@ impl Drop for Counted {
 /// Serves one client until it leaves or `shutdown` is cancelled.
 pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: CancellationToken) {
     let peer = client.addr;
+    let local = stream.local_addr().ok();
     let (mut reader, mut write_half) = stream.into_split();
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
     let handshake = tokio::select! {
@@ -131,6 +133,21 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
         (negotiated.heartbeat > 0).then(|| Duration::from_secs(negotiated.heartbeat.into()));
     let (writer, writer_task) = writer::spawn(write_half, heartbeat);
     let (control, control_rx) = mpsc::unbounded_channel();
+    let info = ConnectionInfo {
+        user: negotiated.user.clone(),
+        vhost: negotiated.vhost.name.clone(),
+        peer,
+        local: local.unwrap_or(peer),
+        tls: client.is_tls(),
+        mechanism: negotiated.mechanism.clone(),
+        client_properties: negotiated.client_properties.clone(),
+        connected_at_ms: crate::stage::now_ms(),
+        frame_max: negotiated.frame_max,
+        channel_max: negotiated.channel_max,
+        heartbeat: negotiated.heartbeat,
+    };
+    let live = Arc::new(LiveConnection::new(id, info, control.clone()));
+    broker.connections.add(live.clone());
     let ctx = Arc::new(ConnectionContext {
         broker: broker.clone(),
         vhost: negotiated.vhost.clone(),
@@ -141,6 +158,7 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
         capabilities: negotiated.capabilities,
         writer,
         control,
+        live,
     });
     info!(%peer, tls = client.is_tls(), user = %ctx.user, vhost = %ctx.vhost.name, "AMQP connection opened");
     let mut connection = Connection {
@@ -163,6 +181,7 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
             info!(error = %e, "cannot delete an exclusive queue of a closed connection; the janitor will");
         }
     }
+    broker.connections.remove(id);
     let _ = broker.holders.release(id).await;
     drop(connection);
     drop(ctx);
@@ -358,6 +377,7 @@ impl Connection {
             Control::ChannelClosed(id) => {
                 if matches!(self.channels.get(&id), Some(Slot::ClientClosing)) {
                     self.channels.remove(&id);
+                    self.ctx.live.channel_closed(id);
                 }
                 None
             }
@@ -423,6 +443,7 @@ impl Connection {
                     &mut self.tasks,
                 );
                 self.channels.insert(id, Slot::Open(handle));
+                self.ctx.live.channel_opened(id);
             }
             Some(Slot::Open(handle)) => match method {
                 Some(open @ AMQPClass::Channel(ch::AMQPMethod::Open(_))) => {
@@ -446,6 +467,7 @@ impl Connection {
             Some(Slot::ServerClosing) => match method {
                 Some(AMQPClass::Channel(ch::AMQPMethod::CloseOk(_))) => {
                     self.channels.remove(&id);
+                    self.ctx.live.channel_closed(id);
                 }
                 Some(AMQPClass::Channel(ch::AMQPMethod::Close(_))) => {
                     // Both sides closed at once: answer, and the channel is done.
@@ -457,6 +479,7 @@ impl Connection {
                     );
                     let _ = self.ctx.writer.send(out).await;
                     self.channels.remove(&id);
+                    self.ctx.live.channel_closed(id);
                 }
                 _ => {}
             },

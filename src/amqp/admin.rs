@@ -1,0 +1,195 @@
+//! What the management API may use of the AMQP front, and nothing else of its internals:
+//! the virtual hosts (whose topology operations it calls as a channel would, as a
+//! connection of its own), the registry of live connections, and the three message
+//! operations RabbitMQ's API has — publish to an exchange, get messages from a queue, and
+//! purge a queue — done here with the same stage operations the channels use.
+
+use super::broker::Broker;
+use super::codec::decode_properties;
+use super::errors::{AmqpError, TxError};
+use super::message::StoredMessage;
+use super::port::{AmqpMessage, AmqpPort, RouteError};
+use super::registry::Connections;
+use super::topology::{Queue, VHost};
+use crate::stage::{Release, now_ms};
+use amq_protocol::protocol::BasicProperties;
+use bytes::Bytes;
+use std::sync::Arc;
+
+/// The connection id the management API acts as: 0 is no connection's, so it may not
+/// touch another connection's exclusive queues (as RabbitMQ's API may not).
+pub const NO_CONNECTION: u64 = 0;
+
+/// What happens to messages a management get took (RabbitMQ's `ackmode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GetMode {
+    /// `ack_requeue_true`, `reject_requeue_true`: they go back to their place, redelivered.
+    Requeue,
+    /// `ack_requeue_false`: they are removed.
+    Ack,
+    /// `reject_requeue_false`: they are dead-lettered (dropped without a dead-letter
+    /// exchange).
+    Reject,
+}
+
+/// A message a management get took.
+#[derive(Debug, Clone)]
+pub struct GotMessage {
+    /// The exchange it was published to.
+    pub exchange: String,
+    /// Its routing key.
+    pub routing_key: String,
+    /// Whether it was delivered before.
+    pub redelivered: bool,
+    /// Ready messages left in the queue after it was taken.
+    pub message_count: u64,
+    /// Its properties.
+    pub properties: BasicProperties,
+    /// Its body.
+    pub body: Bytes,
+}
+
+/// The AMQP front as the management API sees it; cheap to clone.
+#[derive(Clone)]
+pub struct AmqpAdmin {
+    broker: Arc<Broker>,
+}
+
+impl AmqpAdmin {
+    /// The admin side of the front whose connections share `broker`.
+    pub fn new(broker: Arc<Broker>) -> Self {
+        Self { broker }
+    }
+
+    /// The virtual host `name`, if it is configured.
+    pub fn vhost(&self, name: &str) -> Option<Arc<VHost>> {
+        self.broker.vhosts.get(name).cloned()
+    }
+
+    /// Every virtual host, by name.
+    pub fn vhosts(&self) -> Vec<Arc<VHost>> {
+        let mut all: Vec<Arc<VHost>> = self.broker.vhosts.values().cloned().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    /// The owner of transient (non-durable) exchanges and queues the API declares: this
+    /// instance, so they go when it does, as RabbitMQ's go with their node.
+    pub fn transient_owner(&self) -> u64 {
+        self.broker.instance
+    }
+
+    /// Why publishers are blocked (`amqp.max_backlog_messages`, `amqp.max_memory_mb`), if
+    /// they are: the resource alarm.
+    pub fn alarm(&self) -> Option<String> {
+        self.broker.blocked.borrow().clone()
+    }
+
+    /// The live connections.
+    pub fn connections(&self) -> &Connections {
+        &self.broker.connections
+    }
+
+    /// Publishes `message` to its exchange in `vhost` as a publisher would (stored in
+    /// every queue it routes to, in one transaction); returns whether it reached a queue.
+    ///
+    /// # Errors
+    /// 404 for a missing exchange, 403 for an internal one, 406 for an `expiration` that
+    /// is not a number, 541 when the store fails.
+    pub async fn publish(&self, vhost: &str, message: &AmqpMessage) -> Result<bool, AmqpError> {
+        let host = self
+            .vhost(vhost)
+            .ok_or_else(|| AmqpError::not_found(format!("no vhost '{vhost}'")))?;
+        host.topology().route(
+            vhost,
+            &message.exchange,
+            &message.routing_key,
+            message.properties.headers().as_ref(),
+        )?;
+        let port = AmqpPort::new(self.broker.clone());
+        let routed = match port.route(vhost, &message.exchange, &message.routing_key, message) {
+            Ok(routed) => routed,
+            Err(RouteError::Refused(reason)) if reason.starts_with("unroutable") => {
+                return Ok(false);
+            }
+            Err(RouteError::Refused(reason)) => return Err(AmqpError::precondition_failed(reason)),
+            Err(RouteError::Unavailable(reason)) => return Err(AmqpError::not_found(reason)),
+        };
+        let (port, routed) = (&port, &routed);
+        let refused = self
+            .broker
+            .db
+            .run(|tx| async move {
+                let now = now_ms();
+                Ok::<_, TxError>(port.store_in(&tx, &[(routed, message)], now).await?)
+            })
+            .await?;
+        match refused.into_iter().next() {
+            Some((_, reason)) => Err(AmqpError::precondition_failed(reason)),
+            None => Ok(true),
+        }
+    }
+
+    /// Takes up to `count` messages from the head of `queue` and settles them as `mode`
+    /// says once all were read, so a requeued message is not taken twice by one get.
+    ///
+    /// # Errors
+    /// 541 when the store fails or a message cannot be decoded.
+    pub async fn get(
+        &self,
+        queue: &Queue,
+        count: usize,
+        mode: GetMode,
+    ) -> Result<Vec<GotMessage>, AmqpError> {
+        queue.touch();
+        let holders = &self.broker.holders;
+        let holder = holders.register(self.broker.liveness.ttl()).await?;
+        let result = self.get_as(holder, queue, count, mode).await;
+        // Whatever is still leased (a failure midway) returns to its place.
+        let _ = holders.release(holder).await;
+        result
+    }
+
+    async fn get_as(
+        &self,
+        holder: u64,
+        queue: &Queue,
+        count: usize,
+        mode: GetMode,
+    ) -> Result<Vec<GotMessage>, AmqpError> {
+        let deliveries = queue.stage.lease(holder, count).await?;
+        let ready = queue.stage.depth().await?.ready.max(0) as u64;
+        let taken = deliveries.len() as u64;
+        let mut got = Vec::with_capacity(deliveries.len());
+        for (i, d) in deliveries.iter().enumerate() {
+            let stored = StoredMessage::decode(d.body.clone())
+                .map_err(|e| AmqpError::internal(e.to_string()))?;
+            let properties = decode_properties(&stored.raw_properties)
+                .map_err(|e| AmqpError::internal(e.to_string()))?;
+            got.push(GotMessage {
+                exchange: stored.exchange,
+                routing_key: stored.routing_key,
+                redelivered: d.redelivered(),
+                // As RabbitMQ counts: the ready messages behind this one.
+                message_count: ready + taken - 1 - i as u64,
+                properties,
+                body: stored.body,
+            });
+        }
+        let ids: Vec<_> = deliveries.iter().map(|d| d.id).collect();
+        match mode {
+            GetMode::Ack => queue.stage.ack(holder, &ids).await?,
+            GetMode::Requeue => queue.stage.release(holder, &ids, Release::Requeue).await?,
+            GetMode::Reject => queue.stage.release(holder, &ids, Release::Reject).await?,
+        };
+        Ok(got)
+    }
+
+    /// Removes every ready message of `queue`; returns how many.
+    ///
+    /// # Errors
+    /// 541 when the store fails.
+    pub async fn purge(&self, queue: &Queue) -> Result<usize, AmqpError> {
+        Ok(queue.stage.purge().await?)
+    }
+}

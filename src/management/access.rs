@@ -1,0 +1,100 @@
+//! Who may do what in the API, by the user's tags, as RabbitMQ decides it:
+//!
+//! | tags | may |
+//! |---|---|
+//! | none (or only others) | nothing: 401 "Not management user" |
+//! | `management`, `policymaker` | see and change the objects of the vhosts they may open; see and close their own connections |
+//! | `monitoring` | also see every vhost's objects and every connection |
+//! | `administrator` | everything: also change every vhost's objects and close any connection |
+
+/// What one user's tags and vhosts allow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// The user.
+    user: String,
+    /// `administrator`.
+    administrator: bool,
+    /// `monitoring` (or `administrator`).
+    monitoring: bool,
+    /// Any tag that lets the user into the API.
+    management: bool,
+    /// The vhosts the user may open.
+    vhosts: Vec<String>,
+}
+
+/// The tags that let a user into the API.
+const MANAGEMENT_TAGS: [&str; 4] = ["administrator", "monitoring", "policymaker", "management"];
+
+impl Access {
+    /// What `user` with `tags`, who may open `vhosts`, may do.
+    pub fn new(user: &str, tags: &[String], vhosts: &[String]) -> Self {
+        let has = |tag: &str| tags.iter().any(|t| t == tag);
+        Self {
+            user: user.to_owned(),
+            administrator: has("administrator"),
+            monitoring: has("administrator") || has("monitoring"),
+            management: MANAGEMENT_TAGS.iter().any(|t| has(t)),
+            vhosts: vhosts.to_vec(),
+        }
+    }
+
+    /// Whether the user may use the API at all.
+    pub fn is_management_user(&self) -> bool {
+        self.management
+    }
+
+    /// Whether the user is an administrator (vhosts, every object, every connection).
+    pub fn is_administrator(&self) -> bool {
+        self.administrator
+    }
+
+    /// Whether the user may see the objects of `vhost`.
+    pub fn sees_vhost(&self, vhost: &str) -> bool {
+        self.monitoring || self.vhosts.iter().any(|v| v == vhost)
+    }
+
+    /// Whether the user may declare, delete, bind, get from and purge in `vhost`.
+    pub fn changes_vhost(&self, vhost: &str) -> bool {
+        self.administrator || self.vhosts.iter().any(|v| v == vhost)
+    }
+
+    /// Whether the user may see a connection (or its channels) of `owner`.
+    pub fn sees_connection_of(&self, owner: &str) -> bool {
+        self.monitoring || owner == self.user
+    }
+
+    /// Whether the user may close a connection of `owner`.
+    pub fn closes_connection_of(&self, owner: &str) -> bool {
+        self.administrator || owner == self.user
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access(tags: &[&str]) -> Access {
+        let tags: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
+        Access::new("alice", &tags, &["/".to_owned()])
+    }
+
+    #[test]
+    fn tags_decide_as_in_rabbitmq() {
+        assert!(!access(&[]).is_management_user());
+        assert!(!access(&["impersonator"]).is_management_user());
+        let management = access(&["management"]);
+        assert!(management.is_management_user());
+        assert!(management.sees_vhost("/") && !management.sees_vhost("other"));
+        assert!(management.changes_vhost("/") && !management.changes_vhost("other"));
+        assert!(management.sees_connection_of("alice") && !management.sees_connection_of("bob"));
+        assert!(!management.closes_connection_of("bob"));
+        let policymaker = access(&["policymaker"]);
+        assert!(!policymaker.sees_vhost("other"));
+        let monitoring = access(&["monitoring"]);
+        assert!(monitoring.sees_vhost("other") && !monitoring.changes_vhost("other"));
+        assert!(monitoring.sees_connection_of("bob") && !monitoring.closes_connection_of("bob"));
+        let admin = access(&["administrator"]);
+        assert!(admin.is_administrator() && admin.changes_vhost("other"));
+        assert!(admin.closes_connection_of("bob"));
+    }
+}

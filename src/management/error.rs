@@ -1,0 +1,130 @@
+//! The API's refusals, in RabbitMQ's JSON form `{"error": ..., "reason": ...}` with its
+//! status codes, and the mapping of the AMQP front's errors onto them (a precondition
+//! failure is a 400 whose reason is the AMQP reply text without its code name).
+
+use super::reply::Json;
+use crate::amqp::errors::{AmqpError, ReplyCode};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// The realm RabbitMQ's basic-auth challenge names.
+const REALM: &str = "Basic realm=\"RabbitMQ Management\"";
+
+/// A refused request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// RabbitMQ's `error` word (`bad_request`, `not_authorized`, `Object Not Found`, ...).
+    pub error: &'static str,
+    /// Why, in words a person can act on.
+    pub reason: String,
+}
+
+impl ApiError {
+    /// 400: the request is malformed or asks for something impossible.
+    pub fn bad_request(reason: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            error: "bad_request",
+            reason: reason.into(),
+        }
+    }
+
+    /// 404, in RabbitMQ's words.
+    pub fn not_found() -> Self {
+        Self {
+            status: StatusCode::NOT_FOUND,
+            error: "Object Not Found",
+            reason: "Not Found".to_owned(),
+        }
+    }
+
+    /// 401: the login failed, or the user may not use the API at all.
+    pub fn not_authorized(reason: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::UNAUTHORIZED,
+            error: "not_authorized",
+            reason: reason.into(),
+        }
+    }
+
+    /// 401 with no body: no credentials were sent (RabbitMQ answers so, with the
+    /// challenge).
+    pub fn no_credentials() -> Self {
+        Self::not_authorized(String::new())
+    }
+
+    /// 403: the user may log in but not do this.
+    pub fn access_refused(reason: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::FORBIDDEN,
+            error: "not_authorised",
+            reason: reason.into(),
+        }
+    }
+
+    /// 500: the store or the front failed.
+    pub fn internal(reason: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            error: "internal_server_error",
+            reason: reason.into(),
+        }
+    }
+
+    /// 503: a health check failed.
+    pub fn unavailable(reason: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            error: "service_unavailable",
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<AmqpError> for ApiError {
+    fn from(e: AmqpError) -> Self {
+        match e.code {
+            ReplyCode::NotFound => Self::not_found(),
+            ReplyCode::AccessRefused => Self::access_refused(e.text),
+            ReplyCode::InternalError => Self::internal(e.text),
+            // 406 PRECONDITION_FAILED, 405 RESOURCE_LOCKED, 503 COMMAND_INVALID, ...:
+            // RabbitMQ's API answers them all as a bad request in the reply's words.
+            _ => Self::bad_request(e.text),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status == StatusCode::UNAUTHORIZED && self.reason.is_empty() {
+            return (self.status, [(header::WWW_AUTHENTICATE, REALM)]).into_response();
+        }
+        let body = Json(json!({"error": self.error, "reason": self.reason}));
+        if self.status == StatusCode::UNAUTHORIZED {
+            return (self.status, [(header::WWW_AUTHENTICATE, REALM)], body).into_response();
+        }
+        (self.status, body).into_response()
+    }
+}
+
+/// What a handler returns.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amqp_errors_map_onto_rabbitmqs_statuses() {
+        let e: ApiError = AmqpError::precondition_failed("queue 'q' in vhost '/' not empty").into();
+        assert_eq!(
+            (e.status, e.reason.as_str()),
+            (StatusCode::BAD_REQUEST, "queue 'q' in vhost '/' not empty")
+        );
+        let e: ApiError = AmqpError::not_found("no queue 'q' in vhost '/'").into();
+        assert_eq!(e, ApiError::not_found());
+    }
+}

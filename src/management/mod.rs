@@ -1,0 +1,117 @@
+//! The management HTTP API on `management.listen`, compatible with RabbitMQ's for what
+//! tools use (`rabbitmqadmin`, curl scripts, monitoring): JSON in RabbitMQ's shapes, HTTP
+//! basic auth with RabbitMQ's tags, RabbitMQ's error bodies (`docs/management.md`).
+//!
+//! It holds no state the store does not: it is another client of the AMQP front (through
+//! [`AmqpAdmin`]) and of the user store; only the message rates are computed here, from
+//! the stored counters ([`rates`]).
+//!
+//! One module per resource family, each with its `routes()`: [`overview`] (overview,
+//! whoami), [`vhosts`], [`exchanges`], [`queues`], [`messages`] (get, publish, purge),
+//! [`bindings`], [`connections`] (connections, channels, consumers), [`health`] (health
+//! checks, aliveness test). Around them: [`login`] (basic auth), [`access`] (tags),
+//! [`body`] (request bodies), [`tables`] (AMQP tables as JSON), [`error`] (refusals),
+//! [`reply`] (JSON answers, query flags).
+//! A later family (users, permissions, definitions, Kafka, routes) is one more module and
+//! one more `.merge()` in [`router`].
+
+pub mod access;
+pub mod bindings;
+pub mod body;
+pub mod connections;
+pub mod error;
+pub mod exchanges;
+pub mod health;
+pub mod login;
+pub mod messages;
+pub mod overview;
+pub mod queues;
+pub mod rates;
+pub mod reply;
+pub mod tables;
+pub mod vhosts;
+
+use crate::amqp::admin::AmqpAdmin;
+use crate::auth::Authenticator;
+use axum::Router;
+use error::ApiError;
+use rates::Rates;
+use std::net::SocketAddr;
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// One listener of this instance, as `/api/overview` lists it and the port and protocol
+/// health checks look for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listening {
+    /// RabbitMQ's protocol name: `amqp`, `amqp/ssl`, `http`, `https`; Ferry's own:
+    /// `kafka`, `kafka/ssl`, `prometheus`.
+    pub protocol: String,
+    /// The bound address.
+    pub addr: SocketAddr,
+}
+
+/// What the handlers share; cheap to clone.
+#[derive(Clone)]
+pub struct Api {
+    inner: Arc<Shared>,
+}
+
+/// The API's view of the instance.
+pub struct Shared {
+    /// Checks logins.
+    pub users: Authenticator,
+    /// The AMQP front.
+    pub amqp: AmqpAdmin,
+    /// Every listener of the instance (the API's own included).
+    pub listeners: Vec<Listening>,
+    /// The node name shown in answers (`ferry@HOST`).
+    pub node: String,
+    /// Whether the API is served over HTTPS (a user with `require_tls` may use it then).
+    pub https: bool,
+    /// Message rates.
+    pub rates: Rates,
+}
+
+impl Api {
+    /// The API over `shared`.
+    pub fn new(shared: Shared) -> Self {
+        Self {
+            inner: Arc::new(shared),
+        }
+    }
+}
+
+impl Deref for Api {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.inner
+    }
+}
+
+/// The node name of this instance: `ferry@` and the host name.
+pub fn node_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default();
+    format!(
+        "ferry@{}",
+        if host.is_empty() { "localhost" } else { &host }
+    )
+}
+
+/// Every route of the API; anything else is RabbitMQ's 404.
+pub fn router(api: Api) -> Router {
+    Router::new()
+        .merge(overview::routes())
+        .merge(vhosts::routes())
+        .merge(exchanges::routes())
+        .merge(queues::routes())
+        .merge(messages::routes())
+        .merge(bindings::routes())
+        .merge(connections::routes())
+        .merge(health::routes())
+        .fallback(|| async { ApiError::not_found() })
+        .with_state(api)
+}

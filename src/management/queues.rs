@@ -1,0 +1,317 @@
+//! `/api/queues`: list, show, declare (PUT) and delete queues, with their depths,
+//! consumers and message statistics in RabbitMQ's fields.
+//!
+//! Depths and message counts are the stage's counters, read from the store (every
+//! instance answers the same); `consumers` counts this instance's. `message_stats`:
+//! `publish` is every message stored in the queue, `ack` every message removed from it
+//! (acknowledged, taken without ack, expired, dead-lettered), `deliver_get` and `deliver`
+//! the removed plus the ones delivered and not yet acknowledged; each with its rate.
+
+use super::body::Body;
+use super::error::{ApiError, ApiResult};
+use super::login::Principal;
+use super::reply::Flags;
+use super::reply::Json;
+use super::{Api, tables};
+use crate::amqp::admin::NO_CONNECTION;
+use crate::amqp::topology::args::{QueueArgs, QueueType};
+use crate::amqp::topology::{Queue, QueueSpec, VHost};
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use bytes::Bytes;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The fields a queue declaration takes (`name`, `vhost`, `node` are accepted as
+/// `rabbitmqadmin` sends them, and ignored).
+const DECLARE_FIELDS: &[&str] = &[
+    "durable",
+    "auto_delete",
+    "arguments",
+    "name",
+    "vhost",
+    "node",
+];
+
+/// The routes of this family.
+pub fn routes() -> Router<Api> {
+    Router::new()
+        .route("/api/queues", get(list_all))
+        .route("/api/queues/{vhost}", get(list_vhost))
+        .route(
+            "/api/queues/{vhost}/{name}",
+            get(show).put(declare).delete(delete),
+        )
+}
+
+/// The vhost `name` if `principal` may see it; 404 otherwise (as for a missing one).
+///
+/// # Errors
+/// 404.
+pub fn visible_vhost(api: &Api, principal: &Principal, name: &str) -> ApiResult<Arc<VHost>> {
+    match api.amqp.vhost(name) {
+        Some(v) if principal.access.sees_vhost(name) => Ok(v),
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+/// The vhost `name` if `principal` may change its objects.
+///
+/// # Errors
+/// 404 for a vhost it cannot see, 403 for one it may only see.
+pub fn changeable_vhost(api: &Api, principal: &Principal, name: &str) -> ApiResult<Arc<VHost>> {
+    let vhost = visible_vhost(api, principal, name)?;
+    if !principal.access.changes_vhost(name) {
+        return Err(ApiError::access_refused(format!(
+            "user '{}' may not change objects in vhost '{name}'",
+            principal.user.name
+        )));
+    }
+    Ok(vhost)
+}
+
+/// Every vhost `principal` may see.
+pub fn visible_vhosts(api: &Api, principal: &Principal) -> Vec<Arc<VHost>> {
+    api.amqp
+        .vhosts()
+        .into_iter()
+        .filter(|v| principal.access.sees_vhost(&v.name))
+        .collect()
+}
+
+/// The queue `name` of `vhost`.
+///
+/// # Errors
+/// 404 when it does not exist.
+pub fn find(vhost: &VHost, name: &str) -> ApiResult<Arc<Queue>> {
+    vhost
+        .topology()
+        .queues
+        .get(name)
+        .cloned()
+        .ok_or_else(ApiError::not_found)
+}
+
+/// `{"rate": r}`.
+pub fn details(rate: f64) -> Value {
+    json!({ "rate": rate })
+}
+
+/// A queue's counters as RabbitMQ's API shows them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Counts {
+    /// Ready messages.
+    pub ready: i64,
+    /// Delivered, not yet acknowledged.
+    pub unacked: i64,
+    /// Ever stored.
+    pub publish: i64,
+    /// Ever removed.
+    pub ack: i64,
+}
+
+impl Counts {
+    /// The queue's counters, read from the store.
+    ///
+    /// # Errors
+    /// 500 when the store fails.
+    pub async fn of(queue: &Queue) -> ApiResult<Self> {
+        let depth = queue
+            .stage
+            .depth()
+            .await
+            .map_err(|e| ApiError::internal(format!("cannot read a queue's depth: {e}")))?;
+        Ok(Self {
+            ready: depth.ready.max(0),
+            unacked: depth.in_flight.max(0),
+            publish: depth.pushed,
+            ack: depth.popped,
+        })
+    }
+
+    /// Delivered or fetched, first deliveries only.
+    pub fn deliver_get(&self) -> i64 {
+        self.ack + self.unacked
+    }
+
+    /// `messages`, `messages_ready`, `messages_unacknowledged` with their rates, under
+    /// `key` for the rates.
+    pub fn depth_fields(
+        &self,
+        api: &Api,
+        key: &str,
+        now: Instant,
+    ) -> serde_json::Map<String, Value> {
+        let mut out = serde_json::Map::new();
+        for (name, value) in [
+            ("messages", self.ready + self.unacked),
+            ("messages_ready", self.ready),
+            ("messages_unacknowledged", self.unacked),
+        ] {
+            out.insert(name.to_owned(), value.into());
+            let rate = api.rates.rate(&format!("{key}/{name}"), value, now);
+            out.insert(format!("{name}_details"), details(rate));
+        }
+        out
+    }
+
+    /// `message_stats` with each count's rate, under `key` for the rates.
+    pub fn message_stats(&self, api: &Api, key: &str, now: Instant) -> Value {
+        let mut stats = serde_json::Map::new();
+        for (name, value) in [
+            ("publish", self.publish),
+            ("deliver_get", self.deliver_get()),
+            ("deliver", self.deliver_get()),
+            ("ack", self.ack),
+        ] {
+            stats.insert(name.to_owned(), value.into());
+            let rate = api.rates.rate(&format!("{key}/{name}"), value, now);
+            stats.insert(format!("{name}_details"), details(rate));
+        }
+        Value::Object(stats)
+    }
+}
+
+/// One queue as RabbitMQ's API shows it.
+///
+/// # Errors
+/// 500 when the store fails.
+pub async fn queue_json(api: &Api, queue: &Queue) -> ApiResult<Value> {
+    let counts = Counts::of(queue).await?;
+    let now = Instant::now();
+    let key = format!("queue/{}", queue.stage.id());
+    let mut arguments = amq_protocol::types::FieldTable::default();
+    queue.spec.args.write_into(&mut arguments);
+    let kind = match queue.spec.args.queue_type {
+        QueueType::Quorum => "quorum",
+        _ => "classic",
+    };
+    let mut out = json!({
+        "name": queue.name,
+        "vhost": queue.vhost,
+        "durable": queue.spec.durable,
+        "auto_delete": queue.spec.auto_delete,
+        "exclusive": queue.spec.exclusive_owner.is_some(),
+        "arguments": tables::to_json(&arguments),
+        "type": kind,
+        "state": "running",
+        "node": api.node,
+        "consumers": queue.consumers(),
+        "policy": null,
+        "exclusive_consumer_tag": null,
+        "message_stats": counts.message_stats(api, &key, now),
+    });
+    if let Value::Object(fields) = &mut out {
+        fields.extend(counts.depth_fields(api, &key, now));
+    }
+    Ok(out)
+}
+
+async fn list(api: &Api, vhosts: Vec<Arc<VHost>>) -> ApiResult<Json<Vec<Value>>> {
+    let mut out = Vec::new();
+    for vhost in vhosts {
+        let mut queues = vhost.queues();
+        queues.sort_by(|a, b| a.name.cmp(&b.name));
+        for queue in queues {
+            out.push(queue_json(api, &queue).await?);
+        }
+    }
+    Ok(Json(out))
+}
+
+/// `GET /api/queues`.
+async fn list_all(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Vec<Value>>> {
+    let vhosts = visible_vhosts(&api, &principal);
+    list(&api, vhosts).await
+}
+
+/// `GET /api/queues/{vhost}`.
+async fn list_vhost(
+    State(api): State<Api>,
+    principal: Principal,
+    Path(vhost): Path<String>,
+) -> ApiResult<Json<Vec<Value>>> {
+    let vhost = visible_vhost(&api, &principal, &vhost)?;
+    list(&api, vec![vhost]).await
+}
+
+/// `GET /api/queues/{vhost}/{name}`.
+async fn show(
+    State(api): State<Api>,
+    principal: Principal,
+    Path((vhost, name)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let vhost = visible_vhost(&api, &principal, &vhost)?;
+    let queue = find(&vhost, &name)?;
+    Ok(Json(queue_json(&api, &queue).await?))
+}
+
+/// `PUT /api/queues/{vhost}/{name}`: declares the queue (201), or finds it declared alike
+/// (204); an inequivalent redeclare is a 400 in RabbitMQ's words.
+async fn declare(
+    State(api): State<Api>,
+    principal: Principal,
+    Path((vhost, name)): Path<(String, String)>,
+    body: Bytes,
+) -> ApiResult<StatusCode> {
+    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    let body = Body::parse(&body, DECLARE_FIELDS)?;
+    let durable = body.bool("durable", false)?;
+    let auto_delete = body.bool("auto_delete", false)?;
+    let arguments = tables::from_json("arguments", &body.object("arguments")?)?;
+    if name.is_empty() {
+        return Err(ApiError::bad_request(
+            "a queue declared through the API needs a name",
+        ));
+    }
+    let spec = QueueSpec {
+        durable,
+        exclusive_owner: None,
+        auto_delete,
+        args: QueueArgs::parse(&arguments)?,
+        owner: if durable {
+            0
+        } else {
+            api.amqp.transient_owner()
+        },
+    };
+    let existed = vhost.topology().queues.contains_key(&name);
+    vhost
+        .declare_queue(
+            &name,
+            spec,
+            false,
+            NO_CONNECTION,
+            &principal.vhost_access(&api, &vhost.name).await?,
+        )
+        .await?;
+    Ok(if existed {
+        StatusCode::NO_CONTENT
+    } else {
+        StatusCode::CREATED
+    })
+}
+
+/// `DELETE /api/queues/{vhost}/{name}` with `if-empty` and `if-unused`.
+async fn delete(
+    State(api): State<Api>,
+    principal: Principal,
+    Path((vhost, name)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<StatusCode> {
+    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    find(&vhost, &name)?;
+    let flags = Flags::parse(query.as_deref());
+    vhost
+        .delete_queue(
+            &name,
+            flags.on("if-unused"),
+            flags.on("if-empty"),
+            NO_CONNECTION,
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
