@@ -9,26 +9,30 @@
 //! One module per resource family, each with its `routes()`: [`overview`] (overview,
 //! whoami), [`vhosts`], [`exchanges`], [`queues`], [`messages`] (get, publish, purge),
 //! [`bindings`], [`connections`] (connections, channels, consumers), [`health`] (health
-//! checks, aliveness test). Around them: [`login`] (basic auth), [`access`] (tags),
+//! checks, aliveness test), [`users`], [`permissions`] (and topic permissions),
+//! [`definitions`] (export, import in one transaction). Around them: [`login`] (basic auth), [`access`] (tags),
 //! [`body`] (request bodies), [`tables`] (AMQP tables as JSON), [`error`] (refusals),
 //! [`reply`] (JSON answers, query flags).
-//! A later family (users, permissions, definitions, Kafka, routes) is one more module and
+//! A later family (Kafka, routes) is one more module and
 //! one more `.merge()` in [`router`].
 
 pub mod access;
 pub mod bindings;
 pub mod body;
 pub mod connections;
+pub mod definitions;
 pub mod error;
 pub mod exchanges;
 pub mod health;
 pub mod login;
 pub mod messages;
 pub mod overview;
+pub mod permissions;
 pub mod queues;
 pub mod rates;
 pub mod reply;
 pub mod tables;
+pub mod users;
 pub mod vhosts;
 
 use crate::amqp::admin::AmqpAdmin;
@@ -112,6 +116,9 @@ pub fn router(api: Api) -> Router {
         .merge(bindings::routes())
         .merge(connections::routes())
         .merge(health::routes())
+        .merge(users::routes())
+        .merge(permissions::routes())
+        .merge(definitions::routes())
         .fallback(|| async { ApiError::not_found() })
         .with_state(api)
 }

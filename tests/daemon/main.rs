@@ -12,5 +12,6 @@ mod deploy_config;
 mod deploy_metrics;
 mod layering;
 mod lifecycle;
+mod management_definitions;
 mod promcompat;
 mod tls;
