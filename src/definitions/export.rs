@@ -4,7 +4,6 @@
 //! built-in ones), queues (not those exclusive to a connection) and bindings.
 //! `parameters` and `policies` are always empty: Ferry has neither.
 
-use super::arguments::to_json;
 use super::import::HASHING_ALGORITHM;
 use super::model::{
     BindingDefinition, Definitions, ExchangeDefinition, PermissionDefinition, QueueDefinition,
@@ -13,6 +12,9 @@ use super::model::{
 use crate::amqp::topology::{Destination, VHost};
 use crate::auth::User;
 use crate::auth::store::{Scope, UserStore, UserStoreError};
+use crate::management::tables;
+use amq_protocol::types::FieldTable;
+use serde_json::{Map, Value};
 use std::sync::Arc;
 
 /// Everything: users, virtual hosts, permissions and topology. `rabbit_version` is the
@@ -115,6 +117,14 @@ pub fn export_vhost(vhost: &VHost, rabbit_version: &str) -> Definitions {
     definitions
 }
 
+/// `table` as the JSON object of an `arguments` field.
+fn to_json(table: &FieldTable) -> Map<String, Value> {
+    match tables::to_json(table) {
+        Value::Object(object) => object,
+        _ => Map::new(),
+    }
+}
+
 /// Appends `vhost`'s exchanges, queues and bindings, sorted by name, each naming the
 /// vhost when `named`.
 fn add_topology(definitions: &mut Definitions, vhost: &VHost, named: bool) {
@@ -140,7 +150,7 @@ fn add_topology(definitions: &mut Definitions, vhost: &VHost, named: bool) {
         .collect();
     queues.sort_by(|a, b| a.name.cmp(&b.name));
     definitions.queues.extend(queues.into_iter().map(|q| {
-        let mut arguments = amq_protocol::types::FieldTable::default();
+        let mut arguments = FieldTable::default();
         q.spec.args.write_into(&mut arguments);
         QueueDefinition {
             name: q.name.clone(),

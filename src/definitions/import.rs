@@ -13,7 +13,6 @@
 //! (Kafka logins) stay only when the password hash is unchanged: they cannot be derived
 //! from a hash, and kept beside a new hash they would still accept the old password.
 
-use super::arguments::to_table;
 use super::model::{Definitions, UserDefinition};
 use crate::amqp::errors::{AmqpError, TxError};
 use crate::amqp::topology::args::QueueArgs;
@@ -23,6 +22,7 @@ use crate::amqp::topology::{
 use crate::auth::User;
 use crate::auth::permissions::{Permissions, TopicPermission, VhostPermissions};
 use crate::auth::store::{UserStore, UserStoreError};
+use crate::management::tables;
 use crate::password::PasswordHash;
 use crate::store::{StoreError, TransactionError};
 use std::collections::{BTreeMap, HashSet};
@@ -282,11 +282,7 @@ impl Target<'_> {
             Ok(name)
         };
         let table = |field: String, args| {
-            to_table(args).map_err(|key| {
-                refused(format!(
-                    "{field}.arguments.{key}: the number has no AMQP form"
-                ))
-            })
+            tables::from_json(&format!("{field}.arguments"), args).map_err(|e| refused(e.reason))
         };
         for (i, x) in definitions.exchanges.iter().enumerate() {
             let field = format!("exchanges[{i}]");

@@ -3,11 +3,12 @@
 //! one store transaction (`docs/management.md`).
 //!
 //! - [`model`]: the JSON's serde types, exactly RabbitMQ 3.x's fields;
-//! - [`arguments`]: declaration arguments between JSON and AMQP field tables;
 //! - [`import`]: checking a document, then writing it all in one transaction;
 //! - [`export`]: the document of what the store holds.
+//!
+//! Declaration arguments go between JSON and field tables as the rest of the API's do
+//! ([`crate::management::tables`]).
 
-pub mod arguments;
 pub mod export;
 pub mod import;
 pub mod model;
