@@ -12,7 +12,7 @@
 //! [`amqp`] is the AMQP 0-9-1 front and [`kafka`] the Kafka wire front, each reached by the
 //! bridge through its `port`; [`bridge`] connects them and external brokers; [`auth`]
 //! checks users for every front, with [`password`] hashes; [`server`] is the accept loop
-//! every front shares; [`daemon`] runs the long-lived process; [`management`] is the
+//! every front shares, and [`http_server`] serves HTTP on it; [`daemon`] runs the long-lived process; [`management`] is the
 //! RabbitMQ-compatible management HTTP API; [`telemetry`] names every
 //! metric Ferry exports. The `ferry` binary (`src/cli/`) is the command line over this
 //! library, and holds the `ferry bench` load tools.
@@ -29,6 +29,7 @@ pub mod config;
 pub mod daemon;
 pub mod definitions;
 pub mod group_commit;
+pub mod http_server;
 pub mod incarnation;
 pub mod kafka;
 pub mod liveness;

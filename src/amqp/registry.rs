@@ -7,14 +7,12 @@
 //! record themselves as they start and stop. Nothing here is stored: a connection lives on
 //! one instance, and so does what is known about it (as RabbitMQ's per-node statistics).
 
-use super::context::Control;
 use super::errors::{AmqpError, ReplyCode};
 use amq_protocol::types::FieldTable;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::sync::mpsc::UnboundedSender;
 
 /// Every live connection of the instance, by connection id.
 #[derive(Debug, Default)]
@@ -72,7 +70,6 @@ pub struct ConnectionInfo {
 }
 
 /// One live connection.
-#[derive(Debug)]
 pub struct LiveConnection {
     /// The connection's id (its lease holder).
     pub id: u64,
@@ -82,8 +79,21 @@ pub struct LiveConnection {
     pub info: ConnectionInfo,
     /// Its open channels by number.
     channels: Mutex<BTreeMap<u16, LiveChannel>>,
-    /// The connection loop's news line, through which [`LiveConnection::close`] ends it.
-    control: UnboundedSender<Control>,
+    /// Ends the connection with a connection exception (the connection loop's news
+    /// line, given as a function so this module needs nothing of the connection's).
+    fail: Fail,
+}
+
+/// How a [`LiveConnection`] is made to fail.
+pub type Fail = Box<dyn Fn(AmqpError) + Send + Sync>;
+
+impl std::fmt::Debug for LiveConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveConnection")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .finish()
+    }
 }
 
 /// One open channel.
@@ -113,22 +123,21 @@ pub struct LiveConsumer {
 }
 
 impl LiveConnection {
-    /// A connection with no channels yet; `control` is its loop's news line.
-    pub fn new(id: u64, info: ConnectionInfo, control: UnboundedSender<Control>) -> Self {
+    /// A connection with no channels yet, which `fail` ends with an exception.
+    pub fn new(id: u64, info: ConnectionInfo, fail: Fail) -> Self {
         Self {
             id,
             name: format!("{} -> {}", info.peer, info.local),
             info,
             channels: Mutex::new(BTreeMap::new()),
-            control,
+            fail,
         }
     }
 
     /// Closes the connection with 320 CONNECTION_FORCED and `reason` as the reply text,
     /// as RabbitMQ's management API does; it goes once its channels finished.
     pub fn close(&self, reason: &str) {
-        let forced = AmqpError::new(ReplyCode::ConnectionForced, reason);
-        let _ = self.control.send(Control::ConnectionFailed(forced));
+        (self.fail)(AmqpError::new(ReplyCode::ConnectionForced, reason));
     }
 
     /// Records channel `number` as open.
@@ -199,15 +208,16 @@ mod tests {
     #[test]
     fn a_connection_is_named_and_closed_as_rabbitmq_does() {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let fail: Fail = Box::new(move |e| {
+            let _ = tx.send(e);
+        });
         let connections = Connections::default();
-        connections.add(Arc::new(LiveConnection::new(7, info(), tx)));
+        connections.add(Arc::new(LiveConnection::new(7, info(), fail)));
         let found = connections
             .named("127.0.0.1:40000 -> 127.0.0.1:5672")
             .unwrap();
         found.close("bye now");
-        let Ok(Control::ConnectionFailed(e)) = rx.try_recv() else {
-            panic!("no close sent");
-        };
+        let e = rx.try_recv().expect("no close sent");
         assert_eq!(
             (e.code.code(), e.reply_text().as_str()),
             (320, "CONNECTION_FORCED - bye now")
@@ -218,8 +228,7 @@ mod tests {
 
     #[test]
     fn channels_carry_their_prefetch_and_consumers() {
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let c = LiveConnection::new(1, info(), tx);
+        let c = LiveConnection::new(1, info(), Box::new(|_| {}));
         c.channel_opened(1);
         c.set_prefetch(1, 5, false);
         let consumer = LiveConsumer {

@@ -337,7 +337,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         result.map_err(DaemonError::from)
     });
     if let Some(listener) = management_listener {
-        let server = http::Server {
+        let server = crate::http_server::Server {
             name: "management",
             key: MANAGEMENT_LISTEN_KEY,
             tls: listener.tls,

@@ -3,9 +3,12 @@
 //! | tags | may |
 //! |---|---|
 //! | none (or only others) | nothing: 401 "Not management user" |
-//! | `management`, `policymaker` | see and change the objects of the vhosts they may open; see and close their own connections |
+//! | `management`, `policymaker` | see the objects of the vhosts they have permissions in; see and close their own connections |
 //! | `monitoring` | also see every vhost's objects and every connection |
-//! | `administrator` | everything: also change every vhost's objects and close any connection |
+//! | `administrator` | also close any connection and manage vhosts |
+//!
+//! Changing objects (declare, delete, bind, get, purge, publish) needs, whatever the
+//! tags, the user's permissions in the vhost, checked as the AMQP front checks them.
 
 /// What one user's tags and vhosts allow.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +21,7 @@ pub struct Access {
     monitoring: bool,
     /// Any tag that lets the user into the API.
     management: bool,
-    /// The vhosts the user may open.
+    /// The vhosts the user has permissions in.
     vhosts: Vec<String>,
 }
 
@@ -26,7 +29,7 @@ pub struct Access {
 const MANAGEMENT_TAGS: [&str; 4] = ["administrator", "monitoring", "policymaker", "management"];
 
 impl Access {
-    /// What `user` with `tags`, who may open `vhosts`, may do.
+    /// What `user` with `tags`, who has permissions in `vhosts`, may do.
     pub fn new(user: &str, tags: &[String], vhosts: &[String]) -> Self {
         let has = |tag: &str| tags.iter().any(|t| t == tag);
         Self {
@@ -51,11 +54,6 @@ impl Access {
     /// Whether the user may see the objects of `vhost`.
     pub fn sees_vhost(&self, vhost: &str) -> bool {
         self.monitoring || self.vhosts.iter().any(|v| v == vhost)
-    }
-
-    /// Whether the user may declare, delete, bind, get from and purge in `vhost`.
-    pub fn changes_vhost(&self, vhost: &str) -> bool {
-        self.administrator || self.vhosts.iter().any(|v| v == vhost)
     }
 
     /// Whether the user may see a connection (or its channels) of `owner`.
@@ -85,16 +83,15 @@ mod tests {
         let management = access(&["management"]);
         assert!(management.is_management_user());
         assert!(management.sees_vhost("/") && !management.sees_vhost("other"));
-        assert!(management.changes_vhost("/") && !management.changes_vhost("other"));
         assert!(management.sees_connection_of("alice") && !management.sees_connection_of("bob"));
         assert!(!management.closes_connection_of("bob"));
         let policymaker = access(&["policymaker"]);
         assert!(!policymaker.sees_vhost("other"));
         let monitoring = access(&["monitoring"]);
-        assert!(monitoring.sees_vhost("other") && !monitoring.changes_vhost("other"));
+        assert!(monitoring.sees_vhost("other"));
         assert!(monitoring.sees_connection_of("bob") && !monitoring.closes_connection_of("bob"));
         let admin = access(&["administrator"]);
-        assert!(admin.is_administrator() && admin.changes_vhost("other"));
+        assert!(admin.is_administrator() && admin.sees_vhost("other"));
         assert!(admin.closes_connection_of("bob"));
     }
 }

@@ -185,7 +185,7 @@ async fn create(
     Path((vhost, source, kind, destination)): Path<(String, String, String, String)>,
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
-    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
     let body = Body::parse(&body, BIND_FIELDS)?;
     let routing_key = body.string("routing_key")?.unwrap_or_default();
     let arguments = tables::from_json("arguments", &body.object("arguments")?)?;
@@ -197,11 +197,7 @@ async fn create(
         arguments,
     };
     vhost
-        .bind(
-            binding.clone(),
-            NO_CONNECTION,
-            &principal.vhost_access(&api, &vhost.name).await?,
-        )
+        .bind(binding.clone(), NO_CONNECTION, &permissions)
         .await?;
     let location = format!(
         "{}/{}",
@@ -243,15 +239,9 @@ async fn delete(
     principal: Principal,
     Path((vhost, source, kind, destination, props)): Path<(String, String, String, String, String)>,
 ) -> ApiResult<StatusCode> {
-    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
     let binding = named(&vhost, &source, &kind, &destination, &props)?;
-    vhost
-        .unbind(
-            binding,
-            NO_CONNECTION,
-            &principal.vhost_access(&api, &vhost.name).await?,
-        )
-        .await?;
+    vhost.unbind(binding, NO_CONNECTION, &permissions).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -123,7 +123,7 @@ async fn declare(
     Path((vhost, name)): Path<(String, String)>,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
-    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
     let body = Body::parse(&body, DECLARE_FIELDS)?;
     let kind = body.required_string("type")?;
     let kind = ExchangeKind::parse(&kind)
@@ -144,9 +144,7 @@ async fn declare(
         builtin: false,
     };
     let existed = vhost.topology().exchanges.contains_key(&wanted.name);
-    vhost
-        .declare_exchange(wanted, &principal.vhost_access(&api, &vhost.name).await?)
-        .await?;
+    vhost.declare_exchange(wanted, &permissions).await?;
     Ok(if existed {
         StatusCode::NO_CONTENT
     } else {
@@ -161,15 +159,11 @@ async fn delete(
     Path((vhost, name)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<StatusCode> {
-    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
     let x = find(&vhost, &name)?;
     let flags = Flags::parse(query.as_deref());
     vhost
-        .delete_exchange(
-            &x.name,
-            flags.on("if-unused"),
-            &principal.vhost_access(&api, &vhost.name).await?,
-        )
+        .delete_exchange(&x.name, flags.on("if-unused"), &permissions)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -9,12 +9,14 @@
 use super::Api;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
-use super::queues::changeable_vhost;
+use super::queues::{changeable_vhost, check};
 use super::reply::Json;
 use crate::amqp::admin::{GetMode, NO_CONNECTION};
 use crate::amqp::port::AmqpMessage;
 use crate::amqp::topology::QueueSpec;
 use crate::amqp::topology::args::QueueArgs;
+use crate::auth::access::Resource;
+use crate::auth::permissions::Access;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -136,7 +138,7 @@ async fn aliveness(
     principal: Principal,
     Path(vhost): Path<String>,
 ) -> ApiResult<Response> {
-    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
     let spec = QueueSpec {
         durable: false,
         exclusive_owner: None,
@@ -145,13 +147,7 @@ async fn aliveness(
         owner: api.amqp.transient_owner(),
     };
     let queue = vhost
-        .declare_queue(
-            ALIVENESS_QUEUE,
-            spec,
-            false,
-            NO_CONNECTION,
-            &principal.vhost_access(&api, &vhost.name).await?,
-        )
+        .declare_queue(ALIVENESS_QUEUE, spec, false, NO_CONNECTION, &permissions)
         .await?;
     let message = AmqpMessage {
         exchange: String::new(),
@@ -159,6 +155,8 @@ async fn aliveness(
         properties: Default::default(),
         body: Bytes::from_static(ALIVENESS_MESSAGE),
     };
+    check(&permissions, Access::Write, Resource::Exchange(""))?;
+    check(&permissions, Access::Read, Resource::Queue(ALIVENESS_QUEUE))?;
     api.amqp.publish(&vhost.name, &message).await?;
     let got = api.amqp.get(&queue, 1, GetMode::Ack).await?;
     Ok(

@@ -1,21 +1,23 @@
 //! HTTP basic auth: every request carries a user's name and password, checked by the
 //! [`Authenticator`](crate::auth::Authenticator) as a front's login is (refusals counted
 //! under the `management` front and slowed down per address), then the user's tags decide
-//! whether it may use the API ([`Access`]).
+//! whether it may use the API ([`Access`]), and its permissions in each vhost (read from
+//! the store at each request, as every instance reads them) what it may do there, as on
+//! the AMQP front.
 
 use super::Api;
 use super::access::Access;
 use super::error::ApiError;
 use crate::auth::access::VhostAccess;
 use crate::auth::permissions::TopicVariables;
-use crate::auth::store::Scope;
 use crate::auth::{AuthError, Front, User};
-use crate::daemon::http::ClientAddr;
+use crate::http_server::ClientAddr;
 use crate::peer::{Peer, TlsPeer};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
 use base64::Engine as _;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 
 /// The logged-in user of a request.
@@ -23,10 +25,25 @@ use std::net::SocketAddr;
 pub struct Principal {
     /// The user, as the user store holds it.
     pub user: User,
-    /// Its tags.
-    pub tags: Vec<String>,
-    /// What it may do.
+    /// What its tags let it do.
     pub access: Access,
+    /// Its permissions in each vhost it has any on.
+    permissions: HashMap<String, VhostAccess>,
+}
+
+impl Principal {
+    /// The user's permissions in `vhost`.
+    ///
+    /// # Errors
+    /// 403 when it has none there.
+    pub fn permissions(&self, vhost: &str) -> Result<&VhostAccess, ApiError> {
+        self.permissions.get(vhost).ok_or_else(|| {
+            ApiError::access_refused(format!(
+                "access to vhost '{vhost}' refused for user '{}'",
+                self.user.name
+            ))
+        })
+    }
 }
 
 impl FromRequestParts<Api> for Principal {
@@ -47,39 +64,31 @@ impl FromRequestParts<Api> for Principal {
             .password(Front::Management, &peer, &name, &password)
             .await
             .map_err(|_| ApiError::not_authorized("Login failed"))?;
-        let tags = user.tags.clone();
-        let vhosts: Vec<String> = api
-            .users
-            .store()
-            .list_permissions(Scope::User(&user.name))
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?
-            .into_iter()
-            .map(|p| p.vhost)
-            .collect();
-        let access = Access::new(&user.name, &tags, &vhosts);
+        let mut permissions = HashMap::new();
+        for vhost in api.amqp.vhosts() {
+            let variables = TopicVariables::new(&user.name, &vhost.name);
+            match api
+                .users
+                .vhost_access(&user.name, &vhost.name, &variables)
+                .await
+            {
+                Ok(access) => {
+                    permissions.insert(vhost.name.clone(), access);
+                }
+                Err(AuthError::VhostRefused { .. }) => {}
+                Err(e) => return Err(ApiError::internal(e.to_string())),
+            }
+        }
+        let vhosts: Vec<String> = permissions.keys().cloned().collect();
+        let access = Access::new(&user.name, &user.tags, &vhosts);
         if !access.is_management_user() {
             return Err(ApiError::not_authorized("Not management user"));
         }
-        Ok(Self { user, tags, access })
-    }
-}
-
-impl Principal {
-    /// What the user may do to the objects of `vhost`, read from the store now: the API
-    /// declares, deletes and binds under the user's permissions, as RabbitMQ's does.
-    ///
-    /// # Errors
-    /// 403 when the user has no permissions on `vhost`, 500 when the store fails.
-    pub async fn vhost_access(&self, api: &Api, vhost: &str) -> Result<VhostAccess, ApiError> {
-        let variables = TopicVariables::new(&self.user.name, vhost);
-        api.users
-            .vhost_access(&self.user.name, vhost, &variables)
-            .await
-            .map_err(|e| match e {
-                AuthError::VhostRefused { .. } => ApiError::access_refused(e.to_string()),
-                other => ApiError::internal(other.to_string()),
-            })
+        Ok(Self {
+            user,
+            access,
+            permissions,
+        })
     }
 }
 

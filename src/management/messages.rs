@@ -10,11 +10,15 @@ use super::body::Body;
 use super::error::{ApiError, ApiResult};
 use super::exchanges::{self, url_name};
 use super::login::Principal;
-use super::queues::{changeable_vhost, find};
+use super::queues::{changeable_vhost, check, find};
 use super::reply::Json;
 use super::{Api, tables};
 use crate::amqp::admin::{GetMode, GotMessage};
+use crate::amqp::authorize::Authorize;
 use crate::amqp::port::AmqpMessage;
+use crate::amqp::topology::ExchangeKind;
+use crate::auth::access::Resource;
+use crate::auth::permissions::Access;
 use amq_protocol::protocol::BasicProperties;
 use amq_protocol::types::ShortString;
 use axum::Router;
@@ -72,7 +76,7 @@ async fn get(
     Path((vhost, name)): Path<(String, String)>,
     body: Bytes,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
     let body = Body::parse(&body, GET_FIELDS)?;
     let count = body.u64("count", 1)?;
     let mode = match (body.string("ackmode")?, body.has("requeue")) {
@@ -95,6 +99,7 @@ async fn get(
     };
     let truncate = body.u64("truncate", u64::MAX)?;
     let queue = find(&vhost, &name)?;
+    check(&permissions, Access::Read, Resource::Queue(&queue.name))?;
     let count = usize::try_from(count).unwrap_or(usize::MAX);
     let got = api.amqp.get(&queue, count, mode).await?;
     Ok(Json(
@@ -222,8 +227,9 @@ async fn purge(
     principal: Principal,
     Path((vhost, name)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
     let queue = find(&vhost, &name)?;
+    check(&permissions, Access::Read, Resource::Queue(&queue.name))?;
     api.amqp.purge(&queue).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -235,7 +241,7 @@ async fn publish(
     Path((vhost, name)): Path<(String, String)>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
     let body = Body::parse(&body, PUBLISH_FIELDS)?;
     let routing_key = body.required_string("routing_key")?;
     let payload = body.required_string("payload")?;
@@ -259,6 +265,14 @@ async fn publish(
     };
     let properties = properties_from_json(&body.object("properties")?)?;
     let exchange = exchanges::find(&vhost, url_name(&name))?;
+    check(
+        &permissions,
+        Access::Write,
+        Resource::Exchange(&exchange.name),
+    )?;
+    if exchange.kind == ExchangeKind::Topic {
+        Authorize::check_topic(&permissions, Access::Write, &exchange.name, &routing_key)?;
+    }
     let message = AmqpMessage {
         exchange: exchange.name,
         routing_key,

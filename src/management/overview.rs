@@ -26,7 +26,7 @@ pub fn routes() -> Router<Api> {
 
 /// `GET /api/whoami`.
 async fn whoami(principal: Principal) -> Json<Value> {
-    Json(json!({ "name": principal.user.name, "tags": principal.tags }))
+    Json(json!({ "name": principal.user.name, "tags": principal.user.tags }))
 }
 
 /// `GET /api/overview`: totals over the vhosts the user may see.

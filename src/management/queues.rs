@@ -14,8 +14,11 @@ use super::reply::Flags;
 use super::reply::Json;
 use super::{Api, tables};
 use crate::amqp::admin::NO_CONNECTION;
+use crate::amqp::authorize::Authorize;
 use crate::amqp::topology::args::{QueueArgs, QueueType};
 use crate::amqp::topology::{Queue, QueueSpec, VHost};
+use crate::auth::access::{Resource, VhostAccess};
+use crate::auth::permissions::Access;
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
@@ -58,19 +61,26 @@ pub fn visible_vhost(api: &Api, principal: &Principal, name: &str) -> ApiResult<
     }
 }
 
-/// The vhost `name` if `principal` may change its objects.
+/// The vhost `name` with `principal`'s permissions there, to change its objects.
 ///
 /// # Errors
-/// 404 for a vhost it cannot see, 403 for one it may only see.
-pub fn changeable_vhost(api: &Api, principal: &Principal, name: &str) -> ApiResult<Arc<VHost>> {
+/// 404 for a vhost it cannot see, 403 for one it has no permissions in.
+pub fn changeable_vhost(
+    api: &Api,
+    principal: &Principal,
+    name: &str,
+) -> ApiResult<(Arc<VHost>, VhostAccess)> {
     let vhost = visible_vhost(api, principal, name)?;
-    if !principal.access.changes_vhost(name) {
-        return Err(ApiError::access_refused(format!(
-            "user '{}' may not change objects in vhost '{name}'",
-            principal.user.name
-        )));
-    }
-    Ok(vhost)
+    let permissions = principal.permissions(name)?.clone();
+    Ok((vhost, permissions))
+}
+
+/// Whether `permissions` allow `access` to `resource`, as the AMQP front asks.
+///
+/// # Errors
+/// 403 in RabbitMQ's words.
+pub fn check(permissions: &VhostAccess, access: Access, resource: Resource<'_>) -> ApiResult<()> {
+    Authorize::check(permissions, access, resource).map_err(ApiError::from)
 }
 
 /// Every vhost `principal` may see.
@@ -257,7 +267,7 @@ async fn declare(
     Path((vhost, name)): Path<(String, String)>,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
-    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
     let body = Body::parse(&body, DECLARE_FIELDS)?;
     let durable = body.bool("durable", false)?;
     let auto_delete = body.bool("auto_delete", false)?;
@@ -280,13 +290,7 @@ async fn declare(
     };
     let existed = vhost.topology().queues.contains_key(&name);
     vhost
-        .declare_queue(
-            &name,
-            spec,
-            false,
-            NO_CONNECTION,
-            &principal.vhost_access(&api, &vhost.name).await?,
-        )
+        .declare_queue(&name, spec, false, NO_CONNECTION, &permissions)
         .await?;
     Ok(if existed {
         StatusCode::NO_CONTENT
@@ -302,8 +306,9 @@ async fn delete(
     Path((vhost, name)): Path<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<StatusCode> {
-    let vhost = changeable_vhost(&api, &principal, &vhost)?;
+    let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
     find(&vhost, &name)?;
+    check(&permissions, Access::Configure, Resource::Queue(&name))?;
     let flags = Flags::parse(query.as_deref());
     vhost
         .delete_queue(

@@ -146,7 +146,11 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
         channel_max: negotiated.channel_max,
         heartbeat: negotiated.heartbeat,
     };
-    let live = Arc::new(LiveConnection::new(id, info, control.clone()));
+    let news = control.clone();
+    let fail = Box::new(move |e| {
+        let _ = news.send(Control::ConnectionFailed(e));
+    });
+    let live = Arc::new(LiveConnection::new(id, info, fail));
     broker.connections.add(live.clone());
     let ctx = Arc::new(ConnectionContext {
         broker: broker.clone(),
