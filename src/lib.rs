@@ -11,9 +11,10 @@
 //! of the instance that a restart frees at once;
 //! [`amqp`] is the AMQP 0-9-1 front and [`kafka`] the Kafka wire front, each reached by the
 //! bridge through its `port`; [`bridge`] connects them and external brokers; [`auth`]
-//! checks users for every front, with [`password`] hashes; [`server`] is the accept loop
-//! every front shares, and [`http_server`] serves HTTP on it; [`daemon`] runs the long-lived process; [`management`] is the
-//! RabbitMQ-compatible management HTTP API; [`telemetry`] names every
+//! checks users for every front, with [`password`] hashes, and what they may do, with
+//! [`permissions`]' patterns; [`server`] is the accept loop every front shares, and
+//! [`http_server`] serves HTTP on it; [`daemon`] runs the long-lived process;
+//! [`management`] is the RabbitMQ-compatible management HTTP API; [`telemetry`] names every
 //! metric Ferry exports. The `ferry` binary (`src/cli/`) is the command line over this
 //! library, and holds the `ferry bench` load tools.
 
@@ -27,7 +28,6 @@ pub mod auth;
 pub mod bridge;
 pub mod config;
 pub mod daemon;
-pub mod definitions;
 pub mod group_commit;
 pub mod http_server;
 pub mod incarnation;
@@ -36,6 +36,7 @@ pub mod liveness;
 pub mod management;
 pub mod password;
 pub mod peer;
+pub mod permissions;
 pub mod principal;
 pub mod scram;
 pub mod server;

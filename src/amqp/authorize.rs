@@ -10,7 +10,7 @@
 
 use super::errors::AmqpError;
 use crate::auth::access::{Refused, Resource, VhostAccess};
-use crate::auth::permissions::Access;
+use crate::permissions::Access;
 use std::collections::{HashMap, HashSet};
 
 /// Topic decisions a channel remembers before it forgets them all (a publisher that uses
@@ -137,8 +137,8 @@ impl PublishGate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::permissions::{Permissions, TopicPermission, TopicVariables};
     use crate::auth::store::Grants;
+    use crate::permissions::{Permissions, TopicPermission, TopicVariables};
 
     fn access() -> VhostAccess {
         let grants = Grants {

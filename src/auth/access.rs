@@ -7,10 +7,10 @@
 //! exchange 'amq.topic' in vhost '/' refused for user 'u'`); a front sends it as its
 //! protocol's refusal.
 
-use super::permissions::{
+use super::store::Grants;
+use crate::permissions::{
     Access, DEFAULT_EXCHANGE_NAME, Pattern, Permissions, TopicPermission, TopicVariables,
 };
-use super::store::Grants;
 use std::collections::HashMap;
 use tracing::warn;
 

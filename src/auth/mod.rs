@@ -4,7 +4,8 @@
 //! is logged, counted by front and reason, and slows the next logins from that address.
 //!
 //! - [`user`]: a user record, its credentials and tags;
-//! - [`permissions`]: RabbitMQ's permissions and topic permissions, and how they match;
+//! - [`crate::permissions`] (a leaf, so the config can validate patterns with it): RabbitMQ's
+//!   permissions and topic permissions, and how they match;
 //! - [`access`]: the authorizer — what one user may do in one virtual host;
 //! - [`store`]: users and their permissions in the store, seeded from `[[users]]`, read
 //!   afresh at every login (permissions: when a connection opens a virtual host);
@@ -18,7 +19,6 @@
 
 pub mod access;
 pub mod certificate;
-pub mod permissions;
 pub mod scram;
 pub mod store;
 pub mod throttle;
@@ -301,7 +301,7 @@ impl Authenticator {
         &self,
         user: &str,
         vhost: &str,
-        variables: &permissions::TopicVariables,
+        variables: &crate::permissions::TopicVariables,
     ) -> Result<access::VhostAccess, AuthError> {
         let grants = self.inner.store.grants(vhost, user).await.map_err(|e| {
             warn!(error = %e, "the user store could not be read for a connection's permissions");

@@ -201,7 +201,7 @@ async fn a_failing_address_is_slowed_and_others_are_not() {
 
 #[tokio::test]
 async fn a_vhost_is_open_only_with_permissions_read_afresh_at_each_open() {
-    use permissions::{Access, Permissions, TopicVariables, VhostPermissions};
+    use crate::permissions::{Access, Permissions, TopicVariables, VhostPermissions};
     let f = fixture(&[user("app", "pw")]).await;
     let variables = |vhost: &str| TopicVariables::new("app", vhost);
     let access = f

@@ -1,7 +1,7 @@
 //! A user: login name, credentials (a RabbitMQ-format password hash and/or SCRAM
 //! credentials), its tags and the restrictions on where it may log in from — as
 //! `[[users]]` declares it and as the user store keeps it. What it may do in each virtual
-//! host is kept apart, as its permissions ([`super::permissions`]).
+//! host is kept apart, as its permissions ([`crate::permissions`]).
 
 use crate::config::UserConfig;
 use crate::password::PasswordHash;

@@ -101,7 +101,7 @@ fn validate_users(users: &[UserConfig]) -> Result<(), ConfigError> {
 /// A user's `vhosts`, `permissions` and `topic_permissions`: each vhost (and each vhost
 /// and exchange) once, every pattern compiling.
 fn validate_permissions(i: usize, user: &UserConfig) -> Result<(), ConfigError> {
-    use crate::auth::permissions::{Permissions, TopicPermission};
+    use crate::permissions::{Permissions, TopicPermission};
     let vhosts = user.vhosts.as_deref().unwrap_or_default();
     for (j, vhost) in vhosts.iter().enumerate() {
         if vhosts[..j].contains(vhost) {
@@ -164,7 +164,7 @@ fn validate_permissions(i: usize, user: &UserConfig) -> Result<(), ConfigError> 
 }
 
 /// A pattern error as a config error under `key`.
-fn bad_pattern(key: &str, error: crate::auth::permissions::BadPattern) -> ConfigError {
+fn bad_pattern(key: &str, error: crate::permissions::BadPattern) -> ConfigError {
     let error = error.under(key);
     ConfigError::invalid(error.field, error.reason)
 }

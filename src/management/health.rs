@@ -16,7 +16,7 @@ use crate::amqp::port::AmqpMessage;
 use crate::amqp::topology::QueueSpec;
 use crate::amqp::topology::args::QueueArgs;
 use crate::auth::access::Resource;
-use crate::auth::permissions::Access;
+use crate::permissions::Access;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

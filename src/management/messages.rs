@@ -18,7 +18,7 @@ use crate::amqp::authorize::Authorize;
 use crate::amqp::port::AmqpMessage;
 use crate::amqp::topology::ExchangeKind;
 use crate::auth::access::Resource;
-use crate::auth::permissions::Access;
+use crate::permissions::Access;
 use amq_protocol::protocol::BasicProperties;
 use amq_protocol::types::ShortString;
 use axum::Router;

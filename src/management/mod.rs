@@ -10,13 +10,15 @@
 //! whoami), [`vhosts`], [`exchanges`], [`queues`], [`messages`] (get, publish, purge),
 //! [`bindings`], [`connections`] (connections, channels, consumers), [`health`] (health
 //! checks, aliveness test), [`users`], [`permissions`] (and topic permissions),
-//! [`definitions`] (export, import in one transaction). Around them: [`login`] (basic auth), [`access`] (tags),
+//! [`definitions`] (export, import in one transaction). Around them: [`login`] (basic
+//! auth), [`access`] (tags), [`administrator`] (administrators-only endpoints),
 //! [`body`] (request bodies), [`tables`] (AMQP tables as JSON), [`error`] (refusals),
 //! [`reply`] (JSON answers, query flags).
 //! A later family (Kafka, routes) is one more module and
 //! one more `.merge()` in [`router`].
 
 pub mod access;
+pub mod administrator;
 pub mod bindings;
 pub mod body;
 pub mod connections;

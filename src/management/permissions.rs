@@ -9,14 +9,14 @@
 //! patterns are RabbitMQ's, matched as `docs/security.md` says.
 
 use super::Api;
+use super::administrator::{administrator, store_failed};
 use super::body::Body;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::reply::Json;
-use super::users::{administrator, store_failed};
-use crate::auth::permissions::{Permissions, TopicPermission, VhostPermissions};
 use crate::auth::store::{Scope, UserStoreError};
-use crate::definitions::model::{PermissionDefinition, TopicPermissionDefinition};
+use crate::management::definitions::model::{PermissionDefinition, TopicPermissionDefinition};
+use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

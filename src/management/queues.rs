@@ -18,7 +18,7 @@ use crate::amqp::authorize::Authorize;
 use crate::amqp::topology::args::{QueueArgs, QueueType};
 use crate::amqp::topology::{Queue, QueueSpec, VHost};
 use crate::auth::access::{Resource, VhostAccess};
-use crate::auth::permissions::Access;
+use crate::permissions::Access;
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;

@@ -20,14 +20,15 @@
 //! `loopback_only` and `require_tls` of an existing user stay as they are.
 
 use super::Api;
+use super::administrator::{administrator, store_failed};
 use super::body::Body;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::reply::Json;
 use crate::auth::User;
-use crate::definitions::import::HASHING_ALGORITHM;
-use crate::definitions::model::Tags;
-use crate::definitions::user_definition;
+use crate::management::definitions::import::HASHING_ALGORITHM;
+use crate::management::definitions::model::Tags;
+use crate::management::definitions::user_definition;
 use crate::password::PasswordHash;
 use crate::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use axum::Router;
@@ -58,30 +59,11 @@ pub fn routes() -> Router<Api> {
         .route("/api/users/{name}", get(show).put(put).delete(delete))
 }
 
-/// Refuses a user who is not an administrator, with RabbitMQ's answer.
-///
-/// # Errors
-/// 401 "Not administrator user".
-pub fn administrator(principal: &Principal) -> ApiResult<()> {
-    if principal.access.is_administrator() {
-        return Ok(());
-    }
-    Err(ApiError {
-        error: "not_authorised",
-        ..ApiError::not_authorized("Not administrator user")
-    })
-}
-
-/// A store failure as a 500 (its text names no secret).
-pub fn store_failed(e: impl std::fmt::Display) -> ApiError {
-    ApiError::internal(e.to_string())
-}
-
 /// `GET /api/users`.
 async fn list(
     State(api): State<Api>,
     principal: Principal,
-) -> ApiResult<Json<Vec<crate::definitions::model::UserDefinition>>> {
+) -> ApiResult<Json<Vec<crate::management::definitions::model::UserDefinition>>> {
     administrator(&principal)?;
     let users = api.users.store().list().await.map_err(store_failed)?;
     Ok(Json(users.iter().map(user_definition).collect()))
@@ -91,7 +73,7 @@ async fn list(
 async fn without_permissions(
     State(api): State<Api>,
     principal: Principal,
-) -> ApiResult<Json<Vec<crate::definitions::model::UserDefinition>>> {
+) -> ApiResult<Json<Vec<crate::management::definitions::model::UserDefinition>>> {
     administrator(&principal)?;
     let store = api.users.store();
     let granted: HashSet<String> = store
@@ -116,7 +98,7 @@ async fn show(
     State(api): State<Api>,
     principal: Principal,
     Path(name): Path<String>,
-) -> ApiResult<Json<crate::definitions::model::UserDefinition>> {
+) -> ApiResult<Json<crate::management::definitions::model::UserDefinition>> {
     administrator(&principal)?;
     let user = api.users.store().get(&name).await.map_err(store_failed)?;
     user.map(|u| Json(user_definition(&u)))

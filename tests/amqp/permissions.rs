@@ -9,7 +9,7 @@ use crate::common::amqp::{WAIT, connect, reply_code, reply_text};
 use crate::common::daemon::Setup;
 use crate::common::fronts::{AmqpServer, PERM_USER};
 use crate::common::rabbitmq::RabbitNode;
-use ferry::auth::permissions::{Permissions, VhostPermissions};
+use ferry::permissions::{Permissions, VhostPermissions};
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::{BasicProperties, Channel};
 use std::path::Path;

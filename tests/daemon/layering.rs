@@ -166,11 +166,11 @@ fn the_configuration_is_a_leaf() {
         }
         for path in used {
             let allowed = path.first().is_some_and(|m| {
-                ["config", "password", "scram", "principal"].contains(&m.as_str())
+                ["config", "password", "scram", "principal", "permissions"].contains(&m.as_str())
             });
             assert!(
                 allowed,
-                "{} uses {}: config may use only the leaves password, scram and principal",
+                "{} uses {}: config may use only the leaves password, scram, principal and permissions",
                 module.join("::"),
                 path.join("::")
             );

@@ -10,7 +10,7 @@ use crate::for_each_engine;
 use ferry::amqp::topology::VHost;
 use ferry::amqp::topology::records::TopologyKeys;
 use ferry::auth::store::UserStore;
-use ferry::definitions::{Definitions, ImportError, Target, export_all};
+use ferry::management::definitions::{Definitions, ImportError, Target, export_all};
 use ferry::stage::Stages;
 use std::sync::Arc;
 
@@ -61,7 +61,7 @@ fn parse(json: &str) -> Definitions {
 async fn import(
     store: &TestStore,
     json: &str,
-) -> Result<ferry::definitions::Imported, ImportError> {
+) -> Result<ferry::management::definitions::Imported, ImportError> {
     let (users, vhosts) = open(store).await;
     let target = Target {
         users: &users,

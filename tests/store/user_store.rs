@@ -6,10 +6,10 @@
 use crate::common::store::TestStore;
 use crate::for_each_engine;
 use ferry::auth::User;
-use ferry::auth::permissions::{Permissions, TopicPermission, VhostPermissions};
 use ferry::auth::store::{Scope, SeedUser, UserStore, UserStoreError};
 use ferry::config::{PermissionConfig, TopicPermissionConfig, UserConfig};
 use ferry::password::PasswordHash;
+use ferry::permissions::{Permissions, TopicPermission, VhostPermissions};
 
 for_each_engine!(
     users_are_listed_replaced_and_deleted_with_their_grants,

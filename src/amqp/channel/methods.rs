@@ -9,7 +9,7 @@ use crate::amqp::settle::How;
 use crate::amqp::topology::args::QueueArgs;
 use crate::amqp::topology::{Binding, Destination, Exchange, ExchangeKind, QueueSpec};
 use crate::auth::access::Resource;
-use crate::auth::permissions::Access;
+use crate::permissions::Access;
 use amq_protocol::protocol::{
     AMQPClass, access, basic, channel as ch, confirm, exchange, queue, tx,
 };

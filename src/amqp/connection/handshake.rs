@@ -150,7 +150,7 @@ where
         // RabbitMQ's words, without quotes.
         .ok_or_else(|| AmqpError::not_allowed(format!("vhost {name} not found")))?;
     // RabbitMQ gives AMQP 0-9-1 connections no `{client_id}` for topic permissions.
-    let variables = auth::permissions::TopicVariables::new(&user.name, name);
+    let variables = crate::permissions::TopicVariables::new(&user.name, name);
     let access = broker
         .users
         .vhost_access(&user.name, name, &variables)

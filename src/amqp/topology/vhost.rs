@@ -14,7 +14,7 @@ use super::{Removal, Topology};
 use crate::amqp::authorize::Authorize;
 use crate::amqp::errors::{AmqpError, TxError};
 use crate::auth::access::Resource;
-use crate::auth::permissions::Access;
+use crate::permissions::Access;
 use crate::stage::{Holders, StageError, StageOptions, Stages, now_ms};
 use crate::store::{Database, RangeOption, Transaction};
 use crate::telemetry::compat::rabbitmq::state as rabbitmq;

@@ -20,8 +20,8 @@
 pub mod permissions;
 pub mod seed;
 
-use super::permissions::BadPattern;
 use super::user::{BadUser, User};
+use crate::permissions::BadPattern;
 use crate::store::{Database, KeyValue, RangeOption, StoreError, Transaction};
 use foundationdb_tuple::Subspace;
 

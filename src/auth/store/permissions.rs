@@ -6,8 +6,8 @@
 //! `(1, configure, write, read)` and `(1, write, read)`.
 
 use super::{UserStore, UserStoreError, read_all};
-use crate::auth::permissions::{Permissions, TopicPermission, VhostPermissions};
 use crate::auth::user::BadUser;
+use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
 use crate::store::{RangeOption, Transaction};
 
 /// The layout version of permission records.

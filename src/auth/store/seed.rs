@@ -9,9 +9,9 @@
 //! unless it already has permissions there.
 
 use super::{UserStore, UserStoreError, read_all};
-use crate::auth::permissions::{Permissions, TopicPermission, VhostPermissions};
 use crate::auth::user::{BadUser, User};
 use crate::config::UserConfig;
+use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
 use crate::store::Transaction;
 
 /// Bytes of the key fake SCRAM salts are derived from.
@@ -83,7 +83,7 @@ impl SeedUser {
     }
 }
 
-fn bad(e: crate::auth::permissions::BadPattern) -> BadUser {
+fn bad(e: crate::permissions::BadPattern) -> BadUser {
     BadUser {
         key: e.field,
         reason: e.reason,

@@ -20,10 +20,10 @@ use crate::amqp::topology::{
     Binding, Declarations, Destination, Exchange, ExchangeKind, QueueSpec, VHost,
 };
 use crate::auth::User;
-use crate::auth::permissions::{Permissions, TopicPermission, VhostPermissions};
 use crate::auth::store::{UserStore, UserStoreError};
 use crate::management::tables;
 use crate::password::PasswordHash;
+use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
 use crate::store::{StoreError, TransactionError};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

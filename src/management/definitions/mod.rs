@@ -1,15 +1,31 @@
-//! `/api/definitions` and `/api/definitions/{vhost}`: export (GET) and import (POST) in
-//! RabbitMQ's definitions JSON ([`crate::definitions`]) — administrators only, as in
-//! RabbitMQ. An import applies completely or not at all (one store transaction); a
-//! refused one is a 400 naming the field and reason, with nothing changed.
+//! Definitions: RabbitMQ's JSON of users, virtual hosts, permissions and topology, and
+//! `/api/definitions` and `/api/definitions/{vhost}` that export (GET) and import (POST)
+//! it — administrators only, as in RabbitMQ. An import applies completely or not at all
+//! (one store transaction); a refused one is a 400 naming the field and reason, with
+//! nothing changed (`docs/management.md`).
+//!
+//! - [`model`]: the JSON's serde types, exactly RabbitMQ 3.x's fields;
+//! - [`import`]: checking a document, then writing it all in one transaction;
+//! - [`export`]: the document of what the store holds;
+//! - this module: the routes.
+//!
+//! Declaration arguments go between JSON and field tables as the rest of the API's do
+//! ([`super::tables`]).
 
-use super::Api;
-use super::error::{ApiError, ApiResult};
-use super::login::Principal;
-use super::overview::COMPATIBLE_RABBITMQ_VERSION;
-use super::reply::Json;
-use super::users::{administrator, store_failed};
-use crate::definitions::{Definitions, ImportError, Target, export_all, export_vhost};
+pub mod export;
+pub mod import;
+pub mod model;
+
+pub use export::{export_all, export_vhost, user_definition};
+pub use import::{ImportError, Imported, Target};
+pub use model::Definitions;
+
+use crate::management::Api;
+use crate::management::administrator::{administrator, store_failed};
+use crate::management::error::{ApiError, ApiResult};
+use crate::management::login::Principal;
+use crate::management::overview::COMPATIBLE_RABBITMQ_VERSION;
+use crate::management::reply::Json;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
