@@ -40,6 +40,12 @@ impl Body {
         Ok(Self { fields })
     }
 
+    /// The value of field `name` as sent, for a field of a shape of its own (a list, a
+    /// string or a list).
+    pub fn value(&self, name: &str) -> Option<&Value> {
+        self.fields.get(name)
+    }
+
     /// Whether field `name` is present.
     pub fn has(&self, name: &str) -> bool {
         self.fields.contains_key(name)

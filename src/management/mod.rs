@@ -9,28 +9,34 @@
 //! One module per resource family, each with its `routes()`: [`overview`] (overview,
 //! whoami), [`vhosts`], [`exchanges`], [`queues`], [`messages`] (get, publish, purge),
 //! [`bindings`], [`connections`] (connections, channels, consumers), [`health`] (health
-//! checks, aliveness test). Around them: [`login`] (basic auth), [`access`] (tags),
+//! checks, aliveness test), [`users`], [`permissions`] (and topic permissions),
+//! [`definitions`] (export, import in one transaction). Around them: [`login`] (basic
+//! auth), [`access`] (tags), [`administrator`] (administrators-only endpoints),
 //! [`body`] (request bodies), [`tables`] (AMQP tables as JSON), [`error`] (refusals),
 //! [`reply`] (JSON answers, query flags). [`ui`] is the web UI, served at `/` without a
 //! login of its own (the page logs in to the API).
-//! A later family (users, permissions, definitions, Kafka, routes) is one more module and
+//! A later family (Kafka, routes) is one more module and
 //! one more `.merge()` in [`router`].
 
 pub mod access;
+pub mod administrator;
 pub mod bindings;
 pub mod body;
 pub mod connections;
+pub mod definitions;
 pub mod error;
 pub mod exchanges;
 pub mod health;
 pub mod login;
 pub mod messages;
 pub mod overview;
+pub mod permissions;
 pub mod queues;
 pub mod rates;
 pub mod reply;
 pub mod tables;
 pub mod ui;
+pub mod users;
 pub mod vhosts;
 
 use crate::amqp::admin::AmqpAdmin;
@@ -114,6 +120,9 @@ pub fn router(api: Api) -> Router {
         .merge(bindings::routes())
         .merge(connections::routes())
         .merge(health::routes())
+        .merge(users::routes())
+        .merge(permissions::routes())
+        .merge(definitions::routes())
         .merge(ui::router())
         .fallback(|| async { ApiError::not_found() })
         .with_state(api)

@@ -104,7 +104,13 @@ impl Stages {
         self.load(id, meta).await
     }
 
-    async fn create_in(
+    /// [`Stages::create`] within `tx`, so a layer above can create stages together with
+    /// its own records; returns the stage's id and settings ([`Stages::open`] it after
+    /// the commit).
+    ///
+    /// # Errors
+    /// As [`Stages::create`].
+    pub async fn create_in(
         &self,
         tx: &Transaction,
         name: &str,

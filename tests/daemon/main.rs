@@ -15,6 +15,7 @@ mod deploy_metrics;
 mod layering;
 mod lifecycle;
 mod management;
+mod management_definitions;
 mod promcompat;
 mod tls;
 mod ui;

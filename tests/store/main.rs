@@ -7,6 +7,7 @@
 mod common;
 
 mod conformance;
+mod definitions;
 mod durability;
 mod stage;
 mod stage_concurrency;

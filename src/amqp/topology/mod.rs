@@ -21,7 +21,7 @@ pub mod vhost;
 pub use exchange::{Exchange, ExchangeKind};
 pub use queue::{Queue, QueueSpec};
 pub use routing::{Binding, Destination};
-pub use vhost::VHost;
+pub use vhost::{Declarations, PlannedDeclarations, VHost};
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;

@@ -15,8 +15,8 @@ use crate::amqp::authorize::Authorize;
 use crate::amqp::errors::{AmqpError, TxError};
 use crate::auth::access::Resource;
 use crate::permissions::Access;
-use crate::stage::{Holders, Stage, StageError, StageOptions, Stages, now_ms};
-use crate::store::{Database, RangeOption};
+use crate::stage::{Holders, StageError, StageOptions, Stages, now_ms};
+use crate::store::{Database, RangeOption, Transaction};
 use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use base64::Engine as _;
 use parking_lot::{RwLock, RwLockReadGuard};
@@ -24,6 +24,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::warn;
+
+mod declarations;
+
+pub use declarations::{Declarations, PlannedDeclarations};
 
 /// One virtual host.
 pub struct VHost {
@@ -147,6 +151,11 @@ impl VHost {
     /// 541 when the store fails or holds records this ferry cannot read.
     pub async fn load(&self) -> Result<(), AmqpError> {
         let _guard = self.changes.lock().await;
+        self.load_locked().await
+    }
+
+    /// [`VHost::load`] for a caller that holds the change lock.
+    async fn load_locked(&self) -> Result<(), AmqpError> {
         let tx = self.db.begin()?;
         let range = |(b, e): (Vec<u8>, Vec<u8>)| RangeOption::new(b, e);
         let exchanges = tx
@@ -554,6 +563,30 @@ impl VHost {
     }
 
     async fn create_queue(&self, name: String, spec: QueueSpec) -> Result<Arc<Queue>, AmqpError> {
+        self.check_creatable(&name, &spec)?;
+        let (key, version) = (
+            self.keys.queue(&self.name, &name),
+            self.keys.version(&self.name),
+        );
+        let (name_ref, spec_ref, key, version) = (&name, &spec, &key, &version);
+        let record = self
+            .db
+            .run(|tx| async move {
+                let record = self.queue_record_in(&tx, name_ref, spec_ref).await?;
+                tx.set(key, record.encode());
+                tx.atomic_add(version, 1);
+                Ok::<_, TxError>(record)
+            })
+            .await?;
+        let queue = self.open_queue(&name, &record).await?;
+        self.state.write().queues.insert(name, queue.clone());
+        let _ = self.opened.send(queue.clone());
+        Ok(queue)
+    }
+
+    /// Refuses a queue that cannot be created as `spec` says (a quorum queue must be
+    /// durable, shared and not auto-delete).
+    fn check_creatable(&self, name: &str, spec: &QueueSpec) -> Result<(), AmqpError> {
         if spec.args.queue_type == super::args::QueueType::Quorum
             && (!spec.durable || spec.exclusive_owner.is_some() || spec.auto_delete)
         {
@@ -562,59 +595,59 @@ impl VHost {
                 self.name
             )));
         }
-        let (stage_name, dl_name) = stage_names(&self.name, &name);
-        let dead_letter_stage = match spec.args.dead_letter_exchange {
-            Some(_) => Some(
-                self.create_stage(&dl_name, &StageOptions::default())
-                    .await?,
-            ),
-            None => None,
-        };
+        Ok(())
+    }
+
+    /// Creates, in `tx`, the stages of queue `name` declared as `spec` (its dead-letter
+    /// stage first when it has a dead-letter exchange) and returns the queue's record, for
+    /// the caller to write in the same transaction: a queue and its stages appear
+    /// together or not at all.
+    async fn queue_record_in(
+        &self,
+        tx: &Transaction,
+        name: &str,
+        spec: &QueueSpec,
+    ) -> Result<QueueRecord, TxError> {
+        let (stage_name, dl_name) = stage_names(&self.name, name);
+        let dead_letter = spec.args.dead_letter_exchange.is_some();
+        if dead_letter {
+            self.create_stage_in(tx, &dl_name, &StageOptions::default())
+                .await?;
+        }
         let options = StageOptions {
             max_priority: spec.args.max_priority.unwrap_or(0),
             max_deliveries: spec.args.delivery_limit.unwrap_or(0),
-            dead_letter: dead_letter_stage.as_ref().map(|_| dl_name.clone()),
+            dead_letter: dead_letter.then(|| dl_name.clone()),
         };
-        let stage = self.create_stage(&stage_name, &options).await?;
+        let stage_id = self.create_stage_in(tx, &stage_name, &options).await?;
         let mut arguments = amq_protocol::types::FieldTable::default();
         spec.args.write_into(&mut arguments);
-        let record = QueueRecord {
+        Ok(QueueRecord {
             durable: spec.durable,
             auto_delete: spec.auto_delete,
             exclusive_owner: spec.exclusive_owner.unwrap_or(0),
             owner: spec.owner,
             arguments: encode_table(&arguments),
             stage: stage_name,
-            dead_letter_stage: if dead_letter_stage.is_some() {
-                dl_name
-            } else {
-                String::new()
-            },
-            stage_id: stage.id(),
-        };
-        let (key, value) = (self.keys.queue(&self.name, &name), record.encode());
-        self.commit(|tx| tx.set(&key, &value)).await?;
-        let queue = Arc::new(Queue::new(
-            name.clone(),
-            self.name.clone(),
-            spec,
-            stage,
-            dead_letter_stage,
-        ));
-        self.state.write().queues.insert(name, queue.clone());
-        let _ = self.opened.send(queue.clone());
-        Ok(queue)
+            dead_letter_stage: if dead_letter { dl_name } else { String::new() },
+            stage_id,
+        })
     }
 
-    /// Creates a stage, replacing one of the same name left with other settings by a
-    /// declare that crashed before its queue record was written.
-    async fn create_stage(&self, name: &str, options: &StageOptions) -> Result<Stage, AmqpError> {
-        match self.stages.create(name, options).await {
+    /// Creates, in `tx`, a stage, replacing one of the same name left with other settings
+    /// by a declare whose queue record is gone; returns its id.
+    async fn create_stage_in(
+        &self,
+        tx: &Transaction,
+        name: &str,
+        options: &StageOptions,
+    ) -> Result<u64, StageError> {
+        match self.stages.create_in(tx, name, options).await {
             Err(StageError::Inequivalent { .. }) => {
-                self.stages.delete(name).await?;
-                Ok(self.stages.create(name, options).await?)
+                self.stages.delete_in(tx, name).await?;
+                Ok(self.stages.create_in(tx, name, options).await?.0)
             }
-            other => Ok(other?),
+            other => Ok(other?.0),
         }
     }
 

@@ -141,13 +141,65 @@ impl UserStore {
     /// # Errors
     /// [`UserStoreError::Store`].
     pub async fn put(&self, user: &User) -> Result<(), UserStoreError> {
-        let (key, value) = (self.keys.user(&user.name), user.encode());
         self.db
             .run(|tx| {
-                tx.set(&key, value.clone());
+                self.write_user(&tx, user);
                 async { Ok(()) }
             })
             .await
+    }
+
+    /// Creates or changes user `name` in one transaction: `change` gets the stored user
+    /// (`None`: there is none) and returns the record to store; returns whether the user
+    /// is new.
+    ///
+    /// # Errors
+    /// [`UserStoreError`] when the store fails or the stored record is unusable.
+    pub async fn upsert(
+        &self,
+        name: &str,
+        change: impl Fn(Option<User>) -> User,
+    ) -> Result<bool, UserStoreError> {
+        let key = self.keys.user(name);
+        let (key, change) = (&key, &change);
+        self.db
+            .run(|tx| async move {
+                let current = tx
+                    .get(key, false)
+                    .await?
+                    .map(|b| User::decode(name, &b))
+                    .transpose()?;
+                let created = current.is_none();
+                tx.set(key, change(current).encode());
+                Ok(created)
+            })
+            .await
+    }
+
+    /// The user called `name` as `tx` sees it (read with a conflict: a caller that
+    /// replaces it retries when it changes meanwhile).
+    ///
+    /// # Errors
+    /// [`UserStoreError`] when the store fails or the record is unusable.
+    pub async fn user_in(
+        &self,
+        tx: &Transaction,
+        name: &str,
+    ) -> Result<Option<User>, UserStoreError> {
+        let bytes = tx.get(&self.keys.user(name), false).await?;
+        Ok(bytes.map(|b| User::decode(name, &b)).transpose()?)
+    }
+
+    /// Writes, in `tx`, the record of `user`, replacing any user of the same name (its
+    /// permissions stay): a definitions import writes users with everything else.
+    pub fn write_user(&self, tx: &Transaction, user: &User) {
+        tx.set(&self.keys.user(&user.name), user.encode());
+    }
+
+    /// The store the users live in (the same as every front's: a caller may write users
+    /// and its own records in one transaction).
+    pub fn database(&self) -> &Database {
+        &self.db
     }
 
     /// Deletes user `name` with its permissions and topic permissions on every virtual

@@ -324,22 +324,29 @@ impl UserStore {
             .pack(&(&topic.vhost, &topic.user, &topic.exchange))
     }
 
-    /// Writes, in `tx`, the permissions of `grant` (the seed uses it).
-    pub(super) fn write_permissions(&self, tx: &Transaction, grant: &VhostPermissions) {
+    /// Writes, in `tx`, the permissions of `grant`, replacing any (the seed and a
+    /// definitions import use it; the caller has validated the patterns and the user).
+    pub fn write_permissions(&self, tx: &Transaction, grant: &VhostPermissions) {
         tx.set(
             &self.keys.permissions.pack(&(&grant.vhost, &grant.user)),
             encode_permissions(&grant.permissions),
         );
     }
 
-    /// Writes, in `tx`, the topic permission `topic` (the seed uses it).
-    pub(super) fn write_topic_permission(&self, tx: &Transaction, topic: &TopicPermission) {
+    /// Writes, in `tx`, the topic permission `topic`, replacing any on its exchange (the
+    /// seed and a definitions import use it; the caller has validated the patterns and the
+    /// user).
+    pub fn write_topic_permission(&self, tx: &Transaction, topic: &TopicPermission) {
         tx.set(&self.topic_key(topic), encode_topic(topic));
     }
 
-    /// Fails unless user `name` exists (read with a conflict, so a concurrent delete of
-    /// the user makes this transaction retry rather than leave orphan permissions).
-    async fn require_user(&self, tx: &Transaction, name: &str) -> Result<(), UserStoreError> {
+    /// Fails unless user `name` exists in `tx` (read with a conflict, so a concurrent
+    /// delete of the user makes the transaction retry rather than leave orphan
+    /// permissions).
+    ///
+    /// # Errors
+    /// [`UserStoreError::NoSuchUser`], [`UserStoreError::Store`].
+    pub async fn require_user(&self, tx: &Transaction, name: &str) -> Result<(), UserStoreError> {
         match tx.get(&self.keys.user(name), false).await? {
             Some(_) => Ok(()),
             None => Err(UserStoreError::NoSuchUser(name.to_owned())),

@@ -1,0 +1,24 @@
+//! What the administrators' endpoints (users, permissions, definitions) share: the
+//! refusal of anyone else, in RabbitMQ's words, and store failures as a 500.
+
+use super::error::{ApiError, ApiResult};
+use super::login::Principal;
+
+/// Refuses a user who is not an administrator, with RabbitMQ's answer.
+///
+/// # Errors
+/// 401 "Not administrator user".
+pub fn administrator(principal: &Principal) -> ApiResult<()> {
+    if principal.access.is_administrator() {
+        return Ok(());
+    }
+    Err(ApiError {
+        error: "not_authorised",
+        ..ApiError::not_authorized("Not administrator user")
+    })
+}
+
+/// A store failure as a 500 (its text names no secret).
+pub fn store_failed(e: impl std::fmt::Display) -> ApiError {
+    ApiError::internal(e.to_string())
+}

@@ -1,0 +1,107 @@
+//! Definitions: RabbitMQ's JSON of users, virtual hosts, permissions and topology, and
+//! `/api/definitions` and `/api/definitions/{vhost}` that export (GET) and import (POST)
+//! it — administrators only, as in RabbitMQ. An import applies completely or not at all
+//! (one store transaction); a refused one is a 400 naming the field and reason, with
+//! nothing changed (`docs/management.md`).
+//!
+//! - [`model`]: the JSON's serde types, exactly RabbitMQ 3.x's fields;
+//! - [`import`]: checking a document, then writing it all in one transaction;
+//! - [`export`]: the document of what the store holds;
+//! - this module: the routes.
+//!
+//! Declaration arguments go between JSON and field tables as the rest of the API's do
+//! ([`super::tables`]).
+
+pub mod export;
+pub mod import;
+pub mod model;
+
+pub use export::{export_all, export_vhost, user_definition};
+pub use import::{ImportError, Imported, Target};
+pub use model::Definitions;
+
+use crate::management::Api;
+use crate::management::administrator::{administrator, store_failed};
+use crate::management::error::{ApiError, ApiResult};
+use crate::management::login::Principal;
+use crate::management::overview::COMPATIBLE_RABBITMQ_VERSION;
+use crate::management::reply::Json;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use bytes::Bytes;
+
+/// The routes of this family.
+pub fn routes() -> Router<Api> {
+    Router::new()
+        .route("/api/definitions", get(export).post(import))
+        .route("/api/definitions/{vhost}", get(export_one).post(import_one))
+}
+
+/// `GET /api/definitions`.
+async fn export(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Definitions>> {
+    administrator(&principal)?;
+    let vhosts = api.amqp.vhosts();
+    let all = export_all(api.users.store(), &vhosts, COMPATIBLE_RABBITMQ_VERSION)
+        .await
+        .map_err(store_failed)?;
+    Ok(Json(all))
+}
+
+/// `GET /api/definitions/{vhost}`.
+async fn export_one(
+    State(api): State<Api>,
+    principal: Principal,
+    Path(vhost): Path<String>,
+) -> ApiResult<Json<Definitions>> {
+    administrator(&principal)?;
+    let vhost = api.amqp.vhost(&vhost).ok_or_else(ApiError::not_found)?;
+    Ok(Json(export_vhost(&vhost, COMPATIBLE_RABBITMQ_VERSION)))
+}
+
+/// `POST /api/definitions`: 204 when imported.
+async fn import(
+    State(api): State<Api>,
+    principal: Principal,
+    body: Bytes,
+) -> ApiResult<StatusCode> {
+    imported(&api, &principal, &body, None).await
+}
+
+/// `POST /api/definitions/{vhost}`: the topology of the document into `vhost`.
+async fn import_one(
+    State(api): State<Api>,
+    principal: Principal,
+    Path(vhost): Path<String>,
+    body: Bytes,
+) -> ApiResult<StatusCode> {
+    imported(&api, &principal, &body, Some(&vhost)).await
+}
+
+async fn imported(
+    api: &Api,
+    principal: &Principal,
+    body: &[u8],
+    only_vhost: Option<&str>,
+) -> ApiResult<StatusCode> {
+    administrator(principal)?;
+    let definitions: Definitions = serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(if e.is_data() {
+            format!("the definitions are not RabbitMQ's definitions JSON: {e}")
+        } else {
+            format!("the body is not valid JSON: {e}")
+        })
+    })?;
+    let vhosts = api.amqp.vhosts();
+    let target = Target {
+        users: api.users.store(),
+        vhosts: &vhosts,
+        transient_owner: api.amqp.transient_owner(),
+    };
+    match target.import(definitions, only_vhost).await {
+        Ok(_) => Ok(StatusCode::NO_CONTENT),
+        Err(ImportError::Refused(reason)) => Err(ApiError::bad_request(reason)),
+        Err(e @ ImportError::Failed(_)) => Err(ApiError::internal(e.to_string())),
+    }
+}
