@@ -12,10 +12,7 @@ pub fn administrator(principal: &Principal) -> ApiResult<()> {
     if principal.access.is_administrator() {
         return Ok(());
     }
-    Err(ApiError {
-        error: "not_authorised",
-        ..ApiError::not_authorized("Not administrator user")
-    })
+    Err(ApiError::not_authorised("Not administrator user"))
 }
 
 /// A store failure as a 500 (its text names no secret).

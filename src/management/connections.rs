@@ -121,10 +121,7 @@ async fn close(
 ) -> ApiResult<StatusCode> {
     let connection = named(&api, &principal, &name)?;
     if !principal.access.closes_connection_of(&connection.info.user) {
-        return Err(ApiError::access_refused(format!(
-            "user '{}' may not close connections of user '{}'",
-            principal.user.name, connection.info.user
-        )));
+        return Err(ApiError::not_authorised(ApiError::OBJECT_REFUSED));
     }
     let reason = headers
         .get("x-reason")

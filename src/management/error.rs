@@ -41,7 +41,7 @@ impl ApiError {
         }
     }
 
-    /// 401: the login failed, or the user may not use the API at all.
+    /// 401 `not_authorized`: the login failed.
     pub fn not_authorized(reason: impl Into<String>) -> Self {
         Self {
             status: StatusCode::UNAUTHORIZED,
@@ -56,14 +56,24 @@ impl ApiError {
         Self::not_authorized(String::new())
     }
 
-    /// 403: the user may log in but not do this.
-    pub fn access_refused(reason: impl Into<String>) -> Self {
+    /// 401 `not_authorised` (RabbitMQ's British spelling for every refusal after a
+    /// successful login): the user may not use the API, this endpoint, the vhost or the
+    /// object. RabbitMQ's reasons are short ([`Self::ACCESS_REFUSED`], ...); Ferry uses
+    /// the same words, so scripts that match them keep working.
+    pub fn not_authorised(reason: impl Into<String>) -> Self {
         Self {
-            status: StatusCode::FORBIDDEN,
+            status: StatusCode::UNAUTHORIZED,
             error: "not_authorised",
             reason: reason.into(),
         }
     }
+
+    /// RabbitMQ's reason when a permission (configure, write, read) refuses an operation.
+    pub const ACCESS_REFUSED: &'static str = "Access refused.";
+    /// RabbitMQ's reason when the user has no permissions in the vhost.
+    pub const VHOST_REFUSED: &'static str = "User not authorised to access virtual host";
+    /// RabbitMQ's reason when the object (a connection) belongs to another user.
+    pub const OBJECT_REFUSED: &'static str = "User not authorised to access object";
 
     /// 500: the store or the front failed.
     pub fn internal(reason: impl Into<String>) -> Self {
@@ -88,7 +98,7 @@ impl From<AmqpError> for ApiError {
     fn from(e: AmqpError) -> Self {
         match e.code {
             ReplyCode::NotFound => Self::not_found(),
-            ReplyCode::AccessRefused => Self::access_refused(e.text),
+            ReplyCode::AccessRefused => Self::not_authorised(Self::ACCESS_REFUSED),
             ReplyCode::InternalError => Self::internal(e.text),
             // 406 PRECONDITION_FAILED, 405 RESOURCE_LOCKED, 503 COMMAND_INVALID, ...:
             // RabbitMQ's API answers them all as a bad request in the reply's words.
@@ -126,5 +136,14 @@ mod tests {
         );
         let e: ApiError = AmqpError::not_found("no queue 'q' in vhost '/'").into();
         assert_eq!(e, ApiError::not_found());
+        let e: ApiError = AmqpError::access_refused("access to queue 'q' refused").into();
+        assert_eq!(
+            (e.status, e.error, e.reason.as_str()),
+            (
+                StatusCode::UNAUTHORIZED,
+                "not_authorised",
+                "Access refused."
+            )
+        );
     }
 }

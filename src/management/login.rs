@@ -35,14 +35,11 @@ impl Principal {
     /// The user's permissions in `vhost`.
     ///
     /// # Errors
-    /// 403 when it has none there.
+    /// 401 `not_authorised` when it has none there, in RabbitMQ's words.
     pub fn permissions(&self, vhost: &str) -> Result<&VhostAccess, ApiError> {
-        self.permissions.get(vhost).ok_or_else(|| {
-            ApiError::access_refused(format!(
-                "access to vhost '{vhost}' refused for user '{}'",
-                self.user.name
-            ))
-        })
+        self.permissions
+            .get(vhost)
+            .ok_or_else(|| ApiError::not_authorised(ApiError::VHOST_REFUSED))
     }
 }
 
@@ -82,7 +79,7 @@ impl FromRequestParts<Api> for Principal {
         let vhosts: Vec<String> = permissions.keys().cloned().collect();
         let access = Access::new(&user.name, &user.tags, &vhosts);
         if !access.is_management_user() {
-            return Err(ApiError::not_authorized("Not management user"));
+            return Err(ApiError::not_authorised("Not management user"));
         }
         Ok(Self {
             user,

@@ -64,7 +64,7 @@ pub fn visible_vhost(api: &Api, principal: &Principal, name: &str) -> ApiResult<
 /// The vhost `name` with `principal`'s permissions there, to change its objects.
 ///
 /// # Errors
-/// 404 for a vhost it cannot see, 403 for one it has no permissions in.
+/// 404 for a vhost it cannot see, 401 for one it has no permissions in.
 pub fn changeable_vhost(
     api: &Api,
     principal: &Principal,
@@ -78,7 +78,7 @@ pub fn changeable_vhost(
 /// Whether `permissions` allow `access` to `resource`, as the AMQP front asks.
 ///
 /// # Errors
-/// 403 in RabbitMQ's words.
+/// 401 in RabbitMQ's words.
 pub fn check(permissions: &VhostAccess, access: Access, resource: Resource<'_>) -> ApiResult<()> {
     Authorize::check(permissions, access, resource).map_err(ApiError::from)
 }

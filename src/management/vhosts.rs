@@ -5,6 +5,7 @@
 //! to change `amqp.vhosts` instead (docs/management.md).
 
 use super::Api;
+use super::administrator::administrator;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::queues::{visible_vhost, visible_vhosts};
@@ -51,18 +52,6 @@ async fn show(
 ) -> ApiResult<Json<Value>> {
     let vhost = visible_vhost(&api, &principal, &name)?;
     Ok(Json(vhost_json(&api, &vhost.name)))
-}
-
-/// Refuses what only an administrator may ask, then what no one may.
-fn administrator(principal: &Principal) -> ApiResult<()> {
-    if principal.access.is_administrator() {
-        Ok(())
-    } else {
-        Err(ApiError::access_refused(format!(
-            "user '{}' is not an administrator",
-            principal.user.name
-        )))
-    }
 }
 
 /// `PUT /api/vhosts/{name}`.
