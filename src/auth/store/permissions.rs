@@ -8,7 +8,8 @@
 use super::{UserStore, UserStoreError, read_all};
 use crate::auth::user::BadUser;
 use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
-use crate::store::{RangeOption, Transaction};
+use crate::store::{KeyValue, RangeOption, Transaction};
+use foundationdb_tuple::Subspace;
 
 /// The layout version of permission records.
 const RECORD_VERSION: i64 = 1;
@@ -183,17 +184,7 @@ impl UserStore {
         &self,
         scope: Scope<'_>,
     ) -> Result<Vec<VhostPermissions>, UserStoreError> {
-        let subspace = match scope {
-            Scope::Vhost(vhost) => self.keys.permissions.subspace(&(vhost,)),
-            Scope::All | Scope::User(_) => self.keys.permissions.clone(),
-        };
-        let pairs = self
-            .db
-            .run(|tx| {
-                let subspace = &subspace;
-                async move { read_all(&tx, subspace, true).await }
-            })
-            .await?;
+        let pairs = self.read_scope(&self.keys.permissions, scope).await?;
         let mut listed = Vec::new();
         for kv in pairs {
             let (vhost, user) = self.grant_owner(&self.keys.permissions, &kv.key)?;
@@ -292,17 +283,7 @@ impl UserStore {
         &self,
         scope: Scope<'_>,
     ) -> Result<Vec<TopicPermission>, UserStoreError> {
-        let subspace = match scope {
-            Scope::Vhost(vhost) => self.keys.topic_permissions.subspace(&(vhost,)),
-            Scope::All | Scope::User(_) => self.keys.topic_permissions.clone(),
-        };
-        let pairs = self
-            .db
-            .run(|tx| {
-                let subspace = &subspace;
-                async move { read_all(&tx, subspace, true).await }
-            })
-            .await?;
+        let pairs = self.read_scope(&self.keys.topic_permissions, scope).await?;
         let mut listed = Vec::new();
         for kv in pairs {
             let (vhost, user, exchange): (String, String, String) = self
@@ -316,6 +297,26 @@ impl UserStore {
             listed.push(decode_topic(&vhost, &user, &exchange, &kv.value)?);
         }
         Ok(listed)
+    }
+
+    /// The records under `grants` (permissions or topic permissions, keyed by vhost first)
+    /// that `scope` may hold: one vhost's, or all (a user's are filtered by the caller).
+    async fn read_scope(
+        &self,
+        grants: &Subspace,
+        scope: Scope<'_>,
+    ) -> Result<Vec<KeyValue>, UserStoreError> {
+        let subspace = match scope {
+            Scope::Vhost(vhost) => grants.subspace(&(vhost,)),
+            Scope::All | Scope::User(_) => grants.clone(),
+        };
+        Ok(self
+            .db
+            .run(|tx| {
+                let subspace = &subspace;
+                async move { read_all(&tx, subspace, true).await }
+            })
+            .await?)
     }
 
     fn topic_key(&self, topic: &TopicPermission) -> Vec<u8> {
