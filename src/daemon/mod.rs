@@ -256,6 +256,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         Ok(())
     });
     let kafka_port = kafka.port();
+    let kafka_admin = kafka.admin();
     let kafka_listening = kafka.local_addrs();
     loops.spawn("kafka front", async move {
         kafka.run().await;
@@ -302,6 +303,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let management_api = crate::management::Api::new(crate::management::Shared {
         users: users.clone(),
         amqp: amqp.admin(),
+        kafka: kafka_admin,
         listeners: listening
             .into_iter()
             .map(|(protocol, addr)| crate::management::Listening { protocol, addr })

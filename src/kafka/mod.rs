@@ -8,7 +8,8 @@
 //! for the log), [`producers`] (idempotent producers), [`transactions`] (the transaction
 //! coordinator), [`groups`] (the consumer group coordinator), [`brokers`] (live
 //! instances), [`recovery`] (freeing an earlier incarnation's leases at start), [`keys`] (the keyspace), [`staged`] (the record staged for a batch), and
-//! [`port`] (what the bridge may use of the front), [`acls`] (Kafka ACLs and the checks every API
+//! [`port`] (what the bridge may use of the front), [`admin`] (what the management API
+//! may see of it), [`acls`] (Kafka ACLs and the checks every API
 //! makes).
 //!
 //! Produce path: a batch is validated and appended as sent to its partition's stage
@@ -17,6 +18,7 @@
 //! offset after that commit. Fetchers long-poll on watches of the high watermark.
 
 pub mod acls;
+pub mod admin;
 pub mod api;
 pub mod batch;
 pub mod brokers;
@@ -328,6 +330,11 @@ impl KafkaFront {
             listeners,
             internal,
         })
+    }
+
+    /// What the management API may see of the front.
+    pub fn admin(&self) -> admin::KafkaAdmin {
+        admin::KafkaAdmin::new(self.ctx.clone())
     }
 
     /// The front's port, for the bridge's routes through the front.

@@ -4,8 +4,8 @@
 //! |---|---|
 //! | none (or only others) | nothing: 401 "Not management user" |
 //! | `management`, `policymaker` | see the objects of the vhosts they have permissions in; see and close their own connections |
-//! | `monitoring` | also see every vhost's objects and every connection |
-//! | `administrator` | also close any connection and manage vhosts |
+//! | `monitoring` | also see every vhost's objects, every connection, and the Kafka front's topics and groups |
+//! | `administrator` | also close any connection, manage vhosts, and see the Kafka ACLs |
 //!
 //! Changing objects (declare, delete, bind, get, purge, publish) needs, whatever the
 //! tags, the user's permissions in the vhost, checked as the AMQP front checks them.
@@ -51,6 +51,12 @@ impl Access {
         self.administrator
     }
 
+    /// Whether the user is `monitoring` or `administrator` (sees everything, as the Kafka
+    /// front's topics and groups).
+    pub fn is_monitoring(&self) -> bool {
+        self.monitoring
+    }
+
     /// Whether the user may see the objects of `vhost`.
     pub fn sees_vhost(&self, vhost: &str) -> bool {
         self.monitoring || self.vhosts.iter().any(|v| v == vhost)
@@ -90,8 +96,9 @@ mod tests {
         let monitoring = access(&["monitoring"]);
         assert!(monitoring.sees_vhost("other"));
         assert!(monitoring.sees_connection_of("bob") && !monitoring.closes_connection_of("bob"));
+        assert!(monitoring.is_monitoring() && !management.is_monitoring());
         let admin = access(&["administrator"]);
-        assert!(admin.is_administrator() && admin.sees_vhost("other"));
+        assert!(admin.is_administrator() && admin.is_monitoring() && admin.sees_vhost("other"));
         assert!(admin.closes_connection_of("bob"));
     }
 }

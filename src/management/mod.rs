@@ -15,8 +15,9 @@
 //! [`body`] (request bodies), [`tables`] (AMQP tables as JSON), [`error`] (refusals),
 //! [`reply`] (JSON answers, query flags). [`ui`] is the web UI, served at `/` without a
 //! login of its own (the page logs in to the API).
-//! A later family (Kafka, routes) is one more module and
-//! one more `.merge()` in [`router`].
+//! [`kafka`] is Ferry's own: the Kafka front's topics, groups with lag, and ACLs (through
+//! [`KafkaAdmin`]). A later family (routes) is one more module and one more `.merge()` in
+//! [`router`].
 
 pub mod access;
 pub mod administrator;
@@ -27,6 +28,7 @@ pub mod definitions;
 pub mod error;
 pub mod exchanges;
 pub mod health;
+pub mod kafka;
 pub mod login;
 pub mod messages;
 pub mod overview;
@@ -41,6 +43,7 @@ pub mod vhosts;
 
 use crate::amqp::admin::AmqpAdmin;
 use crate::auth::Authenticator;
+use crate::kafka::admin::KafkaAdmin;
 use axum::Router;
 use error::ApiError;
 use rates::Rates;
@@ -71,6 +74,8 @@ pub struct Shared {
     pub users: Authenticator,
     /// The AMQP front.
     pub amqp: AmqpAdmin,
+    /// The Kafka front.
+    pub kafka: KafkaAdmin,
     /// Every listener of the instance (the API's own included).
     pub listeners: Vec<Listening>,
     /// The node name shown in answers (`ferry@HOST`).
@@ -123,6 +128,7 @@ pub fn router(api: Api) -> Router {
         .merge(users::routes())
         .merge(permissions::routes())
         .merge(definitions::routes())
+        .merge(kafka::routes())
         .merge(ui::router())
         .fallback(|| async { ApiError::not_found() })
         .with_state(api)

@@ -1,11 +1,21 @@
 //! The management API with clients Ferry did not write: `rabbitmqadmin` (downloaded from
 //! the suite's private RabbitMQ node, not committed), Python's requests and pika, each
 //! answer's shape compared with the node's (tests/python/management_api.py); and tags and
-//! permissions answering each request as the node does (tests/python/management_tags.py).
+//! permissions answering each request as the node does (tests/python/management_tags.py);
+//! Ferry's own Kafka endpoints read with Python after rdkafka produced, consumed and
+//! committed (tests/python/management_kafka.py).
 
 use crate::common::clients::{python_script, run};
 use crate::common::daemon::Setup;
-use crate::common::rabbitmq::RabbitNode;
+use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
+use crate::common::rabbitmq::{RabbitNode, unique};
+use rdkafka::Message;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{CommitMode, Consumer};
+use rdkafka::producer::FutureRecord;
+use rdkafka::util::Timeout;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn rabbitmqadmin_and_python_manage_ferry_as_they_manage_rabbitmq() {
@@ -55,4 +65,118 @@ async fn tags_and_permissions_refuse_and_allow_api_requests_as_rabbitmq_does() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_topics_and_groups_show_offsets_and_lag_to_monitoring_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let ferry = Setup::shipped(dir.path()).start();
+    let (topic, group) = (unique("mgmt-topic"), unique("mgmt-group"));
+    let admin: AdminClient<DefaultClientContext> = client_config(&ferry.kafka_bootstrap(), &[])
+        .create()
+        .unwrap();
+    let created = admin
+        .create_topics(
+            &[NewTopic::new(&topic, 2, TopicReplication::Fixed(1)).set("retention.ms", "3600000")],
+            &AdminOptions::new(),
+        )
+        .await
+        .unwrap();
+    assert!(created.iter().all(Result::is_ok), "{created:?}");
+    let p = producer(&ferry.kafka_bootstrap(), &[]);
+    for i in 0..5 {
+        let value = i.to_string();
+        p.send(
+            FutureRecord::<(), _>::to(&topic)
+                .partition(0)
+                .payload(&value),
+            Timeout::After(PATIENCE),
+        )
+        .await
+        .expect("acknowledged");
+    }
+    let c = consumer(
+        &ferry.kafka_bootstrap(),
+        &group,
+        &[("client.id", "lag-reader")],
+    );
+    c.subscribe(&[&topic]).unwrap();
+    for expected in 0..2 {
+        let m = tokio::time::timeout(PATIENCE, c.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((m.partition(), m.offset()), (0, expected));
+        if expected == 1 {
+            c.commit_message(&m, CommitMode::Sync).unwrap();
+        }
+    }
+    let output = run(
+        "python3",
+        &[
+            &python_script("management_kafka.py"),
+            &ferry.management_uri(),
+            &topic,
+            &group,
+        ],
+        b"",
+    )
+    .await;
+    let answers: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&output.stderr));
+    });
+    let answer = |key: &str| answers[key].clone();
+
+    let expected_topic = json!({
+        "name": topic,
+        "config": {"retention.ms": 3_600_000, "retention.bytes": -1},
+        "partitions": [
+            {"partition": 0, "log_start_offset": 0, "high_watermark": 5, "last_stable_offset": 5},
+            {"partition": 1, "log_start_offset": 0, "high_watermark": 0, "last_stable_offset": 0},
+        ],
+    });
+    for user in ["guest", "kmon"] {
+        assert_eq!(
+            answer(&format!("{user} topic")),
+            json!([200, expected_topic])
+        );
+        assert_eq!(
+            answer(&format!("{user} topics")),
+            json!([200, [expected_topic]])
+        );
+        let shown = answer(&format!("{user} group"));
+        assert_eq!(shown[0], 200);
+        let shown = shown[1].clone();
+        assert_eq!(answer(&format!("{user} groups")), json!([200, [shown]]));
+        assert_eq!(shown["group_id"], json!(group));
+        assert_eq!(shown["state"], "Stable", "{shown}");
+        assert_eq!(shown["protocol_type"], "consumer");
+        assert_ne!(shown["protocol"], "");
+        let members = shown["members"].as_array().unwrap();
+        assert_eq!(members.len(), 1, "{shown}");
+        assert_eq!(members[0]["client_id"], "lag-reader");
+        assert_eq!(
+            shown["offsets"],
+            json!([{"topic": topic, "partition": 0, "committed_offset": 2, "high_watermark": 5, "lag": 3}])
+        );
+        assert_eq!(shown["total_lag"], 3);
+        assert_eq!(answer(&format!("{user} missing_topic"))[0], 404);
+        assert_eq!(answer(&format!("{user} missing_group"))[0], 404);
+    }
+    assert_eq!(answer("guest acls"), json!([200, []]));
+    let not_administrator =
+        json!([401, {"error": "not_authorised", "reason": "Not administrator user"}]);
+    assert_eq!(answer("kmon acls"), not_administrator);
+    assert_eq!(answer("kmgmt acls"), not_administrator);
+    let not_monitor = json!([401, {"error": "not_authorised", "reason": "Not monitor user"}]);
+    for what in [
+        "topics",
+        "topic",
+        "groups",
+        "group",
+        "missing_topic",
+        "missing_group",
+    ] {
+        assert_eq!(answer(&format!("kmgmt {what}")), not_monitor, "{what}");
+    }
 }

@@ -51,7 +51,7 @@ pub async fn publish(
             else {
                 continue;
             };
-            let lag = (high_watermark - committed.offset).max(0);
+            let lag = lag(high_watermark, committed.offset);
             let partition = partition.to_string();
             metrics::gauge!(
                 m::GROUP_LAG,
@@ -83,6 +83,12 @@ pub async fn publish(
     Ok(())
 }
 
+/// The records between a group's `committed` offset and the partition's
+/// `high_watermark` (0 when the committed offset is ahead, as after the log started over).
+pub fn lag(high_watermark: i64, committed: i64) -> i64 {
+    (high_watermark - committed).max(0)
+}
+
 /// Sets every topic's partition count and every partition's offsets under kafka_exporter's
 /// names; returns the high watermarks by (topic, partition).
 async fn publish_partitions(
@@ -111,4 +117,16 @@ async fn publish_partitions(
         }
     }
     Ok(high_watermarks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_counts_records_past_the_committed_offset_and_never_goes_negative() {
+        assert_eq!(lag(5, 2), 3);
+        assert_eq!(lag(5, 5), 0);
+        assert_eq!(lag(0, 7), 0, "a log that started over is not negative lag");
+    }
 }

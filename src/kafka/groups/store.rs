@@ -53,7 +53,7 @@ impl Fence {
 }
 
 /// A group as persisted.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct StoredGroup {
     /// Its generation.
     pub generation: i32,

@@ -1,0 +1,251 @@
+//! What the management API may see of the Kafka front, and nothing else of its internals:
+//! the topics with each partition's offsets (log start, high watermark, last stable
+//! offset), the consumer groups as persisted with each committed offset's lag, and the
+//! ACLs. Everything is read from the store (snapshot reads): a look from the API neither
+//! takes a group's coordination nor conflicts with producers and consumers.
+
+use super::Context;
+use super::acls::store::AclSet;
+use super::groups::lag::lag;
+use super::log::{Log, LogError};
+use super::topics::Topic;
+use crate::store::StoreError;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One partition's offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionOffsets {
+    /// Its index in the topic.
+    pub partition: i32,
+    /// The first offset still stored.
+    pub log_start_offset: i64,
+    /// The next offset to be assigned.
+    pub high_watermark: i64,
+    /// The offset below which no transaction is open (`read_committed` consumers read up
+    /// to it).
+    pub last_stable_offset: i64,
+}
+
+/// A topic as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicView {
+    /// Its name.
+    pub name: String,
+    /// Its effective `retention.ms` (its own or `kafka.retention_ms`).
+    pub retention_ms: i64,
+    /// Its effective `retention.bytes` (its own or `kafka.retention_bytes`).
+    pub retention_bytes: i64,
+    /// Its partitions, by index.
+    pub partitions: Vec<PartitionOffsets>,
+}
+
+/// A member of a group, as persisted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberView {
+    /// Its member id.
+    pub id: String,
+    /// The client id it joined with.
+    pub client_id: String,
+    /// The host it joined from.
+    pub client_host: String,
+}
+
+/// One committed offset of a group and how far it is behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupOffset {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The committed offset (the next the group will consume).
+    pub committed_offset: i64,
+    /// The partition's high watermark; `None` when the topic or partition is gone.
+    pub high_watermark: Option<i64>,
+    /// The records between the committed offset and the high watermark; `None` when the
+    /// topic or partition is gone.
+    pub lag: Option<i64>,
+}
+
+/// A consumer group as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupSummary {
+    /// Its id.
+    pub id: String,
+    /// `Empty`, `Stable` or `PreparingRebalance`, from what its coordinator last
+    /// persisted (as a restarted coordinator would take it up).
+    pub state: &'static str,
+    /// Its members' protocol type (`consumer`), empty when unknown.
+    pub protocol_type: String,
+    /// The assignment protocol of its generation, empty when none.
+    pub protocol: String,
+    /// Its generation.
+    pub generation: i32,
+    /// Its members.
+    pub members: Vec<MemberView>,
+    /// Its committed offsets, by topic and partition.
+    pub offsets: Vec<GroupOffset>,
+}
+
+impl GroupSummary {
+    /// The lag summed over every partition whose lag is known.
+    pub fn total_lag(&self) -> i64 {
+        self.offsets.iter().filter_map(|o| o.lag).sum()
+    }
+}
+
+/// The Kafka front as the management API sees it; cheap to clone.
+#[derive(Clone)]
+pub struct KafkaAdmin {
+    /// The front's shared state.
+    ctx: Arc<Context>,
+}
+
+impl KafkaAdmin {
+    /// The admin side of the front whose connections share `ctx`.
+    pub fn new(ctx: Arc<Context>) -> Self {
+        Self { ctx }
+    }
+
+    /// Every topic, sorted by name, with its partitions' offsets.
+    ///
+    /// # Errors
+    /// [`LogError`] when the store fails or holds an offset this ferry cannot decode.
+    pub async fn topics(&self) -> Result<Vec<TopicView>, LogError> {
+        let mut topics = self.ctx.topics.all();
+        topics.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
+        let mut out = Vec::with_capacity(topics.len());
+        for topic in topics {
+            out.push(self.view(&topic).await?);
+        }
+        Ok(out)
+    }
+
+    /// Topic `name` with its partitions' offsets; `None` when there is no such topic.
+    ///
+    /// # Errors
+    /// As [`Self::topics`].
+    pub async fn topic(&self, name: &str) -> Result<Option<TopicView>, LogError> {
+        match self.ctx.topics.get(name) {
+            Some(topic) => Ok(Some(self.view(&topic).await?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn view(&self, topic: &Topic) -> Result<TopicView, LogError> {
+        let tx = self.ctx.db.begin()?;
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for p in &topic.partitions {
+            let readable = Log::new(&p.keys).readable(&tx).await?;
+            partitions.push(PartitionOffsets {
+                partition: p.index,
+                log_start_offset: readable.bounds.start,
+                high_watermark: readable.bounds.high_watermark,
+                last_stable_offset: readable.stable,
+            });
+        }
+        let config = &topic.meta.config;
+        Ok(TopicView {
+            name: topic.meta.name.clone(),
+            retention_ms: self.ctx.defaults.retention_ms(config),
+            retention_bytes: self.ctx.defaults.retention_bytes(config),
+            partitions,
+        })
+    }
+
+    /// Every consumer group, sorted by id, with its committed offsets and their lag.
+    ///
+    /// # Errors
+    /// [`LogError`] when the store fails.
+    pub async fn groups(&self) -> Result<Vec<GroupSummary>, LogError> {
+        let ids = self.ctx.coordinator.store().list().await?;
+        let high_watermarks = self.high_watermarks().await?;
+        let mut out = Vec::with_capacity(ids.len());
+        for (id, _) in ids {
+            out.push(self.summary(&id, &high_watermarks).await?);
+        }
+        Ok(out)
+    }
+
+    /// Consumer group `id` with its committed offsets and their lag; `None` when no such
+    /// group is stored.
+    ///
+    /// # Errors
+    /// As [`Self::groups`].
+    pub async fn group(&self, id: &str) -> Result<Option<GroupSummary>, LogError> {
+        if !self.ctx.coordinator.store().exists(id).await? {
+            return Ok(None);
+        }
+        let high_watermarks = self.high_watermarks().await?;
+        Ok(Some(self.summary(id, &high_watermarks).await?))
+    }
+
+    /// Every ACL.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn acls(&self) -> Result<AclSet, StoreError> {
+        self.ctx.acls.list().await
+    }
+
+    /// Every partition's high watermark, by topic and partition.
+    async fn high_watermarks(&self) -> Result<HashMap<(String, i32), i64>, LogError> {
+        let tx = self.ctx.db.begin()?;
+        let mut out = HashMap::new();
+        for topic in self.ctx.topics.all() {
+            for p in &topic.partitions {
+                let bounds = Log::new(&p.keys).bounds(&tx, true).await?;
+                out.insert((topic.meta.name.clone(), p.index), bounds.high_watermark);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn summary(
+        &self,
+        id: &str,
+        high_watermarks: &HashMap<(String, i32), i64>,
+    ) -> Result<GroupSummary, LogError> {
+        let store = self.ctx.coordinator.store();
+        let stored = store.load(id).await?;
+        let offsets = store
+            .offsets(id, None)
+            .await?
+            .into_iter()
+            .filter_map(|(topic, partition, committed)| {
+                let committed = committed?.offset;
+                let high_watermark = high_watermarks.get(&(topic.clone(), partition)).copied();
+                Some(GroupOffset {
+                    lag: high_watermark.map(|hw| lag(hw, committed)),
+                    topic,
+                    partition,
+                    committed_offset: committed,
+                    high_watermark,
+                })
+            })
+            .collect::<Vec<_>>();
+        // Listed with only offsets (a consumer that assigns itself partitions): empty.
+        let stored = stored.unwrap_or_default();
+        Ok(GroupSummary {
+            id: id.to_owned(),
+            state: match (stored.members.is_empty(), stored.stable) {
+                (true, _) => "Empty",
+                (false, true) => "Stable",
+                (false, false) => "PreparingRebalance",
+            },
+            protocol_type: stored.protocol_type.unwrap_or_default(),
+            protocol: stored.protocol.unwrap_or_default(),
+            generation: stored.generation,
+            members: stored
+                .members
+                .into_iter()
+                .map(|m| MemberView {
+                    id: m.id,
+                    client_id: m.client_id,
+                    client_host: m.client_host,
+                })
+                .collect(),
+            offsets,
+        })
+    }
+}

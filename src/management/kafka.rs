@@ -1,0 +1,155 @@
+//! `/api/ferry/kafka/…`: Ferry's own endpoints for its Kafka front (RabbitMQ's API has
+//! none): topics with each partition's offsets, consumer groups with their committed
+//! offsets and lag, and the Kafka ACLs. Like RabbitMQ's cluster-wide views, topics and
+//! groups are for users tagged `monitoring` or `administrator` (anyone else: 401 "Not
+//! monitor user"); the ACLs, which say who may do what, for administrators only.
+
+use super::Api;
+use super::administrator::{administrator, store_failed};
+use super::error::{ApiError, ApiResult};
+use super::login::Principal;
+use super::reply::Json;
+use crate::kafka::acls::model::Acl;
+use crate::kafka::admin::{GroupSummary, TopicView};
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::routing::get;
+use serde_json::{Value, json};
+
+/// The routes of this family.
+pub fn routes() -> Router<Api> {
+    Router::new()
+        .route("/api/ferry/kafka/topics", get(topics))
+        .route("/api/ferry/kafka/topics/{topic}", get(topic))
+        .route("/api/ferry/kafka/groups", get(groups))
+        .route("/api/ferry/kafka/groups/{group}", get(group))
+        .route("/api/ferry/kafka/acls", get(acls))
+}
+
+/// Refuses a user who is neither `monitoring` nor `administrator`, as RabbitMQ refuses
+/// its monitoring-only endpoints.
+fn monitor(principal: &Principal) -> ApiResult<()> {
+    if principal.access.is_monitoring() {
+        return Ok(());
+    }
+    Err(ApiError::not_authorised("Not monitor user"))
+}
+
+fn topic_json(t: &TopicView) -> Value {
+    json!({
+        "name": t.name,
+        "config": {"retention.ms": t.retention_ms, "retention.bytes": t.retention_bytes},
+        "partitions": t.partitions.iter().map(|p| json!({
+            "partition": p.partition,
+            "log_start_offset": p.log_start_offset,
+            "high_watermark": p.high_watermark,
+            "last_stable_offset": p.last_stable_offset,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn group_json(g: &GroupSummary) -> Value {
+    json!({
+        "group_id": g.id,
+        "state": g.state,
+        "protocol_type": g.protocol_type,
+        "protocol": g.protocol,
+        "generation": g.generation,
+        "members": g.members.iter().map(|m| json!({
+            "member_id": m.id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+        })).collect::<Vec<_>>(),
+        "offsets": g.offsets.iter().map(|o| json!({
+            "topic": o.topic,
+            "partition": o.partition,
+            "committed_offset": o.committed_offset,
+            "high_watermark": o.high_watermark,
+            "lag": o.lag,
+        })).collect::<Vec<_>>(),
+        "total_lag": g.total_lag(),
+    })
+}
+
+/// Kafka's name of an ACL enum value: `TransactionalId` as `TRANSACTIONAL_ID`.
+fn kafka_name(value: impl std::fmt::Debug) -> String {
+    let mut out = String::new();
+    for (i, c) in format!("{value:?}").chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+fn acl_json(a: &Acl) -> Value {
+    json!({
+        "resource_type": kafka_name(a.resource.resource_type),
+        "pattern_type": kafka_name(a.resource.pattern_type),
+        "name": a.resource.name,
+        "principal": a.principal,
+        "host": a.host,
+        "operation": kafka_name(a.operation),
+        "permission": kafka_name(a.permission),
+    })
+}
+
+/// `GET /api/ferry/kafka/topics`.
+async fn topics(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Vec<Value>>> {
+    monitor(&principal)?;
+    let topics = api.kafka.topics().await.map_err(store_failed)?;
+    Ok(Json(topics.iter().map(topic_json).collect()))
+}
+
+/// `GET /api/ferry/kafka/topics/{topic}`.
+async fn topic(
+    State(api): State<Api>,
+    principal: Principal,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    monitor(&principal)?;
+    let topic = api.kafka.topic(&name).await.map_err(store_failed)?;
+    Ok(Json(topic_json(&topic.ok_or_else(ApiError::not_found)?)))
+}
+
+/// `GET /api/ferry/kafka/groups`.
+async fn groups(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Vec<Value>>> {
+    monitor(&principal)?;
+    let groups = api.kafka.groups().await.map_err(store_failed)?;
+    Ok(Json(groups.iter().map(group_json).collect()))
+}
+
+/// `GET /api/ferry/kafka/groups/{group}`.
+async fn group(
+    State(api): State<Api>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    monitor(&principal)?;
+    let group = api.kafka.group(&id).await.map_err(store_failed)?;
+    Ok(Json(group_json(&group.ok_or_else(ApiError::not_found)?)))
+}
+
+/// `GET /api/ferry/kafka/acls` (administrators only).
+async fn acls(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Vec<Value>>> {
+    administrator(&principal)?;
+    let acls = api.kafka.acls().await.map_err(store_failed)?;
+    Ok(Json(acls.acls.iter().map(acl_json).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::acls::model::{Operation, ResourceType};
+
+    #[test]
+    fn acl_values_have_kafka_names() {
+        assert_eq!(
+            kafka_name(ResourceType::TransactionalId),
+            "TRANSACTIONAL_ID"
+        );
+        assert_eq!(kafka_name(Operation::IdempotentWrite), "IDEMPOTENT_WRITE");
+        assert_eq!(kafka_name(Operation::Read), "READ");
+    }
+}

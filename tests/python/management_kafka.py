@@ -1,0 +1,58 @@
+"""The management API's Kafka endpoints read with urllib, as a script or dashboard would:
+a monitoring user and an administrator made through the API see topics and groups, a
+`management` user is refused, only the administrator sees the ACLs. Prints one JSON object
+with what each request answered; the Rust test checks it against what it produced and
+committed.
+
+Usage: management_kafka.py FERRY_HTTP TOPIC GROUP
+"""
+import base64
+import json
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+
+ferry_http, topic, group = sys.argv[1:4]
+
+
+def call(user, password, method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(ferry_http + path, data=data, method=method)
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    request.add_header("Authorization", "Basic " + token)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+for name, tags in (("kmon", "monitoring"), ("kmgmt", "management")):
+    status, _ = call("guest", "guest", "PUT", f"/api/users/{name}",
+                     {"password": "secret", "tags": tags})
+    assert status in (201, 204), (name, status)
+
+quoted_topic = urllib.parse.quote(topic, safe="")
+quoted_group = urllib.parse.quote(group, safe="")
+answers = {}
+for user in ("guest", "kmon", "kmgmt"):
+    password = "guest" if user == "guest" else "secret"
+    for what, path in (
+        ("topics", "/api/ferry/kafka/topics"),
+        ("topic", f"/api/ferry/kafka/topics/{quoted_topic}"),
+        ("groups", "/api/ferry/kafka/groups"),
+        ("group", f"/api/ferry/kafka/groups/{quoted_group}"),
+        ("acls", "/api/ferry/kafka/acls"),
+        ("missing_topic", "/api/ferry/kafka/topics/no-such-topic"),
+        ("missing_group", "/api/ferry/kafka/groups/no-such-group"),
+    ):
+        status, body = call(user, password, "GET", path)
+        if what == "topics" and status == 200:
+            body = [t for t in body if t["name"] == topic]
+        if what == "groups" and status == 200:
+            body = [g for g in body if g["group_id"] == group]
+        answers[f"{user} {what}"] = [status, body]
+print(json.dumps(answers))
