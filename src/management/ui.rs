@@ -59,6 +59,7 @@ const ASSETS: &[Asset] = &[
     asset!("js/pages/queue.js", JAVASCRIPT),
     asset!("js/pages/exchanges.js", JAVASCRIPT),
     asset!("js/pages/connections.js", JAVASCRIPT),
+    asset!("js/pages/kafka.js", JAVASCRIPT),
 ];
 
 /// The page's Content-Security-Policy: this origin only, no inline code, no framing.

@@ -6,5 +6,6 @@ import queues from './queues.js';
 import queue from './queue.js';
 import exchanges from './exchanges.js';
 import connections from './connections.js';
+import kafka from './kafka.js';
 
-export default [overview, queues, queue, exchanges, connections];
+export default [overview, queues, queue, exchanges, connections, kafka];
