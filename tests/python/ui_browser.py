@@ -5,10 +5,12 @@ session, does its steps with bounded waits, and always ends the session. On a fa
 saves a screenshot and names its path in the error.
 
     ui_browser.py --webdriver URL --ui URL --user U --password P --artifacts DIR check \
-        --queue NAME --depth N --payload TEXT --connection NAME
+        --queue NAME --depth N --payload TEXT --connection NAME \
+        --kafka-topic T --kafka-group G --kafka-produced N --kafka-lag L
         wrong password shows the API's reason; log in; the overview counts the queue; the
-        queue's row shows depth N; the queue page gets a message with TEXT; closing the
-        connection whose client named itself NAME from the Connections page
+        queue's row shows depth N; the queue page gets a message with TEXT; the Kafka page
+        shows topic T's partition 0 with offsets 0 to N and group G with total lag L;
+        closing the connection whose client named itself NAME from the Connections page
     ui_browser.py ... screenshots --queue NAME --out DIR
         a PNG of each main page (overview, queues, the queue with a message got, exchanges,
         connections) in DIR, for docs/ui/
@@ -41,6 +43,10 @@ def parse_args():
     check.add_argument("--depth", type=int, required=True)
     check.add_argument("--payload", required=True)
     check.add_argument("--connection", required=True)
+    check.add_argument("--kafka-topic", required=True)
+    check.add_argument("--kafka-group", required=True)
+    check.add_argument("--kafka-produced", type=int, required=True)
+    check.add_argument("--kafka-lag", type=int, required=True)
     shots = commands.add_parser("screenshots")
     shots.add_argument("--queue", required=True)
     shots.add_argument("--out", required=True)
@@ -146,6 +152,17 @@ def check(ui, args):
     ui.text_is("#queue-ready", f"{args.depth:,}")
     got = ui.get_message()
     assert got == args.payload, f"the queue page got {got!r}, expected {args.payload!r}"
+
+    ui.nav("kafka")
+    offsets = f"0: 0–{args.kafka_produced:,} (stable {args.kafka_produced:,})"
+    ui.until(
+        f"topic '{args.kafka_topic}' showing partition 0 as '{offsets}'",
+        lambda d: ui.row(args.kafka_topic).find_element(By.CSS_SELECTOR, ".partition[data-partition='0']").text.strip() == offsets,
+    )
+    ui.until(
+        f"group '{args.kafka_group}' showing total lag {args.kafka_lag}",
+        lambda d: ui.row(args.kafka_group).find_element(By.CSS_SELECTOR, ".total-lag").text.strip() == f"{args.kafka_lag:,}",
+    )
 
     ui.nav("connections")
 
