@@ -116,6 +116,7 @@ async fn kafka_topics_and_groups_show_offsets_and_lag_to_monitoring_users() {
         &[
             &python_script("management_kafka.py"),
             &ferry.management_uri(),
+            &ferry.kafka_bootstrap(),
             &topic,
             &group,
         ],
@@ -163,7 +164,16 @@ async fn kafka_topics_and_groups_show_offsets_and_lag_to_monitoring_users() {
         assert_eq!(answer(&format!("{user} missing_topic"))[0], 404);
         assert_eq!(answer(&format!("{user} missing_group"))[0], 404);
     }
-    assert_eq!(answer("guest acls"), json!([200, []]));
+    let acl = json!({
+        "resource_type": "TOPIC",
+        "pattern_type": "PREFIXED",
+        "name": format!("{topic}-acl"),
+        "principal": "User:alice",
+        "host": "*",
+        "operation": "READ",
+        "permission": "ALLOW",
+    });
+    assert_eq!(answer("guest acls"), json!([200, [acl]]));
     let not_administrator =
         json!([401, {"error": "not_authorised", "reason": "Not administrator user"}]);
     assert_eq!(answer("kmon acls"), not_administrator);

@@ -1,10 +1,11 @@
 """The management API's Kafka endpoints read with urllib, as a script or dashboard would:
 a monitoring user and an administrator made through the API see topics and groups, a
-`management` user is refused, only the administrator sees the ACLs. Prints one JSON object
-with what each request answered; the Rust test checks it against what it produced and
-committed.
+`management` user is refused, only the administrator sees the ACLs (one made first with
+kafka-python's admin client: User:alice may READ topics prefixed TOPIC-acl). Prints one
+JSON object with what each request answered; the Rust test checks it against what it
+produced and committed.
 
-Usage: management_kafka.py FERRY_HTTP TOPIC GROUP
+Usage: management_kafka.py FERRY_HTTP KAFKA_BOOTSTRAP TOPIC GROUP
 """
 import base64
 import json
@@ -13,7 +14,28 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-ferry_http, topic, group = sys.argv[1:4]
+from kafka.admin import (
+    ACL,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    KafkaAdminClient,
+    ResourcePattern,
+    ResourceType,
+)
+
+ferry_http, bootstrap, topic, group = sys.argv[1:5]
+
+admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="py-acls", request_timeout_ms=30000)
+created = admin.create_acls([ACL(
+    principal="User:alice",
+    host="*",
+    operation=ACLOperation.READ,
+    permission_type=ACLPermissionType.ALLOW,
+    resource_pattern=ResourcePattern(ResourceType.TOPIC, f"{topic}-acl", ACLResourcePatternType.PREFIXED),
+)])
+assert created["succeeded"] and not created["failed"], created
+admin.close()
 
 
 def call(user, password, method, path, body=None):
