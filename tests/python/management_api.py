@@ -49,16 +49,18 @@ queues = json.loads(rabbitmqadmin("list", "queues"))
 mq = next(q for q in queues if q["name"] == "mq")
 assert (mq["messages"], mq["messages_ready"], mq["messages_unacknowledged"]) == (3, 3, 0), mq
 assert mq["message_stats"]["publish"] == 3, mq
-# RabbitMQ fills a new queue's statistics in within its 5 s sampling interval.
+QUEUE_KEYS = ["name", "vhost", "durable", "auto_delete", "exclusive", "arguments", "type",
+              "state", "consumers", "messages", "messages_ready", "messages_unacknowledged",
+              "messages_details", "message_stats"]
+# RabbitMQ fills a new queue's statistics (and its state) in over its 5 s sampling
+# interval, later on a busy node: wait until every compared key is there.
 for _ in range(30):
     rabbit_q = requests.get(f"{rabbit_http}/api/queues/%2F/mq-compare", auth=AUTH).json()
-    if "message_stats" in rabbit_q and "messages" in rabbit_q:
+    if all(k in rabbit_q for k in QUEUE_KEYS):
         break
     time.sleep(1)
 ferry_q = requests.get(f"{ferry_http}/api/queues/%2F/mq", auth=AUTH).json()
-same_keys("queue", ferry_q, rabbit_q, ["name", "vhost", "durable", "auto_delete", "exclusive",
-          "arguments", "type", "state", "consumers", "messages", "messages_ready",
-          "messages_unacknowledged", "messages_details", "message_stats"])
+same_keys("queue", ferry_q, rabbit_q, QUEUE_KEYS)
 same_keys("queue.message_stats", ferry_q["message_stats"], rabbit_q["message_stats"],
           ["publish", "publish_details"])
 for path in ["/api/overview", "/api/whoami", "/api/vhosts", "/api/exchanges", "/api/bindings/%2F"]:
