@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes the web UI's screenshots (one PNG per main page) with the driver of the browser
 # test (tests/daemon/ui.rs): a `ferry run` on free loopback ports over a throwaway store,
-# queues and a little traffic from pika, Debian's chromedriver, and the `screenshots`
+# queues and a little traffic from pika and kafka-python, Debian's chromedriver, and the `screenshots`
 # command of tests/python/ui_browser.py.
 #
 #   scripts/ui-screenshots.sh [OUT_DIR]      (default: docs/ui)
@@ -90,6 +90,26 @@ while time.monotonic() < deadline:
     connection.sleep(0.05)
 EOF
 spawn python3 "$work/traffic.py" "amqp://guest:guest@127.0.0.1:$amqp/%2f"
+
+# Kafka traffic for the Kafka page: 'payments' produced, the group 'billing' consuming and
+# committing part of it (so it shows a lag).
+cat >"$work/kafka_traffic.py" <<'EOF'
+import sys
+from kafka import KafkaConsumer, KafkaProducer
+
+producer = KafkaProducer(bootstrap_servers=sys.argv[1])
+for n in range(120):
+    producer.send("payments", key=str(n % 7).encode(), value=f'{{"payment": {n}}}'.encode())
+producer.flush(timeout=30)
+consumer = KafkaConsumer("payments", bootstrap_servers=sys.argv[1], group_id="billing",
+                         auto_offset_reset="earliest", enable_auto_commit=False,
+                         max_poll_records=80, consumer_timeout_ms=20000)
+consumer.poll(timeout_ms=10000, max_records=80)
+consumer.commit()
+consumer.close()
+EOF
+timeout 120 python3 "$work/kafka_traffic.py" "127.0.0.1:$kafka" >>"$work/log" 2>&1 ||
+  { cat "$work/log" >&2; die "the Kafka traffic failed"; }
 
 driver_port=$(free_port)
 spawn chromedriver --port="$driver_port"

@@ -209,6 +209,9 @@ def screenshots(ui, args):
     ui.nav("connections")
     ui.visible("#view table")
     ui.shot(os.path.join(args.out, "connections.png"))
+    ui.nav("kafka")
+    ui.visible("#view table")
+    ui.shot(os.path.join(args.out, "kafka.png"))
 
 
 def main():
