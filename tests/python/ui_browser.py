@@ -22,6 +22,7 @@ import sys
 import time
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -74,7 +75,9 @@ class Ui:
     def __init__(self, driver, url):
         self.driver = driver
         self.url = url.rstrip("/")
-        self.wait = WebDriverWait(driver, WAIT_S)
+        # A page re-renders its table on every refresh: a row read as it is replaced is
+        # stale, which means "look again", not a failure.
+        self.wait = WebDriverWait(driver, WAIT_S, ignored_exceptions=[StaleElementReferenceException])
 
     def until(self, what, condition):
         try:
