@@ -5,7 +5,7 @@ use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::queues::{changeable_vhost, visible_vhost, visible_vhosts};
 use super::reply::Flags;
-use super::reply::Json;
+use super::reply::{Json, put_status};
 use super::{Api, tables};
 use crate::amqp::topology::{Exchange, ExchangeKind, VHost};
 use axum::Router;
@@ -145,11 +145,7 @@ async fn declare(
     };
     let existed = vhost.topology().exchanges.contains_key(&wanted.name);
     vhost.declare_exchange(wanted, &permissions).await?;
-    Ok(if existed {
-        StatusCode::NO_CONTENT
-    } else {
-        StatusCode::CREATED
-    })
+    Ok(put_status(existed))
 }
 
 /// `DELETE /api/exchanges/{vhost}/{name}` with `if-unused`.

@@ -13,7 +13,7 @@ use super::administrator::{administrator, store_failed};
 use super::body::Body;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
-use super::reply::Json;
+use super::reply::{Json, put_status};
 use crate::auth::store::{Scope, UserStoreError};
 use crate::management::definitions::model::{PermissionDefinition, TopicPermissionDefinition};
 use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
@@ -189,11 +189,7 @@ async fn put(
         })
         .await
         .map_err(set_failed)?;
-    Ok(if existed {
-        StatusCode::NO_CONTENT
-    } else {
-        StatusCode::CREATED
-    })
+    Ok(put_status(existed))
 }
 
 /// `DELETE /api/permissions/{vhost}/{user}`.

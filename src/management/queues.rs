@@ -11,7 +11,7 @@ use super::body::Body;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::reply::Flags;
-use super::reply::Json;
+use super::reply::{Json, put_status};
 use super::{Api, tables};
 use crate::amqp::admin::NO_CONNECTION;
 use crate::amqp::authorize::Authorize;
@@ -292,11 +292,7 @@ async fn declare(
     vhost
         .declare_queue(&name, spec, false, NO_CONNECTION, &permissions)
         .await?;
-    Ok(if existed {
-        StatusCode::NO_CONTENT
-    } else {
-        StatusCode::CREATED
-    })
+    Ok(put_status(existed))
 }
 
 /// `DELETE /api/queues/{vhost}/{name}` with `if-empty` and `if-unused`.

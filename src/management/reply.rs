@@ -45,6 +45,16 @@ impl Flags {
     }
 }
 
+/// The status of a `PUT`, as RabbitMQ answers it: 201 when it created the object, 204 when
+/// the object was there already.
+pub fn put_status(existed: bool) -> StatusCode {
+    if existed {
+        StatusCode::NO_CONTENT
+    } else {
+        StatusCode::CREATED
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

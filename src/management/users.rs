@@ -24,7 +24,7 @@ use super::administrator::{administrator, store_failed};
 use super::body::Body;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
-use super::reply::Json;
+use super::reply::{Json, put_status};
 use crate::auth::User;
 use crate::management::definitions::import::HASHING_ALGORITHM;
 use crate::management::definitions::model::Tags;
@@ -224,11 +224,7 @@ async fn put(
         })
         .await
         .map_err(store_failed)?;
-    Ok(if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::NO_CONTENT
-    })
+    Ok(put_status(!created))
 }
 
 /// `DELETE /api/users/{name}`: the user with its permissions and topic permissions.
