@@ -58,8 +58,19 @@ spawn env FERRY__AMQP__LISTEN="127.0.0.1:$amqp" FERRY__KAFKA__LISTEN="127.0.0.1:
   FERRY__STORE__PATH="$work/data" "$ferry" run --config config/ferry.toml
 wait_for "Ferry's start" curl -sf "http://127.0.0.1:$metrics/healthz"
 
+# Two routes for the Routes pages, added at runtime: 'audit-to-kafka' copies exchange
+# 'events' to the Kafka topic 'audit'; 'billing-ledger' carries exchange 'billing' to
+# exchange 'ledger', where no queue takes its messages, so they are dead-lettered.
+route() {
+  curl -sf -u guest:guest -X PUT -H 'content-type: application/json' -d "$2" \
+    "http://127.0.0.1:$management/api/ferry/routes/$1" >/dev/null || die "cannot add route $1"
+}
+route audit-to-kafka '{"from": {"amqp_exchange": "events"}, "to": [{"kafka_topic": "audit"}], "retry_max_ms": 500}'
+route billing-ledger '{"from": {"amqp_exchange": "billing"}, "to": [{"amqp_exchange": "ledger"}], "max_attempts": 1, "retry_max_ms": 500}'
+
 # Traffic for the pages: 'orders' published and consumed with acks (the rate charts),
-# 'invoices' filling up (depths), an idle second connection; bounded to 5 minutes.
+# 'invoices' filling up (depths), an idle second connection, three invoices for the
+# billing route's dead letters; bounded to 5 minutes.
 cat >"$work/traffic.py" <<'EOF'
 import sys, time
 import pika
@@ -76,6 +87,11 @@ for queue in ("orders", "invoices", "audit-log"):
     channel.queue_declare(queue, durable=True)
 channel.exchange_declare("events", "topic", durable=True)
 channel.queue_bind("audit-log", "events", "#")
+channel.exchange_declare("billing", "direct", durable=True)
+channel.exchange_declare("ledger", "direct", durable=True)
+connection.sleep(3)  # the routes bind their queues to the exchanges
+for n in range(3):
+    channel.basic_publish("billing", "invoice", f'{{"invoice": {n}, "ledger": "eu-1"}}'.encode())
 for n in range(42):
     channel.basic_publish("", "invoices", f'{{"invoice": {n}, "amount": {n * 7 % 100}.50}}'.encode())
 channel.basic_qos(prefetch_count=5)
@@ -119,5 +135,5 @@ wait_for "chromedriver's readiness" curl -sf "http://127.0.0.1:$driver_port/stat
 artifacts="${TMPDIR:-/tmp}/ferry-ui-screenshots-$$"
 python3 tests/python/ui_browser.py --webdriver "http://127.0.0.1:$driver_port" \
   --ui "http://127.0.0.1:$management/" --user guest --password guest --artifacts "$artifacts" \
-  screenshots --queue invoices --out "$out" || { cat "$work/log" >&2; exit 1; }
+  screenshots --queue invoices --route billing-ledger --out "$out" || { cat "$work/log" >&2; exit 1; }
 echo "ui-screenshots.sh: wrote $(ls "$out"/*.png | tr '\n' ' ')"

@@ -7,7 +7,8 @@
 //!   store transaction, with each queue's rules (message TTL, priorities, length limits),
 //!   exactly as a publish stores them. A message goes to all of its queues or to none.
 //! - [`AmqpPort::bind_queue`]: declares a durable queue bound to an exchange, for a reader
-//!   that leases its messages from the queue's stage.
+//!   that leases its messages from the queue's stage; [`AmqpPort::delete_queue`] removes
+//!   it when its reader is gone for good.
 //!
 //! Messages cross the port as [`AmqpMessage`]s, the front's model of a message, and
 //! [`AmqpMessage::to_stage_body`] / [`AmqpMessage::from_stage_body`] give the stage body
@@ -270,6 +271,18 @@ impl AmqpPort {
             stage: declared.stage.clone(),
             deleted: declared.deleted.clone(),
         })
+    }
+
+    /// Deletes queue `queue` of `vhost` with its messages and bindings (nothing when
+    /// either is missing); returns how many ready messages it held.
+    ///
+    /// # Errors
+    /// The front's error, as a sentence: the store's failure.
+    pub async fn delete_queue(&self, vhost: &str, queue: &str) -> Result<u32, AmqpError> {
+        match self.vhost(vhost) {
+            Ok(host) => host.delete_queue(queue, false, false, 0).await,
+            Err(_) => Ok(0),
+        }
     }
 }
 

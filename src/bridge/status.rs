@@ -1,5 +1,5 @@
-//! The connection state of every external source and sink, for `/readyz` detail and the
-//! `ferry_bridge_connection_up` gauge. A broker that is down does not make Ferry unready
+//! The connection state of every external source and sink, for `/readyz` detail, the
+//! management API's routes and the `ferry_bridge_connection_up` gauge. A broker that is down does not make Ferry unready
 //! (its fronts and other routes still serve); `/readyz` names it and why.
 
 use crate::telemetry::bridge as metric;
@@ -30,6 +30,12 @@ impl Status {
         metrics::gauge!(metric::CONNECTION_UP, metric::LABEL_ENDPOINT => endpoint.to_owned())
             .set(value);
         self.states.lock().insert(endpoint.to_owned(), state);
+    }
+
+    /// The state of `endpoint`: `Ok` when connected, the reason when not, `None` when it
+    /// has not been tried on this instance.
+    pub fn get(&self, endpoint: &str) -> Option<Result<(), String>> {
+        self.states.lock().get(endpoint).cloned()
     }
 
     /// One line per endpoint: `sink:kafka-out: up` or `source:rabbit-in: down: why`.

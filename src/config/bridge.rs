@@ -12,7 +12,7 @@ use super::ConfigError;
 use super::checks::{at_least, between};
 use super::remote::{AmqpTlsConfig, KafkaSecurityConfig};
 use super::secret::{AmqpUri, KafkaProperties};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Default for `sources.NAME.prefetch`.
@@ -125,25 +125,32 @@ pub enum SinkConfig {
 }
 
 /// One end of a route as written in the file. Exactly one of `source`, `sink`,
-/// `amqp_exchange` and `kafka_topic` is set.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// `amqp_exchange` and `kafka_topic` is set. Written back (the management API's routes)
+/// with only the keys that are set.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointConfig {
     /// A `[sources.NAME]` (in `from`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// A `[sinks.NAME]` (in `to`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sink: Option<String>,
     /// An exchange on Ferry's AMQP front.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub amqp_exchange: Option<String>,
     /// The AMQP front's vhost of `amqp_exchange`.
-    #[serde(default = "default_vhost")]
+    #[serde(default = "default_vhost", skip_serializing_if = "is_default_vhost")]
     pub vhost: String,
     /// In `from`: the binding key that selects the exchange's messages (default `#`, for
     /// a topic exchange everything; for a direct exchange, the exact key).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub binding_key: Option<String>,
     /// In `to`: the routing key to publish with; absent keeps each message's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub routing_key: Option<String>,
     /// A topic on Ferry's Kafka front.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kafka_topic: Option<String>,
 }
 
@@ -184,7 +191,7 @@ pub enum Endpoint {
 }
 
 /// What a Kafka record's key is made from when an AMQP message goes to Kafka.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KeySource {
     /// The routing key (default): records of one routing key share a partition.
@@ -196,8 +203,9 @@ pub enum KeySource {
     None,
 }
 
-/// `[[routes]]`: one source to one or more destinations.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// `[[routes]]`: one source to one or more destinations. The same table, as JSON, defines
+/// a route at runtime (`PUT /api/ferry/routes/NAME`, kept in the store).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteConfig {
     /// Unique name; it names the route's stages (`bridge.NAME.INDEX`) and metrics.
@@ -238,6 +246,9 @@ fn default_partitioner() -> String {
 fn default_vhost() -> String {
     "/".to_owned()
 }
+fn is_default_vhost(vhost: &str) -> bool {
+    vhost == "/"
+}
 fn default_max_attempts() -> u32 {
     DEFAULT_MAX_ATTEMPTS
 }
@@ -271,25 +282,49 @@ pub fn validate(
     let mut seen = std::collections::BTreeSet::new();
     for (i, route) in routes.iter().enumerate() {
         let at = format!("routes[{i}]");
-        name_rule(&format!("{at}.name"), &route.name)?;
         if !seen.insert(route.name.as_str()) {
             return Err(ConfigError::invalid(
                 format!("{at}.name"),
                 format!("'{}' names another route too", route.name),
             ));
         }
-        route.from_endpoint(&at, sources)?;
-        route.destinations(&at, sinks)?;
-        at_least(&format!("{at}.max_attempts"), route.max_attempts, 1)?;
-        at_least(&format!("{at}.retry_initial_ms"), route.retry_initial_ms, 1)?;
-        at_least(
-            &format!("{at}.retry_max_ms"),
-            route.retry_max_ms,
-            route.retry_initial_ms,
-        )?;
-        between(&format!("{at}.batch"), route.batch, 1, MAX_BATCH)?;
+        validate_route(&at, route, sources, sinks)?;
     }
     Ok(())
+}
+
+/// Checks one route against the sources and sinks it may name; `at` is the route's key
+/// path (`routes[2]`), empty for a route given on its own (the management API's), whose
+/// keys are then its fields (`to[0]`).
+///
+/// # Errors
+/// The first bad key, e.g. `routes[2].to[0]: unknown sink 'kafak-out'`.
+pub fn validate_route(
+    at: &str,
+    route: &RouteConfig,
+    sources: &BTreeMap<String, SourceConfig>,
+    sinks: &BTreeMap<String, SinkConfig>,
+) -> Result<(), ConfigError> {
+    name_rule(&key(at, "name"), &route.name)?;
+    route.from_endpoint(at, sources)?;
+    route.destinations(at, sinks)?;
+    at_least(&key(at, "max_attempts"), route.max_attempts, 1)?;
+    at_least(&key(at, "retry_initial_ms"), route.retry_initial_ms, 1)?;
+    at_least(
+        &key(at, "retry_max_ms"),
+        route.retry_max_ms,
+        route.retry_initial_ms,
+    )?;
+    between(&key(at, "batch"), route.batch, 1, MAX_BATCH)
+}
+
+/// `field` under key path `at` (`routes[2].to`), or `field` alone when `at` is empty.
+fn key(at: &str, field: &str) -> String {
+    if at.is_empty() {
+        field.to_owned()
+    } else {
+        format!("{at}.{field}")
+    }
 }
 
 fn validate_source(name: &str, source: &SourceConfig) -> Result<(), ConfigError> {
@@ -363,7 +398,7 @@ impl RouteConfig {
         at: &str,
         sources: &BTreeMap<String, SourceConfig>,
     ) -> Result<Endpoint, ConfigError> {
-        let at = format!("{at}.from");
+        let at = key(at, "from");
         let e = &self.from;
         if e.sink.is_some() {
             return Err(ConfigError::invalid(
@@ -403,13 +438,13 @@ impl RouteConfig {
     ) -> Result<Vec<Endpoint>, ConfigError> {
         if self.to.is_empty() {
             return Err(ConfigError::invalid(
-                format!("{at}.to"),
+                key(at, "to"),
                 "must name at least one destination",
             ));
         }
         let mut out = Vec::with_capacity(self.to.len());
         for (i, e) in self.to.iter().enumerate() {
-            let at = format!("{at}.to[{i}]");
+            let at = key(at, &format!("to[{i}]"));
             if e.source.is_some() {
                 return Err(ConfigError::invalid(
                     format!("{at}.source"),

@@ -300,6 +300,12 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
                 .map(|addr| (protocol.to_owned(), addr)),
         );
     }
+    let fronts = crate::bridge::Fronts {
+        amqp: Some(amqp.port()),
+        kafka: Some(kafka_port),
+    };
+    let bridge_status = crate::bridge::status::Status::default();
+    let route_states = crate::bridge::States::default();
     let management_api = crate::management::Api::new(crate::management::Shared {
         users: users.clone(),
         amqp: amqp.admin(),
@@ -313,22 +319,25 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             .as_ref()
             .is_some_and(|l| l.tls.is_some()),
         rates: Default::default(),
+        routes: crate::bridge::admin::RouteAdmin::new(
+            config.clone(),
+            stages.clone(),
+            route_states.clone(),
+            bridge_status.clone(),
+            fronts.clone(),
+        ),
     });
-    let fronts = crate::bridge::Fronts {
-        amqp: Some(amqp.port()),
-        kafka: Some(kafka_port),
-    };
     let token = shutdown.clone();
     loops.spawn("amqp front", async move {
         amqp.run(amqp_listeners, token).await;
         Ok(())
     });
-    let bridge_status = crate::bridge::status::Status::default();
     let bridge = crate::bridge::Setup {
         config: config.clone(),
         stages: stages.clone(),
         fronts,
         status: bridge_status.clone(),
+        states: route_states,
     };
     let (token, failed) = (shutdown.clone(), shutdown.clone());
     loops.spawn("bridge", async move {

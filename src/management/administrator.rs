@@ -1,5 +1,6 @@
-//! What the administrators' endpoints (users, permissions, definitions) share: the
-//! refusal of anyone else, in RabbitMQ's words, and store failures as a 500.
+//! What the administrators' endpoints (users, permissions, definitions) and the
+//! monitoring ones (Kafka, routes) share: the refusal of anyone else, in RabbitMQ's words,
+//! and store failures as a 500.
 
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
@@ -13,6 +14,18 @@ pub fn administrator(principal: &Principal) -> ApiResult<()> {
         return Ok(());
     }
     Err(ApiError::not_authorised("Not administrator user"))
+}
+
+/// Refuses a user who is neither `monitoring` nor `administrator`, as RabbitMQ refuses
+/// its monitoring-only endpoints.
+///
+/// # Errors
+/// 401 "Not monitor user".
+pub fn monitor(principal: &Principal) -> ApiResult<()> {
+    if principal.access.is_monitoring() {
+        return Ok(());
+    }
+    Err(ApiError::not_authorised("Not monitor user"))
 }
 
 /// A store failure as a 500 (its text names no secret).

@@ -10,6 +10,19 @@
 use super::error::{ApiError, ApiResult};
 use serde_json::{Map, Value};
 
+/// `bytes` as a JSON object, for a body read whole (e.g. into a typed definition).
+///
+/// # Errors
+/// 400 when it is not JSON or not an object.
+pub fn object(bytes: &[u8]) -> ApiResult<Map<String, Value>> {
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
+    match value {
+        Value::Object(fields) => Ok(fields),
+        _ => Err(ApiError::bad_request("the body must be a JSON object")),
+    }
+}
+
 /// A request body being read.
 #[derive(Debug)]
 pub struct Body {
@@ -26,11 +39,7 @@ impl Body {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Self { fields: Map::new() });
         }
-        let value: Value = serde_json::from_slice(bytes)
-            .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
-        let Value::Object(fields) = value else {
-            return Err(ApiError::bad_request("the body must be a JSON object"));
-        };
+        let fields = object(bytes)?;
         if let Some(unknown) = fields.keys().find(|k| !accepted.contains(&k.as_str())) {
             return Err(ApiError::bad_request(format!(
                 "unknown field '{unknown}' (this request takes {})",

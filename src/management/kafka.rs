@@ -5,7 +5,7 @@
 //! monitor user"); the ACLs, which say who may do what, for administrators only.
 
 use super::Api;
-use super::administrator::{administrator, store_failed};
+use super::administrator::{administrator, monitor, store_failed};
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::reply::Json;
@@ -24,15 +24,6 @@ pub fn routes() -> Router<Api> {
         .route("/api/ferry/kafka/groups", get(groups))
         .route("/api/ferry/kafka/groups/{group}", get(group))
         .route("/api/ferry/kafka/acls", get(acls))
-}
-
-/// Refuses a user who is neither `monitoring` nor `administrator`, as RabbitMQ refuses
-/// its monitoring-only endpoints.
-fn monitor(principal: &Principal) -> ApiResult<()> {
-    if principal.access.is_monitoring() {
-        return Ok(());
-    }
-    Err(ApiError::not_authorised("Not monitor user"))
 }
 
 fn topic_json(t: &TopicView) -> Value {

@@ -111,8 +111,32 @@ async fn get(
 
 /// One fetched message as RabbitMQ's API shows it.
 fn got_json(m: &GotMessage, base64_only: bool, truncate: u64) -> Value {
+    let mut fields = message_json(
+        &m.exchange,
+        &m.routing_key,
+        &m.properties,
+        &m.body,
+        base64_only,
+        truncate,
+    );
+    fields.insert("redelivered".to_owned(), m.redelivered.into());
+    fields.insert("message_count".to_owned(), m.message_count.into());
+    Value::Object(fields)
+}
+
+/// A message's own fields as RabbitMQ's get shows them: `exchange`, `routing_key`,
+/// `properties`, `payload` (text when it is UTF-8 and `base64_only` is off, else base64;
+/// its first `truncate` bytes), `payload_encoding` and `payload_bytes`.
+pub fn message_json(
+    exchange: &str,
+    routing_key: &str,
+    properties: &BasicProperties,
+    body: &[u8],
+    base64_only: bool,
+    truncate: u64,
+) -> Map<String, Value> {
     let limit = usize::try_from(truncate).unwrap_or(usize::MAX);
-    let shown = &m.body[..m.body.len().min(limit)];
+    let shown = &body[..body.len().min(limit)];
     let (payload, encoding) = match (base64_only, std::str::from_utf8(shown)) {
         (false, Ok(text)) => (text.to_owned(), "string"),
         _ => (
@@ -120,16 +144,14 @@ fn got_json(m: &GotMessage, base64_only: bool, truncate: u64) -> Value {
             "base64",
         ),
     };
-    json!({
-        "payload_bytes": m.body.len(),
-        "redelivered": m.redelivered,
-        "exchange": m.exchange,
-        "routing_key": m.routing_key,
-        "message_count": m.message_count,
-        "properties": properties_json(&m.properties),
-        "payload": payload,
-        "payload_encoding": encoding,
-    })
+    Map::from_iter([
+        ("payload_bytes".to_owned(), body.len().into()),
+        ("exchange".to_owned(), exchange.into()),
+        ("routing_key".to_owned(), routing_key.into()),
+        ("properties".to_owned(), properties_json(properties)),
+        ("payload".to_owned(), payload.into()),
+        ("payload_encoding".to_owned(), encoding.into()),
+    ])
 }
 
 /// Properties as RabbitMQ's API shows them (`[]` when there are none).

@@ -15,9 +15,9 @@
 //! [`body`] (request bodies), [`tables`] (AMQP tables as JSON), [`error`] (refusals),
 //! [`reply`] (JSON answers, query flags). [`ui`] is the web UI, served at `/` without a
 //! login of its own (the page logs in to the API).
-//! [`kafka`] is Ferry's own: the Kafka front's topics, groups with lag, and ACLs (through
-//! [`KafkaAdmin`]). A later family (routes) is one more module and one more `.merge()` in
-//! [`router`].
+//! [`kafka`] and [`routes`] are Ferry's own: the Kafka front's topics, groups with lag, and
+//! ACLs (through [`KafkaAdmin`]); the bridge's routes with their stages, dead letters and
+//! runtime changes (through [`RouteAdmin`]).
 
 pub mod access;
 pub mod administrator;
@@ -36,6 +36,7 @@ pub mod permissions;
 pub mod queues;
 pub mod rates;
 pub mod reply;
+pub mod routes;
 pub mod tables;
 pub mod ui;
 pub mod users;
@@ -43,6 +44,7 @@ pub mod vhosts;
 
 use crate::amqp::admin::AmqpAdmin;
 use crate::auth::Authenticator;
+use crate::bridge::admin::RouteAdmin;
 use crate::kafka::admin::KafkaAdmin;
 use axum::Router;
 use error::ApiError;
@@ -84,6 +86,8 @@ pub struct Shared {
     pub https: bool,
     /// Message rates.
     pub rates: Rates,
+    /// The bridge's routes.
+    pub routes: RouteAdmin,
 }
 
 impl Api {
@@ -129,6 +133,7 @@ pub fn router(api: Api) -> Router {
         .merge(permissions::routes())
         .merge(definitions::routes())
         .merge(kafka::routes())
+        .merge(routes::routes())
         .merge(ui::router())
         .fallback(|| async { ApiError::not_found() })
         .with_state(api)

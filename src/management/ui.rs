@@ -60,6 +60,8 @@ const ASSETS: &[Asset] = &[
     asset!("js/pages/exchanges.js", JAVASCRIPT),
     asset!("js/pages/connections.js", JAVASCRIPT),
     asset!("js/pages/kafka.js", JAVASCRIPT),
+    asset!("js/pages/routes.js", JAVASCRIPT),
+    asset!("js/pages/route.js", JAVASCRIPT),
 ];
 
 /// The page's Content-Security-Policy: this origin only, no inline code, no framing.

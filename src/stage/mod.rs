@@ -605,6 +605,24 @@ impl Stage {
         Ok(outcome)
     }
 
+    /// Up to `limit` ready messages from the head, in delivery order, with their bodies,
+    /// left where they are (snapshot reads: a look conflicts with no consumer or producer).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn peek(&self, limit: usize) -> Result<Vec<Delivery>, StageError> {
+        let tx = self.db.begin()?;
+        let (b, e) = self.keys.ready_range();
+        let head = tx
+            .get_range(&RangeOption::new(b, e).limit(limit.max(1)), true)
+            .await?;
+        let entries = head
+            .iter()
+            .map(|kv| Ok((self.message_of(&kv.key)?, Envelope::decode(&kv.value)?)))
+            .collect::<Result<Vec<_>, StageError>>()?;
+        self.with_bodies(&tx, entries).await
+    }
+
     /// Removes every ready message (leased ones stay); returns how many were removed.
     ///
     /// # Errors

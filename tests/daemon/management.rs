@@ -3,7 +3,9 @@
 //! answer's shape compared with the node's (tests/python/management_api.py); and tags and
 //! permissions answering each request as the node does (tests/python/management_tags.py);
 //! Ferry's own Kafka endpoints read with Python after rdkafka produced, consumed and
-//! committed (tests/python/management_kafka.py).
+//! committed (tests/python/management_kafka.py); Ferry's routes added, paused, resumed and
+//! removed at runtime, their dead letters listed, replayed and purged, with urllib and pika,
+//! across a kill -9 (tests/python/management_routes.py).
 
 use crate::common::clients::{python_script, run};
 use crate::common::daemon::Setup;
@@ -189,4 +191,39 @@ async fn kafka_topics_and_groups_show_offsets_and_lag_to_monitoring_users() {
     ] {
         assert_eq!(answer(&format!("kmgmt {what}")), not_monitor, "{what}");
     }
+}
+
+/// The config file's route of the routes test: it shows beside the runtime ones and the
+/// API refuses to change it.
+const CONFIG_ROUTE: &str = r#"
+[[routes]]
+name = "from-config"
+from = { amqp_exchange = "cfg-in" }
+to = [{ kafka_topic = "cfg-out" }]
+"#;
+
+#[test]
+fn routes_are_added_paused_resumed_and_removed_and_dead_letters_replayed_at_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ferry = Setup::shipped_with(dir.path(), CONFIG_ROUTE).start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let script = python_script("management_routes.py");
+    let (http, amqp) = (ferry.management_uri(), ferry.amqp_uri());
+    let phase = |phase: &str| {
+        let output = runtime.block_on(run(
+            "python3",
+            &[&script, &http, &amqp, "from-config", phase],
+            b"",
+        ));
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout).trim(),
+            "OK",
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    phase("run");
+    // A route added at runtime, its pause and its dead letters live in the store.
+    ferry.kill_and_restart();
+    phase("after-restart");
 }

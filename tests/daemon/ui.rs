@@ -1,16 +1,18 @@
 //! The management web UI in a real browser: headless Chromium (Debian's chromium and
 //! chromedriver), driven by selenium from `tests/python/ui_browser.py`, against a `ferry
 //! run` this test starts, with lapin as the AMQP client whose queue and connection the UI
-//! shows and closes, and rdkafka as the Kafka client whose topic and group lag it shows.
+//! shows and closes, rdkafka as the Kafka client whose topic and group lag it shows, and a
+//! route whose dead letter the UI replays and lapin then receives.
 
 use crate::common::amqp::{WAIT, declare, publish_confirmed, reply_code, reply_text};
 use crate::common::browser::Chromedriver;
 use crate::common::clients::{self, python_script};
-use crate::common::daemon::Setup;
+use crate::common::daemon::{Daemon, Setup};
 use crate::common::kafka::{PATIENCE, consumer, producer};
 use futures::StreamExt;
+use lapin::options::{BasicGetOptions, ExchangeDeclareOptions, QueueBindOptions};
 use lapin::types::FieldTable;
-use lapin::{Connection, ConnectionProperties, Event};
+use lapin::{Channel, Connection, ConnectionProperties, Event, ExchangeKind};
 use rdkafka::Message;
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::producer::FutureRecord;
@@ -57,6 +59,64 @@ async fn commit_part_of_a_topic(bootstrap: &str) {
     }
 }
 
+/// A route between two exchanges of the AMQP front that refuses a message once (no queue is
+/// bound to its destination at first), so the message is dead-lettered.
+const ROUTE: &str = "ui-route";
+const ROUTE_CONFIG: &str = r#"
+[[routes]]
+name = "ui-route"
+from = { amqp_exchange = "ui-in" }
+to = [{ amqp_exchange = "ui-out" }]
+max_attempts = 1
+retry_initial_ms = 20
+retry_max_ms = 200
+"#;
+/// The dead-lettered message, and the queue bound to the route's destination before the
+/// UI replays it.
+const DEAD_LETTER: &str = "dead letter 1";
+const DELIVERED_QUEUE: &str = "ui-delivered";
+
+/// Makes the route's dead letter: declares its exchanges, waits until the route reads its
+/// source, publishes one message no queue takes at the destination, waits until it is
+/// dead-lettered, then binds [`DELIVERED_QUEUE`] so a replay delivers it.
+async fn dead_letter_a_routed_message(daemon: &Daemon, ch: &Channel) {
+    // The route binds its queue to ui-in with `#`: everything, on a topic exchange.
+    for (exchange, kind) in [
+        ("ui-in", ExchangeKind::Topic),
+        ("ui-out", ExchangeKind::Direct),
+    ] {
+        ch.exchange_declare(
+            exchange.into(),
+            kind,
+            ExchangeDeclareOptions {
+                durable: true,
+                ..ExchangeDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    }
+    daemon.wait_for("the route reading ui-in", WAIT, |d| {
+        d.readyz().lines().any(|l| l == "amqp_exchange:/ui-in: up")
+    });
+    publish_confirmed(ch, "ui-in", "k", &[DEAD_LETTER]).await;
+    let route = format!("route=\"{ROUTE}\"");
+    daemon.wait_for("the routed message dead-lettered", WAIT, |d| {
+        d.metric("ferry_bridge_dead_letters_total", &[&route]) == 1.0
+    });
+    declare(ch, DELIVERED_QUEUE, FieldTable::default()).await;
+    ch.queue_bind(
+        DELIVERED_QUEUE.into(),
+        "ui-out".into(),
+        "k".into(),
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+}
+
 /// Where a failed run leaves the browser's screenshot: outside the test's temporary
 /// directory, which is deleted when the test ends.
 fn artifacts() -> PathBuf {
@@ -64,9 +124,9 @@ fn artifacts() -> PathBuf {
 }
 
 #[test]
-fn log_in_see_a_queue_get_a_message_see_kafka_lag_and_close_a_connection() {
+fn log_in_see_a_queue_get_a_message_see_kafka_lag_replay_a_dead_letter_and_close_a_connection() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Setup::shipped(dir.path()).start();
+    let daemon = Setup::shipped_with(dir.path(), ROUTE_CONFIG).start();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     // The channel stays open until the UI closes the connection: lapin reports the 320
     // as the connection's error only while it is not closing anything itself.
@@ -79,6 +139,7 @@ fn log_in_see_a_queue_get_a_message_see_kafka_lag_and_close_a_connection() {
         let ch = conn.create_channel().await.unwrap();
         declare(&ch, "ui-orders", FieldTable::default()).await;
         publish_confirmed(&ch, "", "ui-orders", &["order 1", "order 2", "order 3"]).await;
+        dead_letter_a_routed_message(&daemon, &ch).await;
         (conn, ch)
     });
     let mut events = conn.events_listener();
@@ -117,6 +178,10 @@ fn log_in_see_a_queue_get_a_message_see_kafka_lag_and_close_a_connection() {
         &PRODUCED.to_string(),
         "--kafka-lag",
         &(PRODUCED - COMMITTED).to_string(),
+        "--route",
+        ROUTE,
+        "--dead-letter",
+        DEAD_LETTER,
     ];
     // The script saves a screenshot on failure and names it in its error, which `run`
     // puts in the panic message.
@@ -124,6 +189,18 @@ fn log_in_see_a_queue_get_a_message_see_kafka_lag_and_close_a_connection() {
     drop(browser);
     let said = String::from_utf8_lossy(&output.stdout);
     assert!(said.starts_with("closed "), "{said}");
+    // The replayed dead letter reached the queue bound to the route's destination.
+    let delivered = runtime.block_on(async {
+        let conn = Connection::connect(&daemon.amqp_uri(), ConnectionProperties::default())
+            .await
+            .unwrap();
+        let ch = conn.create_channel().await.unwrap();
+        ch.basic_get(DELIVERED_QUEUE.into(), BasicGetOptions { no_ack: true })
+            .await
+            .unwrap()
+            .map(|m| String::from_utf8_lossy(&m.delivery.data).into_owned())
+    });
+    assert_eq!(delivered.as_deref(), Some(DEAD_LETTER));
 
     let mut seen = Vec::new();
     let closed = runtime.block_on(async {

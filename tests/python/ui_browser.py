@@ -6,11 +6,14 @@ saves a screenshot and names its path in the error.
 
     ui_browser.py --webdriver URL --ui URL --user U --password P --artifacts DIR check \
         --queue NAME --depth N --payload TEXT --connection NAME \
-        --kafka-topic T --kafka-group G --kafka-produced N --kafka-lag L
+        --kafka-topic T --kafka-group G --kafka-produced N --kafka-lag L \
+        --route R --dead-letter TEXT
         wrong password shows the API's reason; log in; the overview counts the queue; the
         queue's row shows depth N; the queue page gets a message with TEXT; the Kafka page
-        shows topic T's partition 0 with offsets 0 to N and group G with total lag L;
-        closing the connection whose client named itself NAME from the Connections page
+        shows topic T's partition 0 with offsets 0 to N and group G with total lag L; the
+        Routes page shows route R running with one dead letter, whose page shows it with
+        TEXT, replays it and then shows it delivered; closing the connection whose client
+        named itself NAME from the Connections page
     ui_browser.py ... screenshots --queue NAME --out DIR
         a PNG of each main page (overview, queues, the queue with a message got, exchanges,
         connections) in DIR, for docs/ui/
@@ -48,8 +51,11 @@ def parse_args():
     check.add_argument("--kafka-group", required=True)
     check.add_argument("--kafka-produced", type=int, required=True)
     check.add_argument("--kafka-lag", type=int, required=True)
+    check.add_argument("--route", required=True)
+    check.add_argument("--dead-letter", required=True)
     shots = commands.add_parser("screenshots")
     shots.add_argument("--queue", required=True)
+    shots.add_argument("--route", required=True)
     shots.add_argument("--out", required=True)
     return parser.parse_args()
 
@@ -167,6 +173,20 @@ def check(ui, args):
         lambda d: ui.row(args.kafka_group).find_element(By.CSS_SELECTOR, ".total-lag").text.strip() == f"{args.kafka_lag:,}",
     )
 
+    ui.nav("routes")
+    ui.until(
+        f"route '{args.route}' running with one dead letter",
+        lambda d: ui.row(args.route).get_attribute("data-state") == "running" and ui.cell(args.route, "Dead letters") == "1",
+    )
+    ui.row(args.route).find_element(By.CSS_SELECTOR, "a").click()
+    ui.text_is("#route-name", args.route)
+    destination = ".destination[data-index='0']"
+    ui.text_is(f"{destination} .message .payload", args.dead_letter)
+    ui.visible(f"{destination} button[data-action='replay']").click()
+    ui.text_is(f"{destination} .result", "Replayed 1.")
+    ui.text_is(f"{destination} .dead-letters", "0")
+    ui.text_is(f"{destination} .delivered", "1")
+
     ui.nav("connections")
 
     def connection_row(driver):
@@ -215,6 +235,13 @@ def screenshots(ui, args):
     ui.nav("kafka")
     ui.visible("#view table")
     ui.shot(os.path.join(args.out, "kafka.png"))
+    ui.nav("routes")
+    ui.row(args.route)
+    time.sleep(6)
+    ui.shot(os.path.join(args.out, "routes.png"))
+    ui.row(args.route).find_element(By.CSS_SELECTOR, "a").click()
+    ui.visible(".destination .message")
+    ui.shot(os.path.join(args.out, "route.png"))
 
 
 def main():

@@ -108,6 +108,7 @@ pub(super) async fn ferry_mover(
         stages,
         fronts: Fronts::default(),
         status: Status::default(),
+        states: Default::default(),
     };
     let task = tokio::spawn(ferry::bridge::run(setup, shutdown.clone()));
     Ok(Box::new(move || {

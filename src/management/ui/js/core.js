@@ -141,6 +141,36 @@ export function details(pairs) {
   return h('dl', { class: 'details' }, pairs.map(([term, value]) => [h('dt', {}, term), h('dd', {}, value)]));
 }
 
+/**
+ * A button that acts on its second click within 5 s (the first asks "Click again to …"),
+ * so a destructive action needs no modal dialog to script around. `action` is awaited;
+ * the button is disabled meanwhile.
+ */
+export function confirmButton(attributes, label, action) {
+  const button = h('button', { type: 'button', class: 'danger', ...attributes }, label);
+  let armed = null;
+  button.addEventListener('click', async () => {
+    if (!armed) {
+      button.textContent = `Click again to ${label.toLowerCase()}`;
+      armed = setTimeout(() => {
+        armed = null;
+        button.textContent = label;
+      }, 5000);
+      return;
+    }
+    clearTimeout(armed);
+    armed = null;
+    button.textContent = label;
+    button.disabled = true;
+    try {
+      await action();
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
+}
+
 /** Replaces `element`'s children. */
 export function replace(element, ...children) {
   element.replaceChildren();

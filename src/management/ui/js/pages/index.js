@@ -7,5 +7,7 @@ import queue from './queue.js';
 import exchanges from './exchanges.js';
 import connections from './connections.js';
 import kafka from './kafka.js';
+import routes from './routes.js';
+import route from './route.js';
 
-export default [overview, queues, queue, exchanges, connections, kafka];
+export default [overview, queues, queue, exchanges, connections, kafka, routes, route];

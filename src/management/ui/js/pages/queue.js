@@ -1,7 +1,7 @@
 // One queue: its properties and depths (/api/queues/VHOST/NAME), get messages (POST
 // …/get, RabbitMQ's ack modes and encodings) and purge (DELETE …/contents).
 
-import { api, apiPath, count, details, flag, h, link, rate, replace } from '../core.js';
+import { api, apiPath, confirmButton, count, details, flag, h, link, rate, replace } from '../core.js';
 
 const ACK_MODES = [
   ['ack_requeue_true', 'Nack message requeue true'],
@@ -98,21 +98,7 @@ function getForm(vhost, name, output) {
 
 function purgeForm(vhost, name) {
   const result = h('span', { id: 'purge-result', role: 'status' });
-  const button = h('button', { id: 'purge', type: 'button', class: 'danger' }, 'Purge messages');
-  let armed = null;
-  button.addEventListener('click', async () => {
-    // Two clicks: the first asks, the second purges (no modal dialog to script around).
-    if (!armed) {
-      button.textContent = 'Click again to purge';
-      armed = setTimeout(() => {
-        armed = null;
-        button.textContent = 'Purge messages';
-      }, 5000);
-      return;
-    }
-    clearTimeout(armed);
-    armed = null;
-    button.textContent = 'Purge messages';
+  const button = confirmButton({ id: 'purge' }, 'Purge messages', async () => {
     try {
       await api('DELETE', apiPath('queues', vhost, name, 'contents'));
       result.textContent = 'Purged.';
