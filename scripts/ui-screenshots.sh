@@ -87,7 +87,7 @@ for queue in ("orders", "invoices", "audit-log"):
     channel.queue_declare(queue, durable=True)
 channel.exchange_declare("events", "topic", durable=True)
 channel.queue_bind("audit-log", "events", "#")
-channel.exchange_declare("billing", "direct", durable=True)
+channel.exchange_declare("billing", "topic", durable=True)
 channel.exchange_declare("ledger", "direct", durable=True)
 connection.sleep(3)  # the routes bind their queues to the exchanges
 for n in range(3):
