@@ -9,9 +9,10 @@
 //! text and closes the channel.
 
 use super::errors::AmqpError;
-use crate::auth::access::{Refused, Resource, VhostAccess};
+use crate::auth::access::{LiveAccess, Refused, Resource, VhostAccess};
 use crate::permissions::Access;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// Topic decisions a channel remembers before it forgets them all (a publisher that uses
 /// ever new routing keys must not grow the set without bound).
@@ -72,9 +73,12 @@ impl Authorize for Unrestricted {
 
 /// A channel's publish decisions: the exchanges it may write to and, on topic exchanges
 /// the user has topic permissions on, the routing keys it may publish with. Only allowed
-/// decisions are kept: a refusal closes the channel.
+/// decisions are kept: a refusal closes the channel. They are forgotten when the user's
+/// permissions change ([`PublishGate::follow`]).
 #[derive(Debug, Default)]
 pub struct PublishGate {
+    /// The access the decisions were made with, and its generation.
+    access: Option<(u64, Arc<VhostAccess>)>,
     exchanges: HashSet<String>,
     /// Allowed routing keys by exchange.
     topics: HashMap<String, HashSet<String>>,
@@ -83,6 +87,23 @@ pub struct PublishGate {
 }
 
 impl PublishGate {
+    /// The access to decide with: `live`'s current one. When it was replaced since the
+    /// last call (the user's permissions changed), every kept decision is forgotten.
+    pub fn follow(&mut self, live: &LiveAccess) -> Arc<VhostAccess> {
+        let generation = live.generation();
+        match &self.access {
+            Some((seen, access)) if *seen == generation => access.clone(),
+            _ => {
+                self.exchanges.clear();
+                self.topics.clear();
+                self.topic_count = 0;
+                let access = live.current();
+                self.access = Some((generation, access.clone()));
+                access
+            }
+        }
+    }
+
     /// May the user write to `exchange`?
     ///
     /// # Errors

@@ -11,7 +11,7 @@ use super::errors::AmqpError;
 use super::registry::LiveConnection;
 use super::topology::VHost;
 use super::writer::Writer;
-use crate::auth::access::VhostAccess;
+use crate::auth::access::LiveAccess;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -34,8 +34,9 @@ pub struct ConnectionContext {
     pub id: u64,
     /// The logged-in user.
     pub user: String,
-    /// What the user may do in the virtual host, read at connection.open.
-    pub access: Arc<VhostAccess>,
+    /// What the user may do in the virtual host: read at connection.open, replaced when
+    /// the user's permissions change in the store.
+    pub access: Arc<LiveAccess>,
     /// The negotiated frame size.
     pub frame_max: u32,
     /// What the client supports.

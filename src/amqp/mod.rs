@@ -13,7 +13,8 @@
 //! (`x-expires` and transient entities of dead owners), [`resources`] (queue-depth
 //! gauges and the publisher alarm), [`authorize`] (RabbitMQ's permissions on each
 //! operation), [`errors`] (reply codes), [`broker`] (shared state), [`registry`] (live
-//! connections, channels and consumers, for the management API), [`admin`] (what the
+//! connections, channels and consumers, for the management API), [`user_changes`] (users
+//! and permissions changed in the store applied to open connections), [`admin`] (what the
 //! management API may use of the front), and [`port`] (what the bridge may use of the
 //! front).
 //!
@@ -42,6 +43,7 @@ pub mod resources;
 pub mod sac;
 pub mod settle;
 pub mod topology;
+pub mod user_changes;
 pub mod writer;
 
 use crate::auth::Authenticator;
@@ -213,6 +215,7 @@ impl Started {
         ));
         tasks.spawn(janitor::reap_orphans(broker.clone(), background.clone()));
         tasks.spawn(renew_instance(broker.clone(), background.clone()));
+        tasks.spawn(user_changes::run(broker.clone(), background.clone()));
         for vhost in broker.vhosts.values() {
             tasks.spawn(watch_topology(vhost.clone(), background.clone()));
         }

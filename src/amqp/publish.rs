@@ -30,7 +30,7 @@ use super::errors::{AmqpError, TxError};
 use super::message::StoredMessage;
 use super::settle::{Settlement, settle_in};
 use super::topology::{ExchangeKind, Queue, VHost};
-use crate::auth::access::VhostAccess;
+use crate::auth::access::LiveAccess;
 use crate::group_commit::GroupCommit;
 use crate::stage::{NewMessage, now_ms};
 use crate::telemetry::amqp as metric;
@@ -187,7 +187,7 @@ impl Publisher {
     pub fn accept(
         &mut self,
         vhost: &VHost,
-        access: &VhostAccess,
+        access: &LiveAccess,
         channel: u16,
         frame_max: u32,
         incoming: Incoming,
@@ -202,7 +202,8 @@ impl Publisher {
             return Err(AmqpError::not_implemented("immediate=true"));
         }
         let exchange = publish.exchange.as_str();
-        self.gate.check_exchange(access, exchange)?;
+        let access = self.gate.follow(access);
+        self.gate.check_exchange(&access, exchange)?;
         // Only a user with topic permissions on this exchange has a routing key to check.
         if access.restricts_topics_on(exchange)
             && vhost
@@ -212,7 +213,7 @@ impl Publisher {
                 .is_some_and(|x| x.kind == ExchangeKind::Topic && !x.internal)
         {
             self.gate
-                .check_topic(access, exchange, publish.routing_key.as_str())?;
+                .check_topic(&access, exchange, publish.routing_key.as_str())?;
         }
         let properties = &header.properties;
         let ttl = match properties.expiration() {

@@ -8,6 +8,7 @@
 //! one instance, and so does what is known about it (as RabbitMQ's per-node statistics).
 
 use super::errors::{AmqpError, ReplyCode};
+use crate::auth::access::LiveAccess;
 use amq_protocol::types::FieldTable;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -77,6 +78,9 @@ pub struct LiveConnection {
     pub name: String,
     /// What its handshake established.
     pub info: ConnectionInfo,
+    /// What its user may do in its vhost, shared with its channels; replaced when the
+    /// user's permissions change in the store.
+    pub access: Arc<LiveAccess>,
     /// Its open channels by number.
     channels: Mutex<BTreeMap<u16, LiveChannel>>,
     /// Ends the connection with a connection exception (the connection loop's news
@@ -123,12 +127,14 @@ pub struct LiveConsumer {
 }
 
 impl LiveConnection {
-    /// A connection with no channels yet, which `fail` ends with an exception.
-    pub fn new(id: u64, info: ConnectionInfo, fail: Fail) -> Self {
+    /// A connection with no channels yet, whose user may do `access`, which `fail` ends
+    /// with an exception.
+    pub fn new(id: u64, info: ConnectionInfo, access: Arc<LiveAccess>, fail: Fail) -> Self {
         Self {
             id,
             name: format!("{} -> {}", info.peer, info.local),
             info,
+            access,
             channels: Mutex::new(BTreeMap::new()),
             fail,
         }
@@ -205,6 +211,12 @@ mod tests {
         }
     }
 
+    fn access() -> Arc<LiveAccess> {
+        Arc::new(LiveAccess::new(
+            crate::auth::access::VhostAccess::unrestricted("guest", "/"),
+        ))
+    }
+
     #[test]
     fn a_connection_is_named_and_closed_as_rabbitmq_does() {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -212,7 +224,7 @@ mod tests {
             let _ = tx.send(e);
         });
         let connections = Connections::default();
-        connections.add(Arc::new(LiveConnection::new(7, info(), fail)));
+        connections.add(Arc::new(LiveConnection::new(7, info(), access(), fail)));
         let found = connections
             .named("127.0.0.1:40000 -> 127.0.0.1:5672")
             .unwrap();
@@ -228,7 +240,7 @@ mod tests {
 
     #[test]
     fn channels_carry_their_prefetch_and_consumers() {
-        let c = LiveConnection::new(1, info(), Box::new(|_| {}));
+        let c = LiveConnection::new(1, info(), access(), Box::new(|_| {}));
         c.channel_opened(1);
         c.set_prefetch(1, 5, false);
         let consumer = LiveConsumer {

@@ -1,6 +1,7 @@
 //! The authorizer: what one user may do in one virtual host, compiled from its grants when
-//! a connection opens the virtual host and kept for the connection's life (RabbitMQ's
-//! channels cache permissions the same way, so a change applies to new connections).
+//! a connection opens the virtual host. A connection holds it as a [`LiveAccess`], which
+//! the front replaces when the user's permissions change in the store, so an open
+//! connection's next check follows the change (as RabbitMQ's channels do).
 //!
 //! Refusals carry RabbitMQ 3.10's wording, which does not say which access was missing
 //! (`access to queue 'q' in vhost '/' refused for user 'u'`, `access to topic 'a.b' in
@@ -11,7 +12,10 @@ use super::store::Grants;
 use crate::permissions::{
     Access, DEFAULT_EXCHANGE_NAME, Pattern, Permissions, TopicPermission, TopicVariables,
 };
+use parking_lot::RwLock;
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tracing::warn;
 
 /// A resource permissions apply to.
@@ -117,6 +121,19 @@ impl VhostAccess {
         })
     }
 
+    /// No permissions at all: what a connection whose user's permissions on its vhost were
+    /// cleared may do (its every check is refused, as RabbitMQ refuses them).
+    pub fn refusing(user: &str, vhost: &str) -> Self {
+        Self {
+            user: user.to_owned(),
+            vhost: vhost.to_owned(),
+            configure: None,
+            write: None,
+            read: None,
+            topics: HashMap::new(),
+        }
+    }
+
     /// Full permissions and no topic permissions: what a trusted internal caller has.
     pub fn unrestricted(user: &str, vhost: &str) -> Self {
         let all = || Pattern::compile("all", ".*").ok();
@@ -190,6 +207,42 @@ impl VhostAccess {
             "access to topic '{routing_key}' in exchange '{exchange}' in vhost '{}' refused for user '{}'",
             self.vhost, self.user
         )))
+    }
+}
+
+/// The access of an open connection, replaced when the user's permissions change in the
+/// store. Readers take the current [`VhostAccess`]; a reader that keeps decisions (a
+/// channel's publish cache) compares [`LiveAccess::generation`] to know when to forget
+/// them.
+#[derive(Debug)]
+pub struct LiveAccess {
+    current: RwLock<Arc<VhostAccess>>,
+    generation: AtomicU64,
+}
+
+impl LiveAccess {
+    /// `access`, at generation 0.
+    pub fn new(access: VhostAccess) -> Self {
+        Self {
+            current: RwLock::new(Arc::new(access)),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// The access now.
+    pub fn current(&self) -> Arc<VhostAccess> {
+        self.current.read().clone()
+    }
+
+    /// How many times it was replaced.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Replaces it with `access`.
+    pub fn replace(&self, access: VhostAccess) {
+        *self.current.write() = Arc::new(access);
+        self.generation.fetch_add(1, Ordering::Release);
     }
 }
 

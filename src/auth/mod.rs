@@ -8,7 +8,8 @@
 //!   permissions and topic permissions, and how they match;
 //! - [`access`]: the authorizer — what one user may do in one virtual host;
 //! - [`store`]: users and their permissions in the store, seeded from `[[users]]`, read
-//!   afresh at every login (permissions: when a connection opens a virtual host);
+//!   afresh at every login (permissions: when a connection opens a virtual host, and again
+//!   whenever they change);
 //! - [`scram`]: the server side of a SCRAM exchange;
 //! - [`throttle`]: the growing delay for addresses whose logins fail;
 //! - [`certificate`]: the user name SASL EXTERNAL takes from a client certificate.
@@ -291,8 +292,8 @@ impl Authenticator {
         self.settle(front, peer, &name, outcome)
     }
 
-    /// What `user` may do in `vhost`, read from the store now (a connection keeps it for
-    /// its life, as RabbitMQ's channels cache theirs); topic patterns get `variables`.
+    /// What `user` may do in `vhost`, read from the store now (a connection keeps it until
+    /// the user store changes); topic patterns get `variables`.
     ///
     /// # Errors
     /// [`AuthError::VhostRefused`] when the user has no permissions on `vhost` (RabbitMQ's

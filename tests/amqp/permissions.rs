@@ -1,15 +1,18 @@
 //! RabbitMQ's permissions on the AMQP front: a pika script run as a user with restricted
 //! permissions and topic permissions against Ferry and against the test suite's RabbitMQ
 //! node (same user, same grants), whose every reply code and text must agree; and lapin on
-//! the hot paths — a refused publish closes its channel with 403, permissions are read when
-//! a connection opens, `{username}` in a topic permission.
+//! the hot paths — a refused publish closes its channel with 403, permission changes reach
+//! open connections, a deleted user's connection is closed, `{username}` in a topic
+//! permission.
 
 use super::clients::{run_client, succeeded};
 use crate::common::amqp::{WAIT, connect, reply_code, reply_text};
 use crate::common::daemon::Setup;
 use crate::common::fronts::{AmqpServer, PERM_USER};
 use crate::common::rabbitmq::RabbitNode;
+use crate::common::wait;
 use ferry::permissions::{Permissions, VhostPermissions};
+use futures::StreamExt;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::{BasicProperties, Channel};
 use std::path::Path;
@@ -201,29 +204,40 @@ async fn topic_permissions_replace_username_in_the_pattern() {
     server.stop().await;
 }
 
+/// Publishes to amq.direct on a new channel of `conn` until the answer is `wanted`
+/// (`None`: allowed, `Some(code)`: refused with it), as a change of permissions reaches an
+/// open connection through a store watch; returns the refusal's text.
+async fn publish_until(conn: &lapin::Connection, wanted: Option<u16>) -> String {
+    wait::until(
+        "the open connection following the change",
+        WAIT,
+        async || {
+            let outcome = publish(&confirming_channel(conn).await, "amq.direct", "k").await;
+            match (outcome, wanted) {
+                (Ok(()), None) => Some(String::new()),
+                (Err(e), Some(code)) if reply_code(&e) == Some(code) => Some(reply_text(&e)),
+                _ => None,
+            }
+        },
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn permissions_are_read_when_a_connection_opens() {
+async fn permission_changes_reach_open_connections_and_a_deleted_users_connection_closes() {
     let server = AmqpServer::start().await;
     let early = connect(&perm_user_uri(&server)).await;
+    let e = publish(&confirming_channel(&early).await, "amq.direct", "k")
+        .await
+        .unwrap_err();
+    assert_eq!(reply_code(&e), Some(403), "{e}");
     let full = VhostPermissions {
         vhost: "/".into(),
         user: PERM_USER.0.into(),
         permissions: Permissions::full(),
     };
     server.users().set_permissions(&full).await.unwrap();
-
-    let e = publish(&confirming_channel(&early).await, "amq.direct", "k")
-        .await
-        .unwrap_err();
-    assert_eq!(
-        reply_code(&e),
-        Some(403),
-        "a connection keeps the permissions it opened with: {e}"
-    );
-    let late = connect(&perm_user_uri(&server)).await;
-    publish(&confirming_channel(&late).await, "amq.direct", "k")
-        .await
-        .expect("a new connection has the new permissions");
+    publish_until(&early, None).await;
 
     assert!(
         server
@@ -239,6 +253,34 @@ async fn permissions_are_read_when_a_connection_opens() {
     assert_eq!(
         reply_text(&e),
         "NOT_ALLOWED - access to vhost '/' refused for user 'perm-user'"
+    );
+    // The open connection stays, refused everything, as RabbitMQ's does.
+    assert_eq!(
+        publish_until(&early, Some(403)).await,
+        "ACCESS_REFUSED - access to exchange 'amq.direct' in vhost '/' refused for user 'perm-user'"
+    );
+
+    let mut events = early.events_listener();
+    assert!(server.users().delete(PERM_USER.0).await.unwrap());
+    let closed = tokio::time::timeout(WAIT, async {
+        while let Some(event) = events.next().await {
+            // The channel refusals above were events too; the close is the connection's.
+            if let lapin::Event::Error(e) = event
+                && reply_code(&e) != Some(403)
+            {
+                return Some((reply_code(&e), reply_text(&e)));
+            }
+        }
+        None
+    })
+    .await
+    .expect("the deleted user's connection was not closed");
+    assert_eq!(
+        closed,
+        Some((
+            Some(320),
+            "CONNECTION_FORCED - user 'perm-user' is deleted".to_owned()
+        ))
     );
     server.stop().await;
 }

@@ -227,3 +227,45 @@ fn routes_are_added_paused_resumed_and_removed_and_dead_letters_replayed_at_runt
     ferry.kill_and_restart();
     phase("after-restart");
 }
+
+/// `HOST:PORT` of an `amqp://user:pass@HOST:PORT/vhost` URI.
+fn host_port(uri: &str) -> String {
+    let rest = uri.rsplit_once('@').map_or(uri, |(_, r)| r);
+    rest.split('/').next().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn user_and_permission_changes_reach_open_connections_as_on_rabbitmq() {
+    let dir = tempfile::tempdir().unwrap();
+    let ferry = Setup::shipped(dir.path()).start();
+    let node = RabbitNode::get();
+    let prefix = unique("changes");
+    let script = python_script("amqp_user_changes.py");
+    let survey = async |http: &str, amqp: &str| -> Value {
+        let output = run("python3", &[&script, http, &host_port(amqp), &prefix], b"").await;
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&output.stderr));
+        })
+    };
+    let on_ferry = survey(&ferry.management_uri(), &ferry.amqp_uri()).await;
+    let on_rabbitmq = survey(&node.http_uri(), node.uri()).await;
+    assert_eq!(on_ferry, on_rabbitmq, "Ferry (left) and RabbitMQ (right)");
+    let refused = |queue: &str| {
+        json!([
+            403,
+            format!(
+                "ACCESS_REFUSED - access to queue '{queue}' in vhost '/' refused for user 'USER'"
+            )
+        ])
+    };
+    assert_eq!(
+        on_ferry,
+        json!({
+            "deleted": [320, "CONNECTION_FORCED - user 'USER' is deleted"],
+            "cleared": refused("USER-q"),
+            "narrowed": [refused("USER-other"), [0, ""]],
+            "granted": [refused("USER-q"), [0, ""]],
+            "password": [0, ""],
+        })
+    );
+}

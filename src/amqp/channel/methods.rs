@@ -103,7 +103,9 @@ impl Channel {
                     },
                     builtin: false,
                 };
-                vhost.declare_exchange(wanted, &*self.ctx.access).await?;
+                vhost
+                    .declare_exchange(wanted, &*self.ctx.access.current())
+                    .await?;
                 self.reply_unless(
                     d.nowait,
                     AMQPClass::Exchange(exchange::AMQPMethod::DeclareOk(exchange::DeclareOk {})),
@@ -112,7 +114,11 @@ impl Channel {
             }
             exchange::AMQPMethod::Delete(d) => {
                 vhost
-                    .delete_exchange(d.exchange.as_str(), d.if_unused, &*self.ctx.access)
+                    .delete_exchange(
+                        d.exchange.as_str(),
+                        d.if_unused,
+                        &*self.ctx.access.current(),
+                    )
                     .await?;
                 self.reply_unless(
                     d.nowait,
@@ -127,7 +133,9 @@ impl Channel {
                     routing_key: b.routing_key.to_string(),
                     arguments: b.arguments.clone(),
                 };
-                vhost.bind(binding, self.ctx.id, &*self.ctx.access).await?;
+                vhost
+                    .bind(binding, self.ctx.id, &*self.ctx.access.current())
+                    .await?;
                 self.reply_unless(
                     b.nowait,
                     AMQPClass::Exchange(exchange::AMQPMethod::BindOk(exchange::BindOk {})),
@@ -142,7 +150,7 @@ impl Channel {
                     arguments: u.arguments.clone(),
                 };
                 vhost
-                    .unbind(binding, self.ctx.id, &*self.ctx.access)
+                    .unbind(binding, self.ctx.id, &*self.ctx.access.current())
                     .await?;
                 self.reply_unless(
                     u.nowait,
@@ -166,7 +174,7 @@ impl Channel {
 
     /// Checks a permission of the connection's user.
     fn authorize(&self, access: Access, resource: Resource<'_>) -> Result<(), AmqpError> {
-        crate::amqp::authorize::Authorize::check(&*self.ctx.access, access, resource)
+        crate::amqp::authorize::Authorize::check(&*self.ctx.access.current(), access, resource)
     }
 
     /// The queue a consume, get or purge names, once read on it is allowed (checked
@@ -210,7 +218,13 @@ impl Channel {
                     d.queue.to_string()
                 };
                 let queue = vhost
-                    .declare_queue(&name, spec, d.passive, connection, &*self.ctx.access)
+                    .declare_queue(
+                        &name,
+                        spec,
+                        d.passive,
+                        connection,
+                        &*self.ctx.access.current(),
+                    )
                     .await?;
                 self.last_queue = Some(queue.name.clone());
                 let ready = queue.stage.depth().await?.ready.max(0) as u32;
@@ -238,7 +252,9 @@ impl Channel {
                     routing_key,
                     arguments: b.arguments.clone(),
                 };
-                vhost.bind(binding, connection, &*self.ctx.access).await?;
+                vhost
+                    .bind(binding, connection, &*self.ctx.access.current())
+                    .await?;
                 self.reply_unless(
                     b.nowait,
                     AMQPClass::Queue(queue::AMQPMethod::BindOk(queue::BindOk {})),
@@ -252,7 +268,9 @@ impl Channel {
                     routing_key: u.routing_key.to_string(),
                     arguments: u.arguments.clone(),
                 };
-                vhost.unbind(binding, connection, &*self.ctx.access).await?;
+                vhost
+                    .unbind(binding, connection, &*self.ctx.access.current())
+                    .await?;
                 self.reply_unless(
                     false,
                     AMQPClass::Queue(queue::AMQPMethod::UnbindOk(queue::UnbindOk {})),

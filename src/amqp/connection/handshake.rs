@@ -33,7 +33,7 @@ pub struct Negotiated {
     /// The opened virtual host.
     pub vhost: Arc<VHost>,
     /// What the user may do there, read at connection.open.
-    pub access: Arc<auth::access::VhostAccess>,
+    pub access: Arc<auth::access::LiveAccess>,
     /// The largest frame either side may send.
     pub frame_max: u32,
     /// The highest channel number the client may open.
@@ -167,7 +167,7 @@ where
     Ok(Negotiated {
         user: user.name,
         vhost,
-        access: Arc::new(access),
+        access: Arc::new(auth::access::LiveAccess::new(access)),
         frame_max,
         channel_max,
         heartbeat: tune_ok.heartbeat,

@@ -150,7 +150,12 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
     let fail = Box::new(move |e| {
         let _ = news.send(Control::ConnectionFailed(e));
     });
-    let live = Arc::new(LiveConnection::new(id, info, fail));
+    let live = Arc::new(LiveConnection::new(
+        id,
+        info,
+        negotiated.access.clone(),
+        fail,
+    ));
     broker.connections.add(live.clone());
     let ctx = Arc::new(ConnectionContext {
         broker: broker.clone(),

@@ -15,7 +15,12 @@
 //! (P, "auth", "permissions", vhost, user)                        = (1, configure, write, read)
 //! (P, "auth", "topic_permissions", vhost, user, exchange)        = (1, write, read)
 //! (P, "auth", "fake_salt_key")                                   = 32 random bytes, written once
+//! (P, "auth", "version")                                         = i64 LE, bumped by every change
 //! ```
+//!
+//! Every change to a user, a permission or a topic permission bumps the version in its
+//! transaction; a front watches it ([`UserStore::changed_since`]) to apply the change to
+//! its open connections (close a deleted user's, refresh the others' permissions).
 
 pub mod permissions;
 pub mod seed;
@@ -68,6 +73,7 @@ struct Keys {
     permissions: Subspace,
     topic_permissions: Subspace,
     fake_salt_key: Vec<u8>,
+    version: Vec<u8>,
 }
 
 impl Keys {
@@ -98,6 +104,7 @@ impl UserStore {
                 permissions: auth("permissions"),
                 topic_permissions: auth("topic_permissions"),
                 fake_salt_key: foundationdb_tuple::pack(&(prefix, "auth", "fake_salt_key")),
+                version: foundationdb_tuple::pack(&(prefix, "auth", "version")),
             },
         }
     }
@@ -171,6 +178,7 @@ impl UserStore {
                     .transpose()?;
                 let created = current.is_none();
                 tx.set(key, change(current).encode());
+                self.changed(&tx);
                 Ok(created)
             })
             .await
@@ -194,6 +202,45 @@ impl UserStore {
     /// permissions stay): a definitions import writes users with everything else.
     pub fn write_user(&self, tx: &Transaction, user: &User) {
         tx.set(&self.keys.user(&user.name), user.encode());
+        self.changed(tx);
+    }
+
+    /// Notes, in `tx`, that users or permissions change (bumps the version).
+    fn changed(&self, tx: &Transaction) {
+        tx.atomic_add(&self.keys.version, 1);
+    }
+
+    /// The version now: it moves with every change to users and permissions.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn version(&self) -> Result<i64, StoreError> {
+        let tx = self.db.begin()?;
+        self.version_in(&tx).await
+    }
+
+    /// Waits until the version differs from `seen` (a store watch), returning at once
+    /// when it already does.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn changed_since(&self, seen: i64) -> Result<(), StoreError> {
+        let tx = self.db.begin()?;
+        let watch = tx.watch(&self.keys.version);
+        let now = self.version_in(&tx).await?;
+        tx.commit().await?;
+        if now != seen {
+            return Ok(());
+        }
+        watch.await
+    }
+
+    async fn version_in(&self, tx: &Transaction) -> Result<i64, StoreError> {
+        Ok(tx
+            .get(&self.keys.version, true)
+            .await?
+            .and_then(|v| v.try_into().ok())
+            .map_or(0, i64::from_le_bytes))
     }
 
     /// The store the users live in (the same as every front's: a caller may write users
@@ -214,6 +261,7 @@ impl UserStore {
                 let existed = tx.get(&key, false).await?.is_some();
                 tx.clear(&key);
                 self.clear_grants(&tx, |_, user| user == name).await?;
+                self.changed(&tx);
                 Ok(existed)
             })
             .await

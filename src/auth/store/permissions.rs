@@ -104,7 +104,7 @@ impl UserStore {
     }
 
     /// The permissions and topic permissions of `user` on `vhost`, read in one
-    /// transaction (what a connection keeps for its life).
+    /// transaction (what a connection keeps until they change).
     ///
     /// # Errors
     /// [`UserStoreError`] when the store fails or a record is unusable.
@@ -151,6 +151,7 @@ impl UserStore {
                 async move {
                     self.require_user(&tx, &grant.user).await?;
                     tx.set(key, value.clone());
+                    self.changed(&tx);
                     Ok(())
                 }
             })
@@ -170,6 +171,7 @@ impl UserStore {
                 async move {
                     let existed = tx.get(key, false).await?.is_some();
                     tx.clear(key);
+                    self.changed(&tx);
                     Ok(existed)
                 }
             })
@@ -231,6 +233,7 @@ impl UserStore {
                 async move {
                     self.require_user(&tx, &topic.user).await?;
                     tx.set(key, value.clone());
+                    self.changed(&tx);
                     Ok(())
                 }
             })
@@ -269,6 +272,7 @@ impl UserStore {
                         )
                         .await?;
                     tx.clear_range(begin, end);
+                    self.changed(&tx);
                     Ok(!existing.is_empty())
                 }
             })
@@ -332,6 +336,7 @@ impl UserStore {
             &self.keys.permissions.pack(&(&grant.vhost, &grant.user)),
             encode_permissions(&grant.permissions),
         );
+        self.changed(tx);
     }
 
     /// Writes, in `tx`, the topic permission `topic`, replacing any on its exchange (the
@@ -339,6 +344,7 @@ impl UserStore {
     /// user).
     pub fn write_topic_permission(&self, tx: &Transaction, topic: &TopicPermission) {
         tx.set(&self.topic_key(topic), encode_topic(topic));
+        self.changed(tx);
     }
 
     /// Fails unless user `name` exists in `tx` (read with a conflict, so a concurrent

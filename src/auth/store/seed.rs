@@ -104,7 +104,7 @@ impl UserStore {
                 self.clear_grants(&tx, |_, user| users.iter().any(|s| s.user.name == user))
                     .await?;
                 for seed in users {
-                    tx.set(&self.keys.user(&seed.user.name), seed.user.encode());
+                    self.write_user(&tx, &seed.user);
                     for grant in &seed.permissions {
                         self.write_permissions(&tx, grant);
                     }
