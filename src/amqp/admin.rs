@@ -11,6 +11,7 @@ use super::message::StoredMessage;
 use super::port::{AmqpMessage, AmqpPort, RouteError};
 use super::registry::Connections;
 use super::topology::{Queue, VHost};
+use super::vhosts::VHosts;
 use crate::stage::{Release, now_ms};
 use amq_protocol::protocol::BasicProperties;
 use bytes::Bytes;
@@ -61,16 +62,19 @@ impl AmqpAdmin {
         Self { broker }
     }
 
-    /// The virtual host `name`, if it is configured.
+    /// The virtual host `name`, if it exists.
     pub fn vhost(&self, name: &str) -> Option<Arc<VHost>> {
-        self.broker.vhosts.get(name).cloned()
+        self.broker.vhosts.get(name)
     }
 
     /// Every virtual host, by name.
     pub fn vhosts(&self) -> Vec<Arc<VHost>> {
-        let mut all: Vec<Arc<VHost>> = self.broker.vhosts.values().cloned().collect();
-        all.sort_by(|a, b| a.name.cmp(&b.name));
-        all
+        self.broker.vhosts.list()
+    }
+
+    /// The virtual hosts, to create, change and delete them.
+    pub fn vhost_registry(&self) -> &VHosts {
+        &self.broker.vhosts
     }
 
     /// The owner of transient (non-durable) exchanges and queues the API declares: this

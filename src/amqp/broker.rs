@@ -5,14 +5,12 @@
 
 use super::expiry::ExpiryHints;
 use super::registry::Connections;
-use super::topology::VHost;
+use super::vhosts::VHosts;
 use crate::auth::Authenticator;
 use crate::config::AmqpConfig;
 use crate::liveness::Liveness;
 use crate::stage::{Holders, Stages};
 use crate::store::Database;
-use std::collections::HashMap;
-use std::sync::Arc;
 use tokio::sync::watch;
 
 /// Shared by every connection.
@@ -30,8 +28,8 @@ pub struct Broker {
     /// How long a holder lives without renewal (`stage.lease_ttl_ms`), and how often it
     /// is renewed.
     pub liveness: Liveness,
-    /// The configured virtual hosts.
-    pub vhosts: HashMap<String, Arc<VHost>>,
+    /// The virtual hosts: configured and made at runtime.
+    pub vhosts: VHosts,
     /// This instance's holder: owner of its transient (non-durable) exchanges and queues.
     pub instance: u64,
     /// `Some(reason)` while a resource limit blocks publishers.
@@ -45,7 +43,7 @@ pub struct Broker {
 impl std::fmt::Debug for Broker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Broker")
-            .field("vhosts", &self.vhosts.keys().collect::<Vec<_>>())
+            .field("vhosts", &self.vhosts)
             .field("instance", &self.instance)
             .finish()
     }

@@ -48,7 +48,7 @@ pub async fn expire_unused(vhost: Arc<VHost>, queue: Arc<Queue>, shutdown: Cance
 /// after a crash they go one TTL after the restart, when the old holders expire).
 pub async fn reap_orphans(broker: Arc<Broker>, shutdown: CancellationToken) {
     loop {
-        for vhost in broker.vhosts.values() {
+        for vhost in broker.vhosts.list() {
             if let Err(e) = vhost.reap_orphans(&broker.holders).await {
                 warn!(vhost = %vhost.name, error = %e, "cannot remove transient entities of dead owners");
             }

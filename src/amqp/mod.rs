@@ -44,6 +44,7 @@ pub mod sac;
 pub mod settle;
 pub mod topology;
 pub mod user_changes;
+pub mod vhosts;
 pub mod writer;
 
 use crate::auth::Authenticator;
@@ -55,7 +56,6 @@ use crate::store::{Database, StoreError};
 use broker::Broker;
 use errors::AmqpError;
 use expiry::ExpiryHints;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -126,28 +126,15 @@ pub async fn start(front: Front) -> Result<Started, FrontError> {
         .map_err(FrontError::Holder)?;
     let keys = TopologyKeys::new(&front.prefix);
     let (opened_tx, opened) = mpsc::unbounded_channel();
-    let vhosts: HashMap<String, Arc<VHost>> = front
-        .config
-        .vhosts
-        .iter()
-        .map(|name| {
-            let vhost = VHost::new(
-                name.clone(),
-                front.db.clone(),
-                front.stages.clone(),
-                keys.clone(),
-                opened_tx.clone(),
-            );
-            (name.clone(), Arc::new(vhost))
-        })
-        .collect();
-    drop(opened_tx);
-    for vhost in vhosts.values() {
-        vhost.load().await.map_err(|error| FrontError::Topology {
-            vhost: vhost.name.clone(),
-            error,
-        })?;
-    }
+    let vhosts = vhosts::VHosts::open(
+        front.config.vhosts.clone(),
+        front.db.clone(),
+        front.stages.clone(),
+        keys,
+        opened_tx,
+    )
+    .await
+    .map_err(|(vhost, error)| FrontError::Topology { vhost, error })?;
     let (alarm, blocked) = watch::channel(None);
     let (expiry, expiry_rx) = ExpiryHints::new();
     let broker = Arc::new(Broker {
@@ -207,18 +194,20 @@ impl Started {
         let background = CancellationToken::new();
         let mut tasks = JoinSet::new();
         tasks.spawn(expiry::run(broker.db.clone(), expiry, background.clone()));
-        tasks.spawn(resources::run(
-            broker.config.clone(),
-            broker.vhosts.clone(),
-            alarm,
-            background.clone(),
-        ));
+        tasks.spawn(resources::run(broker.clone(), alarm, background.clone()));
         tasks.spawn(janitor::reap_orphans(broker.clone(), background.clone()));
         tasks.spawn(renew_instance(broker.clone(), background.clone()));
         tasks.spawn(user_changes::run(broker.clone(), background.clone()));
-        for vhost in broker.vhosts.values() {
-            tasks.spawn(watch_topology(vhost.clone(), background.clone()));
-        }
+        let (following, token) = (broker.clone(), background.clone());
+        tasks.spawn(async move {
+            vhosts::follow(
+                &following.vhosts,
+                &following.connections,
+                watch_topology,
+                token,
+            )
+            .await;
+        });
         tasks.spawn(supervise_queues(broker.clone(), opened, background.clone()));
 
         let limit = crate::server::limit(broker.config.max_connections);
@@ -268,7 +257,7 @@ async fn supervise_queues(
             },
         };
         while per_queue.try_join_next().is_some() {}
-        let Some(vhost) = broker.vhosts.get(&queue.vhost).cloned() else {
+        let Some(vhost) = broker.vhosts.get(&queue.vhost) else {
             continue;
         };
         broker.expiry.hint(&queue, now_ms());

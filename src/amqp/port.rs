@@ -129,7 +129,7 @@ impl AmqpPort {
         Self { broker }
     }
 
-    fn vhost(&self, name: &str) -> Result<&Arc<VHost>, AmqpError> {
+    fn vhost(&self, name: &str) -> Result<Arc<VHost>, AmqpError> {
         self.broker
             .vhosts
             .get(name)

@@ -3,11 +3,10 @@
 //! clears the alarm that blocks publishers (`connection.blocked`) when
 //! `amqp.max_backlog_messages` or `amqp.max_memory_mb` is exceeded.
 
-use super::topology::VHost;
+use super::broker::Broker;
 use crate::config::AmqpConfig;
 use crate::telemetry::amqp as metric;
 use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, QueueSample};
-use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
@@ -16,11 +15,11 @@ use tracing::{info, warn};
 
 /// Runs the monitor until `shutdown`, publishing the alarm on `alarm`.
 pub async fn run(
-    config: AmqpConfig,
-    vhosts: HashMap<String, Arc<VHost>>,
+    broker: Arc<Broker>,
     alarm: watch::Sender<Option<String>>,
     shutdown: CancellationToken,
 ) {
+    let config = &broker.config;
     let mut ticks = tokio::time::interval(config.resource_check());
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
@@ -28,8 +27,8 @@ pub async fn run(
             () = shutdown.cancelled() => return,
             _ = ticks.tick() => {}
         }
-        let backlog = publish_depths(&vhosts).await;
-        let reason = limit_reached(&config, backlog, resident_mb());
+        let backlog = publish_depths(&broker).await;
+        let reason = limit_reached(config, backlog, resident_mb());
         metrics::gauge!(metric::BLOCKED).set(if reason.is_some() { 1.0 } else { 0.0 });
         if *alarm.borrow() != reason {
             match &reason {
@@ -42,10 +41,10 @@ pub async fn run(
 }
 
 /// Reads every queue's depth, sets its gauges, and returns the ready messages in all.
-async fn publish_depths(vhosts: &HashMap<String, Arc<VHost>>) -> u64 {
+async fn publish_depths(broker: &Broker) -> u64 {
     let mut backlog = 0u64;
     let mut measured = Vec::new();
-    for vhost in vhosts.values() {
+    for vhost in broker.vhosts.list() {
         for queue in vhost.queues() {
             match queue.stage.depth().await {
                 Ok(depth) => {

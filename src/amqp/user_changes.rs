@@ -50,6 +50,15 @@ pub async fn run(broker: Arc<Broker>, shutdown: CancellationToken) {
     }
 }
 
+/// Applies to `connection`, just registered, a change made since its permissions were read
+/// at user store version `read_at`: the watch may have run before the connection was
+/// listed.
+pub async fn catch_up(broker: &Broker, connection: &LiveConnection, read_at: i64) {
+    if broker.users.store().version().await.unwrap_or(read_at) != read_at {
+        apply(broker, connection).await;
+    }
+}
+
 /// Closes `connection` if its user is gone, or gives it its user's permissions as stored.
 async fn apply(broker: &Broker, connection: &LiveConnection) {
     let (user, vhost) = (&connection.info.user, &connection.info.vhost);

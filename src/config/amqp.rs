@@ -43,7 +43,8 @@ pub struct AmqpConfig {
     /// The largest message body a publisher may send, in bytes; a larger one closes its
     /// channel with 406 PRECONDITION_FAILED before the body is read.
     pub max_message_size: u32,
-    /// The virtual hosts that exist; `connection.open` to any other fails with 530.
+    /// The virtual hosts that always exist (more can be made through the management API);
+    /// `connection.open` to any other fails with 530.
     pub vhosts: Vec<String>,
     /// Milliseconds a client has from connecting to `connection.open-ok` before it is
     /// disconnected, so half-open connections cannot hold slots.

@@ -174,7 +174,19 @@ fn tags_of(body: &Body) -> ApiResult<Vec<String>> {
     if !body.has("tags") {
         return Err(ApiError::bad_request("field 'tags' is missing"));
     }
-    let value = body.value("tags").cloned().unwrap_or_default();
+    tags_in(body.value("tags"))
+}
+
+/// Tags given as RabbitMQ takes them: a list of strings or a comma-separated string
+/// (absent or null: none).
+///
+/// # Errors
+/// 400 naming field `tags` for anything else.
+pub fn tags_in(value: Option<&serde_json::Value>) -> ApiResult<Vec<String>> {
+    let value = value.cloned().unwrap_or_default();
+    if value.is_null() {
+        return Ok(Vec::new());
+    }
     let tags: Tags = serde_json::from_value(value).map_err(|_| {
         ApiError::bad_request("field 'tags' must be a list of strings or a comma-separated string")
     })?;

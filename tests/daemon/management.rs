@@ -5,7 +5,9 @@
 //! Ferry's own Kafka endpoints read with Python after rdkafka produced, consumed and
 //! committed (tests/python/management_kafka.py); Ferry's routes added, paused, resumed and
 //! removed at runtime, their dead letters listed, replayed and purged, with urllib and pika,
-//! across a kill -9 (tests/python/management_routes.py).
+//! across a kill -9 (tests/python/management_routes.py); vhosts made and deleted at runtime
+//! (tests/python/management_vhosts.py); and changes to users and permissions reaching open
+//! connections as on the node (tests/python/amqp_user_changes.py).
 
 use crate::common::clients::{python_script, run};
 use crate::common::daemon::Setup;
@@ -268,4 +270,25 @@ async fn user_and_permission_changes_reach_open_connections_as_on_rabbitmq() {
             "password": [0, ""],
         })
     );
+}
+
+#[test]
+fn vhosts_are_made_and_deleted_at_runtime_and_kept_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ferry = Setup::shipped(dir.path()).start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let script = python_script("management_vhosts.py");
+    let (http, amqp) = (ferry.management_uri(), ferry.ports().amqp.to_string());
+    let phase = |phase: &str| {
+        let output = runtime.block_on(run("python3", &[&script, &http, &amqp, phase], b""));
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout).trim(),
+            "OK",
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    phase("run");
+    ferry.kill_and_restart();
+    phase("after-restart");
 }

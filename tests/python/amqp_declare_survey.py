@@ -2,12 +2,14 @@
 (amqplib's checkExchange, passive checks, exclusive queues and consumers, declares,
 deletes, binds, purges and gets that refer to missing things, if-empty / if-unused
 deletes, reserved names), against one broker, printing each case's outcome as JSON:
-[reply code, reply text], with [0, ""] for success. The test runs it against Ferry and
-against the test suite's RabbitMQ node and compares the two.
+[reply code, reply text], with [0, ""] for success (server-generated queue names in texts
+are replaced by "amq.gen-*"). The test runs it against Ferry and against the test suite's
+RabbitMQ node and compares the two.
 
     python3 amqp_declare_survey.py AMQP_URL SUFFIX
 """
 import json
+import re
 import sys
 
 import pika
@@ -22,7 +24,7 @@ def outcome(case):
         case(connection, channel)
         result = [0, ""]
     except (pika.exceptions.ChannelClosedByBroker, pika.exceptions.ConnectionClosedByBroker) as e:
-        result = [e.reply_code, e.reply_text]
+        result = [e.reply_code, re.sub(r"amq\.gen-[A-Za-z0-9_-]+", "amq.gen-*", e.reply_text)]
     finally:
         if connection.is_open:
             connection.close()
@@ -153,6 +155,24 @@ def delete_if_unused_of_a_bound_exchange(_, ch):
     ch.exchange_delete(name("bound-x"), if_unused=True)
 
 
+def delete_of_a_missing_system_exchange(_, ch):
+    ch.exchange_delete("amq.survey-" + suffix)
+
+
+def delete_of_a_builtin_exchange(_, ch):
+    ch.exchange_delete("amq.direct")
+
+
+def queue_with_a_server_generated_name_given_by_the_client(_, ch):
+    # A client may not name a queue amq.gen-*, even one the server generated.
+    generated = ch.queue_declare("", exclusive=True).method.queue
+    ch.queue_declare(generated, exclusive=True)
+
+
+def exchange_with_an_amq_prefix(_, ch):
+    ch.exchange_declare("amq.survey-x-" + suffix, "direct")
+
+
 cases = [
     passive_exchange_with_an_empty_type,
     passive_missing_exchange_with_an_empty_type,
@@ -179,6 +199,10 @@ cases = [
     queue_with_an_amq_prefix,
     delete_if_unused_of_a_queue_with_a_consumer,
     delete_if_unused_of_a_bound_exchange,
+    delete_of_a_missing_system_exchange,
+    delete_of_a_builtin_exchange,
+    queue_with_a_server_generated_name_given_by_the_client,
+    exchange_with_an_amq_prefix,
 ]
 results = {case.__name__: outcome(case) for case in cases}
 

@@ -7,14 +7,16 @@ RABBIT_HTTP is the suite's RabbitMQ management API (guest/guest), FERRY_HTTP Fer
 (guest/guest, an administrator on loopback). On RabbitMQ, through its HTTP API (Python's
 urllib): declare an exchange, a queue with arguments, bindings, a user with permissions and
 topic permissions and a user without permissions, all named PREFIX-*; export RabbitMQ's
-definitions, keep the PREFIX-* items, and import them into Ferry. Then require Ferry's
-export to hold the same users (hash and tags), permissions, topic permissions, queues,
-exchanges and bindings; log in to Ferry's AMQP front with pika as the imported users (the
+definitions, keep the PREFIX-* items (and a vhost PREFIX-vh with a queue, made there), and
+import them into Ferry. Then require Ferry's export to hold the same users (hash and tags),
+permissions, topic permissions, queues, exchanges and bindings, and the vhost with its
+queue; log in to Ferry's AMQP front with pika as the imported users (the
 one with permissions opens "/", the one without is refused); drive Ferry with RabbitMQ's
 own rabbitmqadmin (downloaded from RABBIT_HTTP/cli/rabbitmqadmin into WORKDIR): declare a
-user and a permission, list users and permissions, export and import; and send bad input —
-malformed JSON, an unknown field, a bad regex, a missing vhost, a non-administrator, a
-wrong password — requiring a 4xx naming the reason and Ferry's definitions unchanged.
+user, a permission and a vhost, list them, delete the vhost, export and import; and send bad
+input — malformed JSON, an unknown field, a bad regex (beside a new vhost, which must not
+appear), a missing vhost, deleting a configured vhost, a non-administrator, a wrong
+password — requiring a 4xx naming the reason and Ferry's definitions unchanged.
 Prints "ok" when everything held.
 """
 
@@ -94,6 +96,10 @@ ok(call(RABBIT, "PUT", f"/api/permissions/%2f/{q(app)}",
         {"configure": f"^{PREFIX}-app-", "write": ".*", "read": f"^{PREFIX}"}), 201, 204)
 ok(call(RABBIT, "PUT", f"/api/topic-permissions/%2f/{q(app)}",
         {"exchange": x, "write": "^order\\.", "read": ".*"}), 201, 204)
+vh, vq = f"{PREFIX}-vh", f"{PREFIX}-vq"
+ok(call(RABBIT, "PUT", f"/api/vhosts/{q(vh)}", {"description": "orders of " + PREFIX, "tags": "eu,prod"}), 201, 204)
+ok(call(RABBIT, "PUT", f"/api/queues/{q(vh)}/{q(vq)}", {"durable": True}), 201, 204)
+ok(call(RABBIT, "PUT", f"/api/permissions/{q(vh)}/{q(app)}", {"configure": ".*", "write": ".*", "read": ".*"}), 201, 204)
 
 # 2. RabbitMQ's export, this test's part, into Ferry.
 exported = ok(call(RABBIT, "GET", "/api/definitions"), 200)
@@ -103,12 +109,15 @@ for field in ("users", "permissions", "topic_permissions", "queues", "exchanges"
     key = {"users": "name", "permissions": "user", "topic_permissions": "user",
            "queues": "name", "exchanges": "name", "bindings": "source"}[field]
     document[field] = [i for i in exported[field] if i[key].startswith(PREFIX)]
-document["vhosts"] = [{"name": "/"}]
+document["vhosts"] = [{"name": "/"}] + [v for v in exported["vhosts"] if v["name"] == vh]
 document["parameters"], document["policies"] = [], []
 ok(call(FERRY, "POST", "/api/definitions", document), 201, 204)
 assert mine(ok(call(FERRY, "GET", "/api/definitions"), 200)) == keep, (
     mine(ok(call(FERRY, "GET", "/api/definitions"), 200)), keep)
 assert ok(call(FERRY, "GET", f"/api/queues/%2f/{q(queue)}"), 200)["arguments"]["x-max-priority"] == 5
+# RabbitMQ 3.10 exports a vhost by its name only: Ferry makes it, with the queue in it.
+ok(call(FERRY, "GET", f"/api/vhosts/{q(vh)}"), 200)
+assert ok(call(FERRY, "GET", f"/api/queues/{q(vh)}/{q(vq)}"), 200)["durable"] is True
 
 # 3. The imported users on Ferry's AMQP front.
 params = lambda user: pika.ConnectionParameters(
@@ -145,6 +154,11 @@ rabbitmqadmin("declare", "permission", "vhost=/", f"user={cli_user}", "configure
 assert cli_user in [u["name"] for u in json.loads(rabbitmqadmin("list", "users"))]
 assert {"user": cli_user, "vhost": "/", "configure": "", "write": ".*", "read": ".*"} in json.loads(
     rabbitmqadmin("list", "permissions"))
+cli_vhost = f"{PREFIX}-cli-vh"
+rabbitmqadmin("declare", "vhost", f"name={cli_vhost}")
+assert cli_vhost in [v["name"] for v in json.loads(rabbitmqadmin("list", "vhosts"))]
+rabbitmqadmin("delete", "vhost", f"name={cli_vhost}")
+assert cli_vhost not in [v["name"] for v in json.loads(rabbitmqadmin("list", "vhosts"))]
 saved = os.path.join(WORKDIR, "ferry-definitions.json")
 rabbitmqadmin("export", saved)
 before = ok(call(FERRY, "GET", "/api/definitions"), 200)
@@ -166,8 +180,12 @@ refused(400, "quues", "POST", "/api/definitions", {"users": [new_user], "quues":
 refused(400, "permissions[0].configure", "POST", "/api/definitions", {
     "users": [new_user],
     "permissions": [{"user": new_user["name"], "vhost": "/", "configure": "(", "write": "", "read": ""}]})
-refused(400, "vhost 'nowhere'", "POST", "/api/definitions",
-        {"users": [new_user], "vhosts": [{"name": "nowhere"}]})
+refused(400, "permissions[0].configure", "POST", "/api/definitions", {
+    "users": [new_user], "vhosts": [{"name": f"{PREFIX}-not-made"}],
+    "permissions": [{"user": new_user["name"], "vhost": "/", "configure": "(", "write": "", "read": ""}]})
+refused(400, "vhost 'nowhere'", "POST", "/api/definitions", {"users": [new_user], "queues": [
+    {"name": "q", "vhost": "nowhere", "durable": True, "auto_delete": False, "arguments": {}}]})
+refused(400, "amqp.vhosts", "DELETE", "/api/vhosts/%2F")
 refused(400, "configure", "PUT", f"/api/permissions/%2f/{q(app)}",
         {"configure": "[", "write": ".*", "read": ".*"})
 refused(400, "tags", "PUT", f"/api/users/{q(PREFIX)}-x", {"password": "p"})

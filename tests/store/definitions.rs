@@ -1,22 +1,23 @@
 //! Definitions import and export over the user store and the AMQP front's topology, on
 //! every engine: a RabbitMQ 3.10 export is imported whole (users, permissions, topic
 //! permissions, exchanges, queues, bindings) and exported back the same, modulo the
-//! documented differences; a refused import — missing vhost, bad pattern, a binding to
-//! nothing, a permission for no user — names its field and changes nothing, in memory or
-//! in the store.
+//! documented differences; a vhost listed in a document is created with its topology; a
+//! refused import — missing vhost, bad pattern, a binding to nothing, a permission for no
+//! user — names its field and changes nothing (no vhost made either), in memory or in the
+//! store.
 
 use crate::common::store::TestStore;
 use crate::for_each_engine;
-use ferry::amqp::topology::VHost;
 use ferry::amqp::topology::records::TopologyKeys;
+use ferry::amqp::vhosts::VHosts;
 use ferry::auth::store::UserStore;
 use ferry::management::definitions::{Definitions, ImportError, Target, export_all};
 use ferry::stage::Stages;
-use std::sync::Arc;
 
 for_each_engine!(
     a_rabbitmq_export_is_imported_whole_and_exported_back,
     a_refused_import_names_its_field_and_changes_nothing,
+    a_vhost_listed_in_a_document_is_created_with_its_topology,
 );
 
 /// An export of the test suite's RabbitMQ 3.10.8 node after declaring this topology and
@@ -33,24 +34,22 @@ const RABBITMQ_EXPORT: &str = r#"{"rabbit_version":"3.10.8","rabbitmq_version":"
 "bindings":[{"source":"orders","vhost":"/","destination":"amq.fanout","destination_type":"exchange","routing_key":"k","arguments":{}},
             {"source":"orders","vhost":"/","destination":"orders.q","destination_type":"queue","routing_key":"order.*","arguments":{"x":"y"}}]}"#;
 
-/// The user store and the virtual hosts `/` and `other` over `store`, loaded from it.
-async fn open(store: &TestStore) -> (UserStore, Vec<Arc<VHost>>) {
+/// The user store and the virtual hosts (configured: `/` and `other`) over `store`,
+/// loaded from it.
+async fn open(store: &TestStore) -> (UserStore, VHosts) {
     let prefix = std::str::from_utf8(&store.prefix).unwrap();
     let stages = Stages::new(store.db.clone(), prefix);
     stages.ensure_schema().await.unwrap();
     let (opened, _) = tokio::sync::mpsc::unbounded_channel();
-    let mut vhosts = Vec::new();
-    for name in ["/", "other"] {
-        let vhost = VHost::new(
-            name.to_owned(),
-            store.db.clone(),
-            stages.clone(),
-            TopologyKeys::new(prefix),
-            opened.clone(),
-        );
-        vhost.load().await.unwrap();
-        vhosts.push(Arc::new(vhost));
-    }
+    let vhosts = VHosts::open(
+        vec!["/".to_owned(), "other".to_owned()],
+        store.db.clone(),
+        stages,
+        TopologyKeys::new(prefix),
+        opened,
+    )
+    .await
+    .unwrap();
     (UserStore::new(store.db.clone(), prefix), vhosts)
 }
 
@@ -157,8 +156,16 @@ async fn a_refused_import_names_its_field_and_changes_nothing(store: TestStore) 
         )
     };
     assert_eq!(
-        refusal(with(r#","vhosts":[{"name":"nope"}]"#)).await,
-        "vhosts[0].name: vhost 'nope' does not exist (Ferry's vhosts are amqp.vhosts in the config)"
+        refusal(with(r#","exchanges":[{"name":"e","vhost":"nope","type":"direct","durable":true,"auto_delete":false,"internal":false,"arguments":{}}]"#)).await,
+        "exchanges[0].vhost: vhost 'nope' does not exist (create it first, or list it under vhosts)"
+    );
+    // A vhost the refused document would have made is not made.
+    assert!(
+        refusal(with(
+            r#","vhosts":[{"name":"made"}],"permissions":[{"user":"carol","vhost":"made","configure":"(","write":"","read":""}]"#
+        ))
+        .await
+        .starts_with("permissions[0].configure: '(' is not a valid regular expression")
     );
     assert!(
         refusal(with(
@@ -188,4 +195,44 @@ async fn a_refused_import_names_its_field_and_changes_nothing(store: TestStore) 
             .starts_with("policies[0]: Ferry has no policies")
     );
     assert_eq!(exported(&store).await, before);
+}
+
+async fn a_vhost_listed_in_a_document_is_created_with_its_topology(store: TestStore) {
+    let imported = import(
+        &store,
+        r#"{"vhosts":[{"name":"eu","description":"orders","tags":"a,b","default_queue_type":"quorum"}],
+            "users":[{"name":"dan","password_hash":"","tags":[]}],
+            "permissions":[{"user":"dan","vhost":"eu","configure":".*","write":".*","read":".*"}],
+            "queues":[{"name":"eu.q","vhost":"eu","durable":true,"auto_delete":false,"arguments":{}}]}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!((imported.vhosts, imported.queues), (1, 1));
+    // Read back through a fresh front over the same store.
+    let (_, vhosts) = open(&store).await;
+    let eu = vhosts.get("eu").expect("the vhost was made");
+    assert!(eu.topology().queues.contains_key("eu.q"));
+    let meta = vhosts.meta("eu").unwrap();
+    assert_eq!(
+        (
+            meta.description.as_str(),
+            meta.tags,
+            meta.default_queue_type
+        ),
+        (
+            "orders",
+            vec!["a".to_owned(), "b".to_owned()],
+            Some("quorum".to_owned())
+        )
+    );
+    let all = exported(&store).await;
+    assert_eq!(
+        all["vhosts"],
+        serde_json::json!([
+            {"name": "/"},
+            {"name": "eu", "description": "orders", "tags": ["a", "b"],
+             "metadata": {"description": "orders", "tags": ["a", "b"]}, "default_queue_type": "quorum"},
+            {"name": "other"}
+        ])
+    );
 }

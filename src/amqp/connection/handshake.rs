@@ -34,6 +34,9 @@ pub struct Negotiated {
     pub vhost: Arc<VHost>,
     /// What the user may do there, read at connection.open.
     pub access: Arc<auth::access::LiveAccess>,
+    /// The user store's version read before `access` (0 when it could not be read): the
+    /// connection applies a change made since once it is registered.
+    pub users_version: i64,
     /// The largest frame either side may send.
     pub frame_max: u32,
     /// The highest channel number the client may open.
@@ -146,9 +149,11 @@ where
     let vhost = broker
         .vhosts
         .get(name)
-        .cloned()
         // RabbitMQ's words, without quotes.
         .ok_or_else(|| AmqpError::not_allowed(format!("vhost {name} not found")))?;
+    // Read before the permissions: a change after it is applied once the connection is
+    // registered (user_changes), so none falls between the two.
+    let users_version = broker.users.store().version().await.unwrap_or_default();
     // RabbitMQ gives AMQP 0-9-1 connections no `{client_id}` for topic permissions.
     let variables = crate::permissions::TopicVariables::new(&user.name, name);
     let access = broker
@@ -168,6 +173,7 @@ where
         user: user.name,
         vhost,
         access: Arc::new(auth::access::LiveAccess::new(access)),
+        users_version,
         frame_max,
         channel_max,
         heartbeat: tune_ok.heartbeat,

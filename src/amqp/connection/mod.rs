@@ -17,6 +17,7 @@ use super::codec::{self, Frame};
 use super::context::{ConnectionContext, Control};
 use super::errors::{AmqpError, ReplyCode};
 use super::registry::{ConnectionInfo, LiveConnection};
+use super::user_changes;
 use super::writer;
 use crate::peer::Peer;
 use crate::telemetry::amqp as metric;
@@ -157,6 +158,7 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
         fail,
     ));
     broker.connections.add(live.clone());
+    user_changes::catch_up(&broker, &live, negotiated.users_version).await;
     let ctx = Arc::new(ConnectionContext {
         broker: broker.clone(),
         vhost: negotiated.vhost.clone(),

@@ -8,6 +8,8 @@
 //! (P, "amqp", "v", vhost, "b", source, kind, dest, key, args)  = "" (a binding)
 //! (P, "amqp", "v", vhost, "ver")                              = i64 LE, atomic add per change
 //! (P, "amqp", "sac", stage_id)                                = tuple (holder,): the active consumer
+//! (P, "amqp", "vhost", name)                                  = VhostRecord tuple (a vhost made at runtime, or a configured one's metadata)
+//! (P, "amqp", "vhosts-ver")                                   = i64 LE, atomic add per vhost created, changed or deleted
 //! ```
 
 use super::args::{decode_table, encode_table};
@@ -106,6 +108,34 @@ impl TopologyKeys {
     /// The change counter of a virtual host's topology.
     pub fn version(&self, vhost: &str) -> Vec<u8> {
         self.space.pack(&("v", vhost, "ver"))
+    }
+
+    /// Everything of a virtual host's topology (exchanges, queues, bindings, version).
+    pub fn vhost_topology(&self, vhost: &str) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("v", vhost)))
+    }
+
+    /// A virtual host's record.
+    pub fn vhost_record(&self, name: &str) -> Vec<u8> {
+        self.space.pack(&("vhost", name))
+    }
+
+    /// Every virtual host record.
+    pub fn vhost_records(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("vhost",)))
+    }
+
+    /// The name in a virtual host record's key.
+    pub fn vhost_record_name(&self, key: &[u8]) -> Option<String> {
+        self.space
+            .unpack::<(String, String)>(key)
+            .ok()
+            .map(|(_, name)| name)
+    }
+
+    /// The change counter of the set of virtual hosts.
+    pub fn vhosts_version(&self) -> Vec<u8> {
+        self.space.pack(&("vhosts-ver",))
     }
 
     /// The single-active-consumer claim of a queue's stage.

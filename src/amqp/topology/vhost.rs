@@ -20,7 +20,7 @@ use crate::store::{Database, RangeOption, Transaction};
 use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use base64::Engine as _;
 use parking_lot::{RwLock, RwLockReadGuard};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::warn;
@@ -332,23 +332,23 @@ impl VHost {
         if name.is_empty() {
             return Err(Self::default_exchange_refused());
         }
-        let found = {
-            let state = self.state.read();
-            state.exchanges.get(name).map(|x| {
-                (
-                    x.builtin,
-                    state.bindings.get(name).is_some_and(|b| !b.is_empty()),
-                )
-            })
-        };
-        if found.is_some_and(|(builtin, _)| builtin) {
+        // As RabbitMQ's check_exchange_deletion: every `amq.` name, existing or not.
+        if name.starts_with(RESERVED_PREFIX) {
             return Err(AmqpError::access_refused(format!(
-                "deletion of system exchange '{name}' in vhost '{}' refused",
+                "deletion of system exchange '{name}' in vhost '{}' not allowed",
                 self.name
             )));
         }
+        // Whether it exists, and whether it is the source of a binding.
+        let found = {
+            let state = self.state.read();
+            state
+                .exchanges
+                .get(name)
+                .map(|_| state.bindings.get(name).is_some_and(|b| !b.is_empty()))
+        };
         auth.check(Access::Configure, Resource::Exchange(name))?;
-        let Some((_, in_use)) = found else {
+        let Some(in_use) = found else {
             return Ok(());
         };
         if if_unused && in_use {
@@ -462,15 +462,17 @@ impl VHost {
         auth: &dyn Authorize,
     ) -> Result<Arc<Queue>, AmqpError> {
         let _guard = self.changes.lock().await;
-        let name = if name.is_empty() && !passive {
-            generated_name()
-        } else {
-            name.to_owned()
+        // As RabbitMQ: a reserved name the client gives is refused before permissions are
+        // looked at, and a passive declare needs no permission.
+        let name = match (name.is_empty(), passive) {
+            (true, false) => generated_name(),
+            (false, false) => {
+                Self::check_queue_name(name)?;
+                name.to_owned()
+            }
+            (_, true) => name.to_owned(),
         };
-        // As RabbitMQ: a reserved name is refused before permissions are looked at, and a
-        // passive declare needs no permission.
         if !passive {
-            Self::check_queue_name(&name)?;
             auth.check(Access::Configure, Resource::Queue(&name))?;
         }
         let stored = self
@@ -505,10 +507,11 @@ impl VHost {
         Ok(queue)
     }
 
-    /// Refuses a new queue name with the reserved `amq.` prefix (server names excepted;
-    /// no such queue can exist, so redeclares are not affected).
+    /// Refuses a queue name a client gives with the reserved `amq.` prefix, a server
+    /// generated `amq.gen-` one included (RabbitMQ's `check_name`: such a queue is used by
+    /// its name, never declared by it).
     fn check_queue_name(name: &str) -> Result<(), AmqpError> {
-        if name.starts_with(RESERVED_PREFIX) && !name.starts_with("amq.gen-") {
+        if name.starts_with(RESERVED_PREFIX) {
             return Err(AmqpError::access_refused(format!(
                 "queue name '{name}' contains reserved prefix '{RESERVED_PREFIX}*'"
             )));
@@ -762,6 +765,30 @@ impl VHost {
             return Ok(());
         }
         let _guard = self.changes.lock().await;
+        self.remove_locked(&exchanges, &queues, Vec::new()).await
+    }
+
+    /// Removes every queue (with its messages), exchange and binding: the virtual host is
+    /// being deleted.
+    ///
+    /// # Errors
+    /// 541 when the store fails.
+    pub async fn remove_all(&self) -> Result<(), AmqpError> {
+        let _guard = self.changes.lock().await;
+        let (exchanges, queues): (Vec<String>, Vec<String>) = {
+            let state = self.state.read();
+            let builtins: HashSet<String> =
+                Exchange::builtins().into_iter().map(|x| x.name).collect();
+            (
+                state
+                    .exchanges
+                    .keys()
+                    .filter(|x| !builtins.contains(*x))
+                    .cloned()
+                    .collect(),
+                state.queues.keys().cloned().collect(),
+            )
+        };
         self.remove_locked(&exchanges, &queues, Vec::new()).await
     }
 

@@ -267,6 +267,20 @@ impl UserStore {
             .await
     }
 
+    /// Removes every permission and topic permission on `vhost` (the vhost is deleted).
+    ///
+    /// # Errors
+    /// [`UserStoreError`] when the store fails or a record is unusable.
+    pub async fn clear_vhost(&self, vhost: &str) -> Result<(), UserStoreError> {
+        self.db
+            .run(|tx| async move {
+                self.clear_grants(&tx, |v, _| v == vhost).await?;
+                self.changed(&tx);
+                Ok(())
+            })
+            .await
+    }
+
     /// Clears, in `tx`, the permissions and topic permissions whose (vhost, user)
     /// `doomed` accepts.
     async fn clear_grants(

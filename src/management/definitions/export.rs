@@ -10,12 +10,12 @@ use super::model::{
     Tags, TopicPermissionDefinition, UserDefinition, VhostDefinition,
 };
 use crate::amqp::topology::{Destination, VHost};
+use crate::amqp::vhosts::{VHosts, VhostMeta};
 use crate::auth::User;
 use crate::auth::store::{Scope, UserStore, UserStoreError};
 use crate::management::tables;
 use amq_protocol::types::FieldTable;
 use serde_json::{Map, Value};
-use std::sync::Arc;
 
 /// Everything: users, virtual hosts, permissions and topology. `rabbit_version` is the
 /// RabbitMQ version whose format this follows.
@@ -24,9 +24,10 @@ use std::sync::Arc;
 /// [`UserStoreError`] when the user store cannot be read.
 pub async fn export_all(
     users: &UserStore,
-    vhosts: &[Arc<VHost>],
+    vhosts: &VHosts,
     rabbit_version: &str,
 ) -> Result<Definitions, UserStoreError> {
+    let vhosts = vhosts.list_with_meta();
     let mut definitions = Definitions {
         rabbit_version: Some(rabbit_version.to_owned()),
         rabbitmq_version: Some(rabbit_version.to_owned()),
@@ -43,14 +44,7 @@ pub async fn export_all(
         vhosts: Some(
             vhosts
                 .iter()
-                .map(|v| VhostDefinition {
-                    name: v.name.clone(),
-                    description: None,
-                    tags: None,
-                    metadata: None,
-                    default_queue_type: None,
-                    limits: None,
-                })
+                .map(|(v, meta)| vhost_definition(&v.name, meta))
                 .collect(),
         ),
         permissions: Some(
@@ -84,7 +78,7 @@ pub async fn export_all(
         global_parameters: Some(Vec::new()),
         ..Definitions::default()
     };
-    for vhost in vhosts {
+    for (vhost, _) in &vhosts {
         add_topology(&mut definitions, vhost, true);
     }
     Ok(definitions)
@@ -103,6 +97,21 @@ pub fn user_definition(user: &User) -> UserDefinition {
         hashing_algorithm: Some(HASHING_ALGORITHM.to_owned()),
         tags: Tags(user.tags.clone()),
         limits: Some(serde_json::json!({})),
+    }
+}
+
+/// A vhost as RabbitMQ exports it: its name, and its description, tags and default queue
+/// type when it has any (top-level and under `metadata`, as RabbitMQ 3.10 writes them).
+fn vhost_definition(name: &str, meta: &VhostMeta) -> VhostDefinition {
+    let empty = meta.description.is_empty() && meta.tags.is_empty();
+    VhostDefinition {
+        name: name.to_owned(),
+        description: (!empty).then(|| meta.description.clone().into()),
+        tags: (!empty).then(|| meta.tags.clone().into()),
+        metadata: (!empty)
+            .then(|| serde_json::json!({"description": meta.description, "tags": meta.tags})),
+        default_queue_type: meta.default_queue_type.clone().map(Into::into),
+        limits: None,
     }
 }
 

@@ -1,7 +1,10 @@
 //! Importing a definitions document: everything is checked first (virtual hosts, user
 //! credentials, patterns, queue arguments, equivalence with what exists, bindings' ends),
-//! then users, permissions, topic permissions and the topology of every virtual host are
-//! written in ONE store transaction — the import applies completely or not at all.
+//! then new virtual hosts, users, permissions, topic permissions and the topology of every
+//! virtual host are written in ONE store transaction — the import applies completely or not
+//! at all. A virtual host listed under `vhosts` that does not exist is created (its
+//! topology planned on an empty one, [`VHosts::scratch`]), as RabbitMQ's import creates it;
+//! one that items name but neither exists nor is listed is refused.
 //!
 //! The virtual hosts involved are planned in name order ([`VHost::plan_declarations`]
 //! holds each one's change lock until the commit is reflected in memory), the user store
@@ -19,6 +22,7 @@ use crate::amqp::topology::args::QueueArgs;
 use crate::amqp::topology::{
     Binding, Declarations, Destination, Exchange, ExchangeKind, QueueSpec, VHost,
 };
+use crate::amqp::vhosts::{VHosts, VhostMeta};
 use crate::auth::User;
 use crate::auth::store::{UserStore, UserStoreError};
 use crate::management::tables;
@@ -45,6 +49,8 @@ pub enum ImportError {
 /// What an import wrote (entities that already existed, equivalent, are not counted).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Imported {
+    /// Virtual hosts created.
+    pub vhosts: usize,
     /// Users written.
     pub users: usize,
     /// Permissions written.
@@ -63,10 +69,28 @@ pub struct Imported {
 pub struct Target<'a> {
     /// The users.
     pub users: &'a UserStore,
-    /// The configured virtual hosts.
-    pub vhosts: &'a [Arc<VHost>],
+    /// The virtual hosts.
+    pub vhosts: &'a VHosts,
     /// The owner of non-durable exchanges and queues (this instance: they go with it).
     pub transient_owner: u64,
+}
+
+/// The virtual hosts an import works with: those that exist and those it creates.
+struct Hosts {
+    /// Every vhost the document may name, by name.
+    all: BTreeMap<String, Arc<VHost>>,
+    /// The ones it creates, with their metadata.
+    created: Vec<(String, VhostMeta)>,
+}
+
+impl Hosts {
+    fn get(&self, name: &str, field: &str) -> Result<&Arc<VHost>, ImportError> {
+        self.all.get(name).ok_or_else(|| {
+            refused(format!(
+                "{field}: vhost '{name}' does not exist (create it first, or list it under vhosts)"
+            ))
+        })
+    }
 }
 
 /// The error the import's transaction closure returns.
@@ -98,12 +122,29 @@ fn refused(reason: impl Into<String>) -> ImportError {
 }
 
 impl Target<'_> {
-    fn vhost(&self, name: &str, field: &str) -> Result<&Arc<VHost>, ImportError> {
-        self.vhosts.iter().find(|v| v.name == name).ok_or_else(|| {
-            refused(format!(
-                "{field}: vhost '{name}' does not exist (Ferry's vhosts are amqp.vhosts in the config)"
-            ))
-        })
+    /// The vhosts that exist, and those `definitions` lists that do not (unless only one
+    /// vhost's topology is imported).
+    fn hosts(&self, definitions: &Definitions, only_vhost: Option<&str>) -> Hosts {
+        let mut hosts = Hosts {
+            all: self
+                .vhosts
+                .list()
+                .into_iter()
+                .map(|v| (v.name.clone(), v))
+                .collect(),
+            created: Vec::new(),
+        };
+        if only_vhost.is_none() {
+            for v in definitions.vhosts.iter().flatten() {
+                if !hosts.all.contains_key(&v.name) && !v.name.is_empty() {
+                    hosts
+                        .all
+                        .insert(v.name.clone(), self.vhosts.scratch(&v.name));
+                    hosts.created.push((v.name.clone(), v.meta()));
+                }
+            }
+        }
+        hosts
     }
 
     /// Imports `definitions`: every part, or (`only_vhost`) the topology of one virtual
@@ -127,8 +168,9 @@ impl Target<'_> {
                 "parameters[0]: Ferry has no runtime parameters ({p}); remove them from the file"
             )));
         }
+        let hosts = self.hosts(&definitions, only_vhost);
         if let Some(vhost) = only_vhost {
-            self.vhost(vhost, "the URL")?;
+            hosts.get(vhost, "the URL")?;
             for (field, present) in [
                 (
                     "users",
@@ -157,7 +199,9 @@ impl Target<'_> {
             }
         }
         for (i, v) in definitions.vhosts.iter().flatten().enumerate() {
-            self.vhost(&v.name, &format!("vhosts[{i}].name"))?;
+            if v.name.is_empty() {
+                return Err(refused(format!("vhosts[{i}].name: a vhost needs a name")));
+            }
         }
         let users = definitions
             .users
@@ -169,7 +213,7 @@ impl Target<'_> {
         let imported_users: HashSet<&str> = users.iter().map(|u| u.name.as_str()).collect();
         let mut permissions = Vec::new();
         for (i, p) in definitions.permissions.iter().flatten().enumerate() {
-            self.vhost(&p.vhost, &format!("permissions[{i}].vhost"))?;
+            hosts.get(&p.vhost, &format!("permissions[{i}].vhost"))?;
             let grant = VhostPermissions {
                 vhost: p.vhost.clone(),
                 user: p.user.clone(),
@@ -187,7 +231,7 @@ impl Target<'_> {
         }
         let mut topics = Vec::new();
         for (i, t) in definitions.topic_permissions.iter().flatten().enumerate() {
-            self.vhost(&t.vhost, &format!("topic_permissions[{i}].vhost"))?;
+            hosts.get(&t.vhost, &format!("topic_permissions[{i}].vhost"))?;
             let topic = TopicPermission {
                 vhost: t.vhost.clone(),
                 user: t.user.clone(),
@@ -200,25 +244,28 @@ impl Target<'_> {
                 .map_err(|e| refused(e.under(&format!("topic_permissions[{i}]")).to_string()))?;
             topics.push(topic);
         }
-        let declarations = self.declarations(&definitions, only_vhost)?;
+        let declarations = self.declarations(&hosts, &definitions, only_vhost)?;
 
         // Plan every virtual host in name order (BTreeMap), holding their change locks.
         let mut plans = Vec::new();
         for (name, wanted) in declarations {
-            let vhost = self.vhost(&name, "vhost")?;
+            let vhost = hosts.get(&name, "vhost")?;
             let plan = vhost
                 .plan_declarations(wanted)
                 .await
                 .map_err(|e| refused(format!("vhost '{name}': {}", e.text)))?;
             plans.push(plan);
         }
-        let store = self.users;
+        let (store, registry) = (self.users, self.vhosts);
         let (users_ref, permissions_ref, topics_ref, plans_ref) =
             (&users, &permissions, &topics, &plans);
-        let imported_ref = &imported_users;
+        let (imported_ref, created_ref) = (&imported_users, &hosts.created);
         store
             .database()
             .run(|tx| async move {
+                for (name, meta) in created_ref {
+                    registry.write_record_in(&tx, name, meta);
+                }
                 for user in users_ref {
                     let stored = store.user_in(&tx, &user.name).await?;
                     store.write_user(&tx, &merged(user.clone(), stored));
@@ -262,12 +309,18 @@ impl Target<'_> {
             // The commit stands; a failed reload is retried by the version watch.
             let _ = plan.finish().await;
         }
+        if !hosts.created.is_empty() {
+            // The commit stands; a failed load is retried by the vhosts' watch.
+            let _ = registry.sync().await;
+        }
+        imported.vhosts = hosts.created.len();
         Ok(imported)
     }
 
     /// The topology of `definitions`, by virtual host.
     fn declarations(
         &self,
+        hosts: &Hosts,
         definitions: &Definitions,
         only_vhost: Option<&str>,
     ) -> Result<BTreeMap<String, Declarations>, ImportError> {
@@ -278,7 +331,7 @@ impl Target<'_> {
                 (None, Some(v)) => v.clone(),
                 (None, None) => return Err(refused(format!("{field}: field 'vhost' is missing"))),
             };
-            self.vhost(&name, &field)?;
+            hosts.get(&name, &field)?;
             Ok(name)
         };
         let table = |field: String, args| {

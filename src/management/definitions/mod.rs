@@ -42,10 +42,13 @@ pub fn routes() -> Router<Api> {
 /// `GET /api/definitions`.
 async fn export(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Definitions>> {
     administrator(&principal)?;
-    let vhosts = api.amqp.vhosts();
-    let all = export_all(api.users.store(), &vhosts, COMPATIBLE_RABBITMQ_VERSION)
-        .await
-        .map_err(store_failed)?;
+    let all = export_all(
+        api.users.store(),
+        api.amqp.vhost_registry(),
+        COMPATIBLE_RABBITMQ_VERSION,
+    )
+    .await
+    .map_err(store_failed)?;
     Ok(Json(all))
 }
 
@@ -93,10 +96,9 @@ async fn imported(
             format!("the body is not valid JSON: {e}")
         })
     })?;
-    let vhosts = api.amqp.vhosts();
     let target = Target {
         users: api.users.store(),
-        vhosts: &vhosts,
+        vhosts: api.amqp.vhost_registry(),
         transient_owner: api.amqp.transient_owner(),
     };
     match target.import(definitions, only_vhost).await {

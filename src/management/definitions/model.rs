@@ -112,27 +112,57 @@ impl Serialize for Tags {
     }
 }
 
-/// A virtual host: only its name matters to Ferry, whose virtual hosts are `amqp.vhosts`.
+/// A virtual host: its name, and for one an import creates its description, tags and
+/// default queue type (the rest is ignored).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VhostDefinition {
     /// The name.
     pub name: String,
-    /// RabbitMQ's description: ignored.
+    /// RabbitMQ's description (a string).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<Value>,
-    /// RabbitMQ's vhost tags: ignored.
+    /// RabbitMQ's vhost tags (a list or a comma-separated string).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Value>,
-    /// RabbitMQ's vhost metadata: ignored.
+    /// RabbitMQ's vhost metadata (`description`, `tags`: used where the fields above are
+    /// absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
-    /// RabbitMQ's default queue type: ignored.
+    /// RabbitMQ's default queue type (a string).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_queue_type: Option<Value>,
     /// RabbitMQ's vhost limits: ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Value>,
+}
+
+impl VhostDefinition {
+    /// The metadata a vhost created from this definition gets (values of another shape
+    /// are left out).
+    pub fn meta(&self) -> crate::amqp::vhosts::VhostMeta {
+        let field = |name: &str| {
+            let own = match name {
+                "description" => self.description.as_ref(),
+                _ => self.tags.as_ref(),
+            };
+            own.or_else(|| self.metadata.as_ref().and_then(|m| m.get(name)))
+                .cloned()
+        };
+        crate::amqp::vhosts::VhostMeta {
+            description: field("description")
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            tags: field("tags")
+                .and_then(|v| serde_json::from_value::<Tags>(v).ok())
+                .map(|t| t.0)
+                .unwrap_or_default(),
+            default_queue_type: self
+                .default_queue_type
+                .as_ref()
+                .and_then(|v| v.as_str().map(str::to_owned)),
+        }
+    }
 }
 
 /// A user's permissions on a virtual host.
