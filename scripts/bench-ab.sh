@@ -8,8 +8,11 @@
 #
 #   scripts/bench-ab.sh BEFORE_BIN AFTER_BIN [ROUNDS]
 #
-# The bench clients are AFTER_BIN's (same client for both daemons). Prints every figure the
-# benches print, labelled; stops what it started by PID.
+# The bench clients are AFTER_BIN's (same client for both daemons). Each daemon runs with
+# config/ferry.toml and its listeners moved to free loopback ports; BEFORE_CONFIG and
+# AFTER_CONFIG name another config file for a side (a binary older than a key of the
+# shipped config refuses it: give it its own commit's config/ferry.toml). Prints every
+# figure the benches print, labelled; stops what it started by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -ge 2 ]] || { sed -n '9,9s/^#   //p' "$0" >&2; exit 2; }
@@ -37,14 +40,23 @@ free_port() {
   done
 }
 
-# Starts `BIN run` on a fresh store with its listeners on free loopback ports.
+# A listener key the config file names: its environment override moves it to a free
+# loopback port (a config without the key, an older binary's, gets no override).
+extra_listeners() {
+  local config=$1
+  grep -q '^\[management\]' "$config" && echo "FERRY__MANAGEMENT__LISTEN=127.0.0.1:0"
+  true
+}
+
+# Starts `BIN run` with CONFIG on a fresh store with its listeners on free loopback ports.
 start_daemon() {
-  local bin=$1
+  local bin=$1 config=$2
   rm -rf "$work/store"
   amqp_port=$(free_port) kafka_port=$(free_port)
-  FERRY__AMQP__LISTEN=127.0.0.1:$amqp_port FERRY__KAFKA__LISTEN=127.0.0.1:$kafka_port \
+  # shellcheck disable=SC2046 # one NAME=VALUE word per listener
+  env FERRY__AMQP__LISTEN=127.0.0.1:$amqp_port FERRY__KAFKA__LISTEN=127.0.0.1:$kafka_port \
     FERRY__METRICS__LISTEN=127.0.0.1:0 FERRY__STORE__PATH="$work/store" RUST_LOG=warn \
-    "$bin" run --config config/ferry.toml >"$work/daemon.log" 2>&1 &
+    $(extra_listeners "$config") "$bin" run --config "$config" >"$work/daemon.log" 2>&1 &
   daemon_pid=$!
   for _ in $(seq 200); do
     (exec 3<>"/dev/tcp/127.0.0.1/$amqp_port") 2>/dev/null &&
@@ -66,7 +78,8 @@ label() { sed "s/^/[$1] /"; }
 for round in $(seq "$rounds"); do
   for side in before after; do
     bin=${!side}
-    start_daemon "$bin"
+    if [[ $side == before ]]; then config=${BEFORE_CONFIG:-config/ferry.toml}; else config=${AFTER_CONFIG:-config/ferry.toml}; fi
+    start_daemon "$bin" "$config"
     "$after" bench amqp --uri "amqp://guest:guest@127.0.0.1:$amqp_port/%2f" \
       --messages "$MESSAGES" --latency-messages 2000 --broker-pid "$daemon_pid" |
       label "round $round $side amqp"

@@ -3,6 +3,7 @@
 //! holder (the owner of its transient exchanges and queues), and the registry of live
 //! connections.
 
+use super::direct_reply::DirectReplies;
 use super::expiry::ExpiryHints;
 use super::registry::Connections;
 use super::vhosts::VHosts;
@@ -38,6 +39,8 @@ pub struct Broker {
     pub expiry: ExpiryHints,
     /// The live connections, for the management API.
     pub connections: Connections,
+    /// The reply addresses of this instance's channels (direct reply-to).
+    pub direct_replies: DirectReplies,
 }
 
 impl std::fmt::Debug for Broker {

@@ -18,6 +18,7 @@
 
 use super::codec;
 use super::context::ConnectionContext;
+use super::direct_reply::Reply;
 use super::errors::{AmqpError, TxError};
 use super::message::StoredMessage;
 use super::registry::LiveConsumer;
@@ -29,7 +30,7 @@ use crate::stage::{self, Delivery, MessageId, StageError, Step, now_ms};
 use crate::telemetry::amqp as metric;
 use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, DeliveryMode};
 use amq_protocol::protocol::{AMQPClass, basic};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -44,6 +45,10 @@ const SETTLE_BATCH: usize = 256;
 /// consumer with less than a quarter of its prefetch free waits for more room before it
 /// leases: fewer, larger transactions (AMQP acknowledgements have no reply to delay).
 const BATCH_DELAY: Duration = Duration::from_millis(4);
+
+/// When the oldest unacknowledged delivery of a timeout times out: (deadline, delivery
+/// tag, the timeout in ms), ordered by deadline.
+type AckDeadline = std::cmp::Reverse<(Instant, u64, u64)>;
 
 /// A delivery not yet acknowledged.
 #[derive(Debug, Clone)]
@@ -109,12 +114,26 @@ pub enum Work {
     /// A batching delay ([`BATCH_DELAY`]) ended: call [`Consumers::on_due`], then
     /// [`Consumers::start_commit`].
     Due,
+    /// An unacknowledged delivery's deadline passed: ask [`Consumers::ack_timed_out`].
+    AckDeadline,
+    /// A direct reply arrived: deliver it with [`Consumers::deliver_reply`].
+    Reply(Reply),
 }
 
 /// A finished settle commit.
 pub struct Settled {
     settlements: Vec<Settlement>,
     result: Result<(), AmqpError>,
+}
+
+/// The channel's consumer of direct replies (`amq.rabbitmq.reply-to`).
+struct ReplyConsumer {
+    /// Its consumer tag.
+    tag: String,
+    /// The channel's reply address.
+    address: String,
+    /// Replies published to the address.
+    replies: mpsc::UnboundedReceiver<Reply>,
 }
 
 /// One channel's consumers and unacknowledged deliveries.
@@ -128,6 +147,9 @@ pub struct Consumers {
     holders: Vec<u64>,
     get_holder: Option<u64>,
     unacked: BTreeMap<u64, Unacked>,
+    /// The acknowledgement deadlines of unacknowledged deliveries (settled ones are
+    /// dropped when they reach the top).
+    ack_deadlines: BinaryHeap<AckDeadline>,
     last_tag: u64,
     /// basic.qos global=false: the prefetch of consumers created from now on.
     consumer_prefetch: usize,
@@ -143,6 +165,8 @@ pub struct Consumers {
     settlements: GroupCommit<Settlement, Settled>,
     /// When consumers that wait for more prefetch room lease what they have.
     lease_due: Option<Instant>,
+    /// The direct-reply consumer, if the channel has one.
+    reply: Option<ReplyConsumer>,
     events_tx: mpsc::UnboundedSender<Event>,
     events: mpsc::UnboundedReceiver<Event>,
 }
@@ -159,6 +183,7 @@ impl Consumers {
             holders: Vec::new(),
             get_holder: None,
             unacked: BTreeMap::new(),
+            ack_deadlines: BinaryHeap::new(),
             last_tag: 0,
             consumer_prefetch: 0,
             channel_prefetch: 0,
@@ -167,6 +192,7 @@ impl Consumers {
             reserved: 0,
             settlements: GroupCommit::default(),
             lease_due: None,
+            reply: None,
             events_tx,
             events,
         }
@@ -175,7 +201,9 @@ impl Consumers {
     /// Waits for the next consumer event or the end of the settle commit under way.
     pub async fn next_work(&mut self) -> Work {
         let due = self.due();
-        let (settlements, events) = (&mut self.settlements, &mut self.events);
+        let ack_deadline = self.next_ack_deadline();
+        let (settlements, events, reply) =
+            (&mut self.settlements, &mut self.events, &mut self.reply);
         let settled = async {
             settlements
                 .committed()
@@ -186,13 +214,141 @@ impl Consumers {
             // The channel holds a sender, so the stream of events never ends.
             Some(event) = events.recv() => Work::Event(event),
             done = settled => Work::Settled(done),
-            () = async {
-                match due {
-                    Some(at) => tokio::time::sleep_until(at.into()).await,
+            () = sleep_until(due) => Work::Due,
+            () = sleep_until(ack_deadline) => Work::AckDeadline,
+            Some(r) = async {
+                match reply {
+                    Some(c) => c.replies.recv().await,
                     None => std::future::pending().await,
                 }
-            } => Work::Due,
+            } => Work::Reply(r),
         }
+    }
+
+    /// basic.consume on `amq.rabbitmq.reply-to`: makes the channel's reply address and
+    /// returns the consumer tag.
+    ///
+    /// # Errors
+    /// 406 when `no_ack` is off or the channel has a reply consumer already (RabbitMQ's
+    /// words), 530 for a tag in use.
+    pub fn consume_replies(&mut self, tag: &str, no_ack: bool) -> Result<String, AmqpError> {
+        if !no_ack {
+            return Err(AmqpError::precondition_failed(
+                "reply consumer cannot acknowledge",
+            ));
+        }
+        if self.reply.is_some() {
+            return Err(AmqpError::precondition_failed("reply consumer already set"));
+        }
+        let tag = self.unused_tag(tag)?;
+        let (address, replies) = self.ctx.broker.direct_replies.register();
+        self.reply = Some(ReplyConsumer {
+            tag: tag.clone(),
+            address,
+            replies,
+        });
+        Ok(tag)
+    }
+
+    /// `tag`, or a generated one (RabbitMQ's `amq.ctag-` form) when it is empty.
+    ///
+    /// # Errors
+    /// 530 when a consumer of the channel has it.
+    fn unused_tag(&self, tag: &str) -> Result<String, AmqpError> {
+        let tag = if tag.is_empty() {
+            format!(
+                "amq.ctag-{:016x}{:016x}",
+                fastrand::u64(..),
+                fastrand::u64(..)
+            )
+        } else {
+            tag.to_owned()
+        };
+        if self.consumers.contains_key(&tag) || self.reply.as_ref().is_some_and(|r| r.tag == tag) {
+            return Err(AmqpError::not_allowed(format!(
+                "attempt to reuse consumer tag '{tag}'"
+            )));
+        }
+        Ok(tag)
+    }
+
+    /// The channel's reply address, while it consumes direct replies.
+    pub fn reply_address(&self) -> Option<&str> {
+        self.reply.as_ref().map(|r| r.address.as_str())
+    }
+
+    /// Encodes `reply` as a delivery to the reply consumer (no acknowledgement expected).
+    pub fn deliver_reply(&mut self, reply: &Reply) -> Vec<u8> {
+        let mut out = Vec::new();
+        let Some(consumer) = &self.reply else {
+            return out;
+        };
+        self.last_tag += 1;
+        codec::encode_method(
+            &mut out,
+            self.channel,
+            AMQPClass::Basic(basic::AMQPMethod::Deliver(basic::Deliver {
+                consumer_tag: consumer.tag.as_str().into(),
+                delivery_tag: self.last_tag,
+                redelivered: false,
+                exchange: "".into(),
+                routing_key: reply.routing_key.as_str().into(),
+            })),
+        );
+        codec::encode_content(
+            &mut out,
+            self.channel,
+            &reply.raw_properties,
+            &reply.body,
+            self.ctx.frame_max,
+        );
+        out
+    }
+
+    /// Stops the reply consumer if `tag` is its tag; returns whether it was.
+    fn cancel_replies(&mut self, tag: &str) -> bool {
+        match &self.reply {
+            Some(r) if r.tag == tag => {
+                self.ctx.broker.direct_replies.unregister(&r.address);
+                self.reply = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The earliest acknowledgement deadline of a delivery still unacknowledged.
+    fn next_ack_deadline(&mut self) -> Option<Instant> {
+        while let Some(std::cmp::Reverse((at, tag, _))) = self.ack_deadlines.peek() {
+            if self.unacked.contains_key(tag) {
+                return Some(*at);
+            }
+            self.ack_deadlines.pop();
+        }
+        None
+    }
+
+    /// The timeout (ms) of an unacknowledged delivery whose deadline has passed, if any:
+    /// the channel is then closed, as RabbitMQ closes it.
+    pub fn ack_timed_out(&mut self) -> Option<u64> {
+        let due = self.next_ack_deadline()? <= Instant::now();
+        let std::cmp::Reverse((_, _, timeout)) = self.ack_deadlines.peek()?;
+        due.then_some(*timeout)
+    }
+
+    /// Notes delivery `tag` from `queue` as unacknowledged from now.
+    fn track(&mut self, tag: u64, unacked: Unacked) {
+        let timeout = self
+            .ctx
+            .broker
+            .config
+            .consumer_timeout(unacked.queue.spec.args.consumer_timeout);
+        if let Some(timeout) = timeout {
+            let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+            self.ack_deadlines
+                .push(std::cmp::Reverse((Instant::now() + timeout, tag, ms)));
+        }
+        self.unacked.insert(tag, unacked);
     }
 
     /// Every holder of the channel, to renew.
@@ -234,20 +390,7 @@ impl Consumers {
         no_ack: bool,
         exclusive: bool,
     ) -> Result<String, AmqpError> {
-        let tag = if tag.is_empty() {
-            format!(
-                "amq.ctag-{:016x}{:016x}",
-                fastrand::u64(..),
-                fastrand::u64(..)
-            )
-        } else {
-            tag.to_owned()
-        };
-        if self.consumers.contains_key(&tag) {
-            return Err(AmqpError::not_allowed(format!(
-                "attempt to reuse consumer tag '{tag}'"
-            )));
-        }
+        let tag = self.unused_tag(tag)?;
         self.ctx.vhost.add_consumer(&queue, exclusive)?;
         let broker = &self.ctx.broker;
         let holder = match broker.holders.register(broker.liveness.ttl()).await {
@@ -542,7 +685,7 @@ impl Consumers {
             if no_ack {
                 ids.push(id);
             } else {
-                self.unacked.insert(
+                self.track(
                     self.last_tag,
                     Unacked {
                         queue: queue.clone(),
@@ -603,7 +746,7 @@ impl Consumers {
         let remaining = queue.stage.depth().await?.ready.max(0) as u32;
         self.last_tag += 1;
         if let (false, Some(holder)) = (no_ack, self.get_holder) {
-            self.unacked.insert(
+            self.track(
                 self.last_tag,
                 Unacked {
                     queue: queue.clone(),
@@ -864,6 +1007,9 @@ impl Consumers {
     /// 541 when the store fails.
     pub async fn cancel(&mut self, tag: &str) -> Result<Vec<u8>, AmqpError> {
         let mut out = Vec::new();
+        if self.cancel_replies(tag) {
+            return Ok(out);
+        }
         let Some(c) = self.consumers.get_mut(tag) else {
             return Ok(out);
         };
@@ -910,6 +1056,9 @@ impl Consumers {
     /// settlements are committed first (the client acknowledged those), then each holder
     /// is released.
     pub async fn close(&mut self) {
+        if let Some(r) = self.reply.take() {
+            self.ctx.broker.direct_replies.unregister(&r.address);
+        }
         for c in self.consumers.values() {
             c.stop.cancel();
         }
@@ -950,6 +1099,15 @@ impl Consumers {
             }
         }
         self.unacked.clear();
+        self.ack_deadlines.clear();
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 

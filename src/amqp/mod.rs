@@ -31,6 +31,7 @@ pub mod connection;
 pub mod consume;
 pub mod context;
 pub mod dead_letter;
+pub mod direct_reply;
 pub mod enqueue;
 pub mod errors;
 pub mod expiry;
@@ -149,6 +150,7 @@ pub async fn start(front: Front) -> Result<Started, FrontError> {
         blocked,
         expiry,
         connections: registry::Connections::default(),
+        direct_replies: Default::default(),
     });
     Ok(Started {
         broker,

@@ -25,12 +25,13 @@
 use super::authorize::PublishGate;
 use super::broker::Broker;
 use super::codec::{self, ContentHeader};
+use super::context::ConnectionContext;
+use super::direct_reply::{self, Reply};
 use super::enqueue::{Entry, QueueBatch, Stored, enqueue_in, expires_at, hint_expiries};
 use super::errors::{AmqpError, TxError};
 use super::message::StoredMessage;
 use super::settle::{Settlement, settle_in};
-use super::topology::{ExchangeKind, Queue, VHost};
-use crate::auth::access::LiveAccess;
+use super::topology::{ExchangeKind, Queue};
 use crate::group_commit::GroupCommit;
 use crate::stage::{NewMessage, now_ms};
 use crate::telemetry::amqp as metric;
@@ -178,23 +179,26 @@ impl Publisher {
             .map_err(|e| AmqpError::internal(format!("a publish commit panicked: {e}")))
     }
 
-    /// Routes a complete message and queues it for storing; returns frames to send at once
-    /// (basic.return for an unroutable mandatory message).
+    /// Routes a complete message of channel `channel` of the connection `ctx` and queues
+    /// it for storing, or hands a direct reply to its channel ([`super::direct_reply`]:
+    /// `reply_address` is this channel's own, while it consumes replies); returns frames to
+    /// send at once (basic.return for an unroutable mandatory message).
     ///
     /// # Errors
     /// 404 for a missing exchange, 403 for an internal one or a refused permission, 406
-    /// for an invalid `expiration`, 540 for `immediate`.
+    /// for an invalid `expiration` or a `reply_to` of `amq.rabbitmq.reply-to` on a channel
+    /// that does not consume replies, 540 for `immediate`.
     pub fn accept(
         &mut self,
-        vhost: &VHost,
-        access: &LiveAccess,
+        ctx: &ConnectionContext,
         channel: u16,
-        frame_max: u32,
+        reply_address: Option<&str>,
         incoming: Incoming,
     ) -> Result<Vec<u8>, AmqpError> {
+        let (vhost, frame_max) = (&*ctx.vhost, ctx.frame_max);
         let Incoming {
             publish,
-            header,
+            mut header,
             body,
             received,
         } = incoming;
@@ -202,7 +206,7 @@ impl Publisher {
             return Err(AmqpError::not_implemented("immediate=true"));
         }
         let exchange = publish.exchange.as_str();
-        let access = self.gate.follow(access);
+        let access = self.gate.follow(&ctx.access);
         self.gate.check_exchange(&access, exchange)?;
         // Only a user with topic permissions on this exchange has a routing key to check.
         if access.restricts_topics_on(exchange)
@@ -215,8 +219,7 @@ impl Publisher {
             self.gate
                 .check_topic(&access, exchange, publish.routing_key.as_str())?;
         }
-        let properties = &header.properties;
-        let ttl = match properties.expiration() {
+        let ttl = match header.properties.expiration() {
             None => None,
             Some(e) => Some(e.as_str().parse::<u64>().map_err(|_| {
                 AmqpError::precondition_failed(format!("invalid expiration '{e}'"))
@@ -226,10 +229,41 @@ impl Publisher {
             &vhost.name,
             publish.exchange.as_str(),
             publish.routing_key.as_str(),
-            properties.headers().as_ref(),
+            header.properties.headers().as_ref(),
         )?;
+        let asks_direct_reply = header.properties.reply_to().as_ref().map(|r| r.as_str())
+            == Some(direct_reply::PSEUDO_QUEUE);
+        if asks_direct_reply {
+            // As RabbitMQ: a routed request needs this channel's reply consumer; its
+            // reply_to becomes the channel's address.
+            match reply_address {
+                Some(address) => {
+                    let properties = header.properties.clone().with_reply_to(address.into());
+                    header.raw_properties = Bytes::from(codec::encode_properties(&properties));
+                    header.properties = properties;
+                }
+                None if !queues.is_empty() => {
+                    return Err(AmqpError::precondition_failed(
+                        "fast reply consumer does not exist",
+                    ));
+                }
+                None => {}
+            }
+        }
+        let properties = &header.properties;
+        // A direct reply goes to its channel now, stored nowhere.
+        let replied = exchange.is_empty()
+            && publish
+                .routing_key
+                .as_str()
+                .starts_with(direct_reply::ADDRESS_PREFIX)
+            && ctx.broker.direct_replies.deliver(Reply {
+                routing_key: publish.routing_key.to_string(),
+                raw_properties: header.raw_properties.clone(),
+                body: body.clone(),
+            });
         let mut out = Vec::new();
-        if queues.is_empty() && publish.mandatory {
+        if queues.is_empty() && !replied && publish.mandatory {
             codec::encode_method(
                 &mut out,
                 channel,
@@ -244,7 +278,7 @@ impl Publisher {
             metrics::counter!(metric::RETURNS_TOTAL, metric::LABEL_VHOST => vhost.name.clone())
                 .increment(1);
         }
-        let routed = match (queues.is_empty(), publish.mandatory) {
+        let routed = match (queues.is_empty() && !replied, publish.mandatory) {
             (false, _) => Routed::ToQueues,
             (true, true) => Routed::Returned,
             (true, false) => Routed::Dropped,

@@ -18,7 +18,7 @@ use super::registry::Connections;
 use super::topology::records::TopologyKeys;
 use super::topology::{Queue, VHost};
 use crate::stage::Stages;
-use crate::store::{Database, RangeOption, StoreError, Transaction};
+use crate::store::{ChangeCounter, Database, RangeOption, StoreError, Transaction};
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -96,6 +96,8 @@ pub struct VHosts {
     db: Database,
     stages: Stages,
     keys: TopologyKeys,
+    /// Bumped by every vhost made, changed or deleted.
+    version: ChangeCounter,
     /// Told of every queue a vhost opens (its background work starts).
     opened: UnboundedSender<Arc<Queue>>,
     /// Serializes [`VHosts::sync`]s.
@@ -125,6 +127,7 @@ impl VHosts {
             entries: RwLock::new(BTreeMap::new()),
             db,
             stages,
+            version: ChangeCounter::new(keys.vhosts_version()),
             keys,
             opened,
             syncing: tokio::sync::Mutex::new(()),
@@ -201,7 +204,7 @@ impl VHosts {
     /// Writes, in `tx`, the record of vhost `name` with `meta` (creating it).
     pub fn write_record_in(&self, tx: &Transaction, name: &str, meta: &VhostMeta) {
         tx.set(&self.keys.vhost_record(name), meta.encode());
-        tx.atomic_add(&self.keys.vhosts_version(), 1);
+        self.version.bump(tx);
     }
 
     /// Deletes vhost `name`: its queues with their messages, exchanges, bindings and
@@ -218,13 +221,12 @@ impl VHosts {
         };
         vhost.remove_all().await?;
         let (record, topology) = (self.keys.vhost_record(name), self.keys.vhost_topology(name));
-        let version = self.keys.vhosts_version();
         self.db
             .run(|tx| {
                 tx.clear(&record);
                 // What another instance declared meanwhile goes too.
                 tx.clear_range(&topology.0, &topology.1);
-                tx.atomic_add(&version, 1);
+                self.version.bump(&tx);
                 async { Ok::<_, TxError>(()) }
             })
             .await
@@ -238,8 +240,7 @@ impl VHosts {
     /// # Errors
     /// The store's error.
     pub async fn version(&self) -> Result<i64, StoreError> {
-        let tx = self.db.begin()?;
-        version_in(&tx, &self.keys.vhosts_version()).await
+        self.version.read(&self.db).await
     }
 
     /// Waits until the version differs from `seen`.
@@ -247,15 +248,7 @@ impl VHosts {
     /// # Errors
     /// The store's error.
     pub async fn changed_since(&self, seen: i64) -> Result<(), StoreError> {
-        let key = self.keys.vhosts_version();
-        let tx = self.db.begin()?;
-        let watch = tx.watch(&key);
-        let now = version_in(&tx, &key).await?;
-        tx.commit().await?;
-        if now != seen {
-            return Ok(());
-        }
-        watch.await
+        self.version.changed_since(&self.db, seen).await
     }
 
     /// Makes the served vhosts those of `amqp.vhosts` and the records: loads the new ones,
@@ -320,14 +313,6 @@ impl VHosts {
             })
             .collect())
     }
-}
-
-async fn version_in(tx: &Transaction, key: &[u8]) -> Result<i64, StoreError> {
-    Ok(tx
-        .get(key, true)
-        .await?
-        .and_then(|v| v.try_into().ok())
-        .map_or(0, i64::from_le_bytes))
 }
 
 /// Follows the set of vhosts until `shutdown`: syncs on every change, runs `watch` (the

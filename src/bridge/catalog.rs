@@ -13,7 +13,9 @@
 //! ```
 
 use crate::config::RouteConfig;
-use crate::store::{Database, RangeOption, StoreError, Transaction, TransactionError};
+use crate::store::{
+    ChangeCounter, Database, RangeOption, StoreError, Transaction, TransactionError,
+};
 use foundationdb_tuple::Subspace;
 use std::collections::BTreeMap;
 
@@ -65,7 +67,7 @@ pub struct Catalog {
     db: Database,
     added: Subspace,
     paused: Subspace,
-    version: Vec<u8>,
+    version: ChangeCounter,
 }
 
 impl Catalog {
@@ -77,7 +79,7 @@ impl Catalog {
             db,
             added: space("added"),
             paused: space("paused"),
-            version: foundationdb_tuple::pack(&(prefix, "routes", "version")),
+            version: ChangeCounter::new(foundationdb_tuple::pack(&(prefix, "routes", "version"))),
         }
     }
 
@@ -100,7 +102,7 @@ impl Catalog {
     /// # Errors
     /// As [`Catalog::read`].
     pub async fn read_in(&self, tx: &Transaction, snapshot: bool) -> Result<Stored, CatalogError> {
-        let version = self.version_in(tx).await?;
+        let version = self.version.read_in(tx).await?;
         let mut added = BTreeMap::new();
         for (name, value) in self.entries(tx, &self.added, snapshot).await? {
             let (_, json): (i64, String) =
@@ -198,26 +200,11 @@ impl Catalog {
     /// # Errors
     /// The store's error.
     pub async fn changed_since(&self, seen: i64) -> Result<(), StoreError> {
-        let tx = self.db.begin()?;
-        let watch = tx.watch(&self.version);
-        let now = self.version_in(&tx).await?;
-        tx.commit().await?;
-        if now != seen {
-            return Ok(());
-        }
-        watch.await
+        self.version.changed_since(&self.db, seen).await
     }
 
     fn bump(&self, tx: &Transaction) {
-        tx.atomic_add(&self.version, 1);
-    }
-
-    async fn version_in(&self, tx: &Transaction) -> Result<i64, StoreError> {
-        Ok(tx
-            .get(&self.version, true)
-            .await?
-            .and_then(|v| v.try_into().ok())
-            .map_or(0, i64::from_le_bytes))
+        self.version.bump(tx);
     }
 
     /// Every (name, value) pair under `space`.

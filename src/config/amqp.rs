@@ -49,6 +49,10 @@ pub struct AmqpConfig {
     /// Milliseconds a client has from connecting to `connection.open-ok` before it is
     /// disconnected, so half-open connections cannot hold slots.
     pub handshake_timeout_ms: u64,
+    /// Milliseconds a delivery may stay unacknowledged before its channel is closed with
+    /// 406 PRECONDITION_FAILED and its deliveries requeued (RabbitMQ's `consumer_timeout`;
+    /// a queue's `x-consumer-timeout` argument overrides it); 0: no limit.
+    pub consumer_timeout_ms: u64,
     /// Ready messages across all AMQP queues above which publishing connections are
     /// blocked (`connection.blocked`) until the backlog falls below it; 0: no limit.
     pub max_backlog_messages: u64,
@@ -103,6 +107,7 @@ impl Default for AmqpConfig {
             max_message_size: 4 * 1024 * 1024,
             vhosts: vec![super::users::DEFAULT_VHOST.to_owned()],
             handshake_timeout_ms: 10_000,
+            consumer_timeout_ms: DEFAULT_CONSUMER_TIMEOUT_MS,
             max_backlog_messages: 0,
             max_memory_mb: 0,
             resource_check_ms: 1000,
@@ -112,7 +117,20 @@ impl Default for AmqpConfig {
     }
 }
 
+/// Default for `amqp.consumer_timeout_ms`: 30 minutes, RabbitMQ's.
+pub const DEFAULT_CONSUMER_TIMEOUT_MS: u64 = 1_800_000;
+
 impl AmqpConfig {
+    /// How long a delivery from a queue with `x-consumer-timeout` = `queue_timeout_ms`
+    /// (if set) may stay unacknowledged; `None`: as long as it likes.
+    pub fn consumer_timeout(&self, queue_timeout_ms: Option<u64>) -> Option<Duration> {
+        match queue_timeout_ms {
+            Some(ms) => Some(Duration::from_millis(ms)),
+            None if self.consumer_timeout_ms == 0 => None,
+            None => Some(Duration::from_millis(self.consumer_timeout_ms)),
+        }
+    }
+
     /// The handshake deadline.
     pub fn handshake_timeout(&self) -> Duration {
         Duration::from_millis(self.handshake_timeout_ms)

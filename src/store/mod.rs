@@ -17,6 +17,7 @@
 //! it never writes to a socket, acknowledges upstream or counts a success. Those happen
 //! after [`Database::run`] returns.
 
+pub mod change_counter;
 pub mod embedded;
 pub mod engine;
 pub mod error;
@@ -25,6 +26,7 @@ pub mod fdb;
 pub mod keys;
 mod value;
 
+pub use change_counter::ChangeCounter;
 pub use error::{OpenError, StoreError, TransactionError};
 pub use value::Value;
 

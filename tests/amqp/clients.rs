@@ -1,6 +1,6 @@
 //! The `ferry` binary's AMQP front driven by independent clients and by crashes: pika
-//! (Python) and Debian's amqp-tools, declares, deletes, binds and exclusive use answered as
-//! the test suite's RabbitMQ node answers the same script, the metrics it exports, a `kill -9`
+//! (Python) and Debian's amqp-tools, declares, deletes, binds and exclusive use, and direct
+//! reply-to, answered as the test suite's RabbitMQ node answers the same script, the metrics it exports, a `kill -9`
 //! in the middle of publishing with confirms, and a SIGTERM drain. Clients run as child
 //! processes with bounded waits.
 
@@ -87,6 +87,39 @@ fn declares_deletes_binds_and_exclusive_use_answer_as_rabbitmq_does() {
         serde_json::json!(405)
     );
     // And every case, reply code and text, as the RabbitMQ node answers it.
+    assert_eq!(
+        ferry, rabbitmq,
+        "Ferry:\n{ferry:#}\nRabbitMQ:\n{rabbitmq:#}"
+    );
+}
+
+/// The outcome of every case of `tests/python/amqp_direct_reply.py` against `url`.
+fn direct_reply_survey(url: &str, suffix: &str) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_direct_reply.py");
+    let out = run_client(Command::new("python3").arg(script).arg(url).arg(suffix));
+    serde_json::from_str(succeeded(&out).trim()).unwrap()
+}
+
+#[test]
+fn direct_reply_to_carries_a_pika_rpc_reply_as_rabbitmq_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(&dir);
+    let suffix = format!("{:08x}", fastrand::u32(..));
+    let ferry = direct_reply_survey(
+        &format!("amqp://guest:guest@127.0.0.1:{}/%2f", daemon.ports().amqp),
+        &suffix,
+    );
+    let rabbitmq = direct_reply_survey(RabbitNode::get().uri(), &suffix);
+    assert_eq!(
+        ferry["rpc_round_trip"],
+        serde_json::json!({
+            "request": "fib 10",
+            "reply_to_is_address": true,
+            "passive_declare_of_the_address": [0, 1],
+            "replies": [{"routing_key_is_address": true, "exchange": "", "redelivered": false,
+                         "correlation_id": "c-1", "body": "55"}],
+        })
+    );
     assert_eq!(
         ferry, rabbitmq,
         "Ferry:\n{ferry:#}\nRabbitMQ:\n{rabbitmq:#}"

@@ -5,6 +5,7 @@
 mod common;
 
 mod clients;
+mod parity;
 mod permissions;
 mod raw;
 mod recovery;

@@ -10,7 +10,7 @@
 //! connections as on the node (tests/python/amqp_user_changes.py).
 
 use crate::common::clients::{python_script, run};
-use crate::common::daemon::Setup;
+use crate::common::daemon::{Daemon, Setup};
 use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
 use crate::common::rabbitmq::{RabbitNode, unique};
 use rdkafka::Message;
@@ -208,15 +208,27 @@ to = [{ kafka_topic = "cfg-out" }]
 fn routes_are_added_paused_resumed_and_removed_and_dead_letters_replayed_at_runtime() {
     let dir = tempfile::tempdir().unwrap();
     let mut ferry = Setup::shipped_with(dir.path(), CONFIG_ROUTE).start();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let script = python_script("management_routes.py");
     let (http, amqp) = (ferry.management_uri(), ferry.amqp_uri());
+    // A route added at runtime, its pause and its dead letters live in the store.
+    run_then_again_after_a_restart(
+        &mut ferry,
+        "management_routes.py",
+        &[&http, &amqp, "from-config"],
+    );
+}
+
+/// Runs the Python script `script` with `args` and `run`, kills the daemon with SIGKILL,
+/// restarts it, and runs the script again with `after-restart`; each run must print OK.
+fn run_then_again_after_a_restart(ferry: &mut Daemon, script: &str, args: &[&str]) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let script = python_script(script);
     let phase = |phase: &str| {
-        let output = runtime.block_on(run(
-            "python3",
-            &[&script, &http, &amqp, "from-config", phase],
-            b"",
-        ));
+        let all: Vec<&str> = [script.as_str()]
+            .into_iter()
+            .chain(args.iter().copied())
+            .chain([phase])
+            .collect();
+        let output = runtime.block_on(run("python3", &all, b""));
         assert_eq!(
             String::from_utf8_lossy(&output.stdout).trim(),
             "OK",
@@ -225,7 +237,6 @@ fn routes_are_added_paused_resumed_and_removed_and_dead_letters_replayed_at_runt
         );
     };
     phase("run");
-    // A route added at runtime, its pause and its dead letters live in the store.
     ferry.kill_and_restart();
     phase("after-restart");
 }
@@ -276,19 +287,6 @@ async fn user_and_permission_changes_reach_open_connections_as_on_rabbitmq() {
 fn vhosts_are_made_and_deleted_at_runtime_and_kept_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let mut ferry = Setup::shipped(dir.path()).start();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let script = python_script("management_vhosts.py");
     let (http, amqp) = (ferry.management_uri(), ferry.ports().amqp.to_string());
-    let phase = |phase: &str| {
-        let output = runtime.block_on(run("python3", &[&script, &http, &amqp, phase], b""));
-        assert_eq!(
-            String::from_utf8_lossy(&output.stdout).trim(),
-            "OK",
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    };
-    phase("run");
-    ferry.kill_and_restart();
-    phase("after-restart");
+    run_then_again_after_a_restart(&mut ferry, "management_vhosts.py", &[&http, &amqp]);
 }

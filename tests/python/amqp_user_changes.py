@@ -12,16 +12,15 @@ Cases (each with its own user, PREFIX-CASE, password "pw"):
     granted   it had no configure permission; given one, the next declare succeeds
     password  its password changes: the open connection goes on
 """
-import base64
 import json
 import re
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import pika
+
+import management_http
 
 http_base, amqp_addr, prefix = sys.argv[1:4]
 # Longest a change may take to reach an open connection.
@@ -29,16 +28,8 @@ PATIENCE = 10
 
 
 def call(method, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(http_base + path, data=data, method=method)
-    request.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status
-    except urllib.error.HTTPError as e:
-        return e.code
+    """The status of one request."""
+    return management_http.call(http_base, method, path, body)[0]
 
 
 def user_path(user):

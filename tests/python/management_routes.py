@@ -13,15 +13,13 @@ Usage:
 
 Prints OK.
 """
-import base64
-import json
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import pika
+
+import management_http
 
 ferry_http, amqp_uri, config_route, phase = sys.argv[1:5]
 
@@ -30,17 +28,7 @@ PATIENCE = 30
 
 
 def call(method, path, body=None, user="guest", password="guest", raw=None):
-    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    request = urllib.request.Request(ferry_http + path, data=data, method=method)
-    token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    request.add_header("Authorization", "Basic " + token)
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=40) as response:
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
+    return management_http.call(ferry_http, method, path, body, user, password, raw)
 
 
 def route_path(name, *rest):

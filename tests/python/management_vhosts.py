@@ -12,31 +12,20 @@ Usage:
 
 Prints OK.
 """
-import base64
-import json
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import pika
+
+import management_http
 
 ferry_http, amqp_port, phase = sys.argv[1:4]
 PATIENCE = 10
 
 
 def call(method, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(ferry_http + path, data=data, method=method)
-    request.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
+    return management_http.call(ferry_http, method, path, body)
 
 
 def q(name):

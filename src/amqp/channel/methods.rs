@@ -4,6 +4,7 @@
 //! depends on what exists), here for consume, get, purge and queue.delete.
 
 use super::{Channel, Exit};
+use crate::amqp::direct_reply;
 use crate::amqp::errors::AmqpError;
 use crate::amqp::settle::How;
 use crate::amqp::topology::args::QueueArgs;
@@ -192,6 +193,30 @@ impl Channel {
         let vhost = self.ctx.vhost.clone();
         let connection = self.ctx.id;
         match method {
+            queue::AMQPMethod::Declare(d)
+                if d.passive && direct_reply::is_reply_queue(d.queue.as_str()) =>
+            {
+                // As RabbitMQ: the pseudo-queue always answers, a reply address while its
+                // channel consumes it.
+                let name = d.queue.as_str();
+                if name != direct_reply::PSEUDO_QUEUE
+                    && !self.ctx.broker.direct_replies.exists(name)
+                {
+                    return Err(AmqpError::not_found(format!(
+                        "no queue '{name}' in vhost '{}'",
+                        vhost.name
+                    )));
+                }
+                self.reply_unless(
+                    d.nowait,
+                    AMQPClass::Queue(queue::AMQPMethod::DeclareOk(queue::DeclareOk {
+                        queue: d.queue.clone(),
+                        message_count: 0,
+                        consumer_count: 1,
+                    })),
+                )
+                .await
+            }
             queue::AMQPMethod::Declare(d) => {
                 let spec = QueueSpec {
                     durable: d.durable,
@@ -313,6 +338,18 @@ impl Channel {
                 self.reply_unless(
                     false,
                     AMQPClass::Basic(basic::AMQPMethod::QosOk(basic::QosOk {})),
+                )
+                .await
+            }
+            basic::AMQPMethod::Consume(c) if c.queue.as_str() == direct_reply::PSEUDO_QUEUE => {
+                let tag = self
+                    .consumers
+                    .consume_replies(c.consumer_tag.as_str(), c.no_ack)?;
+                self.reply_unless(
+                    c.nowait,
+                    AMQPClass::Basic(basic::AMQPMethod::ConsumeOk(basic::ConsumeOk {
+                        consumer_tag: tag.as_str().into(),
+                    })),
                 )
                 .await
             }

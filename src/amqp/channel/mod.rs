@@ -230,6 +230,19 @@ impl Channel {
                 self.consumers.on_due();
                 Ok(None)
             }
+            Work::Reply(reply) => {
+                let out = self.consumers.deliver_reply(&reply);
+                self.write(out).await
+            }
+            Work::AckDeadline => match self.consumers.ack_timed_out() {
+                // RabbitMQ's words; closing the channel requeues its deliveries.
+                Some(ms) => Err(AmqpError::precondition_failed(format!(
+                    "delivery acknowledgement on channel {} timed out. Timeout value used: {ms} ms. \
+                     This timeout value can be configured, see consumers doc guide to learn more",
+                    self.id
+                ))),
+                None => Ok(None),
+            },
         }
     }
 
@@ -271,13 +284,7 @@ impl Channel {
         let method = AMQPClass::Basic(basic::AMQPMethod::Publish(incoming.publish.clone()));
         let out = self
             .publisher
-            .accept(
-                &self.ctx.vhost,
-                &self.ctx.access,
-                self.id,
-                self.ctx.frame_max,
-                incoming,
-            )
+            .accept(&self.ctx, self.id, self.consumers.reply_address(), incoming)
             .map_err(|e| e.on(&method))?;
         self.write(out).await
     }

@@ -62,6 +62,10 @@ pub struct QueueArgs {
     pub queue_type: QueueType,
     /// `x-delivery-limit`: deliveries after which a returned message is dead-lettered.
     pub delivery_limit: Option<u32>,
+    /// `x-consumer-timeout`: ms a delivery from this queue may stay unacknowledged before
+    /// its channel is closed (instead of `amqp.consumer_timeout_ms`). Not part of a
+    /// redeclare's equivalence check, as in RabbitMQ.
+    pub consumer_timeout: Option<u64>,
 }
 
 /// One argument's value, for equivalence messages.
@@ -97,6 +101,9 @@ impl QueueArgs {
                 "x-max-length" => args.max_length = Some(int_in(key, value, 0, i64::MAX as u64)?),
                 "x-delivery-limit" => {
                     args.delivery_limit = Some(int_in(key, value, 0, u32::MAX.into())? as u32);
+                }
+                "x-consumer-timeout" => {
+                    args.consumer_timeout = Some(int_in(key, value, 1, i64::MAX as u64)?);
                 }
                 "x-overflow" => {
                     args.overflow = match string(key, value)?.as_str() {
@@ -212,6 +219,7 @@ impl QueueArgs {
         int("x-expires", self.expires);
         int("x-max-length", self.max_length);
         int("x-delivery-limit", self.delivery_limit.map(u64::from));
+        int("x-consumer-timeout", self.consumer_timeout);
         if self.overflow == Overflow::RejectPublish {
             table.insert("x-overflow".into(), LongString("reject-publish".into()));
         }

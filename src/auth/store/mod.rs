@@ -27,7 +27,7 @@ pub mod seed;
 
 use super::user::{BadUser, User};
 use crate::permissions::BadPattern;
-use crate::store::{Database, KeyValue, RangeOption, StoreError, Transaction};
+use crate::store::{ChangeCounter, Database, KeyValue, RangeOption, StoreError, Transaction};
 use foundationdb_tuple::Subspace;
 
 pub use permissions::{Grants, Scope};
@@ -73,7 +73,7 @@ struct Keys {
     permissions: Subspace,
     topic_permissions: Subspace,
     fake_salt_key: Vec<u8>,
-    version: Vec<u8>,
+    version: ChangeCounter,
 }
 
 impl Keys {
@@ -104,7 +104,7 @@ impl UserStore {
                 permissions: auth("permissions"),
                 topic_permissions: auth("topic_permissions"),
                 fake_salt_key: foundationdb_tuple::pack(&(prefix, "auth", "fake_salt_key")),
-                version: foundationdb_tuple::pack(&(prefix, "auth", "version")),
+                version: ChangeCounter::new(foundationdb_tuple::pack(&(prefix, "auth", "version"))),
             },
         }
     }
@@ -207,7 +207,7 @@ impl UserStore {
 
     /// Notes, in `tx`, that users or permissions change (bumps the version).
     fn changed(&self, tx: &Transaction) {
-        tx.atomic_add(&self.keys.version, 1);
+        self.keys.version.bump(tx);
     }
 
     /// The version now: it moves with every change to users and permissions.
@@ -215,8 +215,7 @@ impl UserStore {
     /// # Errors
     /// The store's error.
     pub async fn version(&self) -> Result<i64, StoreError> {
-        let tx = self.db.begin()?;
-        self.version_in(&tx).await
+        self.keys.version.read(&self.db).await
     }
 
     /// Waits until the version differs from `seen` (a store watch), returning at once
@@ -225,22 +224,7 @@ impl UserStore {
     /// # Errors
     /// The store's error.
     pub async fn changed_since(&self, seen: i64) -> Result<(), StoreError> {
-        let tx = self.db.begin()?;
-        let watch = tx.watch(&self.keys.version);
-        let now = self.version_in(&tx).await?;
-        tx.commit().await?;
-        if now != seen {
-            return Ok(());
-        }
-        watch.await
-    }
-
-    async fn version_in(&self, tx: &Transaction) -> Result<i64, StoreError> {
-        Ok(tx
-            .get(&self.keys.version, true)
-            .await?
-            .and_then(|v| v.try_into().ok())
-            .map_or(0, i64::from_le_bytes))
+        self.keys.version.changed_since(&self.db, seen).await
     }
 
     /// The store the users live in (the same as every front's: a caller may write users

@@ -7,7 +7,7 @@ use super::model::{
     Acl, AclFilter, Operation, PatternType, Permission, ResourcePattern, ResourceType,
 };
 use crate::kafka::keys::KafkaKeys;
-use crate::store::{Database, RangeOption, StoreError, Transaction};
+use crate::store::{ChangeCounter, Database, RangeOption, StoreError, Transaction};
 
 /// The fields of an ACL key after the subspace, as tuple elements.
 type AclKey = (i64, i64, String, String, String, i64, i64);
@@ -19,6 +19,8 @@ pub struct AclStore {
     db: Database,
     /// The Kafka keyspace.
     keys: KafkaKeys,
+    /// Bumped by every change.
+    version: ChangeCounter,
 }
 
 /// Every ACL, read at one version of the ACL counter.
@@ -33,7 +35,8 @@ pub struct AclSet {
 impl AclStore {
     /// The ACLs of `db` under `keys`.
     pub fn new(db: Database, keys: KafkaKeys) -> Self {
-        Self { db, keys }
+        let version = ChangeCounter::new(keys.acls_version());
+        Self { db, keys, version }
     }
 
     /// Stores `acls` (an ACL already stored stays as it is) in one transaction.
@@ -49,7 +52,7 @@ impl AclStore {
                 for acl in acls {
                     tx.set(&self.key(acl), foundationdb_tuple::pack(&(1_i64,)));
                 }
-                tx.atomic_add(&self.keys.acls_version(), 1);
+                self.version.bump(&tx);
                 Ok::<_, StoreError>(())
             })
             .await
@@ -74,7 +77,7 @@ impl AclStore {
                     changed = true;
                 }
                 if changed {
-                    tx.atomic_add(&self.keys.acls_version(), 1);
+                    self.version.bump(&tx);
                 }
                 Ok(matched)
             })
@@ -87,7 +90,7 @@ impl AclStore {
     /// The store's error.
     pub async fn list(&self) -> Result<AclSet, StoreError> {
         let tx = self.db.begin()?;
-        let version = self.version_in(&tx).await?;
+        let version = self.version.read_in(&tx).await?;
         let acls = self.read(&tx, true).await?;
         Ok(AclSet { version, acls })
     }
@@ -97,8 +100,7 @@ impl AclStore {
     /// # Errors
     /// The store's error.
     pub async fn version(&self) -> Result<i64, StoreError> {
-        let tx = self.db.begin()?;
-        self.version_in(&tx).await
+        self.version.read(&self.db).await
     }
 
     /// Waits until the ACL counter differs from `seen` (a store watch), returning at once
@@ -107,23 +109,7 @@ impl AclStore {
     /// # Errors
     /// The store's error.
     pub async fn changed_since(&self, seen: i64) -> Result<(), StoreError> {
-        let tx = self.db.begin()?;
-        let watch = tx.watch(&self.keys.acls_version());
-        let now = self.version_in(&tx).await?;
-        tx.commit().await?;
-        if now != seen {
-            return Ok(());
-        }
-        watch.await
-    }
-
-    /// The ACL counter in `tx`.
-    async fn version_in(&self, tx: &Transaction) -> Result<i64, StoreError> {
-        Ok(tx
-            .get(&self.keys.acls_version(), true)
-            .await?
-            .and_then(|v| v.try_into().ok())
-            .map_or(0, i64::from_le_bytes))
+        self.version.changed_since(&self.db, seen).await
     }
 
     /// Every stored ACL in `tx`; keys that do not decode (written by a newer Ferry) are
