@@ -651,6 +651,7 @@ impl Consumers {
     fn deliver(&mut self, tag: &str, deliveries: Vec<Delivery>) -> Result<Vec<u8>, AmqpError> {
         let c = self.consumers.get_mut(tag).expect("the caller found it");
         let (queue, holder, no_ack) = (c.queue.clone(), c.holder, c.no_ack);
+        let quorum = queue.is_quorum();
         if !no_ack {
             c.unacked += deliveries.len();
         }
@@ -661,6 +662,8 @@ impl Consumers {
         for d in deliveries {
             self.last_tag += 1;
             let (id, redelivery) = (d.id, d.redelivered());
+            // Leased: every earlier lease ended in a return.
+            let returns = d.envelope.delivery_count.saturating_sub(1);
             let message =
                 StoredMessage::decode(d.body).map_err(|e| AmqpError::internal(e.to_string()))?;
             redelivered += u64::from(redelivery);
@@ -675,10 +678,13 @@ impl Consumers {
                     routing_key: message.routing_key.as_str().into(),
                 })),
             );
+            let properties = message
+                .delivered_properties(quorum, returns)
+                .map_err(|e| AmqpError::internal(e.to_string()))?;
             codec::encode_content(
                 &mut out,
                 self.channel,
-                &message.raw_properties,
+                &properties,
                 &message.body,
                 self.ctx.frame_max,
             );
@@ -758,11 +764,14 @@ impl Consumers {
         }
         // A popped message's delivery is not counted, so any earlier one makes it a
         // redelivery.
-        let redelivered = if no_ack {
-            d.envelope.delivery_count > 0
+        let (redelivered, returns) = if no_ack {
+            (d.envelope.delivery_count > 0, d.envelope.delivery_count)
         } else {
-            d.redelivered()
+            (d.redelivered(), d.envelope.delivery_count.saturating_sub(1))
         };
+        let properties = message
+            .delivered_properties(queue.is_quorum(), returns)
+            .map_err(|e| AmqpError::internal(e.to_string()))?;
         count_deliveries(
             &queue,
             DeliveryMode { get: true, no_ack },
@@ -783,7 +792,7 @@ impl Consumers {
         codec::encode_content(
             &mut out,
             self.channel,
-            &message.raw_properties,
+            &properties,
             &message.body,
             self.ctx.frame_max,
         );

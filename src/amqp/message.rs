@@ -10,6 +10,7 @@
 
 use super::codec::{self, CodecError};
 use amq_protocol::protocol::basic::AMQPProperties;
+use amq_protocol::types::AMQPValue;
 use bytes::{BufMut, Bytes};
 
 /// Format byte of the layout above.
@@ -101,6 +102,26 @@ impl StoredMessage {
     /// [`CodecError::MalformedHeader`] when the stored bytes do not parse.
     pub fn properties(&self) -> Result<AMQPProperties, CodecError> {
         codec::decode_properties(&self.raw_properties)
+    }
+
+    /// The property bytes a delivery carries: as stored, or — for a quorum queue's message
+    /// returned `returns` times before — with the `x-delivery-count` header RabbitMQ's
+    /// quorum queues add (parsed and encoded again only then).
+    ///
+    /// # Errors
+    /// [`CodecError::MalformedHeader`] when the stored bytes do not parse.
+    pub fn delivered_properties(&self, quorum: bool, returns: u32) -> Result<Bytes, CodecError> {
+        if !quorum || returns == 0 {
+            return Ok(self.raw_properties.clone());
+        }
+        let properties = self.properties()?;
+        let mut headers = properties.headers().clone().unwrap_or_default();
+        headers.insert(
+            "x-delivery-count".into(),
+            AMQPValue::LongLongInt(i64::from(returns)),
+        );
+        let properties = properties.with_headers(headers);
+        Ok(Bytes::from(codec::encode_properties(&properties)))
     }
 }
 

@@ -1,6 +1,7 @@
 //! The `ferry` binary's AMQP front driven by independent clients and by crashes: pika
-//! (Python) and Debian's amqp-tools, declares, deletes, binds and exclusive use, and direct
-//! reply-to, answered as the test suite's RabbitMQ node answers the same script, the metrics it exports, a `kill -9`
+//! (Python) and Debian's amqp-tools, declares, deletes, binds and exclusive use, direct
+//! reply-to and quorum queues' delivery limit, answered as the test suite's RabbitMQ node
+//! answers the same script, the metrics it exports, a `kill -9`
 //! in the middle of publishing with confirms, and a SIGTERM drain. Clients run as child
 //! processes with bounded waits.
 
@@ -118,6 +119,36 @@ fn direct_reply_to_carries_a_pika_rpc_reply_as_rabbitmq_does() {
             "passive_declare_of_the_address": [0, 1],
             "replies": [{"routing_key_is_address": true, "exchange": "", "redelivered": false,
                          "correlation_id": "c-1", "body": "55"}],
+        })
+    );
+    assert_eq!(
+        ferry, rabbitmq,
+        "Ferry:\n{ferry:#}\nRabbitMQ:\n{rabbitmq:#}"
+    );
+}
+
+#[test]
+fn quorum_queues_count_returns_and_dead_letter_past_the_limit_as_rabbitmq_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(&dir);
+    let suffix = format!("{:08x}", fastrand::u32(..));
+    let survey = |url: &str| {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_quorum_survey.py");
+        let out = run_client(Command::new("python3").arg(script).arg(url).arg(&suffix));
+        serde_json::from_str::<serde_json::Value>(succeeded(&out).trim()).unwrap()
+    };
+    let ferry = survey(&format!(
+        "amqp://guest:guest@127.0.0.1:{}/%2f",
+        daemon.ports().amqp
+    ));
+    let rabbitmq = survey(RabbitNode::get().uri());
+    // x-delivery-limit 2: three deliveries, the last return dead-letters it.
+    assert_eq!(
+        ferry["delivery_limit_2"],
+        serde_json::json!({
+            "deliveries": [[false, 0], [true, 1], [true, 2]],
+            "dead_lettered": ["delivery_limit", 1],
         })
     );
     assert_eq!(

@@ -1,12 +1,13 @@
 //! RabbitMQ parity where real applications hit it, driven by lapin: the delivery
 //! acknowledgement timeout (`amqp.consumer_timeout_ms`, `x-consumer-timeout`) closes a
-//! channel that holds a delivery too long, with RabbitMQ's 406 text, and requeues it.
+//! channel that holds a delivery too long, with RabbitMQ's 406 text, and requeues it; a
+//! quorum queue stops a poison message after RabbitMQ 4's default 20 returns.
 
 use crate::common::amqp::{WAIT, declare, publish_confirmed, reply_code, reply_text};
 use crate::common::fronts::AmqpServer;
 use crate::common::wait;
 use futures::StreamExt;
-use lapin::options::{BasicConsumeOptions, BasicGetOptions};
+use lapin::options::{BasicConsumeOptions, BasicGetOptions, BasicNackOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{Channel, Connection};
 
@@ -104,5 +105,90 @@ async fn amqp_consumer_timeout_ms_applies_to_queues_without_their_own() {
     })
     .await;
     assert_eq!(get(&ch, "plain").await, ("got".to_owned(), true));
+    server.stop().await;
+}
+
+/// Takes the one message of `queue` with basic.get and returns it with a requeuing nack
+/// until it is gone (dead-lettered); returns each delivery's `x-delivery-count` header.
+async fn return_until_gone(ch: &Channel, queue: &str, most: usize) -> Vec<Option<i64>> {
+    let mut counts = Vec::new();
+    for _ in 0..most {
+        // A requeuing nack is committed before the channel's next method: the message is
+        // back for this get, unless it was dead-lettered.
+        let got = ch
+            .basic_get(queue.into(), BasicGetOptions { no_ack: false })
+            .await
+            .unwrap();
+        let Some(got) = got else { break };
+        let count = got
+            .delivery
+            .properties
+            .headers()
+            .as_ref()
+            .and_then(|h| h.inner().get("x-delivery-count").cloned())
+            .and_then(|v| ferry::amqp::topology::args::integer(&v));
+        counts.push(count);
+        ch.basic_nack(
+            got.delivery.delivery_tag,
+            BasicNackOptions {
+                requeue: true,
+                ..BasicNackOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    }
+    counts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quorum_queue_dead_letters_a_poison_message_after_20_returns_by_default() {
+    let server = AmqpServer::start().await;
+    let conn = server.connect().await;
+    let ch = conn.create_channel().await.unwrap();
+    let quorum = |extra: &[(&str, AMQPValue)]| {
+        let mut args = FieldTable::default();
+        args.insert(
+            "x-queue-type".into(),
+            AMQPValue::LongString("quorum".into()),
+        );
+        args.insert(
+            "x-dead-letter-exchange".into(),
+            AMQPValue::LongString("".into()),
+        );
+        args.insert(
+            "x-dead-letter-routing-key".into(),
+            AMQPValue::LongString("poison".into()),
+        );
+        for (k, v) in extra {
+            args.insert((*k).into(), v.clone());
+        }
+        args
+    };
+    declare(&ch, "poison", FieldTable::default()).await;
+    declare(&ch, "work", quorum(&[])).await;
+    publish_confirmed(&ch, "", "work", &["bad"]).await;
+    let counts = return_until_gone(&ch, "work", 30).await;
+    // RabbitMQ 4: 20 returns allowed, the 21st dead-letters; the header on redeliveries.
+    let expected: Vec<Option<i64>> = std::iter::once(None).chain((1..=20).map(Some)).collect();
+    assert_eq!(counts, expected);
+    // The dead-letter router moves it to the dead-letter exchange's queue.
+    let dead = wait::until("the message dead-lettered", WAIT, async || {
+        ch.basic_get("poison".into(), BasicGetOptions { no_ack: true })
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(dead.delivery.data, b"bad");
+
+    // -1: no limit.
+    declare(
+        &ch,
+        "patient",
+        quorum(&[("x-delivery-limit", AMQPValue::LongInt(-1))]),
+    )
+    .await;
+    publish_confirmed(&ch, "", "patient", &["retried"]).await;
+    assert_eq!(return_until_gone(&ch, "patient", 25).await.len(), 25);
     server.stop().await;
 }

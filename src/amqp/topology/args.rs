@@ -60,8 +60,9 @@ pub struct QueueArgs {
     pub single_active_consumer: bool,
     /// `x-queue-type`.
     pub queue_type: QueueType,
-    /// `x-delivery-limit`: deliveries after which a returned message is dead-lettered.
-    pub delivery_limit: Option<u32>,
+    /// `x-delivery-limit`: returns after which a returned message is dead-lettered (-1:
+    /// never); see [`QueueArgs::stage_delivery_limit`].
+    pub delivery_limit: Option<i64>,
     /// `x-consumer-timeout`: ms a delivery from this queue may stay unacknowledged before
     /// its channel is closed (instead of `amqp.consumer_timeout_ms`). Not part of a
     /// redeclare's equivalence check, as in RabbitMQ.
@@ -100,7 +101,14 @@ impl QueueArgs {
                 "x-expires" => args.expires = Some(int_in(key, value, 1, u32::MAX.into())?),
                 "x-max-length" => args.max_length = Some(int_in(key, value, 0, i64::MAX as u64)?),
                 "x-delivery-limit" => {
-                    args.delivery_limit = Some(int_in(key, value, 0, u32::MAX.into())? as u32);
+                    let n = integer(value).ok_or_else(|| wrong_type(key, "an integer"))?;
+                    if !(-1..=i64::from(u32::MAX - 1)).contains(&n) {
+                        return Err(AmqpError::precondition_failed(format!(
+                            "invalid arg '{key}': {n} must be between -1 and {}",
+                            u32::MAX - 1
+                        )));
+                    }
+                    args.delivery_limit = Some(n);
                 }
                 "x-consumer-timeout" => {
                     args.consumer_timeout = Some(int_in(key, value, 1, i64::MAX as u64)?);
@@ -205,6 +213,25 @@ impl QueueArgs {
     }
 }
 
+/// A quorum queue's delivery limit when it names none: RabbitMQ 4's default.
+pub const QUORUM_DELIVERY_LIMIT: i64 = 20;
+
+impl QueueArgs {
+    /// The deliveries the queue's stage allows a message before a return dead-letters it
+    /// (0: no limit). RabbitMQ dead-letters a message once it was returned more often
+    /// than `x-delivery-limit`, so a message is delivered the limit plus one times; a
+    /// quorum queue without the argument has [`QUORUM_DELIVERY_LIMIT`], and -1 is no
+    /// limit (RabbitMQ 4).
+    pub fn stage_delivery_limit(&self) -> u32 {
+        let limit = match (self.delivery_limit, self.queue_type) {
+            (Some(n), _) => n,
+            (None, QueueType::Quorum) => QUORUM_DELIVERY_LIMIT,
+            (None, QueueType::Classic) => -1,
+        };
+        u32::try_from(limit + 1).unwrap_or(0)
+    }
+}
+
 impl QueueArgs {
     /// Writes the recognised arguments into `table`, as they are stored.
     pub fn write_into(&self, table: &mut FieldTable) {
@@ -218,8 +245,10 @@ impl QueueArgs {
         int("x-message-ttl", self.message_ttl);
         int("x-expires", self.expires);
         int("x-max-length", self.max_length);
-        int("x-delivery-limit", self.delivery_limit.map(u64::from));
         int("x-consumer-timeout", self.consumer_timeout);
+        if let Some(limit) = self.delivery_limit {
+            table.insert("x-delivery-limit".into(), LongLongInt(limit));
+        }
         if self.overflow == Overflow::RejectPublish {
             table.insert("x-overflow".into(), LongString("reject-publish".into()));
         }

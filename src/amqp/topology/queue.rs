@@ -59,6 +59,11 @@ pub struct LocalUse {
 }
 
 impl Queue {
+    /// Whether it was declared with `x-queue-type` `quorum`.
+    pub fn is_quorum(&self) -> bool {
+        self.spec.args.queue_type == super::args::QueueType::Quorum
+    }
+
     /// A queue over `stage`.
     pub fn new(
         name: String,

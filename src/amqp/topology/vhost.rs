@@ -619,7 +619,7 @@ impl VHost {
         }
         let options = StageOptions {
             max_priority: spec.args.max_priority.unwrap_or(0),
-            max_deliveries: spec.args.delivery_limit.unwrap_or(0),
+            max_deliveries: spec.args.stage_delivery_limit(),
             dead_letter: dead_letter.then(|| dl_name.clone()),
         };
         let stage_id = self.create_stage_in(tx, &stage_name, &options).await?;
