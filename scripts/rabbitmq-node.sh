@@ -69,7 +69,22 @@ alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
 
 pid_in() { [[ -s "$1" ]] && cat "$1" || true; }
 
+# Ports are picked free but taken only when the node binds them, so another process can
+# take one in between: a start that fails on a taken port tries again with new ports.
+START_ATTEMPTS=3
+
 start() {
+  local attempt
+  for attempt in $(seq "$START_ATTEMPTS"); do
+    start_once "$@" && return 0
+    grep -q eaddrinuse "$DIR/log/server.log" 2>/dev/null || break
+    echo "rabbitmq-node.sh: a port was taken meanwhile (attempt $attempt of $START_ATTEMPTS); trying new ports" >&2
+  done
+  die "the node in '$DIR' did not start"
+}
+
+# One start of the node; returns 1 (the node stopped again) when it does not come up.
+start_once() {
   local owner="" certs="" client_certs=required fail_if_no_peer_cert
   while (($#)); do
     case "$1" in
@@ -106,6 +121,7 @@ start() {
   [[ -z "$certs" ]] || amqps=$(free_port)
   dist=$(free_port 10)
   name="ferry-test-$$-$RANDOM@localhost"
+  rm -f "$DIR/home/.erlang.cookie"
   head -c 32 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$DIR/home/.erlang.cookie"
   chmod 400 "$DIR/home/.erlang.cookie"
   cat >"$DIR/rabbitmq.conf" <<EOF
@@ -167,7 +183,8 @@ EOF
   if ! ctl wait --timeout 120 "$RABBITMQ_PID_FILE" >"$DIR/log/wait.log" 2>&1; then
     tail -n 30 "$DIR/log/server.log" "$DIR/log/wait.log" >&2 || true
     stop
-    die "the node in '$DIR' did not start"
+    rm -rf "$DIR/mnesia"
+    return 1
   fi
   if [[ -n "$owner" ]]; then
     # Stops the node once its owner is gone; stopped itself (by PID) by `stop`.

@@ -157,6 +157,55 @@ fn quorum_queues_count_returns_and_dead_letter_past_the_limit_as_rabbitmq_does()
     );
 }
 
+/// What `tests/python/amqp_cut_connections.py` saw against the AMQP listener at `uri`'s
+/// host and port, with heartbeats of `heartbeat_s`.
+fn cut_survey(uri: &str, heartbeat_s: u16) -> Vec<serde_json::Value> {
+    let host_port = uri.rsplit_once('@').map_or(uri, |(_, r)| r);
+    let host_port = host_port.split('/').next().unwrap();
+    let (host, port) = host_port.rsplit_once(':').unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_cut_connections.py");
+    let out = run_client(
+        Command::new("python3")
+            .arg(script)
+            .arg(host)
+            .arg(port)
+            .arg(heartbeat_s.to_string()),
+    );
+    serde_json::from_str(succeeded(&out).trim()).unwrap()
+}
+
+#[test]
+fn a_connection_cut_at_any_byte_ends_promptly_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(&dir);
+    let ferry_uri = format!("amqp://guest:guest@127.0.0.1:{}/%2f", daemon.ports().amqp);
+    for heartbeat_s in [0, 1] {
+        let ferry = cut_survey(&ferry_uri, heartbeat_s);
+        let rabbitmq = cut_survey(RabbitNode::get().uri(), heartbeat_s);
+        for cut in &ferry {
+            // pika gives up after its 10 s socket timeout at the latest; a prompt end
+            // means the cut was seen, not waited out.
+            assert!(
+                cut["seconds"].as_f64().unwrap() < 5.0,
+                "heartbeat {heartbeat_s} s: {cut} (RabbitMQ: {rabbitmq:?})"
+            );
+        }
+        let reached = |cuts: &[serde_json::Value]| -> Vec<serde_json::Value> {
+            cuts.iter().map(|c| c["reached"].clone()).collect()
+        };
+        assert_eq!(
+            reached(&ferry),
+            reached(&rabbitmq),
+            "heartbeat {heartbeat_s} s, Ferry: {ferry:?}, RabbitMQ: {rabbitmq:?}"
+        );
+        assert_eq!(ferry.last().unwrap()["reached"], "done");
+    }
+    // Every cut connection's state is gone.
+    daemon.wait_for("no AMQP connection left open", WAIT, |d| {
+        d.metric("ferry_amqp_connections", &[]) == 0.0
+    });
+}
+
 #[test]
 fn pika_round_trips_properties_byte_for_byte_and_sees_rabbitmq_semantics() {
     let dir = tempfile::tempdir().unwrap();
