@@ -97,6 +97,9 @@ pub async fn enqueue_in(
                 }
             }
         }
+        for m in &mut accepted {
+            m.priority = args.lane_priority(m.priority);
+        }
         let outcomes = queue.stage.append_in(tx, &accepted, now).await?;
         stored.appended[i] = outcomes
             .iter()

@@ -1,15 +1,19 @@
 //! RabbitMQ parity where real applications hit it, driven by lapin: the delivery
 //! acknowledgement timeout (`amqp.consumer_timeout_ms`, `x-consumer-timeout`) closes a
 //! channel that holds a delivery too long, with RabbitMQ's 406 text, and requeues it; a
-//! quorum queue stops a poison message after RabbitMQ 4's default 20 returns.
+//! quorum queue stops a poison message after RabbitMQ 4's default 20 returns and keeps
+//! two priority levels.
 
 use crate::common::amqp::{WAIT, declare, publish_confirmed, reply_code, reply_text};
 use crate::common::fronts::AmqpServer;
 use crate::common::wait;
 use futures::StreamExt;
-use lapin::options::{BasicConsumeOptions, BasicGetOptions, BasicNackOptions};
+use lapin::options::{
+    BasicConsumeOptions, BasicGetOptions, BasicNackOptions, BasicPublishOptions,
+    ConfirmSelectOptions,
+};
 use lapin::types::{AMQPValue, FieldTable};
-use lapin::{Channel, Connection};
+use lapin::{BasicProperties, Channel, Connection};
 
 /// RabbitMQ's text for a delivery not acknowledged within `ms` on channel `channel`.
 fn timed_out(channel: u16, ms: u64) -> String {
@@ -190,5 +194,45 @@ async fn a_quorum_queue_dead_letters_a_poison_message_after_20_returns_by_defaul
     .await;
     publish_confirmed(&ch, "", "patient", &["retried"]).await;
     assert_eq!(return_until_gone(&ch, "patient", 25).await.len(), 25);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quorum_queue_delivers_high_priority_messages_first_without_x_max_priority() {
+    let server = AmqpServer::start().await;
+    let conn = server.connect().await;
+    let ch = conn.create_channel().await.unwrap();
+    let mut args = FieldTable::default();
+    args.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString("quorum".into()),
+    );
+    declare(&ch, "two-levels", args).await;
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .unwrap();
+    for (body, priority) in [("low 0", 0), ("low 4", 4), ("high 9", 9), ("high 5", 5)] {
+        ch.basic_publish(
+            "".into(),
+            "two-levels".into(),
+            BasicPublishOptions::default(),
+            body.as_bytes(),
+            BasicProperties::default().with_priority(priority),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    }
+    let mut order = Vec::new();
+    while let Some(got) = ch
+        .basic_get("two-levels".into(), BasicGetOptions { no_ack: true })
+        .await
+        .unwrap()
+    {
+        order.push(String::from_utf8(got.delivery.data.clone()).unwrap());
+    }
+    // RabbitMQ 4: above 4 is high, FIFO within each level; a message keeps its property.
+    assert_eq!(order, ["high 9", "high 5", "low 0", "low 4"]);
     server.stop().await;
 }

@@ -217,6 +217,25 @@ impl QueueArgs {
 pub const QUORUM_DELIVERY_LIMIT: i64 = 20;
 
 impl QueueArgs {
+    /// The priority lanes of the queue's stage: `x-max-priority`; a quorum queue without it
+    /// has two (normal and high), as RabbitMQ 4's quorum queues do.
+    pub fn stage_max_priority(&self) -> u8 {
+        match (self.max_priority, self.queue_type) {
+            (Some(p), _) => p,
+            (None, QueueType::Quorum) => 1,
+            (None, QueueType::Classic) => 0,
+        }
+    }
+
+    /// The stage priority a message of `priority` is stored with: its own, or for a quorum
+    /// queue without `x-max-priority` RabbitMQ 4's two levels (above 4: high).
+    pub fn lane_priority(&self, priority: u8) -> u8 {
+        match (self.max_priority, self.queue_type) {
+            (None, QueueType::Quorum) => u8::from(priority > 4),
+            _ => priority,
+        }
+    }
+
     /// The deliveries the queue's stage allows a message before a return dead-letters it
     /// (0: no limit). RabbitMQ dead-letters a message once it was returned more often
     /// than `x-delivery-limit`, so a message is delivered the limit plus one times; a

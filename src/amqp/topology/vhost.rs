@@ -618,7 +618,7 @@ impl VHost {
                 .await?;
         }
         let options = StageOptions {
-            max_priority: spec.args.max_priority.unwrap_or(0),
+            max_priority: spec.args.stage_max_priority(),
             max_deliveries: spec.args.stage_delivery_limit(),
             dead_letter: dead_letter.then(|| dl_name.clone()),
         };
