@@ -4,7 +4,7 @@
 //! with the outcome RabbitMQ gives.
 
 use crate::common::amqp::{
-    WAIT, connect, declare, drain, publish_confirmed, reply_code, reply_text,
+    WAIT, connect, declare, declare_exchange, drain, publish_confirmed, reply_code, reply_text,
 };
 use crate::common::fronts::{AmqpServer, OTHER_USER, SCRAM_USER, TLS_USER};
 use crate::common::wait;
@@ -70,20 +70,6 @@ async fn ready(ch: &Channel, queue: &str) -> u32 {
     .await
     .unwrap()
     .message_count()
-}
-
-async fn declare_exchange(ch: &Channel, name: &str, kind: ExchangeKind) {
-    ch.exchange_declare(
-        name.into(),
-        kind,
-        ExchangeDeclareOptions {
-            durable: true,
-            ..ExchangeDeclareOptions::default()
-        },
-        FieldTable::default(),
-    )
-    .await
-    .unwrap();
 }
 
 async fn bind(ch: &Channel, queue: &str, exchange: &str, key: &str, args: FieldTable) {

@@ -9,6 +9,7 @@
 //! records do not decode is skipped and counted; and under repeated `kill -9` every confirmed message
 //! crosses from the AMQP front to the Kafka front exactly once.
 
+use crate::common::amqp::declare_exchange;
 use crate::common::crash::kill_points;
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::kafka::client_config;
@@ -20,7 +21,7 @@ use kafka_protocol::messages::{ApiKey, ProduceRequest, ResponseKind, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
-    ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
+    ConfirmSelectOptions, QueueBindOptions, QueueDeclareOptions,
 };
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
@@ -57,24 +58,9 @@ fn kafka_consumer(bootstrap: &str, topic: &str) -> StreamConsumer {
     c
 }
 
-/// Declares `exchange` (topic) on the front.
-async fn declare_exchange(ch: &Channel, exchange: &str) {
-    ch.exchange_declare(
-        exchange.into(),
-        ExchangeKind::Topic,
-        ExchangeDeclareOptions {
-            durable: true,
-            ..ExchangeDeclareOptions::default()
-        },
-        FieldTable::default(),
-    )
-    .await
-    .unwrap();
-}
-
 /// Declares `exchange` and a durable `queue` (with `args`) bound to it for every routing key.
 async fn bound_queue(ch: &Channel, exchange: &str, queue: &str, args: FieldTable) {
-    declare_exchange(ch, exchange).await;
+    declare_exchange(ch, exchange, ExchangeKind::Topic).await;
     let durable = QueueDeclareOptions {
         durable: true,
         ..QueueDeclareOptions::default()
@@ -168,7 +154,7 @@ to = [{ kafka_topic = "orders-out" }]
         .start();
         let (amqp, kafka) = (ferry.amqp_uri(), ferry.kafka_bootstrap());
         let (_conn, ch) = channel(&amqp).await.unwrap();
-        declare_exchange(&ch, "orders").await;
+        declare_exchange(&ch, "orders", ExchangeKind::Topic).await;
         wait_for_route_queue(&ferry, "a2k").await;
         ch.confirm_select(ConfirmSelectOptions::default())
             .await
@@ -787,7 +773,7 @@ key = "message_id"
     let (amqp, kafka) = (ferry.amqp_uri(), ferry.kafka_bootstrap());
     {
         let (_conn, ch) = channel(&amqp).await.unwrap();
-        declare_exchange(&ch, "crash").await;
+        declare_exchange(&ch, "crash", ExchangeKind::Topic).await;
     }
     wait_for_route_queue(&ferry, "crash").await;
 

@@ -3,9 +3,11 @@
 //! publishing under confirms, draining a queue, and reading reply codes out of lapin's
 //! errors.
 
-use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};
+use lapin::options::{
+    BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueDeclareOptions,
+};
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
 use std::time::Duration;
 
 /// Upper bound on anything a test waits for.
@@ -43,6 +45,21 @@ pub fn reply_text(e: &lapin::Error) -> String {
         lapin::ErrorKind::ProtocolError(amqp) => amqp.get_message().to_string(),
         other => format!("{other:?}"),
     }
+}
+
+/// Declares a durable exchange `name` of `kind`.
+pub async fn declare_exchange(ch: &Channel, name: &str, kind: ExchangeKind) {
+    ch.exchange_declare(
+        name.into(),
+        kind,
+        ExchangeDeclareOptions {
+            durable: true,
+            ..ExchangeDeclareOptions::default()
+        },
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
 }
 
 /// Declares a durable queue `name` with `args`.

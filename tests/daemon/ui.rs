@@ -4,13 +4,15 @@
 //! shows and closes, rdkafka as the Kafka client whose topic and group lag it shows, and a
 //! route whose dead letter the UI replays and lapin then receives.
 
-use crate::common::amqp::{WAIT, declare, publish_confirmed, reply_code, reply_text};
+use crate::common::amqp::{
+    WAIT, declare, declare_exchange, publish_confirmed, reply_code, reply_text,
+};
 use crate::common::browser::Chromedriver;
 use crate::common::clients::{self, python_script};
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::kafka::{PATIENCE, consumer, producer};
 use futures::StreamExt;
-use lapin::options::{BasicGetOptions, ExchangeDeclareOptions, QueueBindOptions};
+use lapin::options::{BasicGetOptions, QueueBindOptions};
 use lapin::types::FieldTable;
 use lapin::{Channel, Connection, ConnectionProperties, Event, ExchangeKind};
 use rdkafka::Message;
@@ -81,22 +83,8 @@ const DELIVERED_QUEUE: &str = "ui-delivered";
 /// dead-lettered, then binds [`DELIVERED_QUEUE`] so a replay delivers it.
 async fn dead_letter_a_routed_message(daemon: &Daemon, ch: &Channel) {
     // The route binds its queue to ui-in with `#`: everything, on a topic exchange.
-    for (exchange, kind) in [
-        ("ui-in", ExchangeKind::Topic),
-        ("ui-out", ExchangeKind::Direct),
-    ] {
-        ch.exchange_declare(
-            exchange.into(),
-            kind,
-            ExchangeDeclareOptions {
-                durable: true,
-                ..ExchangeDeclareOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
-    }
+    declare_exchange(ch, "ui-in", ExchangeKind::Topic).await;
+    declare_exchange(ch, "ui-out", ExchangeKind::Direct).await;
     daemon.wait_for("the route reading ui-in", WAIT, |d| {
         d.readyz().lines().any(|l| l == "amqp_exchange:/ui-in: up")
     });

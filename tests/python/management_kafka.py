@@ -7,12 +7,9 @@ produced and committed.
 
 Usage: management_kafka.py FERRY_HTTP KAFKA_BOOTSTRAP TOPIC GROUP
 """
-import base64
 import json
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 
 from kafka.admin import (
     ACL,
@@ -23,6 +20,8 @@ from kafka.admin import (
     ResourcePattern,
     ResourceType,
 )
+
+import management_http
 
 ferry_http, bootstrap, topic, group = sys.argv[1:5]
 
@@ -39,17 +38,7 @@ admin.close()
 
 
 def call(user, password, method, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(ferry_http + path, data=data, method=method)
-    token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    request.add_header("Authorization", "Basic " + token)
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
+    return management_http.call(ferry_http, method, path, body, user, password)
 
 
 for name, tags in (("kmon", "monitoring"), ("kmgmt", "management")):
