@@ -57,11 +57,19 @@ pub(crate) fn succeeded(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
+/// The JSON the script `tests/python/NAME` prints when run with `args` (a survey of one
+/// broker's answers, to compare Ferry's with the suite's RabbitMQ node's).
+fn survey(name: &str, args: &[&str]) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(name);
+    let out = run_client(Command::new("python3").arg(script).args(args));
+    serde_json::from_str(succeeded(&out).trim()).unwrap()
+}
+
 /// The outcome of every case of `tests/python/amqp_declare_survey.py` against `url`.
 fn declare_survey(url: &str, suffix: &str) -> serde_json::Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_declare_survey.py");
-    let out = run_client(Command::new("python3").arg(script).arg(url).arg(suffix));
-    serde_json::from_str(succeeded(&out).trim()).unwrap()
+    survey("amqp_declare_survey.py", &[url, suffix])
 }
 
 #[test]
@@ -96,9 +104,7 @@ fn declares_deletes_binds_and_exclusive_use_answer_as_rabbitmq_does() {
 
 /// The outcome of every case of `tests/python/amqp_direct_reply.py` against `url`.
 fn direct_reply_survey(url: &str, suffix: &str) -> serde_json::Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_direct_reply.py");
-    let out = run_client(Command::new("python3").arg(script).arg(url).arg(suffix));
-    serde_json::from_str(succeeded(&out).trim()).unwrap()
+    survey("amqp_direct_reply.py", &[url, suffix])
 }
 
 #[test]
@@ -132,17 +138,12 @@ fn quorum_queues_count_returns_and_dead_letter_past_the_limit_as_rabbitmq_does()
     let dir = tempfile::tempdir().unwrap();
     let daemon = start(&dir);
     let suffix = format!("{:08x}", fastrand::u32(..));
-    let survey = |url: &str| {
-        let script =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_quorum_survey.py");
-        let out = run_client(Command::new("python3").arg(script).arg(url).arg(&suffix));
-        serde_json::from_str::<serde_json::Value>(succeeded(&out).trim()).unwrap()
-    };
-    let ferry = survey(&format!(
+    let quorum = |url: &str| survey("amqp_quorum_survey.py", &[url, &suffix]);
+    let ferry = quorum(&format!(
         "amqp://guest:guest@127.0.0.1:{}/%2f",
         daemon.ports().amqp
     ));
-    let rabbitmq = survey(RabbitNode::get().uri());
+    let rabbitmq = quorum(RabbitNode::get().uri());
     // x-delivery-limit 2: three deliveries, the last return dead-letters it.
     assert_eq!(
         ferry["delivery_limit_2"],
@@ -163,15 +164,13 @@ fn cut_survey(uri: &str, heartbeat_s: u16) -> Vec<serde_json::Value> {
     let host_port = uri.rsplit_once('@').map_or(uri, |(_, r)| r);
     let host_port = host_port.split('/').next().unwrap();
     let (host, port) = host_port.rsplit_once(':').unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_cut_connections.py");
-    let out = run_client(
-        Command::new("python3")
-            .arg(script)
-            .arg(host)
-            .arg(port)
-            .arg(heartbeat_s.to_string()),
+    let cuts = survey(
+        "amqp_cut_connections.py",
+        &[host, port, &heartbeat_s.to_string()],
     );
-    serde_json::from_str(succeeded(&out).trim()).unwrap()
+    cuts.as_array()
+        .expect("the script prints a list of cuts")
+        .clone()
 }
 
 #[test]
