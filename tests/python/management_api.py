@@ -22,12 +22,13 @@ def rabbitmqadmin(*args):
 
 
 def publish(uri, queue, bodies):
+    """Publishes `bodies` to `queue` (declared durable); returns the open connection."""
     c = pika.BlockingConnection(pika.URLParameters(uri))
     ch = c.channel()
     ch.queue_declare(queue, durable=True)
     for b in bodies:
         ch.basic_publish("", queue, b)
-    c.close()
+    return c
 
 
 def same_keys(path, ferry_value, rabbit_value, keys):
@@ -42,8 +43,10 @@ rabbitmqadmin("declare", "queue", "name=mq", "durable=true")
 rabbitmqadmin("declare", "exchange", "name=mx", "type=fanout")
 rabbitmqadmin("declare", "binding", "source=mx", "destination=mq", "routing_key=rk")
 rabbitmqadmin("publish", "exchange=mx", "routing_key=rk", "payload=hello")
-publish(ferry_amqp, "mq", [b"m0", b"m1"])
-publish(rabbit_amqp, "mq-compare", [b"m0"])
+publish(ferry_amqp, "mq", [b"m0", b"m1"]).close()
+# Open until RabbitMQ has sampled it: a channel's publishes reach the queue's message_stats
+# only through the channel's statistics, emitted every 5 s while it lives.
+rabbit_publisher = publish(rabbit_amqp, "mq-compare", [b"m0"])
 
 queues = json.loads(rabbitmqadmin("list", "queues"))
 mq = next(q for q in queues if q["name"] == "mq")
@@ -54,11 +57,12 @@ QUEUE_KEYS = ["name", "vhost", "durable", "auto_delete", "exclusive", "arguments
               "messages_details", "message_stats"]
 # RabbitMQ fills a new queue's statistics (and its state) in over its 5 s sampling
 # interval, later on a busy node: wait until every compared key is there.
-for _ in range(30):
+for _ in range(60):
     rabbit_q = requests.get(f"{rabbit_http}/api/queues/%2F/mq-compare", auth=AUTH).json()
     if all(k in rabbit_q for k in QUEUE_KEYS):
         break
-    time.sleep(1)
+    rabbit_publisher.sleep(1)
+rabbit_publisher.close()
 ferry_q = requests.get(f"{ferry_http}/api/queues/%2F/mq", auth=AUTH).json()
 same_keys("queue", ferry_q, rabbit_q, QUEUE_KEYS)
 same_keys("queue.message_stats", ferry_q["message_stats"], rabbit_q["message_stats"],
