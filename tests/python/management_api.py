@@ -5,7 +5,7 @@ keys Ferry's answer must have are compared. Prints OK when every check passed.
 
 usage: management_api.py FERRY_HTTP FERRY_AMQP RABBIT_HTTP RABBIT_AMQP RABBITMQADMIN
 """
-import json, subprocess, sys, time, urllib.parse
+import json, subprocess, sys, urllib.parse
 import pika, requests
 
 ferry_http, ferry_amqp, rabbit_http, rabbit_amqp, admin = sys.argv[1:6]
