@@ -14,10 +14,12 @@
 //! way, is dropped (a cycle).
 
 use super::codec::encode_properties;
+use super::delayed::{self, Hold};
 use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at};
 use super::errors::TxError;
 use super::message::StoredMessage;
 use super::topology::args::text;
+use super::topology::exchange::delay_of;
 use super::topology::{Queue, VHost};
 use crate::stage::{DeadLetterReason, NewMessage, Wakeup, now_ms};
 use crate::telemetry::amqp as metric;
@@ -97,6 +99,7 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
             }
             let mut by_reason: HashMap<&'static str, u64> = HashMap::new();
             let mut batches: Vec<QueueBatch> = Vec::new();
+            let mut held: Vec<(String, u64, Bytes)> = Vec::new();
             for (item, d) in dead.into_iter().enumerate() {
                 // A message dropped at the length limit before it was stored has no stage
                 // dead-letter record (see `enqueue`).
@@ -111,7 +114,7 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
                 let Some(died) = with_death(queue, exchange, &message, reason, now) else {
                     continue;
                 };
-                let targets = vhost
+                let routes = vhost
                     .topology()
                     .route(
                         &vhost.name,
@@ -121,7 +124,10 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
                     )
                     .unwrap_or_default();
                 let body = died.message.encode();
-                for target in targets.iter().filter(|t| !died.is_cycle_to(&t.name)) {
+                // A delayed-message exchange holds it as it holds a publish.
+                let due = now + delay_of(died.headers.as_ref()).unwrap_or(0);
+                held.extend(routes.delayed.into_iter().map(|x| (x, due, body.clone())));
+                for target in routes.queues.iter().filter(|t| !died.is_cycle_to(&t.name)) {
                     let entry = Entry {
                         item,
                         message: NewMessage::new(body.clone())
@@ -138,6 +144,16 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
                 }
             }
             enqueue_in(&tx, &batches, now).await?;
+            let holds: Vec<Hold<'_>> = held
+                .iter()
+                .map(|(exchange, due_ms, stored)| Hold {
+                    exchange,
+                    due_ms: *due_ms,
+                    stored,
+                    idempotency: None,
+                })
+                .collect();
+            delayed::hold_in(&tx, vhost.keys(), &vhost.name, &holds).await?;
             Ok(Pass::Routed(by_reason))
         })
         .await

@@ -31,6 +31,7 @@ pub mod connection;
 pub mod consume;
 pub mod context;
 pub mod dead_letter;
+pub mod delayed;
 pub mod direct_reply;
 pub mod enqueue;
 pub mod errors;
@@ -198,6 +199,7 @@ impl Started {
         tasks.spawn(expiry::run(broker.db.clone(), expiry, background.clone()));
         tasks.spawn(resources::run(broker.clone(), alarm, background.clone()));
         tasks.spawn(janitor::reap_orphans(broker.clone(), background.clone()));
+        tasks.spawn(delayed::run(broker.clone(), background.clone()));
         tasks.spawn(renew_instance(broker.clone(), background.clone()));
         tasks.spawn(user_changes::run(broker.clone(), background.clone()));
         let (following, token) = (broker.clone(), background.clone());

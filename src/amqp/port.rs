@@ -5,7 +5,8 @@
 //!   routing key and headers reach in the vhost's topology, and its own TTL.
 //! - [`AmqpPort::store_in`]: stores routed messages in their queues inside the caller's
 //!   store transaction, with each queue's rules (message TTL, priorities, length limits),
-//!   exactly as a publish stores them. A message goes to all of its queues or to none.
+//!   exactly as a publish stores them (a delayed-message exchange holds it as it holds a
+//!   publish). A message goes to all of its queues or to none.
 //! - [`AmqpPort::bind_queue`]: declares a durable queue bound to an exchange, for a reader
 //!   that leases its messages from the queue's stage; [`AmqpPort::delete_queue`] removes
 //!   it when its reader is gone for good.
@@ -16,10 +17,12 @@
 
 use super::broker::Broker;
 use super::codec::{decode_properties, encode_properties};
+use super::delayed::{self, Hold};
 use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries};
 use super::errors::AmqpError;
 use super::message::StoredMessage;
 use super::topology::args::{Overflow, QueueArgs};
+use super::topology::exchange::delay_of;
 use super::topology::queue::QueueSpec;
 use super::topology::routing::{Binding, Destination};
 use super::topology::{Queue, VHost};
@@ -101,6 +104,8 @@ pub struct Routed {
     routing_key: String,
     /// The queues it reaches.
     queues: Vec<Arc<Queue>>,
+    /// The delayed-message exchanges that hold it first, and for how long (ms).
+    delayed: (Vec<String>, u64),
     /// Its `expiration` property, ms.
     ttl: Option<u64>,
 }
@@ -159,11 +164,11 @@ impl AmqpPort {
                 Err(_) => return Err(RouteError::Refused(format!("invalid expiration '{e}'"))),
             },
         };
-        let queues = host
+        let routes = host
             .topology()
             .route(vhost, exchange, routing_key, properties.headers().as_ref())
             .map_err(|e| RouteError::Unavailable(e.to_string()))?;
-        if queues.is_empty() {
+        if routes.is_empty() {
             return Err(RouteError::Refused(format!(
                 "unroutable: no queue is bound to exchange '{exchange}' in vhost '{vhost}' for routing key '{routing_key}'"
             )));
@@ -172,7 +177,11 @@ impl AmqpPort {
             vhost: vhost.to_owned(),
             exchange: exchange.to_owned(),
             routing_key: routing_key.to_owned(),
-            queues,
+            queues: routes.queues,
+            delayed: (
+                routes.delayed,
+                delay_of(properties.headers().as_ref()).unwrap_or(0),
+            ),
             ttl,
         })
     }
@@ -194,6 +203,7 @@ impl AmqpPort {
         let refused = refused_by_full_queues(tx, batch).await?;
         let mut by_stage: HashMap<u64, usize> = HashMap::new();
         let mut batches: Vec<QueueBatch> = Vec::new();
+        let mut held: Vec<(&Routed, Bytes)> = Vec::new();
         for (item, (routed, message)) in batch.iter().enumerate() {
             if refused.iter().any(|(r, _)| *r == item) {
                 continue;
@@ -205,6 +215,9 @@ impl AmqpPort {
                 body: message.body.clone(),
             }
             .encode();
+            if !routed.delayed.0.is_empty() {
+                held.push((routed, body.clone()));
+            }
             let priority = message.properties.priority().unwrap_or(0);
             for queue in &routed.queues {
                 let at = *by_stage.entry(queue.stage.id()).or_insert_with(|| {
@@ -221,6 +234,22 @@ impl AmqpPort {
             }
         }
         enqueue_in(tx, &batches, now).await?;
+        let holds: Vec<Hold<'_>> = held
+            .iter()
+            .flat_map(|(routed, body)| {
+                let (exchanges, delay) = &routed.delayed;
+                exchanges.iter().map(move |exchange| Hold {
+                    exchange,
+                    due_ms: now + delay,
+                    stored: body,
+                    idempotency: None,
+                })
+            })
+            .collect();
+        // A route's batch is all in one vhost.
+        if let Some((routed, _)) = held.first() {
+            delayed::hold_in(tx, self.broker.vhosts.keys(), &routed.vhost, &holds).await?;
+        }
         // Only a hint: if `tx` is retried, the sweeper just looks early.
         hint_expiries(&self.broker.expiry, &batches);
         Ok(refused)

@@ -26,11 +26,13 @@ use super::authorize::PublishGate;
 use super::broker::Broker;
 use super::codec::{self, ContentHeader};
 use super::context::ConnectionContext;
+use super::delayed::{self, Hold};
 use super::direct_reply::{self, Reply};
 use super::enqueue::{Entry, QueueBatch, Stored, enqueue_in, expires_at, hint_expiries};
 use super::errors::{AmqpError, TxError};
 use super::message::StoredMessage;
 use super::settle::{Settlement, settle_in};
+use super::topology::exchange::delay_of;
 use super::topology::{ExchangeKind, Queue};
 use crate::group_commit::GroupCommit;
 use crate::stage::{NewMessage, now_ms};
@@ -71,6 +73,8 @@ struct Accepted {
     sequence: u64,
     /// The queues it goes to (none: unroutable, confirmed at once with the batch).
     queues: Vec<Arc<Queue>>,
+    /// The delayed-message exchanges that hold it first, and for how long (ms).
+    delayed: (Vec<String>, u64),
     /// Its stage body.
     stored: Bytes,
     /// Its priority property.
@@ -225,12 +229,13 @@ impl Publisher {
                 AmqpError::precondition_failed(format!("invalid expiration '{e}'"))
             })?),
         };
-        let queues = vhost.topology().route(
+        let routes = vhost.topology().route(
             &vhost.name,
             publish.exchange.as_str(),
             publish.routing_key.as_str(),
             header.properties.headers().as_ref(),
         )?;
+        let routed_somewhere = !routes.is_empty();
         let asks_direct_reply = header.properties.reply_to().as_ref().map(|r| r.as_str())
             == Some(direct_reply::PSEUDO_QUEUE);
         if asks_direct_reply {
@@ -242,7 +247,7 @@ impl Publisher {
                     header.raw_properties = Bytes::from(codec::encode_properties(&properties));
                     header.properties = properties;
                 }
-                None if !queues.is_empty() => {
+                None if routed_somewhere => {
                     return Err(AmqpError::precondition_failed(
                         "fast reply consumer does not exist",
                     ));
@@ -263,7 +268,7 @@ impl Publisher {
                 body: body.clone(),
             });
         let mut out = Vec::new();
-        if queues.is_empty() && !replied && publish.mandatory {
+        if !routed_somewhere && !replied && publish.mandatory {
             codec::encode_method(
                 &mut out,
                 channel,
@@ -278,7 +283,7 @@ impl Publisher {
             metrics::counter!(metric::RETURNS_TOTAL, metric::LABEL_VHOST => vhost.name.clone())
                 .increment(1);
         }
-        let routed = match (queues.is_empty() && !replied, publish.mandatory) {
+        let routed = match (!routed_somewhere && !replied, publish.mandatory) {
             (false, _) => Routed::ToQueues,
             (true, true) => Routed::Returned,
             (true, false) => Routed::Dropped,
@@ -289,7 +294,7 @@ impl Publisher {
             *t += 1;
             *t
         });
-        let stored = if queues.is_empty() {
+        let stored = if !routed_somewhere {
             Bytes::new()
         } else {
             StoredMessage {
@@ -306,13 +311,17 @@ impl Publisher {
             priority: properties.priority().unwrap_or(0),
             ttl,
             stored,
-            queues,
+            delayed: (
+                routes.delayed,
+                delay_of(properties.headers().as_ref()).unwrap_or(0),
+            ),
+            queues: routes.queues,
             received,
         };
         if self.transactional {
             self.held.push(routed);
         } else {
-            self.pending_bytes += routed.stored.len() * routed.queues.len();
+            self.pending_bytes += routed.stored_bytes();
             self.commits.push(routed);
         }
         Ok(out)
@@ -320,7 +329,7 @@ impl Publisher {
 
     /// Starts a commit of what is pending (at most [`COMMIT_BYTES`]), unless one is under
     /// way.
-    pub fn start_commit(&mut self, broker: &Arc<Broker>) {
+    pub fn start_commit(&mut self, broker: &Arc<Broker>, vhost: &str) {
         // Messages while the total before each is under the limit (so at least one).
         let (mut take, mut bytes) = (0, 0);
         for r in self.commits.pending() {
@@ -328,19 +337,21 @@ impl Publisher {
                 break;
             }
             take += 1;
-            bytes += r.stored.len() * r.queues.len();
+            bytes += r.stored_bytes();
         }
         let (db, producer) = (broker.db.clone(), self.producer);
+        let (keys, vhost) = (broker.vhosts.keys().clone(), vhost.to_owned());
         let started = self.commits.start(take, move |batch| {
             let now = now_ms();
             let batches = plan(&batch, producer, now);
             async move {
-                let batches_ref = &batches;
+                let (batches_ref, batch_ref, keys, vhost) = (&batches, &batch, &keys, &vhost);
                 let result = db
                     .run(|tx| async move {
-                        enqueue_in(&tx, batches_ref, now)
-                            .await
-                            .map_err(TxError::from)
+                        let stored = enqueue_in(&tx, batches_ref, now).await?;
+                        let holds = holds(batch_ref, producer, now);
+                        delayed::hold_in(&tx, keys, vhost, &holds).await?;
+                        Ok::<_, TxError>(stored)
                     })
                     .await
                     .map_err(AmqpError::from);
@@ -390,16 +401,20 @@ impl Publisher {
     pub async fn commit_tx(
         &mut self,
         broker: &Broker,
+        vhost: &str,
         settlements: Vec<Settlement>,
     ) -> Result<(), AmqpError> {
         let held = std::mem::take(&mut self.held);
         let now = now_ms();
         let batches = plan(&held, self.producer, now);
-        let (batches_ref, settlements) = (&batches, &settlements);
+        let holds = holds(&held, self.producer, now);
+        let (batches_ref, settlements, holds) = (&batches, &settlements, &holds);
+        let keys = broker.vhosts.keys();
         let stored = broker
             .db
             .run(|tx| async move {
                 let stored = enqueue_in(&tx, batches_ref, now).await?;
+                delayed::hold_in(&tx, keys, vhost, holds).await?;
                 for s in settlements {
                     settle_in(&tx, s, now).await?;
                 }
@@ -438,6 +453,29 @@ fn plan(batch: &[Accepted], producer: u64, now: u64) -> Vec<QueueBatch> {
         }
     }
     batches
+}
+
+/// What the delayed-message exchanges of a batch hold, due `now` plus each message's delay.
+fn holds(batch: &[Accepted], producer: u64, now: u64) -> Vec<Hold<'_>> {
+    batch
+        .iter()
+        .flat_map(|r| {
+            let (exchanges, delay) = &r.delayed;
+            exchanges.iter().map(move |exchange| Hold {
+                exchange,
+                due_ms: now + delay,
+                stored: &r.stored,
+                idempotency: Some((producer, r.sequence)),
+            })
+        })
+        .collect()
+}
+
+impl Accepted {
+    /// Bytes it adds to a commit: its stored form once per queue and per delayed exchange.
+    fn stored_bytes(&self) -> usize {
+        self.stored.len() * (self.queues.len() + self.delayed.0.len())
+    }
 }
 
 /// Counts what a commit stored and tells the expiry sweeper about expiring messages.
@@ -512,6 +550,7 @@ mod tests {
             tag: Some(tag),
             sequence: tag,
             queues: Vec::new(),
+            delayed: (Vec::new(), 0),
             stored: Bytes::new(),
             priority: 0,
             ttl: None,

@@ -136,6 +136,11 @@ impl VHosts {
         Ok(vhosts)
     }
 
+    /// The front's keys.
+    pub fn keys(&self) -> &TopologyKeys {
+        &self.keys
+    }
+
     /// The vhost `name`, if it is served.
     pub fn get(&self, name: &str) -> Option<Arc<VHost>> {
         self.entries.read().get(name).map(|e| e.vhost.clone())

@@ -69,7 +69,7 @@ pub fn exchange_json(vhost: &str, x: &Exchange) -> Value {
     json!({
         "name": x.name,
         "vhost": vhost,
-        "type": x.kind.as_str(),
+        "type": x.type_name(),
         "durable": x.durable,
         "auto_delete": x.auto_delete,
         "internal": x.internal,
@@ -125,17 +125,19 @@ async fn declare(
 ) -> ApiResult<StatusCode> {
     let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
     let body = Body::parse(&body, DECLARE_FIELDS)?;
-    let kind = body.required_string("type")?;
-    let kind = ExchangeKind::parse(&kind)
-        .map_err(|_| ApiError::bad_request(format!("unknown exchange type '{kind}'")))?;
+    let type_name = body.required_string("type")?;
+    let arguments = tables::from_json("arguments", &body.object("arguments")?)?;
+    let (kind, delayed) = ExchangeKind::declared(&type_name, &arguments)
+        .map_err(|e| ApiError::bad_request(e.text))?;
     let durable = body.bool("durable", false)?;
     let wanted = Exchange {
         name: url_name(&name).to_owned(),
         kind,
+        delayed,
         durable,
         auto_delete: body.bool("auto_delete", false)?,
         internal: body.bool("internal", false)?,
-        arguments: tables::from_json("arguments", &body.object("arguments")?)?,
+        arguments,
         owner: if durable {
             0
         } else {

@@ -41,16 +41,13 @@ pub use registry::{StageOptions, Stages};
 
 use crate::config::limits::MAX_BODY_SIZE;
 use crate::store::keys::key_after;
-use crate::store::{Database, RangeOption, Transaction};
+use crate::store::{Database, RangeOption, Transaction, chunked};
 use bytes::Bytes;
 use futures::future::try_join_all;
 use keys::{Counter, StageKeys};
 use record::{decode_counter, decode_u64, encode_u64};
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// Body bytes per stored chunk: FoundationDB's value limit.
-const CHUNK: usize = 100_000;
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
@@ -864,43 +861,26 @@ impl Stage {
 /// Writes `body` in chunks under the versionstamped body key of `user_version`; each chunk
 /// is a slice of `body`, not a copy.
 fn write_body(tx: &Transaction, keys: &StageKeys, user_version: u16, body: &Bytes) {
-    for (i, start) in (0..body.len()).step_by(CHUNK).enumerate() {
-        let chunk = body.slice(start..(start + CHUNK).min(body.len()));
-        tx.set_versionstamped_key(&keys.new_body_chunk(user_version, i as u32), chunk);
+    for (i, chunk) in chunked::split(body) {
+        tx.set_versionstamped_key(&keys.new_body_chunk(user_version, i), chunk);
     }
-}
-
-/// How many chunks a body of `len` bytes is stored in.
-fn chunks(len: u32) -> u32 {
-    (len as usize).div_ceil(CHUNK) as u32
 }
 
 /// Removes a message's body (its chunk count follows from its length).
 fn clear_body(tx: &Transaction, keys: &StageKeys, id: &MessageId, len: u32) {
-    for chunk in 0..chunks(len) {
+    for chunk in 0..chunked::count(len as usize) {
         tx.clear(&keys.body_chunk(id, chunk));
     }
 }
 
-/// Reads a message's body, one point read per chunk (snapshot reads: a body never changes
-/// while its message exists). A body of one chunk (up to 100,000 bytes) is the store's read
-/// buffer itself; a larger one is joined.
+/// Reads a message's body (snapshot reads: a body never changes while its message exists).
 async fn read_body(
     tx: &Transaction,
     keys: &StageKeys,
     id: &MessageId,
     len: u32,
 ) -> Result<Bytes, StageError> {
-    let reads = (0..chunks(len)).map(|chunk| {
-        let key = keys.body_chunk(id, chunk);
-        async move { tx.get(&key, true).await }
-    });
-    let mut read: Vec<Vec<u8>> = try_join_all(reads).await?.into_iter().flatten().collect();
-    let body = if read.len() == 1 {
-        Bytes::from(read.pop().unwrap_or_default())
-    } else {
-        Bytes::from(read.concat())
-    };
+    let body = chunked::read(tx, len as usize, |chunk| keys.body_chunk(id, chunk)).await?;
     if body.len() != len as usize {
         return Err(StageError::Corrupt(format!(
             "message body has {} of its {len} bytes",

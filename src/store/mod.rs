@@ -18,6 +18,7 @@
 //! after [`Database::run`] returns.
 
 pub mod change_counter;
+pub mod chunked;
 pub mod embedded;
 pub mod engine;
 pub mod error;

@@ -10,6 +10,8 @@ use super::names::{Kind, Metric, SECONDS_BUCKETS};
 pub const LABEL_VHOST: &str = "vhost";
 /// Label: a queue name.
 pub const LABEL_QUEUE: &str = "queue";
+/// Label: an exchange name.
+pub const LABEL_EXCHANGE: &str = "exchange";
 /// Label: an AMQP reply code (`404`).
 pub const LABEL_CODE: &str = "code";
 /// Label: a dead-letter reason (`rejected`, `expired`, `maxlen`, `delivery_limit`).
@@ -48,6 +50,8 @@ pub const QUEUE_READY: &str = "ferry_amqp_queue_ready";
 pub const QUEUE_UNACKED: &str = "ferry_amqp_queue_unacked";
 /// AMQP exceptions sent (channel.close and connection.close), per reply code.
 pub const ERRORS_TOTAL: &str = "ferry_amqp_errors_total";
+/// Messages a delayed-message exchange holds until they are due, per exchange.
+pub const DELAYED: &str = "ferry_amqp_delayed_messages";
 /// 1 while publishers are blocked by a resource limit, 0 otherwise.
 pub const BLOCKED: &str = "ferry_amqp_blocked";
 
@@ -127,6 +131,11 @@ pub const ALL: &[Metric] = &[
         name: ERRORS_TOTAL,
         kind: Kind::Counter,
         help: "AMQP exceptions sent, by reply code.",
+    },
+    Metric {
+        name: DELAYED,
+        kind: Kind::Gauge,
+        help: "Messages a delayed-message exchange holds until they are due.",
     },
     Metric {
         name: BLOCKED,

@@ -5,6 +5,7 @@
 mod common;
 
 mod clients;
+mod delayed;
 mod parity;
 mod permissions;
 mod raw;

@@ -13,9 +13,11 @@ permissions, topic permissions, queues, exchanges and bindings, and the vhost wi
 queue; log in to Ferry's AMQP front with pika as the imported users (the
 one with permissions opens "/", the one without is refused); drive Ferry with RabbitMQ's
 own rabbitmqadmin (downloaded from RABBIT_HTTP/cli/rabbitmqadmin into WORKDIR): declare a
-user, a permission and a vhost, list them, delete the vhost, export and import; and send bad
+user, a permission, a vhost and a delayed-message exchange, list them, delete the vhost,
+export and import; and send bad
 input — malformed JSON, an unknown field, a bad regex (beside a new vhost, which must not
-appear), a missing vhost, deleting a configured vhost, a non-administrator, a wrong
+appear), a missing vhost, deleting a configured vhost, a delayed-message exchange without
+x-delayed-type, a non-administrator, a wrong
 password — requiring a 4xx naming the reason and Ferry's definitions unchanged.
 Prints "ok" when everything held.
 """
@@ -159,6 +161,14 @@ rabbitmqadmin("declare", "vhost", f"name={cli_vhost}")
 assert cli_vhost in [v["name"] for v in json.loads(rabbitmqadmin("list", "vhosts"))]
 rabbitmqadmin("delete", "vhost", f"name={cli_vhost}")
 assert cli_vhost not in [v["name"] for v in json.loads(rabbitmqadmin("list", "vhosts"))]
+# A delayed-message exchange, declared as the plugin's users declare one; the export and
+# import below carry it.
+delayed = f"{PREFIX}-later"
+rabbitmqadmin("declare", "exchange", f"name={delayed}", "type=x-delayed-message", "durable=true",
+              'arguments={"x-delayed-type": "topic"}')
+listed = {x["name"]: x for x in json.loads(rabbitmqadmin("list", "exchanges"))}
+assert listed[delayed]["type"] == "x-delayed-message", listed[delayed]
+assert listed[delayed]["arguments"] == {"x-delayed-type": "topic"}, listed[delayed]
 saved = os.path.join(WORKDIR, "ferry-definitions.json")
 rabbitmqadmin("export", saved)
 before = ok(call(FERRY, "GET", "/api/definitions"), 200)
@@ -189,6 +199,8 @@ refused(400, "amqp.vhosts", "DELETE", "/api/vhosts/%2F")
 refused(400, "configure", "PUT", f"/api/permissions/%2f/{q(app)}",
         {"configure": "[", "write": ".*", "read": ".*"})
 refused(400, "tags", "PUT", f"/api/users/{q(PREFIX)}-x", {"password": "p"})
+refused(400, "x-delayed-type", "PUT", f"/api/exchanges/%2f/{q(PREFIX)}-no-type",
+        {"type": "x-delayed-message", "durable": True})
 refused(401, "Not administrator user", "PUT", f"/api/users/{q(PREFIX)}-y",
         {"password": "p", "tags": ""}, user=cli_user, password=PASSWORD)
 refused(401, "Login failed", "POST", "/api/definitions", {"users": [new_user]}, password="wrong")

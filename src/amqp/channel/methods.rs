@@ -90,9 +90,11 @@ impl Channel {
                 .await
             }
             exchange::AMQPMethod::Declare(d) => {
+                let (kind, delayed) = ExchangeKind::declared(d.kind.as_str(), &d.arguments)?;
                 let wanted = Exchange {
                     name: d.exchange.to_string(),
-                    kind: ExchangeKind::parse(d.kind.as_str())?,
+                    kind,
+                    delayed,
                     durable: d.durable,
                     auto_delete: d.auto_delete,
                     internal: d.internal,
@@ -418,7 +420,7 @@ impl Channel {
                 self.consumers.flush().await?;
                 let settlements = std::mem::take(&mut self.held_settlements);
                 self.publisher
-                    .commit_tx(&self.ctx.broker, settlements.clone())
+                    .commit_tx(&self.ctx.broker, &self.ctx.vhost.name, settlements.clone())
                     .await?;
                 self.consumers.settled(&settlements);
                 tx::AMQPMethod::CommitOk(tx::CommitOk {})

@@ -191,7 +191,8 @@ impl Channel {
                 Ok(Some(exit)) => return exit,
                 Err(e) => return Exit::Failed(e),
             }
-            self.publisher.start_commit(&self.ctx.broker);
+            self.publisher
+                .start_commit(&self.ctx.broker, &self.ctx.vhost.name);
             self.consumers.start_commit();
         }
     }
@@ -316,7 +317,8 @@ impl Channel {
     /// Stores every publish received so far and sends their confirms.
     async fn flush_publishes(&mut self) -> Result<(), AmqpError> {
         loop {
-            self.publisher.start_commit(&self.ctx.broker);
+            self.publisher
+                .start_commit(&self.ctx.broker, &self.ctx.vhost.name);
             if self.publisher.idle() {
                 return Ok(());
             }
@@ -353,7 +355,8 @@ impl Channel {
     /// unacknowledged deliveries. Sends nothing (confirms of a closing channel are moot).
     async fn close_down(&mut self) {
         while !self.publisher.idle() {
-            self.publisher.start_commit(&self.ctx.broker);
+            self.publisher
+                .start_commit(&self.ctx.broker, &self.ctx.vhost.name);
             let done = self.publisher.committed().await;
             if let Ok(done) = done {
                 let _ = self.publisher.finish_commit(

@@ -4,6 +4,39 @@
 use crate::amqp::errors::AmqpError;
 use amq_protocol::types::FieldTable;
 
+/// The type of a delayed-message exchange (the archived RabbitMQ plugin's): it holds a
+/// message with a positive `x-delay` header for that many milliseconds, then routes it as
+/// an exchange of its `x-delayed-type` argument would ([`crate::amqp::delayed`]).
+pub const DELAYED_TYPE: &str = "x-delayed-message";
+
+/// The argument naming how a delayed-message exchange routes.
+const DELAYED_TYPE_ARG: &str = "x-delayed-type";
+
+/// The header that delays a message published to a delayed-message exchange.
+pub const DELAY_HEADER: &str = "x-delay";
+
+/// The longest delay, ms (the plugin's, Erlang's longest timer: about 49.7 days); a longer
+/// one, like a delay of zero or less, routes the message at once.
+const MAX_DELAY_MS: i64 = u32::MAX as i64;
+
+/// How long a message with `headers` is held by a delayed-message exchange, ms: its
+/// `x-delay` header, as the plugin reads it (any integer type, a decimal string or a
+/// float, truncated), when it is positive and at most [`MAX_DELAY_MS`].
+pub fn delay_of(headers: Option<&FieldTable>) -> Option<u64> {
+    use amq_protocol::types::AMQPValue;
+    let value = headers?.inner().get(DELAY_HEADER)?;
+    let delay = match value {
+        AMQPValue::Float(f) => *f as i64,
+        AMQPValue::Double(f) => *f as i64,
+        AMQPValue::DecimalValue(d) => (f64::from(d.value) / 10f64.powi(i32::from(d.scale))) as i64,
+        other => match super::args::integer(other) {
+            Some(n) => n,
+            None => super::args::text(other)?.parse().ok()?,
+        },
+    };
+    (1..=MAX_DELAY_MS).contains(&delay).then_some(delay as u64)
+}
+
 /// How an exchange matches bindings against a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExchangeKind {
@@ -34,6 +67,28 @@ impl ExchangeKind {
         }
     }
 
+    /// The routing kind of an exchange declared with type `name` and `arguments`, and
+    /// whether it is a delayed-message exchange.
+    ///
+    /// # Errors
+    /// 503 COMMAND_INVALID for a type Ferry does not have; 406 for a delayed-message
+    /// exchange without a valid `x-delayed-type` (the plugin's text).
+    pub fn declared(name: &str, arguments: &FieldTable) -> Result<(Self, bool), AmqpError> {
+        if name != DELAYED_TYPE {
+            return Ok((Self::parse(name)?, false));
+        }
+        match arguments
+            .inner()
+            .get(DELAYED_TYPE_ARG)
+            .and_then(super::args::text)
+        {
+            Some(routing) if routing != DELAYED_TYPE => Ok((Self::parse(&routing)?, true)),
+            _ => Err(AmqpError::precondition_failed(
+                "Invalid argument, 'x-delayed-type' must be an existing exchange type",
+            )),
+        }
+    }
+
     /// The kind's name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -52,6 +107,8 @@ pub struct Exchange {
     pub name: String,
     /// How it routes.
     pub kind: ExchangeKind,
+    /// Whether it is a delayed-message exchange ([`DELAYED_TYPE`]) routing as `kind`.
+    pub delayed: bool,
     /// Whether it survives a restart.
     pub durable: bool,
     /// Whether it is deleted when its last binding (as a source) goes.
@@ -84,6 +141,7 @@ impl Exchange {
         .map(|(name, kind)| Self {
             name: name.to_owned(),
             kind,
+            delayed: false,
             durable: true,
             auto_delete: false,
             internal: false,
@@ -92,6 +150,15 @@ impl Exchange {
             builtin: true,
         })
         .collect()
+    }
+
+    /// The type it was declared with: its kind's name, or [`DELAYED_TYPE`].
+    pub fn type_name(&self) -> &'static str {
+        if self.delayed {
+            DELAYED_TYPE
+        } else {
+            self.kind.as_str()
+        }
     }
 
     /// The exchange messages go to when this one routes them nowhere.
@@ -115,8 +182,11 @@ impl Exchange {
                 self.name
             )))
         };
+        if self.delayed != wanted.delayed || (!self.delayed && self.kind != wanted.kind) {
+            return differ("type", &wanted.type_name(), &self.type_name());
+        }
         if self.kind != wanted.kind {
-            return differ("type", &wanted.kind.as_str(), &self.kind.as_str());
+            return differ(DELAYED_TYPE_ARG, &wanted.kind.as_str(), &self.kind.as_str());
         }
         if self.durable != wanted.durable {
             return differ("durable", &wanted.durable, &self.durable);
@@ -145,12 +215,46 @@ mod tests {
 
     #[test]
     fn unknown_kinds_are_command_invalid() {
-        let e = ExchangeKind::parse("x-delayed-message").unwrap_err();
+        let e = ExchangeKind::parse("x-consistent-hash").unwrap_err();
         assert_eq!(
             e.reply_text(),
-            "COMMAND_INVALID - unknown exchange type 'x-delayed-message'"
+            "COMMAND_INVALID - unknown exchange type 'x-consistent-hash'"
         );
         assert_eq!(ExchangeKind::parse("topic").unwrap(), ExchangeKind::Topic);
+    }
+
+    #[test]
+    fn a_delayed_exchange_routes_as_its_delayed_type() {
+        let args = |t: &str| {
+            let mut table = FieldTable::default();
+            table.insert(
+                DELAYED_TYPE_ARG.into(),
+                amq_protocol::types::AMQPValue::LongString(t.into()),
+            );
+            table
+        };
+        assert_eq!(
+            ExchangeKind::declared(DELAYED_TYPE, &args("topic")).unwrap(),
+            (ExchangeKind::Topic, true)
+        );
+        assert_eq!(
+            ExchangeKind::declared("fanout", &args("topic")).unwrap(),
+            (ExchangeKind::Fanout, false)
+        );
+        for missing in [FieldTable::default(), args(DELAYED_TYPE)] {
+            assert_eq!(
+                ExchangeKind::declared(DELAYED_TYPE, &missing)
+                    .unwrap_err()
+                    .reply_text(),
+                "PRECONDITION_FAILED - Invalid argument, 'x-delayed-type' must be an existing exchange type"
+            );
+        }
+        assert_eq!(
+            ExchangeKind::declared(DELAYED_TYPE, &args("nope"))
+                .unwrap_err()
+                .reply_text(),
+            "COMMAND_INVALID - unknown exchange type 'nope'"
+        );
     }
 
     #[test]

@@ -7,6 +7,11 @@
 //! (P, "amqp", "v", vhost, "q", name)                          = QueueRecord tuple
 //! (P, "amqp", "v", vhost, "b", source, kind, dest, key, args)  = "" (a binding)
 //! (P, "amqp", "v", vhost, "ver")                              = i64 LE, atomic add per change
+//! (P, "amqp", "v", vhost, "d", exchange, due_ms, vs)          = (1, len): a message a delayed-message exchange holds
+//! (P, "amqp", "v", vhost, "db", exchange, vs, chunk)          = its stored bytes, in chunks
+//! (P, "amqp", "v", vhost, "dn", exchange)                     = i64 LE, atomic add: messages it holds
+//! (P, "amqp", "v", vhost, "dp", exchange, producer)           = (last_sequence,): idempotent holds
+//! (P, "amqp", "delayed-ver")                                  = i64 LE, atomic add per message held
 //! (P, "amqp", "sac", stage_id)                                = tuple (holder,): the active consumer
 //! (P, "amqp", "vhost", name)                                  = VhostRecord tuple (a vhost made at runtime, or a configured one's metadata)
 //! (P, "amqp", "vhosts-ver")                                   = i64 LE, atomic add per vhost created, changed or deleted
@@ -16,7 +21,7 @@ use super::args::{decode_table, encode_table};
 use super::exchange::{Exchange, ExchangeKind};
 use super::routing::{Binding, Destination};
 use crate::store::keys::prefix_range;
-use foundationdb_tuple::{Subspace, pack, unpack};
+use foundationdb_tuple::{Subspace, Versionstamp, pack, unpack};
 
 /// Format version of the records below.
 const FORMAT: u16 = 1;
@@ -138,6 +143,85 @@ impl TopologyKeys {
         self.space.pack(&("vhosts-ver",))
     }
 
+    /// A message a delayed-message exchange holds until `due_ms`, written by the current
+    /// transaction (versionstamped).
+    pub fn new_delayed(
+        &self,
+        vhost: &str,
+        exchange: &str,
+        due_ms: u64,
+        user_version: u16,
+    ) -> Vec<u8> {
+        self.space.pack_with_versionstamp(&(
+            "v",
+            vhost,
+            "d",
+            exchange,
+            due_ms,
+            Versionstamp::incomplete(user_version),
+        ))
+    }
+
+    /// The messages a delayed-message exchange holds, in due order (then commit order),
+    /// from the first to those due at `until_ms` (inclusive); `None`: all of them.
+    pub fn delayed(
+        &self,
+        vhost: &str,
+        exchange: &str,
+        until_ms: Option<u64>,
+    ) -> (Vec<u8>, Vec<u8>) {
+        let (begin, end) = prefix_range(&self.space.pack(&("v", vhost, "d", exchange)));
+        match until_ms {
+            None => (begin, end),
+            Some(at) => (begin, self.space.pack(&("v", vhost, "d", exchange, at + 1))),
+        }
+    }
+
+    /// The due time and versionstamp in a held message's key.
+    pub fn delayed_of(&self, key: &[u8]) -> Option<(u64, Versionstamp)> {
+        type Key = (String, String, String, String, u64, Versionstamp);
+        let (_, _, _, _, due, stamp) = self.space.unpack::<Key>(key).ok()?;
+        Some((due, stamp))
+    }
+
+    /// A chunk of a held message's stored bytes (`stamp` incomplete: written by the
+    /// current transaction).
+    pub fn delayed_chunk(
+        &self,
+        vhost: &str,
+        exchange: &str,
+        stamp: &Versionstamp,
+        chunk: u32,
+    ) -> Vec<u8> {
+        let key = ("v", vhost, "db", exchange, stamp, chunk);
+        if stamp.is_complete() {
+            self.space.pack(&key)
+        } else {
+            self.space.pack_with_versionstamp(&key)
+        }
+    }
+
+    /// How many messages a delayed-message exchange holds (an i64 counter).
+    pub fn delayed_count(&self, vhost: &str, exchange: &str) -> Vec<u8> {
+        self.space.pack(&("v", vhost, "dn", exchange))
+    }
+
+    /// The last sequence a publisher's channel had held by a delayed-message exchange.
+    pub fn delayed_producer(&self, vhost: &str, exchange: &str, producer: u64) -> Vec<u8> {
+        self.space.pack(&("v", vhost, "dp", exchange, producer))
+    }
+
+    /// The ranges of what a delayed-message exchange holds besides its count: its
+    /// messages, their bytes and the publishers' sequences.
+    pub fn delayed_ranges(&self, vhost: &str, exchange: &str) -> [(Vec<u8>, Vec<u8>); 3] {
+        ["d", "db", "dp"].map(|kind| prefix_range(&self.space.pack(&("v", vhost, kind, exchange))))
+    }
+
+    /// The change counter every held message bumps (every instance's mover watches it).
+    pub fn delayed_version(&self) -> Vec<u8> {
+        self.space.pack(&("delayed-ver",))
+    }
+
     /// The single-active-consumer claim of a queue's stage.
     pub fn active_consumer(&self, stage_id: u64) -> Vec<u8> {
         self.space.pack(&("sac", stage_id))
@@ -155,7 +239,7 @@ pub struct RecordError(&'static str);
 pub fn encode_exchange(x: &Exchange) -> Vec<u8> {
     pack(&(
         FORMAT,
-        x.kind.as_str(),
+        x.type_name(),
         x.durable,
         x.auto_delete,
         x.internal,
@@ -172,13 +256,17 @@ pub fn decode_exchange(name: &str, bytes: &[u8]) -> Result<Exchange, RecordError
     type Record = (u16, String, bool, bool, bool, Vec<u8>, u64);
     let (_, kind, durable, auto_delete, internal, args, owner) =
         unpack::<Record>(bytes).map_err(|_| RecordError("exchange"))?;
+    let arguments = decode_table(&args).ok_or(RecordError("exchange"))?;
+    let (kind, delayed) =
+        ExchangeKind::declared(&kind, &arguments).map_err(|_| RecordError("exchange"))?;
     Ok(Exchange {
         name: name.to_owned(),
-        kind: ExchangeKind::parse(&kind).map_err(|_| RecordError("exchange"))?,
+        kind,
+        delayed,
         durable,
         auto_delete,
         internal,
-        arguments: decode_table(&args).ok_or(RecordError("exchange"))?,
+        arguments,
         owner,
         builtin: false,
     })

@@ -3,7 +3,7 @@
 
 use super::Topology;
 use super::args::{integer, text};
-use super::exchange::ExchangeKind;
+use super::exchange::{ExchangeKind, delay_of};
 use super::queue::Queue;
 use crate::amqp::errors::AmqpError;
 use amq_protocol::types::{AMQPValue, FieldTable};
@@ -45,9 +45,25 @@ pub struct Binding {
 /// exchanges), so a pathological topology cannot make routing unbounded.
 const MAX_EXCHANGES_PER_ROUTE: usize = 1024;
 
+/// Where a message goes.
+#[derive(Debug, Clone, Default)]
+pub struct Routes {
+    /// The queues it is stored in now, each once.
+    pub queues: Vec<Arc<Queue>>,
+    /// The delayed-message exchanges that hold it for its `x-delay` first, each routing it
+    /// on when it is due ([`crate::amqp::delayed`]).
+    pub delayed: Vec<String>,
+}
+
+impl Routes {
+    /// Whether it goes nowhere (unroutable).
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty() && self.delayed.is_empty()
+    }
+}
+
 impl Topology {
-    /// The queues a message published to `exchange` with `routing_key` and `headers`
-    /// reaches, each once.
+    /// Where a message published to `exchange` with `routing_key` and `headers` goes.
     ///
     /// # Errors
     /// 404 when `exchange` does not exist, 403 when it is internal.
@@ -57,7 +73,7 @@ impl Topology {
         exchange: &str,
         routing_key: &str,
         headers: Option<&FieldTable>,
-    ) -> Result<Vec<Arc<Queue>>, AmqpError> {
+    ) -> Result<Routes, AmqpError> {
         let Some(start) = self.exchanges.get(exchange) else {
             return Err(AmqpError::not_found(format!(
                 "no exchange '{exchange}' in vhost '{vhost}'"
@@ -68,18 +84,39 @@ impl Topology {
                 "cannot publish to internal exchange '{exchange}' in vhost '{vhost}'"
             )));
         }
+        Ok(self.route_from(exchange, routing_key, headers))
+    }
+
+    /// Where a message reaching the exchange `exchange` goes (nowhere when it does not
+    /// exist): through its bindings, exchange-to-exchange bindings and alternate exchanges.
+    /// A delayed-message exchange holds a message with a positive `x-delay` instead of
+    /// routing it.
+    pub fn route_from(
+        &self,
+        exchange: &str,
+        routing_key: &str,
+        headers: Option<&FieldTable>,
+    ) -> Routes {
+        let mut routes = Routes::default();
         if exchange.is_empty() {
-            return Ok(self.queues.get(routing_key).cloned().into_iter().collect());
+            routes.queues.extend(self.queues.get(routing_key).cloned());
+            return routes;
         }
-        let mut queues: Vec<Arc<Queue>> = Vec::new();
+        let delays = delay_of(headers).is_some();
         let mut seen_queues = HashSet::new();
         let mut visited = HashSet::from([exchange.to_owned()]);
         let mut pending = vec![exchange.to_owned()];
         let mut alternate_from = Some(exchange.to_owned());
         while let Some(name) = pending.pop() {
+            let Some(source) = self.exchanges.get(&name) else {
+                continue;
+            };
+            if delays && source.delayed {
+                routes.delayed.push(name);
+                continue;
+            }
             for binding in self.bindings.get(&name).into_iter().flatten() {
-                let kind = self.exchanges.get(&name).map(|e| e.kind);
-                if !kind.is_some_and(|k| matches(k, binding, routing_key, headers)) {
+                if !matches(source.kind, binding, routing_key, headers) {
                     continue;
                 }
                 match &binding.destination {
@@ -87,7 +124,7 @@ impl Topology {
                         if let Some(queue) = self.queues.get(q)
                             && seen_queues.insert(q.clone())
                         {
-                            queues.push(queue.clone());
+                            routes.queues.push(queue.clone());
                         }
                     }
                     Destination::Exchange(x) => {
@@ -100,7 +137,7 @@ impl Topology {
             // Nothing matched: the first exchange's alternate exchange gets the message
             // (and, transitively, its own alternate).
             if pending.is_empty()
-                && queues.is_empty()
+                && routes.is_empty()
                 && let Some(from) = alternate_from.take()
                 && let Some(alternate) = self.exchanges.get(&from).and_then(|e| e.alternate())
                 && visited.len() < MAX_EXCHANGES_PER_ROUTE
@@ -110,7 +147,7 @@ impl Topology {
                 pending.push(alternate);
             }
         }
-        Ok(queues)
+        routes
     }
 }
 

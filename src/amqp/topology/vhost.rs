@@ -808,6 +808,11 @@ impl VHost {
             .run(|tx| async move {
                 for x in &removal_ref.exchanges {
                     tx.clear(&keys.exchange(vhost, x));
+                    // What it held as a delayed-message exchange goes with it.
+                    for (begin, end) in keys.delayed_ranges(vhost, x) {
+                        tx.clear_range(&begin, &end);
+                    }
+                    tx.clear(&keys.delayed_count(vhost, x));
                 }
                 for q in &removal_ref.queues {
                     tx.clear(&keys.queue(vhost, &q.name));

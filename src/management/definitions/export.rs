@@ -146,7 +146,7 @@ fn add_topology(definitions: &mut Definitions, vhost: &VHost, named: bool) {
         .extend(exchanges.into_iter().map(|x| ExchangeDefinition {
             name: x.name.clone(),
             vhost: name.clone(),
-            kind: x.kind.as_str().to_owned(),
+            kind: x.type_name().to_owned(),
             durable: x.durable,
             auto_delete: x.auto_delete,
             internal: x.internal,

@@ -340,15 +340,17 @@ impl Target<'_> {
         for (i, x) in definitions.exchanges.iter().enumerate() {
             let field = format!("exchanges[{i}]");
             let vhost = vhost_of(format!("{field}.vhost"), &x.vhost)?;
-            let kind = ExchangeKind::parse(&x.kind)
+            let arguments = table(field.clone(), &x.arguments)?;
+            let (kind, delayed) = ExchangeKind::declared(&x.kind, &arguments)
                 .map_err(|e| refused(format!("{field}.type: {}", e.text)))?;
             let exchange = Exchange {
                 name: x.name.clone(),
                 kind,
+                delayed,
                 durable: x.durable,
                 auto_delete: x.auto_delete,
                 internal: x.internal,
-                arguments: table(field, &x.arguments)?,
+                arguments,
                 owner: if x.durable { 0 } else { self.transient_owner },
                 builtin: false,
             };
