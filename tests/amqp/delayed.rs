@@ -3,7 +3,8 @@
 //! SIGKILL while it holds delayed messages (tests/python/amqp_delayed.py): declares and
 //! their errors, messages routed by their due time with `x-delay` negated, publish order
 //! kept among messages due together, held messages dropped with their exchange, the
-//! `ferry_amqp_delayed_messages` gauge, and held messages routed after a restart.
+//! `ferry_amqp_delayed_messages` gauge, held messages routed after a restart, and two
+//! instances whose movers race for every message routing each once.
 
 use crate::common::amqp::{WAIT, declare, reply_code, reply_text};
 use crate::common::clients::{python_script, run};
@@ -307,4 +308,56 @@ async fn held_messages_survive_kill_9_and_are_routed_when_due() {
     ferry.kill_and_restart();
     phase("after-restart").await;
     ferry.wait_for("no message held", WAIT, |f| held(f) == 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_route_each_held_message_once() {
+    let server = AmqpServer::start().await;
+    // A second instance over the same store: its mover races this one's for every message.
+    let peer = server.peer_with(|_| {}).await;
+    let (_conn, ch) = server.channel().await;
+    declare_delayed(&ch, "raced", "direct").await.unwrap();
+    bound_queue(&ch, "once", "raced", "k").await;
+    ch.tx_select().await.unwrap();
+    let bodies: Vec<String> = (0..100).map(|i| format!("m{i:03}")).collect();
+    for (i, body) in bodies.iter().enumerate() {
+        ch.basic_publish(
+            "raced".into(),
+            "k".into(),
+            BasicPublishOptions::default(),
+            body.as_bytes(),
+            BasicProperties::default().with_headers(FieldTable::from(
+                std::collections::BTreeMap::from([(
+                    ShortString::from("x-delay"),
+                    AMQPValue::LongInt(200 + (i as i32 % 5) * 50),
+                )]),
+            )),
+        )
+        .await
+        .unwrap();
+    }
+    ch.tx_commit().await.unwrap();
+    let mut got = Vec::new();
+    for _ in &bodies {
+        got.push(next(&ch, "once").await.0);
+    }
+    got.sort();
+    assert_eq!(got, bodies);
+    // Nothing more comes: every held message is gone from the store.
+    let (_peer_conn, peer_ch) =
+        crate::common::amqp::channel(&format!("amqp://guest:guest@{}/%2f", peer.addr)).await;
+    declare_delayed(&peer_ch, "raced", "direct").await.unwrap();
+    publish_sentinel(&peer_ch).await;
+    assert_eq!(next(&ch, "once").await.0, "sentinel");
+    assert_eq!(depth(&ch, "once").await, 0);
+    peer.stop().await;
+}
+
+/// Publishes "sentinel" through the delayed exchange "raced" with a delay past every
+/// message of [`two_instances_route_each_held_message_once`].
+async fn publish_sentinel(ch: &Channel) {
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .unwrap();
+    publish(ch, "raced", "k", "sentinel", Some(AMQPValue::LongInt(500))).await;
 }
