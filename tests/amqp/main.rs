@@ -6,6 +6,7 @@ mod common;
 
 mod clients;
 mod delayed;
+mod disk_faults;
 mod parity;
 mod permissions;
 mod raw;

@@ -9,6 +9,7 @@ mod acls;
 mod admin;
 mod clients;
 mod daemon;
+mod disk_faults;
 mod groups;
 mod instances;
 mod interop;

@@ -4,6 +4,7 @@
 
 use crate::common::store::TestStore;
 use crate::for_each_engine;
+use ferry::store::embedded::DiskFault;
 use ferry::store::error::code;
 use ferry::store::keys::key_after;
 use ferry::store::{RangeOption, RunOptions, StoreError, Transaction};
@@ -32,7 +33,8 @@ for_each_engine!(
     transaction_older_than_the_age_limit_is_too_old,
     retry_loop_survives_commit_unknown_result_without_double_effect,
     injected_conflicts_are_retried_to_completion,
-    a_failed_write_stops_the_store_until_a_restart_recovers_it,
+    a_full_disk_stops_the_store_until_a_restart_recovers_it,
+    a_failed_fsync_stops_the_store_until_a_restart_recovers_it,
 );
 
 async fn put(store: &TestStore, pairs: &[(&str, &str)]) {
@@ -542,28 +544,60 @@ async fn injected_conflicts_are_retried_to_completion(store: TestStore) {
     assert_eq!(err.code(), Some(code::NOT_COMMITTED));
 }
 
-async fn a_failed_write_stops_the_store_until_a_restart_recovers_it(mut store: TestStore) {
+async fn a_full_disk_stops_the_store_until_a_restart_recovers_it(store: TestStore) {
+    a_disk_failure_stops_the_store_until_a_restart_recovers_it(
+        store,
+        |faults| faults.fail_next_write(DiskFault::NoSpace),
+        "No space left on device",
+    )
+    .await;
+}
+
+async fn a_failed_fsync_stops_the_store_until_a_restart_recovers_it(store: TestStore) {
+    a_disk_failure_stops_the_store_until_a_restart_recovers_it(
+        store,
+        |faults| faults.fail_next_sync(DiskFault::Io),
+        "Input/output error",
+    )
+    .await;
+}
+
+/// `inject` makes the disk fail the next commit's write or fsync with the operating
+/// system's error `reason`: that commit fails naming it, and so does every later
+/// transaction (the engine never retries an fsync and trusts it); after a restart every
+/// earlier commit is there, the failed one entirely or not at all (a failed fsync may
+/// still have reached the disk), and the store takes commits again.
+async fn a_disk_failure_stops_the_store_until_a_restart_recovers_it(
+    mut store: TestStore,
+    inject: impl Fn(&ferry::store::embedded::Faults),
+    reason: &str,
+) {
     let Some(faults) = store.db.faults() else {
-        eprintln!("skipped: this engine cannot inject a failed write");
+        eprintln!("skipped: this engine cannot inject a disk failure");
         return;
     };
     put(&store, &[("kept", "1")]).await;
-    faults.fail_storage();
+    inject(faults);
     let tx = store.db.begin().unwrap();
-    tx.set(&store.key("lost"), b"2");
+    tx.set(&store.key("failed-a"), b"2");
+    tx.set(&store.key("failed-b"), b"3");
     let err = tx.commit().await.unwrap_err();
     assert!(matches!(err, StoreError::Failed(_)), "{err}");
+    assert!(err.to_string().contains(reason), "{err}");
     assert!(!err.is_retryable());
     assert!(store.db.failure().is_some());
+    // Refused from now on, even though the fault was injected once.
     assert!(matches!(store.db.begin(), Err(StoreError::Failed(_))));
     assert!(store.db.ping().await.is_err(), "readiness sees the failure");
     store.restart().await;
     assert!(store.db.failure().is_none());
     assert_eq!(get(&store, "kept").await.as_deref(), Some(&b"1"[..]));
+    let (a, b) = (get(&store, "failed-a").await, get(&store, "failed-b").await);
     assert_eq!(
-        get(&store, "lost").await,
-        None,
-        "nothing of the failed batch was applied"
+        a.is_some(),
+        b.is_some(),
+        "half of a batch survived: {a:?} {b:?}"
     );
-    put(&store, &[("after", "3")]).await;
+    put(&store, &[("after", "4")]).await;
+    assert_eq!(get(&store, "after").await.as_deref(), Some(&b"4"[..]));
 }

@@ -208,11 +208,6 @@ impl Committer {
 
     /// Applies the accepted transactions, in order, in one durable redb transaction.
     fn apply(&self, version: u64, accepted: &[Accepted]) -> Result<(), StoreError> {
-        if self.shared.faults.storage_failure() {
-            return Err(StoreError::Storage(
-                "injected: no space left on device".into(),
-            ));
-        }
         let tx = self.db.begin_write().map_err(storage)?;
         {
             let mut writer = BatchWriter::new(tx.open_table(DATA).map_err(storage)?);

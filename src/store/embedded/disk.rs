@@ -7,9 +7,12 @@
 //! - `data.redb`: the redb file holding every key (table `kv`) and the engine's own
 //!   metadata (table `meta`: the last commit version).
 
+use super::data_file::DataFile;
+use super::faults::Faults;
 use crate::store::error::{OpenError, StoreError};
 use redb::{ReadableDatabase, TableDefinition};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Every key and value of the keyspace.
 pub(super) const DATA: TableDefinition<&[u8], &[u8]> = TableDefinition::new("kv");
@@ -36,12 +39,16 @@ pub(super) struct Opened {
 /// # Errors
 /// A precise [`OpenError`] for a path that is a file, unwritable, foreign, missing its
 /// data file, of another format, locked by another process, or corrupt.
-pub(super) fn open(dir: &Path, cache_bytes: usize) -> Result<Opened, StoreError> {
+pub(super) fn open(
+    dir: &Path,
+    cache_bytes: usize,
+    faults: Arc<Faults>,
+) -> Result<Opened, StoreError> {
     let data_file = prepare_dir(dir)?;
     let mut builder = redb::Builder::new();
     builder.set_cache_size(cache_bytes);
-    let db = builder
-        .create(&data_file)
+    let db = DataFile::open(&data_file, faults)
+        .and_then(|file| builder.create_with_backend(file))
         .map_err(|e| map_open_error(dir, &data_file, e))?;
     let last_version = init_tables(&db).map_err(|e| OpenError::Corrupt {
         file: data_file.clone(),
@@ -137,35 +144,35 @@ mod tests {
     fn new_directory_gets_a_marker_and_reopens() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store");
-        drop(open(&path, 1 << 20).unwrap());
+        drop(open(&path, 1 << 20, Arc::default()).unwrap());
         assert!(path.join(MARKER).exists());
-        drop(open(&path, 1 << 20).unwrap());
+        drop(open(&path, 1 << 20, Arc::default()).unwrap());
     }
 
     #[test]
     fn foreign_directory_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
-        let err = open(dir.path(), 1 << 20).err().unwrap();
+        let err = open(dir.path(), 1 << 20, Arc::default()).err().unwrap();
         assert!(err.to_string().contains("is not a Ferry store"), "{err}");
     }
 
     #[test]
     fn missing_data_file_is_reported() {
         let dir = tempfile::tempdir().unwrap();
-        drop(open(dir.path(), 1 << 20).unwrap());
+        drop(open(dir.path(), 1 << 20, Arc::default()).unwrap());
         std::fs::remove_file(dir.path().join(DATA_FILE)).unwrap();
-        let err = open(dir.path(), 1 << 20).err().unwrap();
+        let err = open(dir.path(), 1 << 20, Arc::default()).err().unwrap();
         assert!(err.to_string().contains("missing its data file"), "{err}");
     }
 
     #[test]
     fn corrupt_data_file_is_reported_and_left_alone() {
         let dir = tempfile::tempdir().unwrap();
-        drop(open(dir.path(), 1 << 20).unwrap());
+        drop(open(dir.path(), 1 << 20, Arc::default()).unwrap());
         let file = dir.path().join(DATA_FILE);
         std::fs::write(&file, vec![0x5a; 8192]).unwrap();
-        let err = open(dir.path(), 1 << 20).err().unwrap();
+        let err = open(dir.path(), 1 << 20, Arc::default()).err().unwrap();
         assert!(err.to_string().contains("is corrupt"), "{err}");
         assert_eq!(std::fs::read(&file).unwrap(), vec![0x5a; 8192]);
     }
@@ -173,8 +180,8 @@ mod tests {
     #[test]
     fn second_open_is_refused_while_the_first_holds_the_store() {
         let dir = tempfile::tempdir().unwrap();
-        let first = open(dir.path(), 1 << 20).unwrap();
-        let err = open(dir.path(), 1 << 20).err().unwrap();
+        let first = open(dir.path(), 1 << 20, Arc::default()).unwrap();
+        let err = open(dir.path(), 1 << 20, Arc::default()).err().unwrap();
         assert!(err.to_string().contains("already open"), "{err}");
         drop(first);
     }

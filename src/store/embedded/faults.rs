@@ -1,7 +1,36 @@
-//! Fault injection: FoundationDB's failures on demand, so the retry and idempotence paths
-//! above the store are exercised without a cluster.
+//! Fault injection for tests: spurious conflicts, commits that applied but report
+//! `commit_unknown_result`, and the failures a disk gives on a write or an fsync (which the
+//! data file's I/O seam, [`super::data_file`], raises).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::io;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+
+/// A failure of the disk under the data file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskFault {
+    /// `ENOSPC`: no space left on the device.
+    NoSpace,
+    /// `EIO`: the device failed the operation.
+    Io,
+}
+
+impl DiskFault {
+    fn code(self) -> u8 {
+        match self {
+            Self::NoSpace => 1,
+            Self::Io => 2,
+        }
+    }
+
+    /// The operating system's error for the fault stored as `code` (0: none).
+    fn error(code: u8) -> Option<io::Error> {
+        match code {
+            1 => Some(io::Error::from_raw_os_error(libc::ENOSPC)),
+            2 => Some(io::Error::from_raw_os_error(libc::EIO)),
+            _ => None,
+        }
+    }
+}
 
 /// Probabilities of injected failures, changeable while the store runs.
 #[derive(Debug, Default)]
@@ -10,8 +39,10 @@ pub struct Faults {
     conflict: AtomicU64,
     /// Probability (as `f64` bits) that an applied commit reports `commit_unknown_result`.
     unknown_result: AtomicU64,
-    /// Whether the next group commit fails as a full disk would make it.
-    storage_failure: AtomicBool,
+    /// The failure the data file's next write (or resize) gets, once ([`DiskFault::code`]).
+    write: AtomicU8,
+    /// The failure the data file's next fsync gets, once.
+    sync: AtomicU8,
 }
 
 impl Faults {
@@ -27,15 +58,24 @@ impl Faults {
         self.unknown_result.store(p.to_bits(), Ordering::Relaxed);
     }
 
-    /// Makes the next group commit fail as a write to a full disk would: nothing of it is
-    /// applied, and the engine stops accepting transactions.
-    pub fn fail_storage(&self) {
-        self.storage_failure.store(true, Ordering::Relaxed);
+    /// Makes the data file's next write (or resize) fail with `fault`.
+    pub fn fail_next_write(&self, fault: DiskFault) {
+        self.write.store(fault.code(), Ordering::Relaxed);
     }
 
-    /// Whether to fail this group commit's write (once).
-    pub(super) fn storage_failure(&self) -> bool {
-        self.storage_failure.swap(false, Ordering::Relaxed)
+    /// Makes the data file's next fsync fail with `fault`.
+    pub fn fail_next_sync(&self, fault: DiskFault) {
+        self.sync.store(fault.code(), Ordering::Relaxed);
+    }
+
+    /// Before a write: the injected failure, if one is due (once).
+    pub(super) fn on_write(&self) -> Result<(), io::Error> {
+        DiskFault::error(self.write.swap(0, Ordering::Relaxed)).map_or(Ok(()), Err)
+    }
+
+    /// Before an fsync: the injected failure, if one is due (once).
+    pub(super) fn on_sync(&self) -> Result<(), io::Error> {
+        DiskFault::error(self.sync.swap(0, Ordering::Relaxed)).map_or(Ok(()), Err)
     }
 
     /// Draws whether to inject a conflict now.

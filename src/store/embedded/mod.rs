@@ -12,13 +12,20 @@
 //! - **Limits** as FoundationDB's: 5 s transaction age (an [`Options`] field, so tests
 //!   can shorten it), 10 MB transactions, 100 kB values, 10 kB keys, each with
 //!   FoundationDB's error code.
-//! - **Faults** ([`Faults`]) inject conflicts and `commit_unknown_result` on demand.
+//! - **Faults** ([`Faults`]) inject conflicts, `commit_unknown_result`, and a disk's
+//!   `ENOSPC` or `EIO` on a write or an fsync of the data file ([`data_file`]).
+//! - **A failed write or fsync stops the engine.** The batch it belonged to fails (every
+//!   caller gets [`StoreError::Failed`]), and so does every later transaction, until the
+//!   process restarts and redb recovers the file to its last durable commit. A failed
+//!   fsync is never retried: after one, the kernel may have dropped the unwritten pages
+//!   and a second fsync could succeed without them (PostgreSQL's "fsyncgate").
 //!
 //! Durability: redb commits with `Durability::Immediate`, so a commit reported successful
 //! survives `kill -9`, and a batch is applied entirely or not at all.
 
 mod apply;
 mod committer;
+mod data_file;
 mod disk;
 mod faults;
 mod history;
@@ -30,7 +37,7 @@ mod watches;
 mod write_set;
 
 pub use disk::{DATA_FILE, FORMAT, MARKER};
-pub use faults::Faults;
+pub use faults::{DiskFault, Faults};
 pub use transaction::Transaction;
 
 use crate::config::StoreConfig;
@@ -96,8 +103,8 @@ struct Shared {
     published: RwLock<Arc<Snapshot>>,
     /// Active watches.
     watches: Mutex<Watches>,
-    /// Injected failures.
-    faults: Faults,
+    /// Injected failures (shared with the data file's I/O).
+    faults: Arc<Faults>,
     /// How long a transaction may live ([`Options::max_transaction_age`]).
     max_transaction_age: Duration,
     /// The committer's inbox; `None` once the store is closed.
@@ -154,9 +161,9 @@ impl EmbeddedDb {
     /// # Errors
     /// [`StoreError::Open`] naming the path and what to do.
     pub fn open(options: Options) -> Result<Self, StoreError> {
-        let opened = disk::open(&options.path, options.cache_bytes)?;
+        let faults = Arc::new(Faults::default());
+        let opened = disk::open(&options.path, options.cache_bytes, faults.clone())?;
         let snapshot = Arc::new(Snapshot::capture(&opened.db, opened.last_version)?);
-        let faults = Faults::default();
         faults.set_conflict_rate(options.conflict_rate);
         faults.set_unknown_result_rate(options.unknown_result_rate);
         let (tx, rx) = std::sync::mpsc::channel();

@@ -1,0 +1,106 @@
+//! A disk failing under the embedded store, as an rdkafka producer sees it: after `EIO`
+//! on an fsync (injected at the data file's I/O seam) the produce whose commit failed and
+//! every later one get an error, never an acknowledgement; after a restart every
+//! acknowledged record is read back at its offset, once, and the failed batch is there
+//! whole or not at all.
+
+use crate::common::fronts::KafkaServer;
+use crate::common::kafka::{PATIENCE, client_config, producer, send_range};
+use ferry::store::embedded::DiskFault;
+use rdkafka::Message;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::FutureRecord;
+use rdkafka::util::Timeout;
+use rdkafka::{Offset, TopicPartitionList};
+use std::time::Duration;
+
+const TOPIC: &str = "disk";
+
+/// The values of partition 0 of [`TOPIC`] from offset 0, read with a new consumer.
+fn read_partition(bootstrap: &str) -> Vec<(i64, String)> {
+    let c: BaseConsumer = client_config(bootstrap, &[("group.id", "disk-reader")])
+        .create()
+        .unwrap();
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(TOPIC, 0, Offset::Beginning)
+        .unwrap();
+    c.assign(&assignment).unwrap();
+    let mut out = Vec::new();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    // Ends at the high watermark: when a poll brings nothing and the position is there.
+    while std::time::Instant::now() < deadline {
+        match c.poll(Duration::from_millis(500)) {
+            Some(Ok(m)) => out.push((
+                m.offset(),
+                String::from_utf8(m.payload().unwrap().to_vec()).unwrap(),
+            )),
+            Some(Err(e)) => panic!("{e}"),
+            None => {
+                let (_, high) = c
+                    .fetch_watermarks(TOPIC, 0, Duration::from_secs(5))
+                    .unwrap();
+                if out.last().map_or(0, |(at, _)| at + 1) >= high {
+                    return out;
+                }
+            }
+        }
+    }
+    panic!("partition 0 not read to its end within {PATIENCE:?}: {out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_fsync_fails_produces_and_loses_nothing_acknowledged() {
+    let mut server = KafkaServer::start().await;
+    let bootstrap = server.bootstrap();
+    let p = producer(
+        &bootstrap,
+        &[
+            ("message.timeout.ms", "5000"),
+            ("enable.idempotence", "true"),
+        ],
+    );
+    // One partition: the records' offsets are their order.
+    let admin: AdminClient<DefaultClientContext> = client_config(&bootstrap, &[]).create().unwrap();
+    admin
+        .create_topics(
+            &[NewTopic::new(TOPIC, 1, TopicReplication::Fixed(1))],
+            &AdminOptions::new(),
+        )
+        .await
+        .unwrap();
+    send_range(&p, TOPIC, 0, 20).await;
+    server
+        .db
+        .faults()
+        .expect("the embedded engine injects faults")
+        .fail_next_sync(DiskFault::Io);
+    let sends = (20..23).map(|i| {
+        let p = &p;
+        async move {
+            let value = i.to_string();
+            let sent = p
+                .send(
+                    FutureRecord::<(), _>::to(TOPIC).payload(value.as_bytes()),
+                    Timeout::After(PATIENCE),
+                )
+                .await;
+            assert!(
+                sent.is_err(),
+                "record {i} acknowledged by a store that failed"
+            );
+        }
+    });
+    futures::future::join_all(sends).await;
+    drop(p);
+    server.restart().await;
+    let read = read_partition(&server.bootstrap());
+    let acknowledged: Vec<(i64, String)> = (0..20).map(|i| (i, i.to_string())).collect();
+    assert_eq!(read[..20.min(read.len())], acknowledged[..], "{read:?}");
+    // The commit whose fsync failed may have reached the disk anyway, whole: the records
+    // it held, in order; no later commit was taken, and nothing is there twice.
+    let rest: Vec<&str> = read[20..].iter().map(|(_, v)| v.as_str()).collect();
+    assert!(["20", "21", "22"].starts_with(&rest), "{read:?}");
+}
