@@ -29,6 +29,7 @@ pub mod auth;
 pub mod bridge;
 pub mod config;
 pub mod daemon;
+pub mod file_system;
 pub mod group_commit;
 pub mod http_server;
 pub mod incarnation;

@@ -1,7 +1,8 @@
 //! The resource monitor: every `amqp.resource_check_ms` it reads every queue's depth
 //! (publishing the ready/unacked gauges, also under RabbitMQ's names) and the process's resident memory, and raises or
 //! clears the alarm that blocks publishers (`connection.blocked`) when
-//! `amqp.max_backlog_messages` or `amqp.max_memory_mb` is exceeded.
+//! `amqp.max_backlog_messages` or `amqp.max_memory_mb` is exceeded, or while the store's
+//! free-disk alarm (`store.min_free_disk_mb`) is raised.
 
 use super::broker::Broker;
 use crate::config::AmqpConfig;
@@ -28,7 +29,10 @@ pub async fn run(
             _ = ticks.tick() => {}
         }
         let backlog = publish_depths(&broker).await;
-        let reason = limit_reached(config, backlog, resident_mb());
+        let reason = broker
+            .db
+            .disk_alarm()
+            .or_else(|| limit_reached(config, backlog, resident_mb()));
         metrics::gauge!(metric::BLOCKED).set(if reason.is_some() { 1.0 } else { 0.0 });
         if *alarm.borrow() != reason {
             match &reason {

@@ -28,6 +28,9 @@ pub struct StoreConfig {
     pub cache_mb: u64,
     /// Embedded engine: the most transactions one group commit (one fsync) may hold.
     pub max_batch: u32,
+    /// Embedded engine: the free space (MiB) on the data directory's file system below
+    /// which publishers are blocked, RabbitMQ's `disk_free_limit`; 0: no alarm.
+    pub min_free_disk_mb: u64,
     /// FoundationDB engine: path of the cluster file; empty means FoundationDB's default
     /// lookup (`FDB_CLUSTER_FILE`, then `/etc/foundationdb/fdb.cluster`).
     pub fdb_cluster_file: String,
@@ -49,6 +52,8 @@ pub const DEFAULT_STORE_PREFIX: &str = "ferry";
 pub const DEFAULT_CACHE_MB: u64 = 256;
 /// Default for `store.max_batch`.
 pub const DEFAULT_MAX_BATCH: u32 = 8192;
+/// Default for `store.min_free_disk_mb` (RabbitMQ's `disk_free_limit`).
+pub const DEFAULT_MIN_FREE_DISK_MB: u64 = 50;
 /// Default for `store.fdb_api_version`.
 pub const DEFAULT_FDB_API_VERSION: u32 = 730;
 
@@ -60,6 +65,7 @@ impl Default for StoreConfig {
             prefix: DEFAULT_STORE_PREFIX.to_owned(),
             cache_mb: DEFAULT_CACHE_MB,
             max_batch: DEFAULT_MAX_BATCH,
+            min_free_disk_mb: DEFAULT_MIN_FREE_DISK_MB,
             fdb_cluster_file: String::new(),
             fdb_api_version: DEFAULT_FDB_API_VERSION,
             inject_conflict_rate: 0.0,

@@ -105,8 +105,14 @@ async fn readyz(State(endpoints): State<Endpoints>) -> (StatusCode, String) {
     }
     match tokio::time::timeout(READY_PING_TIMEOUT, endpoints.db.ping()).await {
         Ok(Ok(())) => {
-            let lines = endpoints.bridge.lines();
-            let detail = lines.iter().fold(String::new(), |out, l| out + "\n" + l);
+            // The free-disk alarm blocks publishers only: consumers are what frees space,
+            // so the instance stays ready and says why its publishers wait.
+            let alarm = endpoints
+                .db
+                .disk_alarm()
+                .map(|a| format!("free disk alarm: {a}"));
+            let lines = alarm.into_iter().chain(endpoints.bridge.lines());
+            let detail = lines.fold(String::new(), |out, l| out + "\n" + &l);
             (StatusCode::OK, format!("ready{detail}"))
         }
         Ok(Err(e)) => (

@@ -78,6 +78,9 @@ pub fn rabbitmq_node(config: &Config) -> Node {
         memory_limit_bytes: (config.amqp.max_memory_mb > 0)
             .then(|| config.amqp.max_memory_mb * 1024 * 1024),
         data_dir: (config.store.engine == Engine::Embedded).then(|| config.store.path.clone()),
+        disk_limit_bytes: (config.store.engine == Engine::Embedded
+            && config.store.min_free_disk_mb > 0)
+            .then(|| config.store.min_free_disk_mb.saturating_mul(1024 * 1024)),
     }
 }
 

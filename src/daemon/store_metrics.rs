@@ -1,5 +1,5 @@
-//! The store watch: every few seconds, `ferry_store_up` from a ping and the stage gauges
-//! from the stages' counters.
+//! The store watch: every few seconds, `ferry_store_up` from a ping, the embedded store's
+//! free disk space and alarm, and the stage gauges from the stages' counters.
 //!
 //! Store outages are logged on the transition only (down once, back once), not on every
 //! tick, so a long outage does not flood the log.
@@ -66,6 +66,11 @@ async fn refresh(db: &Database, stages: &Stages, was_up: Option<bool>) -> bool {
         }
     };
     metrics::gauge!(names::STORE_UP).set(if up { 1.0 } else { 0.0 });
+    if let Some(free) = db.disk_free_bytes() {
+        metrics::gauge!(names::STORE_DISK_FREE_BYTES).set(free as f64);
+        let alarm = db.disk_alarm().is_some();
+        metrics::gauge!(names::STORE_DISK_ALARM).set(if alarm { 1.0 } else { 0.0 });
+    }
     if up && let Err(e) = stages.publish_metrics().await {
         warn!(error = %e, "cannot read the stage counters");
     }

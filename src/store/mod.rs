@@ -266,6 +266,26 @@ impl Database {
         }
     }
 
+    /// Why publishers must be blocked, while the embedded engine's free-disk alarm is
+    /// raised (`store.min_free_disk_mb`); never with FoundationDB, which manages its own
+    /// space.
+    pub fn disk_alarm(&self) -> Option<String> {
+        match self {
+            Self::Embedded(db) => db.disk_alarm(),
+            #[cfg(feature = "fdb")]
+            Self::Fdb(_) => None,
+        }
+    }
+
+    /// Free bytes on the embedded store's file system, as last read.
+    pub fn disk_free_bytes(&self) -> Option<u64> {
+        match self {
+            Self::Embedded(db) => db.disk_free_bytes(),
+            #[cfg(feature = "fdb")]
+            Self::Fdb(_) => None,
+        }
+    }
+
     /// Why the store stopped accepting transactions, if it did (a failed write on the
     /// embedded engine); the daemon exits on it so a restart recovers the store.
     pub fn failure(&self) -> Option<StoreError> {

@@ -58,6 +58,10 @@ pub const STORE_ERRORS_TOTAL: &str = "ferry_store_errors_total";
 pub const STORE_RETRIES_TOTAL: &str = "ferry_store_retries_total";
 /// Whether the store answers (1) or not (0).
 pub const STORE_UP: &str = "ferry_store_up";
+/// Free bytes on the embedded store's file system.
+pub const STORE_DISK_FREE_BYTES: &str = "ferry_store_disk_free_bytes";
+/// Whether the free-disk alarm blocks publishers (1) or not (0).
+pub const STORE_DISK_ALARM: &str = "ferry_store_disk_alarm";
 
 /// Messages ready for delivery in a stage.
 pub const STAGE_READY: &str = "ferry_stage_ready";
@@ -116,6 +120,16 @@ pub const ALL: &[Metric] = &[
         name: STORE_UP,
         kind: Kind::Gauge,
         help: "1 when the store answers, 0 when it does not.",
+    },
+    Metric {
+        name: STORE_DISK_FREE_BYTES,
+        kind: Kind::Gauge,
+        help: "Free bytes on the embedded store's file system.",
+    },
+    Metric {
+        name: STORE_DISK_ALARM,
+        kind: Kind::Gauge,
+        help: "1 while the free-disk alarm (store.min_free_disk_mb) blocks publishers.",
     },
     Metric {
         name: STAGE_READY,

@@ -1,6 +1,6 @@
 //! `ferry run` driven as a supervisor would: health, readiness and metrics over HTTP, a
-//! clean exit on SIGTERM and SIGINT, and a clear failure when the metrics or AMQP port is
-//! taken.
+//! clean exit on SIGTERM and SIGINT, a clear failure when the metrics or AMQP port is
+//! taken, and the free-disk alarm shown in the log, `/readyz` and the metrics.
 
 use crate::common::daemon::{EXIT, Setup};
 use crate::common::http::get;
@@ -47,6 +47,35 @@ fn serves_health_readiness_and_metrics_then_exits_0_on_sigterm() {
     );
     // Logs go to standard error; standard output stays free for command results.
     assert_eq!(outcome.stdout, "");
+}
+
+#[test]
+fn the_free_disk_alarm_is_logged_shown_in_readyz_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    // More free space than any disk has: the alarm is raised from the start.
+    let ferry = Setup::shipped(dir.path())
+        .env("FERRY__STORE__MIN_FREE_DISK_MB", "1000000000000")
+        .start();
+    ferry.wait_for("the alarm in the metrics", EXIT, |f| {
+        f.metric("ferry_store_disk_alarm", &[]) == 1.0 && f.metric("ferry_amqp_blocked", &[]) == 1.0
+    });
+    assert!(ferry.metric("ferry_store_disk_free_bytes", &[]) > 0.0);
+    let (status, body) = get(ferry.ports().metrics, "/readyz").unwrap();
+    assert_eq!(
+        status, 200,
+        "publishers wait; the instance stays ready: {body}"
+    );
+    assert!(
+        body.starts_with("ready\nfree disk alarm: ")
+            && body.ends_with("is below store.min_free_disk_mb (1000000000000)"),
+        "{body}"
+    );
+    let log = ferry.log();
+    assert!(
+        log.contains("free disk alarm: blocking publishers")
+            && log.contains("store.min_free_disk_mb"),
+        "{log}"
+    );
 }
 
 #[test]

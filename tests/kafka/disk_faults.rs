@@ -1,11 +1,13 @@
-//! A disk failing under the embedded store, as an rdkafka producer sees it: after `EIO`
-//! on an fsync (injected at the data file's I/O seam) the produce whose commit failed and
-//! every later one get an error, never an acknowledgement; after a restart every
+//! A disk failing or filling under the embedded store, as an rdkafka producer sees it:
+//! after `EIO` on an fsync (injected at the data file's I/O seam) the produce whose commit
+//! failed and every later one get an error, never an acknowledgement; after a restart every
 //! acknowledged record is read back at its offset, once, and the failed batch is there
-//! whole or not at all.
+//! whole or not at all. And while free space is below `store.min_free_disk_mb` (a
+//! pretended reading) a record is not taken; it is, once, when space returns.
 
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::{PATIENCE, client_config, producer, send_range};
+use crate::common::wait;
 use ferry::store::embedded::DiskFault;
 use rdkafka::Message;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -103,4 +105,53 @@ async fn a_failed_fsync_fails_produces_and_loses_nothing_acknowledged() {
     // it held, in order; no later commit was taken, and nothing is there twice.
     let rest: Vec<&str> = read[20..].iter().map(|(_, v)| v.as_str()).collect();
     assert!(["20", "21", "22"].starts_with(&rest), "{read:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_free_disk_alarm_holds_produces_back_until_space_returns() {
+    let server = KafkaServer::start().await;
+    let bootstrap = server.bootstrap();
+    let admin: AdminClient<DefaultClientContext> = client_config(&bootstrap, &[]).create().unwrap();
+    admin
+        .create_topics(
+            &[NewTopic::new(TOPIC, 1, TopicReplication::Fixed(1))],
+            &AdminOptions::new(),
+        )
+        .await
+        .unwrap();
+    let p = producer(&bootstrap, &[("message.timeout.ms", "30000")]);
+    send_range(&p, TOPIC, 0, 1).await;
+    let faults = server
+        .db
+        .faults()
+        .expect("the embedded engine injects faults");
+    // 1 MiB free, under the default store.min_free_disk_mb of 50.
+    faults.pretend_free_bytes(Some(1 << 20));
+    wait::until("the free disk alarm", PATIENCE, async || {
+        server.db.disk_alarm()
+    })
+    .await;
+    // The producer gets the retriable KAFKA_STORAGE_ERROR and retries; the record waits.
+    let sending = tokio::spawn(async move {
+        p.send(
+            FutureRecord::<(), _>::to(TOPIC).payload(b"1"),
+            Timeout::After(PATIENCE),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|(e, _)| e.to_string())
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !sending.is_finished(),
+        "a record was taken during the alarm"
+    );
+    faults.pretend_free_bytes(None);
+    let sent = tokio::time::timeout(PATIENCE, sending)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(sent, Ok(()));
+    let read = read_partition(&bootstrap);
+    assert_eq!(read, [(0, "0".to_owned()), (1, "1".to_owned())]);
 }

@@ -35,6 +35,8 @@ for_each_engine!(
     injected_conflicts_are_retried_to_completion,
     a_full_disk_stops_the_store_until_a_restart_recovers_it,
     a_failed_fsync_stops_the_store_until_a_restart_recovers_it,
+    a_failed_write_stops_the_store_until_a_restart_recovers_it,
+    a_full_disk_at_fsync_stops_the_store_until_a_restart_recovers_it,
 );
 
 async fn put(store: &TestStore, pairs: &[(&str, &str)]) {
@@ -558,6 +560,24 @@ async fn a_failed_fsync_stops_the_store_until_a_restart_recovers_it(store: TestS
         store,
         |faults| faults.fail_next_sync(DiskFault::Io),
         "Input/output error",
+    )
+    .await;
+}
+
+async fn a_failed_write_stops_the_store_until_a_restart_recovers_it(store: TestStore) {
+    a_disk_failure_stops_the_store_until_a_restart_recovers_it(
+        store,
+        |faults| faults.fail_next_write(DiskFault::Io),
+        "Input/output error",
+    )
+    .await;
+}
+
+async fn a_full_disk_at_fsync_stops_the_store_until_a_restart_recovers_it(store: TestStore) {
+    a_disk_failure_stops_the_store_until_a_restart_recovers_it(
+        store,
+        |faults| faults.fail_next_sync(DiskFault::NoSpace),
+        "No space left on device",
     )
     .await;
 }

@@ -81,8 +81,20 @@ pub async fn handle(
         .enumerate()
         .map(|(i, r)| prepare(ctx, access, i, r, &mut appends))
         .collect();
+    // While the store's free-disk alarm is raised nothing is staged: producers get the
+    // retriable KAFKA_STORAGE_ERROR, and retry until space returns (the engine logged why).
+    let disk_full = ctx.db.disk_alarm().is_some();
     for group in transactions(&appends) {
-        let refused: Vec<(&Append, i16)> = match stage(ctx, group).await {
+        let staged = if disk_full {
+            Ok(group
+                .iter()
+                .enumerate()
+                .map(|(i, _)| (i, ResponseError::KafkaStorageError.code()))
+                .collect())
+        } else {
+            stage(ctx, group).await
+        };
+        let refused: Vec<(&Append, i16)> = match staged {
             Ok(refused) => refused
                 .into_iter()
                 .map(|(i, code)| (&group[i], code))

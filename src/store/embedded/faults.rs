@@ -1,6 +1,7 @@
 //! Fault injection for tests: spurious conflicts, commits that applied but report
-//! `commit_unknown_result`, and the failures a disk gives on a write or an fsync (which the
-//! data file's I/O seam, [`super::data_file`], raises).
+//! `commit_unknown_result`, the failures a disk gives on a write or an fsync (which the
+//! data file's I/O seam, [`super::data_file`], raises), and a pretended free space for the
+//! free-disk alarm ([`super::free_space`]).
 
 use std::io;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
@@ -43,6 +44,9 @@ pub struct Faults {
     write: AtomicU8,
     /// The failure the data file's next fsync gets, once.
     sync: AtomicU8,
+    /// Free bytes the free-disk alarm reads instead of the file system's, plus one (0:
+    /// read the file system).
+    free_bytes: AtomicU64,
 }
 
 impl Faults {
@@ -66,6 +70,17 @@ impl Faults {
     /// Makes the data file's next fsync fail with `fault`.
     pub fn fail_next_sync(&self, fault: DiskFault) {
         self.sync.store(fault.code(), Ordering::Relaxed);
+    }
+
+    /// Makes the free-disk alarm read `free` bytes (`None`: the file system's again).
+    pub fn pretend_free_bytes(&self, free: Option<u64>) {
+        let stored = free.map_or(0, |f| f.saturating_add(1));
+        self.free_bytes.store(stored, Ordering::Relaxed);
+    }
+
+    /// The free space a test pretends, if any.
+    pub(super) fn pretended_free_bytes(&self) -> Option<u64> {
+        self.free_bytes.load(Ordering::Relaxed).checked_sub(1)
     }
 
     /// Before a write: the injected failure, if one is due (once).

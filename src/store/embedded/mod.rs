@@ -12,6 +12,8 @@
 //! - **Limits** as FoundationDB's: 5 s transaction age (an [`Options`] field, so tests
 //!   can shorten it), 10 MB transactions, 100 kB values, 10 kB keys, each with
 //!   FoundationDB's error code.
+//! - **Free-disk alarm** ([`free_space`]): raised while the data directory's file system
+//!   has less than `store.min_free_disk_mb` free; the fronts block publishers meanwhile.
 //! - **Faults** ([`Faults`]) inject conflicts, `commit_unknown_result`, and a disk's
 //!   `ENOSPC` or `EIO` on a write or an fsync of the data file ([`data_file`]).
 //! - **A failed write or fsync stops the engine.** The batch it belonged to fails (every
@@ -28,6 +30,7 @@ mod committer;
 mod data_file;
 mod disk;
 mod faults;
+mod free_space;
 mod history;
 mod mutation;
 mod overlay;
@@ -68,6 +71,9 @@ pub struct Options {
     pub conflict_rate: f64,
     /// Injected `commit_unknown_result` probability.
     pub unknown_result_rate: f64,
+    /// Free bytes on the data directory's file system below which the free-disk alarm is
+    /// raised (0: never).
+    pub min_free_disk_bytes: u64,
     /// How long a transaction may live after taking its read version before it fails with
     /// `transaction_too_old`. FoundationDB's five seconds by default; no config key sets
     /// it (a cluster's limit is not a client's choice either), but tests of the limit
@@ -92,6 +98,7 @@ impl Options {
             max_batch: (config.max_batch as usize).clamp(1, 1 << 16),
             conflict_rate: config.inject_conflict_rate,
             unknown_result_rate: config.inject_unknown_result_rate,
+            min_free_disk_bytes: config.min_free_disk_mb.saturating_mul(1 << 20),
             max_transaction_age: MAX_TRANSACTION_AGE,
         }
     }
@@ -112,7 +119,11 @@ struct Shared {
     /// Set once a group commit's write failed: redb refuses further writes after an I/O
     /// error, so the engine refuses transactions until a restart recovers the file.
     failure: Mutex<Option<StoreError>>,
-    /// The committer and finisher threads, joined on close.
+    /// The last reading of the free-disk monitor.
+    disk: Mutex<free_space::Reading>,
+    /// Dropped on close: the free-disk monitor then stops.
+    stop_monitor: Mutex<Option<Sender<()>>>,
+    /// The committer, finisher and free-disk monitor threads, joined on close.
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
@@ -174,8 +185,18 @@ impl EmbeddedDb {
             max_transaction_age: options.max_transaction_age,
             requests: RwLock::new(Some(tx)),
             failure: Mutex::new(None),
+            disk: Mutex::new(free_space::Reading::default()),
+            stop_monitor: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
         });
+        let monitor = free_space::Monitor {
+            path: options.path.clone(),
+            min_free_bytes: options.min_free_disk_bytes,
+        };
+        // Read once before anything is served, so the alarm is right from the start.
+        monitor.read(&shared);
+        let (stop_monitor, stopped) = std::sync::mpsc::channel();
+        *shared.stop_monitor.lock() = Some(stop_monitor);
         let (finisher, completions) = std::sync::mpsc::channel();
         let committer = Committer {
             db: opened.db,
@@ -195,11 +216,16 @@ impl EmbeddedDb {
                 .map_err(|e| StoreError::Storage(format!("cannot start the {name} thread: {e}")))
         };
         let finisher_shared = shared.clone();
+        let monitor_shared = shared.clone();
         let threads = vec![
             spawn("ferry-committer", Box::new(move || committer.run(rx)))?,
             spawn(
                 "ferry-finisher",
                 Box::new(move || committer::finish(&finisher_shared, completions)),
+            )?,
+            spawn(
+                "ferry-disk-monitor",
+                Box::new(move || monitor.run(&monitor_shared, &stopped)),
             )?,
         ];
         *shared.threads.lock() = threads;
@@ -209,6 +235,16 @@ impl EmbeddedDb {
     /// The fault injector; tests switch faults on and off through it.
     pub fn faults(&self) -> &Faults {
         &self.shared.faults
+    }
+
+    /// Why publishers must be blocked, while the free-disk alarm is raised.
+    pub fn disk_alarm(&self) -> Option<String> {
+        self.shared.disk.lock().alarm.clone()
+    }
+
+    /// Free bytes on the data directory's file system, as last read.
+    pub fn disk_free_bytes(&self) -> Option<u64> {
+        self.shared.disk.lock().free_bytes
     }
 }
 
@@ -239,6 +275,7 @@ impl Engine for EmbeddedDb {
         let Some(requests) = self.shared.requests.write().take() else {
             return;
         };
+        drop(self.shared.stop_monitor.lock().take());
         let (ack, done) = tokio::sync::oneshot::channel();
         if requests.send(Request::Close(ack)).is_ok() {
             let _ = done.await;

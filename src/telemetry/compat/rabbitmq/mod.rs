@@ -83,6 +83,8 @@ pub const PROCESS_OPEN_FDS: &str = "rabbitmq_process_open_fds";
 pub const PROCESS_MAX_FDS: &str = "rabbitmq_process_max_fds";
 /// Free bytes on the file system of the embedded store's directory.
 pub const DISK_SPACE_AVAILABLE_BYTES: &str = "rabbitmq_disk_space_available_bytes";
+/// The free space below which publishers are blocked (`store.min_free_disk_mb`).
+pub const DISK_SPACE_AVAILABLE_LIMIT_BYTES: &str = "rabbitmq_disk_space_available_limit_bytes";
 /// Messages received from publishers (basic.publish), routed or not.
 pub const GLOBAL_MESSAGES_RECEIVED_TOTAL: &str = "rabbitmq_global_messages_received_total";
 /// Messages received on channels in confirm mode.
@@ -311,6 +313,12 @@ pub const ALL: &[Family] = &[
         Node(NONE),
     ),
     family(
+        DISK_SPACE_AVAILABLE_LIMIT_BYTES,
+        Gauge,
+        "Free disk space low watermark in bytes (store.min_free_disk_mb)",
+        Node(NONE),
+    ),
+    family(
         GLOBAL_MESSAGES_RECEIVED_TOTAL,
         Counter,
         "Total number of messages received from publishers",
@@ -512,10 +520,6 @@ pub const NOT_APPLICABLE: &[(&str, &str)] = &[
     (
         "rabbitmq_channel_messages_unconfirmed",
         "Ferry confirms a publish when its commit is durable and does not track the window of unconfirmed publishes per channel",
-    ),
-    (
-        "rabbitmq_disk_space_available_limit_bytes",
-        "Ferry has no free-disk alarm",
     ),
     ("rabbitmq_erlang_*, erlang_vm_*", "Erlang VM internals"),
     (

@@ -64,8 +64,15 @@ fn record_process(node: &Node) {
     if let Some(max) = process::max_fds() {
         gauge!(PROCESS_MAX_FDS).set(max as f64);
     }
-    if let Some(free) = node.data_dir.as_deref().and_then(process::available_bytes) {
+    if let Some(free) = node
+        .data_dir
+        .as_deref()
+        .and_then(crate::file_system::available_bytes)
+    {
         gauge!(DISK_SPACE_AVAILABLE_BYTES).set(free as f64);
+    }
+    if let Some(limit) = node.disk_limit_bytes {
+        gauge!(DISK_SPACE_AVAILABLE_LIMIT_BYTES).set(limit as f64);
     }
 }
 
@@ -208,7 +215,6 @@ fn record_queues(detail: Detail, queues: &[QueueSample]) {
 
 /// The process's own figures, from `/proc` and libc.
 mod process {
-    use std::path::Path;
 
     /// Resident memory (`/proc/self/statm`'s second field, in pages).
     pub fn resident_bytes() -> Option<u64> {
@@ -233,17 +239,6 @@ mod process {
         // SAFETY: getrlimit writes into the struct it is given.
         let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
         ok.then_some(limit.rlim_cur)
-    }
-
-    /// Bytes an unprivileged process may still write on `dir`'s file system.
-    pub fn available_bytes(dir: &Path) -> Option<u64> {
-        use std::os::unix::ffi::OsStrExt;
-        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-        // SAFETY: an all-zero statvfs is a valid value for statvfs to overwrite.
-        let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-        // SAFETY: `path` is NUL-terminated and `stat` is writable.
-        let ok = unsafe { libc::statvfs(path.as_ptr(), &mut stat) } == 0;
-        ok.then(|| stat.f_bavail * stat.f_frsize)
     }
 }
 
@@ -287,6 +282,7 @@ mod tests {
         let node = Node {
             memory_limit_bytes: Some(1 << 30),
             data_dir: Some(std::env::temp_dir()),
+            disk_limit_bytes: Some(50 << 20),
             ..Node::default()
         };
         for detail in [Detail::Aggregated, Detail::PerObject] {

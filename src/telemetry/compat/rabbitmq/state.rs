@@ -88,6 +88,9 @@ pub struct Node {
     pub memory_limit_bytes: Option<u64>,
     /// The embedded store's directory, whose file system's free space is reported.
     pub data_dir: Option<PathBuf>,
+    /// The free space below which publishers are blocked (`store.min_free_disk_mb`), if
+    /// any.
+    pub disk_limit_bytes: Option<u64>,
 }
 
 pub(super) static COUNTERS: Counters = Counters::new();
