@@ -34,7 +34,7 @@
 //! (P,"k","acl","version")                     = i64 LE, atomic add: bumped by every ACL change
 //! (P,"k","gcoord",group)                      = Lease (node, epoch, deadline): its coordinator
 //! (P,"k","g",group,"meta")                    = GroupMeta (generation, protocol, leader)
-//! (P,"k","g",group,"m",member)                = Member (client, timeouts, metadata, assignment)
+//! (P,"k","g",group,"m",member)                = Member (client, timeouts, metadata, assignment, instance id)
 //! (P,"k","g",group,"o",topic,partition)       = CommittedOffset
 //! (P,"k","g",group,"po",producer_id,topic,partition)
 //!                                             = CommittedOffset of an open transaction

@@ -1,16 +1,25 @@
 //! Consumer groups driven by librdkafka: three members split a topic's partitions and
 //! rebalance when one leaves; committed offsets and the group itself survive a restart of
-//! the Kafka front and its store.
+//! the Kafka front and its store; a static member (`group.instance.id`) restarted within
+//! its session gets its partitions back with no rebalance, and a duplicate instance id
+//! fences the older consumer.
 
 use crate::common::fronts::KafkaServer;
-use crate::common::kafka::{PATIENCE, consumer, drive, producer, send_range};
+use crate::common::kafka::{PATIENCE, client_config, consumer, drive, producer, send_range};
 use crate::common::wait;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
+};
+use rdkafka::error::KafkaError;
 use rdkafka::util::Timeout;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// Receives until every value in `wanted` has been seen; returns who saw which partitions
 /// among the records of `wanted`.
@@ -196,4 +205,150 @@ fn group_members(c: &StreamConsumer, group: &str) -> (String, Vec<String>) {
         g.state().to_owned(),
         g.members().iter().map(|m| m.id().to_owned()).collect(),
     )
+}
+
+/// Counts a consumer's assignments and revocations and keeps its errors.
+#[derive(Default)]
+struct Watched {
+    rebalances: AtomicUsize,
+    errors: parking_lot::Mutex<Vec<String>>,
+}
+
+/// A consumer context reporting to a [`Watched`].
+struct Watching(Arc<Watched>);
+
+impl ClientContext for Watching {
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.0.errors.lock().push(format!("{error}: {reason}"));
+    }
+}
+
+impl ConsumerContext for Watching {
+    fn pre_rebalance(&self, _: &BaseConsumer<Self>, _: &Rebalance<'_>) {
+        self.0.rebalances.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A static member of group "statics" subscribed to "statics", polled by its own task.
+struct StaticMember {
+    consumer: Arc<StreamConsumer<Watching>>,
+    watched: Arc<Watched>,
+    stop: CancellationToken,
+    polling: tokio::task::JoinHandle<()>,
+}
+
+impl StaticMember {
+    /// Starts member `instance`.
+    fn start(bootstrap: &str, instance: &str) -> Self {
+        let watched = Arc::new(Watched::default());
+        let consumer: StreamConsumer<Watching> = client_config(
+            bootstrap,
+            &[
+                ("group.id", "statics"),
+                ("group.instance.id", instance),
+                ("session.timeout.ms", "30000"),
+                ("heartbeat.interval.ms", "300"),
+                ("auto.offset.reset", "earliest"),
+                ("enable.auto.commit", "false"),
+            ],
+        )
+        .create_with_context(Watching(watched.clone()))
+        .unwrap();
+        consumer.subscribe(&["statics"]).unwrap();
+        let consumer = Arc::new(consumer);
+        let (polled, stop) = (consumer.clone(), CancellationToken::new());
+        let stopping = stop.clone();
+        let polling = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stopping.cancelled() => return,
+                    received = polled.recv() => {
+                        // A fenced consumer's receive fails at once: pause, or the loop
+                        // would spin.
+                        if received.is_err() {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                }
+            }
+        });
+        Self {
+            consumer,
+            watched,
+            stop,
+            polling,
+        }
+    }
+
+    /// Closes the consumer as a stopping process does (a static member sends no
+    /// LeaveGroup); off the runtime's workers, which serve the broker it talks to.
+    async fn close(self) {
+        self.stop.cancel();
+        self.polling.await.unwrap();
+        tokio::task::spawn_blocking(move || drop(self.consumer))
+            .await
+            .unwrap();
+    }
+}
+
+/// The partitions `c` owns once it owns `count`.
+async fn owned(member: &StaticMember, count: usize) -> BTreeSet<i32> {
+    let c = &member.consumer;
+    wait::until("the assignment", PATIENCE, async || {
+        let owned: BTreeSet<i32> = c
+            .assignment()
+            .unwrap()
+            .elements()
+            .iter()
+            .map(|e| e.partition())
+            .collect();
+        (owned.len() == count).then_some(owned)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_member_back_within_its_session_keeps_its_partitions_and_a_duplicate_is_fenced() {
+    let broker = KafkaServer::start_with(|c| c.default_partitions = 4).await;
+    let bootstrap = broker.bootstrap();
+    send_range(&producer(&bootstrap, &[]), "statics", 0, 40).await;
+    let a = StaticMember::start(&bootstrap, "a");
+    let b = StaticMember::start(&bootstrap, "b");
+    let (a_owns, b_owns) = (owned(&a, 2).await, owned(&b, 2).await);
+    assert!(a_owns.is_disjoint(&b_owns));
+    let a_rebalances = a.watched.rebalances.load(Ordering::SeqCst);
+
+    // b restarts: a static member sends no LeaveGroup, and comes back with its instance id
+    // well within its session timeout.
+    b.close().await;
+    let b_again = StaticMember::start(&bootstrap, "b");
+    assert_eq!(
+        owned(&b_again, 2).await,
+        b_owns,
+        "b got other partitions back"
+    );
+    // Had the group rebalanced, a would have been revoked before b got its assignment.
+    assert_eq!(
+        a.watched.rebalances.load(Ordering::SeqCst),
+        a_rebalances,
+        "the group rebalanced for a static member's return"
+    );
+    assert_eq!(owned(&a, 2).await, a_owns);
+
+    // A second consumer with a's instance id takes a's place; a is fenced.
+    let a_twin = StaticMember::start(&bootstrap, "a");
+    assert_eq!(owned(&a_twin, 2).await, a_owns);
+    let fenced = wait::until("a fenced", PATIENCE, async || {
+        a.watched
+            .errors
+            .lock()
+            .iter()
+            .find(|e| e.contains("fenced"))
+            .cloned()
+    })
+    .await;
+    assert!(fenced.contains("group.instance.id"), "{fenced}");
+    for member in [a, b_again, a_twin] {
+        member.close().await;
+    }
 }

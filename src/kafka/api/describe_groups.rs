@@ -46,6 +46,7 @@ pub async fn handle(
                         .map(|m| {
                             DescribedGroupMember::default()
                                 .with_member_id(str_bytes(m.id))
+                                .with_group_instance_id(m.instance_id.map(str_bytes))
                                 .with_client_id(str_bytes(m.client_id))
                                 .with_client_host(str_bytes(m.client_host))
                                 .with_member_metadata(m.metadata)

@@ -4,6 +4,7 @@
 use super::{Reply, Session};
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
+use crate::kafka::groups::state::MemberRef;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse, ResponseKind};
 use std::sync::Arc;
@@ -23,7 +24,7 @@ pub async fn handle(ctx: &Arc<Context>, session: &Session, request: HeartbeatReq
         .coordinator
         .heartbeat(
             request.group_id.0.as_str(),
-            request.member_id.to_string(),
+            MemberRef::new(&request.member_id, request.group_instance_id.as_deref()),
             request.generation_id,
         )
         .await;

@@ -1,6 +1,7 @@
 //! JoinGroup: queued to the group's task in request order; the answer comes when the
-//! rebalance completes (every member rejoined, or the rebalance timeout passed). Needs Read
-//! on the group (else `GROUP_AUTHORIZATION_FAILED`).
+//! rebalance completes (every member rejoined, or the rebalance timeout passed), or at once
+//! for a static member (`group_instance_id`, v5+) back in a stable group. Needs Read on the
+//! group (else `GROUP_AUTHORIZATION_FAILED`).
 
 use super::{Reply, Session, str_bytes};
 use crate::kafka::Context;
@@ -45,6 +46,7 @@ pub async fn handle(
     };
     let join = JoinRequest {
         member_id: request.member_id.to_string(),
+        instance_id: request.group_instance_id.as_ref().map(|i| i.to_string()),
         client_id: session.client_id.clone(),
         client_host: format!("/{}", session.peer.addr.ip()),
         session_timeout: millis(request.session_timeout_ms),

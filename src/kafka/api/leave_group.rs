@@ -4,6 +4,7 @@
 use super::{Reply, Session};
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
+use crate::kafka::groups::state::MemberRef;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, ResponseKind};
@@ -25,14 +26,14 @@ pub async fn handle(
                 .with_error_code(ResponseError::GroupAuthorizationFailed.code()),
         ));
     }
-    let members: Vec<String> = if version >= 3 {
+    let members: Vec<MemberRef> = if version >= 3 {
         request
             .members
             .iter()
-            .map(|m| m.member_id.to_string())
+            .map(|m| MemberRef::new(&m.member_id, m.group_instance_id.as_deref()))
             .collect()
     } else {
-        vec![request.member_id.to_string()]
+        vec![MemberRef::new(&request.member_id, None)]
     };
     let pending = ctx
         .coordinator

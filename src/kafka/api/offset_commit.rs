@@ -7,6 +7,7 @@
 use super::Session;
 use crate::kafka::Context;
 use crate::kafka::acls::{Access, Operation};
+use crate::kafka::groups::state::MemberRef;
 use crate::kafka::groups::store::CommittedOffset;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::offset_commit_response::{
@@ -110,7 +111,7 @@ pub async fn handle(
         ctx.coordinator
             .commit(
                 &group,
-                request.member_id.to_string(),
+                MemberRef::new(&request.member_id, request.group_instance_id.as_deref()),
                 request.generation_id_or_member_epoch,
                 &offsets,
             )

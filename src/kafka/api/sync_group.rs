@@ -4,6 +4,7 @@
 use super::{Reply, Session};
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
+use crate::kafka::groups::state::MemberRef;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{ResponseKind, SyncGroupRequest, SyncGroupResponse};
 use std::sync::Arc;
@@ -28,7 +29,7 @@ pub async fn handle(ctx: &Arc<Context>, session: &Session, request: SyncGroupReq
         .coordinator
         .sync(
             request.group_id.0.as_str(),
-            request.member_id.to_string(),
+            MemberRef::new(&request.member_id, request.group_instance_id.as_deref()),
             request.generation_id,
             assignments,
         )

@@ -15,6 +15,7 @@ use super::offset_commit::{partition_codes, requested_offsets, writable};
 use super::{Session, logged};
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
+use crate::kafka::groups::state::MemberRef;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
@@ -33,7 +34,7 @@ pub async fn handle(
     let requested = requested_offsets!(request.topics);
     let (own, offsets) = writable(ctx, &access, requested);
     let group = request.group_id.0.as_str();
-    let member = request.member_id.to_string();
+    let member = MemberRef::new(&request.member_id, request.group_instance_id.as_deref());
     let denied = if !access.transactional_id(Operation::Write, transactional_id) {
         ResponseError::TransactionalIdAuthorizationFailed.code()
     } else if !access.group(Operation::Read, group) {
@@ -44,7 +45,7 @@ pub async fn handle(
     let own = partition_codes(denied, own);
     let refused = if denied != 0 {
         denied
-    } else if request.generation_id >= 0 || !member.is_empty() {
+    } else if request.generation_id >= 0 || !member.id.is_empty() {
         ctx.coordinator
             .check_member(group, member, request.generation_id)
             .await

@@ -4,7 +4,7 @@
 //! are fenced by this instance's lease on the group: once another instance took the group
 //! over, the task stops (its waiting members are told NOT_COORDINATOR).
 
-use super::state::{Group, GroupSettings, JoinRequest, Joined, Reply, Synced};
+use super::state::{Group, GroupSettings, JoinRequest, Joined, MemberRef, Reply, Synced};
 use super::store::{Fence, GroupStore};
 use crate::telemetry::compat::kafka_exporter;
 use crate::telemetry::kafka as m;
@@ -20,6 +20,8 @@ use tracing::{debug, info, warn};
 pub struct MemberView {
     /// Member id.
     pub id: String,
+    /// A static member's `group.instance.id`.
+    pub instance_id: Option<String>,
     /// Client id.
     pub client_id: String,
     /// Client address.
@@ -49,8 +51,8 @@ pub enum Command {
     Join(JoinRequest, oneshot::Sender<Joined>),
     /// SyncGroup.
     Sync {
-        /// Member id.
-        member: String,
+        /// Who syncs.
+        member: MemberRef,
         /// Generation.
         generation: i32,
         /// The leader's assignment (empty from followers).
@@ -60,8 +62,8 @@ pub enum Command {
     },
     /// Heartbeat.
     Heartbeat {
-        /// Member id.
-        member: String,
+        /// Who sends it.
+        member: MemberRef,
         /// Generation.
         generation: i32,
         /// Where the error code goes.
@@ -69,15 +71,15 @@ pub enum Command {
     },
     /// LeaveGroup.
     Leave {
-        /// Member ids.
-        members: Vec<String>,
+        /// Who leaves.
+        members: Vec<MemberRef>,
         /// Where the per-member error codes go.
         reply: oneshot::Sender<Vec<i16>>,
     },
     /// Checks whether an OffsetCommit may proceed.
     CheckCommit {
-        /// Member id.
-        member: String,
+        /// Who commits.
+        member: MemberRef,
         /// Generation.
         generation: i32,
         /// Where the error code goes.
@@ -201,7 +203,7 @@ async fn handle(
             assignments,
             reply,
         } => {
-            syncs.insert(member.clone(), reply);
+            syncs.insert(member.id.clone(), reply);
             group.sync(&member, generation, assignments, now)
         }
         Command::Heartbeat {
@@ -285,6 +287,7 @@ fn view(group: &Group) -> GroupView {
             .values()
             .map(|m| MemberView {
                 id: m.id.clone(),
+                instance_id: m.instance_id.clone(),
                 client_id: m.client_id.clone(),
                 client_host: m.client_host.clone(),
                 metadata: m.metadata(&protocol),

@@ -25,7 +25,7 @@ use crate::stage::now_ms;
 use crate::store::StoreError;
 use actor::{Command, GroupView};
 use parking_lot::Mutex;
-use state::{GroupSettings, JoinRequest, Joined, Synced};
+use state::{GroupSettings, JoinRequest, Joined, MemberRef, Synced};
 use std::collections::HashMap;
 use std::sync::Arc;
 use store::{CommittedOffset, Fence, GroupStore};
@@ -136,7 +136,7 @@ impl Coordinator {
     pub async fn sync(
         &self,
         group: &str,
-        member: String,
+        member: MemberRef,
         generation: i32,
         assignments: Vec<(String, bytes::Bytes)>,
     ) -> Result<Pending<Synced>, NotCoordinator> {
@@ -161,7 +161,7 @@ impl Coordinator {
     pub async fn heartbeat(
         &self,
         group: &str,
-        member: String,
+        member: MemberRef,
         generation: i32,
     ) -> Result<Pending<i16>, NotCoordinator> {
         let (reply, rx) = oneshot::channel();
@@ -184,7 +184,7 @@ impl Coordinator {
     pub async fn leave(
         &self,
         group: &str,
-        members: Vec<String>,
+        members: Vec<MemberRef>,
     ) -> Result<Pending<Vec<i16>>, NotCoordinator> {
         let (reply, rx) = oneshot::channel();
         self.send(group, Command::Leave { members, reply }).await?;
@@ -196,7 +196,7 @@ impl Coordinator {
     pub async fn commit(
         &self,
         group: &str,
-        member: String,
+        member: MemberRef,
         generation: i32,
         offsets: &[(String, i32, CommittedOffset)],
     ) -> i16 {
@@ -218,9 +218,9 @@ impl Coordinator {
     }
 
     /// Whether `member` of `generation` may commit offsets for `group` now (0), else an
-    /// error code (`UNKNOWN_MEMBER_ID`, `ILLEGAL_GENERATION`, `REBALANCE_IN_PROGRESS`, or
-    /// the coordinator's own).
-    pub async fn check_member(&self, group: &str, member: String, generation: i32) -> i16 {
+    /// error code (`UNKNOWN_MEMBER_ID`, `FENCED_INSTANCE_ID`, `ILLEGAL_GENERATION`,
+    /// `REBALANCE_IN_PROGRESS`, or the coordinator's own).
+    pub async fn check_member(&self, group: &str, member: MemberRef, generation: i32) -> i16 {
         let (reply, rx) = oneshot::channel();
         let command = Command::CheckCommit {
             member,

@@ -8,6 +8,13 @@
 //! `group_initial_rebalance_delay_ms` for more members) → `CompletingRebalance`, a new
 //! generation whose leader computes the assignment → (the leader's SyncGroup) → `Stable`.
 //! A join with new metadata, a leave or a missed session timeout starts a new rebalance.
+//!
+//! **Static members** (KIP-345) join with a `group.instance.id`. One that comes back
+//! with it and no member id — a consumer restarted within its session timeout — takes
+//! over its old membership under a new member id: its assignment is kept, and a stable
+//! group whose chosen protocol stays the same does not rebalance. The old member id is
+//! fenced from then on (`FENCED_INSTANCE_ID`), so of two consumers with one instance id
+//! the older one stops.
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
@@ -55,6 +62,8 @@ pub struct GroupSettings {
 pub struct Member {
     /// Its id (`client_id-uuid`).
     pub id: String,
+    /// Its `group.instance.id`, when it is a static member.
+    pub instance_id: Option<String>,
     /// The client id it connected with.
     pub client_id: String,
     /// The address it connected from.
@@ -78,8 +87,10 @@ pub struct Member {
 /// A join request.
 #[derive(Debug, Clone)]
 pub struct JoinRequest {
-    /// The member id; empty for a new member.
+    /// The member id; empty for a new member (or a static member coming back).
     pub member_id: String,
+    /// The `group.instance.id` of a static member.
+    pub instance_id: Option<String>,
     /// The client id.
     pub client_id: String,
     /// The client's address.
@@ -143,6 +154,25 @@ impl Synced {
         Self {
             error: e.code(),
             assignment: Bytes::new(),
+        }
+    }
+}
+
+/// Who sends a request: a member id and, for a static member, its `group.instance.id`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemberRef {
+    /// The member id.
+    pub id: String,
+    /// The static member's instance id.
+    pub instance_id: Option<String>,
+}
+
+impl MemberRef {
+    /// Member `id`, static when `instance_id` is given (Kafka's nullable field).
+    pub fn new(id: &str, instance_id: Option<&str>) -> Self {
+        Self {
+            id: id.to_owned(),
+            instance_id: instance_id.map(str::to_owned),
         }
     }
 }
@@ -229,6 +259,7 @@ impl Group {
                 m.id.clone(),
                 Member {
                     id: m.id,
+                    instance_id: m.instance_id,
                     client_id: m.client_id,
                     client_host: m.client_host,
                     session_timeout: m.session_timeout,
@@ -300,20 +331,29 @@ impl Group {
         {
             return refuse(ResponseError::InconsistentGroupProtocol);
         }
-        if !req.member_id.is_empty() && !self.members.contains_key(&req.member_id) {
-            return refuse(ResponseError::UnknownMemberId);
+        if !req.member_id.is_empty()
+            && let Err(e) = self.identify(&req.member_id, req.instance_id.as_deref())
+        {
+            return refuse(e);
         }
         let id = if req.member_id.is_empty() {
             format!("{}-{:032x}", req.client_id, fastrand::u128(..))
         } else {
             req.member_id.clone()
         };
+        if req.member_id.is_empty()
+            && let Some(instance) = req.instance_id.as_deref()
+            && let Some(old) = self.static_member(instance).map(|m| m.id.clone())
+        {
+            return self.rejoin_static(&old, id, req, now);
+        }
         let unchanged = self
             .members
             .get(&id)
             .is_some_and(|m| m.protocols == req.protocols);
         let member = self.members.entry(id.clone()).or_insert_with(|| Member {
             id: id.clone(),
+            instance_id: req.instance_id.clone(),
             client_id: req.client_id.clone(),
             client_host: req.client_host.clone(),
             session_timeout: req.session_timeout,
@@ -347,16 +387,91 @@ impl Group {
         (id, replies)
     }
 
+    /// A static member coming back (no member id, its instance id known as `old`): it
+    /// takes over `old`'s membership as `id`, and `old` is fenced. A stable group whose
+    /// chosen protocol stays the same answers at once without a rebalance — with no member
+    /// list and the leader as it was, so a returning leader does not assign again (Kafka's
+    /// `updateStaticMemberAndRebalance`); otherwise the join goes on as any rejoin.
+    fn rejoin_static(
+        &mut self,
+        old: &str,
+        id: String,
+        req: JoinRequest,
+        now: Instant,
+    ) -> (String, Vec<Reply>) {
+        let Some(mut member) = self.members.remove(old) else {
+            return (id, Vec::new());
+        };
+        let unchanged = member.protocols == req.protocols;
+        member.id = id.clone();
+        member.client_id = req.client_id;
+        member.client_host = req.client_host;
+        member.session_timeout = req.session_timeout;
+        member.rebalance_timeout = req.rebalance_timeout;
+        member.protocols = req.protocols;
+        member.last_seen = now;
+        self.members.insert(id.clone(), member);
+        let previous_leader = self.leader.clone().unwrap_or_default();
+        if previous_leader == old {
+            self.leader = Some(id.clone());
+        }
+        self.dirty = true;
+        if self.phase == Phase::Stable && unchanged {
+            let reply = Joined {
+                leader: previous_leader,
+                members: Vec::new(),
+                ..self.joined_reply(&id)
+            };
+            return (id.clone(), vec![Reply::Join(id, reply)]);
+        }
+        let mut replies = Vec::new();
+        if self.phase != Phase::PreparingRebalance {
+            replies.extend(self.begin_rebalance(now));
+        }
+        if let Some(m) = self.members.get_mut(&id) {
+            m.joined = true;
+        }
+        replies.extend(self.complete_join_if_ready(now));
+        (id, replies)
+    }
+
+    /// The static member with `instance`, if any.
+    fn static_member(&self, instance: &str) -> Option<&Member> {
+        self.members
+            .values()
+            .find(|m| m.instance_id.as_deref() == Some(instance))
+    }
+
+    /// Checks that a request from `member_id` (with `instance_id`, for a static member)
+    /// comes from a current member: `FENCED_INSTANCE_ID` when the instance id now belongs
+    /// to another member id, `UNKNOWN_MEMBER_ID` when the member id is not in the group.
+    fn identify(&self, member_id: &str, instance_id: Option<&str>) -> Result<(), ResponseError> {
+        if let Some(current) = instance_id.and_then(|i| self.static_member(i))
+            && current.id != member_id
+        {
+            return Err(ResponseError::FencedInstanceId);
+        }
+        if self.members.contains_key(member_id) {
+            Ok(())
+        } else {
+            Err(ResponseError::UnknownMemberId)
+        }
+    }
+
     /// Handles a SyncGroup: the replies now owed (this member's own included unless it
     /// must wait for the leader).
     pub fn sync(
         &mut self,
-        member_id: &str,
+        member: &MemberRef,
         generation: i32,
         assignments: Vec<(String, Bytes)>,
         now: Instant,
     ) -> Vec<Reply> {
+        let member_id = member.id.as_str();
         let refuse = |e| vec![Reply::Sync(member_id.to_owned(), Synced::error(e))];
+        if let Err(e) = self.identify(member_id, member.instance_id.as_deref()) {
+            return refuse(e);
+        }
         let Some(member) = self.members.get_mut(member_id) else {
             return refuse(ResponseError::UnknownMemberId);
         };
@@ -403,8 +518,11 @@ impl Group {
     }
 
     /// Handles a Heartbeat: the error code to answer.
-    pub fn heartbeat(&mut self, member_id: &str, generation: i32, now: Instant) -> i16 {
-        let Some(member) = self.members.get_mut(member_id) else {
+    pub fn heartbeat(&mut self, member: &MemberRef, generation: i32, now: Instant) -> i16 {
+        if let Err(e) = self.identify(&member.id, member.instance_id.as_deref()) {
+            return e.code();
+        }
+        let Some(member) = self.members.get_mut(&member.id) else {
             return ResponseError::UnknownMemberId.code();
         };
         member.last_seen = now;
@@ -417,17 +535,28 @@ impl Group {
         }
     }
 
-    /// Handles a LeaveGroup for `member_ids`: an error code per member and the replies
-    /// now owed.
-    pub fn leave(&mut self, member_ids: &[String], now: Instant) -> (Vec<i16>, Vec<Reply>) {
-        let mut codes = Vec::with_capacity(member_ids.len());
+    /// Handles a LeaveGroup for `members`: an error code per member and the replies now
+    /// owed. A static member may be named by its instance id alone (an empty member id),
+    /// as an administrator removes one.
+    pub fn leave(&mut self, members: &[MemberRef], now: Instant) -> (Vec<i16>, Vec<Reply>) {
+        let mut codes = Vec::with_capacity(members.len());
         let mut left = false;
-        for id in member_ids {
-            if self.members.remove(id).is_some() {
-                codes.push(0);
-                left = true;
-            } else {
-                codes.push(ResponseError::UnknownMemberId.code());
+        for member in members {
+            let id = match member.instance_id.as_deref() {
+                Some(instance) if member.id.is_empty() => self
+                    .static_member(instance)
+                    .map(|m| m.id.clone())
+                    .unwrap_or_default(),
+                _ => member.id.clone(),
+            };
+            let known = self.identify(&id, member.instance_id.as_deref());
+            match known {
+                Ok(()) => {
+                    self.members.remove(&id);
+                    codes.push(0);
+                    left = true;
+                }
+                Err(e) => codes.push(e.code()),
             }
         }
         let replies = if left {
@@ -471,18 +600,18 @@ impl Group {
         replies
     }
 
-    /// The error code for an OffsetCommit by `member_id` in `generation` (-1 and an empty
+    /// The error code for an OffsetCommit by `member` in `generation` (-1 and an empty
     /// member: a commit from a consumer outside group management).
-    pub fn check_commit(&self, member_id: &str, generation: i32) -> i16 {
-        if generation < 0 && member_id.is_empty() {
+    pub fn check_commit(&self, member: &MemberRef, generation: i32) -> i16 {
+        if generation < 0 && member.id.is_empty() {
             return if self.members.is_empty() {
                 0
             } else {
                 ResponseError::UnknownMemberId.code()
             };
         }
-        if !self.members.contains_key(member_id) {
-            return ResponseError::UnknownMemberId.code();
+        if let Err(e) = self.identify(&member.id, member.instance_id.as_deref()) {
+            return e.code();
         }
         if generation != self.generation {
             return ResponseError::IllegalGeneration.code();
@@ -687,6 +816,8 @@ impl Member {
 pub struct StoredMember {
     /// See [`Member::id`].
     pub id: String,
+    /// See [`Member::instance_id`].
+    pub instance_id: Option<String>,
     /// See [`Member::client_id`].
     pub client_id: String,
     /// See [`Member::client_host`].
@@ -705,6 +836,7 @@ impl From<&Member> for StoredMember {
     fn from(m: &Member) -> Self {
         Self {
             id: m.id.clone(),
+            instance_id: m.instance_id.clone(),
             client_id: m.client_id.clone(),
             client_host: m.client_host.clone(),
             session_timeout: m.session_timeout,
@@ -729,8 +861,14 @@ mod tests {
         }
     }
 
+    /// A dynamic member's reference.
+    fn dynamic(id: &str) -> MemberRef {
+        MemberRef::new(id, None)
+    }
+
     fn join_req(member: &str, metadata: &'static [u8]) -> JoinRequest {
         JoinRequest {
+            instance_id: None,
             member_id: member.to_owned(),
             client_id: "c".into(),
             client_host: "/127.0.0.1".into(),
@@ -761,13 +899,107 @@ mod tests {
         let (a, replies) = g.join(join_req("", b"a"), now);
         let j = joined(&replies, &a).expect("completes at once without initial delay");
         assert_eq!((j.generation, j.leader.as_str()), (1, a.as_str()));
-        let r = g.sync(&a, 1, vec![(a.clone(), Bytes::from_static(b"p0"))], now);
+        let r = g.sync(
+            &dynamic(&a),
+            1,
+            vec![(a.clone(), Bytes::from_static(b"p0"))],
+            now,
+        );
         assert_eq!(
             synced(&r, &a).unwrap().assignment,
             Bytes::from_static(b"p0")
         );
         assert_eq!(g.phase, Phase::Stable);
         (g, a)
+    }
+
+    /// A join of static member `instance` (member id `member`, empty when it comes back).
+    fn static_join(member: &str, instance: &str, metadata: &'static [u8]) -> JoinRequest {
+        JoinRequest {
+            instance_id: Some(instance.into()),
+            ..join_req(member, metadata)
+        }
+    }
+
+    /// A stable group of static members "i-a" (the leader) and "i-b", generation 2.
+    fn stable_static_pair(t0: Instant) -> (Group, String, String) {
+        let mut g = Group::new("g", settings(0));
+        let (a, replies) = g.join(static_join("", "i-a", b"a"), t0);
+        assert!(joined(&replies, &a).is_some());
+        g.sync(&MemberRef::new(&a, Some("i-a")), 1, vec![], t0);
+        let (b, _) = g.join(static_join("", "i-b", b"b"), t0);
+        let replies = g.join(static_join(&a, "i-a", b"a"), t0).1;
+        assert_eq!(joined(&replies, &a).unwrap().generation, 2);
+        g.sync(&MemberRef::new(&b, Some("i-b")), 2, vec![], t0);
+        let assignment = vec![
+            (a.clone(), Bytes::from_static(b"p0")),
+            (b.clone(), Bytes::from_static(b"p1")),
+        ];
+        g.sync(&MemberRef::new(&a, Some("i-a")), 2, assignment, t0);
+        assert_eq!(g.phase, Phase::Stable);
+        (g, a, b)
+    }
+
+    #[test]
+    fn a_static_member_back_within_its_session_keeps_its_assignment_without_a_rebalance() {
+        let t0 = Instant::now();
+        let (mut g, a, b) = stable_static_pair(t0);
+        // b restarts: it comes back with its instance id and no member id.
+        let (b2, replies) = g.join(static_join("", "i-b", b"b"), t0);
+        assert_ne!(b2, b);
+        let j = joined(&replies, &b2).expect("answered at once");
+        assert_eq!(
+            (j.error, j.generation, j.leader.as_str()),
+            (0, 2, a.as_str())
+        );
+        assert!(j.members.is_empty());
+        assert_eq!(g.phase, Phase::Stable);
+        let r = g.sync(&MemberRef::new(&b2, Some("i-b")), 2, vec![], t0);
+        assert_eq!(
+            synced(&r, &b2).unwrap().assignment,
+            Bytes::from_static(b"p1")
+        );
+        assert_eq!(g.heartbeat(&MemberRef::new(&a, Some("i-a")), 2, t0), 0);
+        // The old member id is fenced.
+        let fenced = ResponseError::FencedInstanceId.code();
+        assert_eq!(g.heartbeat(&MemberRef::new(&b, Some("i-b")), 2, t0), fenced);
+        assert_eq!(g.check_commit(&MemberRef::new(&b, Some("i-b")), 2), fenced);
+        let stale = g.join(static_join(&b, "i-b", b"b"), t0).1;
+        assert_eq!(joined(&stale, &b).unwrap().error, fenced);
+    }
+
+    #[test]
+    fn a_returning_static_leader_is_told_the_old_leader_so_it_does_not_assign_again() {
+        let t0 = Instant::now();
+        let (mut g, a, _) = stable_static_pair(t0);
+        let (a2, replies) = g.join(static_join("", "i-a", b"a"), t0);
+        let j = joined(&replies, &a2).unwrap();
+        assert_eq!((j.leader.as_str(), j.members.len()), (a.as_str(), 0));
+        assert_eq!(g.leader.as_deref(), Some(a2.as_str()));
+        assert_eq!(g.phase, Phase::Stable);
+    }
+
+    #[test]
+    fn a_static_member_back_with_new_metadata_rebalances() {
+        let t0 = Instant::now();
+        let (mut g, _, _) = stable_static_pair(t0);
+        let (b2, replies) = g.join(static_join("", "i-b", b"b-new"), t0);
+        assert!(
+            joined(&replies, &b2).is_none(),
+            "it waits for the rebalance"
+        );
+        assert_eq!(g.phase, Phase::PreparingRebalance);
+    }
+
+    #[test]
+    fn a_static_member_leaves_by_its_instance_id() {
+        let t0 = Instant::now();
+        let (mut g, a, b) = stable_static_pair(t0);
+        let (codes, _) = g.leave(&[MemberRef::new("", Some("i-b"))], t0);
+        assert_eq!(codes, [0]);
+        assert!(!g.members.contains_key(&b) && g.members.contains_key(&a));
+        let (codes, _) = g.leave(&[MemberRef::new("", Some("i-nobody"))], t0);
+        assert_eq!(codes, [ResponseError::UnknownMemberId.code()]);
     }
 
     #[test]
@@ -803,14 +1035,17 @@ mod tests {
             "waits for the leader to rejoin"
         );
         assert_eq!(
-            g.heartbeat(&a, 1, t0),
+            g.heartbeat(&dynamic(&a), 1, t0),
             ResponseError::RebalanceInProgress.code()
         );
         let replies = g.join(join_req(&a, b"a"), t0).1;
         assert_eq!(joined(&replies, &b).unwrap().generation, 2);
-        assert!(g.sync(&b, 2, vec![], t0).is_empty(), "the follower waits");
+        assert!(
+            g.sync(&dynamic(&b), 2, vec![], t0).is_empty(),
+            "the follower waits"
+        );
         let replies = g.sync(
-            &a,
+            &dynamic(&a),
             2,
             vec![
                 (a.clone(), Bytes::from_static(b"pa")),
@@ -827,7 +1062,7 @@ mod tests {
             Bytes::from_static(b"pa")
         );
         assert_eq!(g.phase, Phase::Stable);
-        assert_eq!(g.heartbeat(&b, 2, t0), 0);
+        assert_eq!(g.heartbeat(&dynamic(&b), 2, t0), 0);
     }
 
     #[test]
@@ -836,13 +1071,13 @@ mod tests {
         let (mut g, a) = stable_with_one(t0);
         let (b, _) = g.join(join_req("", b"b"), t0);
         g.join(join_req(&a, b"a"), t0);
-        g.sync(&a, 2, vec![], t0);
-        let (codes, _) = g.leave(std::slice::from_ref(&b), t0);
+        g.sync(&dynamic(&a), 2, vec![], t0);
+        let (codes, _) = g.leave(&[dynamic(&b)], t0);
         assert_eq!(codes, vec![0]);
         assert_eq!(g.phase, Phase::PreparingRebalance);
         let replies = g.join(join_req(&a, b"a"), t0).1;
         assert_eq!(joined(&replies, &a).unwrap().generation, 3);
-        let (codes, _) = g.leave(&[a.clone(), "ghost".into()], t0);
+        let (codes, _) = g.leave(&[dynamic(&a), dynamic("ghost")], t0);
         assert_eq!(codes, vec![0, ResponseError::UnknownMemberId.code()]);
         assert_eq!(g.phase, Phase::Empty);
     }
@@ -874,18 +1109,21 @@ mod tests {
             l => (l, a),
         };
         assert!(
-            g.sync(&follower, 2, vec![], t0).is_empty(),
+            g.sync(&dynamic(&follower), 2, vec![], t0).is_empty(),
             "waits for the leader"
         );
         // The leader takes longer than a session (2 s) to assign, within the rebalance
         // timeout (5 s); it heartbeats meanwhile, the follower (its sync outstanding)
         // cannot.
         let late = t0 + Duration::from_millis(2500);
-        assert_eq!(g.heartbeat(&leader, 2, t0 + Duration::from_secs(1)), 0);
+        assert_eq!(
+            g.heartbeat(&dynamic(&leader), 2, t0 + Duration::from_secs(1)),
+            0
+        );
         assert!(g.tick(late).is_empty());
         assert!(g.members.contains_key(&follower), "held, not expired");
         let replies = g.sync(
-            &leader,
+            &dynamic(&leader),
             2,
             vec![(follower.clone(), Bytes::from_static(b"pf"))],
             late,
@@ -917,7 +1155,7 @@ mod tests {
         g.tick(t0 + Duration::from_secs(60));
         let leader = g.leader.clone().unwrap();
         let follower = if leader == a { b } else { a };
-        g.leave(std::slice::from_ref(&leader), t0 + Duration::from_secs(61));
+        g.leave(&[dynamic(&leader)], t0 + Duration::from_secs(61));
         let r = g
             .join(join_req(&follower, b"x"), t0 + Duration::from_secs(61))
             .1;
@@ -930,11 +1168,11 @@ mod tests {
         let t0 = Instant::now();
         let (mut g, a) = stable_with_one(t0);
         assert_eq!(
-            g.heartbeat(&a, 7, t0),
+            g.heartbeat(&dynamic(&a), 7, t0),
             ResponseError::IllegalGeneration.code()
         );
         assert_eq!(
-            g.heartbeat("x", 1, t0),
+            g.heartbeat(&dynamic("x"), 1, t0),
             ResponseError::UnknownMemberId.code()
         );
         let r = g.join(join_req("x", b"x"), t0).1;
@@ -964,7 +1202,7 @@ mod tests {
         let (mut g, a) = stable_with_one(t0);
         let (b, _) = g.join(join_req("", b"b"), t0);
         g.join(join_req(&a, b"a"), t0);
-        g.sync(&a, 2, vec![], t0);
+        g.sync(&dynamic(&a), 2, vec![], t0);
         let (follower, metadata): (&str, &'static [u8]) = if g.leader.as_deref() == Some(a.as_str())
         {
             (&b, b"b")
@@ -980,15 +1218,15 @@ mod tests {
     fn commits_are_checked_against_the_generation() {
         let t0 = Instant::now();
         let empty = Group::new("g", settings(0));
-        assert_eq!(empty.check_commit("", -1), 0);
+        assert_eq!(empty.check_commit(&dynamic(""), -1), 0);
         let (g, a) = stable_with_one(t0);
-        assert_eq!(g.check_commit(&a, 1), 0);
+        assert_eq!(g.check_commit(&dynamic(&a), 1), 0);
         assert_eq!(
-            g.check_commit(&a, 0),
+            g.check_commit(&dynamic(&a), 0),
             ResponseError::IllegalGeneration.code()
         );
         assert_eq!(
-            g.check_commit("", -1),
+            g.check_commit(&dynamic(""), -1),
             ResponseError::UnknownMemberId.code()
         );
     }
@@ -1011,7 +1249,7 @@ mod tests {
             later,
         );
         assert_eq!(r.phase, Phase::Stable);
-        assert_eq!(r.heartbeat(&a, 1, later), 0);
+        assert_eq!(r.heartbeat(&dynamic(&a), 1, later), 0);
         assert_eq!(r.next_deadline(), Some(later + SESSION));
     }
 }

@@ -77,6 +77,7 @@ type MetaTuple = (
     Option<String>,
     bool,
 );
+/// A member as stored before static membership: no instance id.
 type MemberTuple = (
     u16,
     String,
@@ -85,6 +86,17 @@ type MemberTuple = (
     u64,
     Vec<(String, Vec<u8>)>,
     Vec<u8>,
+);
+/// A member: [`MemberTuple`] and its `group.instance.id` (null for a dynamic member).
+type StaticMemberTuple = (
+    u16,
+    String,
+    String,
+    u64,
+    u64,
+    Vec<(String, Vec<u8>)>,
+    Vec<u8>,
+    Option<String>,
 );
 
 /// The groups of one store.
@@ -122,37 +134,15 @@ impl GroupStore {
         let Some(meta) = tx.get(&keys.meta(), true).await? else {
             return Ok(None);
         };
-        let (_, generation, protocol_type, protocol, leader, stable) =
-            unpack::<MetaTuple>(&meta).map_err(|e| corrupt("group metadata", &e))?;
+        let mut group = decode_meta(&meta)?;
         let (b, e) = keys.members();
-        let mut members = Vec::new();
         for kv in tx.get_range(&RangeOption::new(b, e), true).await? {
-            let (_, client_id, client_host, session, rebalance, protocols, assignment) =
-                unpack::<MemberTuple>(&kv.value).map_err(|e| corrupt("group member", &e))?;
             let id = keys
                 .member_of(&kv.key)
                 .ok_or_else(|| StoreError::Storage("undecodable group member key".into()))?;
-            members.push(StoredMember {
-                id,
-                client_id,
-                client_host,
-                session_timeout: Duration::from_millis(session),
-                rebalance_timeout: Duration::from_millis(rebalance),
-                protocols: protocols
-                    .into_iter()
-                    .map(|(name, m)| (name, Bytes::from(m)))
-                    .collect(),
-                assignment: Bytes::from(assignment),
-            });
+            group.members.push(decode_member(id, &kv.value)?);
         }
-        Ok(Some(StoredGroup {
-            generation: i32::try_from(generation).unwrap_or(0),
-            protocol_type,
-            protocol,
-            leader,
-            stable,
-            members,
-        }))
+        Ok(Some(group))
     }
 
     /// Persists `group`'s generation, protocol, leader and members, if `fence` still
@@ -187,6 +177,7 @@ impl GroupStore {
                     m.rebalance_timeout.as_millis() as u64,
                     protocols,
                     m.assignment.to_vec(),
+                    m.instance_id.as_deref(),
                 ));
                 (keys.member(&m.id), value)
             })
@@ -353,7 +344,11 @@ pub fn encode_offset(offset: &CommittedOffset, now: u64) -> Vec<u8> {
     ))
 }
 
-fn decode_offset(bytes: &[u8]) -> Result<CommittedOffset, StoreError> {
+/// Decodes an offset [`encode_offset`] stored.
+///
+/// # Errors
+/// [`StoreError::Storage`] for bytes of another layout.
+pub fn decode_offset(bytes: &[u8]) -> Result<CommittedOffset, StoreError> {
     let (_, offset, leader_epoch, metadata, _) =
         unpack::<(u16, i64, i64, Option<String>, u64)>(bytes)
             .map_err(|e| corrupt("committed offset", &e))?;
@@ -364,6 +359,89 @@ fn decode_offset(bytes: &[u8]) -> Result<CommittedOffset, StoreError> {
     })
 }
 
+/// Decodes a group's stored metadata: a [`StoredGroup`] without its members, which are
+/// stored one key each ([`decode_member`]).
+///
+/// # Errors
+/// [`StoreError::Storage`] for bytes of another layout.
+pub fn decode_meta(bytes: &[u8]) -> Result<StoredGroup, StoreError> {
+    let (_, generation, protocol_type, protocol, leader, stable) =
+        unpack::<MetaTuple>(bytes).map_err(|e| corrupt("group metadata", &e))?;
+    Ok(StoredGroup {
+        generation: i32::try_from(generation).unwrap_or(0),
+        protocol_type,
+        protocol,
+        leader,
+        stable,
+        members: Vec::new(),
+    })
+}
+
+/// Decodes the stored value of member `id` of a group.
+///
+/// # Errors
+/// [`StoreError::Storage`] for bytes of another layout.
+pub fn decode_member(id: String, bytes: &[u8]) -> Result<StoredMember, StoreError> {
+    let (_, client_id, client_host, session, rebalance, protocols, assignment, instance_id) =
+        match unpack::<StaticMemberTuple>(bytes) {
+            Ok(member) => member,
+            Err(_) => {
+                let (f, c, h, s, r, p, a) =
+                    unpack::<MemberTuple>(bytes).map_err(|e| corrupt("group member", &e))?;
+                (f, c, h, s, r, p, a, None)
+            }
+        };
+    Ok(StoredMember {
+        id,
+        instance_id,
+        client_id,
+        client_host,
+        session_timeout: Duration::from_millis(session),
+        rebalance_timeout: Duration::from_millis(rebalance),
+        protocols: protocols
+            .into_iter()
+            .map(|(name, m)| (name, Bytes::from(m)))
+            .collect(),
+        assignment: Bytes::from(assignment),
+    })
+}
+
 fn corrupt(what: &str, e: &impl std::fmt::Debug) -> StoreError {
     StoreError::Storage(format!("undecodable {what} in the store: {e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_member_stored_before_static_membership_reads_back_as_dynamic() {
+        let legacy = pack(&(
+            FORMAT,
+            "client",
+            "/127.0.0.1",
+            30_000u64,
+            60_000u64,
+            vec![("range".to_owned(), b"meta".to_vec())],
+            b"assignment".to_vec(),
+        ));
+        let member = decode_member("m-1".into(), &legacy).unwrap();
+        assert_eq!(
+            (member.instance_id, member.client_id.as_str()),
+            (None, "client")
+        );
+        let current = pack(&(
+            FORMAT,
+            "client",
+            "/127.0.0.1",
+            30_000u64,
+            60_000u64,
+            vec![("range".to_owned(), b"meta".to_vec())],
+            b"assignment".to_vec(),
+            Some("instance-1"),
+        ));
+        let member = decode_member("m-1".into(), &current).unwrap();
+        assert_eq!(member.instance_id.as_deref(), Some("instance-1"));
+        assert_eq!(member.assignment, Bytes::from_static(b"assignment"));
+    }
 }
