@@ -16,8 +16,10 @@ set -euo pipefail
 # openssl: the throwaway CA and certificates of scripts/bench-tls.sh.
 # chromium, chromium-driver: the headless browser and its WebDriver server that the web UI
 # test (tests/daemon/ui.rs) and scripts/ui-screenshots.sh drive.
+# g++, zlib1g-dev, libzstd-dev, rapidjson-dev: scripts/librdkafka-tests.sh builds librdkafka's
+# own test suite (C and C++ tests, gzip and zstd codecs; RapidJSON checks statistics JSON).
 APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config curl openssl
-  chromium chromium-driver)
+  chromium chromium-driver g++ zlib1g-dev libzstd-dev rapidjson-dev)
 # Python clients for interoperability tests, and the module each one provides.
 # selenium: the WebDriver client that drives Chromium through the web UI.
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka [selenium]=selenium)
