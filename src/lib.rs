@@ -30,6 +30,8 @@ pub mod bridge;
 pub mod config;
 pub mod daemon;
 pub mod file_system;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod group_commit;
 pub mod http_server;
 pub mod incarnation;

@@ -21,7 +21,7 @@
 
 use super::broker::Broker;
 use super::codec;
-use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries};
+use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries, parse_expiration};
 use super::message::StoredMessage;
 use super::topology::VHost;
 use super::topology::exchange::{DELAY_HEADER, delay_of};
@@ -372,6 +372,6 @@ fn released(stored: Bytes) -> Option<Released> {
         ttl: properties
             .expiration()
             .as_ref()
-            .and_then(|e| e.as_str().parse().ok()),
+            .and_then(|e| parse_expiration(e.as_str()).ok()),
     })
 }

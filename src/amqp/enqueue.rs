@@ -117,13 +117,26 @@ pub async fn enqueue_in(
     Ok(stored)
 }
 
+/// The TTL in ms a message's `expiration` property asks for: an integer from 0 to 2³²−1,
+/// as RabbitMQ reads it (`rabbit_basic:parse_expiration`).
+///
+/// # Errors
+/// The reason a publish is refused (RabbitMQ's precondition-failed text).
+pub fn parse_expiration(expiration: &str) -> Result<u64, String> {
+    expiration
+        .parse::<u64>()
+        .ok()
+        .filter(|ms| *ms <= u64::from(u32::MAX))
+        .ok_or_else(|| format!("invalid expiration '{expiration}'"))
+}
+
 /// The expiry of a message arriving at `now` in `queue` whose own TTL (the
 /// `expiration` property) is `message_ttl` ms: the sooner of it and the queue's
 /// `x-message-ttl`; 0 when neither applies.
 pub fn expires_at(queue: &Queue, message_ttl: Option<u64>, now: u64) -> u64 {
     match (queue.spec.args.message_ttl, message_ttl) {
         (None, None) => 0,
-        (a, b) => now + a.unwrap_or(u64::MAX).min(b.unwrap_or(u64::MAX)),
+        (a, b) => now.saturating_add(a.unwrap_or(u64::MAX).min(b.unwrap_or(u64::MAX))),
     }
 }
 

@@ -25,7 +25,7 @@
 pub mod admin;
 pub mod authorize;
 pub mod broker;
-mod channel;
+pub(crate) mod channel;
 pub mod codec;
 pub mod connection;
 pub mod consume;

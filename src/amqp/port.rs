@@ -18,7 +18,7 @@
 use super::broker::Broker;
 use super::codec::{decode_properties, encode_properties};
 use super::delayed::{self, Hold};
-use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries};
+use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries, parse_expiration};
 use super::errors::AmqpError;
 use super::message::StoredMessage;
 use super::topology::args::{Overflow, QueueArgs};
@@ -159,10 +159,7 @@ impl AmqpPort {
         let properties = &message.properties;
         let ttl = match properties.expiration() {
             None => None,
-            Some(e) => match e.as_str().parse::<u64>() {
-                Ok(ttl) => Some(ttl),
-                Err(_) => return Err(RouteError::Refused(format!("invalid expiration '{e}'"))),
-            },
+            Some(e) => Some(parse_expiration(e.as_str()).map_err(RouteError::Refused)?),
         };
         let routes = host
             .topology()

@@ -28,7 +28,9 @@ use super::codec::{self, ContentHeader};
 use super::context::ConnectionContext;
 use super::delayed::{self, Hold};
 use super::direct_reply::{self, Reply};
-use super::enqueue::{Entry, QueueBatch, Stored, enqueue_in, expires_at, hint_expiries};
+use super::enqueue::{
+    Entry, QueueBatch, Stored, enqueue_in, expires_at, hint_expiries, parse_expiration,
+};
 use super::errors::{AmqpError, TxError};
 use super::message::StoredMessage;
 use super::settle::{Settlement, settle_in};
@@ -225,9 +227,7 @@ impl Publisher {
         }
         let ttl = match header.properties.expiration() {
             None => None,
-            Some(e) => Some(e.as_str().parse::<u64>().map_err(|_| {
-                AmqpError::precondition_failed(format!("invalid expiration '{e}'"))
-            })?),
+            Some(e) => Some(parse_expiration(e.as_str()).map_err(AmqpError::precondition_failed)?),
         };
         let routes = vhost.topology().route(
             &vhost.name,

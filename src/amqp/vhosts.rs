@@ -55,7 +55,7 @@ impl VhostMeta {
         ))
     }
 
-    fn decode(bytes: &[u8]) -> Option<Self> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Self> {
         let (_, description, tags, queue_type): (u16, String, String, String) =
             foundationdb_tuple::unpack(bytes).ok()?;
         Some(Self {

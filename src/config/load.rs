@@ -52,9 +52,19 @@ impl Config {
             path: path.to_owned(),
             reason: e.to_string(),
         })?;
+        Self::from_toml(&text, path, &overrides)
+    }
+
+    /// Parses `text`, the TOML of the file at `path` (which errors name), with `overrides`
+    /// applied over it: [`Config::load_with`] without reading the file.
+    pub(crate) fn from_toml(
+        text: &str,
+        path: &Path,
+        overrides: &Overrides,
+    ) -> Result<Self, ConfigError> {
         let sources = Sources {
             file: path,
-            overrides: &overrides,
+            overrides,
         };
         let environment = ENV_LIST_KEYS.iter().fold(
             Environment::with_prefix(ENV_PREFIX)
@@ -65,7 +75,7 @@ impl Config {
             |env, key| env.with_list_parse_key(key),
         );
         config::Config::builder()
-            .add_source(File::from_str(&text, FileFormat::Toml))
+            .add_source(File::from_str(text, FileFormat::Toml))
             .add_source(environment.source(Some(overrides.clone())))
             .build()
             .and_then(config::Config::try_deserialize)

@@ -331,7 +331,8 @@ pub fn set_base_offset(batch: &mut [u8], base: i64) {
 
 /// For an uncompressed batch, the offset of its first record whose timestamp is at least
 /// `at` (`None` when no record is that new); `None` also for a compressed batch, whose
-/// records Ferry does not decompress.
+/// records Ferry does not decompress, and for a record that does not parse or whose offset
+/// would lie beyond `i64::MAX`.
 pub fn first_offset_at_or_after(batch: &[u8], at: i64) -> Option<i64> {
     let header = BatchHeader::parse(batch).ok()?;
     if header.codec() != 0 || batch.len() < header.size {
@@ -346,7 +347,7 @@ pub fn first_offset_at_or_after(batch: &[u8], at: i64) -> Option<i64> {
         let timestamp_delta = read_varint(&mut record)?;
         let offset_delta = read_varint(&mut record)?;
         if header.base_timestamp.saturating_add(timestamp_delta) >= at {
-            return Some(header.base_offset + offset_delta);
+            return header.base_offset.checked_add(offset_delta);
         }
     }
     None
@@ -529,5 +530,22 @@ pub(crate) mod tests {
         }
         let mut unterminated: &[u8] = &[0x80, 0x80];
         assert_eq!(read_varint(&mut unterminated), None);
+    }
+
+    /// Found by fuzzing (`stored_records`, minimized by hand): a stored batch whose record
+    /// offset delta carries it past `i64::MAX` has no answer rather than a panic.
+    #[test]
+    fn a_record_offset_beyond_i64_max_gives_no_offset() {
+        #[rustfmt::skip]
+        let batch: &[u8] = &[
+            0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // baseOffset i64::MAX
+            0, 0, 0, 53, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, // length, epoch, magic, CRC
+            0, 0, 0, 0, 0, 0, // attributes, lastOffsetDelta
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // timestamps
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // producer, epoch
+            0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, // baseSequence, one record
+            6, 0, 0, 2, // length 3, attributes, timestamp delta 0, offset delta 1
+        ];
+        assert_eq!(first_offset_at_or_after(batch, i64::MIN), None);
     }
 }

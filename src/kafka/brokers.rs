@@ -67,7 +67,7 @@ impl Registration {
     }
 
     /// Decodes a stored registration of `node`.
-    fn decode(node: i32, value: &[u8]) -> Option<(Self, u64)> {
+    pub(crate) fn decode(node: i32, value: &[u8]) -> Option<(Self, u64)> {
         if let Ok((FORMAT, deadline, listeners)) =
             unpack::<(u16, u64, Vec<(String, String, i64)>)>(value)
         {

@@ -75,7 +75,7 @@ impl BatchIndex {
         ))
     }
 
-    fn decode(base: i64, bytes: &[u8]) -> Result<Self, LogError> {
+    pub(crate) fn decode(base: i64, bytes: &[u8]) -> Result<Self, LogError> {
         let (_, last, max_timestamp, size, records) = unpack::<(u16, i64, i64, u32, i64)>(bytes)
             .map_err(|e| LogError::Corrupt(format!("batch index: {e:?}")))?;
         Ok(Self {

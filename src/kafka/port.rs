@@ -194,7 +194,13 @@ impl KafkaPort {
         let (read, aborted) = log
             .read_committed(tx, from, readable.stable, max_bytes)
             .await?;
-        Ok(Some(decode_committed(&read.bytes, from, &aborted)?))
+        let max_decompressed = self.ctx.config.max_request_size;
+        Ok(Some(decode_committed(
+            &read.bytes,
+            from,
+            &aborted,
+            max_decompressed,
+        )?))
     }
 
     /// The last stable offset of `partition` and a watch on its high watermark, which the
@@ -255,14 +261,17 @@ fn encode_batch(records: Vec<KafkaRecord>, now: u64) -> BytesMut {
 }
 
 /// Decodes the batches of `bytes` (a read of the log) from offset `from`, batch by batch,
-/// passing over control batches and the batches of `aborted` transactions.
+/// passing over control batches and the batches of `aborted` transactions, and a batch
+/// whose records decompress to more than `max_decompressed` bytes (`kafka.max_request_size`:
+/// what the producer could have sent uncompressed).
 ///
 /// # Errors
 /// [`LogError::Corrupt`] when the log's own framing (a batch header) is broken.
-fn decode_committed(
+pub(crate) fn decode_committed(
     bytes: &[u8],
     from: i64,
     aborted: &[Aborted],
+    max_decompressed: usize,
 ) -> Result<CommittedRead, LogError> {
     let mut out = CommittedRead {
         next: from,
@@ -274,8 +283,17 @@ fn decode_committed(
             .map_err(|e| LogError::Corrupt(format!("a batch header in the log: {e}")))?;
         let (batch, tail) = rest.split_at(header.size.min(rest.len()));
         rest = tail;
-        let last = header.base_offset + header.offset_span() - 1;
-        out.next = out.next.max(last + 1);
+        let (last, next) = header
+            .base_offset
+            .checked_add(i64::from(header.last_offset_delta))
+            .and_then(|last| Some((last, last.checked_add(1)?)))
+            .ok_or_else(|| {
+                LogError::Corrupt(format!(
+                    "a batch header in the log: offset {} plus {} is beyond the largest offset",
+                    header.base_offset, header.last_offset_delta
+                ))
+            })?;
+        out.next = out.next.max(next);
         let aborted_batch = header.is_transactional()
             && aborted
                 .iter()
@@ -283,7 +301,13 @@ fn decode_committed(
         if header.is_control() || aborted_batch {
             continue;
         }
-        let records = match RecordBatchDecoder::decode(&mut Bytes::copy_from_slice(batch)) {
+        let decompress = |records: &mut Bytes, compression| {
+            decompress_bounded(records, compression, max_decompressed)
+        };
+        let records = match RecordBatchDecoder::decode_with_custom_compression(
+            &mut Bytes::copy_from_slice(batch),
+            Some(decompress),
+        ) {
             Ok(set) => set.records,
             Err(e) => {
                 out.undecodable
@@ -310,9 +334,57 @@ fn decode_committed(
     Ok(out)
 }
 
+/// The records of a batch compressed with `compression`, decompressed to at most `max`
+/// bytes: a few kilobytes of gzip or zstd can stand for gigabytes, and a route reads
+/// whatever a producer sent (librdkafka bounds its consumers the same way, with
+/// `receive.message.max.bytes`). The output grows only as it is produced.
+fn decompress_bounded(
+    records: &mut Bytes,
+    compression: Compression,
+    max: usize,
+) -> anyhow::Result<Bytes> {
+    use kafka_protocol::compression::{Decompressor, Snappy};
+    use std::io::Read;
+    let compressed = records.as_ref();
+    let mut reader: Box<dyn Read + '_> = match compression {
+        Compression::None => return Ok(records.clone()),
+        // Snappy declares its length up front, checked against the block's size before
+        // anything is allocated (vendor/README.md).
+        Compression::Snappy => {
+            let out = <Snappy as Decompressor<Bytes>>::decompress(records, |b: &mut Bytes| {
+                Ok(std::mem::take(b))
+            })?;
+            anyhow::ensure!(
+                out.len() <= max,
+                "the records decompress to {} bytes, more than the {max} allowed",
+                out.len()
+            );
+            return Ok(out);
+        }
+        Compression::Gzip => Box::new(flate2::read::GzDecoder::new(compressed)),
+        Compression::Zstd => {
+            // A frame may ask for a window of up to 128 MiB, allocated up front; none is
+            // needed larger than the output allowed.
+            let mut decoder = zstd::stream::read::Decoder::new(compressed)?;
+            let bits = usize::BITS - max.saturating_sub(1).leading_zeros();
+            decoder.window_log_max(bits.clamp(10, 31))?;
+            Box::new(decoder)
+        }
+        Compression::Lz4 => Box::new(lz4::Decoder::new(compressed)?),
+    };
+    let mut out = Vec::new();
+    reader.by_ref().take(max as u64).read_to_end(&mut out)?;
+    anyhow::ensure!(
+        reader.read(&mut [0])? == 0,
+        "the records decompress to more than the {max} bytes allowed"
+    );
+    Ok(Bytes::from(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kafka::batch::HEADER_LEN;
     use crate::kafka::batch::tests::batch;
 
     /// Rewrites the only record of `b` (no headers) to declare `i32::MAX` headers, with the
@@ -335,11 +407,136 @@ mod tests {
         bad[0..8].copy_from_slice(&1i64.to_be_bytes()); // the log's offset for it
         let mut log = good.clone();
         log.extend_from_slice(&bad);
-        let decoded = decode_committed(&log, 0, &[]).unwrap();
+        let decoded = decode_committed(&log, 0, &[], 1 << 20).unwrap();
         assert_eq!(decoded.records.len(), 1, "the good batch is read");
         assert_eq!(decoded.next, 2, "the bad one is passed over");
         assert_eq!(decoded.undecodable.len(), 1);
         assert_eq!(decoded.undecodable[0].0..=decoded.undecodable[0].1, 1..=1);
+    }
+
+    /// Found by fuzzing (`stored_records`): a snappy batch whose four compressed bytes
+    /// declare 219,768,715 uncompressed ones was zeroed in memory whole before decoding
+    /// failed; it is refused before anything is allocated.
+    #[test]
+    fn a_snappy_batch_declaring_more_than_it_can_hold_is_skipped_not_allocated() {
+        let mut b = batch(1, Compression::None, None)[..HEADER_LEN].to_vec();
+        b[22] = 2; // attributes: snappy
+        b.extend_from_slice(&[0x8b, 0xcf, 0xe5, 0x68]); // raw snappy: "219768715 bytes follow"
+        let length = (b.len() - 12) as i32;
+        b[8..12].copy_from_slice(&length.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        let decoded = decode_committed(&b, 0, &[], 1 << 20).unwrap();
+        assert!(decoded.records.is_empty());
+        assert_eq!(decoded.undecodable.len(), 1);
+        let reason = &decoded.undecodable[0].2;
+        assert!(
+            reason.contains("declares 219768715 uncompressed bytes"),
+            "{reason}"
+        );
+    }
+
+    /// Found by fuzzing (`stored_records`, from a seed with the largest base offset): a
+    /// batch header whose offsets pass i64::MAX is a broken log, not a panic.
+    #[test]
+    fn a_batch_beyond_the_largest_offset_is_corrupt() {
+        #[rustfmt::skip]
+        let header: &[u8] = &[
+            0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // baseOffset i64::MAX
+            0, 0, 0, 49, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, // length, epoch, magic, CRC
+            0, 0, 0, 0, 0, 0, // attributes, lastOffsetDelta 0
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // timestamps
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // producer, epoch
+            0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, // baseSequence, one record
+        ];
+        let Err(LogError::Corrupt(reason)) = decode_committed(header, 0, &[], 1 << 20) else {
+            panic!("a corrupt log");
+        };
+        assert_eq!(
+            reason,
+            "a batch header in the log: offset 9223372036854775807 plus 0 is beyond the largest offset"
+        );
+    }
+
+    /// Found with the `stored_records` target: a few bytes of zstd standing for a record of
+    /// 2 MiB were decompressed whole (a few kilobytes stand for gigabytes); past the bound
+    /// the batch is passed over as undecodable.
+    #[test]
+    fn a_batch_decompressing_beyond_the_bound_is_skipped() {
+        let mut b = batch(1, Compression::None, None)[..HEADER_LEN].to_vec();
+        b[22] = 4; // attributes: zstd
+        // A record of 2 MiB of zeros, compressed with `zstd -19 --zstd=wlog=17` (a window
+        // within the bound: the output, not the window, is what exceeds it).
+        #[rustfmt::skip]
+        let zstd: &[u8] = &[
+            0x28, 0xb5, 0x2f, 0xfd, 0x80, 0x38, 0x0d, 0x00, 0x20, 0x00, 0x9c, 0x00,
+            0x00, 0x48, 0x92, 0x80, 0x80, 0x02, 0x00, 0x00, 0x00, 0x01, 0x80, 0x02,
+            0x00, 0xf0, 0xff, 0x20, 0x41, 0xf6, 0x1e, 0x01, 0x02, 0x00, 0x10, 0x00,
+            0x02, 0x00, 0x10, 0x00, 0x02, 0x00, 0x10, 0x00, 0x02, 0x00, 0x10, 0x00,
+            0x02, 0x00, 0x10, 0x00, 0x02, 0x00, 0x10, 0x00, 0x02, 0x00, 0x10, 0x00,
+            0x44, 0x00, 0x00, 0x00, 0x01, 0x00, 0xfd, 0xff, 0xcc, 0x0b, 0x10, 0x02,
+            0x00, 0x10, 0x00, 0x02, 0x00, 0x10, 0x00, 0x02, 0x00, 0x10, 0x00, 0x02,
+            0x00, 0x10, 0x00, 0x02, 0x00, 0x10, 0x00, 0x02, 0x00, 0x10, 0x00, 0x02,
+            0x00, 0x10, 0x00, 0x1d, 0x00, 0x00, 0x69, 0x00, 0x00,
+        ];
+        b.extend_from_slice(zstd);
+        let length = (b.len() - 12) as i32;
+        b[8..12].copy_from_slice(&length.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        let read = decode_committed(&b, 0, &[], 1 << 20).unwrap();
+        assert!(read.records.is_empty());
+        assert_eq!(
+            read.undecodable[0].2,
+            "the records decompress to more than the 1048576 bytes allowed"
+        );
+        let read = decode_committed(&b, 0, &[], 3 << 20).unwrap();
+        assert_eq!(
+            read.records[0].value.as_ref().map(Bytes::len),
+            Some(2 << 20)
+        );
+    }
+
+    /// Found with the `stored_records` target: ten bytes of zstd whose frame asks for a
+    /// 128 MiB window made the decoder allocate it; no window larger than the bound is
+    /// accepted.
+    #[test]
+    fn a_zstd_window_beyond_the_bound_is_refused() {
+        let mut b = batch(1, Compression::None, None)[..HEADER_LEN].to_vec();
+        b[22] = 4; // attributes: zstd
+        // Magic, a 2^27-byte window, one RLE block of 1000 zeros.
+        b.extend_from_slice(&[0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x88, 0x43, 0x1f, 0x00, 0x00]);
+        let length = (b.len() - 12) as i32;
+        b[8..12].copy_from_slice(&length.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        let read = decode_committed(&b, 0, &[], 1 << 20).unwrap();
+        assert!(read.records.is_empty());
+        let reason = &read.undecodable[0].2;
+        assert!(reason.contains("memory"), "{reason}");
+    }
+
+    /// Found by fuzzing (`stored_records`): a record whose timestamp delta carries it past
+    /// `i64::MAX` panicked in kafka-protocol's decoder (a debug build); its timestamp wraps,
+    /// as Kafka's own decoder's does.
+    #[test]
+    fn a_record_timestamp_beyond_i64_max_wraps() {
+        #[rustfmt::skip]
+        let mut b = vec![
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 56, 0xff, 0xff, 0xff, 0xff, 2, // base, length
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // CRC (set below), attributes, lastOffsetDelta
+            0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // baseTimestamp i64::MAX
+            0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // maxTimestamp
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // producer, epoch
+            0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, // baseSequence, one record
+            12, 0, 2, 0, 1, 1, 0, // length 6, timestamp delta 1, no key, no value, no headers
+        ];
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        let read = decode_committed(&b, 0, &[], 1 << 20).unwrap();
+        assert!(read.undecodable.is_empty(), "{:?}", read.undecodable);
+        assert_eq!(read.records.len(), 1);
+        assert_eq!(read.records[0].timestamp_ms, Some(i64::MIN));
     }
 
     #[test]
@@ -357,7 +554,7 @@ mod tests {
             },
         ];
         let batch = encode_batch(records.clone(), 7);
-        let read = decode_committed(&batch, 0, &[]).unwrap();
+        let read = decode_committed(&batch, 0, &[], 1 << 20).unwrap();
         let mut expected = records;
         expected[1].timestamp_ms = Some(7);
         assert_eq!(read.records, expected);

@@ -214,7 +214,7 @@ impl TopicMeta {
         ))
     }
 
-    fn decode(id: u64, bytes: &[u8]) -> Result<Self, TopicError> {
+    pub(crate) fn decode(id: u64, bytes: &[u8]) -> Result<Self, TopicError> {
         let (_, name, uuid, partitions, retention_ms, retention_bytes, max_message_bytes) =
             unpack::<MetaTuple>(bytes).map_err(|e| TopicError::Corrupt(format!("{e:?}")))?;
         Ok(Self {

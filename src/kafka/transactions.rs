@@ -128,7 +128,7 @@ impl TxnState {
         ))
     }
 
-    fn decode(producer_id: i64, bytes: &[u8]) -> Result<Self, TxnError> {
+    pub(crate) fn decode(producer_id: i64, bytes: &[u8]) -> Result<Self, TxnError> {
         let (_, transactional_id, epoch, timeout_ms, started_ms, partitions, groups) =
             unpack::<StateTuple>(bytes).map_err(|e| TxnError::Corrupt(format!("{e:?}")))?;
         Ok(Self {

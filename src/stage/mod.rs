@@ -29,7 +29,7 @@ mod consumer;
 mod error;
 mod holders;
 pub mod keys;
-mod record;
+pub(crate) mod record;
 mod registry;
 
 pub use consumer::{Consumer, Step, Wakeup};

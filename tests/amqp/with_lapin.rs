@@ -101,6 +101,17 @@ async fn publish(ch: &Channel, exchange: &str, key: &str, body: &str, properties
 /// Publishes in confirm mode and returns the channel exception the publish caused (lapin
 /// fails the pending confirm with it).
 async fn publish_fails(ch: &Channel, exchange: &str, key: &str, payload: &[u8]) -> lapin::Error {
+    publish_with_fails(ch, exchange, key, payload, BasicProperties::default()).await
+}
+
+/// [`publish_fails`] with `properties`.
+async fn publish_with_fails(
+    ch: &Channel,
+    exchange: &str,
+    key: &str,
+    payload: &[u8],
+    properties: BasicProperties,
+) -> lapin::Error {
     ch.confirm_select(ConfirmSelectOptions::default())
         .await
         .unwrap();
@@ -110,7 +121,7 @@ async fn publish_fails(ch: &Channel, exchange: &str, key: &str, payload: &[u8]) 
             key.into(),
             BasicPublishOptions::default(),
             payload,
-            BasicProperties::default(),
+            properties,
         )
         .await
         .unwrap();
@@ -947,6 +958,29 @@ async fn a_per_message_expiration_expires_and_is_kept_as_original_expiration() {
         x_death(&dead.properties).get("original-expiration"),
         Some(&long("30"))
     );
+    server.stop().await;
+}
+
+/// RabbitMQ takes an `expiration` of 0 to 2³²−1 ms; anything else closes the channel
+/// with 406 and stores nothing (2⁶⁴−1 once overflowed the expiry time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiration_beyond_u32_max_or_not_a_number_is_refused() {
+    let server = AmqpServer::start().await;
+    let (conn, ch) = server.channel().await;
+    declare(&ch, "expirations", FieldTable::default()).await;
+    for bad in ["4294967296", "18446744073709551615", "-1", "soon"] {
+        let ch = conn.create_channel().await.unwrap();
+        let properties = BasicProperties::default().with_expiration(bad.into());
+        let e = publish_with_fails(&ch, "", "expirations", b"refused", properties).await;
+        assert_eq!(reply_code(&e), Some(406), "{bad}: {e}");
+        assert_eq!(
+            reply_text(&e),
+            format!("PRECONDITION_FAILED - invalid expiration '{bad}'")
+        );
+    }
+    let longest = BasicProperties::default().with_expiration("4294967295".into());
+    publish(&ch, "", "expirations", "kept", longest).await;
+    assert_eq!(drain(&ch, "expirations").await, ["kept"]);
     server.stop().await;
 }
 

@@ -2,8 +2,9 @@
 //! startup failures, the `validate` and `hash-password` commands, and the files shipped in
 //! `deploy/`; TLS certificates reloaded and HTTPS; metrics under RabbitMQ's and
 //! kafka_exporter's names; the load tools over TLS; the management API driven by
-//! rabbitmqadmin and Python, and its web UI in headless Chromium; and the source tree's
-//! layering as a newcomer reads it. One test binary; one module per subject.
+//! rabbitmqadmin and Python, and its web UI in headless Chromium; the source tree's
+//! layering as a newcomer reads it; and the fuzz targets' kept inputs replayed. One test
+//! binary; one module per subject.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -12,6 +13,9 @@ mod bench_tls;
 mod cli;
 mod deploy_config;
 mod deploy_metrics;
+mod fuzz_corpus;
+#[path = "../../fuzz/targets/mod.rs"]
+mod fuzz_targets;
 mod layering;
 mod lifecycle;
 mod management;

@@ -12,7 +12,7 @@
 //! deliveries. A connection exception is reported to the connection, which closes
 //! everything.
 
-mod content;
+pub(crate) mod content;
 mod methods;
 
 use super::codec::{self, Frame};

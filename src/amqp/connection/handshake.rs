@@ -224,7 +224,7 @@ async fn login(
 }
 
 /// The frame_max a client's tune-ok asks for, checked against ours (0: ours).
-fn negotiate_frame_max(asked: u32, ours: u32) -> Result<u32, AmqpError> {
+pub(crate) fn negotiate_frame_max(asked: u32, ours: u32) -> Result<u32, AmqpError> {
     match asked {
         0 => Ok(ours),
         n if n > ours => Err(AmqpError::not_allowed(format!(
@@ -339,7 +339,7 @@ fn start(mechanisms: &str) -> AMQPClass {
     }))
 }
 
-fn capabilities_of(client_properties: &FieldTable) -> Capabilities {
+pub(crate) fn capabilities_of(client_properties: &FieldTable) -> Capabilities {
     let Some(AMQPValue::FieldTable(caps)) = client_properties.inner().get("capabilities") else {
         return Capabilities::default();
     };

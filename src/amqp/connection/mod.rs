@@ -9,7 +9,7 @@
 //! channel's close-ok after a client's channel.close.
 
 pub mod handshake;
-mod sasl;
+pub(crate) mod sasl;
 
 use super::broker::Broker;
 use super::channel::{self, ChannelHandle};

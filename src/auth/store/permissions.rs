@@ -45,7 +45,7 @@ fn encode_permissions(p: &Permissions) -> Vec<u8> {
     foundationdb_tuple::pack(&(RECORD_VERSION, &p.configure, &p.write, &p.read))
 }
 
-fn decode_permissions(
+pub(crate) fn decode_permissions(
     vhost: &str,
     user: &str,
     bytes: &[u8],
@@ -67,7 +67,7 @@ fn encode_topic(t: &TopicPermission) -> Vec<u8> {
     foundationdb_tuple::pack(&(RECORD_VERSION, &t.write, &t.read))
 }
 
-fn decode_topic(
+pub(crate) fn decode_topic(
     vhost: &str,
     user: &str,
     exchange: &str,

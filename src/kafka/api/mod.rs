@@ -34,8 +34,8 @@ mod metadata;
 mod offset_commit;
 mod offset_fetch;
 mod produce;
-mod sasl_authenticate;
-mod sasl_handshake;
+pub(crate) mod sasl_authenticate;
+pub(crate) mod sasl_handshake;
 mod sync_group;
 mod txn_offset_commit;
 

@@ -91,7 +91,7 @@ fn refused(ctx: &Context, session: &Session, e: AuthError) -> AuthError {
 }
 
 /// Splits a PLAIN message into (user, password); the authorization id is ignored.
-fn parse_plain(bytes: &[u8]) -> Option<(&str, &str)> {
+pub(crate) fn parse_plain(bytes: &[u8]) -> Option<(&str, &str)> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut parts = text.split('\0');
     let (_authzid, user, password) = (parts.next()?, parts.next()?, parts.next()?);

@@ -635,7 +635,7 @@ impl Group {
         }
         if self.members.is_empty() {
             self.phase = Phase::Empty;
-            self.generation += 1;
+            self.generation = self.generation.wrapping_add(1);
             self.protocol = None;
             self.leader = None;
             self.deadline = None;
@@ -701,7 +701,9 @@ impl Group {
         if self.members.is_empty() {
             return self.after_departure(now);
         }
-        self.generation += 1;
+        // Past i32::MAX (a restored group's stored generation) it wraps, as Kafka's Java
+        // int does.
+        self.generation = self.generation.wrapping_add(1);
         self.rebalances += 1;
         self.protocol = self.choose_protocol();
         if self
@@ -911,6 +913,45 @@ mod tests {
         );
         assert_eq!(g.phase, Phase::Stable);
         (g, a)
+    }
+
+    /// Found by fuzzing (`stored_records`, from a seed with the largest stored
+    /// generation): a group restored at generation i32::MAX goes on to the next one as
+    /// Kafka's does, wrapping, where it panicked.
+    #[test]
+    fn the_generation_after_i32_max_wraps() {
+        // The stored metadata: format 1, generation i32::MAX, "consumer", "range", leader
+        // "m0", stable.
+        let meta = b"\x15\x01\x18\x7f\xff\xff\xff\x02consumer\x00\x02range\x00\x02m0\x00\x27";
+        let stored = crate::kafka::groups::store::decode_meta(meta).unwrap();
+        assert_eq!(stored.generation, i32::MAX);
+        let now = Instant::now();
+        let member = StoredMember {
+            id: "m0".into(),
+            instance_id: None,
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            session_timeout: SESSION,
+            rebalance_timeout: Duration::from_secs(5),
+            protocols: vec![("range".into(), Bytes::from_static(b"a"))],
+            assignment: Bytes::new(),
+        };
+        let mut g = Group::restore(
+            "g",
+            settings(0),
+            stored.generation,
+            stored.protocol_type,
+            stored.protocol,
+            stored.leader,
+            vec![member],
+            stored.stable,
+            now,
+        );
+        let replies = g.join(join_req("m0", b"new metadata"), now).1;
+        assert_eq!(joined(&replies, "m0").unwrap().generation, i32::MIN);
+        g.generation = i32::MAX;
+        g.leave(&[dynamic("m0")], now);
+        assert_eq!((g.phase, g.generation), (Phase::Empty, i32::MIN));
     }
 
     /// A join of static member `instance` (member id `member`, empty when it comes back).

@@ -514,8 +514,10 @@ impl RecordBatchDecoder {
         version: i8,
         records: &mut Vec<Record>,
     ) -> Result<()> {
-        // Ferry's patch: the count comes off the wire; each record takes at least a byte.
-        records.reserve((batch_decode_info.record_count as usize).min(buf.remaining()));
+        // Ferry's patch: the count comes off the wire; each record takes at least 7 bytes
+        // (length, attributes, timestamp and offset deltas, key and value lengths, header
+        // count), so no more are reserved than the bytes left can hold.
+        records.reserve((batch_decode_info.record_count as usize).min(buf.remaining() / 7));
         for _ in 0..batch_decode_info.record_count {
             records.push(Record::decode_new(buf, batch_decode_info, version)?);
         }
@@ -860,11 +862,13 @@ impl Record {
 
         // Timestamp delta
         let timestamp_delta: i64 = types::VarLong.decode(buf)?;
-        let timestamp = batch_decode_info.min_timestamp + timestamp_delta;
+        // Ferry's patch: the batch's base and the record's delta come off the wire; their
+        // sum wraps as Kafka's (Java's `long`) does, where it panicked in a debug build.
+        let timestamp = batch_decode_info.min_timestamp.wrapping_add(timestamp_delta);
 
         // Offset delta
         let offset_delta: i32 = types::VarInt.decode(buf)?;
-        let offset = batch_decode_info.min_offset + offset_delta as i64;
+        let offset = batch_decode_info.min_offset.wrapping_add(offset_delta as i64);
         let sequence = batch_decode_info.base_sequence.wrapping_add(offset_delta);
 
         // Key

@@ -57,6 +57,25 @@ impl<B: ByteBufMut> Compressor<B> for Snappy {
 
 const MAGIC_HEADER: &[u8; 16] = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01";
 
+/// Ferry's patch: the most uncompressed bytes one byte of a raw snappy block can stand for
+/// (a copy element of 3 bytes writes at most 64), so a block declaring more than this many
+/// times its own size is malformed.
+const MAX_EXPANSION: usize = 22;
+
+/// Ferry's patch: the uncompressed length `block` declares, refused before anything is
+/// allocated for it when the block cannot hold that many bytes (five bytes declaring 4 GB
+/// would otherwise be zeroed in memory at once).
+fn declared_len(block: &[u8]) -> Result<usize> {
+    let len = decompress_len(block).context("failed to read snappy header")?;
+    if len > block.len().saturating_mul(MAX_EXPANSION) {
+        anyhow::bail!(
+            "a snappy block of {} bytes declares {len} uncompressed bytes, more than it can hold",
+            block.len()
+        );
+    }
+    Ok(len)
+}
+
 impl<B: ByteBuf> Decompressor<B> for Snappy {
     type Buf = Bytes;
     fn decompress<R, F>(compressed: &mut B, f: F) -> Result<R>
@@ -80,7 +99,7 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
             .is_none_or(|magic| *magic != MAGIC_HEADER[..])
         {
             let compressed = compressed.copy_to_bytes(compressed.remaining());
-            let actual_len = decompress_len(&compressed).context("failed to read snappy header")?;
+            let actual_len = declared_len(&compressed)?;
             let mut tmp = BytesMut::zeroed(actual_len);
             Decoder::new()
                 .decompress(&compressed, &mut tmp)
@@ -102,8 +121,7 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
                 .try_get_bytes(compressed_block_size)
                 .context("not enough bytes for block")?;
 
-            let uncompressed_block_length = decompress_len(&compressed_block)
-                .context("failed to get snappy uncompressed length")?;
+            let uncompressed_block_length = declared_len(&compressed_block)?;
             let uncompressed_block_start = uncompressed.len();
             uncompressed.resize(
                 uncompressed_block_start.saturating_add(uncompressed_block_length),
