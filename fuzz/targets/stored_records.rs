@@ -284,6 +284,7 @@ fn group(chunks: &[&[u8]]) {
                         .filter(|(i, _)| a & (1 << i) != 0)
                         .map(|(i, name)| ((*name).to_owned(), Bytes::from(vec![*b; i])))
                         .collect(),
+                    requires_known_member_id: a & 8 != 0,
                 };
                 let _ = group.join(join, now);
             }

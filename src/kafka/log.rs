@@ -182,8 +182,9 @@ impl<'a> Log<'a> {
         from: i64,
         until: i64,
         max_bytes: usize,
+        at_least_one: bool,
     ) -> Result<(Read, Vec<Aborted>), LogError> {
-        let read = self.read(tx, from, until, max_bytes).await?;
+        let read = self.read(tx, from, until, max_bytes, at_least_one).await?;
         let aborted = self.aborted(tx, from, until).await?;
         Ok((read, aborted))
     }
@@ -307,9 +308,10 @@ impl<'a> Log<'a> {
     }
 
     /// Reads whole batches from the one holding offset `from`, stopping before the batch
-    /// that would take the total over `max_bytes` — but always returning the first, however
-    /// large, so a consumer can make progress (Kafka's KIP-74) — and before the first batch
-    /// at or after `until` (the last stable offset for `read_committed`). Snapshot reads.
+    /// that would take the total over `max_bytes` — but, when `at_least_one`, returning the
+    /// first however large, so a consumer can make progress (Kafka's KIP-74: only the first
+    /// partition of a fetch to return data may) — and before the first batch at or after
+    /// `until` (the last stable offset for `read_committed`). Snapshot reads.
     ///
     /// # Errors
     /// The store's error, or a corrupt index.
@@ -319,6 +321,7 @@ impl<'a> Log<'a> {
         from: i64,
         until: i64,
         max_bytes: usize,
+        at_least_one: bool,
     ) -> Result<Read, LogError> {
         let (b, e) = self.keys.index_range(i64::MIN, from.saturating_add(1));
         let first = tx
@@ -338,7 +341,8 @@ impl<'a> Log<'a> {
         let mut end = first_base;
         for kv in &entries {
             let entry = BatchIndex::decode(self.base_of(&kv.key)?, &kv.value)?;
-            if entry.base >= until || (total > 0 && total + entry.size as usize > max_bytes) {
+            let may_exceed = total == 0 && at_least_one;
+            if entry.base >= until || (!may_exceed && total + entry.size as usize > max_bytes) {
                 break;
             }
             total += entry.size as usize;

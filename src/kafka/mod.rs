@@ -25,6 +25,7 @@ pub mod brokers;
 pub mod codec;
 pub mod connection;
 pub mod groups;
+pub mod inert_settings;
 pub mod keys;
 pub mod lease;
 pub mod log;

@@ -192,7 +192,7 @@ impl KafkaPort {
             return Ok(None);
         }
         let (read, aborted) = log
-            .read_committed(tx, from, readable.stable, max_bytes)
+            .read_committed(tx, from, readable.stable, max_bytes, true)
             .await?;
         let max_decompressed = self.ctx.config.max_request_size;
         Ok(Some(decode_committed(

@@ -11,6 +11,7 @@
 //! (the one following changes, and the one after each change made here), and the one that
 //! read first may finish last.
 
+use super::inert_settings;
 use super::keys::{KafkaKeys, PartitionKeys, stage_name};
 use crate::config::KafkaConfig;
 use crate::stage::Stage;
@@ -162,11 +163,19 @@ impl TopicConfig {
                         message: "only 'delete' is supported (no compaction)".into(),
                     });
                 }
+                _ if inert_settings::is_inert(key) => {
+                    inert_settings::check(key, value).map_err(|message| {
+                        TopicError::InvalidConfig {
+                            key: key.to_owned(),
+                            message,
+                        }
+                    })?;
+                }
                 _ => {
                     return Err(TopicError::InvalidConfig {
                         key: key.to_owned(),
                         message: format!(
-                            "is not a setting Ferry supports ({RETENTION_MS}, {RETENTION_BYTES}, {MAX_MESSAGE_BYTES}, {CLEANUP_POLICY})"
+                            "is not a setting Ferry supports ({RETENTION_MS}, {RETENTION_BYTES}, {MAX_MESSAGE_BYTES}, {CLEANUP_POLICY}; Kafka's segment, flush, replica and format settings are taken with no effect)"
                         ),
                     });
                 }
@@ -700,10 +709,25 @@ mod tests {
                 .contains("no compaction")
         );
         assert!(
-            TopicConfig::parse([("segment.bytes", Some("1"))])
+            TopicConfig::parse([("segment.bytez", Some("1"))])
                 .unwrap_err()
                 .to_string()
-                .starts_with("segment.bytes: is not a setting")
+                .starts_with("segment.bytez: is not a setting")
+        );
+        assert_eq!(
+            TopicConfig::parse([("segment.bytes", Some("1"))])
+                .unwrap_err()
+                .to_string(),
+            "segment.bytes: '1' must be an integer of at least 14"
+        );
+        assert_eq!(
+            TopicConfig::parse([("segment.bytes", Some("20000")), (RETENTION_MS, Some("5"))])
+                .unwrap(),
+            TopicConfig {
+                retention_ms: Some(5),
+                ..TopicConfig::default()
+            },
+            "taken, with no effect"
         );
     }
 

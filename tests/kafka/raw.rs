@@ -4,7 +4,9 @@
 //! gets Kafka's error code or a clean close of that one connection; so does a transactional
 //! batch outside its producer's transaction, and a control batch; other connections
 //! carry on and every acknowledged record stays intact. Also: every advertised version is
-//! answered decodably, and a request larger than one transaction is staged whole.
+//! answered decodably, a request larger than one transaction is staged whole, a fetch's
+//! byte limits hold as Kafka's broker applies them (KIP-74), and JoinGroup v4+ gives a
+//! new member its id first (KIP-394).
 
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::raw::{Raw, batch, encoded, frame, transactional_batch};
@@ -12,12 +14,13 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, CreateTopicsRequest, FetchRequest, InitProducerIdRequest,
-    MetadataRequest, ProduceRequest, ResponseKind, SaslAuthenticateRequest, SaslHandshakeRequest,
-    TopicName, TransactionalId,
+    ApiKey, ApiVersionsRequest, CreateTopicsRequest, FetchRequest, GroupId, InitProducerIdRequest,
+    JoinGroupRequest, MetadataRequest, ProduceRequest, ResponseKind, SaslAuthenticateRequest,
+    SaslHandshakeRequest, TopicName, TransactionalId,
 };
 use kafka_protocol::messages::{ApiVersionsResponse, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, StrBytes};
@@ -64,30 +67,50 @@ async fn produce(raw: &mut Raw, topic: &str, records: Bytes) -> (i16, i64) {
 
 /// Fetches partition 0 of `topic` from `offset`: (error code, high watermark, records).
 async fn fetch(raw: &mut Raw, topic: &str, offset: i64) -> (i16, i64, Bytes) {
+    fetch_each(raw, &[(topic, offset)], 1 << 20, 1 << 20)
+        .await
+        .remove(0)
+}
+
+/// Fetches partition 0 of each topic from its offset, in the order given, in one request
+/// of `max_bytes` with `partition_max_bytes` each: (error code, high watermark, records)
+/// of each.
+async fn fetch_each(
+    raw: &mut Raw,
+    from: &[(&str, i64)],
+    max_bytes: i32,
+    partition_max_bytes: i32,
+) -> Vec<(i16, i64, Bytes)> {
+    let topics = from.iter().map(|(topic, offset)| {
+        FetchTopic::default()
+            .with_topic(name(topic))
+            .with_partitions(vec![
+                FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(*offset)
+                    .with_partition_max_bytes(partition_max_bytes),
+            ])
+    });
     let request = FetchRequest::default()
         .with_max_wait_ms(0)
         .with_min_bytes(0)
-        .with_max_bytes(1 << 20)
+        .with_max_bytes(max_bytes)
         .with_session_epoch(-1)
-        .with_topics(vec![
-            FetchTopic::default()
-                .with_topic(name(topic))
-                .with_partitions(vec![
-                    FetchPartition::default()
-                        .with_partition(0)
-                        .with_fetch_offset(offset)
-                        .with_partition_max_bytes(1 << 20),
-                ]),
-        ]);
+        .with_topics(topics.collect());
     let ResponseKind::Fetch(r) = raw.request(ApiKey::Fetch, 12, &request).await else {
         panic!("not a Fetch answer");
     };
-    let p = &r.responses[0].partitions[0];
-    (
-        p.error_code,
-        p.high_watermark,
-        p.records.clone().unwrap_or_default(),
-    )
+    r.responses
+        .iter()
+        .map(|t| {
+            let p = &t.partitions[0];
+            (
+                p.error_code,
+                p.high_watermark,
+                p.records.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 /// Values of the records in `batches`, by offset.
@@ -223,6 +246,99 @@ async fn a_corrupt_batch_is_refused_and_acknowledged_records_stay_intact() {
         values(records),
         [(0, "one".into()), (1, "two".into()), (2, "three".into())]
     );
+    broker.stop().await;
+}
+
+/// KIP-74, as Kafka's broker reads (librdkafka's test 0082 relies on it): only the first
+/// partition of a fetch to return data may go beyond the fetch's `max_bytes` or its own
+/// `partition_max_bytes`, by one batch; every later one stays within what is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_first_partition_with_data_may_exceed_the_fetch_limits() {
+    let broker = KafkaServer::start().await;
+    let mut raw = Raw::connect(broker.addr).await;
+    let big = "x".repeat(2000);
+    for topic in ["kip74-a", "kip74-b"] {
+        create_topic(&mut raw, topic).await;
+        assert_eq!(produce(&mut raw, topic, batch(&[&big])).await, (0, 0));
+    }
+    let one_batch = fetch(&mut raw, "kip74-a", 0).await.2.len();
+    assert!(one_batch > 2000);
+    let sizes = |answer: Vec<(i16, i64, Bytes)>| -> Vec<usize> {
+        answer
+            .iter()
+            .map(|(code, _, records)| {
+                assert_eq!(*code, 0);
+                records.len()
+            })
+            .collect()
+    };
+    // Over the fetch's limit: the first partition's batch, nothing of the second.
+    let both = [("kip74-a", 0), ("kip74-b", 0)];
+    assert_eq!(
+        sizes(fetch_each(&mut raw, &both, 100, 1 << 20).await),
+        [one_batch, 0]
+    );
+    // Over each partition's limit: the same.
+    assert_eq!(
+        sizes(fetch_each(&mut raw, &both, 1 << 20, 100).await),
+        [one_batch, 0]
+    );
+    // The first partition has nothing new: the second one is the first with data.
+    let from_end = [("kip74-a", 1), ("kip74-b", 0)];
+    assert_eq!(
+        sizes(fetch_each(&mut raw, &from_end, 100, 100).await),
+        [0, one_batch]
+    );
+    // Within the limits: both.
+    let roomy = 2 * one_batch as i32;
+    assert_eq!(
+        sizes(fetch_each(&mut raw, &both, roomy, one_batch as i32).await),
+        [one_batch, one_batch]
+    );
+    broker.stop().await;
+}
+
+/// JoinGroup v4+ gives a new member its id before it joins (KIP-394), v3 joins at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_member_of_join_group_v4_is_told_its_member_id_first() {
+    let broker = KafkaServer::start().await;
+    let mut raw = Raw::connect(broker.addr).await;
+    let join = |group: &'static str, member_id: &str| {
+        JoinGroupRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str(group)))
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(10_000)
+            .with_member_id(StrBytes::from_string(member_id.to_owned()))
+            .with_protocol_type(StrBytes::from_static_str("consumer"))
+            .with_protocols(vec![
+                JoinGroupRequestProtocol::default()
+                    .with_name(StrBytes::from_static_str("range"))
+                    .with_metadata(Bytes::from_static(b"m")),
+            ])
+    };
+    let answer = |kind| match kind {
+        ResponseKind::JoinGroup(r) => (r.error_code, r.member_id.to_string(), r.generation_id),
+        other => panic!("not a JoinGroup answer: {other:?}"),
+    };
+    let first = raw.request(ApiKey::JoinGroup, 7, &join("kip394", "")).await;
+    let (code, id, generation) = answer(first);
+    assert_eq!(
+        (code, generation),
+        (ResponseError::MemberIdRequired.code(), -1)
+    );
+    assert!(id.len() > 10, "{id}");
+    let second = raw
+        .request(ApiKey::JoinGroup, 7, &join("kip394", &id))
+        .await;
+    let (code, joined_as, generation) = answer(second);
+    assert_eq!((code, joined_as.as_str(), generation), (0, id.as_str(), 1));
+    // JoinGroup v3 knows nothing of it: a new member joins at once.
+    let old = raw
+        .request(ApiKey::JoinGroup, 3, &join("kip394-v3", ""))
+        .await;
+    let (code, id, generation) = answer(old);
+    assert_eq!((code, generation), (0, 1));
+    assert!(id.len() > 10, "{id}");
     broker.stop().await;
 }
 

@@ -194,11 +194,14 @@ async fn read_pass(
                 bounds.high_watermark
             };
             let room = w.max_bytes.min(max_bytes.saturating_sub(pass.bytes));
-            if w.offset >= until || (room == 0 && pass.bytes > 0) {
+            // Only the first partition to return data may exceed its room (KIP-74), as
+            // Kafka's ReplicaManager reads with `minOneMessage` until one has.
+            let first = pass.bytes == 0;
+            if w.offset >= until || (room == 0 && !first) {
                 out.push(data.with_records(Some(Default::default())));
                 continue;
             }
-            match read(&log, tx, w.offset, until, room, read_committed).await {
+            match read(&log, tx, w.offset, until, room, first, read_committed).await {
                 Ok((read, aborted)) => {
                     let data = data.with_aborted_transactions(aborted.map(|list| {
                         list.into_iter()
@@ -231,21 +234,23 @@ async fn read_pass(
     pass
 }
 
-/// Batches from `offset` up to `until` and, for `read_committed`, the aborted
-/// transactions among them.
+/// Batches from `offset` up to `until` within `room` bytes (the first batch however large
+/// when `first`, see [`Log::read`]) and, for `read_committed`, the aborted transactions
+/// among them.
 async fn read(
     log: &Log<'_>,
     tx: &Transaction,
     offset: i64,
     until: i64,
     room: usize,
+    first: bool,
     read_committed: bool,
 ) -> Result<(Read, Option<Vec<Aborted>>), LogError> {
     if read_committed {
-        let (read, aborted) = log.read_committed(tx, offset, until, room).await?;
+        let (read, aborted) = log.read_committed(tx, offset, until, room, first).await?;
         Ok((read, Some(aborted)))
     } else {
-        Ok((log.read(tx, offset, until, room).await?, None))
+        Ok((log.read(tx, offset, until, room, first).await?, None))
     }
 }
 

@@ -1,7 +1,8 @@
 //! JoinGroup: queued to the group's task in request order; the answer comes when the
 //! rebalance completes (every member rejoined, or the rebalance timeout passed), or at once
-//! for a static member (`group_instance_id`, v5+) back in a stable group. Needs Read on the
-//! group (else `GROUP_AUTHORIZATION_FAILED`).
+//! for a static member (`group_instance_id`, v5+) back in a stable group and for a new
+//! dynamic member at v4+, told `MEMBER_ID_REQUIRED` with its id (KIP-394). Needs Read on
+//! the group (else `GROUP_AUTHORIZATION_FAILED`).
 
 use super::{Reply, Session, str_bytes};
 use crate::kafka::Context;
@@ -57,6 +58,7 @@ pub async fn handle(
             .into_iter()
             .map(|p| (p.name.to_string(), p.metadata))
             .collect(),
+        requires_known_member_id: version >= 4,
     };
     let member_id = join.member_id.clone();
     let pending = ctx.coordinator.join(&group, join).await;

@@ -15,6 +15,14 @@
 //! group whose chosen protocol stays the same does not rebalance. The old member id is
 //! fenced from then on (`FENCED_INSTANCE_ID`), so of two consumers with one instance id
 //! the older one stops.
+//!
+//! **Member ids are given before a member joins** (KIP-394, JoinGroup v4+): a dynamic
+//! member's first join (no member id) is answered at once with `MEMBER_ID_REQUIRED` and
+//! the id it is to join with. Until it does, the id is pending: a rebalance under way
+//! waits for it too (within the rebalance timeout), up to its session timeout, after
+//! which it is forgotten. A client that
+//! abandons a join it sent therefore never leaves a member behind that every rebalance
+//! must wait out.
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
@@ -103,6 +111,9 @@ pub struct JoinRequest {
     pub protocol_type: String,
     /// Supported protocols (assignors) with metadata, in preference order.
     pub protocols: Vec<(String, Bytes)>,
+    /// Whether a new dynamic member first gets its id with `MEMBER_ID_REQUIRED` (KIP-394:
+    /// JoinGroup v4 and later) rather than joining at once.
+    pub requires_known_member_id: bool,
 }
 
 /// The answer to a join.
@@ -203,6 +214,9 @@ pub struct Group {
     pub leader: Option<String>,
     /// The members, by id.
     pub members: BTreeMap<String, Member>,
+    /// Member ids given with `MEMBER_ID_REQUIRED` and not yet joined with, each with when
+    /// it is forgotten (its session timeout after it was given).
+    pending: BTreeMap<String, Instant>,
     /// When the rebalance under way stops waiting for joins or for the sync.
     deadline: Option<Instant>,
     /// Whether the rebalance under way started from an empty group (it then waits out the
@@ -227,6 +241,7 @@ impl Group {
             protocol: None,
             leader: None,
             members: BTreeMap::new(),
+            pending: BTreeMap::new(),
             deadline: None,
             initial: false,
             dirty: false,
@@ -304,7 +319,8 @@ impl Group {
             .values()
             .filter(|m| !self.held_waiting(m))
             .map(|m| m.last_seen + m.session_timeout);
-        sessions.chain(self.deadline).min()
+        let pending = self.pending.values().copied();
+        sessions.chain(pending).chain(self.deadline).min()
     }
 
     /// Handles a JoinGroup: returns the member's id and the replies now owed (which may
@@ -331,7 +347,9 @@ impl Group {
         {
             return refuse(ResponseError::InconsistentGroupProtocol);
         }
+        let was_pending = self.pending.remove(&req.member_id).is_some();
         if !req.member_id.is_empty()
+            && !was_pending
             && let Err(e) = self.identify(&req.member_id, req.instance_id.as_deref())
         {
             return refuse(e);
@@ -341,6 +359,11 @@ impl Group {
         } else {
             req.member_id.clone()
         };
+        if req.member_id.is_empty() && req.instance_id.is_none() && req.requires_known_member_id {
+            self.pending.insert(id.clone(), now + req.session_timeout);
+            let reply = Joined::error(&id, ResponseError::MemberIdRequired);
+            return (id.clone(), vec![Reply::Join(id, reply)]);
+        }
         if req.member_id.is_empty()
             && let Some(instance) = req.instance_id.as_deref()
             && let Some(old) = self.static_member(instance).map(|m| m.id.clone())
@@ -549,6 +572,11 @@ impl Group {
                     .unwrap_or_default(),
                 _ => member.id.clone(),
             };
+            if member.instance_id.is_none() && self.pending.remove(&id).is_some() {
+                // Never a member: nothing to rebalance, but a rebalance may stop waiting.
+                codes.push(0);
+                continue;
+            }
             let known = self.identify(&id, member.instance_id.as_deref());
             match known {
                 Ok(()) => {
@@ -562,12 +590,13 @@ impl Group {
         let replies = if left {
             self.after_departure(now)
         } else {
-            Vec::new()
+            self.complete_join_if_ready(now)
         };
         (codes, replies)
     }
 
-    /// Expires members past their session and rebalances whose time is up.
+    /// Expires members past their session, pending member ids past theirs, and
+    /// rebalances whose time is up.
     pub fn tick(&mut self, now: Instant) -> Vec<Reply> {
         let expired: Vec<String> = self
             .members
@@ -577,6 +606,11 @@ impl Group {
             .map(|m| m.id.clone())
             .collect();
         let mut replies = Vec::new();
+        let pending = self.pending.len();
+        self.pending.retain(|_, forgotten_at| *forgotten_at > now);
+        if self.pending.len() < pending && expired.is_empty() {
+            replies.extend(self.complete_join_if_ready(now));
+        }
         if !expired.is_empty() {
             for id in &expired {
                 self.members.remove(id);
@@ -679,10 +713,10 @@ impl Group {
         replies
     }
 
-    /// Completes the join phase once every member has joined (an empty group's first
-    /// rebalance waits out its initial delay).
+    /// Completes the join phase once every member has joined and no member id is pending
+    /// (an empty group's first rebalance waits out its initial delay).
     fn complete_join_if_ready(&mut self, now: Instant) -> Vec<Reply> {
-        let everyone = self.members.values().all(|m| m.joined);
+        let everyone = self.members.values().all(|m| m.joined) && self.pending.is_empty();
         if self.phase == Phase::PreparingRebalance
             && everyone
             && !(self.initial && self.deadline.is_some_and(|d| d > now))
@@ -878,7 +912,106 @@ mod tests {
             rebalance_timeout: Duration::from_secs(5),
             protocol_type: "consumer".into(),
             protocols: vec![("range".into(), Bytes::from_static(metadata))],
+            requires_known_member_id: false,
         }
+    }
+
+    /// [`join_req`] as JoinGroup v4+ sends it (KIP-394).
+    fn join_v4(member: &str, metadata: &'static [u8]) -> JoinRequest {
+        JoinRequest {
+            requires_known_member_id: true,
+            ..join_req(member, metadata)
+        }
+    }
+
+    /// A first v4 join: the member id given with `MEMBER_ID_REQUIRED`.
+    fn member_id_required(g: &mut Group, now: Instant) -> String {
+        let (id, replies) = g.join(join_v4("", b"new"), now);
+        let answer = joined(&replies, &id).expect("answered at once");
+        assert_eq!(answer.error, ResponseError::MemberIdRequired.code());
+        assert_eq!(
+            (answer.member_id.as_str(), answer.generation),
+            (id.as_str(), -1)
+        );
+        id
+    }
+
+    #[test]
+    fn a_first_v4_join_gets_its_member_id_and_joins_with_it() {
+        let t0 = Instant::now();
+        let mut g = Group::new("g", settings(0));
+        let id = member_id_required(&mut g, t0);
+        assert!(g.members.is_empty(), "not a member yet");
+        assert_eq!(g.phase, Phase::Empty);
+        let (joined_as, replies) = g.join(join_v4(&id, b"new"), t0);
+        assert_eq!(joined_as, id);
+        let answer = joined(&replies, &id).unwrap();
+        assert_eq!((answer.error, answer.generation), (0, 1));
+        // An id never given is still unknown.
+        let replies = g.join(join_v4("c-made-up", b"x"), t0).1;
+        assert_eq!(
+            joined(&replies, "c-made-up").unwrap().error,
+            ResponseError::UnknownMemberId.code()
+        );
+    }
+
+    #[test]
+    fn a_rebalance_waits_for_a_pending_member_id_until_its_session_ends() {
+        let t0 = Instant::now();
+        let (mut g, a) = stable_with_one(t0);
+        // A session (2 s) shorter than the rebalance timeout (5 s).
+        let session = Duration::from_secs(2);
+        let first_join = JoinRequest {
+            session_timeout: session,
+            ..join_v4("", b"new")
+        };
+        let (abandoned, replies) = g.join(first_join, t0);
+        assert_eq!(
+            joined(&replies, &abandoned).unwrap().error,
+            ResponseError::MemberIdRequired.code()
+        );
+        // The member rejoins (a new generation is wanted); the pending id holds it back.
+        let r = g.join(join_v4(&a, b"changed"), t0);
+        assert!(joined(&r.1, &a).is_none(), "waits for the pending id");
+        assert_eq!(g.phase, Phase::PreparingRebalance);
+        assert_eq!(g.next_deadline(), Some(t0 + session));
+        assert!(g.tick(t0 + session - Duration::from_millis(1)).is_empty());
+        let replies = g.tick(t0 + session);
+        assert_eq!(joined(&replies, &a).unwrap().generation, 2);
+        assert!(!g.members.contains_key(&abandoned));
+        // Forgotten: joining with it now is refused.
+        let replies = g.join(join_v4(&abandoned, b"late"), t0 + session).1;
+        assert_eq!(
+            joined(&replies, &abandoned).unwrap().error,
+            ResponseError::UnknownMemberId.code()
+        );
+    }
+
+    #[test]
+    fn a_pending_member_id_that_leaves_is_not_waited_for_and_rebalances_nothing() {
+        let t0 = Instant::now();
+        let (mut g, a) = stable_with_one(t0);
+        let pending = member_id_required(&mut g, t0);
+        let (codes, replies) = g.leave(&[dynamic(&pending)], t0);
+        assert_eq!((codes, replies.len()), (vec![0], 0));
+        assert_eq!(g.phase, Phase::Stable, "a stable group stays stable");
+        let pending = member_id_required(&mut g, t0);
+        g.join(join_v4(&a, b"changed"), t0);
+        let replies = g.leave(&[dynamic(&pending)], t0).1;
+        assert_eq!(joined(&replies, &a).unwrap().generation, 2);
+    }
+
+    #[test]
+    fn a_static_member_joins_at_once_without_member_id_required() {
+        let t0 = Instant::now();
+        let mut g = Group::new("g", settings(0));
+        let join = JoinRequest {
+            instance_id: Some("i-a".into()),
+            ..join_v4("", b"a")
+        };
+        let (id, replies) = g.join(join, t0);
+        assert_eq!(joined(&replies, &id).unwrap().error, 0);
+        assert!(g.members.contains_key(&id));
     }
 
     fn joined(replies: &[Reply], member: &str) -> Option<Joined> {

@@ -48,8 +48,24 @@ fn join_request(
         ])
 }
 
-/// Sends a join; the answer comes when the rebalance completes.
+/// Sends a join as a v5 client does: a new member (no member id) is first told its id
+/// with `MEMBER_ID_REQUIRED` (KIP-394) and joins with it; the answer comes when the
+/// rebalance completes.
 async fn join(c: &mut Client, request: JoinGroupRequest) -> Pending<JoinGroupResponse> {
+    if !request.member_id.is_empty() {
+        return send_join(c, request).await;
+    }
+    let first = send_join(c, request.clone()).await.response().await;
+    assert_eq!(
+        first.error_code,
+        ResponseError::MemberIdRequired.code(),
+        "a new member is told its id first"
+    );
+    send_join(c, request.with_member_id(first.member_id)).await
+}
+
+/// Sends one JoinGroup (v5).
+async fn send_join(c: &mut Client, request: JoinGroupRequest) -> Pending<JoinGroupResponse> {
     match c.send(5, request).await {
         Answer::Response(pending) => pending,
         _ => panic!("a join is answered"),
@@ -373,24 +389,24 @@ async fn group_requests_of_strangers_and_stale_generations_are_refused() {
         .response()
         .await;
     assert_eq!(code(unknown), ResponseError::UnknownMemberId.code());
-    let short = join(&mut c, join_request("strict", "", 50, b"m"))
+    let short = send_join(&mut c, join_request("strict", "", 50, b"m"))
         .await
         .response()
         .await;
     assert_eq!(code(short), ResponseError::InvalidSessionTimeout.code());
-    let long = join(&mut c, join_request("strict", "", 1_800_001, b"m"))
+    let long = send_join(&mut c, join_request("strict", "", 1_800_001, b"m"))
         .await
         .response()
         .await;
     assert_eq!(code(long), ResponseError::InvalidSessionTimeout.code());
     let other_type =
         join_request("strict", "", SESSION_MS, b"m").with_protocol_type(text("connect"));
-    let other_type = join(&mut c, other_type).await.response().await;
+    let other_type = send_join(&mut c, other_type).await.response().await;
     assert_eq!(
         code(other_type),
         ResponseError::InconsistentGroupProtocol.code()
     );
-    let nameless = join(&mut c, join_request("", "", SESSION_MS, b"m"))
+    let nameless = send_join(&mut c, join_request("", "", SESSION_MS, b"m"))
         .await
         .response()
         .await;
