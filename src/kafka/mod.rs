@@ -24,6 +24,7 @@ pub mod batch;
 pub mod brokers;
 pub mod codec;
 pub mod connection;
+pub mod fetch_sessions;
 pub mod groups;
 pub mod inert_settings;
 pub mod keys;
@@ -114,6 +115,8 @@ pub struct Context {
     pub defaults: TopicDefaults,
     /// The cluster id Metadata reports.
     pub cluster_id: String,
+    /// This instance's fetch sessions (KIP-227).
+    pub fetch_sessions: fetch_sessions::FetchSessions,
     /// Fires when the daemon shuts down (long polls answer early).
     pub shutdown: CancellationToken,
 }
@@ -312,6 +315,7 @@ impl KafkaFront {
             config: config.clone(),
             transactions,
             cluster_id: format!("ferry-{prefix}"),
+            fetch_sessions: fetch_sessions::FetchSessions::default(),
             users,
             acls,
             principal_rules: PrincipalRules::parse(&config.ssl_principal_mapping_rules)

@@ -31,6 +31,8 @@ pub const PRODUCED_RECORDS_TOTAL: &str = "ferry_kafka_produced_records_total";
 pub const FETCHED_BYTES_TOTAL: &str = "ferry_kafka_fetched_bytes_total";
 /// Records returned by Fetch, by topic.
 pub const FETCHED_RECORDS_TOTAL: &str = "ferry_kafka_fetched_records_total";
+/// Fetch sessions (KIP-227) this instance keeps.
+pub const FETCH_SESSIONS: &str = "ferry_kafka_fetch_sessions";
 /// Batches an idempotent producer sent again that the sequencer recognised and did not
 /// store twice, by topic.
 pub const DUPLICATE_BATCHES_TOTAL: &str = "ferry_kafka_duplicate_batches_total";
@@ -96,6 +98,11 @@ pub const ALL: &[Metric] = &[
         name: FETCHED_RECORDS_TOTAL,
         kind: Kind::Counter,
         help: "Records returned by Fetch.",
+    },
+    Metric {
+        name: FETCH_SESSIONS,
+        kind: Kind::Gauge,
+        help: "Incremental fetch sessions (KIP-227) this instance keeps.",
     },
     Metric {
         name: DUPLICATE_BATCHES_TOTAL,

@@ -1,5 +1,6 @@
 //! Fetch: whole batches from each partition's log, bounded by the partition's and the
-//! request's byte limits (the first batch always fits, as Kafka's KIP-74 says), with the
+//! request's byte limits (the first partition with data may exceed them by its first
+//! batch, as Kafka's KIP-74 says), with the
 //! high watermark and log start offset; an offset outside the log is
 //! `OFFSET_OUT_OF_RANGE`. When less than `min_bytes` is there, the request long-polls:
 //! it sleeps on store watches of the partitions' high watermarks — which the sequencer
@@ -10,12 +11,15 @@
 //!
 //! A topic the principal may not Read is `TOPIC_AUTHORIZATION_FAILED` in every partition.
 //!
-//! Fetch sessions (KIP-227) are not kept: every answer has session id 0, which tells
-//! clients to send full requests.
+//! Fetch sessions (KIP-227, v7+; `kafka::fetch_sessions`): a full fetch at epoch 0 opens
+//! one, and the incremental fetches after it name only the partitions whose position
+//! changed, the session supplying the rest; their answers hold only the partitions with
+//! something new.
 
-use super::{Reply, Session};
+use super::{Reply, Session, str_bytes};
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
+use crate::kafka::fetch_sessions::{Answered, PartitionId, Plan, Position, Reported, SessionError};
 use crate::kafka::log::{Aborted, Log, LogError, Read, Readable};
 use crate::kafka::topics::Partition;
 use crate::store::{Transaction, Watch};
@@ -27,7 +31,7 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, ResponseKind, TopicName};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tracing::warn;
 
 /// Fetch's isolation level for `read_committed` consumers.
@@ -59,73 +63,129 @@ struct Pass {
 
 /// Answers a Fetch, long-polling in the returned future.
 pub fn handle(ctx: &Arc<Context>, session: &Session, version: i16, request: FetchRequest) -> Reply {
-    if request.session_id != 0 {
-        return Reply::Now(ResponseKind::Fetch(
-            FetchResponse::default().with_error_code(ResponseError::FetchSessionIdNotFound.code()),
-        ));
-    }
+    let requested: Vec<(PartitionId, Position)> = request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                let position = Position {
+                    offset: p.fetch_offset,
+                    max_bytes: p.partition_max_bytes,
+                };
+                ((t.topic.0.to_string(), p.partition), position)
+            })
+        })
+        .collect();
+    let plan = if version < 7 {
+        Plan::Full { session: 0 }
+    } else {
+        let forgotten: Vec<PartitionId> = request
+            .forgotten_topics_data
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| (t.topic.0.to_string(), *p)))
+            .collect();
+        let began = ctx.fetch_sessions.begin(
+            request.session_id,
+            request.session_epoch,
+            requested.clone(),
+            &forgotten,
+            Instant::now(),
+        );
+        metrics::gauge!(m::FETCH_SESSIONS).set(ctx.fetch_sessions.len() as f64);
+        match began {
+            Ok(plan) => plan,
+            Err(e) => {
+                let code = match e {
+                    SessionError::NotFound(_) => ResponseError::FetchSessionIdNotFound,
+                    SessionError::InvalidEpoch { .. } => ResponseError::InvalidFetchSessionEpoch,
+                };
+                return Reply::Now(ResponseKind::Fetch(
+                    FetchResponse::default().with_error_code(code.code()),
+                ));
+            }
+        }
+    };
+    let partitions = match &plan {
+        Plan::Full { .. } => requested,
+        Plan::Incremental { partitions, .. } => partitions.clone(),
+    };
+    let limits = Limits {
+        wait: Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0)),
+        min_bytes: usize::try_from(request.min_bytes).unwrap_or(0),
+        max_bytes: if version >= 3 {
+            usize::try_from(request.max_bytes).unwrap_or(0)
+        } else {
+            usize::MAX
+        },
+        read_committed: request.isolation_level == READ_COMMITTED,
+    };
     let access = session.access(ctx);
     let readable = move |topic: &str| access.topic(Operation::Read, topic);
     let ctx = ctx.clone();
     Reply::Later(Box::pin(async move {
-        long_poll(&ctx, &readable, version, request).await
+        match long_poll(&ctx, &readable, &limits, partitions).await {
+            Ok(pass) => answer(&ctx, &plan, pass),
+            Err(e) => storage_error(&e),
+        }
     }))
 }
 
-/// Reads the partitions, waiting on their high watermarks until `min_bytes` are there or
+/// A fetch's waiting and byte limits.
+struct Limits {
+    /// The longest to wait for `min_bytes`.
+    wait: Duration,
+    /// The bytes worth answering.
+    min_bytes: usize,
+    /// The most bytes to answer (all partitions).
+    max_bytes: usize,
+    /// Whether reads stop at the last stable offset.
+    read_committed: bool,
+}
+
+/// Reads `partitions`, waiting on their high watermarks until `min_bytes` are there or
 /// the request's time is up; `readable` says which topics the caller may read.
 async fn long_poll(
     ctx: &Context,
     readable: &impl Fn(&str) -> bool,
-    version: i16,
-    request: FetchRequest,
-) -> ResponseKind {
-    let wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
-    let deadline = tokio::time::Instant::now() + wait;
-    let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
-    let read_committed = request.isolation_level == READ_COMMITTED;
-    let max_bytes = if version >= 3 {
-        usize::try_from(request.max_bytes).unwrap_or(0)
-    } else {
-        usize::MAX
-    };
-    let wanted: Vec<(TopicName, Vec<Wanted>)> = request
-        .topics
-        .into_iter()
-        .map(|t| {
-            let name = t.topic.0.as_str();
-            let topic = readable(name)
-                .then(|| ctx.topics.get(name))
-                .ok_or(ResponseError::TopicAuthorizationFailed.code());
-            let partitions = t
-                .partitions
-                .into_iter()
-                .map(|p| Wanted {
-                    index: p.partition,
-                    partition: topic.clone().and_then(|topic| {
-                        topic
-                            .and_then(|topic| topic.partition(p.partition).cloned())
-                            .ok_or(ResponseError::UnknownTopicOrPartition.code())
-                    }),
-                    offset: p.fetch_offset,
-                    max_bytes: usize::try_from(p.partition_max_bytes).unwrap_or(0),
-                })
-                .collect();
-            (t.topic, partitions)
-        })
-        .collect();
-    loop {
-        let tx = match ctx.db.begin() {
-            Ok(tx) => tx,
-            Err(e) => return storage_error(&e),
+    limits: &Limits,
+    partitions: Vec<(PartitionId, Position)>,
+) -> Result<Pass, crate::store::StoreError> {
+    let deadline = tokio::time::Instant::now() + limits.wait;
+    let Limits {
+        min_bytes,
+        max_bytes,
+        read_committed,
+        ..
+    } = *limits;
+    let mut wanted: Vec<(TopicName, Vec<Wanted>)> = Vec::new();
+    for ((name, index), position) in partitions {
+        let topic = readable(&name)
+            .then(|| ctx.topics.get(&name))
+            .ok_or(ResponseError::TopicAuthorizationFailed.code());
+        let w = Wanted {
+            index,
+            partition: topic.and_then(|topic| {
+                topic
+                    .and_then(|topic| topic.partition(index).cloned())
+                    .ok_or(ResponseError::UnknownTopicOrPartition.code())
+            }),
+            offset: position.offset,
+            max_bytes: usize::try_from(position.max_bytes).unwrap_or(0),
         };
+        match wanted.iter_mut().find(|(t, _)| t.0.as_str() == name) {
+            Some((_, ps)) => ps.push(w),
+            None => wanted.push((TopicName(str_bytes(name)), vec![w])),
+        }
+    }
+    loop {
+        let tx = ctx.db.begin()?;
         let pass = read_pass(&tx, &wanted, max_bytes, read_committed).await;
         let done = pass.bytes >= min_bytes
             || pass.errors
             || tokio::time::Instant::now() >= deadline
             || ctx.shutdown.is_cancelled();
         if done {
-            return answer(pass);
+            return Ok(pass);
         }
         let watches: Vec<Watch> = wanted
             .iter()
@@ -134,7 +194,7 @@ async fn long_poll(
             .map(|p| tx.watch(&p.keys.high_watermark()))
             .collect();
         if watches.is_empty() || tx.commit().await.is_err() {
-            return answer(pass);
+            return Ok(pass);
         }
         tokio::select! {
             _ = futures::future::select_all(watches) => {}
@@ -254,13 +314,48 @@ async fn read(
     }
 }
 
-/// The answer of a final pass, with its metrics recorded.
-fn answer(pass: Pass) -> ResponseKind {
+/// The answer of a final pass, with its metrics recorded: every partition read for a full
+/// fetch, only those the session must report for an incremental one.
+fn answer(ctx: &Context, plan: &Plan, mut pass: Pass) -> ResponseKind {
     for (topic, (bytes, records)) in pass.per_topic {
         metrics::counter!(m::FETCHED_BYTES_TOTAL, m::LABEL_TOPIC => topic.clone()).increment(bytes);
         metrics::counter!(m::FETCHED_RECORDS_TOTAL, m::LABEL_TOPIC => topic).increment(records);
     }
-    ResponseKind::Fetch(FetchResponse::default().with_responses(pass.topics))
+    let (session, full) = match plan {
+        Plan::Full { session } => (*session, true),
+        Plan::Incremental { session, .. } => (*session, false),
+    };
+    if session != 0 {
+        let answered: Vec<Answered> = pass
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(|p| Answered {
+                    id: (t.topic.0.to_string(), p.partition_index),
+                    reported: Reported {
+                        high_watermark: p.high_watermark,
+                        last_stable: p.last_stable_offset,
+                        log_start: p.log_start_offset,
+                    },
+                    records: p.records.as_ref().is_some_and(|r| !r.is_empty()),
+                    error: p.error_code != 0,
+                })
+            })
+            .collect();
+        let mut held = ctx
+            .fetch_sessions
+            .finish(session, full, &answered)
+            .into_iter();
+        for t in &mut pass.topics {
+            t.partitions.retain(|_| held.next().unwrap_or(true));
+        }
+        pass.topics.retain(|t| !t.partitions.is_empty());
+    }
+    ResponseKind::Fetch(
+        FetchResponse::default()
+            .with_session_id(session)
+            .with_responses(pass.topics),
+    )
 }
 
 fn storage_error(e: &crate::store::StoreError) -> ResponseKind {

@@ -229,3 +229,26 @@ async fn acl_requests_answer_as_kafka_and_need_the_cluster() {
     assert_eq!(r.filter_results[0].matching_acls.len(), 1);
     assert!(admin.call(2, every).await.resources.is_empty());
 }
+
+/// A fetch session holds positions, not permissions: another user naming its id reads
+/// nothing of what that user may not read.
+#[tokio::test]
+async fn a_fetch_session_of_one_user_reads_nothing_for_another() {
+    let front = guarded().await;
+    let mut admin = client_of(&front, "admin");
+    super::create_topic(&mut admin, "secret", 1).await;
+    super::produce_to(&mut admin, "secret", super::fixture::batch(&["s"])).await;
+    let opened = super::fetch_request("secret", 0, 0).with_session_epoch(0);
+    let session = admin.call(12, opened).await.session_id;
+    assert!(session > 0);
+    let mut alice = client_of(&front, "alice");
+    let incremental = kafka_protocol::messages::FetchRequest::default()
+        .with_max_bytes(1 << 20)
+        .with_session_id(session)
+        .with_session_epoch(1);
+    let stolen = alice.call(12, incremental).await;
+    let p = &stolen.responses[0].partitions[0];
+    assert_eq!(p.error_code, ResponseError::TopicAuthorizationFailed.code());
+    assert!(p.records.as_ref().is_none_or(|r| r.is_empty()));
+    front.stop().await;
+}

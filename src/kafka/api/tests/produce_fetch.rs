@@ -10,8 +10,8 @@ use super::{
 use crate::kafka::batch::marker;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::InitProducerIdRequest;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, InitProducerIdRequest};
 use std::time::{Duration, Instant};
 
 /// ListOffsets' "latest" and "earliest" timestamps.
@@ -260,17 +260,94 @@ async fn fetching_an_unknown_topic_is_unknown_topic_or_partition() {
     front.stop().await;
 }
 
+/// A fetch of partitions 0 and 1 of `topic` in session `session` at `epoch`, from the
+/// given offsets (an incremental fetch names only what changed: `None` leaves one out).
+fn session_fetch(topic: &str, session: i32, epoch: i32, offsets: [Option<i64>; 2]) -> FetchRequest {
+    let mut request = fetch_request(topic, 0, 0)
+        .with_session_id(session)
+        .with_session_epoch(epoch);
+    request.topics[0].partitions = offsets
+        .iter()
+        .enumerate()
+        .filter_map(|(index, offset)| {
+            let template = request.topics[0].partitions[0].clone();
+            offset.map(|o| template.with_partition(index as i32).with_fetch_offset(o))
+        })
+        .collect();
+    if request.topics[0].partitions.is_empty() {
+        request.topics.clear();
+    }
+    request
+}
+
+/// (partition, high watermark, record bytes) of each partition answered.
+fn answered(response: &FetchResponse) -> Vec<(i32, i64, usize)> {
+    response
+        .responses
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .map(|p| {
+            let bytes = p.records.as_ref().map_or(0, |r| r.len());
+            (p.partition_index, p.high_watermark, bytes)
+        })
+        .collect()
+}
+
 #[tokio::test]
-async fn a_fetch_session_is_refused_as_not_found() {
+async fn a_fetch_session_answers_only_what_changed() {
     let front = Front::start().await;
     let mut c = front.client();
-    create_topic(&mut c, "s", 1).await;
-    let request = fetch_request("s", 0, 0).with_session_id(42);
-    let response = c.call(12, request).await;
+    create_topic(&mut c, "s", 2).await;
+    produce_to(&mut c, "s", batch(&["zero"])).await;
+    // Epoch 0 opens a session with both partitions; the answer is full.
+    let full = c
+        .call(12, session_fetch("s", 0, 0, [Some(0), Some(0)]))
+        .await;
+    let session = full.session_id;
+    assert!(session > 0, "a session is opened");
+    let got = answered(&full);
+    assert_eq!(got.len(), 2);
+    assert_eq!((got[0].0, got[0].1), (0, 1));
+    assert!(got[0].2 > 0, "partition 0's record");
+    assert_eq!(got[1], (1, 0, 0));
+    // Nothing new, the position of partition 0 moved: nothing to answer.
+    let quiet = c
+        .call(12, session_fetch("s", session, 1, [Some(1), None]))
+        .await;
+    assert_eq!((quiet.error_code, quiet.session_id), (0, session));
+    assert_eq!(answered(&quiet), []);
+    // A record on partition 1, which the request does not name: the session reads it.
+    produce(&mut c, "s", 1, batch(&["one"])).await;
+    let news = c
+        .call(12, session_fetch("s", session, 2, [None, None]))
+        .await;
+    let got = answered(&news);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].0, got[0].1), (1, 1));
+    assert!(got[0].2 > 0);
+    // The same epoch again, or an unknown session: refused, with nothing read.
+    let again = c
+        .call(12, session_fetch("s", session, 2, [None, None]))
+        .await;
     assert_eq!(
-        (response.error_code, response.responses.len()),
-        (ResponseError::FetchSessionIdNotFound.code(), 0)
+        (again.error_code, again.responses.len()),
+        (ResponseError::InvalidFetchSessionEpoch.code(), 0)
     );
+    let unknown = session.wrapping_add(1).max(1);
+    let lost = c
+        .call(12, session_fetch("s", unknown, 1, [None, None]))
+        .await;
+    assert_eq!(
+        lost.error_code,
+        ResponseError::FetchSessionIdNotFound.code()
+    );
+    // Epoch -1 closes the session: a full, sessionless answer.
+    let last = c
+        .call(12, session_fetch("s", session, -1, [Some(1), Some(1)]))
+        .await;
+    assert_eq!((last.error_code, last.session_id), (0, 0));
+    assert_eq!(answered(&last), [(0, 1, 0), (1, 1, 0)]);
+    assert!(front.ctx.fetch_sessions.is_empty());
     front.stop().await;
 }
 
