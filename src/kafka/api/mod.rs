@@ -17,6 +17,7 @@ mod create_partitions;
 mod create_topics;
 mod delete_acls;
 mod delete_groups;
+mod delete_records;
 mod delete_topics;
 mod describe_acls;
 mod describe_configs;
@@ -89,6 +90,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 1, 2),
     (ApiKey::CreateAcls, 1, 2),
     (ApiKey::DeleteAcls, 1, 2),
+    (ApiKey::DeleteRecords, 0, 2),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -259,6 +261,7 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         }
         RequestKind::ListGroups(_) => Reply::Now(list_groups::handle(ctx, session).await),
         RequestKind::DeleteGroups(r) => Reply::Now(delete_groups::handle(ctx, session, r).await),
+        RequestKind::DeleteRecords(r) => Reply::Now(delete_records::handle(ctx, session, r).await),
         RequestKind::CreateTopics(r) => {
             Reply::Now(create_topics::handle(ctx, session, version, r).await)
         }
@@ -345,6 +348,11 @@ pub fn first_error(response: &ResponseKind) -> i16 {
         ResponseKind::DescribeGroups(r) => first(r.groups.iter().map(|g| g.error_code)),
         ResponseKind::ListGroups(r) => r.error_code,
         ResponseKind::DeleteGroups(r) => first(r.results.iter().map(|g| g.error_code)),
+        ResponseKind::DeleteRecords(r) => first(
+            r.topics
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+        ),
         ResponseKind::CreateTopics(r) => first(r.topics.iter().map(|t| t.error_code)),
         ResponseKind::DeleteTopics(r) => first(r.responses.iter().map(|t| t.error_code)),
         ResponseKind::CreatePartitions(r) => first(r.results.iter().map(|t| t.error_code)),
