@@ -505,6 +505,9 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
         }
         ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(DescribeConfigsRequest::default()),
         ApiKey::AlterConfigs => RequestKind::AlterConfigs(AlterConfigsRequest::default()),
+        ApiKey::IncrementalAlterConfigs => {
+            RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default())
+        }
         ApiKey::DeleteRecords => RequestKind::DeleteRecords(DeleteRecordsRequest::default()),
         ApiKey::InitProducerId => RequestKind::InitProducerId(InitProducerIdRequest::default()),
         // Unknown transactional ids: refused with INVALID_PRODUCER_ID_MAPPING.

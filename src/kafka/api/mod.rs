@@ -26,6 +26,7 @@ mod end_txn;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
+mod incremental_alter_configs;
 mod init_producer_id;
 mod join_group;
 mod leave_group;
@@ -91,6 +92,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateAcls, 1, 2),
     (ApiKey::DeleteAcls, 1, 2),
     (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -275,6 +277,9 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
             Reply::Now(describe_configs::handle(ctx, session, version, r))
         }
         RequestKind::AlterConfigs(r) => Reply::Now(alter_configs::handle(ctx, session, r).await),
+        RequestKind::IncrementalAlterConfigs(r) => {
+            Reply::Now(incremental_alter_configs::handle(ctx, session, r).await)
+        }
         RequestKind::InitProducerId(r) => {
             Reply::Now(init_producer_id::handle(ctx, session, r).await)
         }
@@ -358,6 +363,7 @@ pub fn first_error(response: &ResponseKind) -> i16 {
         ResponseKind::CreatePartitions(r) => first(r.results.iter().map(|t| t.error_code)),
         ResponseKind::DescribeConfigs(r) => first(r.results.iter().map(|t| t.error_code)),
         ResponseKind::AlterConfigs(r) => first(r.responses.iter().map(|t| t.error_code)),
+        ResponseKind::IncrementalAlterConfigs(r) => first(r.responses.iter().map(|t| t.error_code)),
         ResponseKind::InitProducerId(r) => r.error_code,
         ResponseKind::AddPartitionsToTxn(r) => {
             first(r.results_by_topic_v3_and_below.iter().flat_map(|t| {
