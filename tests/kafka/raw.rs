@@ -509,6 +509,10 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
             RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default())
         }
         ApiKey::DeleteRecords => RequestKind::DeleteRecords(DeleteRecordsRequest::default()),
+        // An unknown group: GROUP_ID_NOT_FOUND.
+        ApiKey::OffsetDelete => RequestKind::OffsetDelete(
+            OffsetDeleteRequest::default().with_group_id(GroupId(StrBytes::from_static_str("g"))),
+        ),
         ApiKey::InitProducerId => RequestKind::InitProducerId(InitProducerIdRequest::default()),
         // Unknown transactional ids: refused with INVALID_PRODUCER_ID_MAPPING.
         ApiKey::AddPartitionsToTxn => {

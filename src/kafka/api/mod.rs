@@ -34,6 +34,7 @@ mod list_groups;
 mod list_offsets;
 mod metadata;
 mod offset_commit;
+mod offset_delete;
 mod offset_fetch;
 mod produce;
 pub(crate) mod sasl_authenticate;
@@ -93,6 +94,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteAcls, 1, 2),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -263,6 +265,7 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         }
         RequestKind::ListGroups(_) => Reply::Now(list_groups::handle(ctx, session).await),
         RequestKind::DeleteGroups(r) => Reply::Now(delete_groups::handle(ctx, session, r).await),
+        RequestKind::OffsetDelete(r) => Reply::Now(offset_delete::handle(ctx, session, r).await),
         RequestKind::DeleteRecords(r) => Reply::Now(delete_records::handle(ctx, session, r).await),
         RequestKind::CreateTopics(r) => {
             Reply::Now(create_topics::handle(ctx, session, version, r).await)
@@ -353,6 +356,13 @@ pub fn first_error(response: &ResponseKind) -> i16 {
         ResponseKind::DescribeGroups(r) => first(r.groups.iter().map(|g| g.error_code)),
         ResponseKind::ListGroups(r) => r.error_code,
         ResponseKind::DeleteGroups(r) => first(r.results.iter().map(|g| g.error_code)),
+        ResponseKind::OffsetDelete(r) => first(
+            std::iter::once(r.error_code).chain(
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            ),
+        ),
         ResponseKind::DeleteRecords(r) => first(
             r.topics
                 .iter()

@@ -226,6 +226,34 @@ impl GroupStore {
             .await
     }
 
+    /// Removes group `id`'s committed offsets of `partitions` (topic, partition), if
+    /// `fence` still holds (false: nothing removed).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn delete_offsets(
+        &self,
+        id: &str,
+        partitions: &[(String, i32)],
+        fence: &Fence,
+    ) -> Result<bool, StoreError> {
+        let keys = self.keys.group(id);
+        self.db
+            .run(|tx| {
+                let keys = &keys;
+                async move {
+                    if !fence.holds(&tx).await? {
+                        return Ok(false);
+                    }
+                    for (topic, partition) in partitions {
+                        tx.clear(&keys.offset(topic, *partition));
+                    }
+                    Ok::<_, StoreError>(true)
+                }
+            })
+            .await
+    }
+
     /// Whether group `id` exists (was persisted or committed offsets).
     ///
     /// # Errors
