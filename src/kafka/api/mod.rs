@@ -20,6 +20,7 @@ mod delete_groups;
 mod delete_records;
 mod delete_topics;
 mod describe_acls;
+mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod end_txn;
@@ -95,6 +96,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeCluster, 0, 1),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -298,6 +300,9 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         RequestKind::EndTxn(r) => Reply::Now(end_txn::handle(ctx, session, r).await),
         RequestKind::CreateAcls(r) => Reply::Now(create_acls::handle(ctx, session, r).await),
         RequestKind::DescribeAcls(r) => Reply::Now(describe_acls::handle(ctx, session, r).await),
+        RequestKind::DescribeCluster(r) => {
+            Reply::Now(describe_cluster::handle(ctx, session, version, r).await)
+        }
         RequestKind::DeleteAcls(r) => Reply::Now(delete_acls::handle(ctx, session, r).await),
         RequestKind::SaslHandshake(r) => Reply::Now(sasl_handshake::handle(session, r)),
         RequestKind::SaslAuthenticate(r) => sasl_authenticate::handle(ctx, session, r).await,
@@ -391,6 +396,7 @@ pub fn first_error(response: &ResponseKind) -> i16 {
         ResponseKind::EndTxn(r) => r.error_code,
         ResponseKind::CreateAcls(r) => first(r.results.iter().map(|c| c.error_code)),
         ResponseKind::DescribeAcls(r) => r.error_code,
+        ResponseKind::DescribeCluster(r) => r.error_code,
         ResponseKind::DeleteAcls(r) => first(r.filter_results.iter().map(|f| f.error_code)),
         ResponseKind::SaslHandshake(r) => r.error_code,
         ResponseKind::SaslAuthenticate(r) => r.error_code,
