@@ -75,7 +75,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::LeaveGroup, 0, 4),
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
-    (ApiKey::ListGroups, 0, 3),
+    (ApiKey::ListGroups, 0, 4),
     (ApiKey::SaslHandshake, 1, 1),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 5),
@@ -265,7 +265,7 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         RequestKind::DescribeGroups(r) => {
             Reply::Now(describe_groups::handle(ctx, session, r).await)
         }
-        RequestKind::ListGroups(_) => Reply::Now(list_groups::handle(ctx, session).await),
+        RequestKind::ListGroups(r) => Reply::Now(list_groups::handle(ctx, session, r).await),
         RequestKind::DeleteGroups(r) => Reply::Now(delete_groups::handle(ctx, session, r).await),
         RequestKind::OffsetDelete(r) => Reply::Now(offset_delete::handle(ctx, session, r).await),
         RequestKind::DeleteRecords(r) => Reply::Now(delete_records::handle(ctx, session, r).await),

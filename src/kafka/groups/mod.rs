@@ -280,6 +280,21 @@ impl Coordinator {
             .map_err(|_| kafka_protocol::ResponseError::CoordinatorNotAvailable.code())?
     }
 
+    /// The state of `group` as its task here holds it, when this instance runs the group's
+    /// task (no lease is claimed and no task started for it).
+    pub async fn local_state(&self, group: &str) -> Option<&'static str> {
+        let mailbox = self
+            .inner
+            .groups
+            .lock()
+            .get(group)
+            .filter(|m| !m.is_closed())
+            .cloned()?;
+        let (reply, rx) = oneshot::channel();
+        mailbox.send(Command::Describe(reply)).await.ok()?;
+        rx.await.ok().map(|view| view.state)
+    }
+
     /// The node coordinating `group`: this one when it holds the group's lease or takes it
     /// now (nobody holds it or it lapsed), else the live holder.
     ///

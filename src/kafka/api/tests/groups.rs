@@ -764,3 +764,38 @@ async fn offset_delete_refuses_unknown_non_consumer_and_unauthorized_groups() {
     assert_eq!(fetched(&mut admin, "idle", None).await.len(), 1);
     front.stop().await;
 }
+
+#[tokio::test]
+async fn list_groups_v4_reports_states_and_keeps_those_asked_for() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, "events", 1).await;
+    stable_member(&mut c, "consumers").await;
+    commit(&mut c, "committers", "", -1, &[("events", 0, 1)]).await;
+    let list = |states: &[&str]| {
+        ListGroupsRequest::default().with_states_filter(states.iter().map(|s| text(s)).collect())
+    };
+    let listed = |r: kafka_protocol::messages::ListGroupsResponse| {
+        let mut groups: Vec<(String, String)> = r
+            .groups
+            .iter()
+            .map(|g| (g.group_id.0.to_string(), g.group_state.to_string()))
+            .collect();
+        groups.sort();
+        groups
+    };
+    assert_eq!(
+        listed(c.call(4, list(&[])).await),
+        [
+            ("committers".into(), "Empty".into()),
+            ("consumers".into(), "Stable".into())
+        ]
+    );
+    assert_eq!(
+        listed(c.call(4, list(&["empty"])).await),
+        [("committers".into(), "Empty".into())],
+        "states match whatever their case"
+    );
+    assert_eq!(listed(c.call(4, list(&["Dead"])).await), []);
+    front.stop().await;
+}
