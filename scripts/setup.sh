@@ -22,7 +22,9 @@ APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-c
   chromium chromium-driver g++ zlib1g-dev libzstd-dev rapidjson-dev)
 # Python clients for interoperability tests, and the module each one provides.
 # selenium: the WebDriver client that drives Chromium through the web UI.
-declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka [selenium]=selenium)
+# confluent-kafka: librdkafka's admin API from Python (tests/python/kafka_admin.py).
+declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka [selenium]=selenium
+  [confluent-kafka]=confluent_kafka)
 
 log() { echo "setup.sh: $*"; }
 

@@ -158,11 +158,11 @@ impl KafkaAdmin {
     /// # Errors
     /// [`LogError`] when the store fails.
     pub async fn groups(&self) -> Result<Vec<GroupSummary>, LogError> {
-        let ids = self.ctx.coordinator.store().list().await?;
+        let groups = self.ctx.coordinator.store().list().await?;
         let high_watermarks = self.high_watermarks().await?;
-        let mut out = Vec::with_capacity(ids.len());
-        for (id, _) in ids {
-            out.push(self.summary(&id, &high_watermarks).await?);
+        let mut out = Vec::with_capacity(groups.len());
+        for g in groups {
+            out.push(self.summary(&g.id, &high_watermarks).await?);
         }
         Ok(out)
     }

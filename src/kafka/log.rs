@@ -396,9 +396,12 @@ impl<'a> Log<'a> {
     }
 
     /// Deletes whole batches from the start of the log while `expired(entry, bytes_left)`
-    /// says so, at most `limit` of them, within `tx`; returns how many went. Index reads are
-    /// snapshot reads with conflict ranges only on the entries deleted, so appends at the
-    /// end never conflict with it.
+    /// says so, at most `limit` of them, within `tx`, and moves the log start offset past
+    /// them — or to `floor` when that is further and every batch ending before it went
+    /// (DeleteRecords: the new start may fall inside a batch, which then stays whole, its
+    /// bytes counted, for Fetch from the start to read). Returns how many batches went.
+    /// The bounds are conflicting reads (an append or another trim makes `tx` retry);
+    /// index reads are snapshot reads with conflict ranges only on the entries deleted.
     ///
     /// # Errors
     /// The store's error.
@@ -406,15 +409,17 @@ impl<'a> Log<'a> {
         &self,
         tx: &Transaction,
         limit: usize,
+        floor: i64,
         mut expired: impl FnMut(&BatchIndex, i64) -> bool,
     ) -> Result<usize, LogError> {
         let bounds = self.bounds(tx, false).await?;
         let mut size = self.size(tx).await?;
-        let (b, e) = self.keys.index_range(bounds.start, bounds.high_watermark);
+        // From the first batch stored, which may begin before `start`.
+        let (b, e) = self.keys.index_range(i64::MIN, bounds.high_watermark);
         let entries = tx
             .get_range(&RangeOption::new(b, e).limit(limit), true)
             .await?;
-        let mut new_start = bounds.start;
+        let mut batches_end = bounds.start;
         let mut freed = 0i64;
         let mut deleted = 0;
         for kv in &entries {
@@ -424,23 +429,30 @@ impl<'a> Log<'a> {
             }
             size -= i64::from(entry.size);
             freed += i64::from(entry.size);
-            new_start = entry.last + 1;
+            batches_end = batches_end.max(entry.last + 1);
             deleted += 1;
         }
-        if deleted == 0 {
-            return Ok(0);
+        let all_read = deleted < entries.len() || entries.len() < limit;
+        let new_start = if all_read {
+            batches_end.max(floor)
+        } else {
+            batches_end
+        };
+        if deleted > 0 {
+            let first_key = &entries[0].key;
+            tx.add_read_conflict_range(first_key, &key_after(&entries[deleted - 1].key));
+            let (b, e) = self.keys.index_range(i64::MIN, batches_end);
+            tx.clear_range(&b, &e);
+            let (b, e) = self.keys.log_range(i64::MIN, batches_end);
+            tx.clear_range(&b, &e);
+            self.clear_time_entries_before(tx, batches_end).await?;
+            tx.atomic_add(&self.keys.bytes(), -freed);
         }
-        let first_key = &entries[0].key;
-        tx.add_read_conflict_range(first_key, &key_after(&entries[deleted - 1].key));
-        let (b, e) = self.keys.index_range(i64::MIN, new_start);
-        tx.clear_range(&b, &e);
-        let (b, e) = self.keys.log_range(i64::MIN, new_start);
-        tx.clear_range(&b, &e);
-        self.clear_time_entries_before(tx, new_start).await?;
-        let (b, e) = self.keys.aborted_range(i64::MIN, new_start);
-        tx.clear_range(&b, &e);
-        tx.set(&self.keys.log_start(), &encode_i64(new_start));
-        tx.atomic_add(&self.keys.bytes(), -freed);
+        if new_start > bounds.start {
+            let (b, e) = self.keys.aborted_range(i64::MIN, new_start);
+            tx.clear_range(&b, &e);
+            tx.set(&self.keys.log_start(), &encode_i64(new_start));
+        }
         Ok(deleted)
     }
 

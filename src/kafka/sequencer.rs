@@ -54,7 +54,7 @@ const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
 /// Staging tokens remembered per partition, to drop a batch staged twice by a retried
 /// append whose first commit reported an unknown result.
 const RECENT_TOKENS: usize = 65_536;
-/// Most batches one retention transaction deletes.
+/// Most batches one retention (or DeleteRecords) transaction deletes.
 const RETENTION_BATCH: usize = 512;
 /// Most retention transactions in one pass (the next pass continues).
 const RETENTION_ROUNDS: usize = 64;
@@ -121,13 +121,62 @@ struct Shared {
     defaults: TopicDefaults,
     /// The live instances, whose number sets this instance's share of the partitions.
     brokers: Brokers,
-    /// Every partition this instance sequences, by (topic id, partition), with the token
-    /// that hands it over to another instance.
-    running: Mutex<HashMap<(u64, i32), CancellationToken>>,
+    /// Every partition this instance sequences, by (topic id, partition).
+    running: Mutex<HashMap<(u64, i32), Running>>,
     /// The sequencer tasks.
     tasks: Mutex<JoinSet<()>>,
     /// Stops every sequencer.
     shutdown: CancellationToken,
+}
+
+/// A partition this instance sequences.
+struct Running {
+    /// Hands it over to another instance.
+    handoff: CancellationToken,
+    /// The epoch of the lease its sequencer holds.
+    epoch: i64,
+}
+
+/// Why DeleteRecords did not move a partition's log start offset.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum DeleteRecordsError {
+    /// This instance does not sequence the partition (or is handing it over).
+    #[error("this instance is not the partition's leader")]
+    NotLeader,
+    /// The offset is beyond the high watermark, or negative and not -1.
+    #[error("offset {offset} is outside the log (its high watermark is {high_watermark})")]
+    OutOfRange {
+        /// The offset asked for.
+        offset: i64,
+        /// The partition's high watermark.
+        high_watermark: i64,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Failed(#[from] SequencerError),
+}
+
+impl DeleteRecordsError {
+    /// The Kafka error code answering it.
+    pub fn code(&self) -> i16 {
+        match self {
+            Self::NotLeader => ResponseError::NotLeaderOrFollower.code(),
+            Self::OutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
+            Self::Failed(_) => ResponseError::KafkaStorageError.code(),
+        }
+    }
+}
+
+/// What one DeleteRecords transaction did.
+enum Trimmed {
+    /// Deleted a full round of batches; more are below the offset.
+    More,
+    /// Done: the log start offset now.
+    Done(i64),
+    /// The offset is outside the log, whose high watermark is this.
+    OutOfRange(i64),
+    /// The lease belongs to someone else now.
+    Lost,
 }
 
 /// Settings of an instance's sequencers.
@@ -187,7 +236,77 @@ impl Sequencers {
             .running
             .lock()
             .get(&(topic_id, partition))
-            .is_some_and(|handoff| !handoff.is_cancelled())
+            .is_some_and(|r| !r.handoff.is_cancelled())
+    }
+
+    /// DeleteRecords: moves `partition`'s log start offset to `offset` (-1: the high
+    /// watermark), deleting the batches that end before it, as its sequencer applies
+    /// retention: in transactions that check the sequencer's lease (a conflicting read, so
+    /// a takeover makes them fail) and read the bounds with conflicts (so an append
+    /// committed meanwhile makes them retry). Only the partition's leader does it, as in
+    /// Kafka. Returns the log start offset after it (the low watermark).
+    ///
+    /// # Errors
+    /// [`DeleteRecordsError`].
+    pub async fn delete_records(
+        &self,
+        partition: &Partition,
+        offset: i64,
+    ) -> Result<i64, DeleteRecordsError> {
+        let epoch = self
+            .shared
+            .running
+            .lock()
+            .get(&(partition.topic_id, partition.index))
+            .filter(|r| !r.handoff.is_cancelled())
+            .map(|r| r.epoch)
+            .ok_or(DeleteRecordsError::NotLeader)?;
+        let shared = &self.shared;
+        let keys = &partition.keys;
+        loop {
+            let round = shared
+                .db
+                .run(|tx| async move {
+                    let now = now_ms();
+                    let holder = (shared.node, epoch);
+                    if !Lease::hold(&tx, &keys.lease(), holder, shared.liveness, now).await? {
+                        return Ok(Trimmed::Lost);
+                    }
+                    let log = Log::new(keys);
+                    let bounds = log.bounds(&tx, false).await?;
+                    let to = if offset == -1 {
+                        bounds.high_watermark
+                    } else {
+                        offset
+                    };
+                    if !(0..=bounds.high_watermark).contains(&to) {
+                        return Ok(Trimmed::OutOfRange(bounds.high_watermark));
+                    }
+                    let deleted = log
+                        .trim(&tx, RETENTION_BATCH, to, |entry, _| entry.last < to)
+                        .await?;
+                    Ok::<_, SequencerError>(if deleted == RETENTION_BATCH {
+                        Trimmed::More
+                    } else {
+                        Trimmed::Done(to.max(bounds.start))
+                    })
+                })
+                .await?;
+            match round {
+                Trimmed::More => {}
+                Trimmed::Done(start) => {
+                    publish_bounds(&shared.db, partition).await;
+                    return Ok(start);
+                }
+                Trimmed::OutOfRange(high_watermark) => {
+                    return Err(DeleteRecordsError::OutOfRange {
+                        offset,
+                        high_watermark,
+                    });
+                }
+                Trimmed::Lost => return Err(DeleteRecordsError::NotLeader),
+            }
+        }
     }
 
     /// Takes this instance's share of the partitions: claims unheld ones while it holds
@@ -239,7 +358,7 @@ impl Sequencers {
             .get(&(partition.topic_id, partition.index))
         {
             info!(topic = %partition.topic, partition = partition.index, "handing the partition over: this instance holds more than its share");
-            handoff.cancel();
+            handoff.handoff.cancel();
         }
     }
 
@@ -264,7 +383,11 @@ impl Sequencers {
         match claimed {
             Ok(Some(epoch)) => {
                 let handoff = CancellationToken::new();
-                if shared.running.lock().insert(id, handoff.clone()).is_some() {
+                let running = Running {
+                    handoff: handoff.clone(),
+                    epoch,
+                };
+                if shared.running.lock().insert(id, running).is_some() {
                     return false;
                 }
                 metrics::gauge!(m::SEQUENCERS).increment(1.0);
@@ -401,7 +524,7 @@ impl Sequencer {
         let renew_every = self.shared.liveness.renew_every();
         let mut next_retention = tokio::time::Instant::now() + self.shared.retention_interval;
         let mut handoff_since = None;
-        self.publish_bounds().await;
+        publish_bounds(&self.shared.db, &self.partition).await;
         loop {
             if self.shared.shutdown.is_cancelled() {
                 break;
@@ -744,7 +867,7 @@ impl Sequencer {
                     }
                     let log = Log::new(&self.partition.keys);
                     let n = log
-                        .trim(&tx, RETENTION_BATCH, |entry, size| {
+                        .trim(&tx, RETENTION_BATCH, i64::MIN, |entry, size| {
                             (retention_ms >= 0
                                 && entry.max_timestamp < now.saturating_sub(retention_ms))
                                 || (retention_bytes >= 0 && size > retention_bytes)
@@ -762,24 +885,7 @@ impl Sequencer {
                 }
             }
         }
-        self.publish_bounds().await;
-    }
-
-    /// Sets the partition's offset and size gauges from the store.
-    async fn publish_bounds(&self) {
-        let Ok(tx) = self.shared.db.begin() else {
-            return;
-        };
-        let log = Log::new(&self.partition.keys);
-        if let (Ok(bounds), Ok(size)) = (log.bounds(&tx, true).await, log.size(&tx).await) {
-            let labels = [
-                (m::LABEL_TOPIC, self.partition.topic.to_string()),
-                (m::LABEL_PARTITION, self.partition.index.to_string()),
-            ];
-            metrics::gauge!(m::PARTITION_HIGH_WATERMARK, &labels).set(bounds.high_watermark as f64);
-            metrics::gauge!(m::PARTITION_LOG_START_OFFSET, &labels).set(bounds.start as f64);
-            metrics::gauge!(m::PARTITION_BYTES, &labels).set(size as f64);
-        }
+        publish_bounds(&self.shared.db, &self.partition).await;
     }
 
     /// Lets the lease lapse now, so another instance need not wait for its term.
@@ -794,6 +900,23 @@ impl Sequencer {
         if let Err(e) = released {
             warn!(topic = %self.partition.topic, partition = self.partition.index, error = %e, "cannot release the sequencer lease");
         }
+    }
+}
+
+/// Sets `partition`'s offset and size gauges from the store.
+async fn publish_bounds(db: &Database, partition: &Partition) {
+    let Ok(tx) = db.begin() else {
+        return;
+    };
+    let log = Log::new(&partition.keys);
+    if let (Ok(bounds), Ok(size)) = (log.bounds(&tx, true).await, log.size(&tx).await) {
+        let labels = [
+            (m::LABEL_TOPIC, partition.topic.to_string()),
+            (m::LABEL_PARTITION, partition.index.to_string()),
+        ];
+        metrics::gauge!(m::PARTITION_HIGH_WATERMARK, &labels).set(bounds.high_watermark as f64);
+        metrics::gauge!(m::PARTITION_LOG_START_OFFSET, &labels).set(bounds.start as f64);
+        metrics::gauge!(m::PARTITION_BYTES, &labels).set(size as f64);
     }
 }
 

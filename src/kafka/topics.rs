@@ -133,7 +133,19 @@ impl TopicConfig {
     pub fn parse<'a>(
         pairs: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
     ) -> Result<Self, TopicError> {
-        let mut config = Self::default();
+        Self::default().with(pairs)
+    }
+
+    /// These settings with the (name, value) pairs applied (a `None` value restores the
+    /// default), the settings not named kept, as IncrementalAlterConfigs changes them.
+    ///
+    /// # Errors
+    /// As [`TopicConfig::parse`].
+    pub fn with<'a>(
+        self,
+        pairs: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    ) -> Result<Self, TopicError> {
+        let mut config = self;
         for (key, value) in pairs {
             let number = |min: i64, max: i64| -> Result<Option<i64>, TopicError> {
                 value
@@ -488,20 +500,22 @@ impl Topics {
         self.refresh().await
     }
 
-    /// Replaces topic `name`'s overrides with `config`.
+    /// Replaces topic `name`'s overrides with what `change` makes of them, in one store
+    /// transaction (only checked when `validate_only`).
     ///
     /// # Errors
-    /// [`TopicError::Unknown`], or the store's error.
+    /// [`TopicError::Unknown`], `change`'s error, or the store's error.
     pub async fn set_config(
         &self,
         name: &str,
-        config: TopicConfig,
+        change: impl Fn(TopicConfig) -> Result<TopicConfig, TopicError>,
         validate_only: bool,
     ) -> Result<(), TopicError> {
+        let change = &change;
         self.db
             .run(|tx| async move {
                 let mut meta = self.meta_in(&tx, name).await?;
-                meta.config = config;
+                meta.config = change(meta.config)?;
                 if !validate_only {
                     self.write_meta(&tx, &meta);
                 }

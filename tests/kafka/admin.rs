@@ -1,7 +1,11 @@
 //! Topic administration and retention through librdkafka's admin client: CreateTopics
-//! with settings, DescribeConfigs, AlterConfigs, CreatePartitions, DeleteTopics; retention
-//! by bytes and by time deleting old ranges; ListOffsets by timestamp.
+//! with settings, DescribeConfigs, AlterConfigs, CreatePartitions, DeleteTopics,
+//! DeleteRecords; retention by bytes and by time deleting old ranges; ListOffsets by
+//! timestamp. And confluent-kafka's AdminClient (`tests/python/kafka_admin.py`):
+//! IncrementalAlterConfigs, DeleteRecords, DescribeCluster and DescribeTopics with
+//! authorized operations, ListConsumerGroups by state.
 
+use crate::common::clients::{python_script, run};
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
 use crate::common::wait;
@@ -270,5 +274,79 @@ async fn offsets_are_found_by_timestamp() {
     assert_eq!(at(2500), Offset::Offset(2));
     assert_eq!(at(10_000), Offset::Offset(9));
     assert_eq!(at(10_001), Offset::End, "no record is that new");
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_records_moves_the_start_consumers_read_from() {
+    let broker = KafkaServer::start().await;
+    let admin = admin(&broker);
+    admin
+        .create_topics(
+            &[NewTopic::new("trimmed", 1, TopicReplication::Fixed(1))],
+            &options(),
+        )
+        .await
+        .unwrap();
+    let p = producer(&broker.bootstrap(), &[("linger.ms", "0")]);
+    send_each(&p, "trimmed", 6, |_| now_ms()).await;
+    let mut before = TopicPartitionList::new();
+    before
+        .add_partition_offset("trimmed", 0, Offset::Offset(4))
+        .unwrap();
+    let deleted = admin.delete_records(&before, &options()).await.unwrap();
+    let low = deleted.find_partition("trimmed", 0).unwrap();
+    assert_eq!((low.offset(), low.error()), (Offset::Offset(4), Ok(())));
+    let mut past = TopicPartitionList::new();
+    past.add_partition_offset("trimmed", 0, Offset::Offset(7))
+        .unwrap();
+    let refused = admin.delete_records(&past, &options()).await.unwrap();
+    assert!(
+        refused
+            .find_partition("trimmed", 0)
+            .unwrap()
+            .error()
+            .is_err(),
+        "beyond the high watermark"
+    );
+
+    let c = consumer(&broker.bootstrap(), "trimmed", &[]);
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("trimmed", 0, Offset::Beginning)
+        .unwrap();
+    c.assign(&tpl).unwrap();
+    let first = tokio::time::timeout(PATIENCE, c.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.offset(), 4);
+    let (low, high) = c
+        .fetch_watermarks("trimmed", 0, Timeout::After(PATIENCE))
+        .unwrap();
+    assert_eq!((low, high), (4, 6));
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_admin_client_alters_deletes_and_describes() {
+    let broker = KafkaServer::start().await;
+    let out = run(
+        "python3",
+        &[&python_script("kafka_admin.py"), &broker.bootstrap(), "adm"],
+        b"",
+    )
+    .await;
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "configs retention.ms=604800000/DEFAULT_CONFIG \
+         max.message.bytes=2000/DYNAMIC_TOPIC_CONFIG\n\
+         deleted low_watermark=3\n\
+         consumed 3,4\n\
+         cluster nodes=1 controller=0 ops=ALTER,ALTER_CONFIGS,CLUSTER_ACTION,CREATE,DESCRIBE,\
+         DESCRIBE_CONFIGS,IDEMPOTENT_WRITE\n\
+         topic partitions=1 ops=ALTER,ALTER_CONFIGS,CREATE,DELETE,DESCRIBE,DESCRIBE_CONFIGS,\
+         READ,WRITE\n\
+         groups empty=kafka-admin-py stable=\n"
+    );
     broker.stop().await;
 }

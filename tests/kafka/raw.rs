@@ -505,6 +505,17 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
         }
         ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(DescribeConfigsRequest::default()),
         ApiKey::AlterConfigs => RequestKind::AlterConfigs(AlterConfigsRequest::default()),
+        ApiKey::IncrementalAlterConfigs => {
+            RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default())
+        }
+        ApiKey::DeleteRecords => RequestKind::DeleteRecords(DeleteRecordsRequest::default()),
+        ApiKey::DescribeCluster => {
+            RequestKind::DescribeCluster(DescribeClusterRequest::default().with_endpoint_type(1))
+        }
+        // An unknown group: GROUP_ID_NOT_FOUND.
+        ApiKey::OffsetDelete => RequestKind::OffsetDelete(
+            OffsetDeleteRequest::default().with_group_id(GroupId(StrBytes::from_static_str("g"))),
+        ),
         ApiKey::InitProducerId => RequestKind::InitProducerId(InitProducerIdRequest::default()),
         // Unknown transactional ids: refused with INVALID_PRODUCER_ID_MAPPING.
         ApiKey::AddPartitionsToTxn => {

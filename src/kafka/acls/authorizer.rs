@@ -157,6 +157,29 @@ impl Acls {
     }
 }
 
+/// The operations Kafka reports as authorized on a topic (KIP-430).
+const TOPIC_OPERATIONS: &[Operation] = &[
+    Operation::Read,
+    Operation::Write,
+    Operation::Create,
+    Operation::Describe,
+    Operation::Alter,
+    Operation::Delete,
+    Operation::DescribeConfigs,
+    Operation::AlterConfigs,
+];
+
+/// The operations Kafka reports as authorized on the cluster (KIP-430).
+const CLUSTER_OPERATIONS: &[Operation] = &[
+    Operation::Create,
+    Operation::ClusterAction,
+    Operation::DescribeConfigs,
+    Operation::AlterConfigs,
+    Operation::IdempotentWrite,
+    Operation::Alter,
+    Operation::Describe,
+];
+
 /// One request's caller with the authorizer: the checks an API handler makes. Cheap to
 /// clone, and `'static`, so a handler's future may keep it.
 #[derive(Clone)]
@@ -209,6 +232,29 @@ impl Access {
             || self
                 .acls
                 .allows_some(&self.caller, Operation::Write, ResourceType::Topic)
+    }
+
+    /// The operations the caller may do to topic `name`, as KIP-430's bit field (bit
+    /// `1 << code` per operation) of the operations Kafka reports for a topic.
+    pub fn topic_operations(&self, name: &str) -> i32 {
+        self.operations(TOPIC_OPERATIONS, |op| self.topic(op, name))
+    }
+
+    /// The operations the caller may do to the cluster, as [`Access::topic_operations`]:
+    /// 0 without Describe on the cluster, as Kafka answers.
+    pub fn cluster_operations(&self) -> i32 {
+        if !self.cluster(Operation::Describe) {
+            return 0;
+        }
+        self.operations(CLUSTER_OPERATIONS, |op| self.cluster(op))
+    }
+
+    /// The bit field of `operations` that `allowed`.
+    fn operations(&self, operations: &[Operation], allowed: impl Fn(Operation) -> bool) -> i32 {
+        operations
+            .iter()
+            .filter(|&&op| allowed(op))
+            .fold(0, |bits, op| bits | 1 << op.code())
     }
 
     /// Who asks.

@@ -1,31 +1,55 @@
-//! ListGroups: every group in the store with its protocol type; with Describe on the
-//! cluster every group, else only those the principal may Describe, as Kafka.
+//! ListGroups: every group in the store with its protocol type and (v4+, KIP-518) its
+//! state — as its task holds it when this instance coordinates the group, else as last
+//! stored — only those in the states asked for when a v4+ request names some
+//! (case-insensitive, as Kafka); with Describe on the cluster every group, else only those
+//! the principal may Describe, as Kafka.
 
 use super::{Session, str_bytes};
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
-use kafka_protocol::messages::{GroupId, ListGroupsResponse, ResponseKind};
+use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse, ResponseKind};
 use std::sync::Arc;
 use tracing::warn;
 
 /// Lists the groups.
-pub async fn handle(ctx: &Arc<Context>, session: &Session) -> ResponseKind {
+pub async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: ListGroupsRequest,
+) -> ResponseKind {
     let access = session.access(ctx);
     let every = access.cluster(Operation::Describe);
+    let wanted = |state: &str| {
+        request.states_filter.is_empty()
+            || request
+                .states_filter
+                .iter()
+                .any(|s| s.as_str().eq_ignore_ascii_case(state))
+    };
     let response = match ctx.coordinator.store().list().await {
-        Ok(groups) => ListGroupsResponse::default().with_groups(
-            groups
-                .into_iter()
-                .filter(|(id, _)| every || access.group(Operation::Describe, id))
-                .map(|(id, protocol_type)| {
-                    ListedGroup::default()
-                        .with_group_id(GroupId(str_bytes(id)))
-                        .with_protocol_type(str_bytes(protocol_type.unwrap_or_default()))
-                })
-                .collect(),
-        ),
+        Ok(groups) => {
+            let mut listed = Vec::with_capacity(groups.len());
+            for g in groups {
+                if !every && !access.group(Operation::Describe, &g.id) {
+                    continue;
+                }
+                let state = match ctx.coordinator.local_state(&g.id).await {
+                    Some(state) => state,
+                    None => g.state.as_str(),
+                };
+                if wanted(state) {
+                    listed.push(
+                        ListedGroup::default()
+                            .with_group_id(GroupId(str_bytes(g.id)))
+                            .with_protocol_type(str_bytes(g.protocol_type.unwrap_or_default()))
+                            .with_group_state(str_bytes(state)),
+                    );
+                }
+            }
+            ListGroupsResponse::default().with_groups(listed)
+        }
         Err(e) => {
             warn!(error = %e, "cannot list the groups");
             ListGroupsResponse::default()

@@ -3,6 +3,10 @@
 //! its sequencer lease as leader. Unknown topics are created when `kafka.auto_create_topics`
 //! allows (and, from v4, the client asks).
 //!
+//! With `include_topic_authorized_operations` (v8+) each topic carries the operations the
+//! principal may do to it, with `include_cluster_authorized_operations` (v8–10) the
+//! answer those on the cluster (KIP-430).
+//!
 //! ACLs: a topic the principal may not Describe is left out of an all-topics answer and
 //! answered `TOPIC_AUTHORIZATION_FAILED` when named; an unknown topic is auto-created only
 //! with Create on the cluster or the topic (else `TOPIC_AUTHORIZATION_FAILED`), as Kafka.
@@ -31,19 +35,7 @@ pub async fn handle(
     version: i16,
     request: MetadataRequest,
 ) -> ResponseKind {
-    let registrations = match ctx.brokers.live().await {
-        Ok(b) => b,
-        Err(e) => {
-            warn!(error = %e, "cannot list the brokers; answering with this one");
-            vec![ctx.brokers.me().clone()]
-        }
-    };
-    // Each broker at the address of the listener this client came in on, as Kafka answers.
-    let listener = session.listener.name();
-    let brokers: Vec<BrokerAddress> = registrations
-        .iter()
-        .filter_map(|r| r.address(listener))
-        .collect();
+    let brokers = brokers(ctx, session).await;
     let auto_create =
         ctx.config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
     let wanted = match request.topics {
@@ -80,13 +72,39 @@ pub async fn handle(
             }
         }
     }
-    ResponseKind::Metadata(
-        MetadataResponse::default()
-            .with_brokers(brokers.iter().map(broker).collect())
-            .with_cluster_id(Some(str_bytes(ctx.cluster_id.clone())))
-            .with_controller_id(BrokerId(ctx.brokers.me().node))
-            .with_topics(topics),
-    )
+    if version >= 8 && request.include_topic_authorized_operations {
+        for t in &mut topics {
+            if let (0, Some(name)) = (t.error_code, &t.name) {
+                t.topic_authorized_operations = access.topic_operations(name.0.as_str());
+            }
+        }
+    }
+    let mut response = MetadataResponse::default()
+        .with_brokers(brokers.iter().map(broker).collect())
+        .with_cluster_id(Some(str_bytes(ctx.cluster_id.clone())))
+        .with_controller_id(BrokerId(ctx.brokers.me().node))
+        .with_topics(topics);
+    if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = access.cluster_operations();
+    }
+    ResponseKind::Metadata(response)
+}
+
+/// The live brokers, each at the address of the listener `session` came in on (as Kafka
+/// answers); this one alone when the registrations cannot be read.
+pub(super) async fn brokers(ctx: &Context, session: &Session) -> Vec<BrokerAddress> {
+    let registrations = match ctx.brokers.live().await {
+        Ok(b) => b,
+        Err(e) => {
+            warn!(error = %e, "cannot list the brokers; answering with this one");
+            vec![ctx.brokers.me().clone()]
+        }
+    };
+    let listener = session.listener.name();
+    registrations
+        .iter()
+        .filter_map(|r| r.address(listener))
+        .collect()
 }
 
 /// Topic `name` described, created first when it is missing and `auto_create` and the

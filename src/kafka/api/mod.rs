@@ -17,14 +17,17 @@ mod create_partitions;
 mod create_topics;
 mod delete_acls;
 mod delete_groups;
+mod delete_records;
 mod delete_topics;
 mod describe_acls;
+mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod end_txn;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
+mod incremental_alter_configs;
 mod init_producer_id;
 mod join_group;
 mod leave_group;
@@ -32,6 +35,7 @@ mod list_groups;
 mod list_offsets;
 mod metadata;
 mod offset_commit;
+mod offset_delete;
 mod offset_fetch;
 mod produce;
 pub(crate) mod sasl_authenticate;
@@ -71,7 +75,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::LeaveGroup, 0, 4),
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
-    (ApiKey::ListGroups, 0, 3),
+    (ApiKey::ListGroups, 0, 4),
     (ApiKey::SaslHandshake, 1, 1),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 5),
@@ -89,6 +93,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 1, 2),
     (ApiKey::CreateAcls, 1, 2),
     (ApiKey::DeleteAcls, 1, 2),
+    (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeCluster, 0, 1),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -257,8 +265,10 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         RequestKind::DescribeGroups(r) => {
             Reply::Now(describe_groups::handle(ctx, session, r).await)
         }
-        RequestKind::ListGroups(_) => Reply::Now(list_groups::handle(ctx, session).await),
+        RequestKind::ListGroups(r) => Reply::Now(list_groups::handle(ctx, session, r).await),
         RequestKind::DeleteGroups(r) => Reply::Now(delete_groups::handle(ctx, session, r).await),
+        RequestKind::OffsetDelete(r) => Reply::Now(offset_delete::handle(ctx, session, r).await),
+        RequestKind::DeleteRecords(r) => Reply::Now(delete_records::handle(ctx, session, r).await),
         RequestKind::CreateTopics(r) => {
             Reply::Now(create_topics::handle(ctx, session, version, r).await)
         }
@@ -272,6 +282,9 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
             Reply::Now(describe_configs::handle(ctx, session, version, r))
         }
         RequestKind::AlterConfigs(r) => Reply::Now(alter_configs::handle(ctx, session, r).await),
+        RequestKind::IncrementalAlterConfigs(r) => {
+            Reply::Now(incremental_alter_configs::handle(ctx, session, r).await)
+        }
         RequestKind::InitProducerId(r) => {
             Reply::Now(init_producer_id::handle(ctx, session, r).await)
         }
@@ -287,6 +300,9 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         RequestKind::EndTxn(r) => Reply::Now(end_txn::handle(ctx, session, r).await),
         RequestKind::CreateAcls(r) => Reply::Now(create_acls::handle(ctx, session, r).await),
         RequestKind::DescribeAcls(r) => Reply::Now(describe_acls::handle(ctx, session, r).await),
+        RequestKind::DescribeCluster(r) => {
+            Reply::Now(describe_cluster::handle(ctx, session, version, r).await)
+        }
         RequestKind::DeleteAcls(r) => Reply::Now(delete_acls::handle(ctx, session, r).await),
         RequestKind::SaslHandshake(r) => Reply::Now(sasl_handshake::handle(session, r)),
         RequestKind::SaslAuthenticate(r) => sasl_authenticate::handle(ctx, session, r).await,
@@ -345,11 +361,24 @@ pub fn first_error(response: &ResponseKind) -> i16 {
         ResponseKind::DescribeGroups(r) => first(r.groups.iter().map(|g| g.error_code)),
         ResponseKind::ListGroups(r) => r.error_code,
         ResponseKind::DeleteGroups(r) => first(r.results.iter().map(|g| g.error_code)),
+        ResponseKind::OffsetDelete(r) => first(
+            std::iter::once(r.error_code).chain(
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            ),
+        ),
+        ResponseKind::DeleteRecords(r) => first(
+            r.topics
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+        ),
         ResponseKind::CreateTopics(r) => first(r.topics.iter().map(|t| t.error_code)),
         ResponseKind::DeleteTopics(r) => first(r.responses.iter().map(|t| t.error_code)),
         ResponseKind::CreatePartitions(r) => first(r.results.iter().map(|t| t.error_code)),
         ResponseKind::DescribeConfigs(r) => first(r.results.iter().map(|t| t.error_code)),
         ResponseKind::AlterConfigs(r) => first(r.responses.iter().map(|t| t.error_code)),
+        ResponseKind::IncrementalAlterConfigs(r) => first(r.responses.iter().map(|t| t.error_code)),
         ResponseKind::InitProducerId(r) => r.error_code,
         ResponseKind::AddPartitionsToTxn(r) => {
             first(r.results_by_topic_v3_and_below.iter().flat_map(|t| {
@@ -367,6 +396,7 @@ pub fn first_error(response: &ResponseKind) -> i16 {
         ResponseKind::EndTxn(r) => r.error_code,
         ResponseKind::CreateAcls(r) => first(r.results.iter().map(|c| c.error_code)),
         ResponseKind::DescribeAcls(r) => r.error_code,
+        ResponseKind::DescribeCluster(r) => r.error_code,
         ResponseKind::DeleteAcls(r) => first(r.filter_results.iter().map(|f| f.error_code)),
         ResponseKind::SaslHandshake(r) => r.error_code,
         ResponseKind::SaslAuthenticate(r) => r.error_code,

@@ -6,10 +6,11 @@
 
 use super::state::{Group, GroupSettings, JoinRequest, Joined, MemberRef, Reply, Synced};
 use super::store::{Fence, GroupStore};
+use super::subscription;
 use crate::telemetry::compat::kafka_exporter;
 use crate::telemetry::kafka as m;
 use bytes::Bytes;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -44,6 +45,9 @@ pub struct GroupView {
     /// Members.
     pub members: Vec<MemberView>,
 }
+
+/// The protocol type of consumer groups (whose members' subscriptions Kafka reads).
+const CONSUMER: &str = "consumer";
 
 /// What a group task can be asked.
 pub enum Command {
@@ -89,6 +93,13 @@ pub enum Command {
     Describe(oneshot::Sender<GroupView>),
     /// DeleteGroups: refused while the group has members.
     Delete(oneshot::Sender<i16>),
+    /// OffsetDelete.
+    DeleteOffsets {
+        /// The (topic, partition) offsets to delete.
+        partitions: Vec<(String, i32)>,
+        /// Where the per-partition codes (or the group's code) go.
+        reply: oneshot::Sender<Result<Vec<i16>, i16>>,
+    },
 }
 
 /// Runs the task of group `id` until `commands` closes, `shutdown`, `fence` no longer
@@ -250,7 +261,69 @@ async fn handle(
             let _ = reply.send(code);
             Vec::new()
         }
+        Command::DeleteOffsets { partitions, reply } => {
+            let _ = reply.send(delete_offsets(group, store, fence, &partitions).await);
+            Vec::new()
+        }
     }
+}
+
+/// OffsetDelete of `partitions` in `group`: see [`super::Coordinator::delete_offsets`].
+async fn delete_offsets(
+    group: &Group,
+    store: &GroupStore,
+    fence: &Fence,
+    partitions: &[(String, i32)],
+) -> Result<Vec<i16>, i16> {
+    use kafka_protocol::ResponseError;
+    let subscribed: HashSet<String> = if group.members.is_empty() {
+        match store.exists(&group.id).await {
+            Ok(true) => {}
+            Ok(false) => return Err(ResponseError::GroupIdNotFound.code()),
+            Err(e) => {
+                warn!(group = %group.id, error = %e, "cannot look the group up");
+                return Err(ResponseError::CoordinatorNotAvailable.code());
+            }
+        }
+        HashSet::new()
+    } else if group.protocol_type.as_deref() == Some(CONSUMER) {
+        // Kafka's coordinator counts a member whose subscription does not parse as
+        // subscribed to nothing.
+        let protocol = group.protocol.clone().unwrap_or_default();
+        group
+            .members
+            .values()
+            .filter_map(|m| subscription::topics(&m.metadata(&protocol)))
+            .flatten()
+            .collect()
+    } else {
+        return Err(ResponseError::NonEmptyGroup.code());
+    };
+    let deletable: Vec<(String, i32)> = partitions
+        .iter()
+        .filter(|(topic, _)| !subscribed.contains(topic))
+        .cloned()
+        .collect();
+    if !deletable.is_empty() {
+        match store.delete_offsets(&group.id, &deletable, fence).await {
+            Ok(true) => {}
+            Ok(false) => return Err(ResponseError::NotCoordinator.code()),
+            Err(e) => {
+                warn!(group = %group.id, error = %e, "cannot delete committed offsets");
+                return Err(ResponseError::CoordinatorNotAvailable.code());
+            }
+        }
+    }
+    Ok(partitions
+        .iter()
+        .map(|(topic, _)| {
+            if subscribed.contains(topic) {
+                ResponseError::GroupSubscribedToTopic.code()
+            } else {
+                0
+            }
+        })
+        .collect())
 }
 
 /// Answers `command` with NOT_COORDINATOR.
@@ -271,6 +344,9 @@ fn refuse(command: Command) {
         }
         Command::Delete(reply) => {
             let _ = reply.send(code.code());
+        }
+        Command::DeleteOffsets { reply, .. } => {
+            let _ = reply.send(Err(code.code()));
         }
         // DescribeGroups answers COORDINATOR_NOT_AVAILABLE for a dropped reply.
         Command::Describe(_) => {}

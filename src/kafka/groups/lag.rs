@@ -42,7 +42,7 @@ pub async fn publish(
     groups: &GroupStore,
 ) -> Result<(), StoreError> {
     let high_watermarks = publish_partitions(db, topics).await?;
-    for (group, _) in groups.list().await? {
+    for group in groups.list().await?.into_iter().map(|g| g.id) {
         // Per topic: the sums of committed offsets and of lag over its partitions.
         let mut sums: BTreeMap<String, (i64, i64)> = BTreeMap::new();
         for (topic, partition, committed) in groups.offsets(&group, None).await? {

@@ -18,6 +18,7 @@ pub mod actor;
 pub mod lag;
 pub mod state;
 pub mod store;
+pub mod subscription;
 
 use super::lease::Lease;
 use crate::liveness::Liveness;
@@ -255,6 +256,43 @@ impl Coordinator {
         }
         rx.await
             .unwrap_or(kafka_protocol::ResponseError::CoordinatorNotAvailable.code())
+    }
+
+    /// OffsetDelete: deletes the group's committed offsets of `partitions`, as Kafka's
+    /// coordinator does: all of them when the group is empty; when it has members and is a
+    /// `consumer` group, those of topics no member subscribes to (the others
+    /// `GROUP_SUBSCRIBED_TO_TOPIC`); per partition, its error code.
+    ///
+    /// # Errors
+    /// A code for the whole group: `GROUP_ID_NOT_FOUND` (no members, nothing stored),
+    /// `NON_EMPTY_GROUP` (members, not a consumer group), NOT_COORDINATOR,
+    /// COORDINATOR_NOT_AVAILABLE while stopping.
+    pub async fn delete_offsets(
+        &self,
+        group: &str,
+        partitions: Vec<(String, i32)>,
+    ) -> Result<Vec<i16>, i16> {
+        let (reply, rx) = oneshot::channel();
+        self.send(group, Command::DeleteOffsets { partitions, reply })
+            .await
+            .map_err(NotCoordinator::code)?;
+        rx.await
+            .map_err(|_| kafka_protocol::ResponseError::CoordinatorNotAvailable.code())?
+    }
+
+    /// The state of `group` as its task here holds it, when this instance runs the group's
+    /// task (no lease is claimed and no task started for it).
+    pub async fn local_state(&self, group: &str) -> Option<&'static str> {
+        let mailbox = self
+            .inner
+            .groups
+            .lock()
+            .get(group)
+            .filter(|m| !m.is_closed())
+            .cloned()?;
+        let (reply, rx) = oneshot::channel();
+        mailbox.send(Command::Describe(reply)).await.ok()?;
+        rx.await.ok().map(|view| view.state)
     }
 
     /// The node coordinating `group`: this one when it holds the group's lease or takes it

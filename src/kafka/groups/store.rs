@@ -69,6 +69,17 @@ pub struct StoredGroup {
     pub members: Vec<StoredMember>,
 }
 
+/// A group as ListGroups lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedGroup {
+    /// The group id.
+    pub id: String,
+    /// Its members' protocol type.
+    pub protocol_type: Option<String>,
+    /// Its state as last stored.
+    pub state: Phase,
+}
+
 type MetaTuple = (
     u16,
     i64,
@@ -226,6 +237,34 @@ impl GroupStore {
             .await
     }
 
+    /// Removes group `id`'s committed offsets of `partitions` (topic, partition), if
+    /// `fence` still holds (false: nothing removed).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn delete_offsets(
+        &self,
+        id: &str,
+        partitions: &[(String, i32)],
+        fence: &Fence,
+    ) -> Result<bool, StoreError> {
+        let keys = self.keys.group(id);
+        self.db
+            .run(|tx| {
+                let keys = &keys;
+                async move {
+                    if !fence.holds(&tx).await? {
+                        return Ok(false);
+                    }
+                    for (topic, partition) in partitions {
+                        tx.clear(&keys.offset(topic, *partition));
+                    }
+                    Ok::<_, StoreError>(true)
+                }
+            })
+            .await
+    }
+
     /// Whether group `id` exists (was persisted or committed offsets).
     ///
     /// # Errors
@@ -235,11 +274,13 @@ impl GroupStore {
         Ok(tx.get(&self.keys.group_listing(id), true).await?.is_some())
     }
 
-    /// Every group's id and protocol type, sorted by id.
+    /// Every group, sorted by id, with its protocol type and its state as last stored: as
+    /// a restart restores it — `Empty` without members, else `Stable` when it was stable,
+    /// else `PreparingRebalance`.
     ///
     /// # Errors
     /// The store's error.
-    pub async fn list(&self) -> Result<Vec<(String, Option<String>)>, StoreError> {
+    pub async fn list(&self) -> Result<Vec<ListedGroup>, StoreError> {
         let tx = self.db.begin()?;
         let (b, e) = self.keys.group_listings();
         let mut out = Vec::new();
@@ -247,11 +288,28 @@ impl GroupStore {
             let Some(id) = self.keys.group_of(&kv.key) else {
                 continue;
             };
-            let protocol_type = match tx.get(&self.keys.group(&id).meta(), true).await? {
-                Some(v) => unpack::<MetaTuple>(&v).ok().and_then(|(_, _, t, ..)| t),
-                None => None,
+            let keys = self.keys.group(&id);
+            let (protocol_type, stable) = match tx.get(&keys.meta(), true).await? {
+                Some(v) => unpack::<MetaTuple>(&v)
+                    .ok()
+                    .map_or((None, false), |(_, _, t, .., stable)| (t, stable)),
+                None => (None, false),
             };
-            out.push((id, protocol_type));
+            let (b, e) = keys.members();
+            let has_members = !tx
+                .get_range(&RangeOption::new(b, e).limit(1), true)
+                .await?
+                .is_empty();
+            let state = match (has_members, stable) {
+                (false, _) => Phase::Empty,
+                (true, true) => Phase::Stable,
+                (true, false) => Phase::PreparingRebalance,
+            };
+            out.push(ListedGroup {
+                id,
+                protocol_type,
+                state,
+            });
         }
         Ok(out)
     }

@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
 };
 
 /// A front where only what ACLs allow is allowed, with `User:admin` a super user.
-async fn guarded() -> Front {
+pub(super) async fn guarded() -> Front {
     Front::start_with(|c| {
         c.super_users = vec!["User:admin".into()];
         c.allow_everyone_if_no_acl_found = false;
@@ -27,14 +27,21 @@ async fn guarded() -> Front {
 }
 
 /// A client authenticated (as SASL would) as `user`.
-fn client_of(front: &Front, user: &str) -> Client {
+pub(super) fn client_of(front: &Front, user: &str) -> Client {
     let mut c = front.client();
     c.session.user = Some(user.into());
     c
 }
 
 /// A creation: (resource type, name, pattern type, principal, operation, permission).
-fn creation(rt: i8, name: &str, pt: i8, principal: &str, op: i8, perm: i8) -> AclCreation {
+pub(super) fn creation(
+    rt: i8,
+    name: &str,
+    pt: i8,
+    principal: &str,
+    op: i8,
+    perm: i8,
+) -> AclCreation {
     AclCreation::default()
         .with_resource_type(rt)
         .with_resource_name(text(name))
@@ -46,7 +53,7 @@ fn creation(rt: i8, name: &str, pt: i8, principal: &str, op: i8, perm: i8) -> Ac
 }
 
 /// CreateAcls (v2) of `creations`: each result's error code.
-async fn create_acls(c: &mut Client, creations: Vec<AclCreation>) -> Vec<i16> {
+pub(super) async fn create_acls(c: &mut Client, creations: Vec<AclCreation>) -> Vec<i16> {
     let r = c
         .call(2, CreateAclsRequest::default().with_creations(creations))
         .await;

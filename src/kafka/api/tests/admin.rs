@@ -1,6 +1,8 @@
-//! CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs and AlterConfigs: topics
-//! and their settings as an admin client changes them, and each refusal's code.
+//! CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs and
+//! IncrementalAlterConfigs: topics and their settings as an admin client changes them, and
+//! each refusal's code.
 
+use super::acls::{client_of, guarded};
 use super::fixture::{Client, Front, batch, name, text};
 use super::{create_topic, create_topic_with, produce};
 use kafka_protocol::ResponseError;
@@ -9,9 +11,10 @@ use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
+use kafka_protocol::messages::incremental_alter_configs_request as incremental;
 use kafka_protocol::messages::{
     AlterConfigsRequest, BrokerId, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteTopicsRequest, DescribeConfigsRequest,
+    DeleteTopicsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
 };
 
 /// DescribeConfigs' and AlterConfigs' resource types.
@@ -81,6 +84,42 @@ async fn alter(
         ]);
     let r = c.call(2, request).await.responses.remove(0);
     // A success's message is not asserted (Ferry sends "", Kafka null: clients ignore it).
+    let message = (r.error_code != 0).then(|| r.error_message.map(|m| m.to_string()));
+    (r.error_code, message.flatten())
+}
+
+/// IncrementalAlterConfigs' operations.
+const SET: i8 = 0;
+const DELETE: i8 = 1;
+const APPEND: i8 = 2;
+
+/// IncrementalAlterConfigs changes: (name, operation, value).
+type Ops<'a> = &'a [(&'a str, i8, Option<&'a str>)];
+
+/// The (error code, message) of IncrementalAlterConfigs (v1) applying `ops` (name,
+/// operation, value) to `resource`.
+async fn alter_incrementally(
+    c: &mut Client,
+    resource_type: i8,
+    resource: &str,
+    ops: Ops<'_>,
+) -> (i16, Option<String>) {
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        incremental::AlterConfigsResource::default()
+            .with_resource_type(resource_type)
+            .with_resource_name(text(resource))
+            .with_configs(
+                ops.iter()
+                    .map(|(k, op, v)| {
+                        incremental::AlterableConfig::default()
+                            .with_name(text(k))
+                            .with_config_operation(*op)
+                            .with_value(v.map(text))
+                    })
+                    .collect(),
+            ),
+    ]);
+    let r = c.call(1, request).await.responses.remove(0);
     let message = (r.error_code != 0).then(|| r.error_message.map(|m| m.to_string()));
     (r.error_code, message.flatten())
 }
@@ -462,6 +501,123 @@ async fn alter_configs_refuses_unknown_settings_topics_and_broker_settings() {
                     .to_owned()
             )
         )
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn incremental_alter_configs_changes_the_named_settings_and_keeps_the_others() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    let settings = [("retention.ms", "1000"), ("retention.bytes", "5000")];
+    create_topic_with(&mut c, "inc", 1, &settings).await;
+    let ops = [
+        ("max.message.bytes", SET, Some("2000")),
+        ("retention.bytes", DELETE, None),
+        ("segment.ms", SET, Some("100")),
+    ];
+    assert_eq!(
+        alter_incrementally(&mut c, TOPIC, "inc", &ops).await,
+        (0, None)
+    );
+    let config = front.ctx.topics.get("inc").unwrap().meta.config;
+    assert_eq!(
+        (
+            config.retention_ms,
+            config.retention_bytes,
+            config.max_message_bytes
+        ),
+        (Some(1000), None, Some(2000)),
+        "retention.ms, not named, keeps its value"
+    );
+    let result = describe(&mut c, TOPIC, "inc", Some(&["retention.ms"])).await;
+    assert_eq!(
+        settings_of(&result),
+        [("retention.ms".into(), "1000".into(), DYNAMIC_TOPIC_CONFIG)]
+    );
+    front.stop().await;
+}
+
+/// (name, value, source) of every setting `result` describes.
+fn settings_of(result: &DescribeConfigsResult) -> Vec<(String, String, i8)> {
+    settings(result)
+        .into_iter()
+        .map(|(name, value, source, _)| (name, value, source))
+        .collect()
+}
+
+#[tokio::test]
+async fn incremental_alter_configs_refuses_with_each_code_and_changes_nothing() {
+    let front = guarded().await;
+    let mut c = client_of(&front, "admin");
+    create_topic_with(&mut c, "inc", 1, &[("retention.ms", "1000")]).await;
+    let invalid_config = ResponseError::InvalidConfig.code();
+    let invalid_request = ResponseError::InvalidRequest.code();
+    let refusals: [(Ops, i16, &str); 5] = [
+        (
+            &[("retention.ms", APPEND, Some("5"))],
+            invalid_config,
+            "retention.ms: APPEND and SUBTRACT apply to list settings only, and Ferry has none",
+        ),
+        (
+            &[
+                ("retention.ms", SET, Some("7")),
+                ("retention.ms", DELETE, None),
+            ],
+            invalid_request,
+            "retention.ms: named twice",
+        ),
+        (
+            &[
+                ("max.message.bytes", SET, Some("9")),
+                ("retention.ms", SET, Some("soon")),
+            ],
+            invalid_config,
+            "retention.ms: 'soon' must be an integer from -1 to 9223372036854775807",
+        ),
+        (
+            &[("retention.ms", SET, None)],
+            invalid_request,
+            "retention.ms: SET needs a value",
+        ),
+        (
+            &[("retention.ms", 9, Some("1"))],
+            invalid_request,
+            "retention.ms: unknown operation 9",
+        ),
+    ];
+    for (ops, code, message) in refusals {
+        assert_eq!(
+            alter_incrementally(&mut c, TOPIC, "inc", ops).await,
+            (code, Some(message.to_owned())),
+            "{ops:?}"
+        );
+    }
+    let config = front.ctx.topics.get("inc").unwrap().meta.config;
+    assert_eq!(
+        (config.retention_ms, config.max_message_bytes),
+        (Some(1000), None)
+    );
+    let set = [("retention.ms", SET, Some("1"))];
+    assert_eq!(
+        alter_incrementally(&mut c, TOPIC, "missing", &set).await.0,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    assert_eq!(
+        alter_incrementally(&mut c, BROKER, "0", &[("num.partitions", SET, Some("3"))]).await,
+        (
+            invalid_request,
+            Some("only topic settings can be altered; broker settings come from ferry.toml".into())
+        )
+    );
+    let mut alice = client_of(&front, "alice");
+    assert_eq!(
+        alter_incrementally(&mut alice, TOPIC, "inc", &set).await.0,
+        ResponseError::TopicAuthorizationFailed.code()
+    );
+    assert_eq!(
+        alter_incrementally(&mut alice, BROKER, "0", &set).await.0,
+        ResponseError::ClusterAuthorizationFailed.code()
     );
     front.stop().await;
 }

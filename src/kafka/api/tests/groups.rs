@@ -1,7 +1,8 @@
 //! The consumer group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-//! OffsetCommit, OffsetFetch, DescribeGroups, ListGroups and DeleteGroups — a group's
-//! life from its first member to its deletion, and each refusal's code.
+//! OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups and DeleteGroups — a
+//! group's life from its first member to its deletion, and each refusal's code.
 
+use super::acls::{client_of, create_acls, creation, guarded};
 use super::create_topic;
 use super::fixture::{Answer, Client, Front, Pending, name, text};
 use bytes::Bytes;
@@ -11,12 +12,15 @@ use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
+use kafka_protocol::messages::offset_delete_request::{
+    OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
     BrokerId, DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, GroupId,
     HeartbeatRequest, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, ListGroupsRequest,
-    OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
 };
 use std::time::Duration;
 
@@ -641,5 +645,157 @@ async fn delete_groups_removes_empty_groups_with_their_offsets_and_refuses_the_r
     let listed = c.call(3, ListGroupsRequest::default()).await.groups;
     let names: Vec<String> = listed.iter().map(|g| g.group_id.0.to_string()).collect();
     assert_eq!(names, ["busy"]);
+    front.stop().await;
+}
+
+/// A consumer protocol subscription (v1) to the topic `events`, as a member's metadata.
+const SUBSCRIBED_TO_EVENTS: &[u8] = &[
+    0, 1, 0, 0, 0, 1, 0, 6, b'e', b'v', b'e', b'n', b't', b's', 255, 255, 255, 255, 0, 0, 0, 0,
+];
+
+/// OffsetDelete (v0) of `partitions` (topic, partition) in group `id`: the group's error
+/// code and each partition's, in order.
+async fn delete_offsets(c: &mut Client, id: &str, partitions: &[(&str, i32)]) -> (i16, Vec<i16>) {
+    let request = OffsetDeleteRequest::default()
+        .with_group_id(group(id))
+        .with_topics(
+            partitions
+                .iter()
+                .map(|&(topic, partition)| {
+                    OffsetDeleteRequestTopic::default()
+                        .with_name(name(topic))
+                        .with_partitions(vec![
+                            OffsetDeleteRequestPartition::default().with_partition_index(partition),
+                        ])
+                })
+                .collect(),
+        );
+    let r = c.call(0, request).await;
+    let codes = r
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+        .collect();
+    (r.error_code, codes)
+}
+
+#[tokio::test]
+async fn offset_delete_keeps_the_offsets_of_topics_members_subscribe_to() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, "events", 1).await;
+    create_topic(&mut c, "other", 1).await;
+    let joined = join(
+        &mut c,
+        join_request("readers", "", SESSION_MS, SUBSCRIBED_TO_EVENTS),
+    )
+    .await
+    .response()
+    .await;
+    let (member, generation) = (joined.member_id.to_string(), joined.generation_id);
+    let synced = sync(&mut c, "readers", &member, generation, &[(&member, b"a1")]).await;
+    assert_eq!(synced.0, 0);
+    let offsets = [("events", 0, 4), ("other", 0, 7)];
+    assert_eq!(
+        commit(&mut c, "readers", &member, generation, &offsets).await,
+        [0, 0]
+    );
+    let asked = [("events", 0), ("other", 0), ("events", 5), ("missing", 0)];
+    let unknown = ResponseError::UnknownTopicOrPartition.code();
+    assert_eq!(
+        delete_offsets(&mut c, "readers", &asked).await,
+        (
+            0,
+            vec![
+                ResponseError::GroupSubscribedToTopic.code(),
+                0,
+                unknown,
+                unknown
+            ]
+        )
+    );
+    assert_eq!(
+        fetched(&mut c, "readers", None).await,
+        [("events".into(), 0, 4, "note".into())]
+    );
+    // Once the group is empty, every offset may go.
+    commit(&mut c, "idle", "", -1, &[("events", 0, 3)]).await;
+    assert_eq!(
+        delete_offsets(&mut c, "idle", &[("events", 0)]).await,
+        (0, vec![0])
+    );
+    assert_eq!(fetched(&mut c, "idle", None).await, []);
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn offset_delete_refuses_unknown_non_consumer_and_unauthorized_groups() {
+    let front = guarded().await;
+    let mut admin = client_of(&front, "admin");
+    create_topic(&mut admin, "events", 1).await;
+    assert_eq!(
+        delete_offsets(&mut admin, "never", &[("events", 0)]).await,
+        (ResponseError::GroupIdNotFound.code(), vec![])
+    );
+    let connect = join_request("workers", "", SESSION_MS, b"w").with_protocol_type(text("connect"));
+    let joined = join(&mut admin, connect).await.response().await;
+    assert_eq!(joined.error_code, 0);
+    assert_eq!(
+        delete_offsets(&mut admin, "workers", &[("events", 0)]).await,
+        (ResponseError::NonEmptyGroup.code(), vec![])
+    );
+    commit(&mut admin, "idle", "", -1, &[("events", 0, 3)]).await;
+    let mut alice = client_of(&front, "alice");
+    assert_eq!(
+        delete_offsets(&mut alice, "idle", &[("events", 0)]).await,
+        (ResponseError::GroupAuthorizationFailed.code(), vec![])
+    );
+    // Delete on the group, but no Read on the topic.
+    const GROUP: i8 = 3;
+    const LITERAL: i8 = 3;
+    const DELETE: i8 = 6;
+    const ALLOW: i8 = 3;
+    let acl = creation(GROUP, "idle", LITERAL, "User:alice", DELETE, ALLOW);
+    assert_eq!(create_acls(&mut admin, vec![acl]).await, [0]);
+    assert_eq!(
+        delete_offsets(&mut alice, "idle", &[("events", 0)]).await,
+        (0, vec![ResponseError::TopicAuthorizationFailed.code()])
+    );
+    assert_eq!(fetched(&mut admin, "idle", None).await.len(), 1);
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn list_groups_v4_reports_states_and_keeps_those_asked_for() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, "events", 1).await;
+    stable_member(&mut c, "consumers").await;
+    commit(&mut c, "committers", "", -1, &[("events", 0, 1)]).await;
+    let list = |states: &[&str]| {
+        ListGroupsRequest::default().with_states_filter(states.iter().map(|s| text(s)).collect())
+    };
+    let listed = |r: kafka_protocol::messages::ListGroupsResponse| {
+        let mut groups: Vec<(String, String)> = r
+            .groups
+            .iter()
+            .map(|g| (g.group_id.0.to_string(), g.group_state.to_string()))
+            .collect();
+        groups.sort();
+        groups
+    };
+    assert_eq!(
+        listed(c.call(4, list(&[])).await),
+        [
+            ("committers".into(), "Empty".into()),
+            ("consumers".into(), "Stable".into())
+        ]
+    );
+    assert_eq!(
+        listed(c.call(4, list(&["empty"])).await),
+        [("committers".into(), "Empty".into())],
+        "states match whatever their case"
+    );
+    assert_eq!(listed(c.call(4, list(&["Dead"])).await), []);
     front.stop().await;
 }

@@ -1,12 +1,16 @@
-//! ApiVersions and Metadata: the versions Ferry answers, this instance as the one broker
-//! and every partition's leader, and topics created on demand only when allowed.
+//! ApiVersions, Metadata and DescribeCluster: the versions Ferry answers, this instance as
+//! the one broker and every partition's leader, topics created on demand only when
+//! allowed, and the operations a principal may do (KIP-430).
 
+use super::acls::{client_of, create_acls, creation, guarded};
 use super::create_topic;
-use super::fixture::{Front, name};
+use super::fixture::{Client, Front, name};
 use crate::kafka::api::SUPPORTED;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{ApiVersionsRequest, BrokerId, MetadataRequest};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, BrokerId, DescribeClusterRequest, DescribeClusterResponse, MetadataRequest,
+};
 
 /// A Metadata request naming `topics`, allowing their creation when `create`.
 fn metadata_of(topics: &[&str], create: bool) -> MetadataRequest {
@@ -173,5 +177,115 @@ async fn metadata_v0_with_no_topics_describes_every_topic() {
         .collect();
     names.sort();
     assert_eq!(names, ["a", "b"]);
+    front.stop().await;
+}
+
+/// KIP-430's bit field of every operation Kafka reports on a topic (Read 3, Write 4,
+/// Create 5, Delete 6, Alter 7, Describe 8, DescribeConfigs 10, AlterConfigs 11) and on
+/// the cluster (Create 5, Alter 7, Describe 8, ClusterAction 9, DescribeConfigs 10,
+/// AlterConfigs 11, IdempotentWrite 12).
+const ALL_TOPIC_OPERATIONS: i32 = 0b1101_1111_1000;
+const ALL_CLUSTER_OPERATIONS: i32 = 0b1_1111_1010_0000;
+/// The schema's default: not asked.
+const NOT_ASKED: i32 = i32::MIN;
+
+/// DescribeCluster (v1) of brokers, with the cluster's operations when `operations`.
+async fn describe_cluster(c: &mut Client, operations: bool) -> DescribeClusterResponse {
+    let request = DescribeClusterRequest::default()
+        .with_endpoint_type(1)
+        .with_include_cluster_authorized_operations(operations);
+    c.call(1, request).await
+}
+
+/// Metadata (v10) of `topic` with the topic's and the cluster's operations: (topic's
+/// error code, topic's operations, cluster's operations).
+async fn operations(c: &mut Client, topic: &str) -> (i16, i32, i32) {
+    let request = metadata_of(&[topic], false)
+        .with_include_topic_authorized_operations(true)
+        .with_include_cluster_authorized_operations(true);
+    let r = c.call(10, request).await;
+    let t = &r.topics[0];
+    (
+        t.error_code,
+        t.topic_authorized_operations,
+        r.cluster_authorized_operations,
+    )
+}
+
+#[tokio::test]
+async fn describe_cluster_lists_this_broker_as_controller_with_the_cluster_id() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    let r = describe_cluster(&mut c, true).await;
+    let me = front.ctx.brokers.me().node;
+    assert_eq!(
+        (
+            r.error_code,
+            r.cluster_id.to_string(),
+            r.controller_id,
+            r.endpoint_type
+        ),
+        (0, front.ctx.cluster_id.clone(), BrokerId(me), 1)
+    );
+    let brokers: Vec<(BrokerId, bool)> = r
+        .brokers
+        .iter()
+        .map(|b| (b.broker_id, b.port > 0))
+        .collect();
+    assert_eq!(brokers, [(BrokerId(me), true)]);
+    assert_eq!(r.cluster_authorized_operations, ALL_CLUSTER_OPERATIONS);
+    let r = describe_cluster(&mut c, false).await;
+    assert_eq!(r.cluster_authorized_operations, NOT_ASKED);
+    let controllers = DescribeClusterRequest::default().with_endpoint_type(2);
+    assert_eq!(
+        c.call(1, controllers).await.error_code,
+        ResponseError::UnsupportedEndpointType.code()
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn authorized_operations_are_every_operation_without_acls_and_what_acls_allow() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, "t", 1).await;
+    assert_eq!(
+        operations(&mut c, "t").await,
+        (0, ALL_TOPIC_OPERATIONS, ALL_CLUSTER_OPERATIONS)
+    );
+    let plain = c.call(10, metadata_of(&["t"], false)).await;
+    assert_eq!(
+        (
+            plain.topics[0].topic_authorized_operations,
+            plain.cluster_authorized_operations
+        ),
+        (NOT_ASKED, NOT_ASKED),
+        "not asked, not computed"
+    );
+    front.stop().await;
+
+    let front = guarded().await;
+    let mut admin = client_of(&front, "admin");
+    create_topic(&mut admin, "t", 1).await;
+    assert_eq!(
+        operations(&mut admin, "t").await,
+        (0, ALL_TOPIC_OPERATIONS, ALL_CLUSTER_OPERATIONS),
+        "a super user"
+    );
+    const TOPIC: i8 = 2;
+    const LITERAL: i8 = 3;
+    const READ: i8 = 3;
+    const ALLOW: i8 = 3;
+    let acl = creation(TOPIC, "t", LITERAL, "User:alice", READ, ALLOW);
+    assert_eq!(create_acls(&mut admin, vec![acl]).await, [0]);
+    let mut alice = client_of(&front, "alice");
+    // Read implies Describe; no Describe on the cluster: 0.
+    assert_eq!(operations(&mut alice, "t").await, (0, 1 << 3 | 1 << 8, 0));
+    assert_eq!(
+        describe_cluster(&mut alice, true)
+            .await
+            .cluster_authorized_operations,
+        0
+    );
     front.stop().await;
 }

@@ -13,6 +13,7 @@ mod fixture;
 mod groups;
 mod metadata;
 mod produce_fetch;
+mod records;
 mod sasl;
 mod transactions;
 

@@ -1,0 +1,108 @@
+//! IncrementalAlterConfigs (KIP-339): changes the named settings of a topic — SET a value,
+//! DELETE (back to the broker default) — and keeps the others, in one store transaction.
+//! Values are checked as AlterConfigs checks them ([`crate::kafka::topics::TopicConfig::with`]). APPEND and
+//! SUBTRACT apply to list settings only, and Ferry has none: `INVALID_CONFIG`, as Kafka
+//! answers them for a setting that is not a list. A setting named twice, or an unknown
+//! operation, is `INVALID_REQUEST`. The ACL checks and the refusal of broker settings are
+//! AlterConfigs' ([`alter_configs::refusal`]).
+
+use super::alter_configs::{self, Refused};
+use super::{Session, str_bytes};
+use crate::kafka::Context;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ResponseKind,
+};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Kafka's `AlterConfigOp.OpType` ids.
+const SET: i8 = 0;
+const DELETE: i8 = 1;
+const APPEND: i8 = 2;
+const SUBTRACT: i8 = 3;
+
+/// Applies every resource's changes.
+pub async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: IncrementalAlterConfigsRequest,
+) -> ResponseKind {
+    let access = session.access(ctx);
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for r in request.resources {
+        let name = r.resource_name.as_str();
+        let outcome = match alter_configs::refusal(&access, r.resource_type, name) {
+            Some(refused) => Err(refused),
+            None => match changes(&r.configs) {
+                Ok(changes) => ctx
+                    .topics
+                    .set_config(
+                        name,
+                        |config| config.with(changes.iter().copied()),
+                        request.validate_only,
+                    )
+                    .await
+                    .map_err(|e| (e.code(), e.to_string())),
+                Err(refused) => Err(refused),
+            },
+        };
+        let response = AlterConfigsResourceResponse::default()
+            .with_resource_type(r.resource_type)
+            .with_resource_name(r.resource_name);
+        responses.push(match outcome {
+            Ok(()) => response,
+            Err((code, message)) => response
+                .with_error_code(code)
+                .with_error_message(Some(str_bytes(message))),
+        });
+    }
+    ResponseKind::IncrementalAlterConfigs(
+        IncrementalAlterConfigsResponse::default().with_responses(responses),
+    )
+}
+
+/// The (name, value) pairs `configs` set (a `None` value: deleted).
+fn changes(configs: &[AlterableConfig]) -> Result<Vec<(&str, Option<&str>)>, Refused> {
+    let mut named = HashSet::new();
+    let mut out = Vec::with_capacity(configs.len());
+    for c in configs {
+        let key = c.name.as_str();
+        if !named.insert(key) {
+            return Err((
+                ResponseError::InvalidRequest.code(),
+                format!("{key}: named twice"),
+            ));
+        }
+        let value = c.value.as_ref().map(|v| v.as_str());
+        out.push(match c.config_operation {
+            SET => match value {
+                Some(v) => (key, Some(v)),
+                None => {
+                    return Err((
+                        ResponseError::InvalidRequest.code(),
+                        format!("{key}: SET needs a value"),
+                    ));
+                }
+            },
+            DELETE => (key, None),
+            APPEND | SUBTRACT => {
+                return Err((
+                    ResponseError::InvalidConfig.code(),
+                    format!(
+                        "{key}: APPEND and SUBTRACT apply to list settings only, and Ferry has none"
+                    ),
+                ));
+            }
+            other => {
+                return Err((
+                    ResponseError::InvalidRequest.code(),
+                    format!("{key}: unknown operation {other}"),
+                ));
+            }
+        });
+    }
+    Ok(out)
+}
