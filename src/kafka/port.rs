@@ -387,16 +387,22 @@ mod tests {
     use crate::kafka::batch::HEADER_LEN;
     use crate::kafka::batch::tests::batch;
 
+    /// Sets the batch length and the CRC-32C of batch `b` to match its bytes, as a producer
+    /// would, so that only what a test broke on purpose is wrong.
+    fn seal(b: &mut [u8]) {
+        let length = i32::try_from(b.len() - 12).unwrap();
+        b[8..12].copy_from_slice(&length.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+    }
+
     /// Rewrites the only record of `b` (no headers) to declare `i32::MAX` headers, with the
     /// lengths and the CRC fixed up so that only the count is wrong.
     fn with_huge_header_count(mut b: Vec<u8>) -> Vec<u8> {
         assert_eq!(b.pop(), Some(0), "the record ends with its header count, 0");
         b.extend_from_slice(&[0xfe, 0xff, 0xff, 0xff, 0x0f]); // zigzag varint of i32::MAX
         b[61] += 8; // the record's length (zigzag: +4 bytes)
-        let length = i32::from_be_bytes(b[8..12].try_into().unwrap()) + 4;
-        b[8..12].copy_from_slice(&length.to_be_bytes());
-        let crc = crc32c::crc32c(&b[21..]);
-        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        seal(&mut b);
         b
     }
 
@@ -422,10 +428,7 @@ mod tests {
         let mut b = batch(1, Compression::None, None)[..HEADER_LEN].to_vec();
         b[22] = 2; // attributes: snappy
         b.extend_from_slice(&[0x8b, 0xcf, 0xe5, 0x68]); // raw snappy: "219768715 bytes follow"
-        let length = (b.len() - 12) as i32;
-        b[8..12].copy_from_slice(&length.to_be_bytes());
-        let crc = crc32c::crc32c(&b[21..]);
-        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        seal(&mut b);
         let decoded = decode_committed(&b, 0, &[], 1 << 20).unwrap();
         assert!(decoded.records.is_empty());
         assert_eq!(decoded.undecodable.len(), 1);
@@ -480,10 +483,7 @@ mod tests {
             0x00, 0x10, 0x00, 0x1d, 0x00, 0x00, 0x69, 0x00, 0x00,
         ];
         b.extend_from_slice(zstd);
-        let length = (b.len() - 12) as i32;
-        b[8..12].copy_from_slice(&length.to_be_bytes());
-        let crc = crc32c::crc32c(&b[21..]);
-        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        seal(&mut b);
         let read = decode_committed(&b, 0, &[], 1 << 20).unwrap();
         assert!(read.records.is_empty());
         assert_eq!(
@@ -506,10 +506,7 @@ mod tests {
         b[22] = 4; // attributes: zstd
         // Magic, a 2^27-byte window, one RLE block of 1000 zeros.
         b.extend_from_slice(&[0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x88, 0x43, 0x1f, 0x00, 0x00]);
-        let length = (b.len() - 12) as i32;
-        b[8..12].copy_from_slice(&length.to_be_bytes());
-        let crc = crc32c::crc32c(&b[21..]);
-        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        seal(&mut b);
         let read = decode_committed(&b, 0, &[], 1 << 20).unwrap();
         assert!(read.records.is_empty());
         let reason = &read.undecodable[0].2;
