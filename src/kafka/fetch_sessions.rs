@@ -241,11 +241,19 @@ impl FetchSessions {
         let Some(s) = sessions.get_mut(&session) else {
             return vec![true; answered.len()];
         };
+        // Where each partition is in the session: one pass, not one search per answer
+        // (a session may hold thousands).
+        let index: HashMap<PartitionId, usize> = s
+            .partitions
+            .iter()
+            .enumerate()
+            .map(|(at, c)| (c.id.clone(), at))
+            .collect();
         let mut moved = Vec::new();
         let held = answered
             .iter()
             .map(|a| {
-                let Some(at) = s.partitions.iter().position(|c| c.id == a.id) else {
+                let Some(&at) = index.get(&a.id) else {
                     return true;
                 };
                 let cached = &mut s.partitions[at];
