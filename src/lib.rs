@@ -15,7 +15,8 @@
 //! [`permissions`]' patterns; [`server`] is the accept loop every front shares, and
 //! [`http_server`] serves HTTP on it; [`daemon`] runs the long-lived process;
 //! [`management`] is the RabbitMQ-compatible management HTTP API and its web UI;
-//! [`telemetry`] names every
+//! [`memory_watermark`] holds publishers back while the process's memory (read by
+//! [`process`]) is above its mark; [`telemetry`] names every
 //! metric Ferry exports. The `ferry` binary (`src/cli/`) is the command line over this
 //! library, and holds the `ferry bench` load tools.
 
@@ -38,10 +39,12 @@ pub mod incarnation;
 pub mod kafka;
 pub mod liveness;
 pub mod management;
+pub mod memory_watermark;
 pub mod password;
 pub mod peer;
 pub mod permissions;
 pub mod principal;
+pub mod process;
 pub mod scram;
 pub mod server;
 pub mod stage;

@@ -52,6 +52,7 @@ pub mod writer;
 use crate::auth::Authenticator;
 use crate::config::AmqpConfig;
 use crate::liveness::Liveness;
+use crate::memory_watermark::MemoryWatermark;
 use crate::server::Listener;
 use crate::stage::{Holders, StageError, Stages, now_ms};
 use crate::store::{Database, StoreError};
@@ -85,6 +86,8 @@ pub struct Front {
     pub prefix: String,
     /// `stage.lease_ttl_ms`.
     pub lease_ttl: Duration,
+    /// The memory high-water mark, which blocks publishers while it is exceeded.
+    pub memory: MemoryWatermark,
 }
 
 /// Why the AMQP front could not start.
@@ -112,6 +115,8 @@ pub struct Started {
     opened: mpsc::UnboundedReceiver<Arc<topology::Queue>>,
     /// Raises and clears the publisher alarm.
     alarm: watch::Sender<Option<String>>,
+    /// One of the alarm's causes.
+    memory: MemoryWatermark,
     /// Expiry hints, for the sweeper.
     expiry: mpsc::UnboundedReceiver<(u64, std::sync::Weak<topology::Queue>)>,
 }
@@ -157,6 +162,7 @@ pub async fn start(front: Front) -> Result<Started, FrontError> {
         broker,
         opened,
         alarm,
+        memory: front.memory,
         expiry: expiry_rx,
     })
 }
@@ -192,12 +198,18 @@ impl Started {
             broker,
             opened,
             alarm,
+            memory,
             expiry,
         } = self;
         let background = CancellationToken::new();
         let mut tasks = JoinSet::new();
         tasks.spawn(expiry::run(broker.db.clone(), expiry, background.clone()));
-        tasks.spawn(resources::run(broker.clone(), alarm, background.clone()));
+        tasks.spawn(resources::run(
+            broker.clone(),
+            memory,
+            alarm,
+            background.clone(),
+        ));
         tasks.spawn(janitor::reap_orphans(broker.clone(), background.clone()));
         tasks.spawn(delayed::run(broker.clone(), background.clone()));
         tasks.spawn(renew_instance(broker.clone(), background.clone()));

@@ -1,11 +1,13 @@
 //! The resource monitor: every `amqp.resource_check_ms` it reads every queue's depth
-//! (publishing the ready/unacked gauges, also under RabbitMQ's names) and the process's resident memory, and raises or
-//! clears the alarm that blocks publishers (`connection.blocked`) when
-//! `amqp.max_backlog_messages` or `amqp.max_memory_mb` is exceeded, or while the store's
-//! free-disk alarm (`store.min_free_disk_mb`) is raised.
+//! (publishing the ready/unacked gauges, also under RabbitMQ's names), and raises or
+//! clears the alarm that blocks publishers (`connection.blocked`) while the store's
+//! free-disk alarm (`store.min_free_disk_mb`) or the memory high-water mark
+//! (`daemon.max_memory_mb`, [`MemoryWatermark`]) is raised, or `amqp.max_backlog_messages`
+//! is exceeded.
 
 use super::broker::Broker;
 use crate::config::AmqpConfig;
+use crate::memory_watermark::MemoryWatermark;
 use crate::telemetry::amqp as metric;
 use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, QueueSample};
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use tracing::{info, warn};
 /// Runs the monitor until `shutdown`, publishing the alarm on `alarm`.
 pub async fn run(
     broker: Arc<Broker>,
+    mut memory: MemoryWatermark,
     alarm: watch::Sender<Option<String>>,
     shutdown: CancellationToken,
 ) {
@@ -27,12 +30,14 @@ pub async fn run(
         tokio::select! {
             () = shutdown.cancelled() => return,
             _ = ticks.tick() => {}
+            () = memory.changed() => {}
         }
         let backlog = publish_depths(&broker).await;
         let reason = broker
             .db
             .disk_alarm()
-            .or_else(|| limit_reached(config, backlog, resident_mb()));
+            .or_else(|| memory.raised())
+            .or_else(|| backlog_exceeded(config, backlog));
         metrics::gauge!(metric::BLOCKED).set(if reason.is_some() { 1.0 } else { 0.0 });
         if *alarm.borrow() != reason {
             match &reason {
@@ -72,28 +77,14 @@ async fn publish_depths(broker: &Broker) -> u64 {
     backlog
 }
 
-/// Why publishers must be blocked, if a limit is exceeded.
-fn limit_reached(config: &AmqpConfig, backlog: u64, resident_mb: Option<u64>) -> Option<String> {
-    if config.max_backlog_messages > 0 && backlog > config.max_backlog_messages {
-        return Some(format!(
+/// Why publishers must be blocked, if `backlog` exceeds `amqp.max_backlog_messages`.
+fn backlog_exceeded(config: &AmqpConfig, backlog: u64) -> Option<String> {
+    (config.max_backlog_messages > 0 && backlog > config.max_backlog_messages).then(|| {
+        format!(
             "{backlog} ready messages exceed amqp.max_backlog_messages ({})",
             config.max_backlog_messages
-        ));
-    }
-    match resident_mb {
-        Some(mb) if config.max_memory_mb > 0 && mb > config.max_memory_mb => Some(format!(
-            "{mb} MiB resident memory exceeds amqp.max_memory_mb ({})",
-            config.max_memory_mb
-        )),
-        _ => None,
-    }
-}
-
-/// The process's resident memory in MiB (Linux: `/proc/self/statm`, 4 KiB pages).
-fn resident_mb() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096 / (1024 * 1024))
+        )
+    })
 }
 
 #[cfg(test)]
@@ -101,25 +92,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn limits_block_only_when_exceeded_and_configured() {
+    fn the_backlog_blocks_only_when_exceeded_and_configured() {
         let mut config = AmqpConfig::default();
-        assert_eq!(limit_reached(&config, u64::MAX, Some(u64::MAX)), None);
+        assert_eq!(backlog_exceeded(&config, u64::MAX), None);
         config.max_backlog_messages = 10;
-        assert_eq!(limit_reached(&config, 10, None), None);
+        assert_eq!(backlog_exceeded(&config, 10), None);
         assert_eq!(
-            limit_reached(&config, 11, None).as_deref(),
+            backlog_exceeded(&config, 11).as_deref(),
             Some("11 ready messages exceed amqp.max_backlog_messages (10)")
         );
-        config.max_memory_mb = 100;
-        assert!(
-            limit_reached(&config, 0, Some(101))
-                .unwrap()
-                .contains("amqp.max_memory_mb")
-        );
-    }
-
-    #[test]
-    fn resident_memory_is_readable_here() {
-        assert!(resident_mb().is_some_and(|mb| mb > 0));
     }
 }

@@ -1,8 +1,11 @@
 //! The connection's writer: one task owns the socket's write half, takes encoded frames
 //! from every channel in order, coalesces what is queued into one write, and sends a
-//! heartbeat whenever the connection has been quiet for half the heartbeat interval.
+//! heartbeat whenever the connection has been quiet for half the heartbeat interval. A
+//! write that makes no progress for `amqp.send_timeout_ms` (the client reads nothing) ends
+//! the writer, which ends the connection ([`Writer::closed`]).
 
 use crate::amqp::codec::HEARTBEAT;
+use std::future::Future;
 use std::time::Duration;
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
@@ -35,27 +38,41 @@ impl Writer {
         }
         self.tx.send(frames).await.map_err(|_| WriterClosed)
     }
+
+    /// Resolves once the writer task has ended: the socket failed, or a write made no
+    /// progress within the send timeout.
+    pub async fn closed(&self) {
+        self.tx.closed().await;
+    }
+}
+
+/// How the writer treats its socket.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// The negotiated heartbeat interval, if any.
+    pub heartbeat: Option<Duration>,
+    /// The longest a write may make no progress (`amqp.send_timeout_ms`), if bounded.
+    pub send_timeout: Option<Duration>,
 }
 
 /// Starts a writer over `socket`; it ends when every [`Writer`] is dropped (after writing
 /// what was queued) or the socket fails.
-pub fn spawn<W>(socket: W, heartbeat: Option<Duration>) -> (Writer, tokio::task::JoinHandle<()>)
+pub fn spawn<W>(socket: W, timing: Timing) -> (Writer, tokio::task::JoinHandle<()>)
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::channel(QUEUE);
-    let task = tokio::spawn(run(socket, rx, heartbeat));
+    let task = tokio::spawn(run(socket, rx, timing));
     (Writer { tx }, task)
 }
 
-async fn run<W: AsyncWrite + Unpin>(
-    socket: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    heartbeat: Option<Duration>,
-) {
+async fn run<W: AsyncWrite + Unpin>(socket: W, mut rx: mpsc::Receiver<Vec<u8>>, timing: Timing) {
     let mut out = BufWriter::with_capacity(BUFFER, socket);
     // Heartbeats go out at half the negotiated interval, as RabbitMQ sends them.
-    let quiet = heartbeat.map(|h| (h / 2).max(Duration::from_millis(100)));
+    let quiet = timing
+        .heartbeat
+        .map(|h| (h / 2).max(Duration::from_millis(100)));
+    let limit = timing.send_timeout;
     loop {
         let next = match quiet {
             Some(q) => match tokio::time::timeout(q, rx.recv()).await {
@@ -65,21 +82,33 @@ async fn run<W: AsyncWrite + Unpin>(
             None => rx.recv().await,
         };
         let Some(frames) = next else { break };
-        if out.write_all(&frames).await.is_err() {
+        if !progresses(limit, out.write_all(&frames)).await {
             return;
         }
         // Coalesce whatever else is already queued into the same write.
         while let Ok(more) = rx.try_recv() {
-            if out.write_all(&more).await.is_err() {
+            if !progresses(limit, out.write_all(&more)).await {
                 return;
             }
         }
-        if out.flush().await.is_err() {
+        if !progresses(limit, out.flush()).await {
             return;
         }
     }
-    let _ = out.flush().await;
-    let _ = out.shutdown().await;
+    if progresses(limit, out.flush()).await {
+        let _ = progresses(limit, out.shutdown()).await;
+    }
+}
+
+/// Whether `write` succeeds within `limit`.
+async fn progresses(
+    limit: Option<Duration>,
+    write: impl Future<Output = std::io::Result<()>>,
+) -> bool {
+    match limit {
+        Some(limit) => matches!(tokio::time::timeout(limit, write).await, Ok(Ok(()))),
+        None => write.await.is_ok(),
+    }
 }
 
 #[cfg(test)]
@@ -87,10 +116,17 @@ mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
 
+    fn timing(heartbeat: Option<Duration>, send_timeout: Option<Duration>) -> Timing {
+        Timing {
+            heartbeat,
+            send_timeout,
+        }
+    }
+
     #[tokio::test]
     async fn frames_are_written_in_order_then_the_socket_closes() {
         let (client, server) = tokio::io::duplex(1024);
-        let (writer, task) = spawn(server, None);
+        let (writer, task) = spawn(server, timing(None, None));
         writer.send(b"one ".to_vec()).await.unwrap();
         writer.send(b"two".to_vec()).await.unwrap();
         drop(writer);
@@ -104,9 +140,23 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_quiet_connection_gets_heartbeats() {
         let (mut client, server) = tokio::io::duplex(1024);
-        let (_writer, _task) = spawn(server, Some(Duration::from_secs(2)));
+        let (_writer, _task) = spawn(server, timing(Some(Duration::from_secs(2)), None));
         let mut frame = [0u8; 8];
         client.read_exact(&mut frame).await.unwrap();
         assert_eq!(frame, HEARTBEAT);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_reads_nothing_ends_the_writer_after_the_send_timeout() {
+        let (client, server) = tokio::io::duplex(1024);
+        let limit = Duration::from_secs(30);
+        let (writer, task) = spawn(server, timing(None, Some(limit)));
+        let started = tokio::time::Instant::now();
+        // More than the pipe and the writer's buffer hold; the client never reads.
+        while writer.send(vec![0; 64 * 1024]).await.is_ok() {}
+        writer.closed().await;
+        task.await.unwrap();
+        assert!(started.elapsed() >= limit);
+        drop(client);
     }
 }

@@ -49,6 +49,10 @@ pub struct AmqpConfig {
     /// Milliseconds a client has from connecting to `connection.open-ok` before it is
     /// disconnected, so half-open connections cannot hold slots.
     pub handshake_timeout_ms: u64,
+    /// Milliseconds a write to a client's socket may make no progress (the client reads
+    /// nothing: a hung consumer) before its connection is closed and its unacknowledged
+    /// deliveries are requeued; 0: no limit.
+    pub send_timeout_ms: u64,
     /// Milliseconds a delivery may stay unacknowledged before its channel is closed with
     /// 406 PRECONDITION_FAILED and its deliveries requeued (RabbitMQ's `consumer_timeout`;
     /// a queue's `x-consumer-timeout` argument overrides it); 0: no limit.
@@ -56,9 +60,6 @@ pub struct AmqpConfig {
     /// Ready messages across all AMQP queues above which publishing connections are
     /// blocked (`connection.blocked`) until the backlog falls below it; 0: no limit.
     pub max_backlog_messages: u64,
-    /// Resident memory of the process, MiB, above which publishing connections are
-    /// blocked until it falls below it; 0: no limit.
-    pub max_memory_mb: u64,
     /// Milliseconds between two checks of the resource limits and queue-depth metrics.
     pub resource_check_ms: u64,
     /// Where SASL EXTERNAL takes the user name from in a verified client certificate:
@@ -107,9 +108,9 @@ impl Default for AmqpConfig {
             max_message_size: 4 * 1024 * 1024,
             vhosts: vec![super::users::DEFAULT_VHOST.to_owned()],
             handshake_timeout_ms: 10_000,
+            send_timeout_ms: 30_000,
             consumer_timeout_ms: DEFAULT_CONSUMER_TIMEOUT_MS,
             max_backlog_messages: 0,
-            max_memory_mb: 0,
             resource_check_ms: 1000,
             ssl_cert_login_from: CertLoginFrom::default(),
             ssl_cert_login_san_type: SanType::default(),
@@ -129,6 +130,11 @@ impl AmqpConfig {
             None if self.consumer_timeout_ms == 0 => None,
             None => Some(Duration::from_millis(self.consumer_timeout_ms)),
         }
+    }
+
+    /// How long a write may make no progress, if it is bounded.
+    pub fn send_timeout(&self) -> Option<Duration> {
+        (self.send_timeout_ms > 0).then(|| Duration::from_millis(self.send_timeout_ms))
     }
 
     /// The handshake deadline.

@@ -14,6 +14,11 @@ pub struct DaemonConfig {
     /// before what is left is aborted; keep it below the supervisor's kill timeout
     /// (systemd `TimeoutStopSec`, Kubernetes `terminationGracePeriodSeconds`).
     pub shutdown_timeout_ms: u64,
+    /// Resident memory, MiB, above which publishers are held back until it falls below:
+    /// AMQP publishing connections are blocked, Kafka producers throttled (RabbitMQ's
+    /// `vm_memory_high_watermark`); 0: 40% of the machine's memory, or of the cgroup's
+    /// limit when it is lower.
+    pub max_memory_mb: u64,
 }
 
 impl DaemonConfig {
@@ -27,6 +32,7 @@ impl Default for DaemonConfig {
     fn default() -> Self {
         Self {
             shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT_MS,
+            max_memory_mb: 0,
         }
     }
 }

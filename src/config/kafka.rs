@@ -66,6 +66,9 @@ pub struct KafkaConfig {
     pub advertised_port: u16,
     /// Most client connections at once; further clients wait in the kernel's backlog.
     pub max_connections: usize,
+    /// Milliseconds a connection may send no request, or leave an answer unread, before it
+    /// is closed (Kafka's `connections.max.idle.ms`; clients reconnect when they need to).
+    pub connections_max_idle_ms: u64,
     /// Largest request, in bytes, a client may send; a larger declared size closes the
     /// connection before anything is allocated for it.
     pub max_request_size: usize,
@@ -123,6 +126,7 @@ impl Default for KafkaConfig {
             advertised_host: String::new(),
             advertised_port: 0,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            connections_max_idle_ms: 600_000,
             max_request_size: DEFAULT_MAX_REQUEST_SIZE,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             auto_create_topics: true,
@@ -198,6 +202,11 @@ impl KafkaConfig {
             ));
         }
         at_least("kafka.max_connections", self.max_connections, 1)?;
+        at_least(
+            "kafka.connections_max_idle_ms",
+            self.connections_max_idle_ms,
+            1,
+        )?;
         between(
             "kafka.max_request_size",
             self.max_request_size,
@@ -267,6 +276,11 @@ impl KafkaConfig {
             .into_iter()
             .find(|spec| spec.protocol == protocol)
             .map(|spec| spec.addr)
+    }
+
+    /// `connections_max_idle_ms` as a duration.
+    pub fn connections_max_idle(&self) -> Duration {
+        Duration::from_millis(self.connections_max_idle_ms)
     }
 
     /// `sequencer_lease_ms` as a duration.

@@ -35,6 +35,7 @@ use crate::config::{
 };
 use crate::incarnation::{Incarnation, Scope};
 use crate::kafka::{KafkaError, KafkaFront, KafkaListener};
+use crate::memory_watermark::MemoryWatermark;
 use crate::server::Listener;
 use crate::stage::{Holders, StageError, Stages};
 use crate::store::{Database, StoreError};
@@ -112,6 +113,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     crate::telemetry::compat::rabbitmq::state::set_node(recorder::rabbitmq_node(&config));
     let shutdown = CancellationToken::new();
     shutdown::cancel_on_signal(shutdown.clone()).map_err(DaemonError::Signals)?;
+    crate::process::raise_fd_limit();
 
     let certificates = if config.listen_addresses().iter().any(|l| l.tls) {
         Some(Certificates::load(&config.tls).map_err(DaemonError::Tls)?)
@@ -205,9 +207,11 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let users = crate::auth::Authenticator::start(db.clone(), &config.store.prefix, &config.users)
         .await
         .map_err(DaemonError::Users)?;
+    let memory = MemoryWatermark::monitor(config.daemon.max_memory_mb, shutdown.clone());
     let kafka = KafkaFront::start(
         &config.kafka,
         users.clone(),
+        memory.clone(),
         stages.clone(),
         &config.store.prefix,
         kafka_listeners,
@@ -269,6 +273,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         stages: stages.clone(),
         prefix: config.store.prefix.clone(),
         lease_ttl: config.stage.lease_ttl(),
+        memory,
     };
     let amqp = crate::amqp::start(front).await?;
     let mut listening = Vec::new();

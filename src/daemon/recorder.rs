@@ -64,7 +64,7 @@ pub fn install() -> Result<PrometheusHandle, RecorderError> {
 
 /// This instance as RabbitMQ's identity labels name it: node `ferry-NODE_ID@HOSTNAME`
 /// (`kafka.node_id`), and the cluster of the instances sharing the store, named by
-/// `store.prefix`; with the memory limit (`amqp.max_memory_mb`) and, for the embedded
+/// `store.prefix`; with the memory high-water mark (`daemon.max_memory_mb`) and, for the embedded
 /// engine, the store's directory, whose file system's free space is reported.
 pub fn rabbitmq_node(config: &Config) -> Node {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -75,8 +75,7 @@ pub fn rabbitmq_node(config: &Config) -> Node {
         node: format!("ferry-{}@{host}", config.kafka.node_id),
         cluster: format!("ferry-{prefix}"),
         cluster_permanent_id: format!("ferry-cluster-{prefix}"),
-        memory_limit_bytes: (config.amqp.max_memory_mb > 0)
-            .then(|| config.amqp.max_memory_mb * 1024 * 1024),
+        memory_limit_bytes: crate::memory_watermark::limit_bytes(config.daemon.max_memory_mb),
         data_dir: (config.store.engine == Engine::Embedded).then(|| config.store.path.clone()),
         disk_limit_bytes: (config.store.engine == Engine::Embedded
             && config.store.min_free_disk_mb > 0)

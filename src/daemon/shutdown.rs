@@ -102,6 +102,7 @@ mod tests {
     fn drain(ms: u64) -> Drain {
         Drain::start(&DaemonConfig {
             shutdown_timeout_ms: ms,
+            ..DaemonConfig::default()
         })
     }
 

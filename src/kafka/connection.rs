@@ -5,7 +5,11 @@
 //! The reader decodes each request and runs its handler's ordered part; the writer task
 //! writes each answer — immediate, or the result of its spawned `Later` future — in
 //! request order. Produce requests already buffered behind one another are handled as one
-//! burst, so their batches share staging transactions. Anything the codec refuses (an oversized or negative size, a truncated
+//! burst, so their batches share staging transactions. While the memory high-water mark is
+//! exceeded, a produce burst is answered with [`PRODUCE_THROTTLE`] as `throttle_time_ms`
+//! and the connection is muted (not read) that long, as Kafka's quotas do (KIP-219). A
+//! connection that sends nothing, or whose client reads nothing, for
+//! `kafka.connections_max_idle_ms` is closed (Kafka's `connections.max.idle.ms`). Anything the codec refuses (an oversized or negative size, a truncated
 //! or undecodable request, an unknown API) closes this connection only, after the answers
 //! already owed; nothing staged or acknowledged is affected.
 
@@ -21,7 +25,8 @@ use crate::tls::stream::{Stream, WriteHalf};
 use bytes::BytesMut;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -32,6 +37,9 @@ use tracing::{debug, info, trace, warn};
 const IN_FLIGHT: usize = 32;
 /// Most pipelined produce requests staged together.
 const MAX_BURST: usize = 16;
+/// How long a producer is throttled while the memory high-water mark is exceeded; the
+/// mark is checked again at its next request.
+pub const PRODUCE_THROTTLE: Duration = Duration::from_secs(1);
 
 /// An answer owed, in request order.
 struct Owed {
@@ -68,6 +76,10 @@ enum Refusal {
     AuthFailed,
     /// A TLS client on a plaintext listener: its ClientHello is no Kafka request.
     ClientHello,
+    /// Nothing was read for `kafka.connections_max_idle_ms`.
+    Idle(Duration),
+    /// The client read none of its answers for `kafka.connections_max_idle_ms`.
+    Unread(Duration),
 }
 
 impl Refusal {
@@ -84,6 +96,8 @@ impl Refusal {
             Self::Refused(_) => "refused",
             Self::AuthFailed => "auth_failed",
             Self::ClientHello => "tls_client_hello",
+            Self::Idle(_) => "idle",
+            Self::Unread(_) => "unread",
         }
     }
 }
@@ -101,6 +115,16 @@ impl std::fmt::Display for Refusal {
             Self::ClientHello => f.write_str(
                 "a TLS ClientHello arrived on a plaintext listener; TLS clients connect to an \
                  SSL or SASL_SSL listener of kafka.listeners",
+            ),
+            Self::Idle(idle) => write!(
+                f,
+                "no request for {} ms (kafka.connections_max_idle_ms)",
+                idle.as_millis()
+            ),
+            Self::Unread(idle) => write!(
+                f,
+                "the client read no answer for {} ms (kafka.connections_max_idle_ms)",
+                idle.as_millis()
             ),
         }
     }
@@ -126,7 +150,9 @@ pub async fn serve(
     metrics::gauge!(m::CONNECTIONS).increment(1.0);
     let (mut socket, writer) = stream.into_split();
     let (owed, queue) = mpsc::channel(IN_FLIGHT);
-    let writer = tokio::spawn(write(writer, queue));
+    let idle = ctx.config.connections_max_idle();
+    let busy = Arc::new(AtomicBool::new(false));
+    let writer = tokio::spawn(write(writer, queue, busy.clone(), idle));
     let addr = peer.addr;
     let plaintext = !peer.is_tls();
     let session = Session::new(
@@ -144,14 +170,27 @@ pub async fn serve(
         session,
         buf: BytesMut::new(),
         owed,
+        muted_until: None,
     };
     let mut opening = true;
     let refusal = loop {
         if let Err(stop) = reader.answer_buffered().await {
             break stop;
         }
+        if let Some(until) = reader.muted_until.take() {
+            tokio::select! {
+                () = shutdown.cancelled() => break None,
+                () = tokio::time::sleep_until(until.into()) => continue,
+            }
+        }
         tokio::select! {
             () = shutdown.cancelled() => break None,
+            // The writer ended: the socket failed, or the client read nothing for too long.
+            () = reader.owed.closed() => break None,
+            // Idle only while no answer is owed: a stuck write ends the writer instead.
+            () = tokio::time::sleep(idle) => if !busy.load(Ordering::Relaxed) {
+                break Some(Refusal::Idle(idle));
+            },
             read = socket.read_buf(&mut reader.buf) => match read {
                 Ok(0) if reader.buf.is_empty() => break None,
                 Ok(0) => break Some(Refusal::Truncated(reader.buf.len())),
@@ -171,7 +210,8 @@ pub async fn serve(
         }
     };
     drop(reader);
-    let _ = writer.await;
+    let stalled = matches!(writer.await, Ok(Some(WriteEnd::Stalled)));
+    let refusal = refusal.or_else(|| stalled.then_some(Refusal::Unread(idle)));
     if let Some(refusal) = refusal {
         info!(peer = %addr, reason = %refusal, "closing a Kafka connection");
         metrics::counter!(m::CONNECTIONS_REFUSED_TOTAL, m::LABEL_REASON => refusal.label())
@@ -196,12 +236,14 @@ struct Reader {
     buf: BytesMut,
     /// The answers owed, in order, to the writer.
     owed: mpsc::Sender<Owed>,
+    /// Until when the connection is not read (a producer throttled), if it is muted.
+    muted_until: Option<Instant>,
 }
 
 impl Reader {
     /// Decodes and handles every whole frame in the buffer, in order.
     async fn answer_buffered(&mut self) -> Result<(), Stop> {
-        loop {
+        while self.muted_until.is_none() {
             let Some(frame) = self
                 .decoder
                 .decode(&mut self.buf)
@@ -239,6 +281,7 @@ impl Reader {
                 self.reply(api, version, id, started, reply).await?;
             }
         }
+        Ok(())
     }
 
     /// Handles `first` with every produce request already buffered behind it (up to
@@ -273,9 +316,20 @@ impl Reader {
                 bodies.push(body);
             }
         }
-        let replies = api::produce_burst(&self.ctx, &self.session, bodies).await;
+        let throttle = self.ctx.memory.raised().map(|_| PRODUCE_THROTTLE);
+        let replies = api::produce_burst(
+            &self.ctx,
+            &self.session,
+            bodies,
+            throttle.unwrap_or_default(),
+        )
+        .await;
         for ((api, version, id, started), reply) in heads.into_iter().zip(replies) {
             self.reply(api, version, id, started, reply).await?;
+        }
+        if let Some(throttle) = throttle {
+            metrics::counter!(m::PRODUCE_THROTTLED_TOTAL).increment(1);
+            self.muted_until = Some(Instant::now() + throttle);
         }
         match undecodable {
             Some(e) => Err(Some(Refusal::Codec(e))),
@@ -351,17 +405,34 @@ impl Reader {
     }
 }
 
-/// Writes the owed answers in order, flushing whenever no further answer is ready.
-async fn write(writer: WriteHalf, mut queue: mpsc::Receiver<Owed>) {
+/// Why the writer stopped before its queue ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteEnd {
+    /// The socket failed, or an answer could not be made.
+    Failed,
+    /// A write made no progress for the allowed time: the client reads nothing.
+    Stalled,
+}
+
+/// Writes the owed answers in order, flushing whenever no further answer is ready; `busy`
+/// while it holds an answer not yet flushed. A write that makes no progress for `stall`
+/// (the client reads nothing) ends it.
+async fn write(
+    writer: WriteHalf,
+    mut queue: mpsc::Receiver<Owed>,
+    busy: Arc<AtomicBool>,
+    stall: Duration,
+) -> Option<WriteEnd> {
     let mut writer = BufWriter::new(writer);
     while let Some(owed) = queue.recv().await {
+        busy.store(true, Ordering::Relaxed);
         let response = match owed.response {
             Pending::Ready(r) => *r,
             Pending::Spawned(task) => match task.await {
                 Ok(r) => r,
                 Err(e) => {
                     warn!(api = ?owed.api, error = %e, "a Kafka request handler failed");
-                    break;
+                    return Some(WriteEnd::Failed);
                 }
             },
         };
@@ -370,19 +441,36 @@ async fn write(writer: WriteHalf, mut queue: mpsc::Receiver<Owed>) {
             Ok(b) => b,
             Err(e) => {
                 warn!(error = %e, "cannot encode a Kafka response; closing the connection");
-                break;
+                return Some(WriteEnd::Failed);
             }
         };
-        if writer.write_all(&bytes).await.is_err() {
-            break;
+        if let Err(end) = within(stall, writer.write_all(&bytes)).await {
+            return Some(end);
         }
         trace!(api = ?owed.api, correlation_id = owed.correlation_id, bytes = bytes.len(), "Kafka answer");
-        if queue.is_empty() && writer.flush().await.is_err() {
-            break;
+        if queue.is_empty() {
+            if let Err(end) = within(stall, writer.flush()).await {
+                return Some(end);
+            }
+            busy.store(false, Ordering::Relaxed);
         }
     }
-    let _ = writer.flush().await;
-    let _ = writer.shutdown().await;
+    match within(stall, writer.flush()).await {
+        Ok(()) => within(stall, writer.shutdown()).await.err(),
+        Err(end) => Some(end),
+    }
+}
+
+/// `write`, unless it fails or makes no progress within `stall`.
+async fn within(
+    stall: Duration,
+    write: impl Future<Output = std::io::Result<()>>,
+) -> Result<(), WriteEnd> {
+    match tokio::time::timeout(stall, write).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(WriteEnd::Failed),
+        Err(_) => Err(WriteEnd::Stalled),
+    }
 }
 
 /// Counts an answered request.

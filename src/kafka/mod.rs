@@ -45,6 +45,7 @@ use crate::config::kafka::LISTEN_KEY;
 use crate::config::listeners::SecurityProtocol;
 use crate::incarnation::Incarnation;
 use crate::liveness::Liveness;
+use crate::memory_watermark::MemoryWatermark;
 use crate::principal::PrincipalRules;
 use crate::server::Listener;
 use crate::stage::Stages;
@@ -111,6 +112,8 @@ pub struct Context {
     pub acls: Acls,
     /// `kafka.ssl_principal_mapping_rules`, parsed.
     pub principal_rules: PrincipalRules,
+    /// The memory high-water mark: producers are throttled while it is exceeded.
+    pub memory: MemoryWatermark,
     /// Topic settings' defaults.
     pub defaults: TopicDefaults,
     /// The cluster id Metadata reports.
@@ -239,9 +242,11 @@ impl KafkaFront {
     /// # Errors
     /// [`KafkaError`] when the store cannot be used or the principal mapping rules do not
     /// parse.
+    #[allow(clippy::too_many_arguments)] // each is one of the front's separate inputs
     pub async fn start(
         config: &KafkaConfig,
         users: Authenticator,
+        memory: MemoryWatermark,
         stages: Stages,
         prefix: &str,
         listeners: Vec<KafkaListener>,
@@ -328,6 +333,7 @@ impl KafkaFront {
             brokers,
             coordinator,
             defaults,
+            memory,
             shutdown,
         };
         Ok(Self {

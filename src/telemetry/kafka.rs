@@ -23,6 +23,8 @@ pub const REQUEST_SECONDS: &str = "ferry_kafka_request_seconds";
 pub const CONNECTIONS: &str = "ferry_kafka_connections";
 /// Connections Ferry closed because of what the client sent, by reason.
 pub const CONNECTIONS_REFUSED_TOTAL: &str = "ferry_kafka_connections_refused_total";
+/// Produce bursts answered with a throttle while the memory high-water mark was exceeded.
+pub const PRODUCE_THROTTLED_TOTAL: &str = "ferry_kafka_produce_throttled_total";
 /// Record batch bytes accepted by Produce, by topic.
 pub const PRODUCED_BYTES_TOTAL: &str = "ferry_kafka_produced_bytes_total";
 /// Records accepted by Produce, by topic.
@@ -78,6 +80,11 @@ pub const ALL: &[Metric] = &[
         name: CONNECTIONS_REFUSED_TOTAL,
         kind: Kind::Counter,
         help: "Kafka connections closed because of what the client sent, by reason.",
+    },
+    Metric {
+        name: PRODUCE_THROTTLED_TOTAL,
+        kind: Kind::Counter,
+        help: "Produce requests answered with a throttle (memory above daemon.max_memory_mb).",
     },
     Metric {
         name: PRODUCED_BYTES_TOTAL,

@@ -62,6 +62,10 @@ pub const STORE_UP: &str = "ferry_store_up";
 pub const STORE_DISK_FREE_BYTES: &str = "ferry_store_disk_free_bytes";
 /// Whether the free-disk alarm blocks publishers (1) or not (0).
 pub const STORE_DISK_ALARM: &str = "ferry_store_disk_alarm";
+/// Whether the memory high-water mark holds publishers back (1) or not (0).
+pub const MEMORY_ALARM: &str = "ferry_memory_alarm";
+/// The memory high-water mark in bytes.
+pub const MEMORY_LIMIT_BYTES: &str = "ferry_memory_limit_bytes";
 
 /// Messages ready for delivery in a stage.
 pub const STAGE_READY: &str = "ferry_stage_ready";
@@ -130,6 +134,16 @@ pub const ALL: &[Metric] = &[
         name: STORE_DISK_ALARM,
         kind: Kind::Gauge,
         help: "1 while the free-disk alarm (store.min_free_disk_mb) blocks publishers.",
+    },
+    Metric {
+        name: MEMORY_ALARM,
+        kind: Kind::Gauge,
+        help: "1 while resident memory above daemon.max_memory_mb holds publishers back.",
+    },
+    Metric {
+        name: MEMORY_LIMIT_BYTES,
+        kind: Kind::Gauge,
+        help: "The memory high-water mark (daemon.max_memory_mb) in bytes.",
     },
     Metric {
         name: STAGE_READY,

@@ -6,13 +6,12 @@
 //! pretended reading): publishers are blocked with `connection.blocked` naming the key,
 //! consumers go on, and the held publish is confirmed once space returns.
 
-use crate::common::amqp::{WAIT, declare, drain};
+use crate::common::amqp::{WAIT, blocked, declare, drain, unblocked};
 use crate::common::fronts::AmqpServer;
 use ferry::store::embedded::{DiskFault, Faults};
-use futures::StreamExt;
 use lapin::options::{BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Channel, Event};
+use lapin::{BasicProperties, Channel};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -91,7 +90,7 @@ async fn the_free_disk_alarm_blocks_publishers_until_space_returns_and_consumers
         .faults()
         .expect("the embedded engine injects faults");
     let conn = server.connect().await;
-    let mut events = conn.events_listener();
+    let mut events = Box::pin(conn.events_listener());
     let ch = conn.create_channel().await.unwrap();
     declare(&ch, "space", FieldTable::default()).await;
     ch.confirm_select(ConfirmSelectOptions::default())
@@ -116,15 +115,7 @@ async fn the_free_disk_alarm_blocks_publishers_until_space_returns_and_consumers
         }
         acked
     });
-    let reason = tokio::time::timeout(WAIT, async {
-        loop {
-            if let Some(Event::ConnectionBlocked(reason)) = events.next().await {
-                return reason;
-            }
-        }
-    })
-    .await
-    .expect("no connection.blocked");
+    let reason = blocked(&mut events).await;
     stop.store(true, Ordering::SeqCst);
     assert!(
         reason.contains("MiB free on the file system of")
@@ -145,15 +136,7 @@ async fn the_free_disk_alarm_blocks_publishers_until_space_returns_and_consumers
     );
 
     faults.pretend_free_bytes(None);
-    tokio::time::timeout(WAIT, async {
-        loop {
-            if let Some(Event::ConnectionUnblocked) = events.next().await {
-                return;
-            }
-        }
-    })
-    .await
-    .expect("no connection.unblocked");
+    unblocked(&mut events).await;
     let acked = tokio::time::timeout(WAIT, publisher)
         .await
         .expect("the held publish completes once space returns")

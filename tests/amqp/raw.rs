@@ -1,6 +1,7 @@
 //! The AMQP front against bad input on raw sockets: garbage, another protocol header, a
 //! frame declaring 4 GB, truncated and malformed frames, frames on unopened channels,
-//! bodies over the limit, wrong passwords and silent peers. Each gets the reply code the
+//! bodies over the limit, wrong passwords, silent peers and a consumer that reads nothing
+//! (disconnected after `amqp.send_timeout_ms`, its deliveries requeued). Each gets the reply code the
 //! specification gives, closes at most its own channel or connection, and loses nothing
 //! already accepted. Server frames are read with `amq-protocol`'s parser, not Ferry's.
 
@@ -9,6 +10,7 @@ use crate::common::fronts::AmqpServer;
 use amq_protocol::frame::{AMQPFrame, WriteContext, gen_frame, parse_frame};
 use amq_protocol::protocol::{AMQPClass, basic, channel, connection, queue};
 use amq_protocol::types::FieldTable;
+use futures::StreamExt;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -548,5 +550,69 @@ async fn confirms_of_a_burst_are_grouped_into_multiple_acks() {
     assert!(multiple, "a run of confirms was sent as one multiple ack");
     assert!(acks < 50, "{acks} acks for 50 publishes");
     drop(raw);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_that_reads_nothing_is_disconnected_and_its_deliveries_go_to_others() {
+    let server = AmqpServer::start_with(|c| c.send_timeout_ms = 500).await;
+    let (_conn, ch) = server.channel().await;
+    declare(&ch, "unread", FieldTable::default()).await;
+    // 24 MiB: far more than the sockets' buffers hold.
+    let body = "x".repeat(64 * 1024);
+    let bodies = vec![body.as_str(); 384];
+    publish_confirmed(&ch, "", "unread", &bodies).await;
+
+    // A consumer without a prefetch limit or heartbeats that never reads its socket.
+    let mut stuck = Raw::connect(&server).await;
+    stuck.handshake().await;
+    stuck.open_channel(1).await;
+    stuck
+        .method(
+            1,
+            AMQPClass::Basic(basic::AMQPMethod::Consume(basic::Consume {
+                queue: "unread".into(),
+                consumer_tag: "stuck".into(),
+                no_local: false,
+                no_ack: false,
+                exclusive: false,
+                nowait: false,
+                arguments: FieldTable::default(),
+            })),
+        )
+        .await;
+    let consume_ok = stuck.next_method().await;
+    assert!(
+        matches!(
+            consume_ok,
+            Some((1, AMQPClass::Basic(basic::AMQPMethod::ConsumeOk(_))))
+        ),
+        "{consume_ok:?}"
+    );
+
+    // Once its writes stall past amqp.send_timeout_ms it is disconnected and what it held
+    // is requeued, so another consumer gets every message.
+    let consumer = ch
+        .basic_consume(
+            "unread".into(),
+            "other".into(),
+            lapin::options::BasicConsumeOptions {
+                no_ack: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    let got = tokio::time::timeout(WAIT * 3, consumer.take(bodies.len()).collect::<Vec<_>>())
+        .await
+        .expect("every message reached the other consumer");
+    let redelivered = got
+        .iter()
+        .filter(|d| d.as_ref().unwrap().redelivered)
+        .count();
+    assert!(redelivered > 0, "nothing was held by the stuck consumer");
+    // The stuck client finds what was written before the close, then the end.
+    while stuck.next().await != Seen::Eof {}
     server.stop().await;
 }

@@ -4,7 +4,8 @@
 //! with the outcome RabbitMQ gives.
 
 use crate::common::amqp::{
-    WAIT, connect, declare, declare_exchange, drain, publish_confirmed, reply_code, reply_text,
+    WAIT, blocked, connect, declare, declare_exchange, drain, publish_confirmed, reply_code,
+    reply_text, unblocked,
 };
 use crate::common::fronts::{AmqpServer, OTHER_USER, SCRAM_USER, TLS_USER};
 use crate::common::wait;
@@ -18,7 +19,7 @@ use lapin::options::{
     QueuePurgeOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, ShortString};
-use lapin::{BasicProperties, Channel, Consumer, Event, ExchangeKind};
+use lapin::{BasicProperties, Channel, Consumer, ExchangeKind};
 
 fn table(entries: &[(&str, AMQPValue)]) -> FieldTable {
     let mut t = FieldTable::default();
@@ -220,6 +221,68 @@ async fn tune_negotiates_the_servers_limits() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishers_are_blocked_while_memory_is_above_the_mark_and_consumers_go_on() {
+    let server = AmqpServer::start().await;
+    let (_consuming, consumer_ch) = server.channel().await;
+    declare(&consumer_ch, "memory", FieldTable::default()).await;
+    publish_confirmed(&consumer_ch, "", "memory", &["before"]).await;
+    let conn = server.connect().await;
+    let mut events = Box::pin(conn.events_listener());
+    let ch = conn.create_channel().await.unwrap();
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .unwrap();
+
+    let reason = "900 MiB resident memory exceeds daemon.max_memory_mb (800)";
+    server.memory_alarm(Some(reason));
+    // The alarm reaches a connection when it publishes (once the front has heard of it):
+    // publish one message at a time until one is held.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopping = stop.clone();
+    let publisher = tokio::spawn(async move {
+        let mut confirmed = Vec::new();
+        for i in 0..10_000 {
+            if stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+            let body = format!("m{i}");
+            let confirm = ch
+                .basic_publish(
+                    "".into(),
+                    "memory".into(),
+                    Default::default(),
+                    body.as_bytes(),
+                    Default::default(),
+                )
+                .await
+                .unwrap();
+            assert!(confirm.await.unwrap().is_ack());
+            confirmed.push(body);
+        }
+        confirmed
+    });
+    assert_eq!(blocked(&mut events).await, reason);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    // Consumers are not held back: what was there drains, the held publish is not in it.
+    let during = drain(&consumer_ch, "memory").await;
+    assert_eq!(during.first().map(String::as_str), Some("before"));
+    assert!(
+        !publisher.is_finished(),
+        "a publish was taken during the alarm"
+    );
+
+    server.memory_alarm(None);
+    unblocked(&mut events).await;
+    let confirmed = tokio::time::timeout(WAIT, publisher)
+        .await
+        .expect("the held publish completes once the alarm clears")
+        .unwrap();
+    let after = drain(&consumer_ch, "memory").await;
+    assert_eq!([&during[1..], &after[..]].concat(), confirmed);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publishers_are_blocked_over_the_backlog_limit_and_unblocked_below_it() {
     let server = AmqpServer::start_with(|c| {
         c.max_backlog_messages = 3;
@@ -227,7 +290,7 @@ async fn publishers_are_blocked_over_the_backlog_limit_and_unblocked_below_it() 
     })
     .await;
     let conn = server.connect().await;
-    let mut events = conn.events_listener();
+    let mut events = Box::pin(conn.events_listener());
     let ch = conn.create_channel().await.unwrap();
     declare(&ch, "backlog", FieldTable::default()).await;
     ch.confirm_select(ConfirmSelectOptions::default())
@@ -255,15 +318,7 @@ async fn publishers_are_blocked_over_the_backlog_limit_and_unblocked_below_it() 
             assert!(confirm.await.unwrap().is_ack());
         }
     });
-    let blocked = tokio::time::timeout(WAIT, async {
-        loop {
-            if let Some(Event::ConnectionBlocked(reason)) = events.next().await {
-                return reason;
-            }
-        }
-    })
-    .await
-    .expect("no connection.blocked");
+    let blocked = blocked(&mut events).await;
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     assert!(
         blocked.ends_with("ready messages exceed amqp.max_backlog_messages (3)"),
@@ -273,15 +328,7 @@ async fn publishers_are_blocked_over_the_backlog_limit_and_unblocked_below_it() 
     ch2.queue_purge("backlog".into(), QueuePurgeOptions::default())
         .await
         .unwrap();
-    tokio::time::timeout(WAIT, async {
-        loop {
-            if let Some(Event::ConnectionUnblocked) = events.next().await {
-                return;
-            }
-        }
-    })
-    .await
-    .expect("no connection.unblocked");
+    unblocked(&mut events).await;
     tokio::time::timeout(WAIT, publisher)
         .await
         .expect("the held publish completes once unblocked")

@@ -3,11 +3,12 @@
 //! publishing under confirms, draining a queue, and reading reply codes out of lapin's
 //! errors.
 
+use futures::{Stream, StreamExt};
 use lapin::options::{
     BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueDeclareOptions,
 };
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Event, ExchangeKind};
 use std::time::Duration;
 
 /// Upper bound on anything a test waits for.
@@ -100,6 +101,32 @@ pub async fn publish_confirmed(ch: &Channel, exchange: &str, routing_key: &str, 
         let c = tokio::time::timeout(WAIT, confirm).await.unwrap().unwrap();
         assert!(c.is_ack(), "{c:?}");
     }
+}
+
+/// Waits (up to [`WAIT`]) for connection.blocked among a connection's `events`; its reason.
+pub async fn blocked(events: &mut (impl Stream<Item = Event> + Unpin)) -> String {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(Event::ConnectionBlocked(reason)) = events.next().await {
+                return reason;
+            }
+        }
+    })
+    .await
+    .expect("no connection.blocked")
+}
+
+/// Waits (up to [`WAIT`]) for connection.unblocked among a connection's `events`.
+pub async fn unblocked(events: &mut (impl Stream<Item = Event> + Unpin)) {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(Event::ConnectionUnblocked) = events.next().await {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("no connection.unblocked");
 }
 
 /// Takes every message of `queue` with basic.get (acking each), as strings.

@@ -16,6 +16,7 @@ use ferry::config::{
 };
 use ferry::incarnation::{Incarnation, Scope};
 use ferry::kafka::{KafkaFront, KafkaListener};
+use ferry::memory_watermark::MemoryWatermark;
 use ferry::password::PasswordHash;
 use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use ferry::stage::Stages;
@@ -24,6 +25,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use tempfile::TempDir;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -113,6 +115,7 @@ pub trait Front {
     async fn serve(
         config: &Self::Config,
         stages: Stages,
+        memory: MemoryWatermark,
         listener: TcpListener,
         shutdown: CancellationToken,
     ) -> JoinHandle<()>;
@@ -135,6 +138,7 @@ impl Front for Amqp {
     async fn serve(
         config: &AmqpConfig,
         stages: Stages,
+        memory: MemoryWatermark,
         listener: TcpListener,
         shutdown: CancellationToken,
     ) -> JoinHandle<()> {
@@ -145,6 +149,7 @@ impl Front for Amqp {
             stages,
             prefix: StoreConfig::default().prefix,
             lease_ttl: Duration::from_secs(30),
+            memory,
         };
         tokio::spawn(async move {
             let listener = ferry::server::Listener {
@@ -178,6 +183,7 @@ impl Front for Kafka {
     async fn serve(
         config: &KafkaConfig,
         stages: Stages,
+        memory: MemoryWatermark,
         listener: TcpListener,
         shutdown: CancellationToken,
     ) -> JoinHandle<()> {
@@ -189,6 +195,7 @@ impl Front for Kafka {
         let front = KafkaFront::start(
             config,
             authenticator(&stages).await,
+            memory,
             stages,
             &prefix,
             vec![KafkaListener::plaintext(listener)],
@@ -214,6 +221,10 @@ pub struct InProcess<F: Front> {
     pub db: Database,
     /// The front's settings (kept for restarts and peers).
     config: F::Config,
+    /// The memory high-water mark of the front (and its peers), raised by hand.
+    memory: MemoryWatermark,
+    /// Raises and clears its alarm.
+    memory_alarm: watch::Sender<Option<String>>,
     /// The serving front.
     serving: Serving,
     /// The store's directory, kept for the test's life.
@@ -231,6 +242,7 @@ impl Serving {
     async fn start<F: Front>(
         db: &Database,
         config: &F::Config,
+        memory: &MemoryWatermark,
         addr: SocketAddr,
     ) -> (Self, SocketAddr) {
         let stages = Stages::new(db.clone(), &StoreConfig::default().prefix);
@@ -238,7 +250,7 @@ impl Serving {
         let listener = TcpListener::bind(addr).await.unwrap();
         let bound = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
-        let task = F::serve(config, stages, listener, shutdown.clone()).await;
+        let task = F::serve(config, stages, memory.clone(), listener, shutdown.clone()).await;
         (Self { shutdown, task }, bound)
     }
 
@@ -269,14 +281,23 @@ impl<F: Front> InProcess<F> {
         let mut config = F::test_config();
         edit(&mut config);
         let db = Database::open(&embedded(dir.path())).await.unwrap();
-        let (serving, addr) = Serving::start::<F>(&db, &config, any_port()).await;
+        let (memory_alarm, memory) = MemoryWatermark::manual();
+        let (serving, addr) = Serving::start::<F>(&db, &config, &memory, any_port()).await;
         Self {
             addr,
             db,
             config,
+            memory,
+            memory_alarm,
             serving,
             dir,
         }
+    }
+
+    /// Raises the memory alarm with `reason`, or clears it (`None`), as the monitor does
+    /// when the resident memory crosses `daemon.max_memory_mb`.
+    pub fn memory_alarm(&self, reason: Option<&str>) {
+        self.memory_alarm.send_replace(reason.map(str::to_owned));
     }
 
     /// The user store the front logs users in from (changes apply to new connections).
@@ -295,7 +316,8 @@ impl<F: Front> InProcess<F> {
         self.serving.stop().await;
         self.db.close().await;
         self.db = Database::open(&embedded(self.dir.path())).await.unwrap();
-        let (serving, addr) = Serving::start::<F>(&self.db, &self.config, self.addr).await;
+        let (serving, addr) =
+            Serving::start::<F>(&self.db, &self.config, &self.memory, self.addr).await;
         (self.serving, self.addr) = (serving, addr);
     }
 
@@ -310,7 +332,8 @@ impl<F: Front> InProcess<F> {
     pub async fn peer_with(&self, edit: impl FnOnce(&mut F::Config)) -> Peer {
         let mut config = self.config.clone();
         edit(&mut config);
-        let (serving, addr) = Serving::start::<F>(&self.db, &config, any_port()).await;
+        let (serving, addr) =
+            Serving::start::<F>(&self.db, &config, &self.memory, any_port()).await;
         Peer { addr, serving }
     }
 }

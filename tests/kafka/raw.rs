@@ -25,11 +25,11 @@ use kafka_protocol::messages::{
 use kafka_protocol::messages::{ApiVersionsResponse, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
-fn name(s: &str) -> TopicName {
+pub(crate) fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_owned()))
 }
 
-async fn create_topic(raw: &mut Raw, topic: &str) {
+pub(crate) async fn create_topic(raw: &mut Raw, topic: &str) {
     let request = CreateTopicsRequest::default()
         .with_topics(vec![
             CreatableTopic::default()
@@ -46,6 +46,17 @@ async fn create_topic(raw: &mut Raw, topic: &str) {
 
 /// Produces `records` (acks=all) to partition 0 of `topic`: (error code, base offset).
 async fn produce(raw: &mut Raw, topic: &str, records: Bytes) -> (i16, i64) {
+    let r = produce_answer(raw, topic, records).await;
+    let p = &r.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+/// Produces `records` (acks=all) to partition 0 of `topic`; the whole answer.
+pub(crate) async fn produce_answer(
+    raw: &mut Raw,
+    topic: &str,
+    records: Bytes,
+) -> kafka_protocol::messages::ProduceResponse {
     let request = ProduceRequest::default()
         .with_acks(-1)
         .with_timeout_ms(10_000)
@@ -61,8 +72,7 @@ async fn produce(raw: &mut Raw, topic: &str, records: Bytes) -> (i16, i64) {
     let ResponseKind::Produce(r) = raw.request(ApiKey::Produce, 9, &request).await else {
         panic!("not a Produce answer");
     };
-    let p = &r.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
+    r
 }
 
 /// Fetches partition 0 of `topic` from `offset`: (error code, high watermark, records).
@@ -81,22 +91,7 @@ async fn fetch_each(
     max_bytes: i32,
     partition_max_bytes: i32,
 ) -> Vec<(i16, i64, Bytes)> {
-    let topics = from.iter().map(|(topic, offset)| {
-        FetchTopic::default()
-            .with_topic(name(topic))
-            .with_partitions(vec![
-                FetchPartition::default()
-                    .with_partition(0)
-                    .with_fetch_offset(*offset)
-                    .with_partition_max_bytes(partition_max_bytes),
-            ])
-    });
-    let request = FetchRequest::default()
-        .with_max_wait_ms(0)
-        .with_min_bytes(0)
-        .with_max_bytes(max_bytes)
-        .with_session_epoch(-1)
-        .with_topics(topics.collect());
+    let request = fetch_request(from, max_bytes, partition_max_bytes);
     let ResponseKind::Fetch(r) = raw.request(ApiKey::Fetch, 12, &request).await else {
         panic!("not a Fetch answer");
     };
@@ -111,6 +106,31 @@ async fn fetch_each(
             )
         })
         .collect()
+}
+
+/// A fetch (v12, no wait, no session) of partition 0 of each topic from its offset, of
+/// `max_bytes` with `partition_max_bytes` each.
+pub(crate) fn fetch_request(
+    from: &[(&str, i64)],
+    max_bytes: i32,
+    partition_max_bytes: i32,
+) -> FetchRequest {
+    let topics = from.iter().map(|(topic, offset)| {
+        FetchTopic::default()
+            .with_topic(name(topic))
+            .with_partitions(vec![
+                FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(*offset)
+                    .with_partition_max_bytes(partition_max_bytes),
+            ])
+    });
+    FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_min_bytes(0)
+        .with_max_bytes(max_bytes)
+        .with_session_epoch(-1)
+        .with_topics(topics.collect())
 }
 
 /// Values of the records in `batches`, by offset.

@@ -132,7 +132,11 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
     let _counted = Counted::new();
     let heartbeat =
         (negotiated.heartbeat > 0).then(|| Duration::from_secs(negotiated.heartbeat.into()));
-    let (writer, writer_task) = writer::spawn(write_half, heartbeat);
+    let timing = writer::Timing {
+        heartbeat,
+        send_timeout: broker.config.send_timeout(),
+    };
+    let (writer, writer_task) = writer::spawn(write_half, timing);
     let (control, control_rx) = mpsc::unbounded_channel();
     let info = ConnectionInfo {
         user: negotiated.user.clone(),
@@ -328,6 +332,10 @@ impl Connection {
                 },
                 () = sleep_until(silent_until) => {
                     info!(user = %self.ctx.user, "AMQP peer missed two heartbeats; closing its connection");
+                    return End::Vanished;
+                }
+                () = self.ctx.writer.closed() => {
+                    info!(user = %self.ctx.user, "AMQP peer reads nothing (amqp.send_timeout_ms) or its socket failed; closing its connection");
                     return End::Vanished;
                 }
             }

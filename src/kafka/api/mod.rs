@@ -60,6 +60,7 @@ use futures::future::BoxFuture;
 use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestKind, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Every API Ferry answers, with the versions it answers.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
@@ -232,8 +233,9 @@ pub async fn produce_burst(
     ctx: &Arc<Context>,
     session: &Session,
     requests: Vec<ProduceRequest>,
+    throttle: Duration,
 ) -> Vec<Reply> {
-    produce::handle(ctx, &session.access(ctx), requests).await
+    produce::handle(ctx, &session.access(ctx), requests, throttle).await
 }
 
 /// Answers one request.
@@ -245,10 +247,12 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
     match request.body {
         RequestKind::ApiVersions(_) => Reply::Now(api_versions::handle(version)),
         RequestKind::Metadata(r) => Reply::Now(metadata::handle(ctx, session, version, r).await),
-        RequestKind::Produce(r) => produce::handle(ctx, &session.access(ctx), vec![r])
-            .await
-            .pop()
-            .unwrap_or(Reply::Nothing),
+        RequestKind::Produce(r) => {
+            produce::handle(ctx, &session.access(ctx), vec![r], Duration::ZERO)
+                .await
+                .pop()
+                .unwrap_or(Reply::Nothing)
+        }
         RequestKind::Fetch(r) => fetch::handle(ctx, session, version, r),
         RequestKind::ListOffsets(r) => Reply::Now(list_offsets::handle(ctx, session, r).await),
         RequestKind::FindCoordinator(r) => {

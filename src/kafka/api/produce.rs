@@ -14,7 +14,10 @@
 //! A connection hands over every produce request already buffered behind the first one
 //! (a client pipelines them) as one burst: their batches are staged together, in request
 //! order, in transactions of at most [`STAGE_BYTES`], so one commit — one fsync — serves
-//! several requests.
+//! several requests. While the memory high-water mark is exceeded the connection asks for a
+//! throttle, which every answer of the burst carries as `throttle_time_ms` (KIP-219: the
+//! client waits that long before its next request, and the connection is not read
+//! meanwhile).
 
 use super::Reply;
 use crate::kafka::Context;
@@ -52,6 +55,8 @@ struct Prepared {
     unanswered: bool,
     /// How long the answer may wait for the log.
     timeout: Duration,
+    /// The answer's `throttle_time_ms`.
+    throttle_ms: i32,
     /// The answer of every partition, by topic, in request order.
     answers: Vec<(TopicName, Vec<(i32, Answer)>)>,
 }
@@ -74,12 +79,15 @@ pub async fn handle(
     ctx: &Arc<Context>,
     access: &Access,
     requests: Vec<ProduceRequest>,
+    throttle: Duration,
 ) -> Vec<Reply> {
     let mut appends = Vec::new();
+    let throttle_ms = i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX);
     let mut prepared: Vec<Prepared> = requests
         .into_iter()
         .enumerate()
         .map(|(i, r)| prepare(ctx, access, i, r, &mut appends))
+        .map(|p| Prepared { throttle_ms, ..p })
         .collect();
     // While the store's free-disk alarm is raised nothing is staged: producers get the
     // retriable KAFKA_STORAGE_ERROR, and retry until space returns (the engine logged why).
@@ -198,6 +206,7 @@ fn prepare(
     Prepared {
         unanswered: acks == 0,
         timeout: Duration::from_millis(u64::try_from(request.timeout_ms).unwrap_or(0)),
+        throttle_ms: 0,
         answers,
     }
 }
@@ -288,5 +297,9 @@ async fn answer(waiters: Arc<Waiters>, prepared: Prepared) -> ResponseKind {
                 .with_partition_responses(out),
         );
     }
-    ResponseKind::Produce(ProduceResponse::default().with_responses(responses))
+    ResponseKind::Produce(
+        ProduceResponse::default()
+            .with_responses(responses)
+            .with_throttle_time_ms(prepared.throttle_ms),
+    )
 }

@@ -16,6 +16,7 @@ use crate::incarnation::{Incarnation, Scope};
 use crate::kafka::api::{self, Reply, Session};
 use crate::kafka::codec::decode_request;
 use crate::kafka::{Background, Context, KafkaFront};
+use crate::memory_watermark::MemoryWatermark;
 use crate::stage::Stages;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
@@ -109,6 +110,7 @@ impl Front {
         let front = KafkaFront::start(
             &config,
             users,
+            MemoryWatermark::unlimited(),
             stages,
             &store.prefix,
             vec![crate::kafka::KafkaListener::plaintext(listener), ssl],
@@ -255,7 +257,7 @@ impl Client {
                 other => unreachable!("a produce request decodes as {other:?}"),
             })
             .collect();
-        api::produce_burst(&self.ctx, &self.session, requests)
+        api::produce_burst(&self.ctx, &self.session, requests, Duration::ZERO)
             .await
             .into_iter()
             .map(|reply| answer(reply, version))

@@ -75,7 +75,7 @@ pub const QUEUES_CREATED_TOTAL: &str = "rabbitmq_queues_created_total";
 pub const QUEUES_DELETED_TOTAL: &str = "rabbitmq_queues_deleted_total";
 /// The process's resident memory.
 pub const PROCESS_RESIDENT_MEMORY_BYTES: &str = "rabbitmq_process_resident_memory_bytes";
-/// The resident memory above which publishers are blocked (`amqp.max_memory_mb`).
+/// The resident memory above which publishers are held back (`daemon.max_memory_mb`).
 pub const RESIDENT_MEMORY_LIMIT_BYTES: &str = "rabbitmq_resident_memory_limit_bytes";
 /// File descriptors the process has open.
 pub const PROCESS_OPEN_FDS: &str = "rabbitmq_process_open_fds";
@@ -296,7 +296,7 @@ pub const ALL: &[Family] = &[
     family(
         RESIDENT_MEMORY_LIMIT_BYTES,
         Gauge,
-        "Memory high watermark in bytes (amqp.max_memory_mb)",
+        "Memory high watermark in bytes (daemon.max_memory_mb)",
         Node(NONE),
     ),
     family(PROCESS_OPEN_FDS, Gauge, "Open file descriptors", Node(NONE)),

@@ -4,6 +4,7 @@
 
 use super::state::{COUNTERS, MEASURED, NODE, Node, QueueSample};
 use super::*;
+use crate::process;
 use metrics::{Label, counter, gauge};
 use metrics_exporter_prometheus::PrometheusBuilder;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,9 +56,7 @@ fn record_process(node: &Node) {
     if let Some(bytes) = process::resident_bytes() {
         gauge!(PROCESS_RESIDENT_MEMORY_BYTES).set(bytes as f64);
     }
-    if let Some(limit) = node.memory_limit_bytes {
-        gauge!(RESIDENT_MEMORY_LIMIT_BYTES).set(limit as f64);
-    }
+    gauge!(RESIDENT_MEMORY_LIMIT_BYTES).set(node.memory_limit_bytes as f64);
     if let Some(open) = process::open_fds() {
         gauge!(PROCESS_OPEN_FDS).set(open as f64);
     }
@@ -213,35 +212,6 @@ fn record_queues(detail: Detail, queues: &[QueueSample]) {
     }
 }
 
-/// The process's own figures, from `/proc` and libc.
-mod process {
-
-    /// Resident memory (`/proc/self/statm`'s second field, in pages).
-    pub fn resident_bytes() -> Option<u64> {
-        let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-        let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-        // SAFETY: sysconf reads a constant of the running system.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        Some(pages * u64::try_from(page).ok()?)
-    }
-
-    /// File descriptors open now (the entries of `/proc/self/fd`).
-    pub fn open_fds() -> Option<u64> {
-        Some(std::fs::read_dir("/proc/self/fd").ok()?.count() as u64)
-    }
-
-    /// The soft limit on open file descriptors.
-    pub fn max_fds() -> Option<u64> {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes into the struct it is given.
-        let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-        ok.then_some(limit.rlim_cur)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,7 +250,7 @@ mod tests {
             consumers: 2,
         }];
         let node = Node {
-            memory_limit_bytes: Some(1 << 30),
+            memory_limit_bytes: 1 << 30,
             data_dir: Some(std::env::temp_dir()),
             disk_limit_bytes: Some(50 << 20),
             ..Node::default()

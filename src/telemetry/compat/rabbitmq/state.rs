@@ -84,8 +84,8 @@ pub struct Node {
     pub cluster: String,
     /// `rabbitmq_cluster_permanent_id`.
     pub cluster_permanent_id: String,
-    /// The resident memory that blocks publishers (`amqp.max_memory_mb`), if any.
-    pub memory_limit_bytes: Option<u64>,
+    /// The resident memory that holds publishers back (`daemon.max_memory_mb`).
+    pub memory_limit_bytes: u64,
     /// The embedded store's directory, whose file system's free space is reported.
     pub data_dir: Option<PathBuf>,
     /// The free space below which publishers are blocked (`store.min_free_disk_mb`), if
