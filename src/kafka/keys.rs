@@ -122,6 +122,19 @@ impl KafkaKeys {
         self.space.pack(&("txn", producer_id))
     }
 
+    /// Every transactional producer's state.
+    pub fn transactions(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("txn",)))
+    }
+
+    /// The producer id of a key of [`Self::transactions`].
+    pub fn transaction_producer(&self, key: &[u8]) -> Option<i64> {
+        self.space
+            .unpack::<(String, i64)>(key)
+            .ok()
+            .map(|(_, id)| id)
+    }
+
     /// The entry saying an open transaction of `producer_id` times out at `deadline_ms`.
     pub fn transaction_due(&self, deadline_ms: u64, producer_id: i64) -> Vec<u8> {
         self.space.pack(&("txn-due", deadline_ms, producer_id))
@@ -282,6 +295,19 @@ impl PartitionKeys {
     /// An idempotent producer's state in this partition.
     pub fn producer(&self, producer_id: i64) -> Vec<u8> {
         self.space.pack(&("pid", producer_id))
+    }
+
+    /// Every idempotent producer's state in this partition.
+    pub fn producers(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("pid",)))
+    }
+
+    /// The producer id of a key of [`Self::producers`] (or [`Self::open_transactions`]).
+    pub fn producer_of(&self, key: &[u8]) -> Option<i64> {
+        self.space
+            .unpack::<(String, i64)>(key)
+            .ok()
+            .map(|(_, id)| id)
     }
 
     /// Where producer `producer_id`'s open transaction begins in this partition.

@@ -9,10 +9,11 @@
 //! `INVALID_PRODUCER_EPOCH`; a newer epoch starts again at sequence 0.
 
 use super::batch::BatchHeader;
-use super::keys::KafkaKeys;
-use crate::store::{Database, StoreError, Transaction};
+use super::keys::{KafkaKeys, PartitionKeys, decode_i64};
+use crate::store::{Database, RangeOption, StoreError, Transaction};
 use foundationdb_tuple::{pack, unpack};
 use kafka_protocol::ResponseError;
+use std::collections::HashMap;
 use std::collections::VecDeque;
 
 /// Format version of [`ProducerState`] values.
@@ -163,6 +164,50 @@ impl ProducerState {
                 .collect::<Option<_>>()?,
         })
     }
+}
+
+/// One producer active in a partition, as DescribeProducers shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveProducer {
+    /// Its id.
+    pub producer_id: i64,
+    /// Its state in the partition.
+    pub state: ProducerState,
+    /// The first offset of its open transaction in the partition, if one is open.
+    pub open_transaction: Option<i64>,
+}
+
+/// Every producer with a state in the partition of `keys`, by id, read in `tx`.
+///
+/// # Errors
+/// The store's error; states that do not decode are skipped.
+pub async fn active(
+    tx: &Transaction,
+    keys: &PartitionKeys,
+) -> Result<Vec<ActiveProducer>, StoreError> {
+    let (begin, end) = keys.producers();
+    let producers = RangeOption::new(begin, end);
+    let (begin, end) = keys.open_transactions();
+    let transactions = RangeOption::new(begin, end);
+    let (states, open) = futures::try_join!(
+        tx.get_range(&producers, true),
+        tx.get_range(&transactions, true),
+    )?;
+    let open: HashMap<i64, i64> = open
+        .iter()
+        .filter_map(|kv| Some((keys.producer_of(&kv.key)?, decode_i64(Some(&kv.value)))))
+        .collect();
+    Ok(states
+        .iter()
+        .filter_map(|kv| {
+            let producer_id = keys.producer_of(&kv.key)?;
+            Some(ActiveProducer {
+                producer_id,
+                state: ProducerState::decode(&kv.value)?,
+                open_transaction: open.get(&producer_id).copied(),
+            })
+        })
+        .collect())
 }
 
 /// Allocates a new idempotent producer id.

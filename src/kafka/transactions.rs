@@ -150,6 +150,13 @@ impl TxnState {
         self.started_ms > 0
     }
 
+    /// Its state as Kafka's coordinator names it: `Ongoing` while a transaction is open,
+    /// else `Empty` (Ferry keeps no `Complete*` state: a transaction ends in the one store
+    /// transaction that writes its markers).
+    pub fn kafka_state(&self) -> &'static str {
+        if self.is_open() { "Ongoing" } else { "Empty" }
+    }
+
     /// When the open transaction times out, ms since the epoch.
     fn deadline_ms(&self) -> u64 {
         self.started_ms
@@ -512,6 +519,39 @@ impl Transactions {
         };
         let (id,) = unpack::<(i64,)>(&v).map_err(|e| TxnError::Corrupt(format!("{e:?}")))?;
         self.state(tx, id).await
+    }
+
+    /// The state of `transactional_id`, if it is known.
+    ///
+    /// # Errors
+    /// The store's error, or a state that does not decode.
+    pub async fn describe(&self, transactional_id: &str) -> Result<Option<TxnState>, TxnError> {
+        self.db
+            .run(|tx| async move { self.state_of(&tx, transactional_id).await })
+            .await
+    }
+
+    /// Every transactional producer's state (ListTransactions), read in one transaction.
+    ///
+    /// # Errors
+    /// The store's error, or a state that does not decode.
+    pub async fn list(&self) -> Result<Vec<TxnState>, TxnError> {
+        self.db
+            .run(|tx| async move {
+                let (begin, end) = self.keys.transactions();
+                let entries = tx.get_range(&RangeOption::new(begin, end), true).await?;
+                entries
+                    .iter()
+                    .map(|kv| {
+                        let producer_id =
+                            self.keys.transaction_producer(&kv.key).ok_or_else(|| {
+                                TxnError::Corrupt("a transaction key without a producer id".into())
+                            })?;
+                        TxnState::decode(producer_id, &kv.value)
+                    })
+                    .collect()
+            })
+            .await
     }
 
     /// The state of transactional producer `producer_id`.

@@ -3,7 +3,9 @@
 //! DeleteRecords; retention by bytes and by time deleting old ranges; ListOffsets by
 //! timestamp. And confluent-kafka's AdminClient (`tests/python/kafka_admin.py`):
 //! IncrementalAlterConfigs, DeleteRecords, DescribeCluster and DescribeTopics with
-//! authorized operations, ListConsumerGroups by state.
+//! authorized operations, ListConsumerGroups by state; kafka-python's transaction tools
+//! (`tests/python/kafka_transactions_admin.py`): ListTransactions, DescribeTransactions,
+//! DescribeProducers and find-hanging.
 
 use crate::common::clients::{python_script, run};
 use crate::common::fronts::KafkaServer;
@@ -347,6 +349,33 @@ async fn confluent_kafka_admin_client_alters_deletes_and_describes() {
          topic partitions=1 ops=ALTER,ALTER_CONFIGS,CREATE,DELETE,DESCRIBE,DESCRIBE_CONFIGS,\
          READ,WRITE\n\
          groups empty=kafka-admin-py stable=\n"
+    );
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_lists_describes_and_finds_no_hanging_transactions() {
+    let broker = KafkaServer::start().await;
+    let out = run(
+        "python3",
+        &[
+            &python_script("kafka_transactions_admin.py"),
+            &broker.bootstrap(),
+            "ledger",
+        ],
+        b"",
+    )
+    .await;
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "listed ledger-tx:Ongoing\n\
+         ongoing ledger-tx\n\
+         described state=Ongoing epoch=0 partitions=ledger-0 started=yes\n\
+         producers yes txn_start=0\n\
+         hanging 0\n\
+         committed state=Empty\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     broker.stop().await;
 }

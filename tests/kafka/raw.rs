@@ -549,6 +549,16 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
         ApiKey::DescribeAcls => RequestKind::DescribeAcls(DescribeAclsRequest::default()),
         ApiKey::CreateAcls => RequestKind::CreateAcls(CreateAclsRequest::default()),
         ApiKey::DeleteAcls => RequestKind::DeleteAcls(DeleteAclsRequest::default()),
+        // Nothing asked: empty answers; the default pattern (v2) is "", matching no id.
+        ApiKey::DescribeProducers => {
+            RequestKind::DescribeProducers(DescribeProducersRequest::default())
+        }
+        ApiKey::DescribeTransactions => {
+            RequestKind::DescribeTransactions(DescribeTransactionsRequest::default())
+        }
+        ApiKey::ListTransactions => {
+            RequestKind::ListTransactions(ListTransactionsRequest::default())
+        }
         ApiKey::ApiVersions => RequestKind::ApiVersions(ApiVersionsRequest::default()),
         ApiKey::Fetch => RequestKind::Fetch(FetchRequest::default().with_session_epoch(-1)),
         ApiKey::Produce => RequestKind::Produce(ProduceRequest::default().with_acks(-1)),

@@ -23,6 +23,8 @@ mod describe_acls;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
+mod describe_producers;
+mod describe_transactions;
 mod end_txn;
 mod fetch;
 mod find_coordinator;
@@ -33,6 +35,7 @@ mod join_group;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_transactions;
 mod metadata;
 mod offset_commit;
 mod offset_delete;
@@ -98,6 +101,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::DescribeProducers, 0, 0),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 2),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -308,6 +314,15 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
             Reply::Now(describe_cluster::handle(ctx, session, version, r).await)
         }
         RequestKind::DeleteAcls(r) => Reply::Now(delete_acls::handle(ctx, session, r).await),
+        RequestKind::DescribeProducers(r) => {
+            Reply::Now(describe_producers::handle(ctx, session, r).await)
+        }
+        RequestKind::DescribeTransactions(r) => {
+            Reply::Now(describe_transactions::handle(ctx, session, r).await)
+        }
+        RequestKind::ListTransactions(r) => {
+            Reply::Now(list_transactions::handle(ctx, session, r).await)
+        }
         RequestKind::SaslHandshake(r) => Reply::Now(sasl_handshake::handle(session, r)),
         RequestKind::SaslAuthenticate(r) => sasl_authenticate::handle(ctx, session, r).await,
         other => Reply::Close(format!("{other:?} is not implemented")),
@@ -402,6 +417,15 @@ pub fn first_error(response: &ResponseKind) -> i16 {
         ResponseKind::DescribeAcls(r) => r.error_code,
         ResponseKind::DescribeCluster(r) => r.error_code,
         ResponseKind::DeleteAcls(r) => first(r.filter_results.iter().map(|f| f.error_code)),
+        ResponseKind::DescribeProducers(r) => first(
+            r.topics
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+        ),
+        ResponseKind::DescribeTransactions(r) => {
+            first(r.transaction_states.iter().map(|t| t.error_code))
+        }
+        ResponseKind::ListTransactions(r) => r.error_code,
         ResponseKind::SaslHandshake(r) => r.error_code,
         ResponseKind::SaslAuthenticate(r) => r.error_code,
         _ => 0,

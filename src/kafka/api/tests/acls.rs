@@ -70,13 +70,16 @@ async fn describe_topic(c: &mut Client, topic: &str) -> i16 {
     c.call(12, request).await.topics[0].error_code
 }
 
-const TOPIC: i8 = 2;
+// Kafka's wire codes of resource types, pattern types, operations and permissions.
+pub(super) const TOPIC: i8 = 2;
 const CLUSTER: i8 = 4;
-const LITERAL: i8 = 3;
+pub(super) const TRANSACTIONAL_ID: i8 = 5;
+pub(super) const LITERAL: i8 = 3;
 const PREFIXED: i8 = 4;
+pub(super) const READ: i8 = 3;
 const WRITE: i8 = 4;
-const DESCRIBE: i8 = 8;
-const ALLOW: i8 = 3;
+pub(super) const DESCRIBE: i8 = 8;
+pub(super) const ALLOW: i8 = 3;
 const ANY: i8 = 1;
 
 #[tokio::test]

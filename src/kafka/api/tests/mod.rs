@@ -15,6 +15,7 @@ mod metadata;
 mod produce_fetch;
 mod records;
 mod sasl;
+mod transaction_admin;
 mod transactions;
 
 use fixture::{Client, name, text};

@@ -44,14 +44,14 @@ async fn init(
 }
 
 /// A transactional producer of `id`: (producer id, epoch).
-async fn producer(c: &mut Client, id: &str) -> (i64, i16) {
+pub(super) async fn producer(c: &mut Client, id: &str) -> (i64, i16) {
     let (code, producer_id, epoch) = init(c, id, 60_000, None).await;
     assert_eq!(code, 0);
     (producer_id, epoch)
 }
 
 /// AddPartitionsToTxn (v3) of `partitions` of `topic`: each partition's error code.
-async fn add_partitions(
+pub(super) async fn add_partitions(
     c: &mut Client,
     id: &str,
     producer: (i64, i16),
@@ -137,7 +137,7 @@ async fn txn_commit(
 }
 
 /// EndTxn (v3): the error code.
-async fn end(c: &mut Client, id: &str, producer: (i64, i16), commit: bool) -> i16 {
+pub(super) async fn end(c: &mut Client, id: &str, producer: (i64, i16), commit: bool) -> i16 {
     let request = EndTxnRequest::default()
         .with_transactional_id(txn_id(id))
         .with_producer_id(ProducerId(producer.0))
