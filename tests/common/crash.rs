@@ -35,8 +35,11 @@ pub fn kill_points(total: usize, kills: usize) -> Vec<usize> {
 }
 
 /// One kill -9 and the restart after it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Restart {
+    /// The killed process's `/metrics` just before the kill: its counters since it
+    /// started, which the restart resets (sum them over the restarts).
+    pub last_metrics: String,
     /// When the new process started, right after the killed one was gone.
     pub started: Instant,
     /// When the new process answered `/healthz`.
@@ -58,10 +61,12 @@ pub fn kill_at(
             wait::until_blocking(&format!("{point} messages confirmed"), limit, || {
                 (progress() >= point).then_some(())
             });
+            let last_metrics = ferry.metrics();
             ferry.kill();
             let started = Instant::now();
             ferry.restart();
             restarts.push(Restart {
+                last_metrics,
                 started,
                 healthy: Instant::now(),
             });

@@ -25,7 +25,7 @@ use crate::common::amqp::{channel, declare, declare_exchange};
 use crate::common::crash::{
     Flow, Restart, kill_at, kill_points, produce_until_acknowledged, publish_until_confirmed,
 };
-use crate::common::daemon::{Daemon, Setup};
+use crate::common::daemon::{Daemon, Setup, sum_of};
 use crate::kafka::{Committed, RECONNECT, read_as_member};
 use crate::tally::{How, Seen, Tally, recoveries, spread};
 use lapin::ExchangeKind;
@@ -335,6 +335,20 @@ fn killer(ferry: Daemon, size: Size, parts: &[Part; 3]) -> JoinHandle<(Daemon, V
     )
 }
 
+/// Batches of [`TOPIC`] that Ferry recognised as sent again by an idempotent producer and
+/// stored once, summed over every process of the run.
+fn resent_batches_stored_once(restarts: &[Restart], last: &Daemon) -> u64 {
+    let counted = |metrics: &str| {
+        sum_of(
+            metrics,
+            "ferry_kafka_duplicate_batches_total",
+            &[&format!("topic=\"{TOPIC}\"")],
+        )
+    };
+    let total: f64 = restarts.iter().map(|r| counted(&r.last_metrics)).sum();
+    (total + counted(&last.metrics())) as u64
+}
+
 /// One part's figures, as a line of the report.
 fn report(part: &Part, tally: &Tally, restarts: &[Instant]) -> String {
     let any = recoveries(restarts, &part.seen, |s| s.how != How::Held);
@@ -383,7 +397,7 @@ async fn every_client_at_once_loses_and_duplicates_nothing_under_repeated_kill_9
     for part in &mut parts {
         part.sent().await;
     }
-    let (_ferry, restarts) = killer.await.expect("the killer failed");
+    let (ferry, restarts) = killer.await.expect("the killer failed");
     for part in &mut parts {
         part.read_all(deadline).await;
     }
@@ -393,13 +407,15 @@ async fn every_client_at_once_loses_and_duplicates_nothing_under_repeated_kill_9
         part.finish().await;
     }
 
+    let resent_batches = resent_batches_stored_once(&restarts, &ferry);
     let starts: Vec<Instant> = restarts.iter().map(|r| r.started).collect();
     let up: Vec<Option<Duration>> = restarts
         .iter()
         .map(|r| Some(r.healthy - r.started))
         .collect();
     eprintln!(
-        "crash run: {} kills, {} messages per client at {}/s, {:.1} s; restart → healthy {}",
+        "crash run: {} kills, {} messages per client at {}/s, {:.1} s; restart → healthy {}; \
+         Kafka batches re-sent by librdkafka and stored once {resent_batches}",
         size.kills,
         size.messages,
         size.rate,
