@@ -10,7 +10,9 @@
 //! crosses from the AMQP front to the Kafka front exactly once.
 
 use crate::common::amqp::declare_exchange;
-use crate::common::crash::kill_points;
+use crate::common::crash::{
+    Flow, Restart, kill_at, kill_points, produce_until_acknowledged, publish_until_confirmed,
+};
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::kafka::client_config;
 use crate::common::kafka::raw::{Raw, with_header_count_beyond_the_batch};
@@ -32,8 +34,6 @@ use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{Header, Headers, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long one test may run.
@@ -117,20 +117,6 @@ async fn receive_bodies(
     (consumer, bodies)
 }
 
-/// Waits until the route's source on the AMQP front is up: its queue exists AND is bound
-/// to the exchange (`/readyz` reports the source up only after both). A queue that exists
-/// but is not bound yet would let publishes through unrouted.
-async fn wait_for_route_queue(ferry: &Daemon, route: &str) {
-    wait::until(&format!("route '{route}' bound"), PATIENCE, async || {
-        ferry
-            .readyz()
-            .lines()
-            .any(|l| l.starts_with("amqp_exchange:") && l.ends_with(": up"))
-            .then_some(())
-    })
-    .await;
-}
-
 fn header<'a>(m: &'a rdkafka::message::BorrowedMessage<'_>, name: &str) -> Option<&'a [u8]> {
     m.headers()?
         .iter()
@@ -155,7 +141,7 @@ to = [{ kafka_topic = "orders-out" }]
         let (amqp, kafka) = (ferry.amqp_uri(), ferry.kafka_bootstrap());
         let (_conn, ch) = channel(&amqp).await.unwrap();
         declare_exchange(&ch, "orders", ExchangeKind::Topic).await;
-        wait_for_route_queue(&ferry, "a2k").await;
+        ferry.wait_for_amqp_exchange_source().await;
         ch.confirm_select(ConfirmSelectOptions::default())
             .await
             .unwrap();
@@ -650,87 +636,11 @@ fn crash_messages() -> usize {
         .unwrap_or(100_000)
 }
 
-/// Publishes ids `0..total` under confirms to `uri` until each is confirmed once, counting
-/// the confirmed ones in `progress`; returns how often each id was sent. Survives the front
-/// going away: unconfirmed ids are sent again.
-async fn publish_until_confirmed(
-    uri: &str,
-    total: usize,
-    deadline: Instant,
-    progress: &AtomicUsize,
-) -> Vec<u32> {
-    let mut sends = vec![0u32; total];
-    let mut confirmed = vec![false; total];
-    let mut left = total;
-    while left > 0 {
-        assert!(Instant::now() < deadline, "{left} messages never confirmed");
-        let (_conn, ch) = wait::until(
-            "the AMQP front accepting connections",
-            PATIENCE,
-            async || channel(uri).await.ok(),
-        )
-        .await;
-        if ch
-            .confirm_select(ConfirmSelectOptions::default())
-            .await
-            .is_err()
-        {
-            continue;
-        }
-        let todo: Vec<usize> = (0..total).filter(|i| !confirmed[*i]).collect();
-        'waves: for wave in todo.chunks(1_000) {
-            let mut pending = Vec::with_capacity(wave.len());
-            for &i in wave {
-                let properties = BasicProperties::default()
-                    .with_message_id(format!("m{i}").into())
-                    .with_delivery_mode(2);
-                sends[i] += 1;
-                match ch
-                    .basic_publish(
-                        "crash".into(),
-                        "k".into(),
-                        BasicPublishOptions::default(),
-                        format!("{i}").as_bytes(),
-                        properties,
-                    )
-                    .await
-                {
-                    Ok(c) => pending.push((i, c)),
-                    Err(_) => break 'waves,
-                }
-            }
-            for (i, c) in pending {
-                match c.await {
-                    Ok(c) if c.is_ack() => {
-                        confirmed[i] = true;
-                        left -= 1;
-                        progress.store(total - left, Ordering::Relaxed);
-                    }
-                    _ => break 'waves,
-                }
-            }
-        }
-    }
-    sends
-}
-
-/// SIGKILLs `ferry` each time `progress` (messages the test saw accepted) reaches one of
-/// `points`, each followed by a restart on the same store and ports; returns the last
-/// process.
-fn kill_at(
-    mut ferry: Daemon,
-    progress: Arc<AtomicUsize>,
-    points: Vec<usize>,
-) -> tokio::task::JoinHandle<Daemon> {
-    tokio::task::spawn_blocking(move || {
-        for point in points {
-            wait::until_blocking(&format!("{point} messages accepted"), TEST_LIMIT, || {
-                (progress.load(Ordering::Relaxed) >= point).then_some(())
-            });
-            ferry.kill_and_restart();
-        }
-        ferry
-    })
+/// Kills `ferry` [`KILLS`] times as `flow`'s messages are confirmed.
+fn flow_killer(ferry: Daemon, flow: &Flow) -> tokio::task::JoinHandle<(Daemon, Vec<Restart>)> {
+    let points = kill_points(flow.ids.len(), KILLS);
+    let flow = flow.clone();
+    kill_at(ferry, points, TEST_LIMIT, move || flow.progress())
 }
 
 /// The copies beyond what the sender itself sent: `arrived[i]` copies of message `i`,
@@ -775,11 +685,11 @@ key = "message_id"
         let (_conn, ch) = channel(&amqp).await.unwrap();
         declare_exchange(&ch, "crash", ExchangeKind::Topic).await;
     }
-    wait_for_route_queue(&ferry, "crash").await;
+    ferry.wait_for_amqp_exchange_source().await;
 
-    let progress = Arc::new(AtomicUsize::new(0));
-    let killer = kill_at(ferry, progress.clone(), kill_points(total, KILLS));
-    let sends = publish_until_confirmed(&amqp, total, deadline, &progress).await;
+    let flow = Flow::new(0..total, deadline);
+    let killer = flow_killer(ferry, &flow);
+    let sends = publish_until_confirmed(&amqp, "crash", "k", &flow).await;
     let _ferry = killer.await.unwrap();
     let resent = sends.iter().filter(|n| **n > 1).count();
 
@@ -815,56 +725,6 @@ key = "message_id"
     assert_eq!(ferry_duplicates, 0);
 }
 
-/// Produces ids `0..total` to `bootstrap` with an idempotent producer until each is
-/// acknowledged once, counting the acknowledged ones in `progress`; returns how often each
-/// id was handed to the producer (a record that failed is sent again, a legitimate
-/// upstream duplicate if the first one was stored after all).
-async fn produce_until_acknowledged(
-    bootstrap: &str,
-    total: usize,
-    deadline: Instant,
-    progress: &AtomicUsize,
-) -> Vec<u32> {
-    let producer: FutureProducer = client_config(bootstrap, &[])
-        .set("acks", "all")
-        .set("enable.idempotence", "true")
-        .set("linger.ms", "5")
-        .set("message.timeout.ms", "20000")
-        .create()
-        .unwrap();
-    let mut sends = vec![0u32; total];
-    let mut acknowledged = vec![false; total];
-    let mut left = total;
-    while left > 0 {
-        assert!(
-            Instant::now() < deadline,
-            "{left} records never acknowledged"
-        );
-        let todo: Vec<usize> = (0..total).filter(|i| !acknowledged[*i]).collect();
-        for wave in todo.chunks(2_000) {
-            let mut pending = Vec::with_capacity(wave.len());
-            for &i in wave {
-                let payload = i.to_string();
-                let key = format!("k{}", i % 17);
-                sends[i] += 1;
-                match producer.send_result(FutureRecord::to("crash-in").key(&key).payload(&payload))
-                {
-                    Ok(f) => pending.push((i, f)),
-                    Err(_) => break,
-                }
-            }
-            for (i, f) in pending {
-                if let Ok(Ok(_)) = f.await {
-                    acknowledged[i] = true;
-                    left -= 1;
-                    progress.store(total - left, Ordering::Relaxed);
-                }
-            }
-        }
-    }
-    sends
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_front_to_amqp_front_is_exactly_once_under_kill_9() {
     let total = crash_messages();
@@ -881,9 +741,9 @@ async fn kafka_front_to_amqp_front_is_exactly_once_under_kill_9() {
         let (_conn, ch) = channel(&amqp).await.unwrap();
         bound_queue(&ch, "crash-out", "crash", FieldTable::default()).await;
     }
-    let progress = Arc::new(AtomicUsize::new(0));
-    let killer = kill_at(ferry, progress.clone(), kill_points(total, KILLS));
-    let sends = produce_until_acknowledged(&kafka, total, deadline, &progress).await;
+    let flow = Flow::new(0..total, deadline);
+    let killer = flow_killer(ferry, &flow);
+    let sends = produce_until_acknowledged(&kafka, "crash-in", &[], &flow).await;
     let _ferry = killer.await.unwrap();
     let resent = sends.iter().filter(|n| **n > 1).count();
 

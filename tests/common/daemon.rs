@@ -239,6 +239,23 @@ impl Daemon {
         }
     }
 
+    /// Waits up to [`STARTUP`] until a route's source on the AMQP front is up: its queue
+    /// exists and is bound to the exchange (`/readyz` reports the source up only after both;
+    /// a queue not bound yet would let publishes through unrouted).
+    pub async fn wait_for_amqp_exchange_source(&self) {
+        wait::until(
+            "a route's AMQP exchange source bound",
+            STARTUP,
+            async || {
+                self.readyz()
+                    .lines()
+                    .any(|l| l.starts_with("amqp_exchange:") && l.ends_with(": up"))
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+
     /// Waits until `/healthz` answers 200, or returns the log of a process that exited or
     /// did not answer within [`STARTUP`] (and is killed).
     fn wait_healthy(&mut self) -> Result<(), String> {

@@ -13,7 +13,8 @@
 //!   the `[tls]` overrides, a rustls client.
 //! - [`clients`]: command-line clients (kcat, Python scripts) run as bounded processes.
 //! - [`browser`]: headless Chromium's chromedriver, for the web UI's selenium script.
-//! - [`wait`]: bounded waits on a condition; [`crash`]: where kill -9 runs strike.
+//! - [`wait`]: bounded waits on a condition; [`crash`]: where kill -9 runs strike, and the
+//!   publisher and producer that send each message until confirmed across them.
 //!
 //! Every wait here is bounded, and every process a test starts is stopped by its PID when
 //! its fixture drops, also when the test fails.

@@ -33,6 +33,27 @@ pub async fn try_until<T>(
     }
 }
 
+/// Tries `attempt` every [`POLL`] until it succeeds, and returns what it gave; panics
+/// naming `what` when `timeout` passes first. Unlike [`until`], whose async closure's
+/// future is not always `Send`, this one can run in a spawned task (a client reconnecting
+/// to a daemon that is being restarted).
+pub async fn until_ok<T, E, F>(what: &str, timeout: Duration, mut attempt: impl FnMut() -> F) -> T
+where
+    F: Future<Output = Result<T, E>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(done) = attempt().await {
+            return done;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within {timeout:?}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 /// [`until`] for code outside an async runtime (or in a blocking task).
 pub fn until_blocking<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) -> T {
     match try_until_blocking(timeout, check) {
