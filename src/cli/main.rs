@@ -90,6 +90,11 @@ enum Bench {
     /// (against RabbitMQ's Shovel plugin), or between a Kafka topic on librdkafka's mock
     /// cluster and a RabbitMQ queue (`--path`).
     Bridge(bench::bridge::BridgeBench),
+    /// Overload of a running broker (issue 17): a publisher flood without consumers and its
+    /// drain, thousands of idle connections, consumers that never read, connections that
+    /// never finish the handshake; the broker's memory, descriptors and CPU from /proc, and
+    /// a probe client's latency beside the load.
+    Overload(bench::overload::OverloadBench),
 }
 
 /// Arguments of the subcommands that read a configuration.
@@ -183,6 +188,7 @@ fn run_bench(which: Bench) -> anyhow::Result<()> {
             Bench::Kafka(b) => Ok(bench::kafka::run(&b).await?),
             Bench::Amqp(b) => bench::amqp::run(&b).await,
             Bench::Bridge(b) => bench::bridge::run(&b).await,
+            Bench::Overload(b) => bench::overload::run(&b).await,
         }
     })
 }

@@ -6,6 +6,7 @@ pub mod amqp;
 pub mod bridge;
 pub mod cpu;
 pub mod kafka;
+pub mod overload;
 pub mod stage;
 
 use std::time::Duration;
