@@ -7,6 +7,7 @@ mod common;
 mod clients;
 mod delayed;
 mod disk_faults;
+mod large;
 mod parity;
 mod permissions;
 mod raw;
