@@ -10,7 +10,7 @@ mod disk_faults;
 mod large;
 mod parity;
 mod permissions;
-mod raw;
+pub(crate) mod raw;
 mod recovery;
 mod tls;
 mod with_lapin;
