@@ -170,6 +170,10 @@ impl AmqpAdmin {
                 .map_err(|e| AmqpError::internal(e.to_string()))?;
             let properties = decode_properties(&stored.raw_properties)
                 .map_err(|e| AmqpError::internal(e.to_string()))?;
+            let body = match d.envelope.spill {
+                None => stored.body,
+                Some(spill) => queue.stage.spills().read_all(spill).await?,
+            };
             got.push(GotMessage {
                 exchange: stored.exchange,
                 routing_key: stored.routing_key,
@@ -177,7 +181,7 @@ impl AmqpAdmin {
                 // As RabbitMQ counts: the ready messages behind this one.
                 message_count: ready + taken - 1 - i as u64,
                 properties,
-                body: stored.body,
+                body,
             });
         }
         let ids: Vec<_> = deliveries.iter().map(|d| d.id).collect();

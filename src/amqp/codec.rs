@@ -218,16 +218,33 @@ pub fn encode_content(
     body: &[u8],
     frame_max: u32,
 ) {
+    out.reserve(FRAME_OVERHEAD * 2 + CONTENT_HEADER_FIXED + raw_properties.len() + body.len());
+    encode_content_header(out, channel, raw_properties, body.len() as u64);
+    encode_body(out, channel, body, frame_max);
+}
+
+/// A content header announcing a body of `body_size` bytes, whose frames follow
+/// ([`encode_body`]).
+pub fn encode_content_header(
+    out: &mut Vec<u8>,
+    channel: u16,
+    raw_properties: &[u8],
+    body_size: u64,
+) {
     let header_size = CONTENT_HEADER_FIXED + raw_properties.len();
-    out.reserve(FRAME_OVERHEAD * 2 + header_size + body.len());
     out.put_u8(TYPE_HEADER);
     out.put_u16(channel);
     out.put_u32(header_size as u32);
     out.put_u16(BASIC_CLASS);
     out.put_u16(0);
-    out.put_u64(body.len() as u64);
+    out.put_u64(body_size);
     out.put_slice(raw_properties);
     out.put_u8(FRAME_END);
+}
+
+/// Body frames carrying `body` (a whole body, or the next piece of one), each at most
+/// `frame_max` bytes.
+pub fn encode_body(out: &mut Vec<u8>, channel: u16, body: &[u8], frame_max: u32) {
     let chunk = (frame_max as usize).saturating_sub(FRAME_OVERHEAD).max(1);
     for piece in body.chunks(chunk) {
         out.put_u8(TYPE_BODY);

@@ -20,13 +20,14 @@ use super::codec;
 use super::context::ConnectionContext;
 use super::direct_reply::Reply;
 use super::errors::{AmqpError, TxError};
+use super::large;
 use super::message::StoredMessage;
 use super::registry::LiveConsumer;
 use super::sac;
 use super::settle::{How, Settlement, settle_in};
 use super::topology::Queue;
 use crate::group_commit::GroupCommit;
-use crate::stage::{self, Delivery, MessageId, StageError, Step, now_ms};
+use crate::stage::{self, Delivery, Holders, MessageId, StageError, Step, now_ms};
 use crate::telemetry::amqp as metric;
 use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, DeliveryMode};
 use amq_protocol::protocol::{AMQPClass, basic};
@@ -143,9 +144,12 @@ pub struct Consumers {
     consumers: HashMap<String, ConsumerState>,
     /// Which consumer owns a holder.
     owner_of: HashMap<u64, String>,
-    /// Every holder the channel registered (consumers', basic.get's), to renew and release.
+    /// Every holder the channel registered (consumers', the channel's own), to renew and
+    /// release.
     holders: Vec<u64>,
-    get_holder: Option<u64>,
+    /// The channel's own holder, registered when first needed: it leases basic.get's
+    /// messages and holds spills (large bodies being published or sent).
+    channel_holder: Option<u64>,
     unacked: BTreeMap<u64, Unacked>,
     /// The acknowledgement deadlines of unacknowledged deliveries (settled ones are
     /// dropped when they reach the top).
@@ -181,7 +185,7 @@ impl Consumers {
             consumers: HashMap::new(),
             owner_of: HashMap::new(),
             holders: Vec::new(),
-            get_holder: None,
+            channel_holder: None,
             unacked: BTreeMap::new(),
             ack_deadlines: BinaryHeap::new(),
             last_tag: 0,
@@ -578,7 +582,7 @@ impl Consumers {
                 tag,
                 consumer,
                 result,
-            } => self.stepped(&tag, consumer, result),
+            } => self.stepped(&tag, consumer, result).await,
             Event::Woke { tag } => {
                 if let Some(c) = self.consumers.get_mut(&tag) {
                     c.waiting = false;
@@ -615,7 +619,7 @@ impl Consumers {
 
     /// Takes back a stage consumer after its step: delivers what it leased or starts
     /// waiting on its watches, then steps again if it may.
-    fn stepped(
+    async fn stepped(
         &mut self,
         tag: &str,
         mut consumer: Box<stage::Consumer>,
@@ -629,7 +633,7 @@ impl Consumers {
         consumer.forget(&std::mem::take(&mut c.forget_later));
         c.stage = Some(*consumer);
         let out = match result? {
-            Step::Delivered(deliveries) => self.deliver(tag, deliveries)?,
+            Step::Delivered(deliveries) => self.deliver(tag, deliveries).await?,
             Step::Idle(wakeup) => {
                 c.waiting = true;
                 let (events, stop, tag) = (self.events_tx.clone(), c.stop.clone(), tag.to_owned());
@@ -647,8 +651,13 @@ impl Consumers {
         Ok(out)
     }
 
-    /// Encodes deliveries for consumer `tag` and records them.
-    fn deliver(&mut self, tag: &str, deliveries: Vec<Delivery>) -> Result<Vec<u8>, AmqpError> {
+    /// Encodes deliveries for consumer `tag` and records them; a large message is sent
+    /// (with what precedes it) as its body is read from its spill.
+    async fn deliver(
+        &mut self,
+        tag: &str,
+        deliveries: Vec<Delivery>,
+    ) -> Result<Vec<u8>, AmqpError> {
         let c = self.consumers.get_mut(tag).expect("the caller found it");
         let (queue, holder, no_ack) = (c.queue.clone(), c.holder, c.no_ack);
         let quorum = queue.is_quorum();
@@ -681,13 +690,20 @@ impl Consumers {
             let properties = message
                 .delivered_properties(quorum, returns)
                 .map_err(|e| AmqpError::internal(e.to_string()))?;
-            codec::encode_content(
-                &mut out,
-                self.channel,
-                &properties,
-                &message.body,
-                self.ctx.frame_max,
-            );
+            match d.envelope.spill {
+                None => codec::encode_content(
+                    &mut out,
+                    self.channel,
+                    &properties,
+                    &message.body,
+                    self.ctx.frame_max,
+                ),
+                Some(spill) => {
+                    let before = std::mem::take(&mut out);
+                    large::send_content(&self.ctx, self.channel, before, &properties, spill)
+                        .await?;
+                }
+            }
             if no_ack {
                 ids.push(id);
             } else {
@@ -723,18 +739,9 @@ impl Consumers {
     pub async fn get(&mut self, queue: Arc<Queue>, no_ack: bool) -> Result<Vec<u8>, AmqpError> {
         queue.touch();
         let mut got = if no_ack {
-            queue.stage.pop(1).await?
+            self.pop_holding_spill(&queue).await?
         } else {
-            let holder = match self.get_holder {
-                Some(h) => h,
-                None => {
-                    let broker = &self.ctx.broker;
-                    let h = broker.holders.register(broker.liveness.ttl()).await?;
-                    self.holders.push(h);
-                    self.get_holder = Some(h);
-                    h
-                }
-            };
+            let holder = self.channel_holder().await?;
             queue.stage.lease(holder, 1).await?
         };
         let mut out = Vec::new();
@@ -751,7 +758,7 @@ impl Consumers {
             .map_err(|e| AmqpError::internal(e.to_string()))?;
         let remaining = queue.stage.depth().await?.ready.max(0) as u32;
         self.last_tag += 1;
-        if let (false, Some(holder)) = (no_ack, self.get_holder) {
+        if let (false, Some(holder)) = (no_ack, self.channel_holder) {
             self.track(
                 self.last_tag,
                 Unacked {
@@ -789,14 +796,75 @@ impl Consumers {
                 message_count: remaining,
             })),
         );
-        codec::encode_content(
-            &mut out,
-            self.channel,
-            &properties,
-            &message.body,
-            self.ctx.frame_max,
-        );
-        Ok(out)
+        let Some(spill) = d.envelope.spill else {
+            codec::encode_content(
+                &mut out,
+                self.channel,
+                &properties,
+                &message.body,
+                self.ctx.frame_max,
+            );
+            return Ok(out);
+        };
+        large::send_content(&self.ctx, self.channel, out, &properties, spill).await?;
+        if let (true, Some(holder)) = (no_ack, self.channel_holder) {
+            let spills = self.ctx.broker.stages.spills();
+            if let Err(e) = spills.let_go(holder, spill.id).await {
+                tracing::warn!(error = %e, "cannot let go of a sent message's spill; it is freed when the channel closes");
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// The channel's own lease holder, registered on first use.
+    ///
+    /// # Errors
+    /// 541 when the store fails.
+    pub async fn channel_holder(&mut self) -> Result<u64, AmqpError> {
+        if let Some(h) = self.channel_holder {
+            return Ok(h);
+        }
+        let broker = &self.ctx.broker;
+        let h = broker.holders.register(broker.liveness.ttl()).await?;
+        self.holders.push(h);
+        self.channel_holder = Some(h);
+        Ok(h)
+    }
+
+    /// basic.get without acknowledgement: pops the head. Popping drops a large message's
+    /// reference to its spill, so the channel's holder takes one in the same transaction
+    /// (registered then, when the channel has none), kept until the body is sent.
+    async fn pop_holding_spill(&mut self, queue: &Queue) -> Result<Vec<Delivery>, AmqpError> {
+        let broker = &self.ctx.broker;
+        let (known, fresh) = (self.channel_holder, Holders::new_id());
+        let (stage, spills, ttl) = (&queue.stage, broker.stages.spills(), broker.liveness.ttl());
+        let now = now_ms();
+        let (got, registered) = broker
+            .db
+            .run(|tx| {
+                let spills = spills.clone();
+                async move {
+                    let got = stage.pop_in(&tx, 1, now).await?;
+                    let spilled: Vec<_> = got.iter().filter_map(|d| d.envelope.spill).collect();
+                    if spilled.is_empty() {
+                        return Ok::<_, StageError>((got, false));
+                    }
+                    let holder = known.unwrap_or(fresh);
+                    if known.is_none() {
+                        broker.holders.register_in(&tx, fresh, ttl);
+                    }
+                    for spill in spilled {
+                        spills.hold_in(&tx, holder, spill.id);
+                    }
+                    Ok((got, known.is_none()))
+                }
+            })
+            .await?;
+        if registered {
+            self.holders.push(fresh);
+            self.channel_holder = Some(fresh);
+        }
+        Ok(got)
     }
 
     /// basic.ack, basic.nack and basic.reject: settles the deliveries `tag` names (with
@@ -1033,7 +1101,7 @@ impl Consumers {
                     tag,
                     consumer,
                     result,
-                }) => out.extend(self.stepped(&tag, consumer, result)?),
+                }) => out.extend(self.stepped(&tag, consumer, result).await?),
                 Some(other) => later.push(other),
                 None => break,
             }

@@ -21,7 +21,7 @@ use super::message::StoredMessage;
 use super::topology::args::text;
 use super::topology::exchange::delay_of;
 use super::topology::{Queue, VHost};
-use crate::stage::{DeadLetterReason, NewMessage, Wakeup, now_ms};
+use crate::stage::{DeadLetterReason, NewMessage, Spill, Wakeup, now_ms};
 use crate::telemetry::amqp as metric;
 use amq_protocol::protocol::basic::AMQPProperties;
 use amq_protocol::types::{AMQPValue, FieldArray, FieldTable};
@@ -99,7 +99,7 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
             }
             let mut by_reason: HashMap<&'static str, u64> = HashMap::new();
             let mut batches: Vec<QueueBatch> = Vec::new();
-            let mut held: Vec<(String, u64, Bytes)> = Vec::new();
+            let mut held: Vec<(String, u64, Bytes, Option<Spill>)> = Vec::new();
             for (item, d) in dead.into_iter().enumerate() {
                 // A message dropped at the length limit before it was stored has no stage
                 // dead-letter record (see `enqueue`).
@@ -108,6 +108,8 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
                     .dead_letter
                     .map_or(DeadLetterReason::MaxLength, |info| info.reason);
                 *by_reason.entry(reason.as_str()).or_default() += 1;
+                // A large message's body stays in its spill, which each copy references.
+                let spill = d.envelope.spill;
                 let Ok(message) = StoredMessage::decode(d.body) else {
                     continue;
                 };
@@ -126,13 +128,19 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
                 let body = died.message.encode();
                 // A delayed-message exchange holds it as it holds a publish.
                 let due = now + delay_of(died.headers.as_ref()).unwrap_or(0);
-                held.extend(routes.delayed.into_iter().map(|x| (x, due, body.clone())));
+                held.extend(
+                    routes
+                        .delayed
+                        .into_iter()
+                        .map(|x| (x, due, body.clone(), spill)),
+                );
                 for target in routes.queues.iter().filter(|t| !died.is_cycle_to(&t.name)) {
                     let entry = Entry {
                         item,
                         message: NewMessage::new(body.clone())
                             .priority(died.priority)
-                            .expires_ms(expires_at(target, None, now)),
+                            .expires_ms(expires_at(target, None, now))
+                            .spill(spill),
                     };
                     match batches.iter_mut().find(|b| Arc::ptr_eq(&b.queue, target)) {
                         Some(b) => b.messages.push(entry),
@@ -146,14 +154,16 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
             enqueue_in(&tx, &batches, now).await?;
             let holds: Vec<Hold<'_>> = held
                 .iter()
-                .map(|(exchange, due_ms, stored)| Hold {
+                .map(|(exchange, due_ms, stored, spill)| Hold {
                     exchange,
                     due_ms: *due_ms,
                     stored,
+                    spill: *spill,
                     idempotency: None,
                 })
                 .collect();
-            delayed::hold_in(&tx, vhost.keys(), &vhost.name, &holds).await?;
+            let spills = vhost.spills();
+            delayed::hold_in(&tx, vhost.keys(), &spills, &vhost.name, &holds).await?;
             Ok(Pass::Routed(by_reason))
         })
         .await

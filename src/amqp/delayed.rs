@@ -25,8 +25,8 @@ use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries, p
 use super::message::StoredMessage;
 use super::topology::VHost;
 use super::topology::exchange::{DELAY_HEADER, delay_of};
-use super::topology::records::TopologyKeys;
-use crate::stage::{NewMessage, StageError, now_ms};
+use super::topology::records::{self, TopologyKeys};
+use crate::stage::{NewMessage, Spill, Spills, StageError, now_ms};
 use crate::store::keys::key_after;
 use crate::store::{ChangeCounter, RangeOption, StoreError, Transaction, chunked};
 use crate::telemetry::amqp as metric;
@@ -39,8 +39,6 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-/// Format version of a held message's index value `(FORMAT, len)`.
-const FORMAT: u16 = 1;
 /// Messages one release transaction takes at most.
 const PER_PASS: usize = 256;
 /// Stored bytes one release transaction moves at most (a first message of any size goes
@@ -60,6 +58,8 @@ pub struct Hold<'a> {
     pub due_ms: u64,
     /// Its stored form ([`StoredMessage::encode`]).
     pub stored: &'a Bytes,
+    /// The spill its body is in, for a large message.
+    pub spill: Option<Spill>,
     /// The publishing channel's (producer, sequence), when it has one.
     pub idempotency: Option<(u64, u64)>,
 }
@@ -72,6 +72,7 @@ pub struct Hold<'a> {
 pub async fn hold_in(
     tx: &Transaction,
     keys: &TopologyKeys,
+    spills: &Spills,
     vhost: &str,
     holds: &[Hold<'_>],
 ) -> Result<usize, StoreError> {
@@ -96,7 +97,11 @@ pub async fn hold_in(
         }
         let user_version = tx.next_user_version();
         let index = keys.new_delayed(vhost, hold.exchange, hold.due_ms, user_version);
-        tx.set_versionstamped_key(&index, pack(&(FORMAT, hold.stored.len() as u64)));
+        if let Some(spill) = hold.spill {
+            spills.add_ref_in(tx, spill.id);
+        }
+        let value = records::encode_delayed(hold.stored.len(), hold.spill);
+        tx.set_versionstamped_key(&index, value);
         let stamp = Versionstamp::incomplete(user_version);
         for (i, chunk) in chunked::split(hold.stored) {
             tx.set_versionstamped_key(&keys.delayed_chunk(vhost, hold.exchange, &stamp, i), chunk);
@@ -249,8 +254,13 @@ async fn release_pass(
     let mut batches: Vec<QueueBatch> = Vec::new();
     let (mut taken, mut bytes) = (0usize, 0usize);
     let mut last_key = None;
+    let spills = vhost.spills();
     for kv in &due {
-        let len = unpack::<(u16, u64)>(&kv.value).map_or(0, |(_, len)| len as usize);
+        let (len, spill) = records::decode_delayed(&kv.value);
+        // The hold's reference to the spill goes; each queue the message reaches takes one.
+        if let Some(spill) = spill {
+            spills.drop_ref_in(tx, spill.id);
+        }
         if taken > 0 && bytes + len > PASS_BYTES {
             break;
         }
@@ -293,7 +303,8 @@ async fn release_pass(
         for queue in routes.queues {
             let message = NewMessage::new(body.clone())
                 .priority(released.priority)
-                .expires_ms(expires_at(&queue, released.ttl, now));
+                .expires_ms(expires_at(&queue, released.ttl, now))
+                .spill(spill);
             let entry = Entry {
                 item: taken - 1,
                 message,

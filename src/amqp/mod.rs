@@ -37,6 +37,7 @@ pub mod enqueue;
 pub mod errors;
 pub mod expiry;
 pub mod janitor;
+pub mod large;
 pub mod message;
 pub mod port;
 pub mod publish;

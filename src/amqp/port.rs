@@ -239,13 +239,22 @@ impl AmqpPort {
                     exchange,
                     due_ms: now + delay,
                     stored: body,
+                    spill: None,
                     idempotency: None,
                 })
             })
             .collect();
         // A route's batch is all in one vhost.
         if let Some((routed, _)) = held.first() {
-            delayed::hold_in(tx, self.broker.vhosts.keys(), &routed.vhost, &holds).await?;
+            let spills = self.broker.stages.spills();
+            delayed::hold_in(
+                tx,
+                self.broker.vhosts.keys(),
+                &spills,
+                &routed.vhost,
+                &holds,
+            )
+            .await?;
         }
         // Only a hint: if `tx` is retried, the sweeper just looks early.
         hint_expiries(&self.broker.expiry, &batches);

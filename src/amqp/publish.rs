@@ -21,6 +21,12 @@
 //!
 //! **Transactions.** After tx.select, publishes (and acknowledgements, see
 //! [`super::consume`]) are held until tx.commit stores them all in one store transaction.
+//!
+//! **Large messages.** A body written to a spill before the message arrived here
+//! ([`super::large`]) is held by the channel's lease holder until the commit that stores
+//! the message, which lets go of it (a spill the holder no longer holds fails the commit:
+//! it may have been freed). A message discarded before its commit (tx.rollback, a failed
+//! commit) lets go in the channel's next commit, or when its holder is released.
 
 use super::authorize::PublishGate;
 use super::broker::Broker;
@@ -37,7 +43,8 @@ use super::settle::{Settlement, settle_in};
 use super::topology::exchange::delay_of;
 use super::topology::{ExchangeKind, Queue};
 use crate::group_commit::GroupCommit;
-use crate::stage::{NewMessage, now_ms};
+use crate::stage::{NewMessage, Spill, Spills, StageError, now_ms};
+use crate::store::Transaction;
 use crate::telemetry::amqp as metric;
 use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, Routed};
 use amq_protocol::protocol::{AMQPClass, basic};
@@ -60,10 +67,22 @@ pub struct Incoming {
     pub publish: basic::Publish,
     /// The content header.
     pub header: Box<ContentHeader>,
-    /// The body.
+    /// The body (empty when it is in a spill).
     pub body: Bytes,
+    /// The spill the body was written to, for a large one.
+    pub spill: Option<Spill>,
     /// When its last frame arrived (for the confirm latency).
     pub received: Instant,
+}
+
+/// What a publish answers at once.
+#[derive(Debug, Default)]
+pub struct Answer {
+    /// Frames to send (basic.return for an unroutable mandatory message).
+    pub frames: Vec<u8>,
+    /// For a returned large message: its properties and spill, whose content follows the
+    /// frames ([`super::large::send_content`]).
+    pub returned: Option<(Bytes, Spill)>,
 }
 
 /// A routed message waiting to be stored.
@@ -77,8 +96,10 @@ struct Accepted {
     queues: Vec<Arc<Queue>>,
     /// The delayed-message exchanges that hold it first, and for how long (ms).
     delayed: (Vec<String>, u64),
-    /// Its stage body.
+    /// Its stage body (its head, when the body is in a spill).
     stored: Bytes,
+    /// The spill its body is in, for a large one.
+    spill: Option<Spill>,
     /// Its priority property.
     priority: u8,
     /// Its `expiration` property, ms.
@@ -112,6 +133,11 @@ pub struct Publisher {
     pending_bytes: usize,
     /// The channel's publish permission decisions.
     gate: PublishGate,
+    /// The channel's lease holder, which holds the spills of large messages until their
+    /// commit.
+    spill_holder: Option<u64>,
+    /// Spills of messages discarded before their commit, to let go of in the next one.
+    abandoned: Vec<Spill>,
 }
 
 impl Default for Publisher {
@@ -125,6 +151,8 @@ impl Default for Publisher {
             commits: GroupCommit::default(),
             pending_bytes: 0,
             gate: PublishGate::default(),
+            spill_holder: None,
+            abandoned: Vec::new(),
         }
     }
 }
@@ -156,6 +184,11 @@ impl Publisher {
         }
         self.transactional = true;
         Ok(())
+    }
+
+    /// Records the lease holder that holds the channel's spills.
+    pub fn hold_spills_as(&mut self, holder: u64) {
+        self.spill_holder = Some(holder);
     }
 
     /// Whether tx.select was called.
@@ -200,12 +233,13 @@ impl Publisher {
         channel: u16,
         reply_address: Option<&str>,
         incoming: Incoming,
-    ) -> Result<Vec<u8>, AmqpError> {
+    ) -> Result<Answer, AmqpError> {
         let (vhost, frame_max) = (&*ctx.vhost, ctx.frame_max);
         let Incoming {
             publish,
             mut header,
             body,
+            spill,
             received,
         } = incoming;
         if publish.immediate {
@@ -267,10 +301,10 @@ impl Publisher {
                 raw_properties: header.raw_properties.clone(),
                 body: body.clone(),
             });
-        let mut out = Vec::new();
+        let mut out = Answer::default();
         if !routed_somewhere && !replied && publish.mandatory {
             codec::encode_method(
-                &mut out,
+                &mut out.frames,
                 channel,
                 AMQPClass::Basic(basic::AMQPMethod::Return(basic::Return {
                     reply_code: 312,
@@ -279,7 +313,16 @@ impl Publisher {
                     routing_key: publish.routing_key.clone(),
                 })),
             );
-            codec::encode_content(&mut out, channel, &header.raw_properties, &body, frame_max);
+            match spill {
+                None => codec::encode_content(
+                    &mut out.frames,
+                    channel,
+                    &header.raw_properties,
+                    &body,
+                    frame_max,
+                ),
+                Some(spill) => out.returned = Some((header.raw_properties.clone(), spill)),
+            }
             metrics::counter!(metric::RETURNS_TOTAL, metric::LABEL_VHOST => vhost.name.clone())
                 .increment(1);
         }
@@ -311,6 +354,7 @@ impl Publisher {
             priority: properties.priority().unwrap_or(0),
             ttl,
             stored,
+            spill,
             delayed: (
                 routes.delayed,
                 delay_of(properties.headers().as_ref()).unwrap_or(0),
@@ -330,6 +374,9 @@ impl Publisher {
     /// Starts a commit of what is pending (at most [`COMMIT_BYTES`]), unless one is under
     /// way.
     pub fn start_commit(&mut self, broker: &Arc<Broker>, vhost: &str) {
+        if self.commits.is_committing() || self.commits.pending().is_empty() {
+            return;
+        }
         // Messages while the total before each is under the limit (so at least one).
         let (mut take, mut bytes) = (0, 0);
         for r in self.commits.pending() {
@@ -341,16 +388,25 @@ impl Publisher {
         }
         let (db, producer) = (broker.db.clone(), self.producer);
         let (keys, vhost) = (broker.vhosts.keys().clone(), vhost.to_owned());
+        let spilled = self
+            .commits
+            .pending()
+            .iter()
+            .take(take)
+            .any(|r| r.spill.is_some());
+        let lets_go = self.lets_go(broker, spilled);
         let started = self.commits.start(take, move |batch| {
             let now = now_ms();
             let batches = plan(&batch, producer, now);
             async move {
                 let (batches_ref, batch_ref, keys, vhost) = (&batches, &batch, &keys, &vhost);
+                let lets_go = &lets_go;
                 let result = db
                     .run(|tx| async move {
                         let stored = enqueue_in(&tx, batches_ref, now).await?;
                         let holds = holds(batch_ref, producer, now);
-                        delayed::hold_in(&tx, keys, vhost, &holds).await?;
+                        delayed::hold_in(&tx, keys, &lets_go.spills, vhost, &holds).await?;
+                        lets_go.let_go_in(&tx, batch_ref).await?;
                         Ok::<_, TxError>(stored)
                     })
                     .await
@@ -388,6 +444,7 @@ impl Publisher {
             }
             Err(e) => {
                 tracing::warn!(error = %e, messages = batch.len(), "cannot store published messages; nacking them");
+                self.abandoned.extend(batch.iter().filter_map(|r| r.spill));
                 None
             }
         };
@@ -408,26 +465,76 @@ impl Publisher {
         let now = now_ms();
         let batches = plan(&held, self.producer, now);
         let holds = holds(&held, self.producer, now);
-        let (batches_ref, settlements, holds) = (&batches, &settlements, &holds);
-        let keys = broker.vhosts.keys();
+        let lets_go = self.lets_go(broker, held.iter().any(|r| r.spill.is_some()));
+        let (batches_ref, settlements, holds, held_ref) = (&batches, &settlements, &holds, &held);
+        let (keys, lets_go_ref) = (broker.vhosts.keys(), &lets_go);
         let stored = broker
             .db
             .run(|tx| async move {
                 let stored = enqueue_in(&tx, batches_ref, now).await?;
-                delayed::hold_in(&tx, keys, vhost, holds).await?;
+                delayed::hold_in(&tx, keys, &lets_go_ref.spills, vhost, holds).await?;
                 for s in settlements {
                     settle_in(&tx, s, now).await?;
                 }
+                lets_go_ref.let_go_in(&tx, held_ref).await?;
                 Ok::<_, TxError>(stored)
             })
-            .await?;
+            .await;
+        let stored = stored.inspect_err(|_| {
+            self.abandoned.extend(held.iter().filter_map(|r| r.spill));
+        })?;
         record_stored(broker, &batches, &stored);
         Ok(())
     }
 
     /// tx.rollback: forgets the held publishes.
     pub fn rollback_tx(&mut self) {
-        self.held.clear();
+        let held = std::mem::take(&mut self.held);
+        self.abandoned.extend(held.iter().filter_map(|r| r.spill));
+    }
+
+    /// What the commit starting now lets go of: the spills of its messages (when
+    /// `spilled`: some have one), and those abandoned so far (taken now).
+    fn lets_go(&mut self, broker: &Broker, spilled: bool) -> LetsGo {
+        LetsGo {
+            spills: broker.stages.spills(),
+            holder: self
+                .spill_holder
+                .filter(|_| spilled || !self.abandoned.is_empty()),
+            abandoned: std::mem::take(&mut self.abandoned),
+        }
+    }
+}
+
+/// The spills a commit lets go of, for the channel's lease holder.
+struct LetsGo {
+    spills: Spills,
+    /// The holder; `None` when there is nothing to let go of.
+    holder: Option<u64>,
+    abandoned: Vec<Spill>,
+}
+
+impl LetsGo {
+    /// Within `tx`: lets go of the spills of `batch`, whose messages `tx` stores, and of
+    /// the abandoned ones.
+    ///
+    /// # Errors
+    /// [`StageError::SpillGone`] when a spill of `batch` is no longer held (its holder was
+    /// released; it may be freed), unless an earlier attempt of `tx` may have committed
+    /// (and let go of it); the store's error.
+    async fn let_go_in(&self, tx: &Transaction, batch: &[Accepted]) -> Result<(), TxError> {
+        let Some(holder) = self.holder else {
+            return Ok(());
+        };
+        for spill in batch.iter().filter_map(|r| r.spill) {
+            if !self.spills.let_go_in(tx, holder, spill.id).await? && !tx.maybe_committed() {
+                return Err(StageError::SpillGone(spill.id).into());
+            }
+        }
+        for spill in &self.abandoned {
+            self.spills.let_go_in(tx, holder, spill.id).await?;
+        }
+        Ok(())
     }
 }
 
@@ -448,7 +555,8 @@ fn plan(batch: &[Accepted], producer: u64, now: u64) -> Vec<QueueBatch> {
             let message = NewMessage::new(r.stored.clone())
                 .priority(r.priority)
                 .expires_ms(expires_at(queue, r.ttl, now))
-                .idempotency(producer, r.sequence);
+                .idempotency(producer, r.sequence)
+                .spill(r.spill);
             batches[at].messages.push(Entry { item, message });
         }
     }
@@ -465,6 +573,7 @@ fn holds(batch: &[Accepted], producer: u64, now: u64) -> Vec<Hold<'_>> {
                 exchange,
                 due_ms: now + delay,
                 stored: &r.stored,
+                spill: r.spill,
                 idempotency: Some((producer, r.sequence)),
             })
         })
@@ -552,6 +661,7 @@ mod tests {
             queues: Vec::new(),
             delayed: (Vec::new(), 0),
             stored: Bytes::new(),
+            spill: None,
             priority: 0,
             ttl: None,
             received: Instant::now(),

@@ -279,7 +279,13 @@ impl Worker {
         let mut undecodable = Vec::new();
         for d in deliveries {
             match Outgoing::decode(d) {
-                Ok(o) => batch.push(o),
+                Ok(mut o) => {
+                    // A large message's body, kept in a spill, is read whole for the sink.
+                    if let Some(spill) = d.envelope.spill {
+                        o.message.body = stage.spills().read_all(spill).await?;
+                    }
+                    batch.push(o);
+                }
                 Err(e) => {
                     warn!(route = %self.route, destination = %labels[1].1, error = %e, "dead-lettering a message that cannot be decoded");
                     undecodable.push(d.id);

@@ -101,6 +101,7 @@ mod tests {
                 enqueued_ms: 5,
                 expires_ms: 0,
                 dead_letter: None,
+                spill: None,
             },
         }
     }

@@ -40,8 +40,9 @@ pub struct AmqpConfig {
     pub heartbeat_s: u16,
     /// The most simultaneous AMQP connections; further clients wait in the listen backlog.
     pub max_connections: usize,
-    /// The largest message body a publisher may send, in bytes; a larger one closes its
-    /// channel with 406 PRECONDITION_FAILED before the body is read.
+    /// The largest message body a publisher may send, in bytes (16 MiB, RabbitMQ 4's
+    /// default; at most 128 MiB, RabbitMQ 3's); a larger one closes its channel with 406
+    /// PRECONDITION_FAILED before the body is read.
     pub max_message_size: u32,
     /// The virtual hosts that always exist (more can be made through the management API);
     /// `connection.open` to any other fails with 530.
@@ -105,7 +106,7 @@ impl Default for AmqpConfig {
             channel_max: 2047,
             heartbeat_s: 60,
             max_connections: 4096,
-            max_message_size: 4 * 1024 * 1024,
+            max_message_size: 16 * 1024 * 1024,
             vhosts: vec![super::users::DEFAULT_VHOST.to_owned()],
             handshake_timeout_ms: 10_000,
             send_timeout_ms: 30_000,
@@ -183,7 +184,7 @@ impl AmqpConfig {
             return Err(ConfigError::invalid(
                 "amqp.max_message_size",
                 format!(
-                    "{} must be between 1 and {MAX_MESSAGE_SIZE_LIMIT} (a stage holds 8 MiB per message)",
+                    "{} must be between 1 and {MAX_MESSAGE_SIZE_LIMIT} (128 MiB, RabbitMQ 3's default)",
                     self.max_message_size
                 ),
             ));
@@ -244,12 +245,17 @@ mod tests {
     }
 
     #[test]
-    fn message_size_above_the_stage_limit_is_named() {
-        let message = error_after(|c| c.max_message_size = 9 * 1024 * 1024);
-        assert!(
-            message.starts_with("amqp.max_message_size: 9437184 must be between 1 and"),
-            "{message}"
+    fn message_size_above_the_limit_is_named() {
+        let message = error_after(|c| c.max_message_size = 129 * 1024 * 1024);
+        assert_eq!(
+            message,
+            "amqp.max_message_size: 135266304 must be between 1 and 134217728 (128 MiB, RabbitMQ 3's default)"
         );
+        let largest = AmqpConfig {
+            max_message_size: 128 * 1024 * 1024,
+            ..AmqpConfig::default()
+        };
+        largest.validate().unwrap();
     }
 
     #[test]

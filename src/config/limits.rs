@@ -5,7 +5,7 @@
 /// The largest body a stage holds: one append must fit FoundationDB's 10 MB transaction.
 pub const MAX_BODY_SIZE: usize = 8 * 1024 * 1024;
 
-/// The largest message body the AMQP front accepts at most: the stage holds up to 8 MiB
-/// per message, and the front keeps 256 KiB of that for the exchange, routing key and
-/// properties it stores with the body.
-pub const MAX_MESSAGE_SIZE_LIMIT: u32 = (MAX_BODY_SIZE - 256 * 1024) as u32;
+/// The largest message body `amqp.max_message_size` may allow: 128 MiB, RabbitMQ 3's
+/// default. A body this large does not fit one transaction; the front keeps it in a spill
+/// written in several ([`crate::stage::spill`]).
+pub const MAX_MESSAGE_SIZE_LIMIT: u32 = 128 * 1024 * 1024;

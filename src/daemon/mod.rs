@@ -259,6 +259,11 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         lease_reaper::run(holders, ttl, token).await;
         Ok(())
     });
+    let (spills, token) = (stages.spills(), shutdown.clone());
+    loops.spawn("spill collector", async move {
+        spills.run(token).await;
+        Ok(())
+    });
     let kafka_port = kafka.port();
     let kafka_admin = kafka.admin();
     let kafka_listening = kafka.local_addrs();

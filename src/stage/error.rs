@@ -32,6 +32,12 @@ pub enum StageError {
         /// The limit.
         max: usize,
     },
+    /// A large message's payload was freed before the commit that would store the message:
+    /// the lease holder that kept it expired or was released.
+    #[error(
+        "the payload of a large message (spill {0}) was freed before its commit, because its lease holder expired; publish it again"
+    )]
+    SpillGone(u64),
     /// A stored value could not be decoded.
     #[error(
         "the store holds a stage value this ferry cannot decode ({0}); the keyspace was written by another version or damaged"

@@ -11,13 +11,17 @@
 //! releases at once the holders its earlier incarnations left behind
 //! ([`Holders::release_outlived`]) through the same release as the lease reaper's
 //! ([`Holders::reap_expired`]), instead of waiting for their deadlines.
+//!
+//! Releasing a holder also drops the references it holds to spills ([`super::spill`]): the
+//! payload a publisher was writing when it died is then collected.
 
 use super::error::StageError;
 use super::record::{decode_u64, encode_u64};
 use super::registry::Stages;
+use super::spill;
 use super::{Release, Stage, now_ms};
 use crate::incarnation::{Incarnation, Owner};
-use crate::store::RangeOption;
+use crate::store::{RangeOption, Transaction};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -45,30 +49,33 @@ impl Holders {
     /// # Errors
     /// The store's error.
     pub async fn register(&self, ttl: Duration) -> Result<u64, StageError> {
-        let holder = fastrand::u64(1..);
-        let root = self.stages.root();
-        let (key, owner_key) = (root.holder(holder), root.holder_owner(holder));
-        let deadline = encode_u64(now_ms() + ttl.as_millis() as u64);
-        let owner = self.stages.owner().map(|o| o.encode());
+        let holder = Self::new_id();
         self.stages
             .db()
-            .run(|tx| {
-                let (key, owner_key, deadline, owner) = (
-                    key.clone(),
-                    owner_key.clone(),
-                    deadline.clone(),
-                    owner.clone(),
-                );
-                async move {
-                    tx.set(&key, deadline);
-                    if let Some(owner) = owner {
-                        tx.set(&owner_key, owner);
-                    }
-                    Ok::<_, StageError>(())
-                }
+            .run(|tx| async move {
+                self.register_in(&tx, holder, ttl);
+                Ok::<_, StageError>(())
             })
             .await?;
         Ok(holder)
+    }
+
+    /// A new holder id.
+    pub fn new_id() -> u64 {
+        fastrand::u64(1..)
+    }
+
+    /// Within `tx`: registers `holder` ([`Holders::new_id`]) alive for `ttl`, owned by the
+    /// stages' incarnation.
+    pub fn register_in(&self, tx: &Transaction, holder: u64, ttl: Duration) {
+        let root = self.stages.root();
+        tx.set(
+            &root.holder(holder),
+            encode_u64(now_ms() + ttl.as_millis() as u64),
+        );
+        if let Some(owner) = self.stages.owner() {
+            tx.set(&root.holder_owner(holder), owner.encode());
+        }
     }
 
     /// Extends `holder`'s life to `ttl` from now.
@@ -113,6 +120,7 @@ impl Holders {
                             .get_range(&RangeOption::new(b, e).limit(1), false)
                             .await?;
                         let Some(entry) = first.first() else {
+                            spill::let_go_all_in(&tx, root, holder).await?;
                             tx.clear(&root.holder(holder));
                             tx.clear(&root.holder_owner(holder));
                             return Ok::<_, StageError>((0, true));

@@ -13,6 +13,13 @@
 //! (P, "s", id, "n", counter)                  = i64 little-endian, atomic add only
 //! (P, "s", id, "p", producer)                 = last appended sequence of that producer
 //! (P, "s", id, "q", vs)                       = DequeueRequest tuple (high-contention pop)
+//! (P, "s", id, "x", vs)                       = (spill,): message vs's payload is spill
+//! (P, "spill", spill, chunk)                  = payload chunk of a spill (≤ 100,000 B)
+//! (P, "spills", "refs", spill)                = i64 LE, atomic add: references to a spill
+//! (P, "spills", "size", spill)                = i64 LE, atomic add: bytes written to it
+//! (P, "spills", "held", holder, spill)        = "" (holder keeps one reference)
+//! (P, "spills", "free", spill)                = "" (its references dropped: check it)
+//! (P, "spills", "ver" | "bytes")              = i64 LE, atomic add: changes, bytes held
 //! (P, "holders", holder)                      = holder deadline, ms since the epoch
 //! (P, "held", holder, id)                     = "" (holder has leases in stage id)
 //! (P, "owners", holder)                       = (instance, incarnation) that registered it
@@ -174,6 +181,64 @@ impl RootKeys {
         let (_, _, stage) = self.root.unpack::<(String, u64, u64)>(key).ok()?;
         Some(stage)
     }
+
+    /// Chunk `chunk` of spill `spill`'s payload.
+    pub fn spill_chunk(&self, spill: u64, chunk: u32) -> Vec<u8> {
+        self.root.pack(&("spill", spill, chunk))
+    }
+
+    /// Every chunk of spill `spill`.
+    pub fn spill_chunks(&self, spill: u64) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.root.pack(&("spill", spill)))
+    }
+
+    /// Every chunk of every spill.
+    pub fn all_spill_chunks(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.root.pack(&("spill",)))
+    }
+
+    /// A spill's reference count, or bytes written (`what` is `"refs"` or `"size"`).
+    pub fn spill_count(&self, what: &str, spill: u64) -> Vec<u8> {
+        self.root.pack(&("spills", what, spill))
+    }
+
+    /// The reference `holder` keeps to spill `spill`.
+    pub fn spill_held(&self, holder: u64, spill: u64) -> Vec<u8> {
+        self.root.pack(&("spills", "held", holder, spill))
+    }
+
+    /// Every spill `holder` keeps a reference to.
+    pub fn spills_held_by(&self, holder: u64) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.root.pack(&("spills", "held", holder)))
+    }
+
+    /// Decodes a [`RootKeys::spill_held`] key into its spill.
+    pub fn spill_held_of(&self, key: &[u8]) -> Option<u64> {
+        let (_, _, _, spill) = self.root.unpack::<(String, String, u64, u64)>(key).ok()?;
+        Some(spill)
+    }
+
+    /// The mark that spill `spill` lost a reference and may be free.
+    pub fn spill_free(&self, spill: u64) -> Vec<u8> {
+        self.root.pack(&("spills", "free", spill))
+    }
+
+    /// Every spill marked free.
+    pub fn spills_free(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.root.pack(&("spills", "free")))
+    }
+
+    /// Decodes a [`RootKeys::spill_free`] key into its spill.
+    pub fn spill_free_of(&self, key: &[u8]) -> Option<u64> {
+        let (_, _, spill) = self.root.unpack::<(String, String, u64)>(key).ok()?;
+        Some(spill)
+    }
+
+    /// A counter of every spill: `"ver"` (bumped by each lost reference; the collector
+    /// watches it) or `"bytes"` (bytes held in spills).
+    pub fn spills_counter(&self, what: &str) -> Vec<u8> {
+        self.root.pack(&("spills", what))
+    }
 }
 
 fn message_id(lane: u16, vs: &Versionstamp) -> Option<MessageId> {
@@ -274,6 +339,23 @@ impl StageKeys {
     /// Every pending dequeue request, oldest first.
     pub fn requests(&self) -> (Vec<u8>, Vec<u8>) {
         prefix_range(&self.space.pack(&("q",)))
+    }
+
+    /// The spill message `stamp`'s payload is in (the stage's index of its spills).
+    pub fn spill_ref(&self, stamp: [u8; 12]) -> Vec<u8> {
+        self.space.pack(&("x", Versionstamp::from(stamp)))
+    }
+
+    /// The spill index entry of the message the current transaction appends
+    /// (versionstamped).
+    pub fn new_spill_ref(&self, user_version: u16) -> Vec<u8> {
+        self.space
+            .pack_with_versionstamp(&("x", Versionstamp::incomplete(user_version)))
+    }
+
+    /// The stage's whole spill index.
+    pub fn spill_refs(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("x",)))
     }
 
     /// Every key of the stage.

@@ -23,7 +23,8 @@
 //! Beyond the seeds: delivery leases (a leased message moves to an in-flight entry owned
 //! by a holder; ack removes it; nack or the holder's expiry returns it to its original key,
 //! so it keeps its place), a delivery limit and dead-letter stage, per-message expiry, and
-//! idempotent appends keyed by (producer, sequence).
+//! idempotent appends keyed by (producer, sequence), and payloads too large for one
+//! transaction kept in shared, reference-counted spills ([`spill`]).
 
 mod consumer;
 mod error;
@@ -31,6 +32,7 @@ mod holders;
 pub mod keys;
 pub(crate) mod record;
 mod registry;
+pub mod spill;
 
 pub use consumer::{Consumer, Step, Wakeup};
 pub use error::StageError;
@@ -38,6 +40,7 @@ pub use holders::Holders;
 pub use keys::{MessageId, RootKeys, lane_of};
 pub use record::{DeadLetter, DeadLetterReason, Envelope, StageMeta};
 pub use registry::{StageOptions, Stages};
+pub use spill::{Spill, Spills};
 
 use crate::config::limits::MAX_BODY_SIZE;
 use crate::store::keys::key_after;
@@ -78,6 +81,9 @@ pub struct NewMessage {
     pub expires_ms: u64,
     /// Deduplication key, if the producer has one.
     pub idempotency: Option<Idempotency>,
+    /// The rest of its payload, for a message too large for one transaction (the body is
+    /// then only its head): the stored message references the spill.
+    pub spill: Option<Spill>,
 }
 
 impl NewMessage {
@@ -88,7 +94,14 @@ impl NewMessage {
             priority: 0,
             expires_ms: 0,
             idempotency: None,
+            spill: None,
         }
+    }
+
+    /// Sets the spill the rest of its payload is in.
+    pub fn spill(mut self, spill: Option<Spill>) -> Self {
+        self.spill = spill;
+        self
     }
 
     /// Sets the priority.
@@ -220,6 +233,11 @@ impl Stage {
         &self.db
     }
 
+    /// The spills its large messages' payloads are kept in.
+    pub fn spills(&self) -> Spills {
+        Spills::new(self.db.clone(), self.root.clone())
+    }
+
     /// Appends `messages` in one transaction, in order. See [`Stage::append_in`].
     ///
     /// # Errors
@@ -269,7 +287,7 @@ impl Stage {
                 *entry = (Some(idem.sequence), true);
             }
             let user_version = tx.next_user_version();
-            write_body(tx, &self.keys, user_version, &m.body);
+            write_body(tx, &self.root, &self.keys, user_version, &m.body, m.spill);
             let envelope = Envelope {
                 body_len: m.body.len() as u32,
                 priority: m.priority,
@@ -277,6 +295,7 @@ impl Stage {
                 enqueued_ms: now,
                 expires_ms: m.expires_ms,
                 dead_letter: None,
+                spill: m.spill,
             };
             let lane = lane_of(m.priority, self.meta.max_priority);
             tx.set_versionstamped_key(&self.keys.new_ready(lane, user_version), envelope.encode());
@@ -321,7 +340,7 @@ impl Stage {
         let taken = self.take_ready(tx, k, now).await?;
         let deliveries = self.with_bodies(tx, taken).await?;
         for d in &deliveries {
-            clear_body(tx, &self.keys, &d.id, d.envelope.body_len);
+            self.clear_body(tx, &d.id, &d.envelope);
         }
         self.count(tx, Counter::Pop, deliveries.len() as i64);
         Ok(deliveries)
@@ -364,7 +383,7 @@ impl Stage {
         tx.clear_range(&first.key, &end);
         let deliveries = self.with_bodies(tx, taken).await?;
         for d in &deliveries {
-            clear_body(tx, &self.keys, &d.id, d.envelope.body_len);
+            self.clear_body(tx, &d.id, &d.envelope);
         }
         self.count(tx, Counter::Pop, deliveries.len() as i64);
         Ok(deliveries)
@@ -443,7 +462,7 @@ impl Stage {
         let leases = self.leases_of(tx, holder, ids).await?;
         for (id, envelope) in &leases {
             self.unlease(tx, holder, id);
-            clear_body(tx, &self.keys, id, envelope.body_len);
+            self.clear_body(tx, id, envelope);
         }
         self.count(tx, Counter::Pop, leases.len() as i64);
         Ok(leases.len())
@@ -641,7 +660,7 @@ impl Stage {
                     for kv in &head {
                         let id = self.message_of(&kv.key)?;
                         let envelope = Envelope::decode(&kv.value)?;
-                        clear_body(&tx, &self.keys, &id, envelope.body_len);
+                        self.clear_body(&tx, &id, &envelope);
                     }
                     self.count(&tx, Counter::Pop, head.len() as i64);
                     Ok::<_, StageError>(head.len())
@@ -835,7 +854,14 @@ impl Stage {
         if let Some(target) = &self.dead_letter {
             let body = read_body(tx, &self.keys, id, envelope.body_len).await?;
             let user_version = tx.next_user_version();
-            write_body(tx, &target.keys, user_version, &body);
+            write_body(
+                tx,
+                &self.root,
+                &target.keys,
+                user_version,
+                &body,
+                envelope.spill,
+            );
             let moved = Envelope {
                 delivery_count: 0,
                 expires_ms: 0,
@@ -852,24 +878,40 @@ impl Stage {
             tx.atomic_add(&target.keys.counter(Counter::Push), 1);
             self.count(tx, Counter::DeadLettered, 1);
         }
-        clear_body(tx, &self.keys, id, envelope.body_len);
+        self.clear_body(tx, id, &envelope);
         self.count(tx, Counter::Pop, 1);
         Ok(())
     }
-}
 
-/// Writes `body` in chunks under the versionstamped body key of `user_version`; each chunk
-/// is a slice of `body`, not a copy.
-fn write_body(tx: &Transaction, keys: &StageKeys, user_version: u16, body: &Bytes) {
-    for (i, chunk) in chunked::split(body) {
-        tx.set_versionstamped_key(&keys.new_body_chunk(user_version, i), chunk);
+    /// Removes a message's body (its chunk count follows from its length) and drops its
+    /// reference to its spill.
+    fn clear_body(&self, tx: &Transaction, id: &MessageId, envelope: &Envelope) {
+        for chunk in 0..chunked::count(envelope.body_len as usize) {
+            tx.clear(&self.keys.body_chunk(id, chunk));
+        }
+        if let Some(spill) = envelope.spill {
+            tx.clear(&self.keys.spill_ref(id.stamp));
+            spill::drop_ref_in(tx, &self.root, spill.id);
+        }
     }
 }
 
-/// Removes a message's body (its chunk count follows from its length).
-fn clear_body(tx: &Transaction, keys: &StageKeys, id: &MessageId, len: u32) {
-    for chunk in 0..chunked::count(len as usize) {
-        tx.clear(&keys.body_chunk(id, chunk));
+/// Writes `body` in chunks under the versionstamped body key of `user_version` (each chunk
+/// a slice of `body`, not a copy), and the message's reference to its spill, if any.
+fn write_body(
+    tx: &Transaction,
+    root: &RootKeys,
+    keys: &StageKeys,
+    user_version: u16,
+    body: &Bytes,
+    spill: Option<Spill>,
+) {
+    for (i, chunk) in chunked::split(body) {
+        tx.set_versionstamped_key(&keys.new_body_chunk(user_version, i), chunk);
+    }
+    if let Some(spill) = spill {
+        tx.set_versionstamped_key(&keys.new_spill_ref(user_version), encode_u64(spill.id));
+        spill::add_ref_in(tx, root, spill.id);
     }
 }
 

@@ -6,6 +6,9 @@ use foundationdb_tuple::{pack, unpack};
 
 /// Format version of the values below.
 const FORMAT: u16 = 1;
+/// Format version of an envelope whose payload is in a spill: format 1's fields, then the
+/// spill's id and length. Only such messages use it, so every other envelope is as before.
+const SPILLED_FORMAT: u16 = 2;
 
 /// Why a message left its stage for the dead-letter stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +57,16 @@ pub struct DeadLetter {
     pub at_ms: u64,
 }
 
+/// Where a message's payload is, when it is too large for one transaction: a spill
+/// ([`super::spill`]) and its length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Spill {
+    /// The spill's id (random).
+    pub id: u64,
+    /// Its payload's length in bytes.
+    pub len: u64,
+}
+
 /// Everything the stage keeps about a message besides its body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Envelope {
@@ -69,9 +82,13 @@ pub struct Envelope {
     pub expires_ms: u64,
     /// Set when it was dead-lettered into this stage.
     pub dead_letter: Option<DeadLetter>,
+    /// Where the rest of its payload is, for a message too large for one transaction: the
+    /// body is then only its head ([`super::spill`]).
+    pub spill: Option<Spill>,
 }
 
 type EnvelopeTuple = (u16, u32, u16, u32, u64, u64, u16, u64, u64);
+type SpilledTuple = (u16, u32, u16, u32, u64, u64, u16, u64, u64, u64, u64);
 
 impl Envelope {
     fn to_tuple(self) -> EnvelopeTuple {
@@ -104,19 +121,45 @@ impl Envelope {
                 from_stage: from,
                 at_ms: at,
             }),
+            spill: None,
         }
     }
 
     /// The value of a ready entry.
     pub fn encode(&self) -> Vec<u8> {
-        pack(&self.to_tuple())
+        let t = self.to_tuple();
+        match self.spill {
+            None => pack(&t),
+            Some(spill) => pack(&(
+                SPILLED_FORMAT,
+                t.1,
+                t.2,
+                t.3,
+                t.4,
+                t.5,
+                t.6,
+                t.7,
+                t.8,
+                spill.id,
+                spill.len,
+            )),
+        }
     }
 
     /// Decodes a ready entry.
     pub fn decode(bytes: &[u8]) -> Result<Self, StageError> {
-        unpack::<EnvelopeTuple>(bytes)
-            .map(Self::from_tuple)
-            .map_err(|e| StageError::Corrupt(format!("ready entry: {e:?}")))
+        match unpack::<EnvelopeTuple>(bytes) {
+            Ok(t) => Ok(Self::from_tuple(t)),
+            Err(e) => {
+                let t = unpack::<SpilledTuple>(bytes)
+                    .map_err(|_| StageError::Corrupt(format!("ready entry: {e:?}")))?;
+                let (_, a, b, c, d, e, f, g, h, id, len) = t;
+                Ok(Self {
+                    spill: Some(Spill { id, len }),
+                    ..Self::from_tuple((FORMAT, a, b, c, d, e, f, g, h))
+                })
+            }
+        }
     }
 
     /// Whether it has expired at `now_ms`.
@@ -222,8 +265,25 @@ mod tests {
                 from_stage: 4,
                 at_ms: 1_700_000_000_500,
             }),
+            spill: None,
         };
         assert_eq!(Envelope::decode(&e.encode()).unwrap(), e);
+        let spilled = Envelope {
+            spill: Some(Spill {
+                id: 77,
+                len: 100 << 20,
+            }),
+            ..e
+        };
+        assert_eq!(Envelope::decode(&spilled.encode()).unwrap(), spilled);
+        assert_eq!(
+            e.encode(),
+            Envelope::decode(&spilled.encode())
+                .map(|d| Envelope { spill: None, ..d })
+                .unwrap()
+                .encode(),
+            "an envelope without a spill keeps format 1"
+        );
     }
 
     #[test]

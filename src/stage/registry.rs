@@ -4,6 +4,7 @@
 use super::error::StageError;
 use super::keys::{Counter, RootKeys, SCHEMA_VERSION};
 use super::record::{StageMeta, decode_counter, decode_u64, encode_u64};
+use super::spill::{self, Spills};
 use super::{DeadLetterTarget, Stage};
 use crate::incarnation::Owner;
 use crate::store::{Database, RangeOption, StoreError, Transaction};
@@ -63,6 +64,11 @@ impl Stages {
     /// The store.
     pub fn db(&self) -> &Database {
         &self.db
+    }
+
+    /// The spills of large messages in these stages.
+    pub fn spills(&self) -> Spills {
+        Spills::new(self.db.clone(), self.root.clone())
     }
 
     /// Records the schema version in a new keyspace, or checks an existing one matches.
@@ -199,7 +205,13 @@ impl Stages {
         let Some(id) = self.id_in(tx, name).await? else {
             return Ok(false);
         };
-        let (b, e) = self.root.stage(id).all();
+        let keys = self.root.stage(id);
+        // Its messages' references to spills go with them.
+        let (b, e) = keys.spill_refs();
+        for kv in tx.get_range(&RangeOption::new(b, e), false).await? {
+            spill::drop_ref_in(tx, &self.root, decode_u64(&kv.value)?);
+        }
+        let (b, e) = keys.all();
         tx.clear_range(&b, &e);
         tx.clear(&self.root.stage_meta(id));
         tx.clear(&self.root.stage_by_name(name));

@@ -80,6 +80,10 @@ pub const STAGE_DEAD_LETTERED_TOTAL: &str = "ferry_stage_dead_lettered_total";
 /// Appends recognised as duplicates of an earlier append by (producer, sequence).
 pub const STAGE_DUPLICATES_TOTAL: &str = "ferry_stage_duplicates_total";
 
+/// Bytes of large messages' payloads kept in spills outside their stages (freed by the
+/// collector once no message references them).
+pub const STAGE_SPILL_BYTES: &str = "ferry_stage_spill_bytes";
+
 /// Dequeue requests consumers registered because their lease conflicted (the
 /// high-contention dequeue path).
 pub const STAGE_DEQUEUE_REQUESTS_TOTAL: &str = "ferry_stage_dequeue_requests_total";
@@ -174,6 +178,11 @@ pub const ALL: &[Metric] = &[
         name: STAGE_DUPLICATES_TOTAL,
         kind: Kind::Counter,
         help: "Appends dropped as duplicates of an earlier append.",
+    },
+    Metric {
+        name: STAGE_SPILL_BYTES,
+        kind: Kind::Gauge,
+        help: "Bytes of large messages' payloads kept in spills.",
     },
     Metric {
         name: BUILD_INFO,

@@ -1,5 +1,5 @@
 //! The `ferry` binary's AMQP front driven by independent clients and by crashes: pika
-//! (Python) and Debian's amqp-tools, declares, deletes, binds and exclusive use, direct
+//! (Python) and Debian's amqp-tools, large messages (16 and 100 MiB), declares, deletes, binds and exclusive use, direct
 //! reply-to and quorum queues' delivery limit, answered as the test suite's RabbitMQ node
 //! answers the same script, the metrics it exports, a `kill -9`
 //! in the middle of publishing with confirms, and a SIGTERM drain. Clients run as child
@@ -202,6 +202,33 @@ fn a_connection_cut_at_any_byte_ends_promptly_and_leaves_nothing_behind() {
     // Every cut connection's state is gone.
     daemon.wait_for("no AMQP connection left open", WAIT, |d| {
         d.metric("ferry_amqp_connections", &[]) == 0.0
+    });
+}
+
+#[test]
+fn pika_publishes_and_receives_16_and_100_mib_messages_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Setup::shipped(dir.path())
+        .env("FERRY__AMQP__MAX_MESSAGE_SIZE", "134217728")
+        .start();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_large.py");
+    let out = run_client(
+        Command::new("python3")
+            .arg(script)
+            .arg(daemon.ports().amqp.to_string())
+            .args(["16", "100"]),
+    );
+    let findings: serde_json::Value = serde_json::from_str(succeeded(&out).trim()).unwrap();
+    for mib in [16u64, 100] {
+        let whole = serde_json::json!({"len": mib * 1024 * 1024, "same": true});
+        let by_size = &findings[mib.to_string()];
+        assert_eq!(by_size["consumed"], whole, "{mib} MiB consumed: {findings}");
+        assert_eq!(by_size["got"], whole, "{mib} MiB by basic.get: {findings}");
+    }
+    daemon.wait_for("the spills freed", Duration::from_secs(30), |d| {
+        d.metrics()
+            .lines()
+            .any(|l| l.trim() == "ferry_stage_spill_bytes 0")
     });
 }
 

@@ -18,7 +18,7 @@ use tokio::net::TcpStream;
 const HEADER: &[u8; 8] = b"AMQP\x00\x00\x09\x01";
 
 /// A client speaking AMQP byte by byte.
-struct Raw {
+pub(crate) struct Raw {
     stream: TcpStream,
     buf: Vec<u8>,
 }
@@ -33,8 +33,13 @@ enum Seen {
 
 impl Raw {
     async fn connect(server: &AmqpServer) -> Self {
+        Self::connect_to(server.addr).await
+    }
+
+    /// A client of the AMQP listener at `addr` (a daemon's, say).
+    pub(crate) async fn connect_to(addr: std::net::SocketAddr) -> Self {
         Self {
-            stream: TcpStream::connect(server.addr).await.unwrap(),
+            stream: TcpStream::connect(addr).await.unwrap(),
             buf: Vec::new(),
         }
     }
@@ -43,12 +48,12 @@ impl Raw {
         self.stream.write_all(bytes).await.unwrap();
     }
 
-    async fn send_frame(&mut self, frame: AMQPFrame) {
+    pub(crate) async fn send_frame(&mut self, frame: AMQPFrame) {
         let bytes = encode(&frame);
         self.send(&bytes).await;
     }
 
-    async fn method(&mut self, channel: u16, method: AMQPClass) {
+    pub(crate) async fn method(&mut self, channel: u16, method: AMQPClass) {
         self.send_frame(AMQPFrame::Method(channel, method)).await;
     }
 
@@ -150,7 +155,7 @@ impl Raw {
         self.next_method().await
     }
 
-    async fn handshake(&mut self) {
+    pub(crate) async fn handshake(&mut self) {
         let open_ok = self.handshake_as("guest", "guest", 0).await;
         assert!(
             matches!(
@@ -161,7 +166,7 @@ impl Raw {
         );
     }
 
-    async fn open_channel(&mut self, id: u16) {
+    pub(crate) async fn open_channel(&mut self, id: u16) {
         self.method(
             id,
             AMQPClass::Channel(channel::AMQPMethod::Open(channel::Open {})),

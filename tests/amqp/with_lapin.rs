@@ -4,8 +4,8 @@
 //! with the outcome RabbitMQ gives.
 
 use crate::common::amqp::{
-    WAIT, blocked, connect, declare, declare_exchange, drain, publish_confirmed, reply_code,
-    reply_text, unblocked,
+    WAIT, blocked, connect, consume, declare, declare_exchange, drain, next, publish_confirmed,
+    ready, reply_code, reply_text, unblocked,
 };
 use crate::common::fronts::{AmqpServer, OTHER_USER, SCRAM_USER, TLS_USER};
 use crate::common::wait;
@@ -19,7 +19,7 @@ use lapin::options::{
     QueuePurgeOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, ShortString};
-use lapin::{BasicProperties, Channel, Consumer, ExchangeKind};
+use lapin::{BasicProperties, Channel, ExchangeKind};
 
 fn table(entries: &[(&str, AMQPValue)]) -> FieldTable {
     let mut t = FieldTable::default();
@@ -33,44 +33,8 @@ fn long(s: &str) -> AMQPValue {
     AMQPValue::LongString(s.into())
 }
 
-async fn next(consumer: &mut Consumer) -> Delivery {
-    tokio::time::timeout(WAIT, consumer.next())
-        .await
-        .expect("no delivery in time")
-        .expect("the consumer ended")
-        .expect("delivery error")
-}
-
-async fn consume(ch: &Channel, queue: &str, no_ack: bool) -> Consumer {
-    ch.basic_consume(
-        queue.into(),
-        "".into(),
-        BasicConsumeOptions {
-            no_ack,
-            ..BasicConsumeOptions::default()
-        },
-        FieldTable::default(),
-    )
-    .await
-    .unwrap()
-}
-
 fn body(d: &Delivery) -> String {
     String::from_utf8(d.data.clone()).unwrap()
-}
-
-async fn ready(ch: &Channel, queue: &str) -> u32 {
-    ch.queue_declare(
-        queue.into(),
-        QueueDeclareOptions {
-            passive: true,
-            ..QueueDeclareOptions::default()
-        },
-        FieldTable::default(),
-    )
-    .await
-    .unwrap()
-    .message_count()
 }
 
 async fn bind(ch: &Channel, queue: &str, exchange: &str, key: &str, args: FieldTable) {

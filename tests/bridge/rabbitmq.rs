@@ -136,18 +136,7 @@ impl Rabbit {
 
     /// Messages in `queue`.
     pub(crate) async fn depth(&self, queue: &str) -> u32 {
-        self.channel
-            .queue_declare(
-                queue.into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .unwrap()
-            .message_count()
+        crate::common::amqp::ready(&self.channel, queue).await
     }
 }
 

@@ -4,15 +4,58 @@
 //! errors.
 
 use futures::{Stream, StreamExt};
+use lapin::message::Delivery;
 use lapin::options::{
-    BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueDeclareOptions,
+    BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions,
+    QueueDeclareOptions,
 };
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, Event, ExchangeKind};
+use lapin::{
+    BasicProperties, Channel, Connection, ConnectionProperties, Consumer, Event, ExchangeKind,
+};
 use std::time::Duration;
 
 /// Upper bound on anything a test waits for.
 pub const WAIT: Duration = Duration::from_secs(10);
+
+/// The next delivery of `consumer`; panics when none comes within [`WAIT`].
+pub async fn next(consumer: &mut Consumer) -> Delivery {
+    tokio::time::timeout(WAIT, consumer.next())
+        .await
+        .expect("no delivery in time")
+        .expect("the consumer ended")
+        .expect("delivery error")
+}
+
+/// A consumer of `queue` with a server-named tag.
+pub async fn consume(ch: &Channel, queue: &str, no_ack: bool) -> Consumer {
+    ch.basic_consume(
+        queue.into(),
+        "".into(),
+        BasicConsumeOptions {
+            no_ack,
+            ..BasicConsumeOptions::default()
+        },
+        FieldTable::default(),
+    )
+    .await
+    .unwrap()
+}
+
+/// The ready messages of `queue` (a passive declare).
+pub async fn ready(ch: &Channel, queue: &str) -> u32 {
+    ch.queue_declare(
+        queue.into(),
+        QueueDeclareOptions {
+            passive: true,
+            ..QueueDeclareOptions::default()
+        },
+        FieldTable::default(),
+    )
+    .await
+    .unwrap()
+    .message_count()
+}
 
 /// A lapin connection to `uri`; panics when it takes longer than [`WAIT`].
 pub async fn connect(uri: &str) -> Connection {

@@ -9,6 +9,7 @@ mod common;
 mod conformance;
 mod definitions;
 mod durability;
+mod spill;
 mod stage;
 mod stage_concurrency;
 mod stage_pop_exclusive;

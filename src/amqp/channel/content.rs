@@ -4,10 +4,18 @@
 //! The body size is checked against `amqp.max_message_size` when the header arrives,
 //! before any body byte is kept, and the body grows only as frames arrive, so a header
 //! declaring a huge body costs nothing.
+//!
+//! A body larger than [`SPILL_ABOVE`] is not assembled: it is handed on in segments of
+//! [`SEGMENT`] bytes as its frames arrive, for the channel to write to the message's spill
+//! ([`crate::amqp::large`]); the message completes without a body, naming its spill.
 
 use crate::amqp::codec::{BASIC_CLASS, ContentHeader};
+use crate::amqp::direct_reply;
 use crate::amqp::errors::{AmqpError, ReplyCode};
+use crate::amqp::large::SPILL_ABOVE;
 use crate::amqp::publish::Incoming;
+use crate::stage::spill::SEGMENT;
+use crate::stage::{Spill, Spills};
 use amq_protocol::protocol::basic;
 use bytes::{Bytes, BytesMut};
 use std::time::Instant;
@@ -18,6 +26,28 @@ struct Assembly {
     publish: basic::Publish,
     header: Option<Box<ContentHeader>>,
     body: BytesMut,
+    /// For a large body: its spill's id and the bytes handed on so far.
+    spill: Option<(u64, u64)>,
+}
+
+/// A piece of a large body to write to its spill.
+#[derive(Debug)]
+pub struct Segment {
+    /// The spill.
+    pub spill: u64,
+    /// Where in the body it starts.
+    pub offset: u64,
+    /// Its bytes ([`SEGMENT`] of them, but for the last).
+    pub bytes: Bytes,
+}
+
+/// What a body frame completed.
+#[derive(Debug, Default)]
+pub struct Filled {
+    /// Segments of a large body to write to its spill first, in order.
+    pub segments: Vec<Segment>,
+    /// The message, when this was its last frame.
+    pub message: Option<Incoming>,
 }
 
 /// The content state of a channel.
@@ -47,6 +77,7 @@ impl Content {
             publish,
             header: None,
             body: BytesMut::new(),
+            spill: None,
         });
     }
 
@@ -74,20 +105,31 @@ impl Content {
             )));
         }
         let empty = header.body_size == 0;
+        // A direct reply goes from memory to its channel, never through the store.
+        let reply = assembly.publish.exchange.as_str().is_empty()
+            && assembly
+                .publish
+                .routing_key
+                .as_str()
+                .starts_with(direct_reply::ADDRESS_PREFIX);
+        if header.body_size > SPILL_ABOVE && !reply {
+            assembly.spill = Some((Spills::new_id(), 0));
+        }
         assembly.header = Some(header);
         Ok(if empty {
-            self.complete(Bytes::new())
+            self.complete(Bytes::new(), None)
         } else {
             None
         })
     }
 
-    /// A body frame; returns the message once its body is complete.
+    /// A body frame; returns the segments of a large body it filled, and the message once
+    /// its body is complete.
     ///
     /// # Errors
     /// 505 without a content header before it, 501 for more bytes than the header
     /// declared.
-    pub fn body(&mut self, piece: Bytes) -> Result<Option<Incoming>, AmqpError> {
+    pub fn body(&mut self, piece: Bytes) -> Result<Filled, AmqpError> {
         let Some((assembly, size)) = self
             .current
             .as_mut()
@@ -97,7 +139,9 @@ impl Content {
                 "content body received without a content header",
             ));
         };
-        let have = assembly.body.len() as u64 + piece.len() as u64;
+        // A large body's segments handed on so far count too.
+        let handed = assembly.spill.map_or(0, |(_, handed)| handed);
+        let have = handed + assembly.body.len() as u64 + piece.len() as u64;
         if have > size {
             return Err(AmqpError::new(
                 ReplyCode::FrameError,
@@ -106,9 +150,19 @@ impl Content {
                 ),
             ));
         }
+        if let Some((id, handed)) = assembly.spill.as_mut() {
+            let id = *id;
+            let segments = segments_of(&mut assembly.body, id, handed, piece, have == size);
+            let message = if have == size {
+                self.complete(Bytes::new(), Some(Spill { id, len: size }))
+            } else {
+                None
+            };
+            return Ok(Filled { segments, message });
+        }
         if have < size {
             assembly.body.extend_from_slice(&piece);
-            return Ok(None);
+            return Ok(Filled::default());
         }
         // The usual case, a body in one frame, keeps the frame's bytes without a copy.
         let body = if assembly.body.is_empty() {
@@ -117,18 +171,57 @@ impl Content {
             assembly.body.extend_from_slice(&piece);
             std::mem::take(&mut assembly.body).freeze()
         };
-        Ok(self.complete(body))
+        Ok(Filled {
+            segments: Vec::new(),
+            message: self.complete(body, None),
+        })
     }
 
-    fn complete(&mut self, body: Bytes) -> Option<Incoming> {
+    fn complete(&mut self, body: Bytes, spill: Option<Spill>) -> Option<Incoming> {
         let assembly = self.current.take()?;
         Some(Incoming {
             publish: assembly.publish,
             header: assembly.header?,
             body,
+            spill,
             received: Instant::now(),
         })
     }
+}
+
+/// Adds `piece` to the segment being filled in `buffer`; returns every segment it
+/// filled (and, at the `last` piece, the rest), `handed` counting the bytes handed on.
+fn segments_of(
+    buffer: &mut BytesMut,
+    spill: u64,
+    handed: &mut u64,
+    mut piece: Bytes,
+    last: bool,
+) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut hand = |buffer: &mut BytesMut| {
+        let bytes = buffer.split().freeze();
+        out.push(Segment {
+            spill,
+            offset: *handed,
+            bytes,
+        });
+        *handed += out.last().map_or(0, |s| s.bytes.len() as u64);
+    };
+    while !piece.is_empty() {
+        if buffer.capacity() == 0 {
+            buffer.reserve(SEGMENT);
+        }
+        let take = piece.split_to((SEGMENT - buffer.len()).min(piece.len()));
+        buffer.extend_from_slice(&take);
+        if buffer.len() == SEGMENT {
+            hand(buffer);
+        }
+    }
+    if last && !buffer.is_empty() {
+        hand(buffer);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -150,10 +243,37 @@ mod tests {
         let mut c = Content::new(100);
         c.start(basic::Publish::default());
         assert!(c.header(header(5)).unwrap().is_none());
-        assert!(c.body(Bytes::from_static(b"he")).unwrap().is_none());
-        let m = c.body(Bytes::from_static(b"llo")).unwrap().unwrap();
+        assert!(c.body(Bytes::from_static(b"he")).unwrap().message.is_none());
+        let m = c.body(Bytes::from_static(b"llo")).unwrap().message.unwrap();
         assert_eq!(&m.body[..], b"hello");
+        assert!(m.spill.is_none());
         assert!(!c.in_progress());
+    }
+
+    #[test]
+    fn a_large_body_is_handed_on_in_segments_as_it_arrives() {
+        let size = SPILL_ABOVE as usize + SEGMENT + 10;
+        let mut c = Content::new(u32::MAX);
+        c.start(basic::Publish::default());
+        assert!(c.header(header(size as u64)).unwrap().is_none());
+        let frame = Bytes::from(vec![7u8; 131_064]);
+        let (mut segments, mut sent, mut message) = (Vec::new(), 0, None);
+        while sent < size {
+            let piece = frame.slice(..frame.len().min(size - sent));
+            sent += piece.len();
+            let filled = c.body(piece).unwrap();
+            assert!(filled.segments.iter().all(|s| s.bytes.len() == SEGMENT) || sent == size);
+            segments.extend(filled.segments);
+            message = filled.message;
+        }
+        let m = message.expect("complete after its last frame");
+        let spill = m.spill.expect("a large body is spilled");
+        assert_eq!(spill.len, size as u64);
+        assert!(m.body.is_empty(), "the body is not assembled");
+        let offsets: Vec<u64> = segments.iter().map(|s| s.offset).collect();
+        assert_eq!(offsets, [0, SEGMENT as u64, 2 * SEGMENT as u64]);
+        assert_eq!(segments.iter().map(|s| s.bytes.len()).sum::<usize>(), size);
+        assert!(segments.iter().all(|s| s.spill == spill.id));
     }
 
     #[test]

@@ -19,12 +19,13 @@ use super::codec::{self, Frame};
 use super::consume::{Consumers, Work};
 use super::context::{ConnectionContext, Control};
 use super::errors::AmqpError;
+use super::large;
 use super::publish::{Committed, Incoming, Publisher};
 use super::settle::Settlement;
 use crate::telemetry::amqp as metric;
 use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use amq_protocol::protocol::{AMQPClass, basic, channel as ch};
-use content::Content;
+use content::{Content, Segment};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -273,21 +274,45 @@ impl Channel {
                 Some(incoming) => self.on_publish(incoming).await,
                 None => Ok(None),
             },
-            Frame::Body(_, body) => match self.content.body(body).map_err(on_publish)? {
-                Some(incoming) => self.on_publish(incoming).await,
-                None => Ok(None),
-            },
+            Frame::Body(_, body) => {
+                let filled = self.content.body(body).map_err(on_publish)?;
+                for segment in filled.segments {
+                    self.spill(segment).await.map_err(on_publish)?;
+                }
+                match filled.message {
+                    Some(incoming) => self.on_publish(incoming).await,
+                    None => Ok(None),
+                }
+            }
             Frame::Heartbeat(_) => Ok(None),
         }
     }
 
     async fn on_publish(&mut self, incoming: Incoming) -> Result<Option<Exit>, AmqpError> {
         let method = AMQPClass::Basic(basic::AMQPMethod::Publish(incoming.publish.clone()));
-        let out = self
+        let answer = self
             .publisher
             .accept(&self.ctx, self.id, self.consumers.reply_address(), incoming)
             .map_err(|e| e.on(&method))?;
-        self.write(out).await
+        match answer.returned {
+            None => self.write(answer.frames).await,
+            Some((properties, spill)) => {
+                large::send_content(&self.ctx, self.id, answer.frames, &properties, spill).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Writes a segment of a large body to its spill, held by the channel's lease holder
+    /// until the commit that stores its message ([`super::large`]).
+    async fn spill(&mut self, segment: Segment) -> Result<(), AmqpError> {
+        let holder = self.consumers.channel_holder().await?;
+        self.publisher.hold_spills_as(holder);
+        let spills = self.ctx.broker.stages.spills();
+        spills
+            .write(holder, segment.spill, segment.offset, &segment.bytes)
+            .await?;
+        Ok(())
     }
 
     async fn on_method(&mut self, method: AMQPClass) -> Result<Option<Exit>, AmqpError> {

@@ -8,6 +8,7 @@
 //! (P, "amqp", "v", vhost, "b", source, kind, dest, key, args)  = "" (a binding)
 //! (P, "amqp", "v", vhost, "ver")                              = i64 LE, atomic add per change
 //! (P, "amqp", "v", vhost, "d", exchange, due_ms, vs)          = (1, len): a message a delayed-message exchange holds
+//!                                                              (2, len, spill, spill_len): a large one
 //! (P, "amqp", "v", vhost, "db", exchange, vs, chunk)          = its stored bytes, in chunks
 //! (P, "amqp", "v", vhost, "dn", exchange)                     = i64 LE, atomic add: messages it holds
 //! (P, "amqp", "v", vhost, "dp", exchange, producer)           = (last_sequence,): idempotent holds
@@ -20,8 +21,17 @@
 use super::args::{decode_table, encode_table};
 use super::exchange::{Exchange, ExchangeKind};
 use super::routing::{Binding, Destination};
+use crate::stage::{Spill, Spills};
 use crate::store::keys::prefix_range;
+use crate::store::{RangeOption, StoreError, Transaction};
 use foundationdb_tuple::{Subspace, Versionstamp, pack, unpack};
+
+/// Format version of a held message's index value `(DELAYED_FORMAT, len)`.
+const DELAYED_FORMAT: u16 = 1;
+/// Format version of the index value of a held large message, `(SPILLED_FORMAT, len,
+/// spill, spill_len)`: its stored bytes are its head, its body is in the spill, which the
+/// hold references.
+const SPILLED_FORMAT: u16 = 2;
 
 /// Format version of the records below.
 const FORMAT: u16 = 1;
@@ -234,6 +244,51 @@ impl TopologyKeys {
     "the store holds an AMQP {0} record this ferry cannot decode; the keyspace was written by another version or damaged"
 )]
 pub struct RecordError(&'static str);
+
+/// The index value of a message a delayed-message exchange holds: the length of its stored
+/// bytes, and the spill its body is in, for a large one.
+pub fn encode_delayed(len: usize, spill: Option<Spill>) -> Vec<u8> {
+    match spill {
+        None => pack(&(DELAYED_FORMAT, len as u64)),
+        Some(spill) => pack(&(SPILLED_FORMAT, len as u64, spill.id, spill.len)),
+    }
+}
+
+/// Decodes [`encode_delayed`]'s value (a damaged one as 0 bytes, no spill).
+pub fn decode_delayed(value: &[u8]) -> (usize, Option<Spill>) {
+    if let Ok((_, len, id, spill_len)) = unpack::<(u16, u64, u64, u64)>(value) {
+        return (len as usize, Some(Spill { id, len: spill_len }));
+    }
+    (
+        unpack::<(u16, u64)>(value).map_or(0, |(_, len)| len as usize),
+        None,
+    )
+}
+
+/// Within `tx`: drops everything delayed-message exchange `exchange` holds (it is
+/// deleted), with the references of its large messages to their spills.
+///
+/// # Errors
+/// The store's error.
+pub async fn drop_delayed_in(
+    tx: &Transaction,
+    keys: &TopologyKeys,
+    spills: &Spills,
+    vhost: &str,
+    exchange: &str,
+) -> Result<(), StoreError> {
+    let (begin, end) = keys.delayed(vhost, exchange, None);
+    for kv in tx.get_range(&RangeOption::new(begin, end), false).await? {
+        if let (_, Some(spill)) = decode_delayed(&kv.value) {
+            spills.drop_ref_in(tx, spill.id);
+        }
+    }
+    for (begin, end) in keys.delayed_ranges(vhost, exchange) {
+        tx.clear_range(&begin, &end);
+    }
+    tx.clear(&keys.delayed_count(vhost, exchange));
+    Ok(())
+}
 
 /// Encodes an exchange.
 pub fn encode_exchange(x: &Exchange) -> Vec<u8> {

@@ -15,7 +15,7 @@ use crate::amqp::authorize::Authorize;
 use crate::amqp::errors::{AmqpError, TxError};
 use crate::auth::access::Resource;
 use crate::permissions::Access;
-use crate::stage::{Holders, StageError, StageOptions, Stages, now_ms};
+use crate::stage::{Holders, Spills, StageError, StageOptions, Stages, now_ms};
 use crate::store::{Database, RangeOption, Transaction};
 use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use base64::Engine as _;
@@ -100,6 +100,11 @@ impl VHost {
     /// The store keys of the front.
     pub fn keys(&self) -> &TopologyKeys {
         &self.keys
+    }
+
+    /// The spills of the vhost's large messages.
+    pub fn spills(&self) -> Spills {
+        self.stages.spills()
     }
 
     /// The store.
@@ -809,10 +814,7 @@ impl VHost {
                 for x in &removal_ref.exchanges {
                     tx.clear(&keys.exchange(vhost, x));
                     // What it held as a delayed-message exchange goes with it.
-                    for (begin, end) in keys.delayed_ranges(vhost, x) {
-                        tx.clear_range(&begin, &end);
-                    }
-                    tx.clear(&keys.delayed_count(vhost, x));
+                    records::drop_delayed_in(&tx, keys, &stages.spills(), vhost, x).await?;
                 }
                 for q in &removal_ref.queues {
                     tx.clear(&keys.queue(vhost, &q.name));

@@ -125,7 +125,8 @@ async fn consume(
 /// The route's form of a queued message; `None` for a body the front did not write.
 fn decode(d: &Delivery) -> Option<NewMessage> {
     let message = AmqpMessage::from_stage_body(d.body.clone()).ok()?;
-    Some(staged::from_amqp(&message))
+    // A large message's body stays in its spill, which the route's copy references.
+    Some(staged::from_amqp(&message).spill(d.envelope.spill))
 }
 
 /// Acknowledges `deliveries` in the queue and stages them for the route, in one

@@ -1,0 +1,255 @@
+//! Large messages through lapin: bodies above one store transaction (16 MiB, RabbitMQ 4's
+//! default limit, and 100 MiB) are published with confirms, kept once in a spill whatever
+//! the number of queues, delivered whole (by consumers and basic.get, requeued,
+//! dead-lettered, returned), and their spill is freed when the last message referencing it
+//! goes (ack, purge, queue delete).
+
+use crate::common::amqp::{WAIT, consume, declare, next};
+use crate::common::fronts::AmqpServer;
+use ferry::config::StoreConfig;
+use ferry::stage::{RootKeys, Stages};
+use ferry::store::RangeOption;
+use lapin::options::{
+    BasicAckOptions, BasicGetOptions, BasicNackOptions, BasicPublishOptions, BasicRejectOptions,
+    ConfirmSelectOptions, QueueBindOptions, QueueDeleteOptions, QueuePurgeOptions,
+};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{BasicProperties, Channel};
+use std::time::Duration;
+
+const MIB: usize = 1024 * 1024;
+
+/// A body of `len` bytes that no shifted or truncated copy equals.
+fn payload(len: usize, seed: u32) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 24) as u8)
+        .collect()
+}
+
+/// Publishes `body` under confirms and waits for its ack.
+async fn publish(ch: &Channel, exchange: &str, key: &str, body: &[u8]) {
+    let confirm = ch
+        .basic_publish(
+            exchange.into(),
+            key.into(),
+            BasicPublishOptions::default(),
+            body,
+            BasicProperties::default().with_message_id("large".into()),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    assert!(confirm.is_ack(), "the publish is confirmed");
+}
+
+async fn confirming(server: &AmqpServer) -> (lapin::Connection, Channel) {
+    let (c, ch) = server.channel().await;
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .unwrap();
+    (c, ch)
+}
+
+fn stages(server: &AmqpServer) -> Stages {
+    Stages::new(server.db.clone(), &StoreConfig::default().prefix)
+}
+
+/// The bytes kept in spills once the collector has run (the daemon runs it on every
+/// dropped reference; the in-process front does not, so the test does).
+async fn spilled_bytes(server: &AmqpServer) -> i64 {
+    let spills = stages(server).spills();
+    spills.collect().await.unwrap();
+    spills.bytes().await.unwrap()
+}
+
+/// Waits (bounded) until the spills hold `bytes`; then, at 0, checks no chunk is left.
+async fn spills_hold(server: &AmqpServer, bytes: i64) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while spilled_bytes(server).await != bytes {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "spills hold {} bytes, not {bytes}",
+            spilled_bytes(server).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if bytes == 0 {
+        let (b, e) = RootKeys::new(&StoreConfig::default().prefix).all_spill_chunks();
+        let tx = server.db.begin().unwrap();
+        let left = tx.get_range(&RangeOption::new(b, e), true).await.unwrap();
+        assert!(left.is_empty(), "{} spill chunks are left", left.len());
+    }
+}
+
+async fn round_trip(size: usize) {
+    let server = AmqpServer::start_with(|c| c.max_message_size = 128 * MIB as u32).await;
+    let (_c, ch) = confirming(&server).await;
+    declare(&ch, "large", FieldTable::default()).await;
+    let body = payload(size, 1);
+    publish(&ch, "", "large", &body).await;
+    spills_hold(&server, size as i64).await;
+    let mut consumer = consume(&ch, "large", false).await;
+    let d = next(&mut consumer).await;
+    assert_eq!(d.data.len(), size);
+    assert!(d.data == body, "the body arrives whole and unchanged");
+    assert_eq!(
+        d.properties.message_id().as_ref().map(|m| m.as_str()),
+        Some("large")
+    );
+    d.ack(BasicAckOptions::default()).await.unwrap();
+    spills_hold(&server, 0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_16_mib_message_is_confirmed_delivered_whole_and_freed_after_its_ack() {
+    round_trip(16 * MIB).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_100_mib_message_is_confirmed_delivered_whole_and_freed_after_its_ack() {
+    round_trip(100 * MIB).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fanout_stores_the_body_once_and_frees_it_after_the_last_queue_lets_go() {
+    let server = AmqpServer::start().await;
+    let (_c, ch) = confirming(&server).await;
+    let mut dlx = FieldTable::default();
+    dlx.insert(
+        "x-dead-letter-exchange".into(),
+        AMQPValue::LongString("".into()),
+    );
+    dlx.insert(
+        "x-dead-letter-routing-key".into(),
+        AMQPValue::LongString("dead".into()),
+    );
+    declare(&ch, "dead", FieldTable::default()).await;
+    for q in ["a", "b", "c"] {
+        declare(&ch, q, dlx.clone()).await;
+        ch.queue_bind(
+            q.into(),
+            "amq.fanout".into(),
+            "".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    }
+    let body = payload(6 * MIB, 2);
+    publish(&ch, "amq.fanout", "", &body).await;
+    spills_hold(&server, body.len() as i64).await;
+
+    // a: acknowledged; b: requeued, then rejected to "dead"; c: purged.
+    let mut a = consume(&ch, "a", false).await;
+    let got = next(&mut a).await;
+    assert!(got.data == body);
+    got.ack(BasicAckOptions::default()).await.unwrap();
+    let mut b = consume(&ch, "b", false).await;
+    let first = next(&mut b).await;
+    first
+        .nack(BasicNackOptions {
+            requeue: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let again = next(&mut b).await;
+    assert!(again.redelivered && again.data == body, "requeued whole");
+    again
+        .reject(BasicRejectOptions { requeue: false })
+        .await
+        .unwrap();
+    ch.queue_purge("c".into(), QueuePurgeOptions::default())
+        .await
+        .unwrap();
+    spills_hold(&server, body.len() as i64).await;
+
+    // The dead-lettered copy references the same spill, with its x-death header.
+    let dead = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(m) = ch
+                .basic_get("dead".into(), BasicGetOptions { no_ack: true })
+                .await
+                .unwrap()
+            {
+                return m;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("dead-lettered in time");
+    assert!(dead.delivery.data == body);
+    let headers = dead.delivery.properties.headers().clone().unwrap();
+    assert!(headers.inner().contains_key("x-death"));
+    spills_hold(&server, 0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_queue_frees_its_messages_spills() {
+    let server = AmqpServer::start().await;
+    let (_c, ch) = confirming(&server).await;
+    declare(&ch, "doomed", FieldTable::default()).await;
+    for seed in 0..2 {
+        publish(&ch, "", "doomed", &payload(5 * MIB, seed)).await;
+    }
+    spills_hold(&server, 10 * MIB as i64).await;
+    ch.queue_delete("doomed".into(), QueueDeleteOptions::default())
+        .await
+        .unwrap();
+    spills_hold(&server, 0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unroutable_mandatory_large_message_is_returned_whole_and_freed() {
+    let server = AmqpServer::start().await;
+    let (_c, ch) = confirming(&server).await;
+    let body = payload(5 * MIB, 3);
+    let confirm = ch
+        .basic_publish(
+            "amq.direct".into(),
+            "nobody".into(),
+            BasicPublishOptions {
+                mandatory: true,
+                ..Default::default()
+            },
+            &body,
+            BasicProperties::default(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    assert!(confirm.is_ack());
+    let returned = confirm.take_message().expect("basic.return");
+    assert_eq!(returned.reply_code, 312);
+    assert!(returned.delivery.data == body, "returned whole");
+    spills_hold(&server, 0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_at_the_spill_threshold_stays_inline() {
+    let server = AmqpServer::start().await;
+    let (_c, ch) = confirming(&server).await;
+    declare(&ch, "edge", FieldTable::default()).await;
+    let body = payload(4 * MIB, 4);
+    publish(&ch, "", "edge", &body).await;
+    assert_eq!(
+        spilled_bytes(&server).await,
+        0,
+        "4 MiB takes the one-transaction path"
+    );
+    let got = ch
+        .basic_get("edge".into(), BasicGetOptions { no_ack: true })
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(got.delivery.data == body);
+    server.stop().await;
+}
