@@ -1,6 +1,7 @@
 //! The memory high-water mark (`daemon.max_memory_mb`, RabbitMQ's
 //! `vm_memory_high_watermark`): a monitor reads the process's resident memory every
-//! [`CHECK`] and raises an alarm while it is above the mark. Both fronts follow it: the
+//! [`CHECK`] and raises an alarm when it goes above the mark, cleared once it is back under
+//! 95% of it. Both fronts follow it: the
 //! AMQP front blocks publishing connections (`connection.blocked`, the socket unread), the
 //! Kafka front throttles producers (`throttle_time_ms`, the connection unread meanwhile).
 //! Consumers are never held back, so a backlog drains.
@@ -73,7 +74,9 @@ pub fn limit_bytes(max_memory_mb: u64) -> u64 {
     })
 }
 
-/// Raises the alarm while the resident memory is above `limit_bytes`, until `shutdown`.
+/// Raises the alarm when the resident memory goes above `limit_bytes` and clears it once
+/// it is back under [`CLEAR_BELOW`] of it (so a process hovering at the mark does not
+/// block and unblock its publishers every check), until `shutdown`.
 async fn watch_resident(
     limit_bytes: u64,
     alarm: watch::Sender<Option<String>>,
@@ -86,31 +89,53 @@ async fn watch_resident(
             () = shutdown.cancelled() => return,
             _ = ticks.tick() => {}
         }
-        let reason = process::resident_bytes().and_then(|r| above(r, limit_bytes));
-        metrics::gauge!(crate::telemetry::names::MEMORY_ALARM).set(if reason.is_some() {
-            1.0
-        } else {
-            0.0
-        });
-        if alarm.borrow().is_some() != reason.is_some() {
-            match &reason {
-                Some(r) => warn!(reason = %r, "memory alarm raised: holding back publishers"),
-                None => info!("memory alarm cleared"),
+        let Some(resident) = process::resident_bytes() else {
+            continue;
+        };
+        let raised = alarm.borrow().is_some();
+        match next(raised, resident, limit_bytes) {
+            Change::Raise(reason) => {
+                warn!(reason = %reason, "memory alarm raised: holding back publishers");
+                alarm.send_replace(Some(reason));
             }
-            alarm.send_replace(reason);
+            Change::Clear => {
+                info!(resident_mb = resident / MIB, "memory alarm cleared");
+                alarm.send_replace(None);
+            }
+            Change::Keep => {}
         }
+        let raised = alarm.borrow().is_some();
+        metrics::gauge!(crate::telemetry::names::MEMORY_ALARM).set(if raised { 1.0 } else { 0.0 });
     }
 }
 
-/// Why `resident` bytes are too many for the mark, if they are.
-fn above(resident: u64, limit_bytes: u64) -> Option<String> {
-    (resident > limit_bytes).then(|| {
-        format!(
+/// Share of the mark the resident memory must fall under before a raised alarm clears.
+const CLEAR_BELOW: f64 = 0.95;
+
+/// What a reading does to the alarm.
+#[derive(Debug, PartialEq, Eq)]
+enum Change {
+    /// Raise it, for this reason.
+    Raise(String),
+    /// Clear it.
+    Clear,
+    /// Leave it as it is.
+    Keep,
+}
+
+/// What `resident` bytes do to the alarm (`raised` or not) of a mark of `limit_bytes`.
+fn next(raised: bool, resident: u64, limit_bytes: u64) -> Change {
+    if !raised && resident > limit_bytes {
+        Change::Raise(format!(
             "{} MiB resident memory exceeds daemon.max_memory_mb ({})",
             resident / MIB,
             limit_bytes / MIB
-        )
-    })
+        ))
+    } else if raised && (resident as f64) < limit_bytes as f64 * CLEAR_BELOW {
+        Change::Clear
+    } else {
+        Change::Keep
+    }
 }
 
 #[cfg(test)]
@@ -118,12 +143,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_alarm_names_the_key_and_only_rises_above_the_mark() {
-        assert_eq!(above(100 * MIB, 100 * MIB), None);
+    fn the_alarm_rises_above_the_mark_and_clears_under_95_percent_of_it() {
+        assert_eq!(next(false, 100 * MIB, 100 * MIB), Change::Keep);
         assert_eq!(
-            above(101 * MIB, 100 * MIB).as_deref(),
-            Some("101 MiB resident memory exceeds daemon.max_memory_mb (100)")
+            next(false, 101 * MIB, 100 * MIB),
+            Change::Raise("101 MiB resident memory exceeds daemon.max_memory_mb (100)".into())
         );
+        assert_eq!(next(true, 101 * MIB, 100 * MIB), Change::Keep);
+        assert_eq!(next(true, 96 * MIB, 100 * MIB), Change::Keep);
+        assert_eq!(next(true, 94 * MIB, 100 * MIB), Change::Clear);
+        assert_eq!(next(false, 94 * MIB, 100 * MIB), Change::Keep);
     }
 
     #[test]

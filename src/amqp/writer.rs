@@ -2,24 +2,35 @@
 //! from every channel in order, coalesces what is queued into one write, and sends a
 //! heartbeat whenever the connection has been quiet for half the heartbeat interval. A
 //! write that makes no progress for `amqp.send_timeout_ms` (the client reads nothing) ends
-//! the writer, which ends the connection ([`Writer::closed`]).
+//! the writer, which ends the connection ([`Writer::closed`]). What is queued is bounded in
+//! bytes ([`QUEUE_BYTES`]), so a client that reads slowly holds at most that much of
+//! Ferry's memory, however large the deliveries waiting for it.
 
 use crate::amqp::codec::HEARTBEAT;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-/// Encoded frames queued for the socket before senders wait (back-pressure from a slow
-/// client reaches the channels that deliver to it).
+/// Writes queued for the socket before senders wait (back-pressure from a slow client
+/// reaches the channels that deliver to it).
 const QUEUE: usize = 256;
+/// Bytes queued for the socket before senders wait; a larger write waits for the queue to
+/// empty and then goes alone.
+pub const QUEUE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Encoded frames and their share of [`QUEUE_BYTES`], returned once written.
+type Queued = (Vec<u8>, OwnedSemaphorePermit);
 /// Bytes buffered before a write reaches the socket.
 const BUFFER: usize = 128 * 1024;
 
 /// The sending side: clone it into every channel.
 #[derive(Debug, Clone)]
 pub struct Writer {
-    tx: mpsc::Sender<Vec<u8>>,
+    tx: mpsc::Sender<Queued>,
+    /// Bytes that may still be queued.
+    room: Arc<Semaphore>,
 }
 
 /// The writer task is gone (the socket failed or the connection ended).
@@ -28,7 +39,7 @@ pub struct Writer {
 pub struct WriterClosed;
 
 impl Writer {
-    /// Queues encoded frames, waiting while the queue is full.
+    /// Queues encoded frames, waiting while the queue is full (in writes or in bytes).
     ///
     /// # Errors
     /// [`WriterClosed`] when the writer task has ended.
@@ -36,7 +47,17 @@ impl Writer {
         if frames.is_empty() {
             return Ok(());
         }
-        self.tx.send(frames).await.map_err(|_| WriterClosed)
+        let bytes = u32::try_from(frames.len().min(QUEUE_BYTES)).unwrap_or(u32::MAX);
+        let share = tokio::select! {
+            share = self.room.clone().acquire_many_owned(bytes) => {
+                share.map_err(|_| WriterClosed)?
+            }
+            () = self.tx.closed() => return Err(WriterClosed),
+        };
+        self.tx
+            .send((frames, share))
+            .await
+            .map_err(|_| WriterClosed)
     }
 
     /// Resolves once the writer task has ended: the socket failed, or a write made no
@@ -63,10 +84,11 @@ where
 {
     let (tx, rx) = mpsc::channel(QUEUE);
     let task = tokio::spawn(run(socket, rx, timing));
-    (Writer { tx }, task)
+    let room = Arc::new(Semaphore::new(QUEUE_BYTES));
+    (Writer { tx, room }, task)
 }
 
-async fn run<W: AsyncWrite + Unpin>(socket: W, mut rx: mpsc::Receiver<Vec<u8>>, timing: Timing) {
+async fn run<W: AsyncWrite + Unpin>(socket: W, mut rx: mpsc::Receiver<Queued>, timing: Timing) {
     let mut out = BufWriter::with_capacity(BUFFER, socket);
     // Heartbeats go out at half the negotiated interval, as RabbitMQ sends them.
     let quiet = timing
@@ -76,17 +98,18 @@ async fn run<W: AsyncWrite + Unpin>(socket: W, mut rx: mpsc::Receiver<Vec<u8>>, 
     loop {
         let next = match quiet {
             Some(q) => match tokio::time::timeout(q, rx.recv()).await {
-                Ok(next) => next,
+                Ok(next) => next.map(|(frames, _share)| frames),
                 Err(_quiet) => Some(HEARTBEAT.to_vec()),
             },
-            None => rx.recv().await,
+            None => rx.recv().await.map(|(frames, _share)| frames),
         };
         let Some(frames) = next else { break };
         if !progresses(limit, out.write_all(&frames)).await {
             return;
         }
-        // Coalesce whatever else is already queued into the same write.
-        while let Ok(more) = rx.try_recv() {
+        // Coalesce whatever else is already queued into the same write (each share of the
+        // queue's bytes returns as its frames are handed to the socket's buffer).
+        while let Ok((more, _share)) = rx.try_recv() {
             if !progresses(limit, out.write_all(&more)).await {
                 return;
             }
@@ -157,6 +180,26 @@ mod tests {
         writer.closed().await;
         task.await.unwrap();
         assert!(started.elapsed() >= limit);
+        drop(client);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_waits_for_a_client_that_reads_nothing_is_bounded_in_bytes() {
+        let (client, server) = tokio::io::duplex(1024);
+        let (writer, _task) = spawn(server, timing(None, None));
+        let queued = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = queued.clone();
+        let sender = tokio::spawn(async move {
+            for _ in 0..1000 {
+                writer.send(vec![0; 64 * 1024]).await.unwrap();
+                counted.fetch_add(64 * 1024, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        // The queue's bytes, plus one write in the socket's buffer and one being taken.
+        let held = queued.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(held <= QUEUE_BYTES + BUFFER + 2 * 64 * 1024, "{held}");
+        assert!(!sender.is_finished());
         drop(client);
     }
 }

@@ -21,6 +21,14 @@ use std::time::Duration;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's options, read before `main` (the C library's weak `malloc_conf`, under
+/// tikv-jemalloc's `_rjem_` prefix): a background thread returns freed pages to the system
+/// (after jemalloc's 10 s decay) even while no thread allocates, so the resident memory —
+/// what the memory high-water mark (`daemon.max_memory_mb`) and the kernel's OOM killer
+/// see — falls once a load has passed instead of staying at its peak.
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static JEMALLOC_OPTIONS: &[u8; 23] = b"background_thread:true\0";
+
 /// The config file used when `--config` is not given.
 const DEFAULT_CONFIG: &str = "config/ferry.toml";
 

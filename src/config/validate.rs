@@ -207,6 +207,32 @@ fn validate_log(log: &LogConfig) -> Result<(), ConfigError> {
     }
 }
 
+/// Memory, MiB, the process needs besides the embedded store's page cache (its resident
+/// size at rest is about 70 MiB; connections, in-flight messages and reads take more —
+/// a draining consumer's reads lifted it 140 MiB above the cache in docs/benchmarks.md).
+const MEMORY_BESIDES_CACHE_MB: u64 = 256;
+
+impl Config {
+    /// Why `daemon.max_memory_mb` is likely too low, if it is: a mark the embedded store's
+    /// page cache could nearly fill on its own may hold publishers back for good. Logged
+    /// at start, not refused (a small store, or a cache that never fills, may be fine).
+    pub fn memory_mark_warning(&self) -> Option<String> {
+        let floor = match self.store.engine {
+            Engine::Embedded => self.store.cache_mb.saturating_add(MEMORY_BESIDES_CACHE_MB),
+            Engine::Fdb => MEMORY_BESIDES_CACHE_MB,
+        };
+        let mark = self.daemon.max_memory_mb;
+        (mark != 0 && mark < floor).then(|| {
+            format!(
+                "daemon.max_memory_mb: {mark} is below store.cache_mb ({}) plus \
+                 {MEMORY_BESIDES_CACHE_MB} for the rest of the process ({floor}); the store's \
+                 cache alone may keep publishers held back",
+                self.store.cache_mb
+            )
+        })
+    }
+}
+
 /// Rules of `[daemon]`.
 fn validate_daemon(daemon: &DaemonConfig) -> Result<(), ConfigError> {
     at_least("daemon.shutdown_timeout_ms", daemon.shutdown_timeout_ms, 1)
@@ -402,6 +428,26 @@ mod tests {
             error_after(|c| c.store.path = Default::default()),
             "store.path: must not be empty for the embedded engine"
         );
+    }
+
+    #[test]
+    fn a_memory_mark_the_page_cache_could_fill_is_warned_of() {
+        let with_mark = |mb| Config {
+            daemon: DaemonConfig {
+                max_memory_mb: mb,
+                ..DaemonConfig::default()
+            },
+            ..Config::default()
+        };
+        assert_eq!(
+            with_mark(500).memory_mark_warning().as_deref(),
+            Some(
+                "daemon.max_memory_mb: 500 is below store.cache_mb (256) plus 256 for the rest \
+                 of the process (512); the store's cache alone may keep publishers held back"
+            )
+        );
+        assert_eq!(with_mark(512).memory_mark_warning(), None);
+        assert_eq!(with_mark(0).memory_mark_warning(), None);
     }
 
     #[test]

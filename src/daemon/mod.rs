@@ -207,6 +207,9 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let users = crate::auth::Authenticator::start(db.clone(), &config.store.prefix, &config.users)
         .await
         .map_err(DaemonError::Users)?;
+    if let Some(warning) = config.memory_mark_warning() {
+        tracing::warn!("{warning}");
+    }
     let memory = MemoryWatermark::monitor(config.daemon.max_memory_mb, shutdown.clone());
     let kafka = KafkaFront::start(
         &config.kafka,

@@ -595,6 +595,27 @@ async fn a_consumer_that_reads_nothing_is_disconnected_and_its_deliveries_go_to_
         "{consume_ok:?}"
     );
 
+    // Wait until it holds deliveries (the queue's ready count falls).
+    let ready = || async {
+        ch.queue_declare(
+            "unread".into(),
+            lapin::options::QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap()
+        .message_count() as usize
+    };
+    let holding = tokio::time::timeout(WAIT, async {
+        while ready().await == bodies.len() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(holding.is_ok(), "the stuck consumer got no delivery");
     // Once its writes stall past amqp.send_timeout_ms it is disconnected and what it held
     // is requeued, so another consumer gets every message.
     let consumer = ch

@@ -172,6 +172,10 @@ async fn the_daemon_raises_the_memory_alarm_above_daemon_max_memory_mb() {
         log.contains("memory alarm raised") && log.contains("daemon.max_memory_mb (1)"),
         "{log}"
     );
+    assert!(
+        log.contains("daemon.max_memory_mb: 1 is below store.cache_mb (256)"),
+        "{log}"
+    );
     let mut raw = Raw::connect(addr(&ferry)).await;
     create_topic(&mut raw, "flood").await;
     let answer = produce_answer(&mut raw, "flood", batch(&["a"])).await;
