@@ -103,6 +103,12 @@ enum Bench {
     /// never finish the handshake; the broker's memory, descriptors and CPU from /proc, and
     /// a probe client's latency beside the load.
     Overload(bench::overload::OverloadBench),
+    /// Soak (issue 17): AMQP, Kafka and a bridge route at once against a running `ferry
+    /// run`, each at a fixed rate for 30 minutes; per minute the rates, end-to-end latency
+    /// and the broker's memory, descriptors and CPU; then memory growth, p99 drift and
+    /// losses. Exit code 1 when a message was lost or a workload stalled.
+    #[command(after_long_help = bench::soak::HELP)]
+    Soak(bench::soak::SoakBench),
 }
 
 /// Arguments of the subcommands that read a configuration.
@@ -197,6 +203,7 @@ fn run_bench(which: Bench) -> anyhow::Result<()> {
             Bench::Amqp(b) => bench::amqp::run(&b).await,
             Bench::Bridge(b) => bench::bridge::run(&b).await,
             Bench::Overload(b) => bench::overload::run(&b).await,
+            Bench::Soak(b) => bench::soak::run(&b).await,
         }
     })
 }

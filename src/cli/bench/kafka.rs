@@ -98,6 +98,9 @@ pub enum BenchError {
         /// The broker's error.
         code: RDKafkaErrorCode,
     },
+    /// A topic to read does not exist.
+    #[error("topic '{0}' does not exist (or has no partitions)")]
+    NoTopic(String),
     /// A phase did not finish in time.
     #[error("{0} did not finish within {PATIENCE:?}")]
     Stalled(&'static str),
@@ -282,6 +285,43 @@ async fn fetch_all(bench: &KafkaBench) -> Result<f64, BenchError> {
     Ok(read as f64 / elapsed.as_secs_f64().max(1e-9))
 }
 
+/// A consumer in a new group that starts at the current end of every partition of
+/// `bench.topic` (also `ferry bench soak`'s), once it holds them all: the group's offsets
+/// are committed there before it subscribes (an offset reset to "latest" may resolve after
+/// the first records are sent). Records that arrive while it joins are skipped, so nothing
+/// should be sent to the topic before it returns.
+///
+/// # Errors
+/// The topic does not exist, the broker refuses, or the group is not joined within
+/// [`PATIENCE`].
+pub(super) async fn join_at_end(bench: &KafkaBench) -> Result<StreamConsumer, BenchError> {
+    let consumer = consumer(bench, "earliest")?;
+    let metadata = consumer.fetch_metadata(Some(&bench.topic), Timeout::After(PATIENCE))?;
+    let partitions = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == bench.topic)
+        .map(|t| t.partitions().len())
+        .filter(|n| *n > 0)
+        .ok_or_else(|| BenchError::NoTopic(bench.topic.clone()))?;
+    let mut ends = TopicPartitionList::new();
+    for partition in 0..partitions as i32 {
+        let (_, end) =
+            consumer.fetch_watermarks(&bench.topic, partition, Timeout::After(PATIENCE))?;
+        ends.add_partition_offset(&bench.topic, partition, rdkafka::Offset::Offset(end))?;
+    }
+    consumer.commit(&ends, CommitMode::Sync)?;
+    consumer.subscribe(&[bench.topic.as_str()])?;
+    tokio::time::timeout(PATIENCE, async {
+        while consumer.assignment().map_or(0, |a| a.count()) < partitions {
+            let _ = tokio::time::timeout(Duration::from_millis(100), consumer.recv()).await;
+        }
+    })
+    .await
+    .map_err(|_| BenchError::Stalled("joining the consumer group"))?;
+    Ok(consumer)
+}
+
 /// Sends at `rate` for `latency_seconds` while a consumer waits at the end of the topic;
 /// per record, acknowledged → received and sent → received.
 async fn end_to_end(
@@ -290,25 +330,7 @@ async fn end_to_end(
     rate: f64,
 ) -> Result<(Vec<Duration>, Vec<Duration>), BenchError> {
     let count = (rate * bench.latency_seconds as f64) as usize;
-    // The group starts from the partitions' current ends: committed before it subscribes
-    // (an offset reset to "latest" may resolve after the first records are sent).
-    let consumer = consumer(bench, "earliest")?;
-    let mut ends = TopicPartitionList::new();
-    for partition in 0..bench.partitions {
-        let (_, end) =
-            consumer.fetch_watermarks(&bench.topic, partition, Timeout::After(PATIENCE))?;
-        ends.add_partition_offset(&bench.topic, partition, rdkafka::Offset::Offset(end))?;
-    }
-    consumer.commit(&ends, CommitMode::Sync)?;
-    consumer.subscribe(&[bench.topic.as_str()])?;
-    let consumer = Arc::new(consumer);
-    tokio::time::timeout(PATIENCE, async {
-        while consumer.assignment().map_or(0, |a| a.count()) < bench.partitions as usize {
-            let _ = tokio::time::timeout(Duration::from_millis(100), consumer.recv()).await;
-        }
-    })
-    .await
-    .map_err(|_| BenchError::Stalled("joining the consumer group"))?;
+    let consumer = Arc::new(join_at_end(bench).await?);
     let base = 1u64 << 40;
     let reader = {
         let consumer = consumer.clone();

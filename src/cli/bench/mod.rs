@@ -7,12 +7,13 @@ pub mod bridge;
 pub mod cpu;
 pub mod kafka;
 pub mod overload;
+pub mod soak;
 pub mod stage;
 
 use std::time::Duration;
 
 /// Latency percentiles of a set of samples.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Percentiles {
     /// Median.
     pub p50: Duration,
@@ -37,6 +38,17 @@ impl Percentiles {
             p99: at(0.99),
             max: samples.last().copied().unwrap_or_default(),
         }
+    }
+
+    /// `p50/p99/max` in milliseconds with one decimal, for a table cell.
+    pub fn cell(&self) -> String {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        format!(
+            "{:.1}/{:.1}/{:.1}",
+            ms(self.p50),
+            ms(self.p99),
+            ms(self.max)
+        )
     }
 }
 

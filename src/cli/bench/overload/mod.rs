@@ -26,7 +26,7 @@ mod many;
 mod probe;
 mod raw;
 mod slow_reader;
-mod watch;
+pub(super) mod watch;
 
 use super::amqp::connect;
 use super::kafka::{KafkaBench, client};
@@ -212,7 +212,7 @@ pub async fn run(bench: &OverloadBench) -> anyhow::Result<()> {
 }
 
 /// The broker's command name and open-files limit, from `/proc`.
-fn describe_broker(pid: u32) -> String {
+pub(super) fn describe_broker(pid: u32) -> String {
     let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|n| n.trim().to_owned())
         .unwrap_or_else(|_| "not readable: is the PID right?".to_owned());
@@ -266,7 +266,12 @@ fn raise_fd_limit(connections: usize, broker_pid: u32) -> anyhow::Result<()> {
 
 /// The settings `ferry bench kafka`'s helpers take, for `topic` with one partition and
 /// records of `size` bytes, acks=all, linger 5 ms.
-fn kafka_bench(bootstrap: &str, topic: &str, size: usize, broker_pid: u32) -> KafkaBench {
+pub(super) fn kafka_bench(
+    bootstrap: &str,
+    topic: &str,
+    size: usize,
+    broker_pid: u32,
+) -> KafkaBench {
     KafkaBench {
         bootstrap: bootstrap.to_owned(),
         topic: topic.to_owned(),
@@ -287,7 +292,7 @@ fn kafka_bench(bootstrap: &str, topic: &str, size: usize, broker_pid: u32) -> Ka
 ///
 /// # Errors
 /// The broker cannot be reached or refuses.
-async fn fresh_queue(uri: &str, queue: &str) -> anyhow::Result<()> {
+pub(super) async fn fresh_queue(uri: &str, queue: &str) -> anyhow::Result<()> {
     let connection = connect(uri, &AmqpTlsConfig::default()).await?;
     let channel = connection.create_channel().await?;
     channel
@@ -304,8 +309,9 @@ async fn fresh_queue(uri: &str, queue: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Deletes `queue` at the end of a scenario, saying so when it cannot.
-async fn delete_queue(uri: &str, queue: &str) {
+/// Deletes `queue` at the end of a run (an overload scenario, a soak), saying so when it
+/// cannot.
+pub(super) async fn delete_queue(uri: &str, queue: &str) {
     let deleted = tokio::time::timeout(CLEANUP_TIMEOUT, async {
         let connection = connect(uri, &AmqpTlsConfig::default()).await?;
         let channel = connection.create_channel().await?;
@@ -325,8 +331,9 @@ async fn delete_queue(uri: &str, queue: &str) {
     }
 }
 
-/// Deletes `kafka`'s topic at the end of a scenario, saying so when it cannot.
-async fn delete_topic(kafka: &KafkaBench) {
+/// Deletes `kafka`'s topic at the end of a run (an overload scenario, a soak), saying so
+/// when it cannot.
+pub(super) async fn delete_topic(kafka: &KafkaBench) {
     let deleted = async {
         let admin: AdminClient<DefaultClientContext> = client(kafka).create()?;
         let options = AdminOptions::new().operation_timeout(Some(CLEANUP_TIMEOUT));

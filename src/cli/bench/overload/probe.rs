@@ -101,16 +101,8 @@ pub struct LogSummary {
 impl std::fmt::Display for LogSummary {
     /// `p50/p99/max ms (n)`, then failures and an unfinished attempt if any.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
         match &self.latency {
-            Some(p) => write!(
-                f,
-                "{:.1}/{:.1}/{:.1} ({})",
-                ms(p.p50),
-                ms(p.p99),
-                ms(p.max),
-                self.count
-            )?,
+            Some(p) => write!(f, "{} ({})", p.cell(), self.count)?,
             None => f.write_str("— (0)")?,
         }
         if self.failures > 0 {
