@@ -6,7 +6,7 @@
 //! `ferry_amqp_delayed_messages` gauge, held messages routed after a restart, and two
 //! instances whose movers race for every message routing each once.
 
-use crate::common::amqp::{WAIT, declare, reply_code, reply_text};
+use crate::common::amqp::{WAIT, declare, ready, reply_code, reply_text};
 use crate::common::clients::{python_script, run};
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::fronts::AmqpServer;
@@ -91,21 +91,6 @@ async fn next(ch: &Channel, queue: &str) -> (String, Option<AMQPValue>) {
         Some((String::from_utf8(got.delivery.data.clone()).unwrap(), delay))
     })
     .await
-}
-
-/// Messages in `queue` now.
-async fn depth(ch: &Channel, queue: &str) -> u32 {
-    ch.queue_declare(
-        queue.into(),
-        lapin::options::QueueDeclareOptions {
-            passive: true,
-            ..Default::default()
-        },
-        FieldTable::default(),
-    )
-    .await
-    .unwrap()
-    .message_count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -205,7 +190,7 @@ async fn messages_are_routed_by_their_delayed_type_when_due_with_x_delay_negated
     )
     .await;
     // Not yet due: only the undelayed messages are in the queue.
-    assert_eq!(depth(&ch, "orders").await, 3);
+    assert_eq!(ready(&ch, "orders").await, 3);
     let got = [
         next(&ch, "orders").await,
         next(&ch, "orders").await,
@@ -224,7 +209,7 @@ async fn messages_are_routed_by_their_delayed_type_when_due_with_x_delay_negated
         ]
     );
     // The unroutable one was dropped when due, as the plugin drops it.
-    assert_eq!(depth(&ch, "orders").await, 0);
+    assert_eq!(ready(&ch, "orders").await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -279,7 +264,7 @@ async fn deleting_a_delayed_exchange_drops_what_it_holds() {
     bound_queue(&ch, "after", "gone", "k").await;
     publish(&ch, "gone", "k", "kept", Some(AMQPValue::LongInt(2500))).await;
     assert_eq!(next(&ch, "after").await.0, "kept");
-    assert_eq!(depth(&ch, "after").await, 0);
+    assert_eq!(ready(&ch, "after").await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -349,7 +334,7 @@ async fn two_instances_route_each_held_message_once() {
     declare_delayed(&peer_ch, "raced", "direct").await.unwrap();
     publish_sentinel(&peer_ch).await;
     assert_eq!(next(&ch, "once").await.0, "sentinel");
-    assert_eq!(depth(&ch, "once").await, 0);
+    assert_eq!(ready(&ch, "once").await, 0);
     peer.stop().await;
 }
 

@@ -5,7 +5,7 @@
 //! specification gives, closes at most its own channel or connection, and loses nothing
 //! already accepted. Server frames are read with `amq-protocol`'s parser, not Ferry's.
 
-use crate::common::amqp::{WAIT, declare, drain, publish_confirmed};
+use crate::common::amqp::{WAIT, declare, drain, publish_confirmed, ready};
 use crate::common::fronts::AmqpServer;
 use amq_protocol::frame::{AMQPFrame, WriteContext, gen_frame, parse_frame};
 use amq_protocol::protocol::{AMQPClass, basic, channel, connection, queue};
@@ -596,21 +596,8 @@ async fn a_consumer_that_reads_nothing_is_disconnected_and_its_deliveries_go_to_
     );
 
     // Wait until it holds deliveries (the queue's ready count falls).
-    let ready = || async {
-        ch.queue_declare(
-            "unread".into(),
-            lapin::options::QueueDeclareOptions {
-                passive: true,
-                ..Default::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .unwrap()
-        .message_count() as usize
-    };
     let holding = tokio::time::timeout(WAIT, async {
-        while ready().await == bodies.len() {
+        while ready(&ch, "unread").await as usize == bodies.len() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
