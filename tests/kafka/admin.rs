@@ -26,6 +26,21 @@ fn admin(broker: &KafkaServer) -> AdminClient<DefaultClientContext> {
     client_config(&broker.bootstrap(), &[]).create().unwrap()
 }
 
+/// Assigns `c` partition 0 of `topic` from its beginning and returns the first record.
+async fn first_from_the_beginning<'a>(
+    c: &'a StreamConsumer,
+    topic: &str,
+) -> rdkafka::message::BorrowedMessage<'a> {
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .unwrap();
+    c.assign(&tpl).unwrap();
+    tokio::time::timeout(PATIENCE, c.recv())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 fn options() -> AdminOptions {
     AdminOptions::new().operation_timeout(Some(Timeout::After(PATIENCE)))
 }
@@ -204,14 +219,7 @@ async fn retention_by_bytes_deletes_the_oldest_batches() {
     assert_eq!(end, 40);
 
     // Reading from the beginning starts at the log start; older offsets are gone.
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset("small", 0, Offset::Beginning)
-        .unwrap();
-    c.assign(&tpl).unwrap();
-    let first = tokio::time::timeout(PATIENCE, c.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let first = first_from_the_beginning(&c, "small").await;
     assert!(first.offset() >= start);
     assert_eq!(
         first.payload().unwrap(),
@@ -313,14 +321,7 @@ async fn delete_records_moves_the_start_consumers_read_from() {
     );
 
     let c = consumer(&broker.bootstrap(), "trimmed", &[]);
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset("trimmed", 0, Offset::Beginning)
-        .unwrap();
-    c.assign(&tpl).unwrap();
-    let first = tokio::time::timeout(PATIENCE, c.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let first = first_from_the_beginning(&c, "trimmed").await;
     assert_eq!(first.offset(), 4);
     let (low, high) = c
         .fetch_watermarks("trimmed", 0, Timeout::After(PATIENCE))
