@@ -329,6 +329,12 @@ pub fn set_base_offset(batch: &mut [u8], base: i64) {
     batch[..8].copy_from_slice(&base.to_be_bytes());
 }
 
+/// Sets the partition leader epoch of a batch (bytes 12..16 of the v2 header, outside the
+/// CRC, which covers the attributes onwards): the epoch of the leader that appended it.
+pub fn set_leader_epoch(batch: &mut [u8], epoch: i32) {
+    batch[12..16].copy_from_slice(&epoch.to_be_bytes());
+}
+
 /// For an uncompressed batch, the offset of its first record whose timestamp is at least
 /// `at` (`None` when no record is that new); `None` also for a compressed batch, whose
 /// records Ferry does not decompress, and for a record that does not parse or whose offset

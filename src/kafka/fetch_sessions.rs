@@ -42,6 +42,9 @@ pub struct Position {
     pub offset: i64,
     /// The most bytes to return from it.
     pub max_bytes: i32,
+    /// The leader epoch the client knows (-1: none); another than the partition's is
+    /// refused ([`crate::kafka::leader_epochs::check`]).
+    pub leader_epoch: i32,
 }
 
 /// What an answer tells the client of one partition besides its records.
@@ -305,6 +308,7 @@ mod tests {
         Position {
             offset,
             max_bytes: 1 << 20,
+            leader_epoch: -1,
         }
     }
 

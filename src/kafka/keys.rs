@@ -28,6 +28,8 @@
 //!                                               open transaction in the partition
 //! (P,"k","p",topic_id,partition,"ab",last,id) = i64 LE: an aborted transaction of
 //!                                               producer `id`, first offset → marker `last`
+//! (P,"k","p",topic_id,partition,"ep",epoch)   = i64 LE: first offset of leader epoch `epoch`
+//!                                               (the newest 256 epochs are kept)
 //! (P,"k","groups",group)                      = "": the group exists (ListGroups reads these)
 //! (P,"k","acl","e",resource_type,pattern_type,name,principal,host,operation,permission)
 //!                                             = (1,): an ACL (codes as Kafka's wire codes)
@@ -336,6 +338,24 @@ impl PartitionKeys {
             .unpack::<(String, i64, i64)>(key)
             .ok()
             .map(|(_, last, id)| (last, id))
+    }
+
+    /// Where leader epoch `epoch` begins.
+    pub fn leader_epoch(&self, epoch: i64) -> Vec<u8> {
+        self.space.pack(&("ep", epoch))
+    }
+
+    /// Every recorded leader epoch, oldest first.
+    pub fn leader_epochs(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("ep",)))
+    }
+
+    /// The epoch of a key of [`Self::leader_epochs`].
+    pub fn leader_epoch_of(&self, key: &[u8]) -> Option<i64> {
+        self.space
+            .unpack::<(String, i64)>(key)
+            .ok()
+            .map(|(_, epoch)| epoch)
     }
 }
 

@@ -28,6 +28,7 @@ pub mod fetch_sessions;
 pub mod groups;
 pub mod inert_settings;
 pub mod keys;
+pub mod leader_epochs;
 pub mod lease;
 pub mod log;
 pub mod port;

@@ -25,9 +25,10 @@
 //! already staged (answering those producers), then releases the lease so an instance with
 //! room claims it on its next round.
 
-use super::batch::{BatchHeader, marker_commits, set_base_offset};
+use super::batch::{BatchHeader, marker_commits, set_base_offset, set_leader_epoch};
 use super::brokers::Brokers;
 use super::keys::{PartitionKeys, decode_i64, encode_i64};
+use super::leader_epochs;
 use super::lease::Lease;
 use super::log::{Log, LogError};
 use super::producers::{ProducerState, Verdict};
@@ -377,7 +378,13 @@ impl Sequencers {
                 let claimed =
                     Lease::claim(&tx, &keys.lease(), shared.node, shared.liveness, now_ms())
                         .await?;
-                Ok::<_, SequencerError>(claimed.ok().map(|l| l.epoch))
+                let Ok(lease) = claimed else {
+                    return Ok::<_, SequencerError>(None);
+                };
+                // The new leader epoch begins where the log ends now.
+                let bounds = Log::new(keys).bounds(&tx, false).await?;
+                leader_epochs::begin_in(&tx, keys, lease.epoch, bounds.high_watermark).await?;
+                Ok(Some(lease.epoch))
             })
             .await;
         match claimed {
@@ -756,6 +763,7 @@ impl Sequencer {
             }
         }
         set_base_offset(batch, base);
+        set_leader_epoch(batch, leader_epochs::leader_epoch(self.epoch));
         let batch = body.freeze().slice(staged::HEADER_LEN..);
         let written = batch.len() as i64;
         cursor.newest = log.append(tx, base, batch, &header, cursor.newest);
@@ -920,23 +928,36 @@ async fn publish_bounds(db: &Database, partition: &Partition) {
     }
 }
 
-/// The leader of every partition of `keys` for Metadata answers.
+/// A partition's leader as Metadata names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leader {
+    /// The node holding its sequencer lease.
+    pub node: i32,
+    /// Its leader epoch ([`leader_epochs`]).
+    pub epoch: i32,
+}
+
+/// The leader of every partition of `keys` for Metadata answers (`None` where no live
+/// sequencer holds the lease).
 ///
 /// # Errors
 /// The store's error.
 pub async fn leaders(
     db: &Database,
     keys: &[PartitionKeys],
-) -> Result<Vec<Option<i32>>, SequencerError> {
+) -> Result<Vec<Option<Leader>>, SequencerError> {
     let tx = db.begin()?;
     let now = now_ms();
     let reads = keys.iter().map(|k| {
         let tx = tx.clone();
         async move {
-            Ok(Lease::holder(
-                Lease::read(&tx, &k.lease(), true).await?,
-                now,
-            ))
+            let lease = Lease::read(&tx, &k.lease(), true).await?;
+            Ok(lease.and_then(|l| {
+                Lease::holder(Some(l), now).map(|node| Leader {
+                    node,
+                    epoch: leader_epochs::leader_epoch(l.epoch),
+                })
+            }))
         }
     });
     futures::future::try_join_all(reads).await

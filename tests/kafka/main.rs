@@ -13,6 +13,7 @@ mod disk_faults;
 mod groups;
 mod instances;
 mod interop;
+mod leader_epochs;
 mod overload;
 mod raw;
 mod recovery;

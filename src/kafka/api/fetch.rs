@@ -10,6 +10,8 @@
 //! aborted transactions in what they return, so the client drops their batches.
 //!
 //! A topic the principal may not Read is `TOPIC_AUTHORIZATION_FAILED` in every partition.
+//! A partition whose `current_leader_epoch` (v9+) is not the partition's leader epoch is
+//! `FENCED_LEADER_EPOCH` or `UNKNOWN_LEADER_EPOCH` (KIP-320, [`leader_epochs`]).
 //!
 //! Fetch sessions (KIP-227, v7+; `kafka::fetch_sessions`): a full fetch at epoch 0 opens
 //! one, and the incremental fetches after it name only the partitions whose position
@@ -20,6 +22,7 @@ use super::{Reply, Session, str_bytes};
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
 use crate::kafka::fetch_sessions::{Answered, PartitionId, Plan, Position, Reported, SessionError};
+use crate::kafka::leader_epochs;
 use crate::kafka::log::{Aborted, Log, LogError, Read, Readable};
 use crate::kafka::topics::Partition;
 use crate::store::{Transaction, Watch};
@@ -47,6 +50,8 @@ struct Wanted {
     offset: i64,
     /// The most bytes to return from it.
     max_bytes: usize,
+    /// The leader epoch the client knows (-1: none).
+    leader_epoch: i32,
 }
 
 /// One pass over the partitions.
@@ -71,6 +76,7 @@ pub fn handle(ctx: &Arc<Context>, session: &Session, version: i16, request: Fetc
                 let position = Position {
                     offset: p.fetch_offset,
                     max_bytes: p.partition_max_bytes,
+                    leader_epoch: p.current_leader_epoch,
                 };
                 ((t.topic.0.to_string(), p.partition), position)
             })
@@ -171,6 +177,7 @@ async fn long_poll(
             }),
             offset: position.offset,
             max_bytes: usize::try_from(position.max_bytes).unwrap_or(0),
+            leader_epoch: position.leader_epoch,
         };
         match wanted.iter_mut().find(|(t, _)| t.0.as_str() == name) {
             Some((_, ps)) => ps.push(w),
@@ -229,6 +236,11 @@ async fn read_pass(
                     continue;
                 }
             };
+            if let Err(code) = check_leader_epoch(tx, p, w.leader_epoch).await {
+                pass.errors = true;
+                out.push(data.with_error_code(code));
+                continue;
+            }
             let log = Log::new(&p.keys);
             let Readable { bounds, stable } = match log.readable(tx).await {
                 Ok(found) => found,
@@ -292,6 +304,23 @@ async fn read_pass(
         );
     }
     pass
+}
+
+/// Whether a client that knows leader epoch `known` (-1: none) may read `partition`; the
+/// error code answering it when not.
+async fn check_leader_epoch(
+    tx: &Transaction,
+    partition: &Partition,
+    known: i32,
+) -> Result<(), i16> {
+    if known < 0 {
+        return Ok(());
+    }
+    let current = leader_epochs::current(tx, &partition.keys).await.map_err(|e| {
+        warn!(topic = %partition.topic, partition = partition.index, error = %e, "cannot read the leader epoch");
+        ResponseError::KafkaStorageError.code()
+    })?;
+    leader_epochs::check(known, current).map_err(|e| e.code())
 }
 
 /// Batches from `offset` up to `until` within `room` bytes (the first batch however large

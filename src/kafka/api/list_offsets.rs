@@ -1,13 +1,17 @@
 //! ListOffsets: the earliest offset (-2: the log start), the latest (-1: the high
 //! watermark; for `read_committed`, the last stable offset), or the first offset whose record timestamp is at least a given time
 //! (exact within uncompressed batches; the batch's first offset within a compressed one).
-//! A topic the principal may not Describe is `TOPIC_AUTHORIZATION_FAILED`.
+//! A topic the principal may not Describe is `TOPIC_AUTHORIZATION_FAILED`. From v4 each
+//! answer names the leader epoch that wrote the offset, and a `current_leader_epoch` other
+//! than the partition's is refused (KIP-320, [`leader_epochs`]).
 
 use super::Session;
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
+use crate::kafka::leader_epochs;
 use crate::kafka::log::{Log, LogError};
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::list_offsets_request::ListOffsetsPartition;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -52,11 +56,15 @@ pub async fn handle(
                 continue;
             };
             let log = Log::new(&partition.keys);
-            match lookup(ctx, &log, p.timestamp, read_committed).await {
-                Ok(Some((offset, timestamp))) => {
-                    partitions.push(response.with_offset(offset).with_timestamp(timestamp));
-                }
-                Ok(None) => partitions.push(response),
+            match lookup(ctx, &log, &p, read_committed).await {
+                Ok(Ok(Some(found))) => partitions.push(
+                    response
+                        .with_offset(found.offset)
+                        .with_timestamp(found.timestamp)
+                        .with_leader_epoch(found.leader_epoch),
+                ),
+                Ok(Ok(None)) => partitions.push(response),
+                Ok(Err(fenced)) => partitions.push(response.with_error_code(fenced.code())),
                 Err(e) => {
                     warn!(topic = %partition.topic, error = %e, "cannot look up an offset");
                     partitions
@@ -73,20 +81,42 @@ pub async fn handle(
     ResponseKind::ListOffsets(ListOffsetsResponse::default().with_topics(topics))
 }
 
-/// The (offset, timestamp) for Kafka's `timestamp` query; `None` when no record is that
-/// new.
+/// What answers one partition's query.
+struct Found {
+    /// The offset.
+    offset: i64,
+    /// The record's timestamp (-1 for the earliest and latest offsets).
+    timestamp: i64,
+    /// The leader epoch that wrote the offset (KIP-320).
+    leader_epoch: i32,
+}
+
+/// The answer to `asked`'s timestamp query (`None` when no record is that new), or why
+/// its `current_leader_epoch` is refused ([`leader_epochs::check`]).
 async fn lookup(
     ctx: &Context,
     log: &Log<'_>,
-    timestamp: i64,
+    asked: &ListOffsetsPartition,
     read_committed: bool,
-) -> Result<Option<(i64, i64)>, LogError> {
+) -> Result<Result<Option<Found>, ResponseError>, LogError> {
     let tx = ctx.db.begin()?;
+    let current = leader_epochs::current(&tx, log.keys).await?;
+    if let Err(e) = leader_epochs::check(asked.current_leader_epoch, current) {
+        return Ok(Err(e));
+    }
     let bounds = log.bounds(&tx, true).await?;
-    Ok(match timestamp {
+    let found = match asked.timestamp {
         LATEST if read_committed => Some((log.last_stable(&tx, bounds.high_watermark).await?, -1)),
         LATEST => Some((bounds.high_watermark, -1)),
         EARLIEST => Some((bounds.start, -1)),
         at => log.offset_for_timestamp(&tx, at, bounds.start).await?,
-    })
+    };
+    let Some((offset, timestamp)) = found else {
+        return Ok(Ok(None));
+    };
+    Ok(Ok(Some(Found {
+        offset,
+        timestamp,
+        leader_epoch: leader_epochs::epoch_at(&tx, log.keys, offset).await?,
+    })))
 }

@@ -15,7 +15,7 @@ use super::{Session, str_bytes};
 use crate::kafka::Context;
 use crate::kafka::acls::{Access, Operation};
 use crate::kafka::brokers::BrokerAddress;
-use crate::kafka::sequencer::leaders;
+use crate::kafka::sequencer::{Leader, leaders};
 use crate::kafka::topics::Topic;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_response::{
@@ -149,8 +149,9 @@ async fn describe(ctx: &Arc<Context>, topic: &Topic) -> MetadataResponseTopic {
         .map(|(p, leader)| {
             let partition = MetadataResponsePartition::default().with_partition_index(p.index);
             match leader {
-                Some(node) => partition
+                Some(Leader { node, epoch }) => partition
                     .with_leader_id(BrokerId(node))
+                    .with_leader_epoch(epoch)
                     .with_replica_nodes(vec![BrokerId(node)])
                     .with_isr_nodes(vec![BrokerId(node)]),
                 None => partition

@@ -40,6 +40,7 @@ mod metadata;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
+mod offset_for_leader_epoch;
 mod produce;
 pub(crate) mod sasl_authenticate;
 pub(crate) mod sasl_handshake;
@@ -104,6 +105,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 2),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -279,6 +281,9 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         RequestKind::DeleteGroups(r) => Reply::Now(delete_groups::handle(ctx, session, r).await),
         RequestKind::OffsetDelete(r) => Reply::Now(offset_delete::handle(ctx, session, r).await),
         RequestKind::DeleteRecords(r) => Reply::Now(delete_records::handle(ctx, session, r).await),
+        RequestKind::OffsetForLeaderEpoch(r) => {
+            Reply::Now(offset_for_leader_epoch::handle(ctx, session, r).await)
+        }
         RequestKind::CreateTopics(r) => {
             Reply::Now(create_topics::handle(ctx, session, version, r).await)
         }

@@ -11,6 +11,7 @@ mod acls;
 mod admin;
 mod fixture;
 mod groups;
+mod leader_epochs;
 mod metadata;
 mod produce_fetch;
 mod records;
