@@ -22,8 +22,11 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 pub const DEFAULT_MAX_REQUEST_SIZE: usize = 104_857_600;
 /// Default for `kafka.max_message_bytes`: Kafka's `message.max.bytes`.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
-/// The largest `kafka.max_message_bytes`: a staged batch must fit one stage body.
-pub const MAX_MESSAGE_BYTES_LIMIT: usize = 8 * 1024 * 1024 - 64;
+/// The largest `kafka.max_message_bytes` (and topic `max.message.bytes`): 128 MiB, as
+/// AMQP's limit. A batch larger than one store transaction is kept in a spill written in
+/// several ([`crate::stage::spill`]); the request holding it must still fit
+/// `kafka.max_request_size`.
+pub const MAX_MESSAGE_BYTES_LIMIT: usize = super::limits::MAX_MESSAGE_SIZE_LIMIT as usize;
 /// Default for `kafka.retention_ms`: Kafka's seven days.
 pub const DEFAULT_RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 /// Default for `kafka.retention_check_interval_ms`: Kafka's five minutes.
@@ -73,7 +76,7 @@ pub struct KafkaConfig {
     /// connection before anything is allocated for it.
     pub max_request_size: usize,
     /// Largest record batch, in bytes, a topic accepts unless its `max.message.bytes`
-    /// says otherwise.
+    /// says otherwise; at most 128 MiB and `max_request_size`.
     pub max_message_bytes: usize,
     /// Whether a Metadata request naming an unknown topic creates it (Kafka's
     /// `auto.create.topics.enable`).
@@ -381,6 +384,26 @@ mod tests {
                 c.kafka.max_message_bytes = 8192;
             }),
             "kafka.max_message_bytes: 8192 must be between 1024 and 4096"
+        );
+    }
+
+    #[test]
+    fn message_size_may_reach_128_mib_within_the_request_size() {
+        let mut config = Config::default();
+        config.kafka.max_request_size = 256 << 20;
+        config.kafka.max_message_bytes = 128 << 20;
+        config.validate().unwrap();
+        assert_eq!(
+            error_after(|c| {
+                c.kafka.max_request_size = 256 << 20;
+                c.kafka.max_message_bytes = (128 << 20) + 1;
+            }),
+            "kafka.max_message_bytes: 134217729 must be between 1024 and 134217728"
+        );
+        assert_eq!(
+            error_after(|c| c.kafka.max_message_bytes = 128 << 20),
+            "kafka.max_message_bytes: 134217728 must be between 1024 and 104857600",
+            "the default request size bounds it"
         );
     }
 

@@ -21,6 +21,9 @@
 //! (P,"k","p",topic_id,partition,"maxts")      = (newest timestamp in the log,)
 //! (P,"k","p",topic_id,partition,"i",base)     = BatchIndex: one per batch in the log
 //! (P,"k","p",topic_id,partition,"l",base,n)   = chunk n of the batch at `base` (≤ 100,000 B)
+//! (P,"k","p",topic_id,partition,"spill",base) = (spill id,): the batch at `base` is kept in
+//!                                               that spill (no chunks); the log holds one
+//!                                               reference to it
 //! (P,"k","p",topic_id,partition,"t",ts,base)  = "": the log's newest timestamp first
 //!                                               reached `ts` in the batch at `base`
 //! (P,"k","p",topic_id,partition,"pid",id)     = ProducerState of an idempotent producer
@@ -273,6 +276,16 @@ impl PartitionKeys {
     /// Every chunk of the batches with bases in `[from, to)`.
     pub fn log_range(&self, from: i64, to: i64) -> (Vec<u8>, Vec<u8>) {
         (self.space.pack(&("l", from)), self.space.pack(&("l", to)))
+    }
+
+    /// The entry naming the spill the batch at `base` is kept in.
+    pub fn spilled(&self, base: i64) -> Vec<u8> {
+        self.space.pack(&("spill", base))
+    }
+
+    /// Spill entries of batches with bases in `[from, to)`.
+    pub fn spilled_range(&self, from: i64, to: i64) -> (Vec<u8>, Vec<u8>) {
+        (self.spilled(from), self.spilled(to))
     }
 
     /// The time index entry: the log's newest timestamp reached `ts` in the batch at `base`.

@@ -9,14 +9,28 @@
 //! log's newest timestamp first reached `ts` (the running maximum, as Kafka's time index),
 //! so a timestamp lookup is one range read.
 //!
+//! Large batches: a batch too large for one transaction reaches the sequencer already
+//! written to a spill ([`crate::stage::spill`]), its staged record holding only its header.
+//! The log then keeps no chunks for it: its index entry names the spill, as does
+//! `("spill", base)` (so deleting a partition finds every spill its log references without
+//! reading its index), and the log holds one reference to the spill, taken in the
+//! sequencer's transaction as the stage entry's is dropped — no byte is copied. The spill
+//! keeps the batch as produced: readers rewrite its base offset (bytes 0..8, outside the
+//! CRC) as they read it, in pieces, outside the transaction that found it ([`Read::fill`]).
+//! Every deletion of a batch (retention, DeleteRecords, the topic's deletion) drops its
+//! reference, and the spill collector frees it.
+//!
 //! Transactions: a transactional batch keeps its producer id in its header; the sequencer
 //! records where each producer's open transaction begins (`("open", id)`) and, when it
 //! appends that transaction's abort marker, an aborted-transactions entry `("ab", marker,
 //! id)`. The last stable offset — what `read_committed` consumers may read up to — is the
 //! first offset of the oldest open transaction, or the high watermark when none is open.
 
-use super::batch::{BatchHeader, first_offset_at_or_after};
+use super::batch::{
+    self, BatchHeader, first_offset_at_or_after, set_base_offset, set_leader_epoch,
+};
 use super::keys::{PartitionKeys, decode_i64, encode_i64};
+use crate::stage::{Spill, Spills, StageError};
 use crate::store::keys::key_after;
 use crate::store::{RangeOption, StoreError, Transaction};
 use bytes::{Bytes, BytesMut};
@@ -26,6 +40,10 @@ use foundationdb_tuple::{pack, unpack};
 const CHUNK: usize = 100_000;
 /// Format version of [`BatchIndex`] values.
 const FORMAT: u16 = 1;
+/// Format version of the [`BatchIndex`] value of a batch kept in a spill: format 1's
+/// fields, then the spill's id and the leader epoch that appended the batch (its bytes,
+/// written before it was sequenced, carry the producer's). Only such batches use it.
+const SPILLED_FORMAT: u16 = 2;
 /// Most index entries one read looks at.
 const INDEX_READ_LIMIT: usize = 1024;
 
@@ -38,13 +56,16 @@ pub enum LogError {
     /// A stored value does not decode.
     #[error("the store holds a partition log value this ferry cannot decode ({0})")]
     Corrupt(String),
+    /// The spill of a batch cannot be read.
+    #[error("cannot read a batch kept in a spill: {0}")]
+    Spill(StageError),
 }
 
 impl crate::store::TransactionError for LogError {
     fn store_error(&self) -> Option<&StoreError> {
         match self {
-            Self::Store(e) => Some(e),
-            Self::Corrupt(_) => None,
+            Self::Store(e) | Self::Spill(StageError::Store(e)) => Some(e),
+            Self::Corrupt(_) | Self::Spill(_) => None,
         }
     }
 }
@@ -62,30 +83,88 @@ pub struct BatchIndex {
     pub size: u32,
     /// Its record count.
     pub records: i32,
+    /// The spill it is kept in (its length is `size`) and the leader epoch that appended
+    /// it, for a batch too large for one transaction; `None`: its bytes are the log's
+    /// chunks.
+    pub spill: Option<(u64, i32)>,
 }
 
 impl BatchIndex {
     fn encode(&self) -> Vec<u8> {
-        pack(&(
-            FORMAT,
-            self.last,
-            self.max_timestamp,
-            self.size,
-            i64::from(self.records),
-        ))
+        let records = i64::from(self.records);
+        match self.spill {
+            None => pack(&(FORMAT, self.last, self.max_timestamp, self.size, records)),
+            Some((id, leader_epoch)) => pack(&(
+                SPILLED_FORMAT,
+                self.last,
+                self.max_timestamp,
+                self.size,
+                records,
+                id,
+                i64::from(leader_epoch),
+            )),
+        }
     }
 
     pub(crate) fn decode(base: i64, bytes: &[u8]) -> Result<Self, LogError> {
-        let (_, last, max_timestamp, size, records) = unpack::<(u16, i64, i64, u32, i64)>(bytes)
-            .map_err(|e| LogError::Corrupt(format!("batch index: {e:?}")))?;
+        let ((_, last, max_timestamp, size, records), spill) =
+            match unpack::<(u16, i64, i64, u32, i64)>(bytes) {
+                Ok(fields) => (fields, None),
+                Err(e) => {
+                    let (v, last, ts, size, records, id, epoch) =
+                        unpack::<(u16, i64, i64, u32, i64, u64, i64)>(bytes)
+                            .map_err(|_| LogError::Corrupt(format!("batch index: {e:?}")))?;
+                    let epoch = i32::try_from(epoch).unwrap_or(-1);
+                    ((v, last, ts, size, records), Some((id, epoch)))
+                }
+            };
         Ok(Self {
             base,
             last,
             max_timestamp,
             size,
             records: i32::try_from(records).unwrap_or(i32::MAX),
+            spill,
         })
     }
+
+    /// The spill it is kept in, with its length, and the leader epoch that appended it.
+    fn spilled(&self) -> Option<(Spill, i32)> {
+        self.spill.map(|(id, leader_epoch)| {
+            let spill = Spill {
+                id,
+                len: u64::from(self.size),
+            };
+            (spill, leader_epoch)
+        })
+    }
+}
+
+/// Where the bytes of a batch to append are.
+#[derive(Debug, Clone)]
+pub enum Stored {
+    /// Here: the batch, its base offset rewritten; the log keeps it in chunks.
+    Inline(Bytes),
+    /// In this spill, which a stage entry popped in the same transaction referenced: the
+    /// log takes its own reference. Readers stamp the base offset and the leader epoch
+    /// appending it into what they read.
+    Spilled {
+        /// The spill.
+        spill: Spill,
+        /// The leader epoch appending it.
+        leader_epoch: i32,
+    },
+}
+
+/// A batch kept in a spill, found by a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpilledBatch {
+    /// Its base offset in the log.
+    pub base: i64,
+    /// Its spill.
+    pub spill: Spill,
+    /// The leader epoch that appended it.
+    pub leader_epoch: i32,
 }
 
 /// Offsets and size of a partition log.
@@ -131,6 +210,54 @@ pub struct Read {
     pub bytes: Bytes,
     /// How many records they hold.
     pub records: i64,
+    /// A batch kept in a spill, which a read returns alone: `bytes` is empty until
+    /// [`Read::fill`] reads it.
+    pub spilled: Option<SpilledBatch>,
+}
+
+impl Read {
+    /// The bytes of the batches read, a spilled batch's counted before it is filled in.
+    pub fn size(&self) -> usize {
+        self.bytes.len() + self.spilled.map_or(0, |s| s.spill.len as usize)
+    }
+
+    /// Reads the spilled batch, if any, into `bytes` ([`SpilledBatch::read`]).
+    ///
+    /// # Errors
+    /// As [`SpilledBatch::read`].
+    pub async fn fill(self, spills: &Spills) -> Result<Self, LogError> {
+        let Some(batch) = self.spilled else {
+            return Ok(self);
+        };
+        Ok(Self {
+            bytes: batch.read(spills).await?,
+            records: self.records,
+            spilled: None,
+        })
+    }
+}
+
+impl SpilledBatch {
+    /// The batch, with its base offset and leader epoch written in: read in pieces of a few MB, one
+    /// transaction each, outside the transaction that found it (so that one stays short).
+    ///
+    /// # Errors
+    /// [`LogError::Spill`] when the spill cannot be read (retention deleted the batch
+    /// meanwhile, and the collector freed it; or the store failed).
+    pub async fn read(&self, spills: &Spills) -> Result<Bytes, LogError> {
+        let bytes = spills.read_all(self.spill).await.map_err(LogError::Spill)?;
+        if bytes.len() < batch::HEADER_LEN {
+            return Err(LogError::Corrupt(format!(
+                "the batch at {} has {} bytes",
+                self.base,
+                bytes.len()
+            )));
+        }
+        let mut bytes = BytesMut::from(bytes);
+        set_base_offset(&mut bytes, self.base);
+        set_leader_epoch(&mut bytes, self.leader_epoch);
+        Ok(bytes.freeze())
+    }
 }
 
 /// One partition's log.
@@ -213,33 +340,49 @@ impl<'a> Log<'a> {
         }
     }
 
-    /// Appends `batch` (whose base offset is already `base`) within `tx`: its chunks, its
-    /// index entry and, when it holds the log's newest timestamp so far, a time index
-    /// entry. `newest` is the log's newest timestamp before it; returns the one after.
-    /// The caller (the sequencer) sets the high watermark once per transaction.
+    /// Appends the batch with `header` at `base` within `tx`: its chunks (or its spill
+    /// entry and reference, taken from `spills`), its index entry and, when it holds the
+    /// log's newest timestamp so far, a time index entry. `newest` is the log's newest
+    /// timestamp before it; returns the one after. The caller (the sequencer) sets the
+    /// high watermark once per transaction.
     pub fn append(
         &self,
         tx: &Transaction,
+        spills: &Spills,
         base: i64,
-        batch: Bytes,
+        batch: Stored,
         header: &BatchHeader,
         newest: i64,
     ) -> i64 {
-        // Each chunk is a slice of the batch, not a copy.
-        for (n, start) in (0..batch.len()).step_by(CHUNK).enumerate() {
-            let chunk = batch.slice(start..(start + CHUNK).min(batch.len()));
-            tx.set(&self.keys.log_chunk(base, n as u32), chunk);
-        }
+        let (size, spill) = match batch {
+            Stored::Inline(batch) => {
+                // Each chunk is a slice of the batch, not a copy.
+                for (n, start) in (0..batch.len()).step_by(CHUNK).enumerate() {
+                    let chunk = batch.slice(start..(start + CHUNK).min(batch.len()));
+                    tx.set(&self.keys.log_chunk(base, n as u32), chunk);
+                }
+                (batch.len(), None)
+            }
+            Stored::Spilled {
+                spill,
+                leader_epoch,
+            } => {
+                tx.set(&self.keys.spilled(base), pack(&(spill.id,)));
+                spills.add_ref_in(tx, spill.id);
+                (spill.len as usize, Some((spill.id, leader_epoch)))
+            }
+        };
         let timestamp = header.newest_timestamp();
         let entry = BatchIndex {
             base,
             last: base + header.offset_span() - 1,
             max_timestamp: timestamp,
-            size: batch.len() as u32,
+            size: size as u32,
             records: header.record_count,
+            spill,
         };
         tx.set(&self.keys.index(base), entry.encode());
-        tx.atomic_add(&self.keys.bytes(), batch.len() as i64);
+        tx.atomic_add(&self.keys.bytes(), size as i64);
         if timestamp > newest {
             tx.set(&self.keys.time(timestamp, base), b"");
             timestamp
@@ -311,7 +454,9 @@ impl<'a> Log<'a> {
     /// that would take the total over `max_bytes` — but, when `at_least_one`, returning the
     /// first however large, so a consumer can make progress (Kafka's KIP-74: only the first
     /// partition of a fetch to return data may) — and before the first batch at or after
-    /// `until` (the last stable offset for `read_committed`). Snapshot reads.
+    /// `until` (the last stable offset for `read_committed`). A batch kept in a spill is
+    /// returned alone, as [`Read::spilled`], when it comes first, and ends the read
+    /// otherwise. Snapshot reads.
     ///
     /// # Errors
     /// The store's error, or a corrupt index.
@@ -345,6 +490,20 @@ impl<'a> Log<'a> {
             if entry.base >= until || (!may_exceed && total + entry.size as usize > max_bytes) {
                 break;
             }
+            if let Some((spill, leader_epoch)) = entry.spilled() {
+                if total > 0 {
+                    break;
+                }
+                return Ok(Read {
+                    bytes: Bytes::new(),
+                    records: i64::from(entry.records),
+                    spilled: Some(SpilledBatch {
+                        base: entry.base,
+                        spill,
+                        leader_epoch,
+                    }),
+                });
+            }
             total += entry.size as usize;
             records += i64::from(entry.records);
             end = entry.base + 1;
@@ -367,12 +526,13 @@ impl<'a> Log<'a> {
         Ok(Read {
             bytes: bytes.freeze(),
             records,
+            spilled: None,
         })
     }
 
     /// The first offset whose record timestamp is at least `at`, with the timestamp found
-    /// (exact for uncompressed batches; for a compressed batch, its first offset and newest
-    /// timestamp); `None` when no record is that new.
+    /// (exact for uncompressed batches; for a compressed batch or one kept in a spill, its
+    /// first offset and newest timestamp); `None` when no record is that new.
     ///
     /// # Errors
     /// The store's error.
@@ -399,7 +559,9 @@ impl<'a> Log<'a> {
     /// says so, at most `limit` of them, within `tx`, and moves the log start offset past
     /// them — or to `floor` when that is further and every batch ending before it went
     /// (DeleteRecords: the new start may fall inside a batch, which then stays whole, its
-    /// bytes counted, for Fetch from the start to read). Returns how many batches went.
+    /// bytes counted, for Fetch from the start to read). The log's references to the
+    /// spills of the batches deleted are dropped in `spills`. Returns how many batches
+    /// went.
     /// The bounds are conflicting reads (an append or another trim makes `tx` retry);
     /// index reads are snapshot reads with conflict ranges only on the entries deleted.
     ///
@@ -408,6 +570,7 @@ impl<'a> Log<'a> {
     pub async fn trim(
         &self,
         tx: &Transaction,
+        spills: &Spills,
         limit: usize,
         floor: i64,
         mut expired: impl FnMut(&BatchIndex, i64) -> bool,
@@ -422,11 +585,13 @@ impl<'a> Log<'a> {
         let mut batches_end = bounds.start;
         let mut freed = 0i64;
         let mut deleted = 0;
+        let mut spilled = Vec::new();
         for kv in &entries {
             let entry = BatchIndex::decode(self.base_of(&kv.key)?, &kv.value)?;
             if !expired(&entry, size) {
                 break;
             }
+            spilled.extend(entry.spill.map(|(id, _)| id));
             size -= i64::from(entry.size);
             freed += i64::from(entry.size);
             batches_end = batches_end.max(entry.last + 1);
@@ -445,6 +610,11 @@ impl<'a> Log<'a> {
             tx.clear_range(&b, &e);
             let (b, e) = self.keys.log_range(i64::MIN, batches_end);
             tx.clear_range(&b, &e);
+            let (b, e) = self.keys.spilled_range(i64::MIN, batches_end);
+            tx.clear_range(&b, &e);
+            for id in spilled {
+                spills.drop_ref_in(tx, id);
+            }
             self.clear_time_entries_before(tx, batches_end).await?;
             tx.atomic_add(&self.keys.bytes(), -freed);
         }
@@ -495,7 +665,14 @@ mod tests {
             max_timestamp: -1,
             size: 900,
             records: 5,
+            spill: None,
         };
         assert_eq!(BatchIndex::decode(10, &e.encode()).unwrap(), e);
+        let spilled = BatchIndex {
+            spill: Some((77, 3)),
+            ..e
+        };
+        assert_eq!(BatchIndex::decode(10, &spilled.encode()).unwrap(), spilled);
+        assert_ne!(spilled.encode(), e.encode());
     }
 }

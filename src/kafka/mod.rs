@@ -3,7 +3,8 @@
 //!
 //! Modules: [`codec`] (frames, request decoding, response encoding — no I/O),
 //! [`connection`] (one client), [`api`] (one module per API), [`batch`] (record batches as
-//! bytes), [`topics`] (topic metadata and its cache), [`log`] (a partition's log),
+//! bytes), [`large`] (batches too large for one store transaction), [`topics`] (topic
+//! metadata and its cache), [`log`] (a partition's log),
 //! [`sequencer`] (the fenced writer of each log), [`waiters`] (produce requests waiting
 //! for the log), [`producers`] (idempotent producers), [`transactions`] (the transaction
 //! coordinator), [`groups`] (the consumer group coordinator), [`brokers`] (live
@@ -28,6 +29,7 @@ pub mod fetch_sessions;
 pub mod groups;
 pub mod inert_settings;
 pub mod keys;
+pub mod large;
 pub mod leader_epochs;
 pub mod lease;
 pub mod log;
@@ -49,7 +51,7 @@ use crate::liveness::Liveness;
 use crate::memory_watermark::MemoryWatermark;
 use crate::principal::PrincipalRules;
 use crate::server::Listener;
-use crate::stage::Stages;
+use crate::stage::{StageError, Stages};
 use crate::store::{Database, StoreError};
 use acls::store::AclStore;
 use acls::{Acls, AuthorizerSettings};
@@ -82,6 +84,9 @@ pub enum KafkaError {
     /// A listener has no local address.
     #[error("a Kafka listener has no local address: {0}")]
     Listener(std::io::Error),
+    /// The front's lease holder cannot be registered.
+    #[error("the Kafka front cannot register its lease holder: {0}")]
+    Holder(StageError),
     /// `kafka.ssl_principal_mapping_rules` does not parse.
     #[error("kafka.ssl_principal_mapping_rules: {0}")]
     PrincipalRules(String),
@@ -101,6 +106,8 @@ pub struct Context {
     pub sequencers: Sequencers,
     /// Produce requests waiting for the log.
     pub waiters: Arc<Waiters>,
+    /// Writes (and lets go of) the spills of large batches.
+    pub large: large::LargeBatches,
     /// The live brokers.
     pub brokers: Brokers,
     /// The consumer group coordinator.
@@ -263,6 +270,9 @@ impl KafkaFront {
                 .map(|l| l.advertised(config))
                 .collect::<Result<_, _>>()?,
         };
+        let large = large::LargeBatches::start(&stages, Liveness::new(config.sequencer_lease()))
+            .await
+            .map_err(KafkaError::Holder)?;
         let topics = Topics::new(db.clone(), keys.clone(), stages);
         topics.refresh().await?;
         let freed = recovery::release_outlived(&db, &keys, &topics, incarnation).await?;
@@ -331,6 +341,7 @@ impl KafkaFront {
             topics,
             sequencers,
             waiters,
+            large,
             brokers,
             coordinator,
             defaults,
@@ -394,7 +405,8 @@ impl KafkaFront {
 }
 
 /// The front's background loops: sequencer balancing, the broker registration, the topic
-/// cache, the ACL cache, the group leases, transaction expiry and consumer lag. The front's API handlers
+/// cache, the ACL cache, the group leases, transaction expiry, consumer lag and the lease
+/// holder of large batches' spills. The front's API handlers
 /// rely on them (in-process tests start them without a listener).
 struct Background {
     /// Stops the loops.
@@ -423,6 +435,10 @@ impl Background {
                 ctx.coordinator.store().clone(),
                 internal.clone(),
             )),
+            tokio::spawn({
+                let (large, token) = (ctx.large.clone(), internal.clone());
+                async move { large.hold_until(&token).await }
+            }),
         ];
         Self { internal, tasks }
     }

@@ -169,7 +169,8 @@ impl KafkaPort {
     ///
     /// Only the log's bounds and batches are read, as snapshots: a caller that keeps its
     /// position in the store reads that without snapshot in the same transaction, so two
-    /// readers of one position conflict.
+    /// readers of one position conflict. A batch kept in a spill (a large one) is read
+    /// alone, in pieces, in transactions of its own.
     ///
     /// # Errors
     /// [`KafkaPortError::Log`] when the store fails or the log's framing is broken.
@@ -194,6 +195,7 @@ impl KafkaPort {
         let (read, aborted) = log
             .read_committed(tx, from, readable.stable, max_bytes, true)
             .await?;
+        let read = read.fill(self.ctx.large.spills()).await?;
         let max_decompressed = self.ctx.config.max_request_size;
         Ok(Some(decode_committed(
             &read.bytes,

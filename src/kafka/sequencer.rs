@@ -10,6 +10,11 @@
 //! waiting produce requests ([`Waiters`]); the high-watermark write wakes long-polling
 //! fetchers through their watches. An idle sequencer sleeps on a watch of the stage.
 //!
+//! Large batches: a batch kept in a spill ([`super::log`]) is staged as its header alone;
+//! the sequencer moves it like any other, in the same transaction, handing the spill's
+//! reference from the stage entry to the log, and counts it against its byte budget by
+//! its staged record, not its size.
+//!
 //! Transactions: a transactional batch opens its producer's transaction in the partition
 //! (`open` records its first offset) and a marker staged by the transaction coordinator
 //! ([`super::transactions`]) closes it, recording an aborted transaction when the marker
@@ -30,13 +35,13 @@ use super::brokers::Brokers;
 use super::keys::{PartitionKeys, decode_i64, encode_i64};
 use super::leader_epochs;
 use super::lease::Lease;
-use super::log::{Log, LogError};
+use super::log::{Log, LogError, Stored};
 use super::producers::{ProducerState, Verdict};
 use super::staged::{self, Waiter};
 use super::topics::{Partition, TopicDefaults, Topics};
 use super::waiters::{BatchOutcome, Waiters};
 use crate::liveness::Liveness;
-use crate::stage::{Delivery, MessageId, StageError, Wakeup, now_ms};
+use crate::stage::{Delivery, MessageId, Spills, StageError, Wakeup, now_ms};
 use crate::store::{Database, StoreError, Transaction, TransactionError};
 use crate::telemetry::kafka as m;
 use bytes::BytesMut;
@@ -50,7 +55,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 /// Most staged bytes one sequencer transaction moves (well inside the 10 MB limit, which
-/// counts the pop's clears and the log's writes).
+/// counts the pop's clears and the log's writes). A batch kept in a spill counts by its
+/// staged record (its header), as only that moves.
 const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
 /// Staging tokens remembered per partition, to drop a batch staged twice by a retried
 /// append whose first commit reported an unknown result.
@@ -283,8 +289,11 @@ impl Sequencers {
                     if !(0..=bounds.high_watermark).contains(&to) {
                         return Ok(Trimmed::OutOfRange(bounds.high_watermark));
                     }
+                    let spills = partition.stage.spills();
                     let deleted = log
-                        .trim(&tx, RETENTION_BATCH, to, |entry, _| entry.last < to)
+                        .trim(&tx, &spills, RETENTION_BATCH, to, |entry, _| {
+                            entry.last < to
+                        })
                         .await?;
                     Ok::<_, SequencerError>(if deleted == RETENTION_BATCH {
                         Trimmed::More
@@ -635,6 +644,7 @@ impl Sequencer {
                     let (bounds, newest) =
                         futures::try_join!(log.bounds(&tx, false), log.newest_timestamp(&tx))?;
                     let (producers, open) = self.producer_states(&tx, &staged).await?;
+                    let spills = stage.spills();
                     let mut cursor = Cursor {
                         high_watermark: bounds.high_watermark,
                         newest,
@@ -652,7 +662,7 @@ impl Sequencer {
                     };
                     let outcomes: Vec<Sequenced> = staged
                         .into_iter()
-                        .filter_map(|d| self.sequence(&tx, &log, d, recent, &mut cursor))
+                        .filter_map(|d| self.sequence(&tx, &log, &spills, d, recent, &mut cursor))
                         .collect();
                     for (id, state) in &cursor.producers {
                         if let Some(state) = state {
@@ -687,16 +697,21 @@ impl Sequencer {
     }
 
     /// Decides what becomes of one staged batch within the transaction, writing it to the
-    /// log at the cursor when it is new; `None` for an undecodable staged record.
+    /// log at the cursor when it is new; `None` for an undecodable staged record. A batch
+    /// kept in a spill (its staged record holds only its header) moves into the log by
+    /// reference: the log takes a reference to the spill from `spills` as the popped stage
+    /// entry drops its own.
     fn sequence(
         &self,
         tx: &Transaction,
         log: &Log<'_>,
+        spills: &Spills,
         delivery: Delivery,
         recent: &RecentTokens,
         cursor: &mut Cursor,
     ) -> Option<Sequenced> {
         let staged = delivery.id;
+        let spill = delivery.envelope.spill;
         // The store's read buffer, rewritten in place and written to the log as slices of it.
         let mut body = BytesMut::from(delivery.body);
         let Some(waiter) = staged::waiter(&body) else {
@@ -762,11 +777,20 @@ impl Sequencer {
                 cursor.opened_or_closed.insert(producer);
             }
         }
-        set_base_offset(batch, base);
-        set_leader_epoch(batch, leader_epochs::leader_epoch(self.epoch));
-        let batch = body.freeze().slice(staged::HEADER_LEN..);
-        let written = batch.len() as i64;
-        cursor.newest = log.append(tx, base, batch, &header, cursor.newest);
+        let leader_epoch = leader_epochs::leader_epoch(self.epoch);
+        let batch = match spill {
+            Some(spill) => Stored::Spilled {
+                spill,
+                leader_epoch,
+            },
+            None => {
+                set_base_offset(batch, base);
+                set_leader_epoch(batch, leader_epoch);
+                Stored::Inline(body.freeze().slice(staged::HEADER_LEN..))
+            }
+        };
+        let written = header.size as i64;
+        cursor.newest = log.append(tx, spills, base, batch, &header, cursor.newest);
         cursor.high_watermark += header.offset_span();
         Some(Sequenced {
             waiter,
@@ -874,8 +898,9 @@ impl Sequencer {
                         return Ok(0);
                     }
                     let log = Log::new(&self.partition.keys);
+                    let spills = self.partition.stage.spills();
                     let n = log
-                        .trim(&tx, RETENTION_BATCH, i64::MIN, |entry, size| {
+                        .trim(&tx, &spills, RETENTION_BATCH, i64::MIN, |entry, size| {
                             (retention_ms >= 0
                                 && entry.max_timestamp < now.saturating_sub(retention_ms))
                                 || (retention_bytes >= 0 && size > retention_bytes)

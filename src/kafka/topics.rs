@@ -444,9 +444,10 @@ impl Topics {
             .ok_or_else(|| TopicError::Unknown(name.to_owned()))
     }
 
-    /// Deletes topic `name`: its metadata, every partition's log, lease and producer state,
-    /// and its stages. A sequencer of the topic fails its next transaction (its lease is
-    /// gone) and stops.
+    /// Deletes topic `name`: its metadata, every partition's log (dropping the log's
+    /// references to the spills of its large batches), lease and producer state, and its
+    /// stages. A sequencer of the topic fails its next transaction (its lease is gone) and
+    /// stops.
     ///
     /// # Errors
     /// [`TopicError::Unknown`], or the store's error.
@@ -455,6 +456,19 @@ impl Topics {
             .db
             .run(|tx| async move {
                 let meta = self.meta_in(&tx, name).await?;
+                let spills = self.stages.spills();
+                for p in 0..meta.partitions {
+                    let (b, e) = self
+                        .keys
+                        .partition(meta.id, p)
+                        .spilled_range(i64::MIN, i64::MAX);
+                    for kv in tx.get_range(&RangeOption::new(b, e), false).await? {
+                        let (id,) = unpack::<(u64,)>(&kv.value).map_err(|e| {
+                            TopicError::Corrupt(format!("spilled batch entry: {e:?}"))
+                        })?;
+                        spills.drop_ref_in(&tx, id);
+                    }
+                }
                 tx.clear(&self.keys.topic_by_name(name));
                 tx.clear(&self.keys.topic_meta(meta.id));
                 let (b, e) = self.keys.topic_partitions(meta.id);
@@ -715,6 +729,19 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "retention.ms: 'soon' must be an integer from -1 to 9223372036854775807"
+        );
+        assert_eq!(
+            TopicConfig::parse([(MAX_MESSAGE_BYTES, Some("134217728"))])
+                .unwrap()
+                .max_message_bytes,
+            Some(128 << 20),
+            "a topic may take batches of up to 128 MiB"
+        );
+        assert_eq!(
+            TopicConfig::parse([(MAX_MESSAGE_BYTES, Some("134217729"))])
+                .unwrap_err()
+                .to_string(),
+            "max.message.bytes: '134217729' must be an integer from 0 to 134217728"
         );
         assert!(
             TopicConfig::parse([(CLEANUP_POLICY, Some("compact"))])

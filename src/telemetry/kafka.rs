@@ -29,6 +29,8 @@ pub const PRODUCE_THROTTLED_TOTAL: &str = "ferry_kafka_produce_throttled_total";
 pub const PRODUCED_BYTES_TOTAL: &str = "ferry_kafka_produced_bytes_total";
 /// Records accepted by Produce, by topic.
 pub const PRODUCED_RECORDS_TOTAL: &str = "ferry_kafka_produced_records_total";
+/// Bytes of large record batches written to spills.
+pub const SPILLED_BYTES_TOTAL: &str = "ferry_kafka_spilled_bytes_total";
 /// Record batch bytes returned by Fetch, by topic.
 pub const FETCHED_BYTES_TOTAL: &str = "ferry_kafka_fetched_bytes_total";
 /// Records returned by Fetch, by topic.
@@ -90,6 +92,11 @@ pub const ALL: &[Metric] = &[
         name: PRODUCED_BYTES_TOTAL,
         kind: Kind::Counter,
         help: "Record batch bytes accepted by Produce.",
+    },
+    Metric {
+        name: SPILLED_BYTES_TOTAL,
+        kind: Kind::Counter,
+        help: "Bytes of large record batches Produce wrote to spills, counted as each segment commits.",
     },
     Metric {
         name: PRODUCED_RECORDS_TOTAL,

@@ -6,9 +6,6 @@
 
 use crate::common::amqp::{WAIT, consume, declare, next};
 use crate::common::fronts::AmqpServer;
-use ferry::config::StoreConfig;
-use ferry::stage::{RootKeys, Stages};
-use ferry::store::RangeOption;
 use lapin::options::{
     BasicAckOptions, BasicGetOptions, BasicNackOptions, BasicPublishOptions, BasicRejectOptions,
     ConfirmSelectOptions, QueueBindOptions, QueueDeleteOptions, QueuePurgeOptions,
@@ -51,44 +48,13 @@ async fn confirming(server: &AmqpServer) -> (lapin::Connection, Channel) {
     (c, ch)
 }
 
-fn stages(server: &AmqpServer) -> Stages {
-    Stages::new(server.db.clone(), &StoreConfig::default().prefix)
-}
-
-/// The bytes kept in spills once the collector has run (the daemon runs it on every
-/// dropped reference; the in-process front does not, so the test does).
-async fn spilled_bytes(server: &AmqpServer) -> i64 {
-    let spills = stages(server).spills();
-    spills.collect().await.unwrap();
-    spills.bytes().await.unwrap()
-}
-
-/// Waits (bounded) until the spills hold `bytes`; then, at 0, checks no chunk is left.
-async fn spills_hold(server: &AmqpServer, bytes: i64) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while spilled_bytes(server).await != bytes {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "spills hold {} bytes, not {bytes}",
-            spilled_bytes(server).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    if bytes == 0 {
-        let (b, e) = RootKeys::new(&StoreConfig::default().prefix).all_spill_chunks();
-        let tx = server.db.begin().unwrap();
-        let left = tx.get_range(&RangeOption::new(b, e), true).await.unwrap();
-        assert!(left.is_empty(), "{} spill chunks are left", left.len());
-    }
-}
-
 async fn round_trip(size: usize) {
     let server = AmqpServer::start_with(|c| c.max_message_size = 128 * MIB as u32).await;
     let (_c, ch) = confirming(&server).await;
     declare(&ch, "large", FieldTable::default()).await;
     let body = payload(size, 1);
     publish(&ch, "", "large", &body).await;
-    spills_hold(&server, size as i64).await;
+    server.spills_hold(size as i64).await;
     let mut consumer = consume(&ch, "large", false).await;
     let d = next(&mut consumer).await;
     assert_eq!(d.data.len(), size);
@@ -98,7 +64,7 @@ async fn round_trip(size: usize) {
         Some("large")
     );
     d.ack(BasicAckOptions::default()).await.unwrap();
-    spills_hold(&server, 0).await;
+    server.spills_hold(0).await;
     server.stop().await;
 }
 
@@ -140,7 +106,7 @@ async fn a_fanout_stores_the_body_once_and_frees_it_after_the_last_queue_lets_go
     }
     let body = payload(6 * MIB, 2);
     publish(&ch, "amq.fanout", "", &body).await;
-    spills_hold(&server, body.len() as i64).await;
+    server.spills_hold(body.len() as i64).await;
 
     // a: acknowledged; b: requeued, then rejected to "dead"; c: purged.
     let mut a = consume(&ch, "a", false).await;
@@ -165,7 +131,7 @@ async fn a_fanout_stores_the_body_once_and_frees_it_after_the_last_queue_lets_go
     ch.queue_purge("c".into(), QueuePurgeOptions::default())
         .await
         .unwrap();
-    spills_hold(&server, body.len() as i64).await;
+    server.spills_hold(body.len() as i64).await;
 
     // The dead-lettered copy references the same spill, with its x-death header.
     let dead = tokio::time::timeout(WAIT, async {
@@ -185,7 +151,7 @@ async fn a_fanout_stores_the_body_once_and_frees_it_after_the_last_queue_lets_go
     assert!(dead.delivery.data == body);
     let headers = dead.delivery.properties.headers().clone().unwrap();
     assert!(headers.inner().contains_key("x-death"));
-    spills_hold(&server, 0).await;
+    server.spills_hold(0).await;
     server.stop().await;
 }
 
@@ -197,11 +163,11 @@ async fn deleting_a_queue_frees_its_messages_spills() {
     for seed in 0..2 {
         publish(&ch, "", "doomed", &payload(5 * MIB, seed)).await;
     }
-    spills_hold(&server, 10 * MIB as i64).await;
+    server.spills_hold(10 * MIB as i64).await;
     ch.queue_delete("doomed".into(), QueueDeleteOptions::default())
         .await
         .unwrap();
-    spills_hold(&server, 0).await;
+    server.spills_hold(0).await;
     server.stop().await;
 }
 
@@ -229,7 +195,7 @@ async fn an_unroutable_mandatory_large_message_is_returned_whole_and_freed() {
     let returned = confirm.take_message().expect("basic.return");
     assert_eq!(returned.reply_code, 312);
     assert!(returned.delivery.data == body, "returned whole");
-    spills_hold(&server, 0).await;
+    server.spills_hold(0).await;
     server.stop().await;
 }
 
@@ -241,7 +207,7 @@ async fn a_message_at_the_spill_threshold_stays_inline() {
     let body = payload(4 * MIB, 4);
     publish(&ch, "", "edge", &body).await;
     assert_eq!(
-        spilled_bytes(&server).await,
+        server.spilled_bytes().await,
         0,
         "4 MiB takes the one-transaction path"
     );

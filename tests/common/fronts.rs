@@ -19,8 +19,8 @@ use ferry::kafka::{KafkaFront, KafkaListener};
 use ferry::memory_watermark::MemoryWatermark;
 use ferry::password::PasswordHash;
 use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
-use ferry::stage::Stages;
-use ferry::store::Database;
+use ferry::stage::{RootKeys, Stages};
+use ferry::store::{Database, RangeOption};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tempfile::TempDir;
@@ -31,6 +31,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Upper bound on a front's drain when it stops.
 const STOP: Duration = Duration::from_secs(30);
+/// Upper bound on the wait for the spills to hold a given number of bytes.
+const SPILLS_SETTLE: Duration = Duration::from_secs(30);
 
 /// A user besides `guest` that may open only the vhost `other`.
 pub const OTHER_USER: (&str, &str) = ("other-user", "other-pass");
@@ -308,6 +310,33 @@ impl<F: Front> InProcess<F> {
     /// `host:port` of the front (Kafka's `bootstrap.servers`).
     pub fn bootstrap(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// The bytes kept in spills once the collector has run (the daemon runs it on every
+    /// dropped reference; the in-process front does not, so the test does).
+    pub async fn spilled_bytes(&self) -> i64 {
+        let spills = Stages::new(self.db.clone(), &StoreConfig::default().prefix).spills();
+        spills.collect().await.unwrap();
+        spills.bytes().await.unwrap()
+    }
+
+    /// Waits (bounded) until the spills hold `bytes`; then, at 0, checks no chunk is left.
+    pub async fn spills_hold(&self, bytes: i64) {
+        let deadline = tokio::time::Instant::now() + SPILLS_SETTLE;
+        while self.spilled_bytes().await != bytes {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "spills hold {} bytes, not {bytes}",
+                self.spilled_bytes().await
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if bytes == 0 {
+            let (b, e) = RootKeys::new(&StoreConfig::default().prefix).all_spill_chunks();
+            let tx = self.db.begin().unwrap();
+            let left = tx.get_range(&RangeOption::new(b, e), true).await.unwrap();
+            assert!(left.is_empty(), "{} spill chunks are left", left.len());
+        }
     }
 
     /// Stops the front (draining its connections) and closes the store, then starts both

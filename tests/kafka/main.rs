@@ -1,6 +1,7 @@
 //! The Kafka front: driven by librdkafka, kafka-python, kcat and raw requests, in-process
 //! (one or more instances over one store) and as the `ferry` binary under `kill -9`. One
-//! test binary; one module per subject; [`tls`] covers the SSL and SASL_SSL listeners.
+//! test binary; one module per subject; [`tls`] covers the SSL and SASL_SSL listeners,
+//! [`large`] record batches larger than one store transaction.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -13,6 +14,7 @@ mod disk_faults;
 mod groups;
 mod instances;
 mod interop;
+mod large;
 mod leader_epochs;
 mod overload;
 mod raw;

@@ -529,6 +529,10 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
             RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default())
         }
         ApiKey::DeleteRecords => RequestKind::DeleteRecords(DeleteRecordsRequest::default()),
+        // Nothing asked: an empty answer.
+        ApiKey::OffsetForLeaderEpoch => {
+            RequestKind::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::default())
+        }
         ApiKey::DescribeCluster => {
             RequestKind::DescribeCluster(DescribeClusterRequest::default().with_endpoint_type(1))
         }

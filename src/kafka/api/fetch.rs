@@ -6,6 +6,9 @@
 //! it sleeps on store watches of the partitions' high watermarks — which the sequencer
 //! writes when it appends — until one moves or `max_wait_ms` passes. No polling loop.
 //!
+//! A batch kept in a spill ([`crate::kafka::large`]) is found by the pass's transaction
+//! and read, in pieces, after it: the final pass fills it in before the answer goes.
+//!
 //! `read_committed` (isolation level 1) reads stop at the last stable offset and name the
 //! aborted transactions in what they return, so the client drops their batches.
 //!
@@ -23,7 +26,7 @@ use crate::kafka::Context;
 use crate::kafka::acls::Operation;
 use crate::kafka::fetch_sessions::{Answered, PartitionId, Plan, Position, Reported, SessionError};
 use crate::kafka::leader_epochs;
-use crate::kafka::log::{Aborted, Log, LogError, Read, Readable};
+use crate::kafka::log::{Aborted, Log, LogError, Read, Readable, SpilledBatch};
 use crate::kafka::topics::Partition;
 use crate::store::{Transaction, Watch};
 use crate::telemetry::kafka as m;
@@ -64,6 +67,9 @@ struct Pass {
     errors: bool,
     /// Bytes and records per topic, for the metrics.
     per_topic: HashMap<String, (u64, u64)>,
+    /// Batches kept in spills that the answer is to hold, by (topic, partition) index in
+    /// `topics`: read after the pass.
+    spilled: Vec<(usize, usize, SpilledBatch)>,
 }
 
 /// Answers a Fetch, long-polling in the returned future.
@@ -192,7 +198,7 @@ async fn long_poll(
             || tokio::time::Instant::now() >= deadline
             || ctx.shutdown.is_cancelled();
         if done {
-            return Ok(pass);
+            return Ok(fill_spilled(ctx, pass).await);
         }
         let watches: Vec<Watch> = wanted
             .iter()
@@ -223,6 +229,7 @@ async fn read_pass(
         bytes: 0,
         errors: false,
         per_topic: HashMap::new(),
+        spilled: Vec::new(),
     };
     for (name, partitions) in wanted {
         let mut out = Vec::with_capacity(partitions.len());
@@ -284,10 +291,13 @@ async fn read_pass(
                             })
                             .collect()
                     }));
-                    pass.bytes += read.bytes.len();
+                    pass.bytes += read.size();
                     let entry = pass.per_topic.entry(p.topic.to_string()).or_default();
-                    entry.0 += read.bytes.len() as u64;
+                    entry.0 += read.size() as u64;
                     entry.1 += read.records as u64;
+                    if let Some(batch) = read.spilled {
+                        pass.spilled.push((pass.topics.len(), out.len(), batch));
+                    }
                     out.push(data.with_records(Some(read.bytes)));
                 }
                 Err(e) => {
@@ -321,6 +331,26 @@ async fn check_leader_epoch(
         ResponseError::KafkaStorageError.code()
     })?;
     leader_epochs::check(known, current).map_err(|e| e.code())
+}
+
+/// Reads the spilled batches `pass` found into its answer. A partition whose batch cannot
+/// be read (retention deleted it meanwhile, or the store failed) answers
+/// `KAFKA_STORAGE_ERROR`, which the client retries.
+async fn fill_spilled(ctx: &Context, mut pass: Pass) -> Pass {
+    for (t, p, batch) in std::mem::take(&mut pass.spilled) {
+        let read = batch.read(ctx.large.spills()).await;
+        let topic = &mut pass.topics[t];
+        let data = &mut topic.partitions[p];
+        match read {
+            Ok(bytes) => data.records = Some(bytes),
+            Err(e) => {
+                warn!(topic = %topic.topic.0, partition = data.partition_index, error = %e, "cannot read a batch kept in a spill");
+                data.records = None;
+                data.error_code = ResponseError::KafkaStorageError.code();
+            }
+        }
+    }
+    pass
 }
 
 /// Batches from `offset` up to `until` within `room` bytes (the first batch however large

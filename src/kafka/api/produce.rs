@@ -18,16 +18,22 @@
 //! throttle, which every answer of the burst carries as `throttle_time_ms` (KIP-219: the
 //! client waits that long before its next request, and the connection is not read
 //! meanwhile).
+//!
+//! A batch larger than one store transaction carries ([`crate::kafka::large`]) is written
+//! to a spill first, in several transactions, and staged as its header naming the spill;
+//! the staging commit lets go of the front's hold on the spill.
 
 use super::Reply;
 use crate::kafka::Context;
 use crate::kafka::acls::{Access, Operation};
 use crate::kafka::batch;
+use crate::kafka::large::LargeBatches;
 use crate::kafka::staged;
 use crate::kafka::topics::Partition;
 use crate::kafka::transactions::TxnError;
 use crate::kafka::waiters::{BatchOutcome, Waiters};
 use crate::stage::{NewMessage, now_ms};
+use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind, TopicName};
@@ -67,8 +73,10 @@ struct Append {
     answer: (usize, usize, usize),
     /// Its partition.
     partition: Partition,
-    /// The staged record.
+    /// The staged record (for a large batch, its head, naming its spill once written).
     message: NewMessage,
+    /// A large batch, until it is written to its spill.
+    large: Option<Bytes>,
     /// The batch's header, when it belongs to a transaction.
     transactional: Option<batch::BatchHeader>,
 }
@@ -89,9 +97,20 @@ pub async fn handle(
         .map(|(i, r)| prepare(ctx, access, i, r, &mut appends))
         .map(|p| Prepared { throttle_ms, ..p })
         .collect();
-    // While the store's free-disk alarm is raised nothing is staged: producers get the
-    // retriable KAFKA_STORAGE_ERROR, and retry until space returns (the engine logged why).
+    // While the store's free-disk alarm is raised nothing is staged (nor spilled): producers
+    // get the retriable KAFKA_STORAGE_ERROR, and retry until space returns (the engine
+    // logged why).
     let disk_full = ctx.db.disk_alarm().is_some();
+    if !disk_full {
+        for answer in spill(ctx, &mut appends).await {
+            refuse(
+                ctx,
+                &mut prepared,
+                answer,
+                ResponseError::KafkaStorageError.code(),
+            );
+        }
+    }
     for group in transactions(&appends) {
         let staged = if disk_full {
             Ok(group
@@ -109,17 +128,15 @@ pub async fn handle(
                 .collect(),
             Err(e) => {
                 warn!(error = %e, "cannot stage produced batches");
+                for spill in group.iter().filter_map(|a| a.message.spill) {
+                    ctx.large.abandon(spill).await;
+                }
                 let code = ResponseError::KafkaStorageError.code();
                 group.iter().map(|a| (a, code)).collect()
             }
         };
         for (a, code) in refused {
-            let (r, t, p) = a.answer;
-            let answer = &mut prepared[r].answers[t].1[p].1;
-            if let Answer::Waiting(token, _) = answer {
-                ctx.waiters.forget(*token);
-            }
-            *answer = Answer::Refused(code);
+            refuse(ctx, &mut prepared, a.answer, code);
         }
     }
     prepared
@@ -133,6 +150,37 @@ pub async fn handle(
             }
         })
         .collect()
+}
+
+/// Answers the batch whose answer is at `(request, topic, partition)` with `code`; nobody
+/// waits for its log outcome any more.
+fn refuse(ctx: &Context, prepared: &mut [Prepared], (r, t, p): (usize, usize, usize), code: i16) {
+    let answer = &mut prepared[r].answers[t].1[p].1;
+    if let Answer::Waiting(token, _) = answer {
+        ctx.waiters.forget(*token);
+    }
+    *answer = Answer::Refused(code);
+}
+
+/// Writes the large batches of `appends` to their spills (each message then names its
+/// own); returns where the answers of those that could not be written are, removing them
+/// from `appends`.
+async fn spill(ctx: &Context, appends: &mut Vec<Append>) -> Vec<(usize, usize, usize)> {
+    let mut failed = Vec::new();
+    for a in appends.iter_mut() {
+        let Some(records) = a.large.take() else {
+            continue;
+        };
+        match ctx.large.write(&records).await {
+            Ok(spill) => a.message.spill = Some(spill),
+            Err(e) => {
+                warn!(topic = %a.partition.topic, partition = a.partition.index, error = %e, "cannot write a large batch to its spill");
+                failed.push(a.answer);
+            }
+        }
+    }
+    appends.retain(|a| !failed.contains(&a.answer));
+    failed
 }
 
 /// Validates request number `index` of the burst, registering a waiter per accepted batch
@@ -186,11 +234,16 @@ fn prepare(
                                 let (waiter, rx) = ctx.waiters.register();
                                 (waiter, Answer::Waiting(waiter.token, rx))
                             };
-                            let body = staged::encode(waiter, &records);
+                            let (body, large) = if LargeBatches::is_large(&records) {
+                                (LargeBatches::head(&records), Some(records))
+                            } else {
+                                (records, None)
+                            };
                             appends.push(Append {
                                 answer: (index, t, p),
                                 partition: partition.clone(),
-                                message: NewMessage::new(body),
+                                message: NewMessage::new(staged::encode(waiter, &body)),
+                                large,
                                 transactional: header.is_transactional().then_some(header),
                             });
                             answer
@@ -230,15 +283,19 @@ fn transactions(appends: &[Append]) -> Vec<&[Append]> {
     groups
 }
 
-/// Appends a group of batches to their stages in one transaction; returns the
-/// transactional batches their transactions refused (by index in `appends`, with the
-/// error code), which are not staged.
+/// Appends a group of batches to their stages in one transaction, in which the front lets
+/// go of the spills of its large batches; returns the transactional batches their
+/// transactions refused (by index in `appends`, with the error code), which are not
+/// staged.
 async fn stage(ctx: &Context, appends: &[Append]) -> Result<Vec<(usize, i16)>, TxnError> {
     let now = now_ms();
     ctx.db
         .run(|tx| async move {
             let mut refused = Vec::new();
             for (i, a) in appends.iter().enumerate() {
+                if let Some(spill) = a.message.spill {
+                    ctx.large.let_go_in(&tx, spill).await?;
+                }
                 if let Some(header) = &a.transactional {
                     let checked = ctx
                         .transactions

@@ -5,7 +5,7 @@
 //! are fenced. A restart's new epoch is covered through rdkafka in `tests/kafka/`.
 
 use super::fixture::{Front, batch, name};
-use super::{create_topic, fetch_request, fetch_with, list_offset, produce_to};
+use super::{create_topic, fetch, fetch_request, fetch_with, list_offset, produce_to};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::MetadataRequest;
 use kafka_protocol::messages::OffsetForLeaderEpochRequest;
@@ -45,14 +45,28 @@ async fn end_offset(
 
 #[tokio::test]
 async fn one_sequencers_epoch_is_named_stamped_and_answered() {
-    let front = Front::start().await;
+    let front = Front::start_with(|c| c.max_message_bytes = 8 << 20).await;
     let mut c = front.client();
     create_topic(&mut c, "epochs", 1).await;
     assert_eq!(
         produce_to(&mut c, "epochs", batch(&["a", "b"])).await,
         (0, 0)
     );
-    assert_eq!(produce_to(&mut c, "epochs", batch(&["c"])).await, (0, 2));
+    // Above the spill threshold: kept in a spill, its epoch stamped when it is read.
+    let large = "x".repeat(crate::kafka::large::SPILL_ABOVE + 1);
+    assert_eq!(produce_to(&mut c, "epochs", batch(&[&large])).await, (0, 2));
+    let spilled = fetch(&mut c, "epochs", 2).await.records.unwrap();
+    assert_eq!(
+        &spilled[..8],
+        &2i64.to_be_bytes(),
+        "the spilled batch's base offset"
+    );
+    assert_eq!(
+        &spilled[12..16],
+        &1i32.to_be_bytes(),
+        "and its leader epoch"
+    );
+    assert_eq!(produce_to(&mut c, "epochs", batch(&["c"])).await, (0, 3));
 
     let metadata = c
         .call(
@@ -76,16 +90,16 @@ async fn one_sequencers_epoch_is_named_stamped_and_answered() {
     );
 
     let latest = list_offset(&mut c, "epochs", 0, LATEST, 0).await;
-    assert_eq!((latest.offset, latest.leader_epoch), (3, 1));
+    assert_eq!((latest.offset, latest.leader_epoch), (4, 1));
 
     for version in [2, 3, 4] {
         let at = ("epochs", 0);
         assert_eq!(
             end_offset(&mut c, version, at, 1, 1).await,
-            (0, 1, 3),
+            (0, 1, 4),
             "v{version}"
         );
-        assert_eq!(end_offset(&mut c, version, at, 1, -1).await, (0, 1, 3));
+        assert_eq!(end_offset(&mut c, version, at, 1, -1).await, (0, 1, 4));
         // Older than every record: the epoch asked, ending where the first record begins.
         assert_eq!(end_offset(&mut c, version, at, 0, -1).await, (0, 0, 0));
         // Newer than every record, asked without a current epoch: undefined, no error.
