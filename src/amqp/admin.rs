@@ -125,7 +125,7 @@ impl AmqpAdmin {
             .db
             .run(|tx| async move {
                 let now = now_ms();
-                Ok::<_, TxError>(port.store_in(&tx, &[(routed, message)], now).await?)
+                Ok::<_, TxError>(port.store_in(&tx, &[(routed, message, None)], now).await?)
             })
             .await?;
         match refused.into_iter().next() {

@@ -13,15 +13,18 @@
 //! a message that would go back to a queue it already died in, with no rejection on the
 //! way, is dropped (a cycle).
 
+use super::broker::Broker;
 use super::codec::encode_properties;
 use super::delayed::{self, Hold};
 use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at};
 use super::errors::TxError;
+use super::large::Prespill;
 use super::message::StoredMessage;
 use super::topology::args::text;
 use super::topology::exchange::delay_of;
+use super::topology::routing::Routes;
 use super::topology::{Queue, VHost};
-use crate::stage::{DeadLetterReason, NewMessage, Spill, Wakeup, now_ms};
+use crate::stage::{DeadLetterReason, Delivery, NewMessage, Spill, Wakeup, now_ms, spill};
 use crate::telemetry::amqp as metric;
 use amq_protocol::protocol::basic::AMQPProperties;
 use amq_protocol::types::{AMQPValue, FieldArray, FieldTable};
@@ -46,12 +49,17 @@ enum Pass {
 }
 
 /// Routes `queue`'s dead-lettered messages until the queue is deleted or `shutdown`.
-pub async fn run(vhost: Arc<VHost>, queue: Arc<Queue>, shutdown: CancellationToken) {
+pub async fn run(
+    broker: Arc<Broker>,
+    vhost: Arc<VHost>,
+    queue: Arc<Queue>,
+    shutdown: CancellationToken,
+) {
     if queue.dead_letter_stage.is_none() {
         return;
     }
     loop {
-        let pause = match route_batch(&vhost, &queue).await {
+        let pause = match route_batch(&broker, &vhost, &queue).await {
             Ok(Pass::Routed(by_reason)) => {
                 for (reason, n) in by_reason {
                     let mut labels = queue.labels().to_vec();
@@ -78,7 +86,7 @@ pub async fn run(vhost: Arc<VHost>, queue: Arc<Queue>, shutdown: CancellationTok
     }
 }
 
-async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
+async fn route_batch(broker: &Broker, vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
     let Some(dl) = queue.dead_letter_stage.as_ref() else {
         return Ok(Pass::Routed(HashMap::new()));
     };
@@ -88,12 +96,47 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
         .dead_letter_exchange
         .clone()
         .unwrap_or_default();
+    // How many of the head to route in one transaction: those whose copies fit it (a
+    // first one alone whatever it copies). A look without conflicts; if the head changes
+    // before the transaction, it takes as many of the new head.
+    let now = now_ms();
+    let mut first = None;
+    let mut copied = Vec::new();
+    for d in dl.peek(BATCH).await? {
+        let (id, spilled) = (d.id, d.envelope.spill.is_some());
+        let Some(routed) = route_one(vhost, queue, &exchange, d, now) else {
+            copied.push(0);
+            continue;
+        };
+        // A large message's body stays in its spill, which each copy references.
+        let len = if spilled { 0 } else { routed.body.len() as u64 };
+        copied.push(len * routed.copies() as u64);
+        if first.is_none() && !spilled {
+            first = Some((id, routed));
+        }
+    }
+    let take = spill::runs(&copied).first().map_or(BATCH, |run| run.len());
+    // A head message whose copies alone would not fit one transaction is stored by
+    // reference to a spill of its body, written first.
+    let prespill = match first {
+        Some((id, routed))
+            if take == 1
+                && copied.first().is_some_and(|c| *c > 0)
+                && spill::spills(routed.died.message.body.len() as u64, routed.copies()) =>
+        {
+            Some((
+                id,
+                Prespill::write(broker, &routed.died.message.body).await?,
+            ))
+        }
+        _ => None,
+    };
     let (exchange, dl) = (&exchange, dl);
-    vhost
+    let routed = vhost
         .db()
         .run(|tx| async move {
             let now = now_ms();
-            let dead = dl.pop_in(&tx, BATCH, now).await?;
+            let dead = dl.pop_in(&tx, take, now).await?;
             if dead.is_empty() {
                 return Ok(Pass::Idle(dl.watch_ready(&tx)));
             }
@@ -109,23 +152,21 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
                     .map_or(DeadLetterReason::MaxLength, |info| info.reason);
                 *by_reason.entry(reason.as_str()).or_default() += 1;
                 // A large message's body stays in its spill, which each copy references.
-                let spill = d.envelope.spill;
-                let Ok(message) = StoredMessage::decode(d.body) else {
+                let mut spill = d.envelope.spill;
+                let prespilled = prespill.filter(|(id, _)| *id == d.id && spill.is_none());
+                let Some(RoutedDeath {
+                    mut died,
+                    routes,
+                    mut body,
+                }) = route_one(vhost, queue, exchange, d, now)
+                else {
                     continue;
                 };
-                let Some(died) = with_death(queue, exchange, &message, reason, now) else {
-                    continue;
-                };
-                let routes = vhost
-                    .topology()
-                    .route(
-                        &vhost.name,
-                        exchange,
-                        &died.message.routing_key,
-                        died.headers.as_ref(),
-                    )
-                    .unwrap_or_default();
-                let body = died.message.encode();
+                if let Some((_, written)) = prespilled {
+                    died.message.body = Bytes::new();
+                    body = died.message.encode();
+                    spill = Some(written.spill);
+                }
                 // A delayed-message exchange holds it as it holds a publish.
                 let due = now + delay_of(died.headers.as_ref()).unwrap_or(0);
                 held.extend(
@@ -166,7 +207,56 @@ async fn route_batch(vhost: &VHost, queue: &Queue) -> Result<Pass, TxError> {
             delayed::hold_in(&tx, vhost.keys(), &spills, &vhost.name, &holds).await?;
             Ok(Pass::Routed(by_reason))
         })
-        .await
+        .await;
+    // The queues reference the spill now (or, if the head changed, nothing does).
+    if let Some((_, written)) = prespill {
+        written.release(broker).await;
+    }
+    routed
+}
+
+/// A dead-lettered message with its death recorded, where it goes, and its stored form.
+struct RoutedDeath {
+    died: Died,
+    routes: Routes,
+    body: Bytes,
+}
+
+impl RoutedDeath {
+    /// How many copies of it storing it takes: one per queue (a cycle back to a queue it
+    /// died in is none) and per delayed-message exchange.
+    fn copies(&self) -> usize {
+        let queues = self.routes.queues.iter();
+        queues.filter(|t| !self.died.is_cycle_to(&t.name)).count() + self.routes.delayed.len()
+    }
+}
+
+/// Records `d`'s death in `queue` and routes it through the dead-letter exchange
+/// `exchange`; `None` when it is dropped (its stored form or properties do not decode).
+fn route_one(
+    vhost: &VHost,
+    queue: &Queue,
+    exchange: &str,
+    d: Delivery,
+    now: u64,
+) -> Option<RoutedDeath> {
+    let reason = d
+        .envelope
+        .dead_letter
+        .map_or(DeadLetterReason::MaxLength, |info| info.reason);
+    let message = StoredMessage::decode(d.body).ok()?;
+    let died = with_death(queue, exchange, &message, reason, now)?;
+    let routes = vhost
+        .topology()
+        .route(
+            &vhost.name,
+            exchange,
+            &died.message.routing_key,
+            died.headers.as_ref(),
+        )
+        .unwrap_or_default();
+    let body = died.message.encode();
+    Some(RoutedDeath { died, routes, body })
 }
 
 /// A dead-lettered message on its way to the dead-letter exchange.

@@ -22,11 +22,12 @@
 use super::broker::Broker;
 use super::codec;
 use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries, parse_expiration};
+use super::large::Prespill;
 use super::message::StoredMessage;
 use super::topology::VHost;
 use super::topology::exchange::{DELAY_HEADER, delay_of};
 use super::topology::records::{self, TopologyKeys};
-use crate::stage::{NewMessage, Spill, Spills, StageError, now_ms};
+use crate::stage::{NewMessage, Spill, Spills, StageError, now_ms, spill};
 use crate::store::keys::key_after;
 use crate::store::{ChangeCounter, RangeOption, StoreError, Transaction, chunked};
 use crate::telemetry::amqp as metric;
@@ -41,8 +42,8 @@ use tracing::warn;
 
 /// Messages one release transaction takes at most.
 const PER_PASS: usize = 256;
-/// Stored bytes one release transaction moves at most (a first message of any size goes
-/// alone), well inside FoundationDB's 10 MB transaction limit.
+/// Stored bytes one release transaction copies into queues at most (a first message goes
+/// alone whatever it copies), well inside FoundationDB's 10 MB transaction limit.
 const PASS_BYTES: usize = 4 * 1024 * 1024;
 /// The longest the mover sleeps without looking (see the module's header).
 const RESCAN: Duration = Duration::from_secs(10);
@@ -223,28 +224,55 @@ async fn release_due(
     vhost: &VHost,
     exchange: &str,
 ) -> Result<Option<u64>, StageError> {
+    let mut prespill: Option<(Vec<u8>, Prespill)> = None;
     loop {
         let now = now_ms();
-        let (batches, more, next) = broker
+        let written = prespill.as_ref().map(|(key, p)| (key.as_slice(), p.spill));
+        let pass = broker
             .db
-            .run(|tx| async move { release_pass(&tx, vhost, exchange, now).await })
-            .await?;
-        hint_expiries(&broker.expiry, &batches);
-        if !more {
-            return Ok(next);
+            .run(|tx| async move { release_pass(&tx, vhost, exchange, now, written).await })
+            .await;
+        // The queues reference the spill now (or, if the message is gone, nothing does).
+        if let Some((_, p)) = prespill.take() {
+            p.release(broker).await;
+        }
+        let pass = pass?;
+        hint_expiries(&broker.expiry, &pass.batches);
+        if let Some((key, body)) = pass.spill_first {
+            prespill = Some((key, Prespill::write(broker, &body).await?));
+            continue;
+        }
+        if !pass.more {
+            return Ok(pass.next);
         }
     }
 }
 
-/// One release transaction: takes up to [`PER_PASS`] due messages (at most [`PASS_BYTES`]),
-/// stores them in their queues. Returns what was stored, whether more may be due, and when
-/// the first message left is due.
+/// What one release transaction did.
+struct Pass {
+    /// What it stored.
+    batches: Vec<QueueBatch>,
+    /// Whether more may be due.
+    more: bool,
+    /// When the first message left is due.
+    next: Option<u64>,
+    /// The first due message (its key, its body) whose copies alone would not fit one
+    /// transaction: nothing was taken; it is to be spilled first.
+    spill_first: Option<(Vec<u8>, Bytes)>,
+}
+
+/// One release transaction: takes up to [`PER_PASS`] due messages (at most [`PASS_BYTES`]
+/// copied into their queues, a first message alone up to what one transaction carries),
+/// stores them in their queues. `written` is a due message (its key) whose body was
+/// written to a spill: it is stored by reference to it. A first message whose copies
+/// would not fit one transaction is not taken but returned, to be spilled first.
 async fn release_pass(
     tx: &Transaction,
     vhost: &VHost,
     exchange: &str,
     now: u64,
-) -> Result<(Vec<QueueBatch>, bool, Option<u64>), StageError> {
+    written: Option<(&[u8], Spill)>,
+) -> Result<Pass, StageError> {
     let keys = vhost.keys();
     let name = vhost.name.as_str();
     let (begin, end) = keys.delayed(name, exchange, Some(now));
@@ -256,50 +284,76 @@ async fn release_pass(
     let mut last_key = None;
     let spills = vhost.spills();
     for kv in &due {
-        let (len, spill) = records::decode_delayed(&kv.value);
-        // The hold's reference to the spill goes; each queue the message reaches takes one.
-        if let Some(spill) = spill {
-            spills.drop_ref_in(tx, spill.id);
+        let (len, held) = records::decode_delayed(&kv.value);
+        let key = keys.delayed_of(&kv.key);
+        let stored = match &key {
+            Some((_, stamp)) => {
+                let chunk = |i| keys.delayed_chunk(name, exchange, stamp, i);
+                Some(chunked::read(tx, len, chunk).await?)
+            }
+            None => None,
+        };
+        let mut released = stored
+            .filter(|stored| stored.len() == len)
+            .and_then(released);
+        let routes = released.as_ref().map(|r| {
+            vhost
+                .topology()
+                .route_from(exchange, &r.message.routing_key, r.headers.as_ref())
+        });
+        let copies = routes.as_ref().map_or(0, |r| r.queues.len());
+        let mut spill = held;
+        if let (Some(r), None, Some((_, s))) = (
+            released.as_mut(),
+            spill,
+            written.filter(|(key, _)| *key == kv.key.as_slice()),
+        ) {
+            // Its body is in the spill written for it: the queues reference that.
+            r.message.body = Bytes::new();
+            spill = Some(s);
         }
-        if taken > 0 && bytes + len > PASS_BYTES {
+        let body = released.as_ref().map(|r| r.message.encode());
+        if let (0, None, Some(r)) = (taken, spill, &released)
+            && spill::spills(r.message.body.len() as u64, copies)
+        {
+            return Ok(Pass {
+                batches,
+                more: true,
+                next: Some(now),
+                spill_first: Some((kv.key.clone(), r.message.body.clone())),
+            });
+        }
+        // Its stored form is copied once per queue it reaches (a large message's body is
+        // in its spill, which each queue references).
+        let copied = body.as_ref().map_or(len, Bytes::len) * copies.max(1);
+        if taken > 0 && bytes + copied > PASS_BYTES {
             break;
         }
         taken += 1;
-        bytes += len;
+        bytes += copied;
         last_key = Some(kv.key.clone());
         tx.clear(&kv.key);
-        let Some((due_ms, stamp)) = keys.delayed_of(&kv.key) else {
+        // The hold's reference to its spill goes; each queue the message reaches takes one.
+        if let Some(held) = held {
+            spills.drop_ref_in(tx, held.id);
+        }
+        let Some((due_ms, stamp)) = key else {
             warn!(
                 vhost = name,
                 exchange, "dropping a held message whose key does not decode"
             );
             continue;
         };
-        let chunk = |i| keys.delayed_chunk(name, exchange, &stamp, i);
-        let stored = chunked::read(tx, len, chunk).await?;
         for i in 0..chunked::count(len) {
-            tx.clear(&chunk(i));
+            tx.clear(&keys.delayed_chunk(name, exchange, &stamp, i));
         }
-        if stored.len() != len {
+        let (Some(released), Some(routes), Some(body)) = (released, routes, body) else {
             warn!(
                 vhost = name,
-                exchange, due_ms, "dropping a held message whose bytes are incomplete"
-            );
-            continue;
-        }
-        let Some(released) = released(stored) else {
-            warn!(
-                vhost = name,
-                exchange, due_ms, "dropping a held message that does not decode"
+                exchange, due_ms, "dropping a held message that is incomplete or does not decode"
             );
             continue;
         };
-        let routes = vhost.topology().route_from(
-            exchange,
-            &released.message.routing_key,
-            released.headers.as_ref(),
-        );
-        let body = released.message.encode();
         for queue in routes.queues {
             let message = NewMessage::new(body.clone())
                 .priority(released.priority)
@@ -318,20 +372,23 @@ async fn release_pass(
             }
         }
     }
+    let done = |batches, more, next| Pass {
+        batches,
+        more,
+        next,
+        spill_first: None,
+    };
     if taken == 0 {
-        return Ok((
-            batches,
-            false,
-            first_due(tx, keys, name, exchange, None).await?,
-        ));
+        let next = first_due(tx, keys, name, exchange, None).await?;
+        return Ok(done(batches, false, next));
     }
     enqueue_in(tx, &batches, now).await?;
     tx.atomic_add(&keys.delayed_count(name, exchange), -(taken as i64));
     if taken < due.len() || taken == PER_PASS {
-        return Ok((batches, true, Some(now)));
+        return Ok(done(batches, true, Some(now)));
     }
     let next = first_due(tx, keys, name, exchange, last_key.as_deref()).await?;
-    Ok((batches, false, next))
+    Ok(done(batches, false, next))
 }
 
 /// When the first message of `exchange` after the key `after` (from the start: `None`) is

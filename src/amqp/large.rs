@@ -1,4 +1,6 @@
-//! Large messages: a body above [`SPILL_ABOVE`] bytes does not travel through the store in
+//! Large messages: a body above [`SPILL_ABOVE`] bytes, or one whose copies in the queues it
+//! reaches would not fit one transaction together ([`crate::stage::spill::spills`]), does
+//! not travel through the store in
 //! one transaction but in pieces, kept in a spill ([`crate::stage::spill`]) beside the
 //! small stage entry that holds the rest of the message (exchange, routing key,
 //! properties).
@@ -12,20 +14,30 @@
 //! closed, the process killed) leaves a spill only its holder references; releasing the
 //! holder drops that reference and the collector frees it.
 //!
+//! **Fanout.** A body at most [`SPILL_ABOVE`] is assembled in memory; when its last frame
+//! arrives and it routes to so many queues (and delayed-message exchanges) that its copies
+//! would exceed one transaction's budget, publishing hands it back and the channel writes
+//! it to a spill the same way, then publishes it again, so the commit stores it once, by
+//! reference. The
+//! dead-letter router and the delayed-message mover do the same for a message they are
+//! about to fan out ([`Prespill`]): its body is written to a spill held by a holder of its
+//! own, the transaction that stores the message references it, and the holder is released
+//! after that commit (or, after a crash, at the next start).
+//!
 //! **Delivering.** [`send_content`] sends the content header, then reads the body from the
 //! spill one piece at a time and sends each as it is read; the delivery's lease (or a
 //! hold) keeps the spill until the body is sent.
+//!
+//! [`SPILL_ABOVE`]: crate::stage::spill::SPILL_ABOVE
 
+use super::broker::Broker;
 use super::codec;
 use super::context::ConnectionContext;
 use super::errors::AmqpError;
-use crate::stage::Spill;
+use crate::stage::{Spill, StageError};
 use crate::store::chunked;
+use bytes::Bytes;
 
-/// Bodies larger than this many bytes are spilled: 4 MiB, the largest message Ferry's
-/// default accepted before large messages, so every message it accepted then still takes
-/// the one-transaction path.
-pub const SPILL_ABOVE: u64 = 4 * 1024 * 1024;
 /// Bytes of a spill read (and sent) at a time.
 const PIECE: u64 = 10 * chunked::CHUNK as u64;
 
@@ -54,6 +66,36 @@ pub async fn send_content(
         offset += len;
     }
     Ok(())
+}
+
+/// A body written to a spill before the transaction that fans its message out, held by a
+/// holder registered for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Prespill {
+    /// The spill.
+    pub spill: Spill,
+    /// Its holder.
+    holder: u64,
+}
+
+impl Prespill {
+    /// Writes `body` (not empty) to a new spill held by a new holder of this instance.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn write(broker: &Broker, body: &Bytes) -> Result<Self, StageError> {
+        let holder = broker.holders.register(broker.liveness.ttl()).await?;
+        let spill = broker.stages.spills().write_all(holder, body).await?;
+        Ok(Self { spill, holder })
+    }
+
+    /// Releases the holder, after the transaction that referenced the spill (or did not:
+    /// then the spill is freed).
+    pub async fn release(self, broker: &Broker) {
+        if let Err(e) = broker.holders.release(self.holder).await {
+            tracing::warn!(error = %e, "cannot release a spill's holder; it is released when this instance's incarnation ends");
+        }
+    }
 }
 
 async fn send(ctx: &ConnectionContext, out: Vec<u8>) -> Result<(), AmqpError> {

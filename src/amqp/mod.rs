@@ -280,6 +280,7 @@ async fn supervise_queues(
         broker.expiry.hint(&queue, now_ms());
         if queue.dead_letter_stage.is_some() {
             per_queue.spawn(dead_letter::run(
+                broker.clone(),
                 vhost.clone(),
                 queue.clone(),
                 shutdown.clone(),

@@ -6,7 +6,10 @@
 //! - [`AmqpPort::store_in`]: stores routed messages in their queues inside the caller's
 //!   store transaction, with each queue's rules (message TTL, priorities, length limits),
 //!   exactly as a publish stores them (a delayed-message exchange holds it as it holds a
-//!   publish). A message goes to all of its queues or to none.
+//!   publish). A message goes to all of its queues or to none. A large message whose
+//!   body is in a spill is stored by reference to it, one reference per queue, as a
+//!   publish's fanout is ([`Routed::copies`] tells a caller whether a body must be
+//!   spilled first, [`crate::stage::spill::spills`]).
 //! - [`AmqpPort::bind_queue`]: declares a durable queue bound to an exchange, for a reader
 //!   that leases its messages from the queue's stage; [`AmqpPort::delete_queue`] removes
 //!   it when its reader is gone for good.
@@ -26,7 +29,7 @@ use super::topology::exchange::delay_of;
 use super::topology::queue::QueueSpec;
 use super::topology::routing::{Binding, Destination};
 use super::topology::{Queue, VHost};
-use crate::stage::{NewMessage, Stage, StageError};
+use crate::stage::{NewMessage, Spill, Stage, StageError};
 use crate::store::Transaction;
 use amq_protocol::protocol::BasicProperties;
 use bytes::Bytes;
@@ -121,6 +124,18 @@ pub struct BoundQueue {
     pub deleted: CancellationToken,
 }
 
+impl Routed {
+    /// How many copies of the message's body storing it takes: one per queue and per
+    /// delayed-message exchange.
+    pub fn copies(&self) -> usize {
+        self.queues.len() + self.delayed.0.len()
+    }
+}
+
+/// A message for [`AmqpPort::store_in`]: where [`AmqpPort::route`] sent it, the message,
+/// and the spill its body is in, for a large one (its `body` is then empty).
+pub type ToStore<'a> = (&'a Routed, &'a AmqpMessage, Option<Spill>);
+
 /// The AMQP front, as the bridge sees it; cheap to clone.
 #[derive(Clone)]
 pub struct AmqpPort {
@@ -183,8 +198,10 @@ impl AmqpPort {
         })
     }
 
-    /// Stores `batch` (each message with where [`AmqpPort::route`] sent it) in its queues
-    /// within `tx`, at `now`. A message goes to all of its queues or to none: a queue with
+    /// Stores `batch` (each message with where [`AmqpPort::route`] sent it, and its spill)
+    /// in its queues within `tx`, at `now`. A message with a spill is stored by reference
+    /// to it (the caller's own reference keeps it until `tx` commits); one without is
+    /// copied into each queue. A message goes to all of its queues or to none: a queue with
     /// `x-overflow: reject-publish` at its `x-max-length` refuses what it has no room for,
     /// as it nacks a publisher, and holds that message back from its other queues too.
     /// Returns the refused messages' positions in `batch`, with why.
@@ -194,14 +211,14 @@ impl AmqpPort {
     pub async fn store_in(
         &self,
         tx: &Transaction,
-        batch: &[(&Routed, &AmqpMessage)],
+        batch: &[ToStore<'_>],
         now: u64,
     ) -> Result<Vec<(usize, String)>, StageError> {
         let refused = refused_by_full_queues(tx, batch).await?;
         let mut by_stage: HashMap<u64, usize> = HashMap::new();
         let mut batches: Vec<QueueBatch> = Vec::new();
-        let mut held: Vec<(&Routed, Bytes)> = Vec::new();
-        for (item, (routed, message)) in batch.iter().enumerate() {
+        let mut held: Vec<(&Routed, Bytes, Option<Spill>)> = Vec::new();
+        for (item, (routed, message, spill)) in batch.iter().enumerate() {
             if refused.iter().any(|(r, _)| *r == item) {
                 continue;
             }
@@ -213,7 +230,7 @@ impl AmqpPort {
             }
             .encode();
             if !routed.delayed.0.is_empty() {
-                held.push((routed, body.clone()));
+                held.push((routed, body.clone(), *spill));
             }
             let priority = message.properties.priority().unwrap_or(0);
             for queue in &routed.queues {
@@ -226,26 +243,27 @@ impl AmqpPort {
                 });
                 let message = NewMessage::new(body.clone())
                     .priority(priority)
-                    .expires_ms(expires_at(queue, routed.ttl, now));
+                    .expires_ms(expires_at(queue, routed.ttl, now))
+                    .spill(*spill);
                 batches[at].messages.push(Entry { item, message });
             }
         }
         enqueue_in(tx, &batches, now).await?;
         let holds: Vec<Hold<'_>> = held
             .iter()
-            .flat_map(|(routed, body)| {
+            .flat_map(|(routed, body, spill)| {
                 let (exchanges, delay) = &routed.delayed;
                 exchanges.iter().map(move |exchange| Hold {
                     exchange,
                     due_ms: now + delay,
                     stored: body,
-                    spill: None,
+                    spill: *spill,
                     idempotency: None,
                 })
             })
             .collect();
         // A route's batch is all in one vhost.
-        if let Some((routed, _)) = held.first() {
+        if let Some((routed, _, _)) = held.first() {
             let spills = self.broker.stages.spills();
             delayed::hold_in(
                 tx,
@@ -326,10 +344,10 @@ impl AmqpPort {
 /// back from every queue; the rest are taken in order while there is room.
 async fn refused_by_full_queues(
     tx: &Transaction,
-    batch: &[(&Routed, &AmqpMessage)],
+    batch: &[ToStore<'_>],
 ) -> Result<Vec<(usize, String)>, StageError> {
     let mut room: HashMap<u64, u64> = HashMap::new();
-    for queue in batch.iter().flat_map(|(routed, _)| &routed.queues) {
+    for queue in batch.iter().flat_map(|(routed, _, _)| &routed.queues) {
         if let (Some(max), Overflow::RejectPublish) =
             (queue.spec.args.max_length, queue.spec.args.overflow)
             && !room.contains_key(&queue.stage.id())
@@ -339,7 +357,7 @@ async fn refused_by_full_queues(
         }
     }
     let mut refused = Vec::new();
-    for (item, (routed, _)) in batch.iter().enumerate() {
+    for (item, (routed, _, _)) in batch.iter().enumerate() {
         let full = routed
             .queues
             .iter()

@@ -26,7 +26,11 @@
 //! ([`super::large`]) is held by the channel's lease holder until the commit that stores
 //! the message, which lets go of it (a spill the holder no longer holds fails the commit:
 //! it may have been freed). A message discarded before its commit (tx.rollback, a failed
-//! commit) lets go in the channel's next commit, or when its holder is released.
+//! commit) lets go in the channel's next commit, or when its holder is released. A
+//! smaller body whose copies in the queues it routes to would not fit one transaction
+//! together is handed back to the channel to be spilled the same way first
+//! ([`Answer::spill_first`]); a commit takes messages while their copied bodies stay
+//! within [`spill::RUN_BYTES`] (a message alone, up to [`spill::COMMIT_BUDGET`]).
 
 use super::authorize::PublishGate;
 use super::broker::Broker;
@@ -43,7 +47,7 @@ use super::settle::{Settlement, settle_in};
 use super::topology::exchange::delay_of;
 use super::topology::{ExchangeKind, Queue};
 use crate::group_commit::GroupCommit;
-use crate::stage::{NewMessage, Spill, Spills, StageError, now_ms};
+use crate::stage::{NewMessage, Spill, Spills, StageError, now_ms, spill};
 use crate::store::Transaction;
 use crate::telemetry::amqp as metric;
 use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, Routed};
@@ -53,9 +57,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Bytes (body copies times queues) one commit takes at most, well inside FoundationDB's
-/// 10 MB transaction limit.
-const COMMIT_BYTES: usize = 4 * 1024 * 1024;
 /// Bytes of publishes waiting for a commit above which the channel stops reading frames
 /// (the client then feels TCP back-pressure).
 const PENDING_BYTES_MAX: usize = 32 * 1024 * 1024;
@@ -83,6 +84,11 @@ pub struct Answer {
     /// For a returned large message: its properties and spill, whose content follows the
     /// frames ([`super::large::send_content`]).
     pub returned: Option<(Bytes, Spill)>,
+    /// A message whose copies in the queues (and delayed-message exchanges) it routes to
+    /// would not fit one transaction together ([`spill::spills`]), handed back untouched:
+    /// the channel writes its body to a spill and accepts it again, so its commit stores
+    /// it once, by reference ([`super::large`]).
+    pub spill_first: Option<Incoming>,
 }
 
 /// A routed message waiting to be stored.
@@ -221,7 +227,8 @@ impl Publisher {
     /// Routes a complete message of channel `channel` of the connection `ctx` and queues
     /// it for storing, or hands a direct reply to its channel ([`super::direct_reply`]:
     /// `reply_address` is this channel's own, while it consumes replies); returns frames to
-    /// send at once (basic.return for an unroutable mandatory message).
+    /// send at once (basic.return for an unroutable mandatory message), or the message
+    /// itself when its body must be spilled first ([`Answer::spill_first`]).
     ///
     /// # Errors
     /// 404 for a missing exchange, 403 for an internal one or a refused permission, 406
@@ -269,6 +276,18 @@ impl Publisher {
             publish.routing_key.as_str(),
             header.properties.headers().as_ref(),
         )?;
+        if spill.is_none() && spill::spills(body.len() as u64, routes.copies()) {
+            return Ok(Answer {
+                spill_first: Some(Incoming {
+                    publish,
+                    header,
+                    body,
+                    spill,
+                    received,
+                }),
+                ..Answer::default()
+            });
+        }
         let routed_somewhere = !routes.is_empty();
         let asks_direct_reply = header.properties.reply_to().as_ref().map(|r| r.as_str())
             == Some(direct_reply::PSEUDO_QUEUE);
@@ -371,21 +390,22 @@ impl Publisher {
         Ok(out)
     }
 
-    /// Starts a commit of what is pending (at most [`COMMIT_BYTES`]), unless one is under
-    /// way.
+    /// Starts a commit of what is pending (at most [`spill::RUN_BYTES`] of copied
+    /// bodies, or one message), unless one is under way.
     pub fn start_commit(&mut self, broker: &Arc<Broker>, vhost: &str) {
         if self.commits.is_committing() || self.commits.pending().is_empty() {
             return;
         }
-        // Messages while the total before each is under the limit (so at least one).
-        let (mut take, mut bytes) = (0, 0);
-        for r in self.commits.pending() {
-            if bytes >= COMMIT_BYTES {
-                break;
-            }
-            take += 1;
-            bytes += r.stored_bytes();
-        }
+        // The first run of messages that fits one transaction (a fanout too large for one
+        // was spilled before it was accepted, `super::large`).
+        let sizes: Vec<u64> = self
+            .commits
+            .pending()
+            .iter()
+            .map(|r| r.stored_bytes() as u64)
+            .collect();
+        let take = spill::runs(&sizes).first().map_or(0, |run| run.end);
+        let bytes = sizes[..take].iter().sum::<u64>() as usize;
         let (db, producer) = (broker.db.clone(), self.producer);
         let (keys, vhost) = (broker.vhosts.keys().clone(), vhost.to_owned());
         let spilled = self

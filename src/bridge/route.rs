@@ -3,10 +3,19 @@
 //! message into every destination's stage in one transaction, so fan-out never loses or
 //! duplicates for any one destination, and each destination drains its own stage at its
 //! own pace.
+//!
+//! A source stages a large message's body once, in a spill every destination's entry
+//! references: a body above [`spill::SPILL_ABOVE`], or one whose copies in every stage
+//! would not fit one transaction together ([`spill::spills`]), is first written to a
+//! spill held by the route's lease holder, and the staging commit lets go of the hold
+//! ([`RouteStages::prepare`], [`RouteStages::let_go_in`]).
 
+use super::staged;
+use crate::amqp::port::AmqpMessage;
 use crate::config::{Endpoint, RouteConfig};
-use crate::stage::{NewMessage, Stage, StageError, StageOptions, Stages};
+use crate::stage::{NewMessage, Spill, Spills, Stage, StageError, StageOptions, Stages, spill};
 use crate::store::Transaction;
+use bytes::Bytes;
 
 /// The name of destination `index`'s stage of route `route`.
 pub fn stage_name(route: &str, index: usize) -> String {
@@ -38,6 +47,18 @@ pub struct RouteStages {
     pub name: String,
     /// Its destinations, in `to` order.
     pub destinations: Vec<Destination>,
+    /// The spills of its large messages.
+    spills: Spills,
+}
+
+/// A message a source is about to stage: its stage form, and the spill the route's
+/// holder holds for it, to let go of in the staging commit.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// What to stage.
+    pub message: NewMessage,
+    /// The spill its body was written to, held by the route's holder.
+    pub held: Option<Spill>,
 }
 
 impl RouteStages {
@@ -83,7 +104,60 @@ impl RouteStages {
         Ok(Self {
             name: route.name.clone(),
             destinations,
+            spills: stages.spills(),
         })
+    }
+
+    /// The stage form of `m`: inline, or, when its body stored once per destination
+    /// would not fit one transaction ([`spill::spills`]), its body written to a spill
+    /// held by `holder` (no copy of the body is made) and only the rest in the stage.
+    ///
+    /// # Errors
+    /// The store's error while writing the spill.
+    pub async fn prepare(&self, holder: u64, m: &AmqpMessage) -> Result<Prepared, StageError> {
+        if !spill::spills(m.body.len() as u64, self.destinations.len()) {
+            return Ok(Prepared {
+                message: staged::from_amqp(m),
+                held: None,
+            });
+        }
+        let spill = self.spills.write_all(holder, &m.body).await?;
+        let head = AmqpMessage {
+            body: Bytes::new(),
+            ..m.clone()
+        };
+        Ok(Prepared {
+            message: staged::from_amqp(&head).spill(Some(spill)),
+            held: Some(spill),
+        })
+    }
+
+    /// Within `tx`, the commit that stages (or drops as duplicates) the messages whose
+    /// spills `holder` holds (`held`, from [`Prepared::held`]): `holder` lets go of them,
+    /// and the staged entries reference them now.
+    ///
+    /// # Errors
+    /// [`StageError::SpillGone`] when a spill is no longer held (the holder was released
+    /// and the spill may be freed), unless an earlier attempt of `tx` may have let go of
+    /// it; the store's error.
+    pub async fn let_go_in(
+        &self,
+        tx: &Transaction,
+        holder: u64,
+        held: &[Spill],
+    ) -> Result<(), StageError> {
+        for spill in held {
+            if !self.spills.let_go_in(tx, holder, spill.id).await? && !tx.maybe_committed() {
+                return Err(StageError::SpillGone(spill.id));
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes staging `m` copies into the route's stages (of a spilled message, only the
+    /// head).
+    pub fn copied_bytes(&self, m: &NewMessage) -> u64 {
+        m.body.len() as u64 * self.destinations.len() as u64
     }
 
     /// Stages `messages` for every destination within `tx`.

@@ -13,6 +13,17 @@
 //!   destination in the *same* store transaction that acknowledges it, and only if this
 //!   holder still held it, so it lands exactly once.
 //!
+//! **Large messages.** A message whose body is in a spill reaches an external sink, and an
+//! in-store sink that needs the body (the Kafka front), with its body read whole
+//! ([`crate::stage::Spills::read_all`]). A sink that keeps spills (the AMQP front) stores
+//! it by reference to the same spill instead, one reference per queue, and its body is
+//! never read. An in-store delivery is written in transactions that stay within the
+//! store's budget: several messages up to [`spill::RUN_BYTES`] of copied bodies, a message
+//! alone up to [`spill::COMMIT_BUDGET`]; a body whose copies would exceed that (a fanout
+//! to many queues) is first written to a spill held by the route's holder, and the
+//! transaction that stores the message lets go of it ([`spill::spills`], the rule a
+//! publish follows too).
+//!
 //! An external sink that pipelines may have [`IN_FLIGHT_BATCHES`] batches sent and
 //! unconfirmed at once ([`ExternalSink::send`], [`ExternalSink::in_flight_batches`]); they are settled in order, and after a failure the rest of
 //! the window settles before the failed messages are retried, in order.
@@ -25,11 +36,14 @@
 
 use super::route::Destination;
 use super::staged::Outgoing;
-use crate::stage::{Consumer, Delivery, Holders, MessageId, Release, Stage, StageError, Step};
+use crate::stage::{
+    Consumer, Delivery, Holders, MessageId, Release, Stage, StageError, Step, spill,
+};
 use crate::store::Transaction;
 use crate::telemetry::bridge as metric;
+use bytes::Bytes;
 use futures::future::BoxFuture;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
@@ -95,6 +109,19 @@ pub trait InStoreSink: Send + Sync {
     /// What would happen to each message of `batch` (no side effects): messages planned
     /// [`Outcome::Delivered`] are then written with [`InStoreSink::write_in`].
     fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome>;
+
+    /// Whether it stores a large message by reference to its spill ([`Outgoing::spill`])
+    /// rather than needing its whole body in memory (the default).
+    fn keeps_spills(&self) -> bool {
+        false
+    }
+
+    /// How many copies of a message's body [`InStoreSink::write_in`] stores (one per
+    /// queue it reaches), for a message [`InStoreSink::plan`] just planned delivered: 1
+    /// by default.
+    fn copies(&self, _message: &Outgoing) -> usize {
+        1
+    }
 
     /// Writes `batch` to the destination within `tx`, all of each message or none of it;
     /// returns the positions in `batch` of the messages the destination cannot take now
@@ -267,21 +294,25 @@ impl Worker {
         }
     }
 
-    /// Decodes a leased batch; a message that cannot be decoded is dead-lettered at once.
-    /// Returns the batch and the ids dead-lettered.
+    /// Decodes a leased batch, reading a large message's body whole for a sink that needs
+    /// it; a message that cannot be decoded is dead-lettered at once. Returns the batch
+    /// and the ids dead-lettered.
     async fn prepare(
         &mut self,
         stage: &Stage,
         deliveries: &[Delivery],
         labels: &[(&'static str, String); 2],
     ) -> Result<(Vec<Outgoing>, Vec<MessageId>), StageError> {
+        let whole = match &self.sink {
+            Sink::External(_) => true,
+            Sink::InStore(sink) => !sink.keeps_spills(),
+        };
         let mut batch = Vec::with_capacity(deliveries.len());
         let mut undecodable = Vec::new();
         for d in deliveries {
             match Outgoing::decode(d) {
                 Ok(mut o) => {
-                    // A large message's body, kept in a spill, is read whole for the sink.
-                    if let Some(spill) = d.envelope.spill {
+                    if whole && let Some(spill) = o.spill.take() {
                         o.message.body = stage.spills().read_all(spill).await?;
                     }
                     batch.push(o);
@@ -318,7 +349,7 @@ impl Worker {
             let outcomes = match &mut self.sink {
                 Sink::External(sink) => sink.send(&pending).await.await,
                 Sink::InStore(sink) => {
-                    deliver_in_store(stage, self.holder, sink.as_ref(), &pending).await?
+                    deliver_in_store(stage, self.holder, sink.as_ref(), &mut pending).await?
                 }
             };
             let (done, mut retry) = self.settle(stage, pending, outcomes, labels).await?;
@@ -349,7 +380,7 @@ impl Worker {
             match outcome {
                 Outcome::Delivered => delivered.push(o),
                 Outcome::Rejected(why) => {
-                    debug!(route = %self.route, destination = %labels[1].1, error = %why, "destination refused a message");
+                    warn!(route = %self.route, destination = %labels[1].1, error = %why, "destination refused a message; it is dead-lettered once refused max_attempts times");
                     rejected.push(o);
                 }
                 Outcome::Retry(why) => {
@@ -376,6 +407,12 @@ impl Worker {
             self.backoff.reset();
         }
         if !rejected.is_empty() {
+            // A spill written for a delivery that did not happen is not needed any more.
+            for o in rejected.iter().filter(|o| o.holds_spill) {
+                if let Some(spill) = o.spill {
+                    stage.spills().let_go(self.holder, spill.id).await?;
+                }
+            }
             let ids: Vec<MessageId> = rejected.iter().map(|o| o.id).collect();
             let dead = &self.destination.dead;
             let before = dead.depth().await.map(|d| d.pushed).unwrap_or(0);
@@ -401,31 +438,72 @@ impl Worker {
     }
 }
 
-/// One store transaction: each message planned deliverable and still leased to `holder`
-/// is written to the destination and acknowledged together; what the destination cannot
-/// take now stays leased and is retried.
+/// Plans `batch` with `sink` and writes what it planned delivered in transactions within
+/// the store's budget ([`spill::runs`]), first spilling a body whose copies would exceed
+/// it (for a sink that keeps spills).
 async fn deliver_in_store(
     stage: &Stage,
     holder: u64,
     sink: &dyn InStoreSink,
-    batch: &[Outgoing],
+    batch: &mut [Outgoing],
 ) -> Result<Vec<Outcome>, StageError> {
     let mut outcomes = sink.plan(batch);
+    let mut bytes = Vec::with_capacity(batch.len());
+    for (o, outcome) in batch.iter_mut().zip(&outcomes) {
+        let copies = match outcome {
+            Outcome::Delivered => sink.copies(o),
+            _ => 0,
+        };
+        let len = o.message.body.len() as u64;
+        if sink.keeps_spills() && o.spill.is_none() && spill::spills(len, copies) {
+            o.spill = Some(stage.spills().write_all(holder, &o.message.body).await?);
+            o.holds_spill = true;
+            o.message.body = Bytes::new();
+        }
+        bytes.push(o.message.body.len() as u64 * copies as u64);
+    }
+    for run in spill::runs(&bytes) {
+        let refused =
+            write_in_store(stage, holder, sink, &batch[run.clone()], &outcomes[run]).await?;
+        for (id, why) in refused {
+            if let Some(at) = batch.iter().position(|o| o.id == id) {
+                outcomes[at] = Outcome::Retry(why);
+            }
+        }
+    }
+    Ok(outcomes)
+}
+
+/// One store transaction: each message of `batch` planned deliverable and still leased to
+/// `holder` is written to the destination and acknowledged together, and the route's
+/// holder lets go of the spills written for them; returns what the destination cannot
+/// take now (it stays leased and is retried), with why.
+async fn write_in_store(
+    stage: &Stage,
+    holder: u64,
+    sink: &dyn InStoreSink,
+    batch: &[Outgoing],
+    outcomes: &[Outcome],
+) -> Result<Vec<(MessageId, String)>, StageError> {
     let now = crate::stage::now_ms();
     let planned: Vec<MessageId> = batch
         .iter()
-        .zip(&outcomes)
+        .zip(outcomes)
         .filter(|(_, outcome)| **outcome == Outcome::Delivered)
         .map(|(o, _)| o.id)
         .collect();
-    let refused = stage
+    if planned.is_empty() {
+        return Ok(Vec::new());
+    }
+    let spills = stage.spills();
+    stage
         .db()
         .run(|tx| {
-            let planned = &planned;
+            let (planned, spills) = (&planned, &spills);
             async move {
                 // A message no longer leased to us was acknowledged by an earlier attempt
                 // of this transaction whose outcome was unknown.
-                let held: std::collections::HashSet<MessageId> = stage
+                let held: HashSet<MessageId> = stage
                     .held_in(&tx, holder, planned)
                     .await?
                     .into_iter()
@@ -433,13 +511,22 @@ async fn deliver_in_store(
                 let writes: Vec<&Outgoing> =
                     batch.iter().filter(|o| held.contains(&o.id)).collect();
                 let refused = sink.write_in(&tx, &writes, now).await?;
-                let taken: Vec<MessageId> = writes
+                let taken: Vec<&Outgoing> = writes
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| !refused.iter().any(|(r, _)| r == i))
-                    .map(|(_, o)| o.id)
+                    .map(|(_, o)| *o)
                     .collect();
-                stage.ack_in(&tx, holder, &taken).await?;
+                let ids: Vec<MessageId> = taken.iter().map(|o| o.id).collect();
+                stage.ack_in(&tx, holder, &ids).await?;
+                for o in taken.iter().filter(|o| o.holds_spill) {
+                    if let Some(spill) = o.spill
+                        && !spills.let_go_in(&tx, holder, spill.id).await?
+                        && !tx.maybe_committed()
+                    {
+                        return Err(StageError::SpillGone(spill.id));
+                    }
+                }
                 Ok::<_, StageError>(
                     refused
                         .into_iter()
@@ -448,13 +535,7 @@ async fn deliver_in_store(
                 )
             }
         })
-        .await?;
-    for (id, why) in refused {
-        if let Some(at) = batch.iter().position(|o| o.id == id) {
-            outcomes[at] = Outcome::Retry(why);
-        }
-    }
-    Ok(outcomes)
+        .await
 }
 
 /// The metric label of an endpoint.

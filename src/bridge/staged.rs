@@ -7,7 +7,7 @@ use super::mapping::{Mapped, amqp_to_kafka, kafka_to_amqp};
 use crate::amqp::port::{AmqpMessage, UndecodableMessage};
 use crate::config::KeySource;
 use crate::kafka::port::KafkaRecord;
-use crate::stage::{Delivery, MessageId, NewMessage};
+use crate::stage::{Delivery, MessageId, NewMessage, Spill};
 
 /// The stage message for an AMQP message; its priority picks the lane.
 pub fn from_amqp(m: &AmqpMessage) -> NewMessage {
@@ -35,6 +35,13 @@ pub struct Outgoing {
     pub redelivered: bool,
     /// When it was staged, ms since the epoch.
     pub staged_ms: u64,
+    /// The spill its body is in, for a large message whose body was not read into
+    /// `message.body` (which is then empty).
+    pub spill: Option<Spill>,
+    /// Whether the route's lease holder holds `spill` (written for this delivery, to be
+    /// let go of by the transaction that stores the message) rather than the message's
+    /// entry in the route's stage referencing it.
+    pub holds_spill: bool,
 }
 
 impl Outgoing {
@@ -48,6 +55,8 @@ impl Outgoing {
             message: AmqpMessage::from_stage_body(d.body.clone())?,
             redelivered: d.redelivered(),
             staged_ms: d.envelope.enqueued_ms,
+            spill: d.envelope.spill,
+            holds_spill: false,
         })
     }
 
@@ -69,14 +78,17 @@ impl Outgoing {
         amqp_to_kafka(&self.message, key)
     }
 
-    /// Body bytes, for the byte counters.
+    /// Body bytes, for the byte counters (a spilled body's too).
     pub fn len(&self) -> usize {
-        self.message.body.len()
+        match self.spill {
+            Some(spill) => spill.len as usize,
+            None => self.message.body.len(),
+        }
     }
 
     /// Whether the body is empty.
     pub fn is_empty(&self) -> bool {
-        self.message.body.is_empty()
+        self.len() == 0
     }
 }
 

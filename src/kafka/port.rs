@@ -20,6 +20,7 @@ use super::batch::BatchHeader;
 use super::log::{Aborted, Log, LogError};
 use super::staged;
 use super::topics::{Partition, TopicError};
+use crate::config::limits::MAX_BODY_SIZE;
 use crate::stage::{NewMessage, StageError};
 use crate::store::{StoreError, Transaction, TransactionError, Watch};
 use bytes::{Bytes, BytesMut};
@@ -29,6 +30,10 @@ use kafka_protocol::records::{
 };
 use std::sync::Arc;
 use tokio::sync::watch;
+
+/// The largest batch [`KafkaPort::append_in`] stages: one stage body, less the staged
+/// record's header.
+pub const MAX_APPEND_BYTES: usize = MAX_BODY_SIZE - staged::HEADER_LEN;
 
 /// A Kafka record as it crosses the port.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -135,7 +140,8 @@ impl KafkaPort {
     }
 
     /// Appends `records` to `partition` within `tx`, as one uncompressed batch without a
-    /// producer, staged exactly as a Produce request stages a batch. Nobody waits for it:
+    /// producer, staged exactly as a Produce request stages a batch, in one stage body: at
+    /// most [`MAX_APPEND_BYTES`] (larger batches are a Produce request's to spill). Nobody waits for it:
     /// the partition's sequencer moves it into the log after `tx` commits.
     ///
     /// # Errors

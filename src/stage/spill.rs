@@ -26,14 +26,22 @@
 //! Readers read a spill in pieces, one transaction each ([`Spills::read`]): its chunks never
 //! change while it is referenced, and the reader's own reference (a lease on its message,
 //! or a hold) keeps it.
+//!
+//! **When to spill** ([`spills`]): one rule for every writer (the AMQP front's publishes,
+//! the bridge's sources and in-store sinks). A body is spilled when it is larger than
+//! [`SPILL_ABOVE`], or when the copies one transaction would store of it (one per queue or
+//! stage it reaches) together exceed [`COMMIT_BUDGET`]: a 3.5 MiB message fanned out to
+//! three queues is stored once, by reference, not three times in one 10.5 MB transaction.
 
 use super::error::StageError;
 use super::keys::RootKeys;
 pub use super::record::Spill;
 use super::record::decode_counter;
+use crate::config::limits::MAX_BODY_SIZE;
 use crate::store::{ChangeCounter, Database, RangeOption, Transaction, chunked};
 use crate::telemetry::names;
 use bytes::{Bytes, BytesMut};
+use std::ops::Range;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -41,16 +49,59 @@ use tracing::warn;
 /// Bytes one spill-writing transaction carries: 40 chunks (4,000,000 bytes), well inside
 /// FoundationDB's 10 MB transaction limit.
 pub const SEGMENT: usize = 40 * chunked::CHUNK;
+/// Bodies larger than this many bytes are always spilled: 4 MiB, the largest message
+/// Ferry's default accepted before large messages, so every message it accepted then
+/// still takes the one-transaction path when it is stored once.
+pub const SPILL_ABOVE: u64 = 4 * 1024 * 1024;
+/// Body bytes one transaction may carry: the largest body a stage holds (8 MiB), which
+/// leaves FoundationDB's 10 MB limit room for keys, envelopes and counters. Writers that
+/// batch messages into one transaction keep their batches inside it too.
+pub const COMMIT_BUDGET: u64 = MAX_BODY_SIZE as u64;
 /// Marked spills one collecting transaction looks at.
 const COLLECT_BATCH: usize = 100;
 /// Pause after the collector failed.
 const RETRY: Duration = Duration::from_secs(1);
+
+/// Whether a body of `len` bytes that one transaction would store `copies` times (once
+/// per queue or stage it reaches) goes through a spill instead: when it is larger than
+/// [`SPILL_ABOVE`], or when its copies together exceed [`COMMIT_BUDGET`].
+pub fn spills(len: u64, copies: usize) -> bool {
+    len > SPILL_ABOVE || len.saturating_mul(copies as u64) > COMMIT_BUDGET
+}
+
+/// Copied body bytes one transaction of several messages carries at most; a message alone
+/// carries up to [`COMMIT_BUDGET`].
+pub const RUN_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Splits messages that copy `bytes[i]` body bytes each into consecutive runs of one
+/// transaction each: several while their total stays within [`RUN_BYTES`], a larger one
+/// alone.
+pub fn runs(bytes: &[u64]) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < bytes.len() {
+        let (mut end, mut total) = (start, 0);
+        while end < bytes.len() && (end == start || total + bytes[end] <= RUN_BYTES) {
+            total += bytes[end];
+            end += 1;
+        }
+        out.push(start..end);
+        start = end;
+    }
+    out
+}
 
 /// The spills of one keyspace; cheap to clone.
 #[derive(Clone)]
 pub struct Spills {
     db: Database,
     root: RootKeys,
+}
+
+impl std::fmt::Debug for Spills {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spills").field("root", &self.root).finish()
+    }
 }
 
 impl Spills {
@@ -104,6 +155,28 @@ impl Spills {
                 Ok(())
             })
             .await
+    }
+
+    /// Writes `payload` (not empty) to a new spill held by `holder`, one [`SEGMENT`] per
+    /// transaction, each a slice of `payload` (no copy); returns the spill. The hold lasts
+    /// until the commit that stores the message lets go of it ([`Spills::let_go_in`]) or
+    /// the holder is released.
+    ///
+    /// # Errors
+    /// As [`Spills::write`].
+    pub async fn write_all(&self, holder: u64, payload: &Bytes) -> Result<Spill, StageError> {
+        let id = Self::new_id();
+        let mut offset = 0;
+        while offset < payload.len() {
+            let end = (offset + SEGMENT).min(payload.len());
+            self.write(holder, id, offset as u64, &payload.slice(offset..end))
+                .await?;
+            offset = end;
+        }
+        Ok(Spill {
+            id,
+            len: payload.len() as u64,
+        })
     }
 
     /// Within `tx`: one more reference to spill `id`, for a record outside the stages that
@@ -318,4 +391,33 @@ pub(crate) async fn let_go_all_in(
 /// An atomic-add counter, read with a conflict.
 async fn read_count(tx: &Transaction, key: &[u8]) -> Result<i64, StageError> {
     Ok(decode_counter(tx.get(key, false).await?.as_deref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1024 * 1024;
+
+    #[test]
+    fn a_fanout_too_large_for_one_transaction_is_spilled() {
+        assert!(!spills(SPILL_ABOVE, 1), "4 MiB stored once stays inline");
+        assert!(
+            !spills(SPILL_ABOVE, 2),
+            "two copies of 4 MiB fit the budget"
+        );
+        assert!(spills(SPILL_ABOVE + 1, 1), "above 4 MiB always spills");
+        assert!(
+            spills(3 * MIB + MIB / 2, 3),
+            "three copies of 3.5 MiB do not fit"
+        );
+        assert!(!spills(1, 0) && !spills(0, 1_000));
+    }
+
+    #[test]
+    fn runs_stay_within_the_budget_and_a_large_message_goes_alone() {
+        let runs = runs(&[MIB, MIB, 2 * MIB, 7 * MIB, MIB, 0, 0]);
+        assert_eq!(runs, [0..3, 3..4, 4..7]);
+        assert!(super::runs(&[]).is_empty());
+    }
 }

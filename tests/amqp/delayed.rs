@@ -19,7 +19,11 @@ use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, ExchangeKind};
 
 /// Declares the durable delayed-message exchange `name` routing as `routing`.
-async fn declare_delayed(ch: &Channel, name: &str, routing: &str) -> Result<(), lapin::Error> {
+pub(crate) async fn declare_delayed(
+    ch: &Channel,
+    name: &str,
+    routing: &str,
+) -> Result<(), lapin::Error> {
     let mut args = FieldTable::default();
     args.insert(
         "x-delayed-type".into(),

@@ -2,26 +2,23 @@
 //! default limit, and 100 MiB) are published with confirms, kept once in a spill whatever
 //! the number of queues, delivered whole (by consumers and basic.get, requeued,
 //! dead-lettered, returned), and their spill is freed when the last message referencing it
-//! goes (ack, purge, queue delete).
+//! goes (ack, purge, queue delete). A smaller body whose copies in the queues it reaches
+//! would not fit one transaction together (3.5 MiB to three queues) is spilled too, when
+//! published, dead-lettered or released by a delayed-message exchange: confirmed, and
+//! delivered whole from every queue.
 
-use crate::common::amqp::{WAIT, consume, declare, next};
+use crate::common::amqp::{WAIT, consume, declare, declare_exchange, next, payload};
 use crate::common::fronts::AmqpServer;
+use crate::delayed::declare_delayed;
 use lapin::options::{
     BasicAckOptions, BasicGetOptions, BasicNackOptions, BasicPublishOptions, BasicRejectOptions,
     ConfirmSelectOptions, QueueBindOptions, QueueDeleteOptions, QueuePurgeOptions,
 };
-use lapin::types::{AMQPValue, FieldTable};
-use lapin::{BasicProperties, Channel};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
+use lapin::{BasicProperties, Channel, ExchangeKind};
 use std::time::Duration;
 
 const MIB: usize = 1024 * 1024;
-
-/// A body of `len` bytes that no shifted or truncated copy equals.
-fn payload(len: usize, seed: u32) -> Vec<u8> {
-    (0..len as u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 24) as u8)
-        .collect()
-}
 
 /// Publishes `body` under confirms and waits for its ack.
 async fn publish(ch: &Channel, exchange: &str, key: &str, body: &[u8]) {
@@ -217,5 +214,109 @@ async fn a_message_at_the_spill_threshold_stays_inline() {
         .unwrap()
         .unwrap();
     assert!(got.delivery.data == body);
+    server.stop().await;
+}
+
+/// Declares `queues` and binds each to `exchange` for every routing key.
+async fn bind_all(ch: &Channel, exchange: &str, queues: &[&str]) {
+    for q in queues {
+        declare(ch, q, FieldTable::default()).await;
+        ch.queue_bind(
+            (*q).into(),
+            exchange.into(),
+            "".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+/// Each of `queues` delivers `body` whole, once; acknowledged.
+async fn each_delivers(ch: &Channel, queues: &[&str], body: &[u8]) {
+    for q in queues {
+        let mut consumer = consume(ch, q, false).await;
+        let d = next(&mut consumer).await;
+        assert!(d.data == body, "queue {q} delivers the body whole");
+        d.ack(BasicAckOptions::default()).await.unwrap();
+    }
+}
+
+/// 3.5 MiB: under the spill threshold, but three copies (10.5 MiB) do not fit one
+/// transaction.
+const FANNED: usize = 3 * MIB + MIB / 2;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fanout_too_large_for_one_transaction_is_confirmed_and_delivered_whole() {
+    let server = AmqpServer::start().await;
+    let (_c, ch) = confirming(&server).await;
+    declare_exchange(&ch, "wide", ExchangeKind::Fanout).await;
+    let queues = ["w1", "w2", "w3"];
+    bind_all(&ch, "wide", &queues).await;
+    let body = payload(FANNED, 5);
+    publish(&ch, "wide", "", &body).await;
+    server.spills_hold(body.len() as i64).await;
+    each_delivers(&ch, &queues, &body).await;
+    server.spills_hold(0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_fanout_too_large_for_one_transaction_is_delivered_whole() {
+    let server = AmqpServer::start().await;
+    let (_c, ch) = confirming(&server).await;
+    declare_exchange(&ch, "graves", ExchangeKind::Fanout).await;
+    let queues = ["g1", "g2", "g3"];
+    bind_all(&ch, "graves", &queues).await;
+    let mut dlx = FieldTable::default();
+    dlx.insert(
+        "x-dead-letter-exchange".into(),
+        AMQPValue::LongString("graves".into()),
+    );
+    declare(&ch, "dying", dlx).await;
+    let body = payload(FANNED, 6);
+    publish(&ch, "", "dying", &body).await;
+    let got = ch
+        .basic_get("dying".into(), BasicGetOptions { no_ack: false })
+        .await
+        .unwrap()
+        .expect("the message is in its queue");
+    got.delivery
+        .reject(BasicRejectOptions { requeue: false })
+        .await
+        .unwrap();
+    each_delivers(&ch, &queues, &body).await;
+    server.spills_hold(0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delayed_fanout_too_large_for_one_transaction_is_delivered_whole_when_due() {
+    let server = AmqpServer::start().await;
+    let (_c, ch) = confirming(&server).await;
+    declare_delayed(&ch, "later", "fanout").await.unwrap();
+    let queues = ["l1", "l2", "l3"];
+    bind_all(&ch, "later", &queues).await;
+    let body = payload(FANNED, 7);
+    let headers = FieldTable::from(std::collections::BTreeMap::from([(
+        ShortString::from("x-delay"),
+        AMQPValue::LongInt(200),
+    )]));
+    let confirm = ch
+        .basic_publish(
+            "later".into(),
+            "".into(),
+            BasicPublishOptions::default(),
+            &body,
+            BasicProperties::default().with_headers(headers),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    assert!(confirm.is_ack(), "the publish is confirmed");
+    each_delivers(&ch, &queues, &body).await;
+    server.spills_hold(0).await;
     server.stop().await;
 }

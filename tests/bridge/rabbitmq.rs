@@ -68,7 +68,7 @@ impl Rabbit {
     }
 
     /// The node's AMQP URI.
-    fn uri(&self) -> &str {
+    pub(crate) fn uri(&self) -> &str {
         self.node.uri()
     }
 
@@ -85,7 +85,7 @@ impl Rabbit {
     }
 
     /// A fanout exchange bound to `queue` (or unbound when `None`).
-    async fn exchange(&mut self, name: &str, queue: Option<&str>) {
+    pub(crate) async fn exchange(&mut self, name: &str, queue: Option<&str>) {
         self.channel
             .exchange_declare(
                 name.into(),

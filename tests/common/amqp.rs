@@ -18,6 +18,13 @@ use std::time::Duration;
 /// Upper bound on anything a test waits for.
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// A body of `len` bytes that no shifted or truncated copy equals (for large messages).
+pub fn payload(len: usize, seed: u32) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 24) as u8)
+        .collect()
+}
+
 /// The next delivery of `consumer`; panics when none comes within [`WAIT`].
 pub async fn next(consumer: &mut Consumer) -> Delivery {
     tokio::time::timeout(WAIT, consumer.next())

@@ -5,16 +5,15 @@
 //! before any body byte is kept, and the body grows only as frames arrive, so a header
 //! declaring a huge body costs nothing.
 //!
-//! A body larger than [`SPILL_ABOVE`] is not assembled: it is handed on in segments of
+//! A body larger than [`spill::SPILL_ABOVE`] is not assembled: it is handed on in segments of
 //! [`SEGMENT`] bytes as its frames arrive, for the channel to write to the message's spill
 //! ([`crate::amqp::large`]); the message completes without a body, naming its spill.
 
 use crate::amqp::codec::{BASIC_CLASS, ContentHeader};
 use crate::amqp::direct_reply;
 use crate::amqp::errors::{AmqpError, ReplyCode};
-use crate::amqp::large::SPILL_ABOVE;
 use crate::amqp::publish::Incoming;
-use crate::stage::spill::SEGMENT;
+use crate::stage::spill::{self, SEGMENT};
 use crate::stage::{Spill, Spills};
 use amq_protocol::protocol::basic;
 use bytes::{Bytes, BytesMut};
@@ -112,7 +111,9 @@ impl Content {
                 .routing_key
                 .as_str()
                 .starts_with(direct_reply::ADDRESS_PREFIX);
-        if header.body_size > SPILL_ABOVE && !reply {
+        // Stored at least once; a fanout too large for one transaction is spilled when
+        // the message is routed (`super::Channel::spill_fanout`).
+        if spill::spills(header.body_size, 1) && !reply {
             assembly.spill = Some((Spills::new_id(), 0));
         }
         assembly.header = Some(header);
@@ -252,7 +253,7 @@ mod tests {
 
     #[test]
     fn a_large_body_is_handed_on_in_segments_as_it_arrives() {
-        let size = SPILL_ABOVE as usize + SEGMENT + 10;
+        let size = spill::SPILL_ABOVE as usize + SEGMENT + 10;
         let mut c = Content::new(u32::MAX);
         c.start(basic::Publish::default());
         assert!(c.header(header(size as u64)).unwrap().is_none());

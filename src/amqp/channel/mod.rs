@@ -25,6 +25,7 @@ use super::settle::Settlement;
 use crate::telemetry::amqp as metric;
 use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use amq_protocol::protocol::{AMQPClass, basic, channel as ch};
+use bytes::Bytes;
 use content::{Content, Segment};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -290,10 +291,19 @@ impl Channel {
 
     async fn on_publish(&mut self, incoming: Incoming) -> Result<Option<Exit>, AmqpError> {
         let method = AMQPClass::Basic(basic::AMQPMethod::Publish(incoming.publish.clone()));
-        let answer = self
+        let mut answer = self
             .publisher
             .accept(&self.ctx, self.id, self.consumers.reply_address(), incoming)
             .map_err(|e| e.on(&method))?;
+        if let Some(mut incoming) = answer.spill_first.take() {
+            self.spill_body(&mut incoming)
+                .await
+                .map_err(|e| e.on(&method))?;
+            answer = self
+                .publisher
+                .accept(&self.ctx, self.id, self.consumers.reply_address(), incoming)
+                .map_err(|e| e.on(&method))?;
+        }
         match answer.returned {
             None => self.write(answer.frames).await,
             Some((properties, spill)) => {
@@ -301,6 +311,19 @@ impl Channel {
                 Ok(None)
             }
         }
+    }
+
+    /// Writes an assembled body to a spill, held by the channel's lease holder until the
+    /// commit that stores its message: for a message whose copies in the queues it routes
+    /// to would not fit one transaction ([`super::publish::Answer::spill_first`],
+    /// [`super::large`]).
+    async fn spill_body(&mut self, incoming: &mut Incoming) -> Result<(), AmqpError> {
+        let holder = self.consumers.channel_holder().await?;
+        self.publisher.hold_spills_as(holder);
+        let spills = self.ctx.broker.stages.spills();
+        incoming.spill = Some(spills.write_all(holder, &incoming.body).await?);
+        incoming.body = Bytes::new();
+        Ok(())
     }
 
     /// Writes a segment of a large body to its spill, held by the channel's lease holder

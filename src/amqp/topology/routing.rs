@@ -60,6 +60,12 @@ impl Routes {
     pub fn is_empty(&self) -> bool {
         self.queues.is_empty() && self.delayed.is_empty()
     }
+
+    /// How many copies of the message one transaction stores: one per queue and per
+    /// delayed-message exchange.
+    pub fn copies(&self) -> usize {
+        self.queues.len() + self.delayed.len()
+    }
 }
 
 impl Topology {

@@ -12,8 +12,14 @@
 //! `x-overflow: reject-publish` at its `x-max-length` refuses what it has no room for, as
 //! it nacks a publisher: the message stays in the route's stage (written to none of its
 //! queues) and is retried after a backoff until there is room.
+//!
+//! A large message is stored by reference to its spill, one reference per queue, as the
+//! front's own fanout stores a publish: its body is never read into memory
+//! ([`InStoreSink::keeps_spills`]). [`InStoreSink::copies`] tells the worker how many
+//! queues a message reaches, so a body whose copies would not fit one transaction is
+//! spilled first ([`crate::bridge::sink`]).
 
-use crate::amqp::port::{AmqpPort, RouteError, Routed};
+use crate::amqp::port::{AmqpPort, RouteError, Routed, ToStore};
 use crate::bridge::sink::{InStoreSink, Outcome};
 use crate::bridge::staged::Outgoing;
 use crate::stage::{MessageId, StageError};
@@ -70,6 +76,17 @@ impl AmqpFrontSink {
 }
 
 impl InStoreSink for AmqpFrontSink {
+    fn keeps_spills(&self) -> bool {
+        true
+    }
+
+    fn copies(&self, message: &Outgoing) -> usize {
+        self.planned
+            .lock()
+            .get(&message.id)
+            .map_or(0, Routed::copies)
+    }
+
     fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome> {
         let mut planned = self.planned.lock();
         planned.clear();
@@ -101,9 +118,9 @@ impl InStoreSink for AmqpFrontSink {
                 .collect()
         };
         Box::pin(async move {
-            let to_store: Vec<(&Routed, _)> = routed
+            let to_store: Vec<ToStore<'_>> = routed
                 .iter()
-                .map(|(i, r)| (r, &batch[*i].message))
+                .map(|(i, r)| (r, &batch[*i].message, batch[*i].spill))
                 .collect();
             let refused = self.amqp.store_in(tx, &to_store, now).await?;
             Ok(refused

@@ -9,13 +9,21 @@
 //!
 //! A missing topic is created when the route starts if `kafka.auto_create_topics`
 //! allows it; while it is missing, deliveries are retried.
+//!
+//! A message whose record would make a batch larger than a route may append to the front
+//! in one transaction ([`MAX_APPEND_BYTES`], a stage body: a larger batch only a Produce
+//! request spills) is refused ([`Outcome::Rejected`], with the
+//! sizes in the reason) and, after the route's `max_attempts`, dead-lettered to the
+//! route's dead-letter stage; the route goes on. (A topic's own, lower
+//! `max.message.bytes` is not known to the bridge: the Kafka port does not expose it.)
 
 use crate::bridge::sink::{InStoreSink, Outcome};
 use crate::bridge::staged::Outgoing;
 use crate::config::KeySource;
-use crate::kafka::port::{KafkaPort, KafkaRecord, PartitionRef};
+use crate::kafka::port::{KafkaPort, KafkaRecord, MAX_APPEND_BYTES, PartitionRef};
 use crate::stage::StageError;
 use crate::store::Transaction;
+use bytes::Bytes;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,6 +59,23 @@ impl KafkaFrontSink {
     fn partitions(&self) -> Option<Vec<PartitionRef>> {
         self.kafka.partitions(&self.topic)
     }
+}
+
+/// Bytes a record batch of one record adds to its key, value and headers at most: the
+/// batch header (61) and the record's own framing (at most 36 bytes of varints).
+const BATCH_FRAMING: usize = 61 + 36;
+/// Bytes the framing of one header adds at most (its two lengths).
+const HEADER_FRAMING: usize = 10;
+
+/// The size, at most, of the record batch holding `r` alone.
+fn batch_size(r: &KafkaRecord) -> usize {
+    let len = |b: &Option<Bytes>| b.as_ref().map_or(0, Bytes::len);
+    let headers: usize = r
+        .headers
+        .iter()
+        .map(|(k, v)| HEADER_FRAMING + k.len() + v.as_ref().map_or(0, Vec::len))
+        .sum();
+    BATCH_FRAMING + len(&r.key) + len(&r.value) + headers
 }
 
 /// Java Kafka's murmur2 hash (`org.apache.kafka.common.utils.Utils.murmur2`).
@@ -92,11 +117,20 @@ pub fn partition_for_key(key: &[u8], partitions: usize) -> usize {
 
 impl InStoreSink for KafkaFrontSink {
     fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome> {
-        let outcome = match self.partitions() {
-            Some(_) => Outcome::Delivered,
-            None => Outcome::Retry(format!("no topic '{}' on the Kafka front", self.topic)),
-        };
-        vec![outcome; batch.len()]
+        if self.partitions().is_none() {
+            let why = format!("no topic '{}' on the Kafka front", self.topic);
+            return vec![Outcome::Retry(why); batch.len()];
+        }
+        batch
+            .iter()
+            .map(|o| match batch_size(&o.to_kafka(self.key)) {
+                size if size > MAX_APPEND_BYTES => Outcome::Rejected(format!(
+                    "a record batch of {size} bytes is larger than a route appends to topic '{}' ({MAX_APPEND_BYTES} bytes at most)",
+                    self.topic
+                )),
+                _ => Outcome::Delivered,
+            })
+            .collect()
     }
 
     fn write_in<'a>(

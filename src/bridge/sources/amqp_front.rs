@@ -3,18 +3,22 @@
 //! The route owns a durable queue `ferry.bridge.ROUTE` in the vhost, bound to the
 //! exchange with the route's binding key, so the front's own publish path stores every
 //! matching message in it (and confirms to the publisher after that commit). The source
-//! leases the queue's messages and moves each leased batch in ONE store transaction:
-//! a message is acknowledged in the queue and staged for the route's destinations only if
-//! the acknowledgement removed it (`ack_in == 1`), so a transaction retried after an
-//! unknown commit result never stages a message twice. The move is exactly once.
+//! leases the queue's messages and moves each leased batch in ONE store transaction
+//! (several, in order, when the bodies it copies into the route's stages would not fit
+//! one, [`spill::runs`]): a message is acknowledged in the queue and staged for the
+//! route's destinations only if the acknowledgement removed it (`ack_in == 1`), so a
+//! transaction retried after an unknown commit result never stages a message twice. The
+//! move is exactly once. A large message keeps its spill: the route's entries reference
+//! it.
 //!
 //! A missing exchange is logged, shown as down in `/readyz`, and retried with backoff.
 
 use crate::amqp::port::{AmqpMessage, AmqpPort, BoundQueue};
+use crate::bridge::route::Prepared;
 use crate::bridge::sink::{Backoff, endpoint_label};
 use crate::bridge::{BridgeError, RouteContext, staged};
 use crate::config::Endpoint;
-use crate::stage::{Consumer, Delivery, MessageId, NewMessage, StageError, Step, now_ms};
+use crate::stage::{Consumer, Delivery, MessageId, Spill, StageError, Step, now_ms, spill};
 use crate::telemetry::bridge as metric;
 use std::sync::Arc;
 use std::time::Duration;
@@ -122,47 +126,48 @@ async fn consume(
     }
 }
 
-/// The route's form of a queued message; `None` for a body the front did not write.
-fn decode(d: &Delivery) -> Option<NewMessage> {
-    let message = AmqpMessage::from_stage_body(d.body.clone()).ok()?;
-    // A large message's body stays in its spill, which the route's copy references.
-    Some(staged::from_amqp(&message).spill(d.envelope.spill))
+/// The route's form of a queued message; `None` for a body the front did not write. A
+/// large message's body stays in its spill, which the route's entries reference; an inline
+/// body too large to be copied into every destination's stage in one transaction is
+/// written to a spill first ([`crate::bridge::route::RouteStages::prepare`]).
+async fn prepare(ctx: &RouteContext, d: &Delivery) -> Result<Option<Prepared>, StageError> {
+    let Ok(message) = AmqpMessage::from_stage_body(d.body.clone()) else {
+        return Ok(None);
+    };
+    Ok(Some(match d.envelope.spill {
+        Some(spill) => Prepared {
+            message: staged::from_amqp(&message).spill(Some(spill)),
+            held: None,
+        },
+        None => ctx.stages.prepare(ctx.holder, &message).await?,
+    }))
 }
 
-/// Acknowledges `deliveries` in the queue and stages them for the route, in one
-/// transaction; a message no longer leased to us (an earlier attempt of this very
-/// transaction committed) is skipped.
+/// Acknowledges `deliveries` in the queue and stages them for the route, a run that fits
+/// one transaction at a time ([`spill::runs`]); a message no longer leased to us (an
+/// earlier attempt of the very transaction committed) is skipped.
 async fn move_batch(
     ctx: &RouteContext,
     queue: &BoundQueue,
     deliveries: &[Delivery],
     label: &str,
 ) -> Result<(), StageError> {
-    let decoded: Vec<(MessageId, Option<NewMessage>)> =
-        deliveries.iter().map(|d| (d.id, decode(d))).collect();
-    let now = now_ms();
-    let (staged, bytes, undecodable) = ctx
-        .db
-        .run(|tx| {
-            let decoded = &decoded;
-            async move {
-                let mut staged = Vec::with_capacity(decoded.len());
-                let mut undecodable = 0usize;
-                for (id, message) in decoded {
-                    if queue.stage.ack_in(&tx, ctx.holder, &[*id]).await? != 1 {
-                        continue;
-                    }
-                    match message {
-                        Some(m) => staged.push(m.clone()),
-                        None => undecodable += 1,
-                    }
-                }
-                ctx.stages.stage_in(&tx, &staged, now).await?;
-                let bytes: usize = staged.iter().map(|m| m.body.len()).sum();
-                Ok::<_, StageError>((staged.len(), bytes, undecodable))
-            }
+    let mut prepared = Vec::with_capacity(deliveries.len());
+    for d in deliveries {
+        prepared.push((d.id, prepare(ctx, d).await?));
+    }
+    let sizes: Vec<u64> = prepared
+        .iter()
+        .map(|(_, p)| {
+            p.as_ref()
+                .map_or(0, |p| ctx.stages.copied_bytes(&p.message))
         })
-        .await?;
+        .collect();
+    let (mut staged, mut bytes, mut undecodable) = (0, 0, 0);
+    for run in spill::runs(&sizes) {
+        let (s, b, u) = move_run(ctx, queue, &prepared[run]).await?;
+        (staged, bytes, undecodable) = (staged + s, bytes + b, undecodable + u);
+    }
     if undecodable > 0 {
         warn!(route = %ctx.config.name, source = label, messages = undecodable, "dropped queued messages the AMQP front did not write");
     }
@@ -173,4 +178,44 @@ async fn move_batch(
     metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels).increment(staged as u64);
     metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes as u64);
     Ok(())
+}
+
+/// One transaction of [`move_batch`]: acknowledges `run` in the queue, stages what it
+/// removed and lets go of the spills written for it; returns the messages staged, their
+/// body bytes, and how many did not decode.
+async fn move_run(
+    ctx: &RouteContext,
+    queue: &BoundQueue,
+    run: &[(MessageId, Option<Prepared>)],
+) -> Result<(usize, usize, usize), StageError> {
+    let now = now_ms();
+    let held: Vec<Spill> = run
+        .iter()
+        .filter_map(|(_, p)| p.as_ref().and_then(|p| p.held))
+        .collect();
+    let held = &held;
+    ctx.db
+        .run(|tx| async move {
+            let mut staged = Vec::with_capacity(run.len());
+            let (mut bytes, mut undecodable) = (0usize, 0usize);
+            for (id, prepared) in run {
+                if queue.stage.ack_in(&tx, ctx.holder, &[*id]).await? != 1 {
+                    continue;
+                }
+                match prepared {
+                    Some(p) => {
+                        bytes += p
+                            .message
+                            .spill
+                            .map_or(p.message.body.len(), |s| s.len as usize);
+                        staged.push(p.message.clone());
+                    }
+                    None => undecodable += 1,
+                }
+            }
+            ctx.stages.stage_in(&tx, &staged, now).await?;
+            ctx.stages.let_go_in(&tx, ctx.holder, held).await?;
+            Ok::<_, StageError>((staged.len(), bytes, undecodable))
+        })
+        .await
 }

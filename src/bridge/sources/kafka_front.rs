@@ -10,16 +10,24 @@
 //! sleeps on a watch of its high watermark, which the partition's sequencer writes when
 //! it appends.
 //!
+//! A read holding a record whose body the route's stages cannot copy in one transaction
+//! (a large record, [`spill::spills`]) stages nothing in that transaction: the body is
+//! written to a spill held by the route's lease holder first ([`RouteStages::prepare`]),
+//! then one transaction checks the offset is still where the read began, stages the read
+//! by reference to the spill, advances the offset and lets go of the hold.
+//!
 //! A missing topic is created when `kafka.auto_create_topics` allows it; otherwise it is
 //! logged, shown as down in `/readyz`, and retried with backoff. Partitions added while the
 //! route runs (CreatePartitions on any instance) are read from when the topic cache sees
 //! them.
 
+use crate::bridge::mapping::kafka_to_amqp;
+use crate::bridge::route::RouteStages;
 use crate::bridge::sink::{Backoff, endpoint_label};
 use crate::bridge::{BridgeError, RouteContext, staged};
 use crate::config::Endpoint;
 use crate::kafka::port::{CommittedRead, KafkaPort, KafkaPortError, PartitionRef};
-use crate::stage::{NewMessage, StageError, now_ms};
+use crate::stage::{NewMessage, Spill, StageError, now_ms, spill};
 use crate::store::{StoreError, TransactionError};
 use crate::telemetry::bridge as metric;
 use std::sync::Arc;
@@ -180,18 +188,34 @@ async fn partition(
                     let from = decode_offset(tx.get(key, false).await?.as_deref());
                     let Some(read) = kafka.read_committed_in(&tx, p, from, READ_BYTES).await?
                     else {
-                        return Ok(None);
+                        return Ok(Move::Idle);
                     };
+                    if read.records.iter().any(|r| too_large(&ctx.stages, r)) {
+                        return Ok(Move::Large { from, read });
+                    }
                     let staged = Staged::of(read);
                     ctx.stages.stage_in(&tx, &staged.messages, now).await?;
                     tx.set(key, &encode_offset(staged.next));
-                    Ok::<_, MoveError>(Some(staged))
+                    Ok::<_, MoveError>(Move::Staged(staged))
                 }
             })
             .await?;
-        match moved {
+        let staged = match moved {
+            Move::Idle => None,
+            Move::Staged(staged) => Some(staged),
+            Move::Large { from, read } => match stage_large(&ctx, &key, from, read, now).await? {
+                Some(staged) => Some(staged),
+                // Another attempt moved these records meanwhile: read again.
+                None => continue,
+            },
+        };
+        match staged {
             Some(staged) => {
-                let bytes: usize = staged.messages.iter().map(|m| m.body.len()).sum();
+                let bytes: usize = staged
+                    .messages
+                    .iter()
+                    .map(|m| m.spill.map_or(m.body.len(), |s| s.len as usize))
+                    .sum();
                 metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels)
                     .increment(staged.messages.len() as u64);
                 metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes as u64);
@@ -221,6 +245,71 @@ async fn partition(
             }
         }
     }
+}
+
+/// What one transaction of [`partition`] found to do.
+enum Move {
+    /// Nothing to read: wait for the high watermark.
+    Idle,
+    /// Staged this.
+    Staged(Staged),
+    /// Read this from `from`, which holds a record too large to stage in the transaction
+    /// ([`stage_large`]); nothing was written.
+    Large {
+        /// The offset the read began at.
+        from: i64,
+        /// What it read.
+        read: CommittedRead,
+    },
+}
+
+/// Whether the route's stages cannot copy record `r`'s body in one transaction.
+fn too_large(stages: &RouteStages, r: &crate::kafka::port::KafkaRecord) -> bool {
+    let len = r.value.as_ref().map_or(0, |v| v.len());
+    spill::spills(len as u64, stages.destinations.len())
+}
+
+/// Stages `read` (begun at offset `from`), which holds a record too large to copy in one
+/// transaction: each such body is written to a spill held by the route's holder, then one
+/// transaction stages the read by reference, advances the offset stored at `key` and
+/// lets go of the spills — if the offset is still `from`. Otherwise (another attempt moved
+/// these records) it only lets go of the spills, which are then freed; `None`.
+async fn stage_large(
+    ctx: &RouteContext,
+    key: &[u8],
+    from: i64,
+    read: CommittedRead,
+    now: u64,
+) -> Result<Option<Staged>, MoveError> {
+    let mut fallbacks = 0;
+    let mut messages = Vec::with_capacity(read.records.len());
+    let mut held: Vec<Spill> = Vec::new();
+    for r in &read.records {
+        let mapped = kafka_to_amqp(r, "");
+        fallbacks += mapped.fallbacks.len();
+        let prepared = ctx.stages.prepare(ctx.holder, &mapped.message).await?;
+        held.extend(prepared.held);
+        messages.push(prepared.message);
+    }
+    let (messages_ref, held) = (&messages, &held);
+    let staged = ctx
+        .db
+        .run(|tx| async move {
+            let still_there = decode_offset(tx.get(key, false).await?.as_deref()) == from;
+            if still_there {
+                ctx.stages.stage_in(&tx, messages_ref, now).await?;
+                tx.set(key, &encode_offset(read.next));
+            }
+            ctx.stages.let_go_in(&tx, ctx.holder, held).await?;
+            Ok::<_, MoveError>(still_there)
+        })
+        .await?;
+    Ok(staged.then(|| Staged {
+        messages,
+        next: read.next,
+        fallbacks,
+        undecodable: read.undecodable,
+    }))
 }
 
 /// What one read of a partition stages for the route.

@@ -4,13 +4,20 @@
 //! Each batch (up to the route's `batch` or [`BATCH_BYTES`], or what arrived within
 //! [`GATHER`]) is staged in one store transaction that also remembers every message-id it
 //! staged, and only after that commit is the batch acknowledged upstream (`basic.ack`,
-//! `multiple`). A message too large for a stage is rejected upstream (`requeue=false`, so
-//! the queue's own dead-letter exchange gets it, if it has one). A crash or a
-//! lost connection between the commit and the ack makes RabbitMQ redeliver the batch; its
-//! message-ids are found among the remembered ones and the messages are dropped (counted
-//! in `ferry_bridge_source_duplicates_total`) instead of staged twice. The next batch gathers
-//! while the previous one commits; batches are staged one after another, in upstream order. Messages without a
-//! message-id are always staged (at least once).
+//! `multiple`). A large message's body (above 4 MiB, or too large to be copied into
+//! every destination's stage in one transaction) is first written to a spill held by the
+//! route's lease holder, and the staging commit stores it by reference and lets go of the
+//! hold ([`crate::bridge::route`]), so the body lapin handed over is never copied; a
+//! batch is staged in as many transactions as its copied bytes need
+//! ([`spill::runs`]), in order, before the one ack. Only a body larger than Ferry
+//! accepts anywhere ([`MAX_MESSAGE_SIZE_LIMIT`], 128 MiB) is rejected upstream
+//! (`requeue=false`, so the queue's own dead-letter exchange gets it, if it has one).
+//! A crash or a lost connection between the commit and the ack makes RabbitMQ redeliver
+//! the batch; its message-ids are found among the remembered ones and the messages are
+//! dropped (counted in `ferry_bridge_source_duplicates_total`) instead of staged twice
+//! (the spill written for a duplicate is let go of and freed). The next batch gathers
+//! while the previous one commits; batches are staged one after another, in upstream
+//! order. Messages without a message-id are always staged (at least once).
 //!
 //! Keys, under the route's subspace `(P, "bridge", ROUTE)`:
 //! ```text
@@ -26,15 +33,16 @@
 
 use crate::amqp::port::AmqpMessage;
 use crate::bridge::rabbitmq_link::connect;
+use crate::bridge::route::Prepared;
 use crate::bridge::sink::Backoff;
-use crate::bridge::staged;
 use crate::bridge::{BridgeError, RouteContext};
-use crate::config::limits::MAX_BODY_SIZE;
+use crate::config::limits::MAX_MESSAGE_SIZE_LIMIT;
 use crate::config::{AmqpTlsConfig, AmqpUri};
 use crate::group_commit::GroupCommit;
-use crate::stage::{NewMessage, StageError, now_ms};
+use crate::stage::{Spill, StageError, now_ms, spill};
 use crate::store::RangeOption;
 use crate::telemetry::bridge as metric;
+use bytes::Bytes;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions, BasicRejectOptions};
@@ -258,37 +266,57 @@ async fn finished(
         .unwrap_or_else(|e| Err(SessionEnd::Broker(format!("the staging task failed: {e}"))))
 }
 
-/// Stages `batch` (rejecting upstream what no stage can hold), then acknowledges it.
+/// Stages `batch` (rejecting upstream what Ferry accepts nowhere), then acknowledges it.
 async fn stage_and_ack(
     ctx: &RouteContext,
     label: &str,
     labels: &[(&'static str, String)],
     batch: Vec<lapin::message::Delivery>,
 ) -> Result<(), SessionEnd> {
+    let limit = MAX_MESSAGE_SIZE_LIMIT as usize;
     let mut messages = Vec::with_capacity(batch.len());
     let mut ackable = None;
     for d in batch {
-        let message = AmqpMessage {
-            exchange: d.exchange.as_str().to_owned(),
-            routing_key: d.routing_key.as_str().to_owned(),
-            properties: d.properties,
-            body: d.data.into(),
-        };
-        let staged = staged::from_amqp(&message);
-        if staged.body.len() > MAX_BODY_SIZE {
+        if d.data.len() > limit {
             // Settled before the batch's multiple ack, which then skips it; the broker
             // dead-letters it if the queue has a dead-letter exchange.
-            warn!(route = %ctx.config.name, source = label, size = staged.body.len(), max = MAX_BODY_SIZE, "rejecting a message too large to stage");
+            warn!(route = %ctx.config.name, source = label, size = d.data.len(), max = limit, "rejecting a message larger than Ferry accepts");
             d.acker
                 .reject(BasicRejectOptions { requeue: false })
                 .await
                 .map_err(|e| SessionEnd::Broker(format!("basic.reject failed: {e}")))?;
             continue;
         }
-        messages.push((message, staged));
+        let mut message = AmqpMessage {
+            exchange: d.exchange.as_str().to_owned(),
+            routing_key: d.routing_key.as_str().to_owned(),
+            properties: d.properties,
+            // Vec into Bytes: the body lapin read is kept, not copied.
+            body: d.data.into(),
+        };
+        let prepared = ctx
+            .stages
+            .prepare(ctx.holder, &message)
+            .await
+            .map_err(SessionEnd::Store)?;
+        if prepared.held.is_some() {
+            // Written to its spill: the body is not held in memory any longer.
+            message.body = Bytes::new();
+        }
+        messages.push((message, prepared));
         ackable = Some(d.acker);
     }
-    let (staged, duplicates, bytes) = stage(ctx, &messages).await.map_err(SessionEnd::Store)?;
+    let sizes: Vec<u64> = messages
+        .iter()
+        .map(|(_, p)| ctx.stages.copied_bytes(&p.message))
+        .collect();
+    let (mut staged, mut duplicates, mut bytes) = (0, 0, 0);
+    for run in spill::runs(&sizes) {
+        let (s, d, b) = stage(ctx, &messages[run])
+            .await
+            .map_err(SessionEnd::Store)?;
+        (staged, duplicates, bytes) = (staged + s, duplicates + d, bytes + b);
+    }
     // Every delivery up to the last one kept is staged (or was already).
     if let Some(acker) = ackable {
         acker
@@ -302,20 +330,23 @@ async fn stage_and_ack(
     Ok(())
 }
 
-/// Stages `messages` except those whose message-id was seen; returns how many were
-/// staged, how many were duplicates, and the staged body bytes.
+/// Stages `messages` except those whose message-id was seen, in one transaction that lets
+/// go of their spills; returns how many were staged, how many were duplicates, and the
+/// staged body bytes.
 async fn stage(
     ctx: &RouteContext,
-    messages: &[(AmqpMessage, NewMessage)],
+    messages: &[(AmqpMessage, Prepared)],
 ) -> Result<(u64, u64, u64), StageError> {
     let now = now_ms();
     let space = ctx.keys.space();
+    let held: Vec<Spill> = messages.iter().filter_map(|(_, p)| p.held).collect();
+    let held = &held;
     ctx.db
         .run(|tx| async move {
-            let mut fresh: Vec<NewMessage> = Vec::with_capacity(messages.len());
+            let mut fresh = Vec::with_capacity(messages.len());
             let mut in_batch = HashSet::new();
             let (mut duplicates, mut bytes) = (0u64, 0u64);
-            for (m, staged) in messages {
+            for (m, prepared) in messages {
                 if let Some(id) = m.properties.message_id() {
                     let id = id.as_str();
                     let seen = space.pack(&("seen", id));
@@ -326,10 +357,12 @@ async fn stage(
                     tx.set(&seen, &now.to_be_bytes());
                     tx.set(&space.pack(&("seen-at", now, id)), b"");
                 }
-                bytes += m.body.len() as u64;
-                fresh.push(staged.clone());
+                bytes += prepared.held.map_or(m.body.len() as u64, |spill| spill.len);
+                fresh.push(prepared.message.clone());
             }
             ctx.stages.stage_in(&tx, &fresh, now).await?;
+            // A duplicate's spill is let go of too: nothing references it, and it is freed.
+            ctx.stages.let_go_in(&tx, ctx.holder, held).await?;
             Ok((fresh.len() as u64, duplicates, bytes))
         })
         .await

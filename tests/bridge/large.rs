@@ -1,0 +1,299 @@
+//! Large messages through routes, with the real `ferry` process and lapin: 16 and 100 MiB
+//! messages cross a route from an exchange of the AMQP front to another exchange of it
+//! (stored in the routed queue by reference to their spill), and a 3.5 MiB one that the
+//! route's sink fans out to three queues (three copies would not fit one transaction); a
+//! 16 MiB message crosses from the run's RabbitMQ node into the front, and another from
+//! the front to the node; a 20 MiB Kafka record (kept in a spill by the Kafka front) crosses
+//! a route from a topic of the front into an exchange of it. Every byte arrives, with its
+//! properties, and once everything is acknowledged the spills hold nothing
+//! (`ferry_stage_spill_bytes`).
+
+use crate::common::amqp::{declare_exchange, payload};
+use crate::common::daemon::{Daemon, Setup};
+use crate::common::kafka::producer;
+use crate::common::rabbitmq::{RabbitNode, unique};
+use crate::rabbitmq::{Rabbit, collect};
+use futures::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions,
+    QueueBindOptions, QueueDeclareOptions,
+};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use rdkafka::producer::FutureRecord;
+use std::time::Duration;
+
+const MIB: usize = 1024 * 1024;
+/// How long one large message may take to arrive (a debug build on a busy machine).
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// A confirming channel on the daemon's AMQP front.
+async fn channel(ferry: &Daemon) -> (Connection, Channel) {
+    let conn = Connection::connect(&ferry.amqp_uri(), ConnectionProperties::default())
+        .await
+        .unwrap();
+    let ch = conn.create_channel().await.unwrap();
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .unwrap();
+    (conn, ch)
+}
+
+/// Declares the durable `queue`, bound to `exchange` with `key`.
+async fn bound(ch: &Channel, exchange: &str, queue: &str, key: &str) {
+    let durable = QueueDeclareOptions {
+        durable: true,
+        ..QueueDeclareOptions::default()
+    };
+    ch.queue_declare(queue.into(), durable, FieldTable::default())
+        .await
+        .unwrap();
+    ch.queue_bind(
+        queue.into(),
+        exchange.into(),
+        key.into(),
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+}
+
+/// The properties a large message is published with, to check they cross intact.
+fn properties(id: &str) -> BasicProperties {
+    let mut headers = FieldTable::default();
+    headers.insert("size".into(), AMQPValue::LongString(id.into()));
+    BasicProperties::default()
+        .with_message_id(id.into())
+        .with_content_type("application/octet-stream".into())
+        .with_priority(3)
+        .with_headers(headers)
+}
+
+/// Publishes `body` with `properties(id)` under confirms; asserts the ack.
+async fn publish(ch: &Channel, exchange: &str, key: &str, id: &str, body: &[u8]) {
+    let confirm = ch
+        .basic_publish(
+            exchange.into(),
+            key.into(),
+            BasicPublishOptions::default(),
+            body,
+            properties(id),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    assert!(confirm.is_ack(), "the publish of {id} is confirmed");
+}
+
+/// Asserts `d` is the message `id` with `body`, its properties intact.
+fn assert_whole(d: &lapin::message::Delivery, id: &str, body: &[u8]) {
+    assert_eq!(d.data.len(), body.len(), "{id} arrives with its length");
+    assert!(d.data == body, "{id} arrives whole and unchanged");
+    assert_eq!(d.properties, properties(id), "{id} keeps its properties");
+}
+
+/// Consumes `queue` until the messages `expected` (id, body) arrived, in order; acks each.
+async fn receive(ferry: &Daemon, ch: &Channel, queue: &str, expected: &[(&str, &[u8])]) {
+    let mut consumer = ch
+        .basic_consume(
+            queue.into(),
+            "".into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    for (id, body) in expected {
+        let Ok(Some(d)) = tokio::time::timeout(PATIENCE, consumer.next()).await else {
+            panic!("{id} did not reach {queue}; ferry's log:\n{}", ferry.log());
+        };
+        let d = d.unwrap();
+        assert_whole(&d, id, body);
+        d.ack(BasicAckOptions::default()).await.unwrap();
+    }
+}
+
+/// Waits until the spills hold nothing: every large message was acknowledged everywhere
+/// and the collector freed its spill.
+fn spills_empty(ferry: &Daemon) {
+    ferry.wait_for("the spills emptied", PATIENCE, |d| {
+        let m = d.metrics();
+        m.lines().any(|l| l.starts_with("ferry_stage_spill_bytes "))
+            && crate::common::daemon::sum_of(&m, "ferry_stage_spill_bytes", &[]) == 0.0
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_messages_cross_a_route_between_exchanges_of_the_front_by_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let ferry = Setup::shipped_with(
+        dir.path(),
+        r#"
+[[routes]]
+name = "big"
+from = { amqp_exchange = "big-in" }
+to = [{ amqp_exchange = "big-out" }]
+"#,
+    )
+    .env("FERRY__AMQP__MAX_MESSAGE_SIZE", &(128 * MIB).to_string())
+    .start();
+    let (_conn, ch) = channel(&ferry).await;
+    declare_exchange(&ch, "big-in", ExchangeKind::Topic).await;
+    declare_exchange(&ch, "big-out", ExchangeKind::Topic).await;
+    bound(&ch, "big-out", "whole", "whole.#").await;
+    let fanned = ["fan-1", "fan-2", "fan-3"];
+    for q in fanned {
+        bound(&ch, "big-out", q, "fan.#").await;
+    }
+    ferry.wait_for_amqp_exchange_source().await;
+
+    let (m16, m100) = (payload(16 * MIB, 1), payload(100 * MIB, 2));
+    publish(&ch, "big-in", "whole.16", "m16", &m16).await;
+    publish(&ch, "big-in", "whole.100", "m100", &m100).await;
+    receive(
+        &ferry,
+        &ch,
+        "whole",
+        &[("m16", &m16[..]), ("m100", &m100[..])],
+    )
+    .await;
+    drop((m16, m100));
+
+    // 3.5 MiB stays inline in the route's stage; three copies would not fit one
+    // transaction, so the sink stores it by reference to a spill.
+    let fan = payload(3 * MIB + MIB / 2, 3);
+    publish(&ch, "big-in", "fan.x", "fan", &fan).await;
+    for q in fanned {
+        receive(&ferry, &ch, q, &[("fan", &fan[..])]).await;
+    }
+    spills_empty(&ferry);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_16_mib_message_crosses_from_rabbitmq_to_the_front_and_back_whole() {
+    let mut rabbit = Rabbit::on(RabbitNode::get()).await;
+    let (src, dst, x) = (unique("big-src"), unique("big-dst"), unique("big-x"));
+    rabbit.queue(&src).await;
+    rabbit.queue(&dst).await;
+    rabbit.exchange(&x, Some(&dst)).await;
+    let mut arrivals = collect(rabbit.uri(), &dst).await;
+    let uri = rabbit.uri();
+    let dir = tempfile::tempdir().unwrap();
+    let ferry = Setup::shipped_with(
+        dir.path(),
+        &format!(
+            r#"
+[sources.big-in]
+kind = "rabbitmq"
+uri = "{uri}"
+queue = "{src}"
+
+[sinks.big-out]
+kind = "rabbitmq"
+uri = "{uri}"
+exchange = "{x}"
+
+[[routes]]
+name = "r2f"
+from = {{ source = "big-in" }}
+to = [{{ amqp_exchange = "from-rabbit" }}]
+
+[[routes]]
+name = "f2r"
+from = {{ amqp_exchange = "to-rabbit" }}
+to = [{{ sink = "big-out" }}]
+"#
+        ),
+    )
+    .start();
+    let (_conn, ch) = channel(&ferry).await;
+    declare_exchange(&ch, "from-rabbit", ExchangeKind::Topic).await;
+    declare_exchange(&ch, "to-rabbit", ExchangeKind::Topic).await;
+    bound(&ch, "from-rabbit", "landed", "#").await;
+    ferry.wait_for_amqp_exchange_source().await;
+
+    // RabbitMQ → Ferry: staged through a spill, not rejected upstream.
+    let inbound = payload(16 * MIB, 4);
+    rabbit
+        .publish(&src, &[(properties("in16"), inbound.clone())])
+        .await;
+    receive(&ferry, &ch, "landed", &[("in16", &inbound[..])]).await;
+    drop(inbound);
+
+    // Ferry → RabbitMQ: the sink reads the body whole and publishes it.
+    let outbound = payload(16 * MIB, 5);
+    publish(&ch, "to-rabbit", "k", "out16", &outbound).await;
+    let Ok(Some(d)) = tokio::time::timeout(PATIENCE, arrivals.recv()).await else {
+        panic!(
+            "out16 did not reach RabbitMQ; ferry's log:\n{}",
+            ferry.log()
+        );
+    };
+    assert_whole(&d, "out16", &outbound);
+    spills_empty(&ferry);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_20_mib_kafka_record_crosses_a_route_from_a_topic_into_an_exchange_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let ferry = Setup::shipped_with(
+        dir.path(),
+        r#"
+[[routes]]
+name = "big-records"
+from = { kafka_topic = "big-records" }
+to = [{ amqp_exchange = "records-out" }]
+"#,
+    )
+    .env("FERRY__KAFKA__MAX_MESSAGE_BYTES", &(32 * MIB).to_string())
+    .env("FERRY__AMQP__MAX_MESSAGE_SIZE", &(32 * MIB).to_string())
+    .start();
+    let (_conn, ch) = channel(&ferry).await;
+    declare_exchange(&ch, "records-out", ExchangeKind::Topic).await;
+    bound(&ch, "records-out", "records", "#").await;
+
+    // Before it: a small record; after the large one, another, so the offsets around a
+    // spilled batch are moved too.
+    let large = payload(20 * MIB, 6);
+    let p = producer(
+        &ferry.kafka_bootstrap(),
+        &[("message.max.bytes", &(32 * MIB).to_string())],
+    );
+    for value in [&b"before"[..], &large[..], &b"after"[..]] {
+        p.send(
+            FutureRecord::<(), [u8]>::to("big-records").payload(value),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap_or_else(|(e, _)| panic!("the produce is acknowledged: {e}"));
+    }
+    let mut consumer = ch
+        .basic_consume(
+            "records".into(),
+            "".into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    for expected in [&b"before"[..], &large[..], &b"after"[..]] {
+        let Ok(Some(d)) = tokio::time::timeout(PATIENCE, consumer.next()).await else {
+            panic!(
+                "a record did not cross the route; ferry's log:\n{}",
+                ferry.log()
+            );
+        };
+        let d = d.unwrap();
+        assert_eq!(d.data.len(), expected.len(), "the records arrive in order");
+        assert!(d.data == expected, "and whole");
+        d.ack(BasicAckOptions::default()).await.unwrap();
+    }
+    drop(p);
+    ferry.wait_for("the route's spill freed", PATIENCE, |d| {
+        // The topic keeps its batch's spill; the route's copy of it is gone.
+        crate::common::daemon::sum_of(&d.metrics(), "ferry_stage_spill_bytes", &[])
+            <= (20 * MIB + 1024) as f64
+    });
+}
