@@ -7,6 +7,12 @@
 //! high-contention dequeue when consumers compete); an idle one waits on the stage's
 //! watches. Deliveries are written to the socket only after the lease committed.
 //!
+//! **Back-pressure.** A consumer leases its next batch only once the frames of its last
+//! one were taken by the connection's writer ([`Consumers::sent`]), whose queue is bounded
+//! in bytes ([`crate::amqp::writer::QUEUE_BYTES`]). So a consumer whose client reads
+//! nothing — without a prefetch limit, too — holds at most one leased batch beyond what the
+//! writer holds; normal consumers lose nothing, the writer taking a batch at once.
+//!
 //! **Settling.** basic.ack/nack/reject and recover are collected and committed in batches
 //! (one transaction while the previous one commits: a [`GroupCommit`]), like publishes. Acknowledgements
 //! wait up to [`BATCH_DELAY`] or until [`SETTLE_BATCH`] are pending, since nothing
@@ -39,7 +45,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Messages one lease takes at most, whatever the prefetch.
-const LEASE_BATCH: usize = 1000;
+pub const LEASE_BATCH: usize = 1000;
 /// Settlements commit once this many deliveries are pending, or after [`BATCH_DELAY`].
 const SETTLE_BATCH: usize = 256;
 /// How long pending settlements wait for more before they commit, and how long a
@@ -96,6 +102,9 @@ struct ConsumerState {
     step: Option<JoinHandle<()>>,
     /// Whether it waits on a watch.
     waiting: bool,
+    /// Whether the frames of its last batch wait for the connection's writer: it leases
+    /// again only once they are taken ([`Consumers::sent`]).
+    unsent: bool,
     /// Whether it may receive (single active consumer: its turn came).
     active: bool,
     /// Settled leases to forget once the step returns the stage consumer.
@@ -465,6 +474,7 @@ impl Consumers {
                 stage: Some(consumer),
                 step: None,
                 waiting: false,
+                unsent: false,
                 active: !single,
                 forget_later: Vec::new(),
                 stop,
@@ -508,7 +518,7 @@ impl Consumers {
         let Some(c) = self.consumers.get(tag) else {
             return;
         };
-        if !self.flowing || !c.active || c.cancelling || c.waiting || c.step.is_some() {
+        if !self.flowing || !c.active || c.cancelling || c.waiting || c.unsent || c.step.is_some() {
             return;
         }
         let room = self.room(c);
@@ -559,6 +569,19 @@ impl Consumers {
 
     fn kick_all_batched(&mut self) {
         let tags: Vec<String> = self.consumers.keys().cloned().collect();
+        for tag in tags {
+            self.kick_batched(&tag);
+        }
+    }
+
+    /// The frames returned so far were taken by the connection's writer: consumers whose
+    /// batch was among them may lease their next.
+    pub fn sent(&mut self) {
+        let tags: Vec<String> = self
+            .consumers
+            .iter_mut()
+            .filter_map(|(tag, c)| std::mem::take(&mut c.unsent).then(|| tag.clone()))
+            .collect();
         for tag in tags {
             self.kick_batched(&tag);
         }
@@ -617,8 +640,9 @@ impl Consumers {
         }
     }
 
-    /// Takes back a stage consumer after its step: delivers what it leased or starts
-    /// waiting on its watches, then steps again if it may.
+    /// Takes back a stage consumer after its step: delivers what it leased (the caller
+    /// hands the frames to the writer, then calls [`Consumers::sent`]) or starts waiting on
+    /// its watches, then steps again if it may.
     async fn stepped(
         &mut self,
         tag: &str,
@@ -633,7 +657,16 @@ impl Consumers {
         consumer.forget(&std::mem::take(&mut c.forget_later));
         c.stage = Some(*consumer);
         let out = match result? {
-            Step::Delivered(deliveries) => self.deliver(tag, deliveries).await?,
+            Step::Delivered(deliveries) => {
+                let out = self.deliver(tag, deliveries).await?;
+                if !out.is_empty() {
+                    if let Some(c) = self.consumers.get_mut(tag) {
+                        c.unsent = true;
+                    }
+                    return Ok(out);
+                }
+                out
+            }
             Step::Idle(wakeup) => {
                 c.waiting = true;
                 let (events, stop, tag) = (self.events_tx.clone(), c.stop.clone(), tag.to_owned());

@@ -2,9 +2,11 @@
 //! from every channel in order, coalesces what is queued into one write, and sends a
 //! heartbeat whenever the connection has been quiet for half the heartbeat interval. A
 //! write that makes no progress for `amqp.send_timeout_ms` (the client reads nothing) ends
-//! the writer, which ends the connection ([`Writer::closed`]). What is queued is bounded in
-//! bytes ([`QUEUE_BYTES`]), so a client that reads slowly holds at most that much of
-//! Ferry's memory, however large the deliveries waiting for it.
+//! the writer, which ends the connection ([`Writer::closed`]). What is queued or being
+//! written is bounded in bytes ([`QUEUE_BYTES`]): frames keep their share of it until they
+//! are in the socket's buffer, so a client that reads slowly holds at most that much of
+//! Ferry's memory (beside the socket's buffers), however large the deliveries waiting for
+//! it, and the channels that deliver to it wait in [`Writer::send`].
 
 use crate::amqp::codec::HEARTBEAT;
 use std::future::Future;
@@ -16,8 +18,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 /// Writes queued for the socket before senders wait (back-pressure from a slow client
 /// reaches the channels that deliver to it).
 const QUEUE: usize = 256;
-/// Bytes queued for the socket before senders wait; a larger write waits for the queue to
-/// empty and then goes alone.
+/// Bytes queued for the socket or being written before senders wait; a larger write waits
+/// for the queue to empty and then goes alone.
 pub const QUEUE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Encoded frames and their share of [`QUEUE_BYTES`], returned once written.
@@ -98,19 +100,25 @@ async fn run<W: AsyncWrite + Unpin>(socket: W, mut rx: mpsc::Receiver<Queued>, t
     loop {
         let next = match quiet {
             Some(q) => match tokio::time::timeout(q, rx.recv()).await {
-                Ok(next) => next.map(|(frames, _share)| frames),
-                Err(_quiet) => Some(HEARTBEAT.to_vec()),
+                Ok(next) => next,
+                Err(_quiet) => {
+                    if progresses(limit, out.write_all(&HEARTBEAT)).await
+                        && progresses(limit, out.flush()).await
+                    {
+                        continue;
+                    }
+                    return;
+                }
             },
-            None => rx.recv().await.map(|(frames, _share)| frames),
+            None => rx.recv().await,
         };
-        let Some(frames) = next else { break };
-        if !progresses(limit, out.write_all(&frames)).await {
+        let Some(first) = next else { break };
+        if !write_queued(limit, &mut out, first).await {
             return;
         }
-        // Coalesce whatever else is already queued into the same write (each share of the
-        // queue's bytes returns as its frames are handed to the socket's buffer).
-        while let Ok((more, _share)) = rx.try_recv() {
-            if !progresses(limit, out.write_all(&more)).await {
+        // Coalesce whatever else is already queued into the same write.
+        while let Ok(more) = rx.try_recv() {
+            if !write_queued(limit, &mut out, more).await {
                 return;
             }
         }
@@ -121,6 +129,19 @@ async fn run<W: AsyncWrite + Unpin>(socket: W, mut rx: mpsc::Receiver<Queued>, t
     if progresses(limit, out.flush()).await {
         let _ = progresses(limit, out.shutdown()).await;
     }
+}
+
+/// Hands queued frames to the socket's buffer; their share of [`QUEUE_BYTES`] returns only
+/// then, so frames a client does not read still count while their write waits. Returns
+/// whether the write succeeded within `limit`.
+async fn write_queued<W: AsyncWrite + Unpin>(
+    limit: Option<Duration>,
+    out: &mut BufWriter<W>,
+    (frames, share): Queued,
+) -> bool {
+    let written = progresses(limit, out.write_all(&frames)).await;
+    drop(share);
+    written
 }
 
 /// Whether `write` succeeds within `limit`.
@@ -180,6 +201,23 @@ mod tests {
         writer.closed().await;
         task.await.unwrap();
         assert!(started.elapsed() >= limit);
+        drop(client);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn frames_being_written_to_a_client_that_reads_nothing_keep_their_share_of_the_queue() {
+        let (client, server) = tokio::io::duplex(1024);
+        let (writer, _task) = spawn(server, timing(None, None));
+        // Every byte the queue allows, more than the pipe and the writer's buffer hold: the
+        // writer takes it off the queue and waits for the client to read.
+        writer.send(vec![0; QUEUE_BYTES]).await.unwrap();
+        // Nothing more is taken while those bytes are unwritten (paused time passes only
+        // once every task waits, so this does not depend on the machine's speed).
+        let more = tokio::time::timeout(Duration::from_secs(60), writer.send(vec![0; 1])).await;
+        assert!(
+            more.is_err(),
+            "a send was taken while the queue's bytes were being written"
+        );
         drop(client);
     }
 

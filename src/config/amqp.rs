@@ -17,6 +17,11 @@ pub const TLS_LISTEN_KEY: &str = "amqp.tls_listen";
 /// Default for `amqp.listen`.
 pub const DEFAULT_AMQP_LISTEN: &str = "0.0.0.0:5672";
 
+/// Default for `amqp.max_connections`: high enough that the open-file limit (which
+/// `ferry run` raises to its hard limit) is the bound in practice, as RabbitMQ has no
+/// connection limit by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
+
 /// The smallest `frame_max` AMQP 0-9-1 allows (`frame-min-size`).
 pub const MIN_FRAME_MAX: u32 = 4096;
 
@@ -39,6 +44,7 @@ pub struct AmqpConfig {
     /// for two intervals is considered dead and its connection closed.
     pub heartbeat_s: u16,
     /// The most simultaneous AMQP connections; further clients wait in the listen backlog.
+    /// Each takes a file descriptor, so the process's open-file limit bounds them too.
     pub max_connections: usize,
     /// The largest message body a publisher may send, in bytes (16 MiB, RabbitMQ 4's
     /// default; at most 128 MiB, RabbitMQ 3's); a larger one closes its channel with 406
@@ -105,7 +111,7 @@ impl Default for AmqpConfig {
             frame_max: 131_072,
             channel_max: 2047,
             heartbeat_s: 60,
-            max_connections: 4096,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             max_message_size: 16 * 1024 * 1024,
             vhosts: vec![super::users::DEFAULT_VHOST.to_owned()],
             handshake_timeout_ms: 10_000,

@@ -16,8 +16,10 @@ pub const ADVERTISED_LISTENERS_KEY: &str = "kafka.advertised_listeners";
 
 /// Default for `kafka.listen`.
 pub const DEFAULT_KAFKA_LISTEN: &str = "0.0.0.0:9092";
-/// Default for `kafka.max_connections`.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// Default for `kafka.max_connections`: high enough that the open-file limit (which
+/// `ferry run` raises to its hard limit) is the bound in practice, as Kafka's
+/// `max.connections` is unlimited by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 65_536;
 /// Default for `kafka.max_request_size`: Kafka's `socket.request.max.bytes` (100 MiB).
 pub const DEFAULT_MAX_REQUEST_SIZE: usize = 104_857_600;
 /// Default for `kafka.max_message_bytes`: Kafka's `message.max.bytes`.
@@ -67,7 +69,8 @@ pub struct KafkaConfig {
     pub advertised_host: String,
     /// The port clients are told to connect to. 0: the port actually bound.
     pub advertised_port: u16,
-    /// Most client connections at once; further clients wait in the kernel's backlog.
+    /// Most client connections at once; further clients wait in the kernel's backlog. Each
+    /// takes a file descriptor, so the process's open-file limit bounds them too.
     pub max_connections: usize,
     /// Milliseconds a connection may send no request, or leave an answer unread, before it
     /// is closed (Kafka's `connections.max.idle.ms`; clients reconnect when they need to).

@@ -2,6 +2,14 @@
 //! [`IN_FLIGHT`] answers outstanding so a client's pipelined requests (librdkafka sends
 //! several produce requests before the first answer) are worked on concurrently.
 //!
+//! Fetch answers are the exception: a connection has at most one computed or waiting to
+//! be written, since each may hold up to the request's `max_bytes`. A Fetch takes the
+//! connection's fetch turn before it is handled and gives it back once the writer has
+//! written its answer; until then the connection is not read further, as Kafka mutes a
+//! connection while an answer is pending. librdkafka sends one Fetch per connection at a
+//! time, so its consumers wait for nothing; a client that pipelines Fetch requests and
+//! reads no answer makes Ferry hold one answer, not [`IN_FLIGHT`].
+//!
 //! The reader decodes each request and runs its handler's ordered part; the writer task
 //! writes each answer — immediate, or the result of its spawned `Later` future — in
 //! request order. Produce requests already buffered behind one another are handled as one
@@ -28,7 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, trace, warn};
@@ -53,6 +61,8 @@ struct Owed {
     started: Instant,
     /// The answer, or the task computing it.
     response: Pending,
+    /// The connection's fetch turn, held by a Fetch answer until it is written.
+    turn: Option<OwnedSemaphorePermit>,
 }
 
 /// An answer now or later.
@@ -170,6 +180,7 @@ pub async fn serve(
         session,
         buf: BytesMut::new(),
         owed,
+        fetch_turn: Arc::new(Semaphore::new(1)),
         muted_until: None,
     };
     let mut opening = true;
@@ -236,6 +247,8 @@ struct Reader {
     buf: BytesMut,
     /// The answers owed, in order, to the writer.
     owed: mpsc::Sender<Owed>,
+    /// One permit: the Fetch whose answer is being computed or written holds it.
+    fetch_turn: Arc<Semaphore>,
     /// Until when the connection is not read (a producer throttled), if it is muted.
     muted_until: Option<Instant>,
 }
@@ -260,8 +273,15 @@ impl Reader {
                     ..
                 }) => {
                     let answer = Pending::Ready(Box::new(api::unsupported_version()));
-                    self.owe(ApiKey::ApiVersions, 0, correlation_id, started, answer)
-                        .await?;
+                    self.owe(
+                        ApiKey::ApiVersions,
+                        0,
+                        correlation_id,
+                        started,
+                        answer,
+                        None,
+                    )
+                    .await?;
                     continue;
                 }
                 Err(e) => return Err(Some(Refusal::Codec(e))),
@@ -277,8 +297,12 @@ impl Reader {
                     request.version(),
                     request.header.correlation_id,
                 );
+                let turn = match api {
+                    ApiKey::Fetch => Some(self.fetch_turn().await?),
+                    _ => None,
+                };
                 let reply = api::handle(&self.ctx, &mut self.session, request).await;
-                self.reply(api, version, id, started, reply).await?;
+                self.reply(api, version, id, started, reply, turn).await?;
             }
         }
         Ok(())
@@ -325,7 +349,7 @@ impl Reader {
         )
         .await;
         for ((api, version, id, started), reply) in heads.into_iter().zip(replies) {
-            self.reply(api, version, id, started, reply).await?;
+            self.reply(api, version, id, started, reply, None).await?;
         }
         if let Some(throttle) = throttle {
             metrics::counter!(m::PRODUCE_THROTTLED_TOTAL).increment(1);
@@ -354,7 +378,17 @@ impl Reader {
         );
     }
 
-    /// Queues the answer a handler's reply calls for.
+    /// Waits for the connection's fetch turn: the answer of the Fetch before is written.
+    /// The writer gives it back also when it ends, so this never outwaits the connection.
+    async fn fetch_turn(&self) -> Result<OwnedSemaphorePermit, Stop> {
+        self.fetch_turn
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| None)
+    }
+
+    /// Queues the answer a handler's reply calls for, with the fetch turn it holds.
     async fn reply(
         &self,
         api: ApiKey,
@@ -362,18 +396,19 @@ impl Reader {
         id: i32,
         started: Instant,
         reply: Reply,
+        turn: Option<OwnedSemaphorePermit>,
     ) -> Result<(), Stop> {
         match reply {
             Reply::Now(r) => {
-                self.owe(api, version, id, started, Pending::Ready(Box::new(r)))
+                self.owe(api, version, id, started, Pending::Ready(Box::new(r)), turn)
                     .await
             }
             Reply::Later(f) => {
                 let task = Pending::Spawned(tokio::spawn(f));
-                self.owe(api, version, id, started, task).await
+                self.owe(api, version, id, started, task, turn).await
             }
             Reply::Last(r) => {
-                self.owe(api, version, id, started, Pending::Ready(Box::new(r)))
+                self.owe(api, version, id, started, Pending::Ready(Box::new(r)), turn)
                     .await?;
                 Err(Some(Refusal::AuthFailed))
             }
@@ -393,6 +428,7 @@ impl Reader {
         correlation_id: i32,
         started: Instant,
         response: Pending,
+        turn: Option<OwnedSemaphorePermit>,
     ) -> Result<(), Stop> {
         let owed = Owed {
             api,
@@ -400,6 +436,7 @@ impl Reader {
             correlation_id,
             started,
             response,
+            turn,
         };
         self.owed.send(owed).await.map_err(|_| None)
     }
@@ -447,6 +484,8 @@ async fn write(
         if let Err(end) = within(stall, writer.write_all(&bytes)).await {
             return Some(end);
         }
+        // Written: the next Fetch may be handled.
+        drop(owed.turn);
         trace!(api = ?owed.api, correlation_id = owed.correlation_id, bytes = bytes.len(), "Kafka answer");
         if queue.is_empty() {
             if let Err(end) = within(stall, writer.flush()).await {

@@ -1,7 +1,8 @@
 //! The AMQP front against bad input on raw sockets: garbage, another protocol header, a
 //! frame declaring 4 GB, truncated and malformed frames, frames on unopened channels,
 //! bodies over the limit, wrong passwords, silent peers and a consumer that reads nothing
-//! (disconnected after `amqp.send_timeout_ms`, its deliveries requeued). Each gets the reply code the
+//! (it leases at most one batch beyond what its connection's writer holds, and is
+//! disconnected after `amqp.send_timeout_ms`, its deliveries requeued). Each gets the reply code the
 //! specification gives, closes at most its own channel or connection, and loses nothing
 //! already accepted. Server frames are read with `amq-protocol`'s parser, not Ferry's.
 
@@ -10,6 +11,7 @@ use crate::common::fronts::AmqpServer;
 use amq_protocol::frame::{AMQPFrame, WriteContext, gen_frame, parse_frame};
 use amq_protocol::protocol::{AMQPClass, basic, channel, connection, queue};
 use amq_protocol::types::FieldTable;
+use ferry::amqp::consume::LEASE_BATCH;
 use futures::StreamExt;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -558,25 +560,23 @@ async fn confirms_of_a_burst_are_grouped_into_multiple_acks() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_consumer_that_reads_nothing_is_disconnected_and_its_deliveries_go_to_others() {
-    let server = AmqpServer::start_with(|c| c.send_timeout_ms = 500).await;
-    let (_conn, ch) = server.channel().await;
-    declare(&ch, "unread", FieldTable::default()).await;
-    // 24 MiB: far more than the sockets' buffers hold.
-    let body = "x".repeat(64 * 1024);
-    let bodies = vec![body.as_str(); 384];
-    publish_confirmed(&ch, "", "unread", &bodies).await;
-
-    // A consumer without a prefetch limit or heartbeats that never reads its socket.
-    let mut stuck = Raw::connect(&server).await;
+/// Starts a consumer of `queue` without a prefetch limit or heartbeats on a raw connection
+/// that never reads its socket after consume-ok, and waits until it holds deliveries (the
+/// queue's ready count falls below `queued`).
+async fn stuck_consumer(
+    server: &AmqpServer,
+    ch: &lapin::Channel,
+    queue: &str,
+    queued: usize,
+) -> Raw {
+    let mut stuck = Raw::connect(server).await;
     stuck.handshake().await;
     stuck.open_channel(1).await;
     stuck
         .method(
             1,
             AMQPClass::Basic(basic::AMQPMethod::Consume(basic::Consume {
-                queue: "unread".into(),
+                queue: queue.into(),
                 consumer_tag: "stuck".into(),
                 no_local: false,
                 no_ack: false,
@@ -594,20 +594,22 @@ async fn a_consumer_that_reads_nothing_is_disconnected_and_its_deliveries_go_to_
         ),
         "{consume_ok:?}"
     );
-
-    // Wait until it holds deliveries (the queue's ready count falls).
     let holding = tokio::time::timeout(WAIT, async {
-        while ready(&ch, "unread").await as usize == bodies.len() {
+        while ready(ch, queue).await as usize == queued {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await;
     assert!(holding.is_ok(), "the stuck consumer got no delivery");
-    // Once its writes stall past amqp.send_timeout_ms it is disconnected and what it held
-    // is requeued, so another consumer gets every message.
+    stuck
+}
+
+/// Consumes `count` messages of `queue` (waiting for a stuck consumer's disconnection to
+/// requeue what it held) and returns how many were redelivered: those it had leased.
+async fn redelivered_to_another(ch: &lapin::Channel, queue: &str, count: usize) -> usize {
     let consumer = ch
         .basic_consume(
-            "unread".into(),
+            queue.into(),
             "other".into(),
             lapin::options::BasicConsumeOptions {
                 no_ack: true,
@@ -617,15 +619,78 @@ async fn a_consumer_that_reads_nothing_is_disconnected_and_its_deliveries_go_to_
         )
         .await
         .unwrap();
-    let got = tokio::time::timeout(WAIT * 3, consumer.take(bodies.len()).collect::<Vec<_>>())
+    let got = tokio::time::timeout(WAIT * 3, consumer.take(count).collect::<Vec<_>>())
         .await
         .expect("every message reached the other consumer");
-    let redelivered = got
-        .iter()
+    got.iter()
         .filter(|d| d.as_ref().unwrap().redelivered)
-        .count();
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_that_reads_nothing_is_disconnected_and_its_deliveries_go_to_others() {
+    let server = AmqpServer::start_with(|c| c.send_timeout_ms = 500).await;
+    let (_conn, ch) = server.channel().await;
+    declare(&ch, "unread", FieldTable::default()).await;
+    // 24 MiB: far more than the sockets' buffers hold.
+    let body = "x".repeat(64 * 1024);
+    let bodies = vec![body.as_str(); 384];
+    publish_confirmed(&ch, "", "unread", &bodies).await;
+
+    let mut stuck = stuck_consumer(&server, &ch, "unread", bodies.len()).await;
+    // Once its writes stall past amqp.send_timeout_ms it is disconnected and what it held
+    // is requeued, so another consumer gets every message.
+    let redelivered = redelivered_to_another(&ch, "unread", bodies.len()).await;
     assert!(redelivered > 0, "nothing was held by the stuck consumer");
     // The stuck client finds what was written before the close, then the end.
+    while stuck.next().await != Seen::Eof {}
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_without_prefetch_that_reads_nothing_leases_one_batch_beyond_its_writer() {
+    // Time enough for more leases than the bound allows, were they not held back.
+    let server = AmqpServer::start_with(|c| c.send_timeout_ms = 3000).await;
+    let (_conn, ch) = server.channel().await;
+    declare(&ch, "unread", FieldTable::default()).await;
+    // Three lease batches of 8 KiB messages: one batch (8 MiB) is more than the writer's
+    // queue (QUEUE_BYTES) and the sockets' buffers hold.
+    let body = "x".repeat(8 * 1024);
+    let bodies = vec![body.as_str(); 3 * LEASE_BATCH];
+    publish_confirmed(&ch, "", "unread", &bodies).await;
+
+    let mut stuck = stuck_consumer(&server, &ch, "unread", bodies.len()).await;
+    // No other consumer competes until it is disconnected and what it held is back.
+    let released = tokio::time::timeout(WAIT, async {
+        loop {
+            let queue = ch
+                .queue_declare(
+                    "unread".into(),
+                    lapin::options::QueueDeclareOptions {
+                        passive: true,
+                        ..Default::default()
+                    },
+                    FieldTable::default(),
+                )
+                .await
+                .unwrap();
+            if queue.consumer_count() == 0 && queue.message_count() as usize == bodies.len() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(released.is_ok(), "the stuck consumer was not disconnected");
+    // Its first batch is stuck in the writer, so it leased one more and no third: a
+    // consumer whose client reads nothing makes Ferry hold one batch beyond the writer's
+    // bytes, not the queue.
+    let redelivered = redelivered_to_another(&ch, "unread", bodies.len()).await;
+    assert!(
+        (LEASE_BATCH..=2 * LEASE_BATCH).contains(&redelivered),
+        "the stuck consumer leased {redelivered} of {} messages",
+        bodies.len()
+    );
     while stuck.next().await != Seen::Eof {}
     server.stop().await;
 }

@@ -3,16 +3,20 @@
 //! `throttle_time_ms` and the connection is not read that long, while the records are still
 //! taken; librdkafka sees the throttle. Once memory is back under the mark, nothing is
 //! throttled. A connection that sends nothing, or whose client reads none of its answers,
-//! for `kafka.connections_max_idle_ms` is closed and counted by reason. The daemon raises
-//! the alarm, logs it and shows it in its metrics above `daemon.max_memory_mb`.
+//! for `kafka.connections_max_idle_ms` is closed and counted by reason; one that pipelines
+//! Fetch requests makes Ferry compute one answer at a time, each once the one before is
+//! written. The daemon raises the alarm, logs it and shows it in its metrics above
+//! `daemon.max_memory_mb`.
 
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::raw::{Raw, batch};
 use crate::common::kafka::{PATIENCE, client_config};
 use crate::raw::{create_topic, fetch_request, produce_answer};
+use bytes::Bytes;
 use ferry::kafka::connection::PRODUCE_THROTTLE;
-use kafka_protocol::messages::ApiKey;
+use kafka_protocol::messages::{ApiKey, FetchResponse, ResponseHeader};
+use kafka_protocol::protocol::Decodable;
 use rdkafka::ClientContext;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::statistics::Statistics;
@@ -150,6 +154,55 @@ async fn a_client_that_reads_no_answers_is_disconnected_and_others_go_on() {
     let mut other = Raw::connect(addr(&ferry)).await;
     let answer = produce_answer(&mut other, "big", batch(&["after"])).await;
     assert_eq!(answer.responses[0].partition_responses[0].base_offset, 4);
+}
+
+/// A Fetch answer (v12) as read: its correlation id and body.
+fn fetch_answer(mut frame: Bytes) -> (i32, FetchResponse) {
+    let header =
+        ResponseHeader::decode(&mut frame, ApiKey::Fetch.response_header_version(12)).unwrap();
+    (
+        header.correlation_id,
+        FetchResponse::decode(&mut frame, 12).unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_fetches_are_answered_one_at_a_time_each_once_the_one_before_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let ferry = Setup::shipped(dir.path()).start();
+    let mut producer = Raw::connect(addr(&ferry)).await;
+    create_topic(&mut producer, "held").await;
+    // 10.8 MB: one answer holding them all is more than the sockets' buffers take.
+    let value = "x".repeat(900_000);
+    for _ in 0..12 {
+        let answer = produce_answer(&mut producer, "held", batch(&[value.as_str()])).await;
+        assert_eq!(answer.responses[0].partition_responses[0].error_code, 0);
+    }
+    // Two Fetch requests back to back, none of whose answers is read yet.
+    let mut fetcher = Raw::connect(addr(&ferry)).await;
+    fetcher
+        .send(
+            ApiKey::Fetch,
+            12,
+            &fetch_request(&[("held", 0)], 16 << 20, 16 << 20),
+        )
+        .await;
+    fetcher
+        .send(ApiKey::Fetch, 12, &fetch_request(&[("held", 11)], 1, 1))
+        .await;
+    // The first answer is made (its records are counted) and cannot be written whole.
+    ferry.wait_for("the first answer", PATIENCE, |f| {
+        f.metric("ferry_kafka_fetched_records_total", &["topic=\"held\""]) >= 12.0
+    });
+    let late = produce_answer(&mut producer, "held", batch(&["late"])).await;
+    assert_eq!(late.responses[0].partition_responses[0].base_offset, 12);
+    // The second answer was made only once the first was written, which took this client's
+    // reading: it knows of the record produced in between.
+    let (first_id, first) = fetch_answer(fetcher.read_frame().await.unwrap());
+    let (second_id, second) = fetch_answer(fetcher.read_frame().await.unwrap());
+    assert_eq!((first_id, second_id), (1, 2));
+    assert_eq!(first.responses[0].partitions[0].high_watermark, 12);
+    assert_eq!(second.responses[0].partitions[0].high_watermark, 13);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

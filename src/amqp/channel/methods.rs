@@ -448,7 +448,7 @@ impl Channel {
 
     /// Sends `method` unless the client asked for no reply.
     async fn reply_unless(
-        &self,
+        &mut self,
         nowait: bool,
         method: AMQPClass,
     ) -> Result<Option<Exit>, AmqpError> {

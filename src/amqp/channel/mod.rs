@@ -380,10 +380,14 @@ impl Channel {
         }
     }
 
-    /// Queues encoded frames for the socket; a gone writer ends the channel.
-    async fn write(&self, out: Vec<u8>) -> Result<Option<Exit>, AmqpError> {
+    /// Queues encoded frames for the socket (consumers whose deliveries were among them
+    /// may then lease more); a gone writer ends the channel.
+    async fn write(&mut self, out: Vec<u8>) -> Result<Option<Exit>, AmqpError> {
         match self.ctx.writer.send(out).await {
-            Ok(()) => Ok(None),
+            Ok(()) => {
+                self.consumers.sent();
+                Ok(None)
+            }
             Err(_) => Ok(Some(Exit::Stopped)),
         }
     }
