@@ -237,7 +237,7 @@ mod tests {
         let kept = db
             .run(|tx| async move {
                 let (begin, end) = keys.leader_epochs();
-                Ok::<_, StoreError>(tx.get_range(&RangeOption::new(begin, end), true).await?)
+                tx.get_range(&RangeOption::new(begin, end), true).await
             })
             .await
             .unwrap();
