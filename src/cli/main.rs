@@ -6,6 +6,7 @@
 //! 0 on success (and after a SIGTERM drain), 2 for a configuration that does not load,
 //! validate or pass preflight, 1 for anything else.
 
+mod allocator_metrics;
 mod bench;
 
 use anyhow::Context;
@@ -23,11 +24,15 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// jemalloc's options, read before `main` (the C library's weak `malloc_conf`, under
 /// tikv-jemalloc's `_rjem_` prefix): a background thread returns freed pages to the system
-/// (after jemalloc's 10 s decay) even while no thread allocates, so the resident memory —
-/// what the memory high-water mark (`daemon.max_memory_mb`) and the kernel's OOM killer
-/// see — falls once a load has passed instead of staying at its peak.
+/// even while no thread allocates, so the resident memory — what the memory high-water
+/// mark (`daemon.max_memory_mb`) and the kernel's OOM killer see — falls once a load has
+/// passed instead of staying at its peak; and it returns them after 1 s instead of
+/// jemalloc's 10 s, because the store's cache frees pages in bursts (a retention pass
+/// drops tens of MB at once) that otherwise sat resident for 10 s each: 60–95 MiB of a
+/// soak's resident size, against ~14 MiB with 1 s, at no measurable CPU cost
+/// (docs/benchmarks.md, "Soak"). `_RJEM_MALLOC_CONF` in the environment adds to these.
 #[unsafe(export_name = "_rjem_malloc_conf")]
-static JEMALLOC_OPTIONS: &[u8; 23] = b"background_thread:true\0";
+static JEMALLOC_OPTIONS: &[u8; 43] = b"background_thread:true,dirty_decay_ms:1000\0";
 
 /// The config file used when `--config` is not given.
 const DEFAULT_CONFIG: &str = "config/ferry.toml";
@@ -219,7 +224,10 @@ fn checked_config(path: &Path) -> Result<Config, ConfigError> {
 /// Runs the daemon on a multi-threaded runtime until it returns.
 fn run(config: Config) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let result = runtime.block_on(ferry::daemon::run(config));
+    let result = runtime.block_on(async {
+        tokio::spawn(allocator_metrics::run());
+        ferry::daemon::run(config).await
+    });
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN_GRACE);
     Ok(result?)
 }

@@ -66,6 +66,15 @@ pub const STORE_DISK_ALARM: &str = "ferry_store_disk_alarm";
 pub const MEMORY_ALARM: &str = "ferry_memory_alarm";
 /// The memory high-water mark in bytes.
 pub const MEMORY_LIMIT_BYTES: &str = "ferry_memory_limit_bytes";
+/// Bytes the daemon's live allocations hold (jemalloc's `stats.allocated`).
+pub const MEMORY_ALLOCATED_BYTES: &str = "ferry_memory_allocated_bytes";
+/// Bytes in the allocator's pages that hold live allocations (`stats.active`); above
+/// [`MEMORY_ALLOCATED_BYTES`] by the fragmentation.
+pub const MEMORY_ACTIVE_BYTES: &str = "ferry_memory_active_bytes";
+/// Bytes the allocator's own bookkeeping holds (`stats.metadata`).
+pub const MEMORY_METADATA_BYTES: &str = "ferry_memory_metadata_bytes";
+/// Bytes of the allocator's pages resident in memory (`stats.resident`).
+pub const MEMORY_ALLOCATOR_RESIDENT_BYTES: &str = "ferry_memory_allocator_resident_bytes";
 
 /// Messages ready for delivery in a stage.
 pub const STAGE_READY: &str = "ferry_stage_ready";
@@ -148,6 +157,26 @@ pub const ALL: &[Metric] = &[
         name: MEMORY_LIMIT_BYTES,
         kind: Kind::Gauge,
         help: "The memory high-water mark (daemon.max_memory_mb) in bytes.",
+    },
+    Metric {
+        name: MEMORY_ALLOCATED_BYTES,
+        kind: Kind::Gauge,
+        help: "Bytes held by the daemon's live allocations (jemalloc stats.allocated).",
+    },
+    Metric {
+        name: MEMORY_ACTIVE_BYTES,
+        kind: Kind::Gauge,
+        help: "Bytes in allocator pages holding live allocations (jemalloc stats.active).",
+    },
+    Metric {
+        name: MEMORY_METADATA_BYTES,
+        kind: Kind::Gauge,
+        help: "Bytes of the allocator's own bookkeeping (jemalloc stats.metadata).",
+    },
+    Metric {
+        name: MEMORY_ALLOCATOR_RESIDENT_BYTES,
+        kind: Kind::Gauge,
+        help: "Bytes of allocator pages resident in memory (jemalloc stats.resident).",
     },
     Metric {
         name: STAGE_READY,
