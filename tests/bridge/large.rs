@@ -4,13 +4,15 @@
 //! route's sink fans out to three queues (three copies would not fit one transaction); a
 //! 16 MiB message crosses from the run's RabbitMQ node into the front, and another from
 //! the front to the node; a 20 MiB Kafka record (kept in a spill by the Kafka front) crosses
-//! a route from a topic of the front into an exchange of it. Every byte arrives, with its
+//! a route from a topic of the front into an exchange of it; 16 and 100 MiB messages cross
+//! a route from an exchange of the front into a topic of it (each batch staged by reference
+//! to a spill), and rdkafka reads each as one record. Every byte arrives, with its
 //! properties, and once everything is acknowledged the spills hold nothing
-//! (`ferry_stage_spill_bytes`).
+//! (`ferry_stage_spill_bytes`) but what a topic's log keeps.
 
 use crate::common::amqp::{declare_exchange, payload};
 use crate::common::daemon::{Daemon, Setup};
-use crate::common::kafka::producer;
+use crate::common::kafka::{consumer, producer};
 use crate::common::rabbitmq::{RabbitNode, unique};
 use crate::rabbitmq::{Rabbit, collect};
 use futures::StreamExt;
@@ -20,6 +22,9 @@ use lapin::options::{
 };
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use rdkafka::Message;
+use rdkafka::consumer::Consumer;
+use rdkafka::message::Headers;
 use rdkafka::producer::FutureRecord;
 use std::time::Duration;
 
@@ -295,5 +300,96 @@ to = [{ amqp_exchange = "records-out" }]
         // The topic keeps its batch's spill; the route's copy of it is gone.
         crate::common::daemon::sum_of(&d.metrics(), "ferry_stage_spill_bytes", &[])
             <= (20 * MIB + 1024) as f64
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_messages_cross_a_route_from_an_exchange_into_a_topic_whole_as_one_record_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let ferry = Setup::shipped_with(
+        dir.path(),
+        r#"
+[[routes]]
+name = "to-topic"
+from = { amqp_exchange = "big-to-topic" }
+to = [{ kafka_topic = "big-records-out" }]
+"#,
+    )
+    .env("FERRY__AMQP__MAX_MESSAGE_SIZE", &(128 * MIB).to_string())
+    // The topic (created by the route) takes batches of 128 MiB, as a producer could send.
+    .env("FERRY__KAFKA__MAX_MESSAGE_BYTES", &(128 * MIB).to_string())
+    .env("FERRY__KAFKA__MAX_REQUEST_SIZE", &(256 * MIB).to_string())
+    .start();
+    let (_conn, ch) = channel(&ferry).await;
+    declare_exchange(&ch, "big-to-topic", ExchangeKind::Topic).await;
+    ferry.wait_for_amqp_exchange_source().await;
+
+    let (m16, m100) = (payload(16 * MIB, 7), payload(100 * MIB, 8));
+    let sent: [(&str, &[u8]); 3] = [("m16", &m16), ("m100", &m100), ("small", b"after")];
+    for (id, body) in sent {
+        publish(&ch, "big-to-topic", "big", id, body).await;
+    }
+
+    let records = consumer(
+        &ferry.kafka_bootstrap(),
+        "large",
+        &[
+            ("fetch.max.bytes", "200000000"),
+            ("max.partition.fetch.bytes", "200000000"),
+            ("receive.message.max.bytes", "250000000"),
+        ],
+    );
+    records.subscribe(&["big-records-out"]).unwrap();
+    for (offset, (id, body)) in sent.into_iter().enumerate() {
+        let Ok(m) = tokio::time::timeout(PATIENCE, records.recv()).await else {
+            panic!(
+                "{id} did not reach the topic; ferry's log:\n{}",
+                ferry.log()
+            );
+        };
+        let m = m.unwrap();
+        assert_eq!(
+            m.offset(),
+            offset as i64,
+            "{id} arrives in order, one record each"
+        );
+        let value = m.payload().unwrap_or_default();
+        assert_eq!(value.len(), body.len(), "{id} arrives with its length");
+        assert!(value == body, "{id} arrives whole and unchanged");
+        assert_eq!(
+            m.key(),
+            Some(&b"big"[..]),
+            "{id} is keyed by its routing key"
+        );
+        let headers: Vec<(&str, &[u8])> = m
+            .headers()
+            .unwrap()
+            .iter()
+            .map(|h| (h.key, h.value.unwrap_or_default()))
+            .collect();
+        for expected in [
+            ("amqp.message-id", id.as_bytes()),
+            ("amqp.content-type", b"application/octet-stream"),
+            ("amqp.priority", b"3"),
+            ("size", id.as_bytes()),
+        ] {
+            assert!(
+                headers.contains(&expected),
+                "{id} carries its mapped header {expected:?}: {headers:?}"
+            );
+        }
+    }
+    drop(records);
+    assert_eq!(
+        ferry.metric("ferry_bridge_dead_letters_total", &[]),
+        0.0,
+        "nothing is dead-lettered"
+    );
+    // The topic's log keeps each large batch in a spill of its own; the publishes' spills,
+    // and anything the route wrote and did not store, are freed.
+    let kept = (116 * MIB) as f64;
+    ferry.wait_for("only the topic's batches kept", PATIENCE, |d| {
+        let spilled = crate::common::daemon::sum_of(&d.metrics(), "ferry_stage_spill_bytes", &[]);
+        (kept..kept + 4096.0).contains(&spilled)
     });
 }
