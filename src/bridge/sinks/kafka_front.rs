@@ -3,9 +3,10 @@
 //! Each message becomes a Kafka record (`docs/mapping.md`, its key as the route's `key`
 //! says); a keyed record goes to the partition Java clients pick (murmur2 of the key),
 //! an unkeyed one round robin. The records of one partition delivered together are encoded
-//! as one record batch (a large one alone, below) and appended to the partition's stage exactly as the produce path stages a
-//! produced batch, in the transaction that acknowledges them in the route's stage:
-//! exactly once. The partition's sequencer then moves the batch into the log.
+//! as one record batch (a large one alone, below) and appended to the partition's stage
+//! exactly as the produce path stages a produced batch, in the transaction that
+//! acknowledges them in the route's stage: exactly once. The partition's sequencer then
+//! moves the batch into the log.
 //!
 //! A missing topic is created when the route starts if `kafka.auto_create_topics`
 //! allows it; while it is missing, deliveries are retried.
@@ -68,6 +69,14 @@ impl KafkaFrontSink {
     fn partitions(&self) -> Option<Vec<PartitionRef>> {
         self.kafka.partitions(&self.topic)
     }
+
+    /// The partition of `record` among `count`: its key's, or the next round robin.
+    fn partition_of(&self, record: &KafkaRecord, count: usize) -> usize {
+        match &record.key {
+            Some(k) => partition_for_key(k, count),
+            None => self.round_robin.fetch_add(1, Ordering::Relaxed) % count.max(1),
+        }
+    }
 }
 
 /// Java Kafka's murmur2 hash (`org.apache.kafka.common.utils.Utils.murmur2`).
@@ -105,16 +114,6 @@ pub fn murmur2(data: &[u8]) -> i32 {
 /// The partition Java's default partitioner picks for `key` among `partitions`.
 pub fn partition_for_key(key: &[u8], partitions: usize) -> usize {
     (murmur2(key) & 0x7fff_ffff) as usize % partitions.max(1)
-}
-
-impl KafkaFrontSink {
-    /// The partition of `record` among `count`: its key's, or the next round robin.
-    fn partition_of(&self, record: &KafkaRecord, count: usize) -> usize {
-        match &record.key {
-            Some(k) => partition_for_key(k, count),
-            None => self.round_robin.fetch_add(1, Ordering::Relaxed) % count.max(1),
-        }
-    }
 }
 
 impl InStoreSink for KafkaFrontSink {
