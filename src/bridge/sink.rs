@@ -19,10 +19,15 @@
 //! it by reference to the same spill instead, one reference per queue, and its body is
 //! never read. An in-store delivery is written in transactions that stay within the
 //! store's budget: several messages up to [`spill::RUN_BYTES`] of copied bodies, a message
-//! alone up to [`spill::COMMIT_BUDGET`]; a body whose copies would exceed that (a fanout
-//! to many queues) is first written to a spill held by the route's holder, and the
-//! transaction that stores the message lets go of it ([`spill::spills`], the rule a
-//! publish follows too).
+//! alone up to [`spill::COMMIT_BUDGET`]. What a transaction would store too much of is
+//! first written to a spill held by the route's holder, and the transaction that stores
+//! the message by reference to it lets go of the hold ([`spill::spills`], the rule a
+//! publish follows too): a body whose copies would exceed the budget (a fanout to many
+//! queues, for a sink that keeps spills), or the form a sink stores a message in when it
+//! says that form is too large ([`InStoreSink::large_form`]: the Kafka front's record
+//! batch). A delivery refused or retried keeps what was spilled for it until it is stored
+//! or refused; a worker that stops (or dies) leaves its holds to the release of its
+//! holder, and the spill collector frees what nothing references.
 //!
 //! An external sink that pipelines may have [`IN_FLIGHT_BATCHES`] batches sent and
 //! unconfirmed at once ([`ExternalSink::send`], [`ExternalSink::in_flight_batches`]); they are settled in order, and after a failure the rest of
@@ -35,7 +40,7 @@
 //! the stage dead-letters it once it has been refused `max_attempts` times.
 
 use super::route::Destination;
-use super::staged::Outgoing;
+use super::staged::{Outgoing, SpilledForm};
 use crate::stage::{
     Consumer, Delivery, Holders, MessageId, Release, Stage, StageError, Step, spill,
 };
@@ -123,6 +128,16 @@ pub trait InStoreSink: Send + Sync {
         1
     }
 
+    /// For a message [`InStoreSink::plan`] just planned delivered: the form
+    /// [`InStoreSink::write_in`] would store it in, when that is too large for one
+    /// transaction ([`spill::spills`]). The worker writes it to a spill held by the route's
+    /// holder first and hands it to `write_in` as [`Outgoing::stored`], which the sink then
+    /// stores by reference; the transaction that stores it lets go of the hold. `None` (the
+    /// default): the sink stores the message as it is.
+    fn large_form(&self, _message: &Outgoing) -> Option<LargeForm> {
+        None
+    }
+
     /// Writes `batch` to the destination within `tx`, all of each message or none of it;
     /// returns the positions in `batch` of the messages the destination cannot take now
     /// (a queue at its limit that rejects publishes), with why. Those are neither written
@@ -133,6 +148,17 @@ pub trait InStoreSink: Send + Sync {
         batch: &'a [&'a Outgoing],
         now: u64,
     ) -> BoxFuture<'a, Result<Vec<(usize, String)>, StageError>>;
+}
+
+/// The form an in-store sink stores a message in, too large for one transaction
+/// ([`InStoreSink::large_form`]).
+#[derive(Debug, Clone)]
+pub struct LargeForm {
+    /// The whole form, written to a spill.
+    pub bytes: Bytes,
+    /// How many of its first bytes the sink keeps besides the reference to the spill
+    /// ([`SpilledForm::head`]).
+    pub head: usize,
 }
 
 /// A route destination's way out.
@@ -408,10 +434,8 @@ impl Worker {
         }
         if !rejected.is_empty() {
             // A spill written for a delivery that did not happen is not needed any more.
-            for o in rejected.iter().filter(|o| o.holds_spill) {
-                if let Some(spill) = o.spill {
-                    stage.spills().let_go(self.holder, spill.id).await?;
-                }
+            for spill in rejected.iter().flat_map(Outgoing::held_spills) {
+                stage.spills().let_go(self.holder, spill.id).await?;
             }
             let ids: Vec<MessageId> = rejected.iter().map(|o| o.id).collect();
             let dead = &self.destination.dead;
@@ -440,8 +464,9 @@ impl Worker {
 
 /// Plans `batch` with `sink` and writes what it planned delivered in transactions within
 /// the store's budget ([`spill::runs`]), first spilling a body whose copies would exceed
-/// it (for a sink that keeps spills).
-async fn deliver_in_store(
+/// it (for a sink that keeps spills) and the form a sink stores that it says is too large
+/// ([`InStoreSink::large_form`]), each held by `holder`.
+pub(crate) async fn deliver_in_store(
     stage: &Stage,
     holder: u64,
     sink: &dyn InStoreSink,
@@ -460,7 +485,20 @@ async fn deliver_in_store(
             o.holds_spill = true;
             o.message.body = Bytes::new();
         }
-        bytes.push(o.message.body.len() as u64 * copies as u64);
+        // Spilled once, for every attempt: a retry stores the same form.
+        if copies > 0
+            && o.stored.is_none()
+            && let Some(form) = sink.large_form(o)
+        {
+            let spill = stage.spills().write_all(holder, &form.bytes).await?;
+            let head = Bytes::copy_from_slice(&form.bytes[..form.head.min(form.bytes.len())]);
+            o.stored = Some(SpilledForm { spill, head });
+        }
+        let copied = match &o.stored {
+            Some(form) => form.head.len() as u64,
+            None => o.message.body.len() as u64 * copies as u64,
+        };
+        bytes.push(copied);
     }
     for run in spill::runs(&bytes) {
         let refused =
@@ -519,11 +557,8 @@ async fn write_in_store(
                     .collect();
                 let ids: Vec<MessageId> = taken.iter().map(|o| o.id).collect();
                 stage.ack_in(&tx, holder, &ids).await?;
-                for o in taken.iter().filter(|o| o.holds_spill) {
-                    if let Some(spill) = o.spill
-                        && !spills.let_go_in(&tx, holder, spill.id).await?
-                        && !tx.maybe_committed()
-                    {
+                for spill in taken.iter().flat_map(|o| o.held_spills()) {
+                    if !spills.let_go_in(&tx, holder, spill.id).await? && !tx.maybe_committed() {
                         return Err(StageError::SpillGone(spill.id));
                     }
                 }

@@ -8,6 +8,7 @@ use crate::amqp::port::{AmqpMessage, UndecodableMessage};
 use crate::config::KeySource;
 use crate::kafka::port::KafkaRecord;
 use crate::stage::{Delivery, MessageId, NewMessage, Spill};
+use bytes::Bytes;
 
 /// The stage message for an AMQP message; its priority picks the lane.
 pub fn from_amqp(m: &AmqpMessage) -> NewMessage {
@@ -42,6 +43,21 @@ pub struct Outgoing {
     /// let go of by the transaction that stores the message) rather than the message's
     /// entry in the route's stage referencing it.
     pub holds_spill: bool,
+    /// The form its destination stores it in (a Kafka record batch), when that is too large
+    /// for one transaction: written to a spill held by the route's lease holder before the
+    /// transaction that stores the message by reference to it and lets go of the hold
+    /// ([`super::sink::InStoreSink::large_form`]).
+    pub stored: Option<SpilledForm>,
+}
+
+/// A message's stored form, kept in a spill held by the route's lease holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpilledForm {
+    /// The spill holding the whole form.
+    pub spill: Spill,
+    /// Its first bytes, which the destination keeps besides the reference (a batch's
+    /// header): a copy, so the form itself is not kept in memory.
+    pub head: Bytes,
 }
 
 impl Outgoing {
@@ -57,6 +73,7 @@ impl Outgoing {
             staged_ms: d.envelope.enqueued_ms,
             spill: d.envelope.spill,
             holds_spill: false,
+            stored: None,
         })
     }
 
@@ -76,6 +93,14 @@ impl Outgoing {
     /// The message as a Kafka record, its key made as `key` says.
     pub fn to_kafka(&self, key: KeySource) -> KafkaRecord {
         amqp_to_kafka(&self.message, key)
+    }
+
+    /// The spills the route's lease holder holds for this delivery, which the transaction
+    /// that stores the message lets go of (or the worker, when the message is refused).
+    pub fn held_spills(&self) -> impl Iterator<Item = Spill> + '_ {
+        let body = self.spill.filter(|_| self.holds_spill);
+        body.into_iter()
+            .chain(self.stored.as_ref().map(|s| s.spill))
     }
 
     /// Body bytes, for the byte counters (a spilled body's too).

@@ -13,6 +13,11 @@
 //! holder references; a restart releases the holders of the killed incarnation, which
 //! drops that reference, and the spill collector frees the spill.
 //!
+//! **Routes.** A bridge route into a topic stages a large record's batch the same way,
+//! through the port ([`super::port::KafkaPort::append_spilled_in`]): the route writes the
+//! batch to a spill held by its own lease holder, and the transaction that acknowledges the
+//! message in the route's stage stages the head and lets go of that hold.
+//!
 //! **Reading.** Fetch and the port read a spilled batch in pieces outside the transaction
 //! that found it in the log ([`super::log::Read::fill`]).
 

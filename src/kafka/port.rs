@@ -7,6 +7,11 @@
 //! - [`KafkaPort::append_in`]: appends records to a partition inside the caller's store
 //!   transaction, as one uncompressed batch staged exactly as a Produce request stages one
 //!   (the partition's sequencer then moves it into the log).
+//! - [`KafkaPort::append_spilled_in`]: appends a batch too large for one transaction
+//!   ([`encode_alone`], one record), which the caller wrote to a spill beforehand, by
+//!   reference: staged as its header naming the spill, exactly as a Produce request stages
+//!   a large batch ([`super::large`]). [`KafkaPort::max_message_bytes`] is the topic's
+//!   limit for it.
 //! - [`KafkaPort::read_committed_in`]: reads records from an offset as a `read_committed`
 //!   consumer would — up to the last stable offset, without control batches or the
 //!   batches of aborted transactions — inside the caller's transaction.
@@ -20,8 +25,9 @@ use super::batch::BatchHeader;
 use super::log::{Aborted, Log, LogError};
 use super::staged;
 use super::topics::{Partition, TopicError};
+use crate::config::kafka::MAX_MESSAGE_BYTES_LIMIT;
 use crate::config::limits::MAX_BODY_SIZE;
-use crate::stage::{NewMessage, StageError};
+use crate::stage::{NewMessage, Spill, StageError};
 use crate::store::{StoreError, Transaction, TransactionError, Watch};
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::protocol::StrBytes;
@@ -34,6 +40,10 @@ use tokio::sync::watch;
 /// The largest batch [`KafkaPort::append_in`] stages: one stage body, less the staged
 /// record's header.
 pub const MAX_APPEND_BYTES: usize = MAX_BODY_SIZE - staged::HEADER_LEN;
+
+/// The bytes of a batch's head, which the staged record of a batch appended by reference
+/// to its spill keeps ([`KafkaPort::append_spilled_in`]): its header.
+pub const BATCH_HEAD_LEN: usize = super::batch::HEADER_LEN;
 
 /// A Kafka record as it crosses the port.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -134,6 +144,15 @@ impl KafkaPort {
         Some(topic.partitions.iter().cloned().map(PartitionRef).collect())
     }
 
+    /// The effective `max.message.bytes` of topic `name` (its own, or `kafka.max_message_bytes`),
+    /// never more than Ferry's largest (128 MiB): the largest batch a producer may append
+    /// to it. `None` when the topic does not exist.
+    pub fn max_message_bytes(&self, name: &str) -> Option<usize> {
+        let topic = self.ctx.topics.get(name)?;
+        let max = self.ctx.defaults.max_message_bytes(&topic.meta.config);
+        Some(max.min(MAX_MESSAGE_BYTES_LIMIT))
+    }
+
     /// Changes whenever topics are created, deleted or given partitions, on any instance.
     pub fn topic_changes(&self) -> watch::Receiver<u64> {
         self.ctx.topics.changes()
@@ -141,8 +160,9 @@ impl KafkaPort {
 
     /// Appends `records` to `partition` within `tx`, as one uncompressed batch without a
     /// producer, staged exactly as a Produce request stages a batch, in one stage body: at
-    /// most [`MAX_APPEND_BYTES`] (larger batches are a Produce request's to spill). Nobody waits for it:
-    /// the partition's sequencer moves it into the log after `tx` commits.
+    /// most [`MAX_APPEND_BYTES`] (a larger batch is written to a spill first and appended
+    /// with [`KafkaPort::append_spilled_in`]). Nobody waits for it: the partition's
+    /// sequencer moves it into the log after `tx` commits.
     ///
     /// # Errors
     /// The stage's error.
@@ -162,6 +182,45 @@ impl KafkaPort {
             .0
             .stage
             .append_in(tx, &[NewMessage::new(body)], now)
+            .await
+            .map(|_| ())
+    }
+
+    /// Appends to `partition` within `tx` the batch kept in `spill`, whose first
+    /// [`BATCH_HEAD_LEN`] bytes are `head` (a batch of [`encode_alone`], written to the
+    /// spill by the caller, who holds it): staged as its head naming the spill, exactly as
+    /// a Produce request stages a large batch, so the stage entry takes a reference to the
+    /// spill. The caller lets go of its hold in the same transaction. Nobody waits for it:
+    /// the partition's sequencer moves the reference into the log after `tx` commits, and
+    /// no reader sees any of the batch before that.
+    ///
+    /// # Errors
+    /// [`StageError::Corrupt`] when `head` is not the header of a batch as long as the
+    /// spill; the stage's error.
+    pub async fn append_spilled_in(
+        &self,
+        tx: &Transaction,
+        partition: &PartitionRef,
+        head: &[u8],
+        spill: Spill,
+        now: u64,
+    ) -> Result<(), StageError> {
+        match BatchHeader::parse(head) {
+            Ok(h) if head.len() == BATCH_HEAD_LEN && h.size as u64 == spill.len => {}
+            _ => {
+                return Err(StageError::Corrupt(format!(
+                    "the head of the batch in spill {} ({} bytes) is not the header of a batch of {} bytes",
+                    spill.id,
+                    head.len(),
+                    spill.len
+                )));
+            }
+        }
+        let body = staged::encode(self.ctx.waiters.unwaited(), head);
+        partition
+            .0
+            .stage
+            .append_in(tx, &[NewMessage::new(body).spill(Some(spill))], now)
             .await
             .map(|_| ())
     }
@@ -226,6 +285,43 @@ impl KafkaPort {
         let stable = Log::new(keys).readable(tx).await?.stable;
         Ok((stable, tx.watch(&keys.high_watermark())))
     }
+}
+
+/// `record` alone as the uncompressed record batch (format v2, no producer, its timestamp
+/// defaulting to `now`) that [`KafkaPort::append_in`] would stage for it: what a caller
+/// writes to a spill for [`KafkaPort::append_spilled_in`]. [`batch_len`] bytes long.
+pub fn encode_alone(record: KafkaRecord, now: u64) -> Bytes {
+    encode_batch(vec![record], now).freeze()
+}
+
+/// The length of the batch [`encode_alone`] encodes for `record`, without encoding it: the
+/// batch header, then the record's fields, each length a zigzag varint.
+pub fn batch_len(record: &KafkaRecord) -> usize {
+    let bytes =
+        |b: Option<&[u8]>| b.map_or(varint_len(-1), |b| varint_len(b.len() as i64) + b.len());
+    let headers: usize = record
+        .headers
+        .iter()
+        .map(|(k, v)| bytes(Some(k.as_bytes())) + bytes(v.as_deref()))
+        .sum();
+    // Attributes, timestamp delta 0 and offset delta 0 (one byte each), key, value, headers.
+    let body = 3
+        + bytes(record.key.as_deref())
+        + bytes(record.value.as_deref())
+        + varint_len(record.headers.len() as i64)
+        + headers;
+    BATCH_HEAD_LEN + varint_len(body as i64) + body
+}
+
+/// The length of `n` as a zigzag varint.
+fn varint_len(n: i64) -> usize {
+    let mut zigzag = ((n << 1) ^ (n >> 63)) as u64;
+    let mut len = 1;
+    while zigzag >= 0x80 {
+        zigzag >>= 7;
+        len += 1;
+    }
+    len
 }
 
 /// `records` as one uncompressed record batch (format v2) without a producer, their
@@ -542,6 +638,37 @@ mod tests {
         assert!(read.undecodable.is_empty(), "{:?}", read.undecodable);
         assert_eq!(read.records.len(), 1);
         assert_eq!(read.records[0].timestamp_ms, Some(i64::MIN));
+    }
+
+    #[test]
+    fn batch_len_is_the_length_of_the_batch_encoded_alone() {
+        let large = Bytes::from(vec![7u8; 300_000]);
+        let cases = [
+            KafkaRecord::default(),
+            KafkaRecord {
+                key: Some(Bytes::from_static(b"key")),
+                value: Some(large.clone()),
+                headers: vec![
+                    ("amqp.message-id".into(), Some(b"m16".to_vec())),
+                    ("null".into(), None),
+                    ("h".repeat(200), Some(vec![1; 70])),
+                ],
+                timestamp_ms: Some(1_700_000_000_000),
+            },
+            KafkaRecord {
+                value: Some(large.slice(..127)),
+                ..KafkaRecord::default()
+            },
+        ];
+        for record in cases {
+            let batch = encode_alone(record.clone(), 5);
+            assert_eq!(batch_len(&record), batch.len(), "{:?}", record.headers);
+            let header = BatchHeader::parse(&batch).unwrap();
+            assert_eq!(header.size, batch.len());
+            let read = decode_committed(&batch, 0, &[], 1 << 20).unwrap();
+            assert_eq!(read.records.len(), 1);
+            assert_eq!(read.records[0].value, record.value);
+        }
     }
 
     #[test]

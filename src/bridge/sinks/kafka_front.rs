@@ -2,28 +2,38 @@
 //!
 //! Each message becomes a Kafka record (`docs/mapping.md`, its key as the route's `key`
 //! says); a keyed record goes to the partition Java clients pick (murmur2 of the key),
-//! an unkeyed one round robin. The records of one partition are encoded as one record
-//! batch and appended to the partition's stage exactly as the produce path stages a
-//! produced batch, in the transaction that acknowledges them in the route's stage:
-//! exactly once. The partition's sequencer then moves the batch into the log.
+//! an unkeyed one round robin. The records of one partition delivered together are encoded
+//! as one record batch (a large one alone, below) and appended to the partition's stage
+//! exactly as the produce path stages a produced batch, in the transaction that
+//! acknowledges them in the route's stage: exactly once. The partition's sequencer then
+//! moves the batch into the log.
 //!
 //! A missing topic is created when the route starts if `kafka.auto_create_topics`
 //! allows it; while it is missing, deliveries are retried.
 //!
-//! A message whose record would make a batch larger than a route may append to the front
-//! in one transaction ([`MAX_APPEND_BYTES`], a stage body: a larger batch only a Produce
-//! request spills) is refused ([`Outcome::Rejected`], with the
-//! sizes in the reason) and, after the route's `max_attempts`, dead-lettered to the
-//! route's dead-letter stage; the route goes on. (A topic's own, lower
-//! `max.message.bytes` is not known to the bridge: the Kafka port does not expose it.)
+//! **Large records.** A record whose batch is too large for one transaction (above 4 MiB,
+//! [`spill::spills`], the rule a Produce request follows too) goes alone in its batch
+//! ([`port::encode_alone`]): the sink states that batch as the message's
+//! [`InStoreSink::large_form`], the worker writes it to a spill held by the route's lease
+//! holder, and the transaction that acknowledges the message stages the batch by reference
+//! ([`KafkaPort::append_spilled_in`]: its header naming the spill) and lets go of the hold,
+//! exactly as a Produce request stages a large batch ([`crate::kafka::large`]). Nothing of
+//! it is visible before the sequencer moves the reference into the log; a transaction
+//! retried after a conflict stages it once, and a spill written for a delivery that never
+//! commits is let go of when the route's holder is released (the route stops, or Ferry
+//! restarts) and collected.
+//!
+//! A message whose record batch is larger than the topic's `max.message.bytes` (its own or
+//! `kafka.max_message_bytes`; 128 MiB at most), as a Produce request of it would be, is
+//! refused ([`Outcome::Rejected`], with the sizes in the reason) and, after the route's
+//! `max_attempts`, dead-lettered to the route's dead-letter stage; the route goes on.
 
-use crate::bridge::sink::{InStoreSink, Outcome};
+use crate::bridge::sink::{InStoreSink, LargeForm, Outcome};
 use crate::bridge::staged::Outgoing;
 use crate::config::KeySource;
-use crate::kafka::port::{KafkaPort, KafkaRecord, MAX_APPEND_BYTES, PartitionRef};
-use crate::stage::StageError;
+use crate::kafka::port::{self, BATCH_HEAD_LEN, KafkaPort, KafkaRecord, PartitionRef};
+use crate::stage::{StageError, spill};
 use crate::store::Transaction;
-use bytes::Bytes;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -59,23 +69,14 @@ impl KafkaFrontSink {
     fn partitions(&self) -> Option<Vec<PartitionRef>> {
         self.kafka.partitions(&self.topic)
     }
-}
 
-/// Bytes a record batch of one record adds to its key, value and headers at most: the
-/// batch header (61) and the record's own framing (at most 36 bytes of varints).
-const BATCH_FRAMING: usize = 61 + 36;
-/// Bytes the framing of one header adds at most (its two lengths).
-const HEADER_FRAMING: usize = 10;
-
-/// The size, at most, of the record batch holding `r` alone.
-fn batch_size(r: &KafkaRecord) -> usize {
-    let len = |b: &Option<Bytes>| b.as_ref().map_or(0, Bytes::len);
-    let headers: usize = r
-        .headers
-        .iter()
-        .map(|(k, v)| HEADER_FRAMING + k.len() + v.as_ref().map_or(0, Vec::len))
-        .sum();
-    BATCH_FRAMING + len(&r.key) + len(&r.value) + headers
+    /// The partition of `record` among `count`: its key's, or the next round robin.
+    fn partition_of(&self, record: &KafkaRecord, count: usize) -> usize {
+        match &record.key {
+            Some(k) => partition_for_key(k, count),
+            None => self.round_robin.fetch_add(1, Ordering::Relaxed) % count.max(1),
+        }
+    }
 }
 
 /// Java Kafka's murmur2 hash (`org.apache.kafka.common.utils.Utils.murmur2`).
@@ -117,20 +118,31 @@ pub fn partition_for_key(key: &[u8], partitions: usize) -> usize {
 
 impl InStoreSink for KafkaFrontSink {
     fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome> {
-        if self.partitions().is_none() {
+        let Some(max) = self.kafka.max_message_bytes(&self.topic) else {
             let why = format!("no topic '{}' on the Kafka front", self.topic);
             return vec![Outcome::Retry(why); batch.len()];
-        }
+        };
         batch
             .iter()
-            .map(|o| match batch_size(&o.to_kafka(self.key)) {
-                size if size > MAX_APPEND_BYTES => Outcome::Rejected(format!(
-                    "a record batch of {size} bytes is larger than a route appends to topic '{}' ({MAX_APPEND_BYTES} bytes at most)",
+            .map(|o| match port::batch_len(&o.to_kafka(self.key)) {
+                size if size > max => Outcome::Rejected(format!(
+                    "a record batch of {size} bytes is larger than topic '{}' takes (max.message.bytes {max})",
                     self.topic
                 )),
                 _ => Outcome::Delivered,
             })
             .collect()
+    }
+
+    fn large_form(&self, message: &Outgoing) -> Option<LargeForm> {
+        let record = message.to_kafka(self.key);
+        if !spill::spills(port::batch_len(&record) as u64, 1) {
+            return None;
+        }
+        Some(LargeForm {
+            bytes: port::encode_alone(record, crate::stage::now_ms()),
+            head: BATCH_HEAD_LEN,
+        })
     }
 
     fn write_in<'a>(
@@ -146,16 +158,27 @@ impl InStoreSink for KafkaFrontSink {
                 return Ok((0..batch.len()).map(|i| (i, why.clone())).collect());
             };
             let count = partitions.len();
-            let mut by_partition: BTreeMap<usize, Vec<KafkaRecord>> = BTreeMap::new();
+            // The records of each partition not appended yet, in order: a large record's
+            // batch, already in its spill, is appended after them, alone.
+            let mut pending: BTreeMap<usize, Vec<KafkaRecord>> = BTreeMap::new();
             for o in batch {
                 let r = o.to_kafka(self.key);
-                let p = match &r.key {
-                    Some(k) => partition_for_key(k, count),
-                    None => self.round_robin.fetch_add(1, Ordering::Relaxed) % count.max(1),
+                let p = self.partition_of(&r, count);
+                let Some(partition) = partitions.get(p) else {
+                    continue;
                 };
-                by_partition.entry(p).or_default().push(r);
+                match &o.stored {
+                    None => pending.entry(p).or_default().push(r),
+                    Some(form) => {
+                        let before = pending.remove(&p).unwrap_or_default();
+                        self.kafka.append_in(tx, partition, before, now).await?;
+                        self.kafka
+                            .append_spilled_in(tx, partition, &form.head, form.spill, now)
+                            .await?;
+                    }
+                }
             }
-            for (p, records) in by_partition {
+            for (p, records) in pending {
                 if let Some(partition) = partitions.get(p) {
                     self.kafka.append_in(tx, partition, records, now).await?;
                 }
@@ -168,6 +191,223 @@ impl InStoreSink for KafkaFrontSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::amqp::port::AmqpMessage;
+    use crate::bridge::sink::deliver_in_store;
+    use crate::config::StoreConfig;
+    use crate::kafka::api::tests::fixture::{Front, PATIENCE};
+    use crate::stage::{Holders, Stage, StageOptions, Stages};
+    use crate::store::StoreError;
+    use amq_protocol::protocol::BasicProperties;
+    use bytes::Bytes;
+    use std::time::Duration;
+
+    /// A body whose record batch is too large for one transaction (and for one stage body
+    /// of the Kafka front), yet small enough for the route's stage to hold inline.
+    const LARGE: usize = 6 * 1024 * 1024;
+
+    /// The Kafka front's sink, whose transactions fail after it wrote in them: the first
+    /// `failures` with what `error` makes.
+    struct Failing {
+        sink: KafkaFrontSink,
+        failures: AtomicUsize,
+        error: fn() -> StageError,
+    }
+
+    impl InStoreSink for Failing {
+        fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome> {
+            self.sink.plan(batch)
+        }
+
+        fn large_form(&self, message: &Outgoing) -> Option<LargeForm> {
+            self.sink.large_form(message)
+        }
+
+        fn write_in<'a>(
+            &'a self,
+            tx: &'a Transaction,
+            batch: &'a [&'a Outgoing],
+            now: u64,
+        ) -> BoxFuture<'a, Result<Vec<(usize, String)>, StageError>> {
+            Box::pin(async move {
+                let refused = self.sink.write_in(tx, batch, now).await?;
+                let failing = self
+                    .failures
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                    .is_ok();
+                if failing {
+                    return Err((self.error)());
+                }
+                Ok(refused)
+            })
+        }
+    }
+
+    /// A Kafka front with topic `big` (one partition, `max.message.bytes` 32 MiB), a route
+    /// stage holding one large message leased to a holder of the route, and the sink.
+    struct Route {
+        front: Front,
+        stages: Stages,
+        stage: Stage,
+        holders: Holders,
+        holder: u64,
+        partition: PartitionRef,
+        body: Bytes,
+    }
+
+    impl Route {
+        async fn start() -> Self {
+            let front = Front::start_with(|c| {
+                c.default_partitions = 1;
+                c.max_message_bytes = 32 << 20;
+            })
+            .await;
+            let stages = Stages::new(front.ctx.db.clone(), &StoreConfig::default().prefix);
+            let port = KafkaPort::new(front.ctx.clone());
+            let partition = port.open_topic("big").await.unwrap().remove(0);
+            let stage = stages
+                .create("route", &StageOptions::default())
+                .await
+                .unwrap();
+            let body = Bytes::from((0..LARGE).map(|i| (i % 251) as u8).collect::<Vec<_>>());
+            let message = AmqpMessage {
+                exchange: "in".into(),
+                routing_key: "k".into(),
+                properties: BasicProperties::default(),
+                body: body.clone(),
+            };
+            stage
+                .append(&[crate::bridge::staged::from_amqp(&message)])
+                .await
+                .unwrap();
+            let holders = Holders::new(&stages);
+            let holder = holders.register(Duration::from_secs(60)).await.unwrap();
+            Self {
+                front,
+                stages,
+                stage,
+                holders,
+                holder,
+                partition,
+                body,
+            }
+        }
+
+        async fn sink(&self, failures: usize, error: fn() -> StageError) -> Failing {
+            let port = KafkaPort::new(self.front.ctx.clone());
+            Failing {
+                sink: KafkaFrontSink::open(port, "big".into(), KeySource::None).await,
+                failures: AtomicUsize::new(failures),
+                error,
+            }
+        }
+
+        /// The route's message, leased to its holder.
+        async fn lease(&self) -> Vec<Outgoing> {
+            let leased = self.stage.lease(self.holder, 10).await.unwrap();
+            leased
+                .iter()
+                .map(|d| Outgoing::decode(d).unwrap())
+                .collect()
+        }
+
+        /// The records of the topic's log, once `n` are there or `patience` ran out.
+        async fn records(&self, n: usize, patience: Duration) -> Vec<KafkaRecord> {
+            let port = KafkaPort::new(self.front.ctx.clone());
+            let deadline = tokio::time::Instant::now() + patience;
+            loop {
+                let tx = self.front.ctx.db.begin().unwrap();
+                let read = port
+                    .read_committed_in(&tx, &self.partition, 0, 1 << 30)
+                    .await
+                    .unwrap();
+                let records = read.map(|r| r.records).unwrap_or_default();
+                if records.len() >= n || tokio::time::Instant::now() > deadline {
+                    return records;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+
+        /// Bytes held in spills once the collector ran.
+        async fn spilled(&self) -> i64 {
+            let spills = self.stages.spills();
+            spills.collect().await.unwrap();
+            spills.bytes().await.unwrap()
+        }
+    }
+
+    fn injected() -> StageError {
+        StageError::Corrupt("injected".into())
+    }
+
+    fn conflict() -> StageError {
+        StageError::Store(StoreError::NotCommitted)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_record_whose_transaction_fails_is_not_staged_and_its_spill_is_collected() {
+        let route = Route::start().await;
+        let mut batch = route.lease().await;
+        let sink = route.sink(usize::MAX, injected).await;
+        let failed = deliver_in_store(&route.stage, route.holder, &sink, &mut batch).await;
+        assert!(matches!(failed, Err(StageError::Corrupt(_))), "{failed:?}");
+        let form = batch[0]
+            .stored
+            .clone()
+            .expect("the batch was spilled first");
+        assert!(form.spill.len > LARGE as u64);
+        assert_eq!(route.spilled().await, form.spill.len as i64, "held");
+        assert_eq!(route.stage.depth().await.unwrap().in_flight, 1);
+
+        // The route stops (or Ferry restarts): its holder is released.
+        route.holders.release(route.holder).await.unwrap();
+        assert_eq!(route.spilled().await, 0, "the spill is collected");
+        let records = route.records(1, Duration::from_secs(1)).await;
+        assert!(records.is_empty(), "nothing reached the log");
+        assert_eq!(
+            route.stage.depth().await.unwrap().ready,
+            1,
+            "and the message is back"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_record_is_staged_once_by_reference_after_failed_and_retried_transactions() {
+        let route = Route::start().await;
+        let mut batch = route.lease().await;
+        let failing = route.sink(1, injected).await;
+        let failed = deliver_in_store(&route.stage, route.holder, &failing, &mut batch).await;
+        assert!(failed.is_err());
+        let form = batch[0]
+            .stored
+            .clone()
+            .expect("the batch was spilled first");
+
+        // The next attempt conflicts once (the store runs it again), then commits; it
+        // stores the form already spilled.
+        let conflicting = route.sink(1, conflict).await;
+        let outcomes = deliver_in_store(&route.stage, route.holder, &conflicting, &mut batch)
+            .await
+            .unwrap();
+        assert_eq!(outcomes, [Outcome::Delivered]);
+        assert_eq!(
+            conflicting.failures.load(Ordering::Relaxed),
+            0,
+            "it conflicted"
+        );
+        assert_eq!(batch[0].stored.as_ref(), Some(&form));
+
+        let records = route.records(1, PATIENCE).await;
+        assert_eq!(records.len(), 1, "one record");
+        assert_eq!(records[0].value.as_ref(), Some(&route.body), "whole");
+        let again = route.records(2, Duration::from_secs(1)).await;
+        assert_eq!(again.len(), 1, "once");
+        let depth = route.stage.depth().await.unwrap();
+        assert_eq!((depth.ready, depth.in_flight), (0, 0), "acknowledged");
+        // The log's reference alone keeps the spill, not the route's holder.
+        route.holders.release(route.holder).await.unwrap();
+        assert_eq!(route.spilled().await, form.spill.len as i64);
+    }
 
     #[test]
     fn murmur2_matches_java_kafka() {

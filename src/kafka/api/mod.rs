@@ -48,7 +48,7 @@ mod sync_group;
 mod txn_offset_commit;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use api_versions::unsupported_version;
 

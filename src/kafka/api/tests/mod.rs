@@ -9,7 +9,7 @@
 
 mod acls;
 mod admin;
-mod fixture;
+pub(crate) mod fixture;
 mod groups;
 mod leader_epochs;
 mod metadata;
