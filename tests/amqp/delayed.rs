@@ -6,14 +6,14 @@
 //! `ferry_amqp_delayed_messages` gauge, held messages routed after a restart, and two
 //! instances whose movers race for every message routing each once.
 
-use crate::common::amqp::{WAIT, declare, ready, reply_code, reply_text};
+use crate::common::amqp::{WAIT, declare_bound, publish_acked, ready, reply_code, reply_text};
 use crate::common::clients::{python_script, run};
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::fronts::AmqpServer;
 use crate::common::wait;
 use lapin::options::{
     BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions,
-    ExchangeDeleteOptions, QueueBindOptions,
+    ExchangeDeleteOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, ExchangeKind};
@@ -41,21 +41,6 @@ pub(crate) async fn declare_delayed(
     .await
 }
 
-/// Declares the durable queue `queue` (again, when it exists) and binds it to `exchange`
-/// with `key`.
-async fn bound_queue(ch: &Channel, queue: &str, exchange: &str, key: &str) {
-    declare(ch, queue, FieldTable::default()).await;
-    ch.queue_bind(
-        queue.into(),
-        exchange.into(),
-        key.into(),
-        QueueBindOptions::default(),
-        FieldTable::default(),
-    )
-    .await
-    .unwrap();
-}
-
 /// Publishes `body` to `exchange` with `key` and, when given, the header `x-delay` (as
 /// `value`); waits for its confirm (the channel is in confirm mode).
 async fn publish(ch: &Channel, exchange: &str, key: &str, body: &str, delay: Option<AMQPValue>) {
@@ -63,20 +48,10 @@ async fn publish(ch: &Channel, exchange: &str, key: &str, body: &str, delay: Opt
     if let Some(delay) = delay {
         headers.insert("x-delay".into(), delay);
     }
-    let confirm = ch
-        .basic_publish(
-            exchange.into(),
-            key.into(),
-            BasicPublishOptions::default(),
-            body.as_bytes(),
-            BasicProperties::default()
-                .with_delivery_mode(2)
-                .with_headers(headers),
-        )
-        .await
-        .unwrap();
-    let confirm = tokio::time::timeout(WAIT, confirm).await.unwrap().unwrap();
-    assert!(confirm.is_ack(), "{confirm:?}");
+    let properties = BasicProperties::default()
+        .with_delivery_mode(2)
+        .with_headers(headers);
+    publish_acked(ch, exchange, key, body.as_bytes(), properties).await;
 }
 
 /// The next message of `queue` (waiting for one): its body and its `x-delay` header.
@@ -147,7 +122,7 @@ async fn messages_are_routed_by_their_delayed_type_when_due_with_x_delay_negated
     let server = AmqpServer::start().await;
     let (_conn, ch) = server.channel().await;
     declare_delayed(&ch, "later", "topic").await.unwrap();
-    bound_queue(&ch, "orders", "later", "orders.#").await;
+    declare_bound(&ch, "orders", "later", "orders.#").await;
     ch.confirm_select(ConfirmSelectOptions::default())
         .await
         .unwrap();
@@ -221,7 +196,7 @@ async fn messages_due_together_keep_their_publish_order() {
     let server = AmqpServer::start().await;
     let (_conn, ch) = server.channel().await;
     declare_delayed(&ch, "batch", "fanout").await.unwrap();
-    bound_queue(&ch, "ordered", "batch", "").await;
+    declare_bound(&ch, "ordered", "batch", "").await;
     // One transaction: one commit, so one due time for all of them.
     ch.tx_select().await.unwrap();
     let bodies: Vec<String> = (0..50).map(|i| format!("m{i:02}")).collect();
@@ -254,7 +229,7 @@ async fn deleting_a_delayed_exchange_drops_what_it_holds() {
     let server = AmqpServer::start().await;
     let (_conn, ch) = server.channel().await;
     declare_delayed(&ch, "gone", "direct").await.unwrap();
-    bound_queue(&ch, "after", "gone", "k").await;
+    declare_bound(&ch, "after", "gone", "k").await;
     ch.confirm_select(ConfirmSelectOptions::default())
         .await
         .unwrap();
@@ -265,7 +240,7 @@ async fn deleting_a_delayed_exchange_drops_what_it_holds() {
     // A new exchange of the same name holds nothing of the old one's: the one message that
     // arrives is the one published to it, due after the dropped one would have been.
     declare_delayed(&ch, "gone", "direct").await.unwrap();
-    bound_queue(&ch, "after", "gone", "k").await;
+    declare_bound(&ch, "after", "gone", "k").await;
     publish(&ch, "gone", "k", "kept", Some(AMQPValue::LongInt(2500))).await;
     assert_eq!(next(&ch, "after").await.0, "kept");
     assert_eq!(ready(&ch, "after").await, 0);
@@ -306,7 +281,7 @@ async fn two_instances_route_each_held_message_once() {
     let peer = server.peer_with(|_| {}).await;
     let (_conn, ch) = server.channel().await;
     declare_delayed(&ch, "raced", "direct").await.unwrap();
-    bound_queue(&ch, "once", "raced", "k").await;
+    declare_bound(&ch, "once", "raced", "k").await;
     ch.tx_select().await.unwrap();
     let bodies: Vec<String> = (0..100).map(|i| format!("m{i:03}")).collect();
     for (i, body) in bodies.iter().enumerate() {

@@ -7,7 +7,7 @@
 //! published, dead-lettered or released by a delayed-message exchange: confirmed, and
 //! delivered whole from every queue.
 
-use crate::common::amqp::{WAIT, consume, declare, declare_exchange, next, payload};
+use crate::common::amqp::{WAIT, consume, declare, declare_exchange, next, payload, publish_acked};
 use crate::common::fronts::AmqpServer;
 use crate::delayed::declare_delayed;
 use lapin::options::{
@@ -22,19 +22,8 @@ const MIB: usize = 1024 * 1024;
 
 /// Publishes `body` under confirms and waits for its ack.
 async fn publish(ch: &Channel, exchange: &str, key: &str, body: &[u8]) {
-    let confirm = ch
-        .basic_publish(
-            exchange.into(),
-            key.into(),
-            BasicPublishOptions::default(),
-            body,
-            BasicProperties::default().with_message_id("large".into()),
-        )
-        .await
-        .unwrap()
-        .await
-        .unwrap();
-    assert!(confirm.is_ack(), "the publish is confirmed");
+    let properties = BasicProperties::default().with_message_id("large".into());
+    publish_acked(ch, exchange, key, body, properties).await;
 }
 
 async fn confirming(server: &AmqpServer) -> (lapin::Connection, Channel) {

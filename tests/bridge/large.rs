@@ -11,16 +11,13 @@
 //! properties, and once everything is acknowledged the spills hold nothing
 //! (`ferry_stage_spill_bytes`) but what a topic's log keeps.
 
-use crate::common::amqp::{declare_exchange, payload};
+use crate::common::amqp::{declare_bound, declare_exchange, payload, publish_acked};
 use crate::common::daemon::{Daemon, EXIT, Setup};
 use crate::common::kafka::{consumer, producer};
 use crate::common::rabbitmq::{RabbitNode, unique};
 use crate::rabbitmq::{Rabbit, collect};
 use futures::StreamExt;
-use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions,
-    QueueBindOptions, QueueDeclareOptions,
-};
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, ConfirmSelectOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
 use rdkafka::consumer::Consumer;
@@ -51,26 +48,6 @@ async fn channel(ferry: &Daemon) -> (Connection, Channel) {
     (conn, ch)
 }
 
-/// Declares the durable `queue`, bound to `exchange` with `key`.
-async fn bound(ch: &Channel, exchange: &str, queue: &str, key: &str) {
-    let durable = QueueDeclareOptions {
-        durable: true,
-        ..QueueDeclareOptions::default()
-    };
-    ch.queue_declare(queue.into(), durable, FieldTable::default())
-        .await
-        .unwrap();
-    ch.queue_bind(
-        queue.into(),
-        exchange.into(),
-        key.into(),
-        QueueBindOptions::default(),
-        FieldTable::default(),
-    )
-    .await
-    .unwrap();
-}
-
 /// The properties a large message is published with, to check they cross intact.
 fn properties(id: &str) -> BasicProperties {
     let mut headers = FieldTable::default();
@@ -84,19 +61,7 @@ fn properties(id: &str) -> BasicProperties {
 
 /// Publishes `body` with `properties(id)` under confirms; asserts the ack.
 async fn publish(ch: &Channel, exchange: &str, key: &str, id: &str, body: &[u8]) {
-    let confirm = ch
-        .basic_publish(
-            exchange.into(),
-            key.into(),
-            BasicPublishOptions::default(),
-            body,
-            properties(id),
-        )
-        .await
-        .unwrap()
-        .await
-        .unwrap();
-    assert!(confirm.is_ack(), "the publish of {id} is confirmed");
+    publish_acked(ch, exchange, key, body, properties(id)).await;
 }
 
 /// Asserts `d` is the message `id` with `body`, its properties intact.
@@ -154,10 +119,10 @@ to = [{ amqp_exchange = "big-out" }]
     let (_conn, ch) = channel(&ferry).await;
     declare_exchange(&ch, "big-in", ExchangeKind::Topic).await;
     declare_exchange(&ch, "big-out", ExchangeKind::Topic).await;
-    bound(&ch, "big-out", "whole", "whole.#").await;
+    declare_bound(&ch, "whole", "big-out", "whole.#").await;
     let fanned = ["fan-1", "fan-2", "fan-3"];
     for q in fanned {
-        bound(&ch, "big-out", q, "fan.#").await;
+        declare_bound(&ch, q, "big-out", "fan.#").await;
     }
     ferry.wait_for_amqp_exchange_source().await;
 
@@ -223,7 +188,7 @@ to = [{{ sink = "big-out" }}]
     let (_conn, ch) = channel(&ferry).await;
     declare_exchange(&ch, "from-rabbit", ExchangeKind::Topic).await;
     declare_exchange(&ch, "to-rabbit", ExchangeKind::Topic).await;
-    bound(&ch, "from-rabbit", "landed", "#").await;
+    declare_bound(&ch, "landed", "from-rabbit", "#").await;
     ferry.wait_for_amqp_exchange_source().await;
 
     // RabbitMQ → Ferry: staged through a spill, not rejected upstream.
@@ -264,7 +229,7 @@ to = [{ amqp_exchange = "records-out" }]
     .start();
     let (_conn, ch) = channel(&ferry).await;
     declare_exchange(&ch, "records-out", ExchangeKind::Topic).await;
-    bound(&ch, "records-out", "records", "#").await;
+    declare_bound(&ch, "records", "records-out", "#").await;
 
     // Before it: a small record; after the large one, another, so the offsets around a
     // spilled batch are moved too.

@@ -7,7 +7,7 @@ use futures::{Stream, StreamExt};
 use lapin::message::Delivery;
 use lapin::options::{
     BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions,
-    QueueDeclareOptions,
+    QueueBindOptions, QueueDeclareOptions,
 };
 use lapin::types::FieldTable;
 use lapin::{
@@ -17,6 +17,10 @@ use std::time::Duration;
 
 /// Upper bound on anything a test waits for.
 pub const WAIT: Duration = Duration::from_secs(10);
+
+/// Upper bound on a publish confirm: a message of 100 MiB takes seconds to store in a
+/// debug build on a loaded machine.
+pub const CONFIRM_WAIT: Duration = Duration::from_secs(120);
 
 /// A body of `len` bytes that no shifted or truncated copy equals (for large messages).
 pub fn payload(len: usize, seed: u32) -> Vec<u8> {
@@ -125,6 +129,47 @@ pub async fn declare(ch: &Channel, name: &str, args: FieldTable) {
     )
     .await
     .unwrap();
+}
+
+/// Declares the durable queue `queue` (again, when it exists) and binds it to `exchange`
+/// with `key`.
+pub async fn declare_bound(ch: &Channel, queue: &str, exchange: &str, key: &str) {
+    declare(ch, queue, FieldTable::default()).await;
+    ch.queue_bind(
+        queue.into(),
+        exchange.into(),
+        key.into(),
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+}
+
+/// Publishes `body` with `properties` to `exchange` with `key` on a channel in confirm
+/// mode, and checks (waiting up to [`CONFIRM_WAIT`]) that it was acked.
+pub async fn publish_acked(
+    ch: &Channel,
+    exchange: &str,
+    key: &str,
+    body: &[u8],
+    properties: BasicProperties,
+) {
+    let confirm = ch
+        .basic_publish(
+            exchange.into(),
+            key.into(),
+            BasicPublishOptions::default(),
+            body,
+            properties,
+        )
+        .await
+        .unwrap();
+    let confirm = tokio::time::timeout(CONFIRM_WAIT, confirm)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(confirm.is_ack(), "{confirm:?}");
 }
 
 /// Publishes `bodies` to `exchange` with `routing_key` under confirms, and checks every one
