@@ -275,23 +275,30 @@ to = [{ amqp_exchange = "records-out" }]
     });
 }
 
+/// A daemon in `dir` with the route `route` from the exchange `exchange` to the topic
+/// `topic` (created by the route), taking AMQP messages and Kafka batches of 128 MiB, as a
+/// producer could send.
+fn route_into_topic(dir: &std::path::Path, route: &str, exchange: &str, topic: &str) -> Setup {
+    Setup::shipped_with(
+        dir,
+        &format!(
+            r#"
+[[routes]]
+name = "{route}"
+from = {{ amqp_exchange = "{exchange}" }}
+to = [{{ kafka_topic = "{topic}" }}]
+"#
+        ),
+    )
+    .env("FERRY__AMQP__MAX_MESSAGE_SIZE", &(128 * MIB).to_string())
+    .env("FERRY__KAFKA__MAX_MESSAGE_BYTES", &(128 * MIB).to_string())
+    .env("FERRY__KAFKA__MAX_REQUEST_SIZE", &(256 * MIB).to_string())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_messages_cross_a_route_from_an_exchange_into_a_topic_whole_as_one_record_each() {
     let dir = tempfile::tempdir().unwrap();
-    let ferry = Setup::shipped_with(
-        dir.path(),
-        r#"
-[[routes]]
-name = "to-topic"
-from = { amqp_exchange = "big-to-topic" }
-to = [{ kafka_topic = "big-records-out" }]
-"#,
-    )
-    .env("FERRY__AMQP__MAX_MESSAGE_SIZE", &(128 * MIB).to_string())
-    // The topic (created by the route) takes batches of 128 MiB, as a producer could send.
-    .env("FERRY__KAFKA__MAX_MESSAGE_BYTES", &(128 * MIB).to_string())
-    .env("FERRY__KAFKA__MAX_REQUEST_SIZE", &(256 * MIB).to_string())
-    .start();
+    let ferry = route_into_topic(dir.path(), "to-topic", "big-to-topic", "big-records-out").start();
     let (_conn, ch) = channel(&ferry).await;
     declare_exchange(&ch, "big-to-topic", ExchangeKind::Topic).await;
     ferry.wait_for_amqp_exchange_source().await;
@@ -362,19 +369,7 @@ to = [{ kafka_topic = "big-records-out" }]
 async fn a_large_message_whose_route_is_cut_short_by_kill_9_reaches_the_topic_once() {
     const COMMITS: &str = "ferry_store_commits_total";
     let dir = tempfile::tempdir().unwrap();
-    let mut ferry = Setup::shipped_with(
-        dir.path(),
-        r#"
-[[routes]]
-name = "cut"
-from = { amqp_exchange = "cut-in" }
-to = [{ kafka_topic = "cut-out" }]
-"#,
-    )
-    .env("FERRY__AMQP__MAX_MESSAGE_SIZE", &(128 * MIB).to_string())
-    .env("FERRY__KAFKA__MAX_MESSAGE_BYTES", &(128 * MIB).to_string())
-    .env("FERRY__KAFKA__MAX_REQUEST_SIZE", &(256 * MIB).to_string())
-    .start();
+    let mut ferry = route_into_topic(dir.path(), "cut", "cut-in", "cut-out").start();
     let (conn, ch) = channel(&ferry).await;
     declare_exchange(&ch, "cut-in", ExchangeKind::Topic).await;
     ferry.wait_for_amqp_exchange_source().await;
