@@ -6,9 +6,12 @@
 //! written is bounded in bytes ([`QUEUE_BYTES`]): frames keep their share of it until they
 //! are in the socket's buffer, so a client that reads slowly holds at most that much of
 //! Ferry's memory (beside the socket's buffers), however large the deliveries waiting for
-//! it, and the channels that deliver to it wait in [`Writer::send`].
+//! it, and the channels that deliver to it wait in [`Writer::send`]. A writer that ends
+//! because a write failed or stalled resets the connection
+//! ([`Resettable::reset_on_close`]), so a client that reads nothing learns of it at once.
 
 use crate::amqp::codec::HEARTBEAT;
+use crate::tls::stream::Resettable;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -82,7 +85,7 @@ pub struct Timing {
 /// what was queued) or the socket fails.
 pub fn spawn<W>(socket: W, timing: Timing) -> (Writer, tokio::task::JoinHandle<()>)
 where
-    W: AsyncWrite + Unpin + Send + 'static,
+    W: AsyncWrite + Resettable + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::channel(QUEUE);
     let task = tokio::spawn(run(socket, rx, timing));
@@ -90,8 +93,25 @@ where
     (Writer { tx, room }, task)
 }
 
-async fn run<W: AsyncWrite + Unpin>(socket: W, mut rx: mpsc::Receiver<Queued>, timing: Timing) {
+async fn run<W: AsyncWrite + Resettable + Unpin>(
+    socket: W,
+    rx: mpsc::Receiver<Queued>,
+    timing: Timing,
+) {
     let mut out = BufWriter::with_capacity(BUFFER, socket);
+    if !write_all_queued(&mut out, rx, timing).await {
+        let _ = out.get_ref().reset_on_close();
+    }
+}
+
+/// Writes what is queued until every [`Writer`] is dropped, then closes the socket's
+/// write side; returns `false` as soon as a write fails or makes no progress within the
+/// send timeout.
+async fn write_all_queued<W: AsyncWrite + Unpin>(
+    out: &mut BufWriter<W>,
+    mut rx: mpsc::Receiver<Queued>,
+    timing: Timing,
+) -> bool {
     // Heartbeats go out at half the negotiated interval, as RabbitMQ sends them.
     let quiet = timing
         .heartbeat
@@ -107,28 +127,26 @@ async fn run<W: AsyncWrite + Unpin>(socket: W, mut rx: mpsc::Receiver<Queued>, t
                     {
                         continue;
                     }
-                    return;
+                    return false;
                 }
             },
             None => rx.recv().await,
         };
         let Some(first) = next else { break };
-        if !write_queued(limit, &mut out, first).await {
-            return;
+        if !write_queued(limit, out, first).await {
+            return false;
         }
         // Coalesce whatever else is already queued into the same write.
         while let Ok(more) = rx.try_recv() {
-            if !write_queued(limit, &mut out, more).await {
-                return;
+            if !write_queued(limit, out, more).await {
+                return false;
             }
         }
         if !progresses(limit, out.flush()).await {
-            return;
+            return false;
         }
     }
-    if progresses(limit, out.flush()).await {
-        let _ = progresses(limit, out.shutdown()).await;
-    }
+    progresses(limit, out.flush()).await && progresses(limit, out.shutdown()).await
 }
 
 /// Hands queued frames to the socket's buffer; their share of [`QUEUE_BYTES`] returns only
@@ -158,7 +176,14 @@ async fn progresses(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
+    use tokio::io::{AsyncReadExt, DuplexStream};
+
+    /// An in-memory pipe has no connection to reset.
+    impl Resettable for DuplexStream {
+        fn reset_on_close(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
 
     fn timing(heartbeat: Option<Duration>, send_timeout: Option<Duration>) -> Timing {
         Timing {

@@ -29,7 +29,7 @@ use crate::peer::Peer;
 use crate::telemetry::kafka as m;
 use crate::telemetry::names::LABEL_CODE;
 use crate::tls::looks_like_tls;
-use crate::tls::stream::{Stream, WriteHalf};
+use crate::tls::stream::{Resettable, Stream, WriteHalf};
 use bytes::BytesMut;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::sync::Arc;
@@ -453,14 +453,29 @@ enum WriteEnd {
 
 /// Writes the owed answers in order, flushing whenever no further answer is ready; `busy`
 /// while it holds an answer not yet flushed. A write that makes no progress for `stall`
-/// (the client reads nothing) ends it.
+/// (the client reads nothing) ends it, and the connection ends in a reset
+/// ([`Resettable::reset_on_close`]) so that client learns of it at once.
 async fn write(
     writer: WriteHalf,
-    mut queue: mpsc::Receiver<Owed>,
+    queue: mpsc::Receiver<Owed>,
     busy: Arc<AtomicBool>,
     stall: Duration,
 ) -> Option<WriteEnd> {
     let mut writer = BufWriter::new(writer);
+    let end = write_answers(&mut writer, queue, &busy, stall).await;
+    if end == Some(WriteEnd::Stalled) {
+        let _ = writer.get_ref().reset_on_close();
+    }
+    end
+}
+
+/// [`write`]'s loop over the owed answers.
+async fn write_answers(
+    writer: &mut BufWriter<WriteHalf>,
+    mut queue: mpsc::Receiver<Owed>,
+    busy: &AtomicBool,
+    stall: Duration,
+) -> Option<WriteEnd> {
     while let Some(owed) = queue.recv().await {
         busy.store(true, Ordering::Relaxed);
         let response = match owed.response {

@@ -11,6 +11,7 @@
 //! - [`amqp`], [`kafka`]: the lapin and rdkafka (and raw socket) client helpers the tests share.
 //! - [`tls`]: certificates made at test time (rcgen) for Ferry and for external brokers,
 //!   the `[tls]` overrides, a rustls client.
+//! - [`sockets`]: how a server ended a raw connection (closed in order, or reset).
 //! - [`clients`]: command-line clients (kcat, Python scripts) run as bounded processes.
 //! - [`browser`]: headless Chromium's chromedriver, for the web UI's selenium script.
 //! - [`wait`]: bounded waits on a condition; [`crash`]: where kill -9 runs strike, and the
@@ -32,6 +33,7 @@ pub mod http;
 pub mod kafka;
 pub mod process;
 pub mod rabbitmq;
+pub mod sockets;
 pub mod store;
 pub mod tls;
 pub mod wait;

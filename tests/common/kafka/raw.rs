@@ -100,6 +100,11 @@ impl Raw {
         .expect("an answer or a close within the wait")
     }
 
+    /// Reads what is left until the connection ends; how it ended.
+    pub async fn ending(&mut self) -> crate::common::sockets::Ending {
+        crate::common::sockets::read_to_the_end(&mut self.stream, WAIT).await
+    }
+
     /// Whether the server closes the connection (rather than answering) within the wait.
     pub async fn is_closed(&mut self) -> bool {
         self.read_frame().await.is_none()
