@@ -5,9 +5,12 @@
 //! goes (ack, purge, queue delete). A smaller body whose copies in the queues it reaches
 //! would not fit one transaction together (3.5 MiB to three queues) is spilled too, when
 //! published, dead-lettered or released by a delayed-message exchange: confirmed, and
-//! delivered whole from every queue.
+//! delivered whole from every queue. Eight 3 MiB publishes of one AMQP transaction (24 MiB)
+//! commit together, or roll back leaving nothing.
 
-use crate::common::amqp::{WAIT, consume, declare, declare_exchange, next, payload, publish_acked};
+use crate::common::amqp::{
+    CONFIRM_WAIT, WAIT, consume, declare, declare_exchange, next, payload, publish_acked, ready,
+};
 use crate::common::fronts::AmqpServer;
 use crate::delayed::declare_delayed;
 use lapin::options::{
@@ -306,6 +309,66 @@ async fn a_delayed_fanout_too_large_for_one_transaction_is_delivered_whole_when_
         .unwrap();
     assert!(confirm.is_ack(), "the publish is confirmed");
     each_delivers(&ch, &queues, &body).await;
+    server.spills_hold(0).await;
+    server.stop().await;
+}
+
+/// A message of 3 MiB: stored inline when alone, but eight of them (24 MiB) do not fit one
+/// transaction.
+const HELD: usize = 3 * MIB;
+
+/// Publishes `body` on a channel in tx mode (nothing to wait for until tx.commit).
+async fn publish_held(ch: &Channel, queue: &str, body: &[u8]) {
+    ch.basic_publish(
+        "".into(),
+        queue.into(),
+        BasicPublishOptions::default(),
+        body,
+        BasicProperties::default(),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_of_publishes_too_large_for_one_store_transaction_commits_all_or_nothing() {
+    let server = AmqpServer::start().await;
+    let (_c, ch) = server.channel().await;
+    let (_o, observer) = server.channel().await;
+    declare(&ch, "held", FieldTable::default()).await;
+    ch.tx_select().await.unwrap();
+
+    // Rolled back: none of them is stored, and what was spilled for them is freed.
+    for seed in 0..4 {
+        publish_held(&ch, "held", &payload(HELD, 100 + seed)).await;
+    }
+    ch.tx_rollback().await.unwrap();
+    assert_eq!(
+        ready(&observer, "held").await,
+        0,
+        "a rollback stores nothing"
+    );
+
+    let bodies: Vec<Vec<u8>> = (0..8).map(|seed| payload(HELD, 200 + seed)).collect();
+    for body in &bodies {
+        publish_held(&ch, "held", body).await;
+    }
+    assert_eq!(
+        ready(&observer, "held").await,
+        0,
+        "nothing before the commit"
+    );
+    tokio::time::timeout(CONFIRM_WAIT, ch.tx_commit())
+        .await
+        .expect("the commit finishes")
+        .expect("eight 3 MiB publishes commit as one transaction");
+    assert_eq!(ready(&observer, "held").await, 8, "all of them after it");
+    let mut consumer = consume(&observer, "held", false).await;
+    for (i, body) in bodies.iter().enumerate() {
+        let d = next(&mut consumer).await;
+        assert!(d.data == *body, "publish {i} arrives whole, in order");
+        d.ack(BasicAckOptions::default()).await.unwrap();
+    }
     server.spills_hold(0).await;
     server.stop().await;
 }
