@@ -215,11 +215,22 @@ impl AmqpAdmin {
             });
         }
         let ids: Vec<_> = deliveries.iter().map(|d| d.id).collect();
-        match mode {
-            GetMode::Ack => queue.stage.ack(holder, &ids).await?,
-            GetMode::Requeue => queue.stage.release(holder, &ids, Release::Requeue).await?,
-            GetMode::Reject => queue.stage.release(holder, &ids, Release::Reject).await?,
+        let how = match mode {
+            GetMode::Ack => {
+                queue.stage.ack(holder, &ids).await?;
+                return Ok(got);
+            }
+            GetMode::Requeue => Release::Requeue,
+            GetMode::Reject => Release::Reject,
         };
+        // Releasing may dead-letter (copy) them: as many per transaction as fit one.
+        let copies: Vec<u64> = deliveries
+            .iter()
+            .map(|d| queue.stage.dead_letter_copies(&d.envelope))
+            .collect();
+        for run in spill::runs(&copies) {
+            queue.stage.release(holder, &ids[run], how).await?;
+        }
         Ok(got)
     }
 

@@ -6,7 +6,8 @@
 //! would not fit one transaction together (3.5 MiB to three queues) is spilled too, when
 //! published, dead-lettered or released by a delayed-message exchange: confirmed, and
 //! delivered whole from every queue. Eight 3 MiB publishes of one AMQP transaction (24 MiB)
-//! commit together, or roll back leaving nothing.
+//! commit together, or roll back leaving nothing; several 3.9 MiB messages nacked with
+//! `multiple`, or expiring together, reach their dead-letter queue each whole.
 
 use crate::common::amqp::{
     CONFIRM_WAIT, WAIT, consume, declare, declare_exchange, next, payload, publish_acked, ready,
@@ -369,6 +370,93 @@ async fn a_transaction_of_publishes_too_large_for_one_store_transaction_commits_
         assert!(d.data == *body, "publish {i} arrives whole, in order");
         d.ack(BasicAckOptions::default()).await.unwrap();
     }
+    server.spills_hold(0).await;
+    server.stop().await;
+}
+
+/// Declares `queue` dead-lettering into the fanout exchange `dlx`, to which `dead` is
+/// bound.
+async fn declare_dying(ch: &Channel, queue: &str, dlx: &str, dead: &str) {
+    declare_exchange(ch, dlx, ExchangeKind::Fanout).await;
+    bind_all(ch, dlx, &[dead]).await;
+    let mut args = FieldTable::default();
+    args.insert(
+        "x-dead-letter-exchange".into(),
+        AMQPValue::LongString(dlx.into()),
+    );
+    declare(ch, queue, args).await;
+}
+
+/// 3.9 MiB: stored inline, and two copies do not fit one dead-lettering transaction's
+/// budget (four do not fit one transaction at all).
+const DYING: usize = 3 * MIB + 9 * MIB / 10;
+
+/// `queue` delivers `bodies` whole, in order; acknowledged.
+async fn delivers_in_order(ch: &Channel, queue: &str, bodies: &[Vec<u8>]) {
+    let mut consumer = consume(ch, queue, false).await;
+    for (i, body) in bodies.iter().enumerate() {
+        let d = next(&mut consumer).await;
+        assert_eq!(d.data.len(), body.len(), "message {i} keeps its length");
+        assert!(d.data == *body, "message {i} arrives whole, in order");
+        d.ack(BasicAckOptions::default()).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nack_of_several_large_messages_dead_letters_each_whole_and_a_reject_of_a_spilled_one_too()
+ {
+    let server = AmqpServer::start_with(|c| c.max_message_size = 128 * MIB as u32).await;
+    let (_c, ch) = confirming(&server).await;
+    declare_dying(&ch, "doomed", "tomb", "buried").await;
+    let bodies: Vec<Vec<u8>> = (0..4).map(|seed| payload(DYING, 300 + seed)).collect();
+    for body in &bodies {
+        publish(&ch, "", "doomed", body).await;
+    }
+    let mut consumer = consume(&ch, "doomed", false).await;
+    let mut last = 0;
+    for _ in &bodies {
+        last = next(&mut consumer).await.delivery_tag;
+    }
+    ch.basic_nack(
+        last,
+        BasicNackOptions {
+            multiple: true,
+            requeue: false,
+        },
+    )
+    .await
+    .unwrap();
+    delivers_in_order(&ch, "buried", &bodies).await;
+    assert_eq!(ready(&ch, "doomed").await, 0, "none is left behind");
+
+    // A spilled one is handed to the dead-letter queue by reference to its spill.
+    let spilled = payload(16 * MIB, 310);
+    publish(&ch, "", "doomed", &spilled).await;
+    let d = next(&mut consumer).await;
+    d.reject(BasicRejectOptions { requeue: false })
+        .await
+        .unwrap();
+    delivers_in_order(&ch, "buried", &[spilled]).await;
+    assert!(ch.status().connected(), "the channel stays open throughout");
+    server.spills_hold(0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_large_messages_expiring_together_are_dead_lettered_each_whole() {
+    let server = AmqpServer::start().await;
+    let (_c, ch) = confirming(&server).await;
+    declare_dying(&ch, "fading", "ashes", "urn").await;
+    // Expiry is checked at the head: the three behind the first expire with it, in one
+    // sweep of the head.
+    let bodies: Vec<Vec<u8>> = (0..4).map(|seed| payload(DYING, 400 + seed)).collect();
+    for (i, body) in bodies.iter().enumerate() {
+        let expiration = if i == 0 { "4000" } else { "1" };
+        let properties = BasicProperties::default().with_expiration(expiration.into());
+        publish_acked(&ch, "", "fading", body, properties).await;
+    }
+    delivers_in_order(&ch, "urn", &bodies).await;
+    assert_eq!(ready(&ch, "fading").await, 0, "none is left behind");
     server.spills_hold(0).await;
     server.stop().await;
 }
