@@ -7,12 +7,13 @@
 use super::broker::Broker;
 use super::codec::decode_properties;
 use super::errors::{AmqpError, TxError};
+use super::large::Prespill;
 use super::message::StoredMessage;
 use super::port::{AmqpMessage, AmqpPort, RouteError};
 use super::registry::Connections;
 use super::topology::{Queue, VHost};
 use super::vhosts::VHosts;
-use crate::stage::{Release, now_ms};
+use crate::stage::{Release, now_ms, spill};
 use amq_protocol::protocol::BasicProperties;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -94,13 +95,28 @@ impl AmqpAdmin {
         &self.broker.connections
     }
 
+    /// The largest message body a publish may carry (`amqp.max_message_size`).
+    pub fn max_message_size(&self) -> u32 {
+        self.broker.config.max_message_size
+    }
+
     /// Publishes `message` to its exchange in `vhost` as a publisher would (stored in
     /// every queue it routes to, in one transaction); returns whether it reached a queue.
+    /// A body the spill rule sends through a spill ([`spill::spills`]) is written to one
+    /// first, and the transaction stores the message by reference to it ([`Prespill`]).
     ///
     /// # Errors
-    /// 404 for a missing exchange, 403 for an internal one, 406 for an `expiration` that
-    /// is not a number, 541 when the store fails.
+    /// 406 for a body larger than `amqp.max_message_size`, 404 for a missing exchange, 403
+    /// for an internal one, 406 for an `expiration` that is not a number, 541 when the
+    /// store fails.
     pub async fn publish(&self, vhost: &str, message: &AmqpMessage) -> Result<bool, AmqpError> {
+        let max = self.max_message_size();
+        if message.body.len() as u64 > u64::from(max) {
+            return Err(AmqpError::precondition_failed(format!(
+                "message size {} is larger than configured max size {max} (amqp.max_message_size)",
+                message.body.len()
+            )));
+        }
         let host = self
             .vhost(vhost)
             .ok_or_else(|| AmqpError::not_found(format!("no vhost '{vhost}'")))?;
@@ -119,16 +135,30 @@ impl AmqpAdmin {
             Err(RouteError::Refused(reason)) => return Err(AmqpError::precondition_failed(reason)),
             Err(RouteError::Unavailable(reason)) => return Err(AmqpError::not_found(reason)),
         };
-        let (port, routed) = (&port, &routed);
+        let prespill = if spill::spills(message.body.len() as u64, routed.copies()) {
+            Some(Prespill::write(&self.broker, &message.body).await?)
+        } else {
+            None
+        };
+        let head = prespill.map(|_| AmqpMessage {
+            body: Bytes::new(),
+            ..message.clone()
+        });
+        let stored = head.as_ref().unwrap_or(message);
+        let (port, routed, spill) = (&port, &routed, prespill.map(|p| p.spill));
         let refused = self
             .broker
             .db
             .run(|tx| async move {
                 let now = now_ms();
-                Ok::<_, TxError>(port.store_in(&tx, &[(routed, message, None)], now).await?)
+                Ok::<_, TxError>(port.store_in(&tx, &[(routed, stored, spill)], now).await?)
             })
-            .await?;
-        match refused.into_iter().next() {
+            .await;
+        // The queues reference the spill now (or nothing does, and it is freed).
+        if let Some(prespill) = prespill {
+            prespill.release(&self.broker).await;
+        }
+        match refused?.into_iter().next() {
             Some((_, reason)) => Err(AmqpError::precondition_failed(reason)),
             None => Ok(true),
         }
@@ -185,11 +215,22 @@ impl AmqpAdmin {
             });
         }
         let ids: Vec<_> = deliveries.iter().map(|d| d.id).collect();
-        match mode {
-            GetMode::Ack => queue.stage.ack(holder, &ids).await?,
-            GetMode::Requeue => queue.stage.release(holder, &ids, Release::Requeue).await?,
-            GetMode::Reject => queue.stage.release(holder, &ids, Release::Reject).await?,
+        let how = match mode {
+            GetMode::Ack => {
+                queue.stage.ack(holder, &ids).await?;
+                return Ok(got);
+            }
+            GetMode::Requeue => Release::Requeue,
+            GetMode::Reject => Release::Reject,
         };
+        // Releasing may dead-letter (copy) them: as many per transaction as fit one.
+        let copies: Vec<u64> = deliveries
+            .iter()
+            .map(|d| queue.stage.dead_letter_copies(&d.envelope))
+            .collect();
+        for run in spill::runs(&copies) {
+            queue.stage.release(holder, &ids[run], how).await?;
+        }
         Ok(got)
     }
 

@@ -33,7 +33,7 @@ use super::sac;
 use super::settle::{How, Settlement, settle_in};
 use super::topology::Queue;
 use crate::group_commit::GroupCommit;
-use crate::stage::{self, Delivery, Holders, MessageId, StageError, Step, now_ms};
+use crate::stage::{self, Delivery, Holders, MessageId, StageError, Step, now_ms, spill};
 use crate::telemetry::amqp as metric;
 use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, DeliveryMode};
 use amq_protocol::protocol::{AMQPClass, basic};
@@ -65,6 +65,8 @@ struct Unacked {
     id: MessageId,
     /// The consumer that received it (`None`: basic.get).
     consumer: Option<String>,
+    /// Bytes dead-lettering it copies ([`stage::Stage::dead_letter_copies`]).
+    copies: u64,
 }
 
 /// News from a consumer's background work.
@@ -704,6 +706,7 @@ impl Consumers {
         for d in deliveries {
             self.last_tag += 1;
             let (id, redelivery) = (d.id, d.redelivered());
+            let copies = queue.stage.dead_letter_copies(&d.envelope);
             // Leased: every earlier lease ended in a return.
             let returns = d.envelope.delivery_count.saturating_sub(1);
             let message =
@@ -747,6 +750,7 @@ impl Consumers {
                         holder,
                         id,
                         consumer: Some(tag.to_owned()),
+                        copies,
                     },
                 );
             }
@@ -760,6 +764,7 @@ impl Consumers {
                 holder,
                 ids,
                 how: How::Ack,
+                copies: 0,
             }]);
         }
         Ok(out)
@@ -799,6 +804,7 @@ impl Consumers {
                     holder,
                     id: d.id,
                     consumer: None,
+                    copies: queue.stage.dead_letter_copies(&d.envelope),
                 },
             );
         }
@@ -935,23 +941,32 @@ impl Consumers {
         self.group(entries, How::Requeue)
     }
 
-    /// Groups entries by (queue, holder) and frees their consumers' prefetch room.
+    /// Groups entries by (queue, holder) and frees their consumers' prefetch room. A
+    /// requeue or rejection may dead-letter (copy) what it settles, so a group of them
+    /// copies at most [`spill::RUN_BYTES`] (one larger message alone), and a settle commit
+    /// takes such groups while their sum stays within it ([`Consumers::commit_pending`]).
     fn group(&mut self, entries: Vec<Unacked>, how: How) -> Vec<Settlement> {
         let mut groups: Vec<Settlement> = Vec::new();
         for e in entries {
             if let Some(c) = e.consumer.as_ref().and_then(|t| self.consumers.get_mut(t)) {
                 c.unacked = c.unacked.saturating_sub(1);
             }
-            match groups
-                .iter_mut()
-                .find(|s| s.holder == e.holder && Arc::ptr_eq(&s.queue, &e.queue))
-            {
-                Some(s) => s.ids.push(e.id),
+            let copies = if how == How::Ack { 0 } else { e.copies };
+            match groups.iter_mut().find(|s| {
+                s.holder == e.holder
+                    && Arc::ptr_eq(&s.queue, &e.queue)
+                    && (s.copies == 0 || s.copies + copies <= spill::RUN_BYTES)
+            }) {
+                Some(s) => {
+                    s.ids.push(e.id);
+                    s.copies += copies;
+                }
                 None => groups.push(Settlement {
                     queue: e.queue,
                     holder: e.holder,
                     ids: vec![e.id],
                     how,
+                    copies,
                 }),
             }
         }
@@ -1013,26 +1028,34 @@ impl Consumers {
         self.commit_pending();
     }
 
+    /// Commits the first run of pending settlements whose dead-letter copies fit one
+    /// transaction ([`spill::runs`]); the rest follow in the next commits.
     fn commit_pending(&mut self) {
         let db = self.ctx.broker.db.clone();
-        self.settlements
-            .start(usize::MAX, |settlements| async move {
-                let now = now_ms();
-                let list = &settlements;
-                let result = db
-                    .run(|tx| async move {
-                        for s in list {
-                            settle_in(&tx, s, now).await?;
-                        }
-                        Ok::<_, TxError>(())
-                    })
-                    .await
-                    .map_err(AmqpError::from);
-                Settled {
-                    settlements,
-                    result,
-                }
-            });
+        let copies: Vec<u64> = self
+            .settlements
+            .pending()
+            .iter()
+            .map(|s| s.copies)
+            .collect();
+        let take = spill::runs(&copies).first().map_or(0, |run| run.end);
+        self.settlements.start(take, |settlements| async move {
+            let now = now_ms();
+            let list = &settlements;
+            let result = db
+                .run(|tx| async move {
+                    for s in list {
+                        settle_in(&tx, s, now).await?;
+                    }
+                    Ok::<_, TxError>(())
+                })
+                .await
+                .map_err(AmqpError::from);
+            Settled {
+                settlements,
+                result,
+            }
+        });
     }
 
     /// Takes a finished settle commit: counts it and lets consumers forget what it settled.

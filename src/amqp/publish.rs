@@ -21,6 +21,9 @@
 //!
 //! **Transactions.** After tx.select, publishes (and acknowledgements, see
 //! [`super::consume`]) are held until tx.commit stores them all in one store transaction.
+//! A held publish whose copies would take that transaction's copied bodies past
+//! [`spill::COMMIT_BUDGET`] is spilled first ([`spill::spills_beside`]), as a large fanout
+//! is, so the commit stays one transaction — all of them visible, or none.
 //!
 //! **Large messages.** A body written to a spill before the message arrived here
 //! ([`super::large`]) is held by the channel's lease holder until the commit that stores
@@ -133,6 +136,8 @@ pub struct Publisher {
     transactional: bool,
     /// Publishes held for tx.commit.
     held: Vec<Accepted>,
+    /// Bytes tx.commit copies of the held publishes' bodies ([`Accepted::stored_bytes`]).
+    held_bytes: usize,
     /// Publishes waiting for (or in) a store commit.
     commits: GroupCommit<Accepted, Committed>,
     /// Bytes of the publishes waiting for a commit.
@@ -154,6 +159,7 @@ impl Default for Publisher {
             confirm: None,
             transactional: false,
             held: Vec::new(),
+            held_bytes: 0,
             commits: GroupCommit::default(),
             pending_bytes: 0,
             gate: PublishGate::default(),
@@ -276,7 +282,13 @@ impl Publisher {
             publish.routing_key.as_str(),
             header.properties.headers().as_ref(),
         )?;
-        if spill.is_none() && spill::spills(body.len() as u64, routes.copies()) {
+        // tx.commit stores every held publish in one transaction: their copies count too.
+        let beside = if self.transactional {
+            self.held_bytes as u64
+        } else {
+            0
+        };
+        if spill.is_none() && spill::spills_beside(beside, body.len() as u64, routes.copies()) {
             return Ok(Answer {
                 spill_first: Some(Incoming {
                     publish,
@@ -382,6 +394,7 @@ impl Publisher {
             received,
         };
         if self.transactional {
+            self.held_bytes += routed.stored_bytes();
             self.held.push(routed);
         } else {
             self.pending_bytes += routed.stored_bytes();
@@ -482,6 +495,7 @@ impl Publisher {
         settlements: Vec<Settlement>,
     ) -> Result<(), AmqpError> {
         let held = std::mem::take(&mut self.held);
+        self.held_bytes = 0;
         let now = now_ms();
         let batches = plan(&held, self.producer, now);
         let holds = holds(&held, self.producer, now);
@@ -510,6 +524,7 @@ impl Publisher {
     /// tx.rollback: forgets the held publishes.
     pub fn rollback_tx(&mut self) {
         let held = std::mem::take(&mut self.held);
+        self.held_bytes = 0;
         self.abandoned.extend(held.iter().filter_map(|r| r.spill));
     }
 

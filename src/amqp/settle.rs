@@ -29,6 +29,9 @@ pub struct Settlement {
     pub ids: Vec<MessageId>,
     /// What to do.
     pub how: How,
+    /// Bytes settling them may copy into the queue's dead-letter stage (0 for acks):
+    /// settle commits keep their sum within [`crate::stage::spill::RUN_BYTES`].
+    pub copies: u64,
 }
 
 /// Applies a settlement within `tx`.

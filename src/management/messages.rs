@@ -256,14 +256,33 @@ async fn purge(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `POST /api/exchanges/{vhost}/{name}/publish`: `{"routed": bool}`.
+/// Request body bytes a publish may send beside its payload (routing key, properties).
+const PUBLISH_FIELDS_BYTES: usize = 1024 * 1024;
+
+/// The largest request body a publish of a payload up to `max_message_size` bytes takes:
+/// the payload base64-encoded, and its other fields.
+fn publish_body_limit(max_message_size: u32) -> usize {
+    (max_message_size as usize).div_ceil(3) * 4 + PUBLISH_FIELDS_BYTES
+}
+
+/// `POST /api/exchanges/{vhost}/{name}/publish`: `{"routed": bool}`. Its body is read up
+/// to [`publish_body_limit`] (not axum's default 2 MB), so a payload up to
+/// `amqp.max_message_size` can be published; a larger one is refused naming the limit.
 async fn publish(
     State(api): State<Api>,
     principal: Principal,
     Path((vhost, name)): Path<(String, String)>,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> ApiResult<Json<Value>> {
     let (vhost, permissions) = changeable_vhost(&api, &principal, &vhost)?;
+    let max = api.amqp.max_message_size();
+    let limit = publish_body_limit(max);
+    let body = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        ApiError::bad_request(format!(
+            "cannot read the request body ({e}): a publish takes at most {limit} bytes, a \
+             payload of amqp.max_message_size ({max} bytes) base64-encoded and its fields"
+        ))
+    })?;
     let body = Body::parse(&body, PUBLISH_FIELDS)?;
     let routing_key = body.required_string("routing_key")?;
     let payload = body.required_string("payload")?;

@@ -487,6 +487,8 @@ impl Stage {
     /// Releases messages leased to `holder` within `tx`: [`Release::Requeue`] puts each
     /// back at its original key (dead-lettering it once it reached the delivery limit);
     /// [`Release::Reject`] dead-letters it. Returns how many were leased to `holder`.
+    /// Dead-lettering copies each body ([`Stage::dead_letter_copies`]): a caller releasing
+    /// many large messages keeps each transaction within [`spill::RUN_BYTES`] of them.
     ///
     /// # Errors
     /// The store's error.
@@ -594,8 +596,10 @@ impl Stage {
         Ok(head.len())
     }
 
-    /// Dead-letters the expired messages at the head, stopping at the first live one or
-    /// after `limit` messages, so messages expire even when no consumer takes them.
+    /// Dead-letters the expired messages at the head, stopping at the first live one, after
+    /// `limit` messages, or before the one whose body would take the bytes copied into the
+    /// dead-letter stage past [`spill::RUN_BYTES`] (its expiry is then the next one), so
+    /// messages expire even when no consumer takes them.
     /// Expiry is checked at the head only (as RabbitMQ does): a message behind a live one
     /// expires when it reaches the head.
     ///
@@ -608,11 +612,19 @@ impl Stage {
         now: u64,
     ) -> Result<HeadExpiry, StageError> {
         let mut outcome = HeadExpiry::default();
+        let mut copied = 0;
         for (key, id, envelope) in self.read_head(tx, limit).await? {
             if !envelope.expired(now) {
                 outcome.next_expiry_ms = (envelope.expires_ms != 0).then_some(envelope.expires_ms);
                 break;
             }
+            let copies = self.dead_letter_copies(&envelope);
+            if outcome.expired > 0 && copied + copies > spill::RUN_BYTES {
+                // The rest goes in the next transaction, which is due now.
+                outcome.next_expiry_ms = Some(envelope.expires_ms);
+                break;
+            }
+            copied += copies;
             tx.clear(&key);
             self.dead_letter_in(tx, &id, envelope, DeadLetterReason::Expired, now)
                 .await?;
@@ -736,7 +748,9 @@ impl Stage {
     }
 
     /// Takes up to `k` ready entries from the head (a non-snapshot read that conflicts only
-    /// on what it returned), clears them with one range clear, and dead-letters the expired.
+    /// on what it returned), clears them with one range clear, and dead-letters the expired
+    /// — stopping before an expired one whose body would take the bytes copied into the
+    /// dead-letter stage past [`spill::RUN_BYTES`], which stays for the next transaction.
     async fn take_ready(
         &self,
         tx: &Transaction,
@@ -744,20 +758,37 @@ impl Stage {
         now: u64,
     ) -> Result<Vec<(MessageId, Envelope)>, StageError> {
         let head = self.read_head(tx, k).await?;
-        let (Some(first), Some(last)) = (head.first(), head.last()) else {
-            return Ok(Vec::new());
-        };
-        tx.clear_range(&first.0, &key_after(&last.0));
         let mut live = Vec::with_capacity(head.len());
-        for (_, id, envelope) in head {
+        let (mut taken, mut copied) = (0usize, 0);
+        for (_, id, envelope) in &head {
             if envelope.expired(now) {
-                self.dead_letter_in(tx, &id, envelope, DeadLetterReason::Expired, now)
+                let copies = self.dead_letter_copies(envelope);
+                if taken > 0 && copied + copies > spill::RUN_BYTES {
+                    break;
+                }
+                copied += copies;
+                self.dead_letter_in(tx, id, *envelope, DeadLetterReason::Expired, now)
                     .await?;
             } else {
-                live.push((id, envelope));
+                live.push((*id, *envelope));
             }
+            taken += 1;
+        }
+        if let (Some(first), Some(last)) = (head.first(), taken.checked_sub(1)) {
+            tx.clear_range(&first.0, &key_after(&head[last].0));
         }
         Ok(live)
+    }
+
+    /// Bytes dead-lettering a message with `envelope` copies into the dead-letter stage: its
+    /// stage body (of a spilled message, only its head; the spill is shared by reference),
+    /// or nothing when the stage has no dead-letter stage and drops it.
+    pub fn dead_letter_copies(&self, envelope: &Envelope) -> u64 {
+        if self.dead_letter.is_some() {
+            u64::from(envelope.body_len)
+        } else {
+            0
+        }
     }
 
     /// Reads up to `n` ready entries from the head (non-snapshot: conflicts only on what

@@ -32,6 +32,8 @@
 //! [`SPILL_ABOVE`], or when the copies one transaction would store of it (one per queue or
 //! stage it reaches) together exceed [`COMMIT_BUDGET`]: a 3.5 MiB message fanned out to
 //! three queues is stored once, by reference, not three times in one 10.5 MB transaction.
+//! A writer whose one transaction stores several messages counts the others' copies too
+//! ([`spills_beside`]: tx.commit of a transactional channel's held publishes).
 
 use super::error::StageError;
 use super::keys::RootKeys;
@@ -66,7 +68,14 @@ const RETRY: Duration = Duration::from_secs(1);
 /// per queue or stage it reaches) goes through a spill instead: when it is larger than
 /// [`SPILL_ABOVE`], or when its copies together exceed [`COMMIT_BUDGET`].
 pub fn spills(len: u64, copies: usize) -> bool {
-    len > SPILL_ABOVE || len.saturating_mul(copies as u64) > COMMIT_BUDGET
+    spills_beside(0, len, copies)
+}
+
+/// [`spills`] for a body stored in a transaction that copies `already` bytes of other
+/// messages (a transactional channel's held publishes, all stored by one commit): it is
+/// also spilled when its copies would take the transaction's past [`COMMIT_BUDGET`].
+pub fn spills_beside(already: u64, len: u64, copies: usize) -> bool {
+    len > SPILL_ABOVE || already.saturating_add(len.saturating_mul(copies as u64)) > COMMIT_BUDGET
 }
 
 /// Copied body bytes one transaction of several messages carries at most; a message alone
@@ -412,6 +421,16 @@ mod tests {
             "three copies of 3.5 MiB do not fit"
         );
         assert!(!spills(1, 0) && !spills(0, 1_000));
+    }
+
+    #[test]
+    fn a_body_beside_others_in_one_transaction_is_spilled_past_the_budget() {
+        assert!(!spills_beside(6 * MIB, 2 * MIB, 1), "8 MiB in all fits");
+        assert!(spills_beside(6 * MIB, 3 * MIB, 1), "9 MiB in all does not");
+        assert!(
+            spills_beside(0, SPILL_ABOVE + 1, 1),
+            "above 4 MiB always spills"
+        );
     }
 
     #[test]

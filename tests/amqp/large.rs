@@ -5,9 +5,13 @@
 //! goes (ack, purge, queue delete). A smaller body whose copies in the queues it reaches
 //! would not fit one transaction together (3.5 MiB to three queues) is spilled too, when
 //! published, dead-lettered or released by a delayed-message exchange: confirmed, and
-//! delivered whole from every queue.
+//! delivered whole from every queue. Eight 3 MiB publishes of one AMQP transaction (24 MiB)
+//! commit together, or roll back leaving nothing; several 3.9 MiB messages nacked with
+//! `multiple`, or expiring together, reach their dead-letter queue each whole.
 
-use crate::common::amqp::{WAIT, consume, declare, declare_exchange, next, payload, publish_acked};
+use crate::common::amqp::{
+    CONFIRM_WAIT, WAIT, consume, declare, declare_exchange, next, payload, publish_acked, ready,
+};
 use crate::common::fronts::AmqpServer;
 use crate::delayed::declare_delayed;
 use lapin::options::{
@@ -306,6 +310,153 @@ async fn a_delayed_fanout_too_large_for_one_transaction_is_delivered_whole_when_
         .unwrap();
     assert!(confirm.is_ack(), "the publish is confirmed");
     each_delivers(&ch, &queues, &body).await;
+    server.spills_hold(0).await;
+    server.stop().await;
+}
+
+/// A message of 3 MiB: stored inline when alone, but eight of them (24 MiB) do not fit one
+/// transaction.
+const HELD: usize = 3 * MIB;
+
+/// Publishes `body` on a channel in tx mode (nothing to wait for until tx.commit).
+async fn publish_held(ch: &Channel, queue: &str, body: &[u8]) {
+    ch.basic_publish(
+        "".into(),
+        queue.into(),
+        BasicPublishOptions::default(),
+        body,
+        BasicProperties::default(),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_of_publishes_too_large_for_one_store_transaction_commits_all_or_nothing() {
+    let server = AmqpServer::start().await;
+    let (_c, ch) = server.channel().await;
+    let (_o, observer) = server.channel().await;
+    declare(&ch, "held", FieldTable::default()).await;
+    ch.tx_select().await.unwrap();
+
+    // Rolled back: none of them is stored, and what was spilled for them is freed.
+    for seed in 0..4 {
+        publish_held(&ch, "held", &payload(HELD, 100 + seed)).await;
+    }
+    ch.tx_rollback().await.unwrap();
+    assert_eq!(
+        ready(&observer, "held").await,
+        0,
+        "a rollback stores nothing"
+    );
+
+    let bodies: Vec<Vec<u8>> = (0..8).map(|seed| payload(HELD, 200 + seed)).collect();
+    for body in &bodies {
+        publish_held(&ch, "held", body).await;
+    }
+    assert_eq!(
+        ready(&observer, "held").await,
+        0,
+        "nothing before the commit"
+    );
+    tokio::time::timeout(CONFIRM_WAIT, ch.tx_commit())
+        .await
+        .expect("the commit finishes")
+        .expect("eight 3 MiB publishes commit as one transaction");
+    assert_eq!(ready(&observer, "held").await, 8, "all of them after it");
+    let mut consumer = consume(&observer, "held", false).await;
+    for (i, body) in bodies.iter().enumerate() {
+        let d = next(&mut consumer).await;
+        assert!(d.data == *body, "publish {i} arrives whole, in order");
+        d.ack(BasicAckOptions::default()).await.unwrap();
+    }
+    server.spills_hold(0).await;
+    server.stop().await;
+}
+
+/// Declares `queue` dead-lettering into the fanout exchange `dlx`, to which `dead` is
+/// bound.
+async fn declare_dying(ch: &Channel, queue: &str, dlx: &str, dead: &str) {
+    declare_exchange(ch, dlx, ExchangeKind::Fanout).await;
+    bind_all(ch, dlx, &[dead]).await;
+    let mut args = FieldTable::default();
+    args.insert(
+        "x-dead-letter-exchange".into(),
+        AMQPValue::LongString(dlx.into()),
+    );
+    declare(ch, queue, args).await;
+}
+
+/// 3.9 MiB: stored inline, and two copies do not fit one dead-lettering transaction's
+/// budget (four do not fit one transaction at all).
+const DYING: usize = 3 * MIB + 9 * MIB / 10;
+
+/// `queue` delivers `bodies` whole, in order; acknowledged.
+async fn delivers_in_order(ch: &Channel, queue: &str, bodies: &[Vec<u8>]) {
+    let mut consumer = consume(ch, queue, false).await;
+    for (i, body) in bodies.iter().enumerate() {
+        let d = next(&mut consumer).await;
+        assert_eq!(d.data.len(), body.len(), "message {i} keeps its length");
+        assert!(d.data == *body, "message {i} arrives whole, in order");
+        d.ack(BasicAckOptions::default()).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nack_of_several_large_messages_dead_letters_each_whole_and_a_reject_of_a_spilled_one_too()
+ {
+    let server = AmqpServer::start_with(|c| c.max_message_size = 128 * MIB as u32).await;
+    let (_c, ch) = confirming(&server).await;
+    declare_dying(&ch, "doomed", "tomb", "buried").await;
+    let bodies: Vec<Vec<u8>> = (0..4).map(|seed| payload(DYING, 300 + seed)).collect();
+    for body in &bodies {
+        publish(&ch, "", "doomed", body).await;
+    }
+    let mut consumer = consume(&ch, "doomed", false).await;
+    let mut last = 0;
+    for _ in &bodies {
+        last = next(&mut consumer).await.delivery_tag;
+    }
+    ch.basic_nack(
+        last,
+        BasicNackOptions {
+            multiple: true,
+            requeue: false,
+        },
+    )
+    .await
+    .unwrap();
+    delivers_in_order(&ch, "buried", &bodies).await;
+    assert_eq!(ready(&ch, "doomed").await, 0, "none is left behind");
+
+    // A spilled one is handed to the dead-letter queue by reference to its spill.
+    let spilled = payload(16 * MIB, 310);
+    publish(&ch, "", "doomed", &spilled).await;
+    let d = next(&mut consumer).await;
+    d.reject(BasicRejectOptions { requeue: false })
+        .await
+        .unwrap();
+    delivers_in_order(&ch, "buried", &[spilled]).await;
+    assert!(ch.status().connected(), "the channel stays open throughout");
+    server.spills_hold(0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_large_messages_expiring_together_are_dead_lettered_each_whole() {
+    let server = AmqpServer::start().await;
+    let (_c, ch) = confirming(&server).await;
+    declare_dying(&ch, "fading", "ashes", "urn").await;
+    // Expiry is checked at the head: the three behind the first expire with it, in one
+    // sweep of the head.
+    let bodies: Vec<Vec<u8>> = (0..4).map(|seed| payload(DYING, 400 + seed)).collect();
+    for (i, body) in bodies.iter().enumerate() {
+        let expiration = if i == 0 { "4000" } else { "1" };
+        let properties = BasicProperties::default().with_expiration(expiration.into());
+        publish_acked(&ch, "", "fading", body, properties).await;
+    }
+    delivers_in_order(&ch, "urn", &bodies).await;
+    assert_eq!(ready(&ch, "fading").await, 0, "none is left behind");
     server.spills_hold(0).await;
     server.stop().await;
 }

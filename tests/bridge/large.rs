@@ -4,7 +4,8 @@
 //! route's sink fans out to three queues (three copies would not fit one transaction); a
 //! 16 MiB message crosses from the run's RabbitMQ node into the front, and another from
 //! the front to the node; a 20 MiB Kafka record (kept in a spill by the Kafka front) crosses
-//! a route from a topic of the front into an exchange of it; 16 and 100 MiB messages cross
+//! a route from a topic of the front into an exchange of it, and another a route from an
+//! external Kafka source (rdkafka consuming the front) into an exchange; 16 and 100 MiB messages cross
 //! a route from an exchange of the front into a topic of it (each batch staged by reference
 //! to a spill), and rdkafka reads each as one record, once even when `kill -9` cuts the
 //! route's delivery short. Every byte arrives, with its
@@ -13,13 +14,16 @@
 
 use crate::common::amqp::{declare_bound, declare_exchange, payload, publish_acked};
 use crate::common::daemon::{Daemon, EXIT, Setup};
-use crate::common::kafka::{consumer, producer};
+use crate::common::kafka::{client_config, consumer, producer};
+use crate::common::process::Ports;
 use crate::common::rabbitmq::{RabbitNode, unique};
 use crate::rabbitmq::{Rabbit, collect};
 use futures::StreamExt;
 use lapin::options::{BasicAckOptions, BasicConsumeOptions, ConfirmSelectOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::Consumer;
 use rdkafka::message::Headers;
 use rdkafka::producer::FutureRecord;
@@ -227,20 +231,69 @@ to = [{ amqp_exchange = "records-out" }]
     .env("FERRY__KAFKA__MAX_MESSAGE_BYTES", &(32 * MIB).to_string())
     .env("FERRY__AMQP__MAX_MESSAGE_SIZE", &(32 * MIB).to_string())
     .start();
-    let (_conn, ch) = channel(&ferry).await;
-    declare_exchange(&ch, "records-out", ExchangeKind::Topic).await;
-    declare_bound(&ch, "records", "records-out", "#").await;
+    a_20_mib_record_crosses(&ferry, "big-records", "records-out", 6).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_20_mib_record_of_an_external_kafka_source_crosses_a_route_into_an_exchange_whole() {
+    // The external cluster is the daemon's own Kafka front, reached through rdkafka as any
+    // cluster is: the source stages what its consumer receives.
+    let ports = Ports::free();
+    let dir = tempfile::tempdir().unwrap();
+    let ferry = Setup::shipped_with(
+        dir.path(),
+        &format!(
+            r#"
+[sources.external]
+kind = "kafka"
+bootstrap_servers = "127.0.0.1:{}"
+topics = ["external-records"]
+group_id = "ferry-external"
+
+[[routes]]
+name = "external-records"
+from = {{ source = "external" }}
+to = [{{ amqp_exchange = "external-out" }}]
+"#,
+            ports.kafka
+        ),
+    )
+    .ports(ports)
+    .env("FERRY__KAFKA__MAX_MESSAGE_BYTES", &(32 * MIB).to_string())
+    .env("FERRY__AMQP__MAX_MESSAGE_SIZE", &(32 * MIB).to_string())
+    .start();
+    let admin: AdminClient<DefaultClientContext> = client_config(&ferry.kafka_bootstrap(), &[])
+        .create()
+        .unwrap();
+    let topic = NewTopic::new("external-records", 1, TopicReplication::Fixed(1));
+    let created = admin
+        .create_topics([&topic], &AdminOptions::new())
+        .await
+        .unwrap();
+    assert!(created.iter().all(Result::is_ok), "{created:?}");
+    a_20_mib_record_crosses(&ferry, "external-records", "external-out", 10).await;
+}
+
+/// Sends a small record, a 20 MiB one and another small one to `topic` of `ferry`'s Kafka
+/// front (whose topics take 32 MiB), and checks they reach a queue bound to `exchange`, to
+/// which a route of `ferry` takes them, in order and whole; then that the route's spill
+/// of the large one is freed (the topic's log keeps its own).
+async fn a_20_mib_record_crosses(ferry: &Daemon, topic: &str, exchange: &str, seed: u32) {
+    let (_conn, ch) = channel(ferry).await;
+    declare_exchange(&ch, exchange, ExchangeKind::Topic).await;
+    let queue = format!("{exchange}-queue");
+    declare_bound(&ch, &queue, exchange, "#").await;
 
     // Before it: a small record; after the large one, another, so the offsets around a
-    // spilled batch are moved too.
-    let large = payload(20 * MIB, 6);
+    // spilled record are moved too.
+    let large = payload(20 * MIB, seed);
     let p = producer(
         &ferry.kafka_bootstrap(),
         &[("message.max.bytes", &(32 * MIB).to_string())],
     );
     for value in [&b"before"[..], &large[..], &b"after"[..]] {
         p.send(
-            FutureRecord::<(), [u8]>::to("big-records").payload(value),
+            FutureRecord::<(), [u8]>::to(topic).payload(value),
             Duration::from_secs(60),
         )
         .await
@@ -248,7 +301,7 @@ to = [{ amqp_exchange = "records-out" }]
     }
     let mut consumer = ch
         .basic_consume(
-            "records".into(),
+            queue.as_str().into(),
             "".into(),
             BasicConsumeOptions::default(),
             FieldTable::default(),

@@ -6,8 +6,10 @@
 //! committed (tests/python/management_kafka.py); Ferry's routes added, paused, resumed and
 //! removed at runtime, their dead letters listed, replayed and purged, with urllib and pika,
 //! across a kill -9 (tests/python/management_routes.py); vhosts made and deleted at runtime
-//! (tests/python/management_vhosts.py); and changes to users and permissions reaching open
-//! connections as on the node (tests/python/amqp_user_changes.py).
+//! (tests/python/management_vhosts.py); changes to users and permissions reaching open
+//! connections as on the node (tests/python/amqp_user_changes.py); and messages up to
+//! `amqp.max_message_size` published through the API whole, a larger one refused naming
+//! the limit (a plain HTTP post).
 
 use crate::common::clients::{python_script, run};
 use crate::common::daemon::{Daemon, Setup};
@@ -289,4 +291,79 @@ fn vhosts_are_made_and_deleted_at_runtime_and_kept_across_a_restart() {
     let mut ferry = Setup::shipped(dir.path()).start();
     let (http, amqp) = (ferry.management_uri(), ferry.ports().amqp.to_string());
     run_then_again_after_a_restart(&mut ferry, "management_vhosts.py", &[&http, &amqp]);
+}
+
+/// POSTs a publish of `payload` (base64) to the default exchange with `routing_key`
+/// through the management API of `ferry`: the status and the answer.
+async fn publish_through_api(ferry: &Daemon, routing_key: &str, payload: &[u8]) -> (u16, String) {
+    use base64::Engine as _;
+    let body = json!({
+        "routing_key": routing_key,
+        "payload": base64::engine::general_purpose::STANDARD.encode(payload),
+        "payload_encoding": "base64",
+        "properties": {"message_id": format!("api-{}", payload.len())},
+    })
+    .to_string();
+    let port = ferry.ports().management;
+    tokio::task::spawn_blocking(move || {
+        crate::common::http::post(
+            port,
+            "/api/exchanges/%2F/amq.default/publish",
+            body.as_bytes(),
+        )
+        .expect("the API answers")
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_up_to_max_message_size_are_published_through_the_api_whole_and_larger_refused() {
+    use crate::common::amqp::{connect, consume, declare, next, payload, ready};
+    use lapin::options::BasicAckOptions;
+    const MIB: usize = 1024 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let ferry = Setup::shipped(dir.path()).start();
+    let conn = connect(&ferry.amqp_uri()).await;
+    let ch = conn.create_channel().await.unwrap();
+    declare(&ch, "api-large", lapin::types::FieldTable::default()).await;
+
+    // 3 MiB: above the HTTP server's default body limit, stored inline; 16 MiB (the
+    // default amqp.max_message_size): stored through a spill.
+    let bodies = [payload(3 * MIB, 1), payload(16 * MIB, 2)];
+    for body in &bodies {
+        let (status, answer) = publish_through_api(&ferry, "api-large", body).await;
+        assert_eq!(
+            (status, serde_json::from_str::<Value>(&answer).ok()),
+            (200, Some(json!({"routed": true}))),
+            "a publish of {} bytes: {answer}",
+            body.len()
+        );
+    }
+    let (status, answer) =
+        publish_through_api(&ferry, "api-large", &payload(16 * MIB + 1, 3)).await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer.contains("amqp.max_message_size") && answer.contains(&(16 * MIB).to_string()),
+        "the refusal names the limit: {answer}"
+    );
+
+    assert_eq!(
+        ready(&ch, "api-large").await,
+        2,
+        "the refused one is not stored"
+    );
+    let mut consumer = consume(&ch, "api-large", false).await;
+    for body in &bodies {
+        let d = next(&mut consumer).await;
+        assert_eq!(d.data.len(), body.len(), "it arrives with its length");
+        assert!(d.data == *body, "whole and unchanged");
+        let id = d.properties.message_id().as_ref().map(|m| m.to_string());
+        assert_eq!(
+            id,
+            Some(format!("api-{}", body.len())),
+            "with its properties"
+        );
+        d.ack(BasicAckOptions::default()).await.unwrap();
+    }
 }

@@ -10,17 +10,26 @@
 //! offset; only after the store commit are the offsets also committed to Kafka (async, best
 //! effort), so standard tooling shows the group's progress.
 //!
+//! A record whose body the route's stages cannot copy in one transaction (a large record,
+//! [`spill::spills`]) is written to a spill held by the route's lease holder first
+//! ([`RouteStages::prepare`](crate::bridge::route::RouteStages::prepare)); a batch is then
+//! staged in runs of one transaction each ([`spill::runs`]), each checking and advancing
+//! its partitions' stored offsets and letting go of its spills, so every run is exactly
+//! once on its own, as a batch is.
+//!
 //! ```text
 //! (P, "bridge", route, "kafka-offset", topic, partition) = next offset to read (i64)
 //! ```
 
+use crate::amqp::port::AmqpMessage;
 use crate::bridge::kafka_client::KafkaEndpoint;
+use crate::bridge::mapping::kafka_to_amqp;
+use crate::bridge::route::Prepared;
 use crate::bridge::sink::Backoff;
-use crate::bridge::staged;
 use crate::bridge::status::Status;
 use crate::bridge::{BridgeError, RouteContext};
 use crate::kafka::port::KafkaRecord;
-use crate::stage::{NewMessage, StageError};
+use crate::stage::{NewMessage, Spill, StageError, spill};
 use crate::store::RangeOption;
 use crate::telemetry::bridge as metric;
 use bytes::Bytes;
@@ -196,10 +205,14 @@ async fn run(
         }
         backoff.reset();
         ctx.status.up(&label);
-        let (staged, duplicates, next) = stage(&ctx, &batch, &labels).await?;
-        let bytes: usize = staged.iter().map(|r| r.bytes).sum();
-        metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels).increment(staged.len() as u64);
-        metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes as u64);
+        let Staged {
+            staged,
+            bytes,
+            duplicates,
+            next,
+        } = stage(&ctx, batch, &labels).await?;
+        metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels).increment(staged);
+        metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes);
         metrics::counter!(metric::SOURCE_DUPLICATES_TOTAL, &labels).increment(duplicates);
         let mut tpl = TopicPartitionList::new();
         {
@@ -216,17 +229,34 @@ async fn run(
     }
 }
 
-/// One consumed record, mapped and ready to stage.
-struct Consumed {
+/// One consumed record: its AMQP mapping as consumed, then [`Prepared`] to stage (its
+/// body copied inline or written to a spill).
+struct Consumed<M = AmqpMessage> {
     topic: String,
     partition: i32,
     offset: i64,
-    /// The stage message.
-    message: NewMessage,
+    /// The message.
+    message: M,
     /// Header values mapped by the fallback rule.
     fallbacks: usize,
     /// Value bytes.
     bytes: usize,
+}
+
+/// A consumed record ready to stage.
+type Ready = Consumed<Prepared>;
+
+/// What staging a batch did.
+#[derive(Default)]
+struct Staged {
+    /// Records staged.
+    staged: u64,
+    /// Their value bytes.
+    bytes: u64,
+    /// Records dropped as below their partition's stored offset.
+    duplicates: u64,
+    /// The partitions' next offsets, as now stored.
+    next: BTreeMap<(String, i32), i64>,
 }
 
 fn record_of(m: &BorrowedMessage<'_>) -> Consumed {
@@ -244,7 +274,7 @@ fn record_of(m: &BorrowedMessage<'_>) -> Consumed {
         headers,
         timestamp_ms: m.timestamp().to_millis(),
     };
-    let mapped = staged::from_kafka(&record);
+    let mapped = kafka_to_amqp(&record, "");
     Consumed {
         topic: m.topic().to_owned(),
         partition: m.partition(),
@@ -255,21 +285,71 @@ fn record_of(m: &BorrowedMessage<'_>) -> Consumed {
     }
 }
 
-/// Stages the records of `batch` not below their partition's stored offset, and moves
-/// the stored offsets past the batch, in one transaction. Returns the staged records, the
-/// duplicates dropped, and the new next offsets.
-async fn stage<'b>(
+/// Stages the records of `batch` not below their partition's stored offset and moves the
+/// stored offsets past them: a large record's body is written to a spill first, then the
+/// batch is staged in runs of one transaction each ([`spill::runs`]).
+async fn stage(
     ctx: &RouteContext,
-    batch: &'b [Consumed],
+    batch: Vec<Consumed>,
     labels: &[(&'static str, String)],
-) -> Result<(Vec<&'b Consumed>, u64, BTreeMap<(String, i32), i64>), BridgeError> {
+) -> Result<Staged, BridgeError> {
+    let stage_error = |error| BridgeError::Stage {
+        route: ctx.config.name.clone(),
+        error,
+    };
+    let mut ready = Vec::with_capacity(batch.len());
+    for r in batch {
+        let prepared = ctx
+            .stages
+            .prepare(ctx.holder, &r.message)
+            .await
+            .map_err(stage_error)?;
+        ready.push(Ready {
+            topic: r.topic,
+            partition: r.partition,
+            offset: r.offset,
+            message: prepared,
+            fallbacks: r.fallbacks,
+            bytes: r.bytes,
+        });
+    }
+    let sizes: Vec<u64> = ready
+        .iter()
+        .map(|r| ctx.stages.copied_bytes(&r.message.message))
+        .collect();
+    let mut done = Staged::default();
+    let mut fallbacks = 0;
+    for run in spill::runs(&sizes) {
+        let run = &ready[run];
+        let (staged, next) = stage_run(ctx, run).await.map_err(stage_error)?;
+        for r in staged {
+            done.staged += 1;
+            done.bytes += r.bytes as u64;
+            fallbacks += r.fallbacks;
+        }
+        done.next.extend(next);
+    }
+    done.duplicates = ready.len() as u64 - done.staged;
+    metrics::counter!(metric::MAPPING_FALLBACKS_TOTAL, labels).increment(fallbacks as u64);
+    Ok(done)
+}
+
+/// Stages the records of `run` not below their partition's stored offset, moves the stored
+/// offsets past them and lets go of their spills, in one transaction. Returns the staged
+/// records and the run's partitions' new next offsets.
+async fn stage_run<'r>(
+    ctx: &RouteContext,
+    run: &'r [Ready],
+) -> Result<(Vec<&'r Ready>, BTreeMap<(String, i32), i64>), StageError> {
     let space = ctx.keys.space();
     let now = crate::stage::now_ms();
-    let (staged, next) = ctx
-        .db
+    // A duplicate's spill is let go of too: nothing references it, and it is freed.
+    let held: Vec<Spill> = run.iter().filter_map(|r| r.message.held).collect();
+    let held = &held;
+    ctx.db
         .run(|tx| async move {
             let mut next: BTreeMap<(String, i32), i64> = BTreeMap::new();
-            for r in batch {
+            for r in run {
                 let at = (r.topic.clone(), r.partition);
                 if let std::collections::btree_map::Entry::Vacant(slot) = next.entry(at) {
                     // Not a snapshot read: a concurrent consumer of this partition that
@@ -282,8 +362,8 @@ async fn stage<'b>(
                     slot.insert(stored);
                 }
             }
-            let mut staged = Vec::with_capacity(batch.len());
-            for r in batch {
+            let mut staged = Vec::with_capacity(run.len());
+            for r in run {
                 let at = next
                     .get_mut(&(r.topic.clone(), r.partition))
                     .expect("read above");
@@ -292,7 +372,8 @@ async fn stage<'b>(
                     *at = r.offset + 1;
                 }
             }
-            let messages: Vec<NewMessage> = staged.iter().map(|r| r.message.clone()).collect();
+            let messages: Vec<NewMessage> =
+                staged.iter().map(|r| r.message.message.clone()).collect();
             ctx.stages.stage_in(&tx, &messages, now).await?;
             for ((topic, partition), offset) in &next {
                 tx.set(
@@ -300,17 +381,10 @@ async fn stage<'b>(
                     foundationdb_tuple::pack(offset),
                 );
             }
+            ctx.stages.let_go_in(&tx, ctx.holder, held).await?;
             Ok::<_, StageError>((staged, next))
         })
         .await
-        .map_err(|error| BridgeError::Stage {
-            route: ctx.config.name.clone(),
-            error,
-        })?;
-    let fallbacks: usize = staged.iter().map(|r| r.fallbacks).sum();
-    metrics::counter!(metric::MAPPING_FALLBACKS_TOTAL, labels).increment(fallbacks as u64);
-    let duplicates = (batch.len() - staged.len()) as u64;
-    Ok((staged, duplicates, next))
 }
 
 fn decode_offset(v: &[u8]) -> i64 {
