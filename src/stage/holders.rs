@@ -143,10 +143,17 @@ impl Holders {
                             return Ok((0, false));
                         };
                         let leases = stage.leases_in(&tx, holder, RELEASE_BATCH).await?;
-                        if leases.len() < RELEASE_BATCH {
+                        // Messages at their delivery limit are dead-lettered, their bodies
+                        // copied: one transaction takes one run of them.
+                        let copies: Vec<u64> = leases
+                            .iter()
+                            .map(|(_, envelope)| stage.release_copies(envelope, Release::Requeue))
+                            .collect();
+                        let run = spill::runs(&copies).into_iter().next().unwrap_or_default();
+                        if run.end == leases.len() && leases.len() < RELEASE_BATCH {
                             tx.clear(&entry.key);
                         }
-                        let ids: Vec<_> = leases.into_iter().map(|(id, _)| id).collect();
+                        let ids: Vec<_> = leases[run].iter().map(|(id, _)| *id).collect();
                         let n = stage
                             .release_in(&tx, holder, &ids, Release::Requeue, now_ms())
                             .await?;

@@ -212,6 +212,12 @@ impl std::fmt::Debug for Stage {
     }
 }
 
+/// Whether a message with `envelope` returned now goes to the dead-letter stage instead:
+/// it reached the stage's delivery limit (`limit`, 0 for none).
+fn reached_limit(limit: u32, envelope: &Envelope) -> bool {
+    limit > 0 && envelope.delivery_count >= limit
+}
+
 impl Stage {
     /// The stage's name.
     pub fn name(&self) -> &str {
@@ -508,7 +514,7 @@ impl Stage {
             let limit = self.meta.max_deliveries;
             let reason = match how {
                 Release::Reject => Some(DeadLetterReason::Rejected),
-                Release::Requeue if limit > 0 && envelope.delivery_count >= limit => {
+                Release::Requeue if reached_limit(limit, &envelope) => {
                     Some(DeadLetterReason::DeliveryLimit)
                 }
                 Release::Requeue => None,
@@ -778,6 +784,16 @@ impl Stage {
             tx.clear_range(&first.0, &key_after(&head[last].0));
         }
         Ok(live)
+    }
+
+    /// Bytes releasing a message with `envelope` as `how` copies: what
+    /// [`Stage::dead_letter_copies`] says when it is dead-lettered (rejected, or requeued at
+    /// the delivery limit), else nothing.
+    pub fn release_copies(&self, envelope: &Envelope, how: Release) -> u64 {
+        match how {
+            Release::Requeue if !reached_limit(self.meta.max_deliveries, envelope) => 0,
+            _ => self.dead_letter_copies(envelope),
+        }
     }
 
     /// Bytes dead-lettering a message with `envelope` copies into the dead-letter stage: its

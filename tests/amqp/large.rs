@@ -7,7 +7,8 @@
 //! published, dead-lettered or released by a delayed-message exchange: confirmed, and
 //! delivered whole from every queue. Eight 3 MiB publishes of one AMQP transaction (24 MiB)
 //! commit together, or roll back leaving nothing; several 3.9 MiB messages nacked with
-//! `multiple`, or expiring together, reach their dead-letter queue each whole.
+//! `multiple`, or expiring together, or returned past a quorum queue's delivery limit by
+//! a closing channel, reach their dead-letter queue each whole.
 
 use crate::common::amqp::{
     CONFIRM_WAIT, WAIT, consume, declare, declare_exchange, next, payload, publish_acked, ready,
@@ -377,9 +378,19 @@ async fn a_transaction_of_publishes_too_large_for_one_store_transaction_commits_
 /// Declares `queue` dead-lettering into the fanout exchange `dlx`, to which `dead` is
 /// bound.
 async fn declare_dying(ch: &Channel, queue: &str, dlx: &str, dead: &str) {
+    declare_dying_with(ch, queue, dlx, dead, FieldTable::default()).await;
+}
+
+/// [`declare_dying`] with further queue arguments `args`.
+async fn declare_dying_with(
+    ch: &Channel,
+    queue: &str,
+    dlx: &str,
+    dead: &str,
+    mut args: FieldTable,
+) {
     declare_exchange(ch, dlx, ExchangeKind::Fanout).await;
     bind_all(ch, dlx, &[dead]).await;
-    let mut args = FieldTable::default();
     args.insert(
         "x-dead-letter-exchange".into(),
         AMQPValue::LongString(dlx.into()),
@@ -458,5 +469,35 @@ async fn several_large_messages_expiring_together_are_dead_lettered_each_whole()
     delivers_in_order(&ch, "urn", &bodies).await;
     assert_eq!(ready(&ch, "fading").await, 0, "none is left behind");
     server.spills_hold(0).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_messages_a_closing_channel_returns_past_the_delivery_limit_are_dead_lettered_each_whole()
+ {
+    let server = AmqpServer::start().await;
+    let (c, ch) = confirming(&server).await;
+    // A quorum queue whose messages are dead-lettered when returned after one delivery.
+    let mut args = FieldTable::default();
+    args.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString("quorum".into()),
+    );
+    args.insert("x-delivery-limit".into(), AMQPValue::LongLongInt(0));
+    declare_dying_with(&ch, "once", "grave", "buried-once", args).await;
+    let bodies: Vec<Vec<u8>> = (0..4).map(|seed| payload(DYING, 500 + seed)).collect();
+    for body in &bodies {
+        publish(&ch, "", "once", body).await;
+    }
+    // A consumer takes all four and its channel closes without acknowledging them: the
+    // channel's lease holder is released, which returns them past the limit.
+    let taker = c.create_channel().await.unwrap();
+    let mut consumer = consume(&taker, "once", false).await;
+    for _ in &bodies {
+        next(&mut consumer).await;
+    }
+    taker.close(200, "done".into()).await.unwrap();
+    delivers_in_order(&ch, "buried-once", &bodies).await;
+    assert_eq!(ready(&ch, "once").await, 0, "none is left behind");
     server.stop().await;
 }

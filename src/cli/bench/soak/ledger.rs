@@ -58,6 +58,8 @@ struct Row {
     sent: u64,
     received: u64,
     samples: Vec<Duration>,
+    /// The row's p99, once the row is over.
+    p99: Option<Duration>,
 }
 
 /// One row's figures.
@@ -244,6 +246,7 @@ impl Ledger {
         let keep = self.plan.in_window(row);
         let r = &mut self.rows[row];
         let latency = (!r.samples.is_empty()).then(|| Percentiles::of(&mut r.samples));
+        r.p99 = latency.map(|l| l.p99);
         if !keep {
             r.samples = Vec::new();
         }
@@ -252,6 +255,11 @@ impl Ledger {
             received: r.received,
             latency,
         }
+    }
+
+    /// Each of `rows`' p99 (`None` for a row that received nothing or is not over).
+    pub fn p99s(&self, rows: Range<usize>) -> Vec<Option<Duration>> {
+        self.rows[rows].iter().map(|r| r.p99).collect()
     }
 
     /// The latency over `rows` (a verdict window); `None` when nothing arrived in them.

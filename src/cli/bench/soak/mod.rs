@@ -399,6 +399,11 @@ async fn soak(
             ledger.window(first),
             ledger.window(last),
         ));
+        drifts.push(verdict::trend_line(
+            &plan,
+            w.name,
+            &ledger.p99s(plan.measured()),
+        ));
         totals.push((w.name, ledger.totals()));
     }
     let rss = |rows: std::ops::Range<usize>| {

@@ -121,6 +121,11 @@ impl Plan {
         self.rows - self.window_rows..self.rows
     }
 
+    /// The rows after the warmup, over which the p99 trend is taken.
+    pub fn measured(&self) -> Range<usize> {
+        self.warmup_rows..self.rows
+    }
+
     /// Whether row `row` is in a verdict window (so its latency samples are kept).
     pub fn in_window(&self, row: usize) -> bool {
         self.first_window().contains(&row) || self.last_window().contains(&row)

@@ -1,7 +1,14 @@
 //! The soak's verdict, computed from what the run recorded: the broker's resident memory
-//! growth (mean over the last verdict window against the mean over the first) and each
-//! workload's p99 latency drift (p99 of the last window against p99 of the first), then
-//! what makes the run fail. Pure: the figures in, the lines out.
+//! growth (mean over the last verdict window against the mean over the first), each
+//! workload's p99 latency drift (p99 of the last window against p99 of the first) and its
+//! p99 trend over every row after the warmup, then what makes the run fail. Pure: the
+//! figures in, the lines out.
+//!
+//! Why a trend beside the drift: on two shared cores a row's p99 swings by half between
+//! neighbouring minutes, so two windows alone can show a drift that is noise. The trend
+//! is the Theil–Sen slope of the rows' p99 (the median of the slopes between every two
+//! rows: a few bad minutes do not move it) and Kendall's tau with its z score under "no
+//! trend" (|z| > 1.96: a trend at 95% confidence).
 //!
 //! The tool reports; the only bounds it enforces are the ones that mean something went
 //! wrong rather than slow: a message lost, a workload that stalled, a client that failed.
@@ -76,6 +83,93 @@ pub fn drift_line(
         show(first),
         show(last),
         windows(plan)
+    )
+}
+
+/// A monotone trend in a series: Theil–Sen slope and Kendall's tau.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Trend {
+    /// Median slope between every two points, in y units per x unit.
+    pub slope: f64,
+    /// Kendall's tau: concordant minus discordant pairs over all pairs.
+    pub tau: f64,
+    /// tau's z score under no trend (ties ignored).
+    pub z: f64,
+    /// The median of the y values.
+    pub median: f64,
+}
+
+/// The trend of `points` (x, y); `None` for fewer than three points.
+pub fn trend(points: &[(f64, f64)]) -> Option<Trend> {
+    let n = points.len();
+    if n < 3 {
+        return None;
+    }
+    let mut slopes = Vec::with_capacity(n * (n - 1) / 2);
+    let mut sign_sum = 0.0;
+    for (i, &(xi, yi)) in points.iter().enumerate() {
+        for &(xj, yj) in &points[i + 1..] {
+            if xj != xi {
+                slopes.push((yj - yi) / (xj - xi));
+            }
+            // Ties count for neither side (f64::signum would count +0 as concordant).
+            let product = (xj - xi) * (yj - yi);
+            if product > 0.0 {
+                sign_sum += 1.0;
+            } else if product < 0.0 {
+                sign_sum -= 1.0;
+            }
+        }
+    }
+    let pairs = (n * (n - 1) / 2) as f64;
+    let tau = sign_sum / pairs;
+    let nf = n as f64;
+    let variance = 2.0 * (2.0 * nf + 5.0) / (9.0 * nf * (nf - 1.0));
+    let mut ys: Vec<f64> = points.iter().map(|p| p.1).collect();
+    Some(Trend {
+        slope: median(&mut slopes)?,
+        tau,
+        z: tau / variance.sqrt(),
+        median: median(&mut ys)?,
+    })
+}
+
+/// The median of `values` (reordered); `None` when empty.
+fn median(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some(f64::midpoint(values[n / 2 - 1], values[n / 2])),
+    }
+}
+
+/// Workload `name`'s p99 trend line from its rows' p99 after the warmup (`p99s[i]` is row
+/// `plan.measured().start + i`).
+pub fn trend_line(plan: &Plan, name: &str, p99s: &[Option<Duration>]) -> String {
+    let every_s = plan.every.as_secs_f64();
+    let points: Vec<(f64, f64)> = p99s
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.map(|p| (i as f64 * every_s, p.as_secs_f64() * 1e3)))
+        .collect();
+    let Some(t) = trend(&points) else {
+        return format!("{name} p99 trend: — (fewer than three rows after the warmup)");
+    };
+    let per_10_min = t.slope * 600.0;
+    let verdict = if t.z.abs() > 1.96 {
+        "a trend at 95% confidence"
+    } else {
+        "no trend at 95% confidence"
+    };
+    format!(
+        "{name} p99 trend over {} rows after the warmup: {per_10_min:+.2} ms per 10 min ({:+.1}% of the rows' median p99, {:.2} ms); Kendall tau {:+.2} (z {:+.2}: {verdict})",
+        points.len(),
+        percent_change(t.median, t.median + per_10_min).unwrap_or(0.0),
+        t.median,
+        t.tau,
+        t.z,
     )
 }
 
@@ -179,6 +273,51 @@ mod tests {
         );
         assert!(drift_line(&plan, "route", p99(4), None).contains("— (a window received nothing)"));
         assert!(rss_line(&plan, None, Some(1.0)).starts_with("broker RSS growth: — "));
+    }
+
+    #[test]
+    fn a_steady_rise_is_a_trend_and_a_few_bad_minutes_are_not() {
+        // 20 rows of 40 ms with ±5 ms of alternating noise and two 100 ms spikes at the end.
+        let noisy: Vec<(f64, f64)> = (0..20)
+            .map(|i| {
+                let y = if i >= 18 {
+                    100.0
+                } else if i % 2 == 0 {
+                    45.0
+                } else {
+                    35.0
+                };
+                (f64::from(i), y)
+            })
+            .collect();
+        let t = trend(&noisy).unwrap();
+        assert_eq!(t.slope, 0.0);
+        assert!(t.z.abs() < 1.96, "{t:?}");
+        // 1 ms a row, with the same noise.
+        let rising: Vec<(f64, f64)> = (0..20)
+            .map(|i| {
+                (
+                    f64::from(i),
+                    40.0 + f64::from(i) + if i % 2 == 0 { 5.0 } else { -5.0 },
+                )
+            })
+            .collect();
+        let t = trend(&rising).unwrap();
+        assert!((t.slope - 1.0).abs() < 1e-9, "{t:?}");
+        assert!(t.z > 1.96, "{t:?}");
+        assert!(trend(&rising[..2]).is_none());
+    }
+
+    #[test]
+    fn the_trend_line_gives_the_slope_per_ten_minutes_of_minute_rows() {
+        let plan = Plan::new(1800, 600, 60).unwrap();
+        let ms = |v: u64| Some(Duration::from_millis(v));
+        let p99s: Vec<Option<Duration>> = (0..20).map(|i| ms(40 + i)).chain([None]).collect();
+        assert_eq!(
+            trend_line(&plan, "Kafka", &p99s),
+            "Kafka p99 trend over 20 rows after the warmup: +10.00 ms per 10 min (+20.2% of the rows' median p99, 49.50 ms); Kendall tau +1.00 (z +6.16: a trend at 95% confidence)"
+        );
+        assert!(trend_line(&plan, "route", &[ms(1), None]).contains("fewer than three rows"));
     }
 
     #[test]
