@@ -329,6 +329,22 @@ pub fn set_base_offset(batch: &mut [u8], base: i64) {
     batch[..8].copy_from_slice(&base.to_be_bytes());
 }
 
+/// A batch with `header`'s header (its first [`HEADER_LEN`] bytes: offsets, timestamps,
+/// producer and attributes, compression included, kept as they are) holding `count`
+/// records whose bytes, compressed as the attributes say, are `records`: the record count,
+/// the batch length and the CRC-32C are written to match.
+pub fn with_records(header: &[u8], count: i32, records: &[u8]) -> Vec<u8> {
+    let mut batch = Vec::with_capacity(HEADER_LEN + records.len());
+    batch.extend_from_slice(&header[..HEADER_LEN]);
+    batch[57..61].copy_from_slice(&count.to_be_bytes());
+    batch.extend_from_slice(records);
+    let length = i32::try_from(batch.len() - LENGTH_PREFIX).unwrap_or(i32::MAX);
+    batch[8..12].copy_from_slice(&length.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[CRC_START..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+    batch
+}
+
 /// Sets the partition leader epoch of a batch (bytes 12..16 of the v2 header, outside the
 /// CRC, which covers the attributes onwards): the epoch of the leader that appended it.
 pub fn set_leader_epoch(batch: &mut [u8], epoch: i32) {
@@ -360,7 +376,7 @@ pub fn first_offset_at_or_after(batch: &[u8], at: i64) -> Option<i64> {
 }
 
 /// Reads a zigzag-encoded variable-length integer (Kafka's varint and varlong).
-fn read_varint(bytes: &mut &[u8]) -> Option<i64> {
+pub(crate) fn read_varint(bytes: &mut &[u8]) -> Option<i64> {
     let mut value: u64 = 0;
     for shift in (0..70).step_by(7) {
         let (&b, rest) = bytes.split_first()?;
