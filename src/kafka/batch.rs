@@ -411,9 +411,27 @@ pub(crate) mod tests {
 
     /// A v2 batch of `n` records with timestamps `1000, 1010, …`, encoded as a client does.
     pub(crate) fn batch(n: i64, compression: Compression, producer: Option<(i64, i32)>) -> Vec<u8> {
+        let keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+        let values: Vec<String> = (0..n).map(|i| format!("value {i}")).collect();
+        let records: Vec<(Option<&str>, Option<&str>)> = keys
+            .iter()
+            .zip(&values)
+            .map(|(k, v)| (Some(k.as_str()), Some(v.as_str())))
+            .collect();
+        encoded(&records, compression, producer)
+    }
+
+    /// A v2 batch of records with these keys and values (`None`: null), timestamps `1000,
+    /// 1010, …`, from `producer` (id, first sequence), encoded as a client does.
+    pub(crate) fn encoded(
+        records: &[(Option<&str>, Option<&str>)],
+        compression: Compression,
+        producer: Option<(i64, i32)>,
+    ) -> Vec<u8> {
         let (producer_id, sequence) = producer.unwrap_or((-1, -1));
-        let records: Vec<Record> = (0..n)
-            .map(|i| Record {
+        let records: Vec<Record> = (0..)
+            .zip(records)
+            .map(|(i, (key, value))| Record {
                 transactional: false,
                 control: false,
                 delete_horizon: false,
@@ -426,8 +444,8 @@ pub(crate) mod tests {
                 // a producer the first record's -1 is the batch's base sequence.
                 sequence: if sequence >= 0 { sequence } else { -1 } + i as i32,
                 timestamp: 1000 + 10 * i,
-                key: Some(Bytes::from(format!("k{i}"))),
-                value: Some(Bytes::from(format!("value {i}"))),
+                key: key.map(|k| Bytes::from(k.to_owned())),
+                value: value.map(|v| Bytes::from(v.to_owned())),
                 headers: Vec::new(),
             })
             .collect();

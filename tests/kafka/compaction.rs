@@ -8,11 +8,9 @@
 use crate::common::clients::{kcat_consume, python_script, run};
 use crate::common::daemon::{EXIT, Setup};
 use crate::common::fronts::KafkaServer;
-use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
+use crate::common::kafka::{PATIENCE, admin, admin_options, consumer, create_topic, producer};
 use crate::common::wait;
-use rdkafka::admin::TopicReplication;
-use rdkafka::admin::{AdminClient, AdminOptions, AlterConfig, NewTopic, ResourceSpecifier};
-use rdkafka::client::DefaultClientContext;
+use rdkafka::admin::{AlterConfig, ResourceSpecifier};
 use rdkafka::consumer::Consumer;
 use rdkafka::producer::FutureRecord;
 use rdkafka::util::Timeout;
@@ -22,27 +20,6 @@ use std::time::Duration;
 
 /// Longest a compaction the tests wait for may take.
 const COMPACTED_WITHIN: Duration = Duration::from_secs(60);
-
-fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
-    client_config(bootstrap, &[]).create().unwrap()
-}
-
-fn options() -> AdminOptions {
-    AdminOptions::new().operation_timeout(Some(Timeout::After(PATIENCE)))
-}
-
-/// Creates `topic` (one partition) with `settings`.
-async fn create(bootstrap: &str, topic: &str, settings: &[(&str, &str)]) {
-    let mut new = NewTopic::new(topic, 1, TopicReplication::Fixed(1));
-    for (k, v) in settings {
-        new = new.set(k, v);
-    }
-    let created = admin(bootstrap)
-        .create_topics(&[new], &options())
-        .await
-        .unwrap();
-    assert!(created[0].is_ok(), "{created:?}");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_connect_topics_are_compacted_and_read_again_from_the_beginning() {
@@ -95,7 +72,7 @@ async fn kcat_tombstones_delete_their_key_and_go_after_delete_retention() {
         ("cleanup.policy", "compact"),
         ("min.cleanable.dirty.ratio", "0.01"),
     ];
-    create(&b, "accounts", &compacted).await;
+    create_topic(&b, "accounts", &compacted).await;
     // Three produce runs, three batches at least: the tombstone is not in the newest one.
     kcat_produce(&b, "accounts", "user1:alice\nuser2:bob\n").await;
     kcat_produce(&b, "accounts", "user1:\n").await;
@@ -115,7 +92,7 @@ async fn kcat_tombstones_delete_their_key_and_go_after_delete_retention() {
         .set(compacted[1].0, compacted[1].1)
         .set("delete.retention.ms", "0");
     let results = admin(&b)
-        .alter_configs(&[altered], &options())
+        .alter_configs(&[altered], &admin_options())
         .await
         .unwrap();
     assert!(results[0].is_ok(), "{results:?}");
@@ -166,7 +143,7 @@ async fn a_kill_9_during_compaction_loses_no_newest_value() {
         ("cleanup.policy", "compact"),
         ("min.cleanable.dirty.ratio", "0.01"),
     ];
-    create(&ferry.kafka_bootstrap(), "state", &settings).await;
+    create_topic(&ferry.kafka_bootstrap(), "state", &settings).await;
     for round in 0..ROUNDS {
         let p = producer(
             &ferry.kafka_bootstrap(),

@@ -160,7 +160,12 @@ impl Compactor {
             if !config.cleanup_policy().compacts() {
                 continue;
             }
-            match self.pass(&config, now_ms() as i64).await {
+            // A pass stops with its sequencer: what it committed stands on its own.
+            let outcome = tokio::select! {
+                () = stop.cancelled() => return,
+                outcome = self.pass(&config, now_ms() as i64) => outcome,
+            };
+            match outcome {
                 Ok(Some(pass)) => {
                     let topic = p.topic.to_string();
                     metrics::counter!(m::COMPACTION_PASSES_TOTAL, m::LABEL_TOPIC => topic.clone())

@@ -218,52 +218,22 @@ fn compress(codec: i16, raw: &[u8]) -> anyhow::Result<Vec<u8>> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::kafka::batch::tests::encoded;
     use crate::kafka::batch::{set_base_offset, validate};
-    use kafka_protocol::records::{
-        Record as KafkaRecord, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-        TimestampType,
-    };
+    use kafka_protocol::records::RecordBatchDecoder;
 
     /// The bound on decompressed bytes Ferry runs with by default (`kafka.max_request_size`).
     pub(crate) const MAX_DECOMPRESSED: usize = crate::config::kafka::DEFAULT_MAX_REQUEST_SIZE;
 
     /// A batch at base offset `base` of records with these keys and values (`None` value:
-    /// a tombstone), timestamps 1000, 1001, …, from producer 7.
+    /// a tombstone), timestamps 1000, 1010, …, from producer 7.
     pub(crate) fn keyed(
         base: i64,
         records: &[(&str, Option<&str>)],
         compression: Compression,
     ) -> Vec<u8> {
-        let records: Vec<KafkaRecord> = records
-            .iter()
-            .enumerate()
-            .map(|(i, (k, v))| KafkaRecord {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: 7,
-                producer_epoch: 0,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: 40 + i as i32,
-                timestamp: 1000 + i as i64,
-                key: Some(Bytes::from(k.to_string())),
-                value: v.map(|v| Bytes::from(v.to_string())),
-                headers: Vec::new(),
-            })
-            .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &records,
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
-        let mut batch = buf.to_vec();
+        let records: Vec<_> = records.iter().map(|(k, v)| (Some(*k), *v)).collect();
+        let mut batch = encoded(&records, compression, Some((7, 40)));
         set_base_offset(&mut batch, base);
         batch
     }
@@ -331,8 +301,8 @@ pub(crate) mod tests {
             assert_eq!(
                 kept,
                 [
-                    (101, 1001, Some(Bytes::from("2"))),
-                    (102, 1002, Some(Bytes::from("3")))
+                    (101, 1010, Some(Bytes::from("2"))),
+                    (102, 1020, Some(Bytes::from("3")))
                 ]
             );
         }
@@ -340,30 +310,14 @@ pub(crate) mod tests {
 
     #[test]
     fn keyless_records_are_found_by_their_index() {
-        let mut records = Vec::new();
-        for (i, key) in [Some("a"), None, Some("b"), None].into_iter().enumerate() {
-            records.push(KafkaRecord {
-                key: key.map(Bytes::from),
-                offset: i as i64,
-                sequence: -1 + i as i32,
-                ..decode_one(&keyed(0, &[("x", Some("v"))], Compression::None))
-            });
-        }
-        let mut buf = BytesMut::new();
-        let options = RecordEncodeOptions {
-            version: 2,
-            compression: Compression::Lz4,
-        };
-        RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
-        assert_eq!(keyless(&buf, MAX_DECOMPRESSED).unwrap(), [1, 3]);
-    }
-
-    fn decode_one(batch: &[u8]) -> KafkaRecord {
-        let mut bytes = Bytes::copy_from_slice(batch);
-        RecordBatchDecoder::decode(&mut bytes)
-            .unwrap()
-            .records
-            .remove(0)
+        let records = [
+            (Some("a"), Some("v")),
+            (None, Some("v")),
+            (Some("b"), None),
+            (None, Some("v")),
+        ];
+        let b = encoded(&records, Compression::Lz4, None);
+        assert_eq!(keyless(&b, MAX_DECOMPRESSED).unwrap(), [1, 3]);
     }
 
     #[test]
