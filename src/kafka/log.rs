@@ -33,7 +33,6 @@
 use super::batch::{
     self, BatchHeader, first_offset_at_or_after, set_base_offset, set_leader_epoch,
 };
-use super::compaction::records::Retained;
 use super::keys::{PartitionKeys, decode_i64, encode_i64};
 use crate::stage::{Spill, Spills, StageError};
 use crate::store::keys::key_after;
@@ -652,34 +651,30 @@ impl<'a> Log<'a> {
     }
 
     /// Replaces the batch of `entry` (read by [`Log::batches`] in `tx`, not in a spill)
-    /// with what compaction left of it: rewritten in place, its base offset and index
-    /// entry's last offset and newest timestamp kept, or deleted when nothing is left.
-    /// Adjusts the log's byte count; the time index is left as it is (an entry naming a
-    /// deleted batch leads a timestamp search into the gap, which Fetch passes over).
-    pub fn replace(&self, tx: &Transaction, entry: &BatchIndex, retained: &Retained) {
+    /// with what compaction left of it: `Some((batch, records))`, rewritten in place, its
+    /// base offset and index entry's last offset and newest timestamp kept; `None`,
+    /// deleted (nothing is left). Adjusts the log's byte count; the time index is left as
+    /// it is (an entry naming a deleted batch leads a timestamp search into the gap, which
+    /// Fetch passes over).
+    pub fn replace(&self, tx: &Transaction, entry: &BatchIndex, left: Option<(&Bytes, i32)>) {
         let (b, e) = self.keys.log_range(entry.base, entry.base + 1);
-        match retained {
-            Retained::All => {}
-            Retained::Nothing => {
-                tx.clear_range(&b, &e);
-                tx.clear(&self.keys.index(entry.base));
-                tx.atomic_add(&self.keys.bytes(), -i64::from(entry.size));
-            }
-            Retained::Some(batch, records) => {
-                tx.clear_range(&b, &e);
-                self.write_chunks(tx, entry.base, batch);
-                let rewritten = BatchIndex {
-                    size: batch.len() as u32,
-                    records: *records,
-                    ..*entry
-                };
-                tx.set(&self.keys.index(entry.base), rewritten.encode());
-                tx.atomic_add(
-                    &self.keys.bytes(),
-                    batch.len() as i64 - i64::from(entry.size),
-                );
-            }
-        }
+        tx.clear_range(&b, &e);
+        let Some((batch, records)) = left else {
+            tx.clear(&self.keys.index(entry.base));
+            tx.atomic_add(&self.keys.bytes(), -i64::from(entry.size));
+            return;
+        };
+        self.write_chunks(tx, entry.base, batch);
+        let rewritten = BatchIndex {
+            size: batch.len() as u32,
+            records,
+            ..*entry
+        };
+        tx.set(&self.keys.index(entry.base), rewritten.encode());
+        tx.atomic_add(
+            &self.keys.bytes(),
+            batch.len() as i64 - i64::from(entry.size),
+        );
     }
 
     /// Compaction's checkpoint: the offset below which the log is compacted (the log

@@ -343,7 +343,13 @@ impl Compactor {
                             continue;
                         };
                         let retained = self.retained(batch, entry, &aborted, rules, spill);
-                        log.replace(&tx, entry, &retained);
+                        match &retained {
+                            Retained::All => {}
+                            Retained::Nothing => log.replace(&tx, entry, None),
+                            Retained::Some(batch, records) => {
+                                log.replace(&tx, entry, Some((batch, *records)));
+                            }
+                        }
                         done.add(entry, &retained);
                     }
                     Ok(Some((next, spill, done)))
