@@ -33,6 +33,8 @@ pub const MAX_MESSAGE_BYTES_LIMIT: usize = super::limits::MAX_MESSAGE_SIZE_LIMIT
 pub const DEFAULT_RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 /// Default for `kafka.retention_check_interval_ms`: Kafka's five minutes.
 pub const DEFAULT_RETENTION_CHECK_INTERVAL_MS: u64 = 300_000;
+/// Default for `kafka.compaction_check_interval_ms`: Kafka's `log.cleaner.backoff.ms`.
+pub const DEFAULT_COMPACTION_CHECK_INTERVAL_MS: u64 = 15_000;
 /// Default for `kafka.group_min_session_timeout_ms`: Kafka's.
 pub const DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS: i32 = 6_000;
 /// Default for `kafka.group_max_session_timeout_ms`: Kafka's 30 minutes.
@@ -93,6 +95,9 @@ pub struct KafkaConfig {
     pub retention_bytes: i64,
     /// How often each partition's sequencer deletes records past retention.
     pub retention_check_interval_ms: u64,
+    /// How often each partition of a compacted topic (`cleanup.policy` `compact`) is
+    /// checked for a compaction pass (run when its `min.cleanable.dirty.ratio` is reached).
+    pub compaction_check_interval_ms: u64,
     /// Whether clients of the PLAINTEXT listeners (`listen`, and a `PLAINTEXT://` entry of
     /// `listeners`) must authenticate with SASL (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, as a
     /// user of the user store) before any request other than ApiVersions and the SASL
@@ -140,6 +145,7 @@ impl Default for KafkaConfig {
             retention_ms: DEFAULT_RETENTION_MS,
             retention_bytes: -1,
             retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+            compaction_check_interval_ms: DEFAULT_COMPACTION_CHECK_INTERVAL_MS,
             require_sasl: false,
             group_min_session_timeout_ms: DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
             group_max_session_timeout_ms: DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS,
@@ -239,6 +245,11 @@ impl KafkaConfig {
             1,
         )?;
         at_least(
+            "kafka.compaction_check_interval_ms",
+            self.compaction_check_interval_ms,
+            1,
+        )?;
+        at_least(
             "kafka.group_min_session_timeout_ms",
             self.group_min_session_timeout_ms,
             1,
@@ -297,6 +308,11 @@ impl KafkaConfig {
     /// `retention_check_interval_ms` as a duration.
     pub fn retention_check_interval(&self) -> Duration {
         Duration::from_millis(self.retention_check_interval_ms)
+    }
+
+    /// `compaction_check_interval_ms` as a duration.
+    pub fn compaction_check_interval(&self) -> Duration {
+        Duration::from_millis(self.compaction_check_interval_ms)
     }
 
     /// `group_initial_rebalance_delay_ms` as a duration.

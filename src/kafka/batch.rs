@@ -329,6 +329,22 @@ pub fn set_base_offset(batch: &mut [u8], base: i64) {
     batch[..8].copy_from_slice(&base.to_be_bytes());
 }
 
+/// A batch with `header`'s header (its first [`HEADER_LEN`] bytes: offsets, timestamps,
+/// producer and attributes, compression included, kept as they are) holding `count`
+/// records whose bytes, compressed as the attributes say, are `records`: the record count,
+/// the batch length and the CRC-32C are written to match.
+pub fn with_records(header: &[u8], count: i32, records: &[u8]) -> Vec<u8> {
+    let mut batch = Vec::with_capacity(HEADER_LEN + records.len());
+    batch.extend_from_slice(&header[..HEADER_LEN]);
+    batch[57..61].copy_from_slice(&count.to_be_bytes());
+    batch.extend_from_slice(records);
+    let length = i32::try_from(batch.len() - LENGTH_PREFIX).unwrap_or(i32::MAX);
+    batch[8..12].copy_from_slice(&length.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[CRC_START..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+    batch
+}
+
 /// Sets the partition leader epoch of a batch (bytes 12..16 of the v2 header, outside the
 /// CRC, which covers the attributes onwards): the epoch of the leader that appended it.
 pub fn set_leader_epoch(batch: &mut [u8], epoch: i32) {
@@ -360,7 +376,7 @@ pub fn first_offset_at_or_after(batch: &[u8], at: i64) -> Option<i64> {
 }
 
 /// Reads a zigzag-encoded variable-length integer (Kafka's varint and varlong).
-fn read_varint(bytes: &mut &[u8]) -> Option<i64> {
+pub(crate) fn read_varint(bytes: &mut &[u8]) -> Option<i64> {
     let mut value: u64 = 0;
     for shift in (0..70).step_by(7) {
         let (&b, rest) = bytes.split_first()?;
@@ -395,9 +411,27 @@ pub(crate) mod tests {
 
     /// A v2 batch of `n` records with timestamps `1000, 1010, …`, encoded as a client does.
     pub(crate) fn batch(n: i64, compression: Compression, producer: Option<(i64, i32)>) -> Vec<u8> {
+        let keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+        let values: Vec<String> = (0..n).map(|i| format!("value {i}")).collect();
+        let records: Vec<(Option<&str>, Option<&str>)> = keys
+            .iter()
+            .zip(&values)
+            .map(|(k, v)| (Some(k.as_str()), Some(v.as_str())))
+            .collect();
+        encoded(&records, compression, producer)
+    }
+
+    /// A v2 batch of records with these keys and values (`None`: null), timestamps `1000,
+    /// 1010, …`, from `producer` (id, first sequence), encoded as a client does.
+    pub(crate) fn encoded(
+        records: &[(Option<&str>, Option<&str>)],
+        compression: Compression,
+        producer: Option<(i64, i32)>,
+    ) -> Vec<u8> {
         let (producer_id, sequence) = producer.unwrap_or((-1, -1));
-        let records: Vec<Record> = (0..n)
-            .map(|i| Record {
+        let records: Vec<Record> = (0..)
+            .zip(records)
+            .map(|(i, (key, value))| Record {
                 transactional: false,
                 control: false,
                 delete_horizon: false,
@@ -410,8 +444,8 @@ pub(crate) mod tests {
                 // a producer the first record's -1 is the batch's base sequence.
                 sequence: if sequence >= 0 { sequence } else { -1 } + i as i32,
                 timestamp: 1000 + 10 * i,
-                key: Some(Bytes::from(format!("k{i}"))),
-                value: Some(Bytes::from(format!("value {i}"))),
+                key: key.map(|k| Bytes::from(k.to_owned())),
+                value: value.map(|v| Bytes::from(v.to_owned())),
                 headers: Vec::new(),
             })
             .collect();

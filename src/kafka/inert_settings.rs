@@ -1,6 +1,7 @@
 //! Topic settings Kafka has and Ferry accepts with no effect: they tune Kafka's segment
-//! files, index, flushing, replicas, message format or log compaction, none of which
-//! Ferry's store has (a partition is a log of batches in transactional keys, durable once
+//! files, index, flushing, replicas, message format, or when its log cleaner must run at
+//! the latest (`max.compaction.lag.ms`: Ferry's compactor runs on its own interval), none
+//! of which Ferry's store has (a partition is a log of batches in transactional keys, durable once
 //! acknowledged, with one copy per store). Tools and tests set them routinely (librdkafka's
 //! own tests create topics with `segment.bytes`; old clients set
 //! `message.format.version`), so CreateTopics and AlterConfigs take them, checked as
@@ -14,8 +15,6 @@ enum Kind {
     AtLeast(i64),
     /// `true` or `false`, in any case.
     Boolean,
-    /// A fraction from 0 to 1.
-    Ratio,
     /// A Kafka version (`0.10.0`, `2.8-IV1`, `3.0`).
     Version,
     /// A list of replicas (`partition:broker,…` or `*`), not checked.
@@ -39,10 +38,7 @@ const INERT: &[(&str, Kind)] = &[
     ("follower.replication.throttled.replicas", Kind::List),
     ("message.format.version", Kind::Version),
     ("message.downconversion.enable", Kind::Boolean),
-    ("delete.retention.ms", Kind::AtLeast(0)),
-    ("min.compaction.lag.ms", Kind::AtLeast(0)),
     ("max.compaction.lag.ms", Kind::AtLeast(1)),
-    ("min.cleanable.dirty.ratio", Kind::Ratio),
 ];
 
 /// Whether `key` is an inert setting.
@@ -66,7 +62,6 @@ pub fn check(key: &str, value: Option<&str>) -> Result<(), String> {
     let fits = match kind {
         Kind::AtLeast(min) => v.parse::<i64>().is_ok_and(|n| n >= min),
         Kind::Boolean => v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false"),
-        Kind::Ratio => v.parse::<f64>().is_ok_and(|r| (0.0..=1.0).contains(&r)),
         Kind::Version => {
             v.starts_with(|c: char| c.is_ascii_digit())
                 && v.chars()
@@ -80,7 +75,6 @@ pub fn check(key: &str, value: Option<&str>) -> Result<(), String> {
     Err(match kind {
         Kind::AtLeast(min) => format!("'{value}' must be an integer of at least {min}"),
         Kind::Boolean => format!("'{value}' must be true or false"),
-        Kind::Ratio => format!("'{value}' must be a number from 0 to 1"),
         Kind::Version => format!("'{value}' is not a Kafka version"),
         Kind::List => unreachable!("every list is taken"),
     })
@@ -103,8 +97,7 @@ mod tests {
         assert!(check("message.format.version", Some("0.10.0.0")).is_ok());
         assert!(check("message.format.version", Some("2.8-IV1")).is_ok());
         assert!(check("message.format.version", Some("latest")).is_err());
-        assert!(check("min.cleanable.dirty.ratio", Some("0.5")).is_ok());
-        assert!(check("min.cleanable.dirty.ratio", Some("2")).is_err());
+        assert!(check("max.compaction.lag.ms", Some("0")).is_err());
         assert!(check("follower.replication.throttled.replicas", Some("*")).is_ok());
         assert!(is_inert("flush.ms") && !is_inert("retention.ms"));
     }

@@ -33,6 +33,8 @@
 //!                                               producer `id`, first offset → marker `last`
 //! (P,"k","p",topic_id,partition,"ep",epoch)   = i64 LE: first offset of leader epoch `epoch`
 //!                                               (the newest 256 epochs are kept)
+//! (P,"k","p",topic_id,partition,"clean")      = i64 LE: compaction's checkpoint: the log
+//!                                               below it is compacted (the rest is dirty)
 //! (P,"k","groups",group)                      = "": the group exists (ListGroups reads these)
 //! (P,"k","acl","e",resource_type,pattern_type,name,principal,host,operation,permission)
 //!                                             = (1,): an ACL (codes as Kafka's wire codes)
@@ -351,6 +353,11 @@ impl PartitionKeys {
             .unpack::<(String, i64, i64)>(key)
             .ok()
             .map(|(_, last, id)| (last, id))
+    }
+
+    /// Compaction's checkpoint: the offset below which the log is compacted.
+    pub fn cleaned(&self) -> Vec<u8> {
+        self.space.pack(&("clean",))
     }
 
     /// Where leader epoch `epoch` begins.

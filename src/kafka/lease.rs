@@ -103,16 +103,13 @@ impl Lease {
     pub async fn hold(
         tx: &Transaction,
         key: &[u8],
-        (node, epoch): (i32, i64),
+        holder: (i32, i64),
         liveness: Liveness,
         now: u64,
     ) -> Result<bool, StoreError> {
-        let Some(lease) = Self::read(tx, key, false).await? else {
+        let Some(lease) = Self::held(tx, key, holder, now).await? else {
             return Ok(false);
         };
-        if lease.node != node || lease.epoch != epoch || lease.deadline_ms <= now {
-            return Ok(false);
-        }
         if liveness.is_due(lease.deadline_ms, now) {
             let renewed = Self {
                 deadline_ms: liveness.deadline(now),
@@ -121,6 +118,23 @@ impl Lease {
             tx.set(key, renewed.encode());
         }
         Ok(true)
+    }
+
+    /// The lease at `key` if `node` holds it with `epoch` and it has not lapsed: a
+    /// conflicting read (a claim by another node makes this transaction fail) that never
+    /// renews it, for work beside the lease's holder that must stop when it does.
+    ///
+    /// # Errors
+    /// The store's error, or an undecodable lease.
+    pub async fn held(
+        tx: &Transaction,
+        key: &[u8],
+        (node, epoch): (i32, i64),
+        now: u64,
+    ) -> Result<Option<Self>, StoreError> {
+        Ok(Self::read(tx, key, false)
+            .await?
+            .filter(|l| l.node == node && l.epoch == epoch && l.deadline_ms > now))
     }
 
     /// Lets the lease at `key` lapse now if `node` still holds it with `epoch`.

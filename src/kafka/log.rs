@@ -25,6 +25,10 @@
 //! appends that transaction's abort marker, an aborted-transactions entry `("ab", marker,
 //! id)`. The last stable offset — what `read_committed` consumers may read up to — is the
 //! first offset of the oldest open transaction, or the high watermark when none is open.
+//!
+//! Compaction ([`super::compaction`]) rewrites batches in place with fewer records (their
+//! headers' offsets kept) and deletes those left empty, so a compacted log has gaps: a
+//! read from an offset in one begins with the next batch.
 
 use super::batch::{
     self, BatchHeader, first_offset_at_or_after, set_base_offset, set_leader_epoch,
@@ -194,6 +198,15 @@ impl Aborted {
     }
 }
 
+/// Whether the batch with `header` belongs to one of the `aborted` transactions (which
+/// `read_committed` readers drop).
+pub fn is_aborted(aborted: &[Aborted], header: &BatchHeader) -> bool {
+    header.is_transactional()
+        && aborted
+            .iter()
+            .any(|a| a.covers(header.producer_id, header.base_offset))
+}
+
 /// Where readers of a log may read: its bounds and its last stable offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Readable {
@@ -356,11 +369,7 @@ impl<'a> Log<'a> {
     ) -> i64 {
         let (size, spill) = match batch {
             Stored::Inline(batch) => {
-                // Each chunk is a slice of the batch, not a copy.
-                for (n, start) in (0..batch.len()).step_by(CHUNK).enumerate() {
-                    let chunk = batch.slice(start..(start + CHUNK).min(batch.len()));
-                    tx.set(&self.keys.log_chunk(base, n as u32), chunk);
-                }
+                self.write_chunks(tx, base, &batch);
                 (batch.len(), None)
             }
             Stored::Spilled {
@@ -388,6 +397,14 @@ impl<'a> Log<'a> {
             timestamp
         } else {
             newest
+        }
+    }
+
+    /// Writes `batch`, at `base`, as the log's chunks: each a slice of it, not a copy.
+    fn write_chunks(&self, tx: &Transaction, base: i64, batch: &Bytes) {
+        for (n, start) in (0..batch.len()).step_by(CHUNK).enumerate() {
+            let chunk = batch.slice(start..(start + CHUNK).min(batch.len()));
+            tx.set(&self.keys.log_chunk(base, n as u32), chunk);
         }
     }
 
@@ -472,10 +489,15 @@ impl<'a> Log<'a> {
         let first = tx
             .get_range(&RangeOption::new(b, e).limit(1).reverse(), true)
             .await?;
-        let Some(first) = first.first() else {
-            return Ok(Read::default());
+        // In a compacted log no batch may begin at or before `from`, or the one found may
+        // end before it (compaction removed what followed): the read begins with the next.
+        let first_base = match first.first() {
+            Some(kv) => {
+                let entry = BatchIndex::decode(self.base_of(&kv.key)?, &kv.value)?;
+                if entry.last < from { from } else { entry.base }
+            }
+            None => from,
         };
-        let first_base = self.base_of(&first.key)?;
         let limit = (max_bytes / 512).clamp(16, INDEX_READ_LIMIT);
         let (b, e) = self.keys.index_range(first_base, i64::MAX);
         let entries = tx
@@ -511,7 +533,23 @@ impl<'a> Log<'a> {
         if total == 0 {
             return Ok(Read::default());
         }
-        let (b, e) = self.keys.log_range(first_base, end);
+        Ok(Read {
+            bytes: self.chunks(tx, first_base, end, total).await?,
+            records,
+            spilled: None,
+        })
+    }
+
+    /// The bytes of the batches with bases in `[from, to)` kept in the log's chunks, back to
+    /// back, which the index says are `total` (a snapshot read).
+    async fn chunks(
+        &self,
+        tx: &Transaction,
+        from: i64,
+        to: i64,
+        total: usize,
+    ) -> Result<Bytes, LogError> {
+        let (b, e) = self.keys.log_range(from, to);
         let chunks = tx.get_range(&RangeOption::new(b, e), true).await?;
         let mut bytes = BytesMut::with_capacity(total);
         for kv in chunks {
@@ -519,15 +557,139 @@ impl<'a> Log<'a> {
         }
         if bytes.len() != total {
             return Err(LogError::Corrupt(format!(
-                "batches from offset {first_base} hold {} of their {total} bytes",
+                "batches from offset {from} hold {} of their {total} bytes",
                 bytes.len()
             )));
         }
-        Ok(Read {
-            bytes: bytes.freeze(),
+        Ok(bytes.freeze())
+    }
+
+    /// The batches with bases in `[from, to)`, in order, up to `max_bytes` of them (at
+    /// least one) and at most `limit`: each one's index entry and, unless it is kept in a
+    /// spill, its bytes. With `snapshot` false the index entries are conflicting reads, so
+    /// a transaction that rewrites what it read fails when another changed it meanwhile
+    /// (retention, DeleteRecords, a topic's deletion).
+    ///
+    /// # Errors
+    /// The store's error, or a corrupt index.
+    pub async fn batches(
+        &self,
+        tx: &Transaction,
+        (from, to): (i64, i64),
+        max_bytes: usize,
+        limit: usize,
+        snapshot: bool,
+    ) -> Result<Vec<(BatchIndex, Option<Bytes>)>, LogError> {
+        let entries = self.index(tx, (from, to), limit, snapshot).await?;
+        let mut found = Vec::with_capacity(entries.len());
+        let mut total = 0usize;
+        for entry in entries {
+            if !found.is_empty() && total + entry.size as usize > max_bytes {
+                break;
+            }
+            total += entry.size as usize;
+            found.push(entry);
+        }
+        let Some(last) = found.last() else {
+            return Ok(Vec::new());
+        };
+        let inline: usize = found
+            .iter()
+            .filter(|e| e.spill.is_none())
+            .map(|e| e.size as usize)
+            .sum();
+        let mut bytes = self
+            .chunks(tx, found[0].base, last.base + 1, inline)
+            .await?;
+        Ok(found
+            .into_iter()
+            .map(|entry| {
+                let batch = entry
+                    .spill
+                    .is_none()
+                    .then(|| bytes.split_to(entry.size as usize));
+                (entry, batch)
+            })
+            .collect())
+    }
+
+    /// The index entries of the batches with bases in `[from, to)`, at most `limit`.
+    ///
+    /// # Errors
+    /// The store's error, or a corrupt index.
+    pub async fn index(
+        &self,
+        tx: &Transaction,
+        (from, to): (i64, i64),
+        limit: usize,
+        snapshot: bool,
+    ) -> Result<Vec<BatchIndex>, LogError> {
+        let (b, e) = self.keys.index_range(from, to);
+        let entries = tx
+            .get_range(&RangeOption::new(b, e).limit(limit), snapshot)
+            .await?;
+        entries
+            .iter()
+            .map(|kv| BatchIndex::decode(self.base_of(&kv.key)?, &kv.value))
+            .collect()
+    }
+
+    /// The base offset of the newest batch below `high_watermark` (a snapshot read).
+    ///
+    /// # Errors
+    /// The store's error, or a corrupt index.
+    pub async fn newest_base(
+        &self,
+        tx: &Transaction,
+        high_watermark: i64,
+    ) -> Result<Option<i64>, LogError> {
+        let (b, e) = self.keys.index_range(i64::MIN, high_watermark);
+        let newest = tx
+            .get_range(&RangeOption::new(b, e).limit(1).reverse(), true)
+            .await?;
+        newest.first().map(|kv| self.base_of(&kv.key)).transpose()
+    }
+
+    /// Replaces the batch of `entry` (read by [`Log::batches`] in `tx`, not in a spill)
+    /// with what compaction left of it: `Some((batch, records))`, rewritten in place, its
+    /// base offset and index entry's last offset and newest timestamp kept; `None`,
+    /// deleted (nothing is left). Adjusts the log's byte count; the time index is left as
+    /// it is (an entry naming a deleted batch leads a timestamp search into the gap, which
+    /// Fetch passes over).
+    pub fn replace(&self, tx: &Transaction, entry: &BatchIndex, left: Option<(&Bytes, i32)>) {
+        let (b, e) = self.keys.log_range(entry.base, entry.base + 1);
+        tx.clear_range(&b, &e);
+        let Some((batch, records)) = left else {
+            tx.clear(&self.keys.index(entry.base));
+            tx.atomic_add(&self.keys.bytes(), -i64::from(entry.size));
+            return;
+        };
+        self.write_chunks(tx, entry.base, batch);
+        let rewritten = BatchIndex {
+            size: batch.len() as u32,
             records,
-            spilled: None,
-        })
+            ..*entry
+        };
+        tx.set(&self.keys.index(entry.base), rewritten.encode());
+        tx.atomic_add(
+            &self.keys.bytes(),
+            batch.len() as i64 - i64::from(entry.size),
+        );
+    }
+
+    /// Compaction's checkpoint: the offset below which the log is compacted (the log
+    /// start offset when it was never compacted). A snapshot read.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn cleaned(&self, tx: &Transaction, start: i64) -> Result<i64, LogError> {
+        let cleaned = tx.get(&self.keys.cleaned(), true).await?;
+        Ok(decode_i64(cleaned.as_deref()).max(start))
+    }
+
+    /// Sets compaction's checkpoint.
+    pub fn set_cleaned(&self, tx: &Transaction, offset: i64) {
+        tx.set(&self.keys.cleaned(), &encode_i64(offset));
     }
 
     /// The first offset whose record timestamp is at least `at`, with the timestamp found

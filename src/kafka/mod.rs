@@ -24,6 +24,7 @@ pub mod api;
 pub mod batch;
 pub mod brokers;
 pub mod codec;
+pub mod compaction;
 pub mod connection;
 pub mod fetch_sessions;
 pub mod groups;
@@ -299,6 +300,8 @@ impl KafkaFront {
                 lease: config.sequencer_lease(),
                 batch: config.sequencer_batch,
                 retention_interval: config.retention_check_interval(),
+                compaction_interval: config.compaction_check_interval(),
+                max_decompressed: config.max_request_size,
                 defaults,
             },
             internal.clone(),

@@ -22,7 +22,7 @@
 
 use super::Context;
 use super::batch::BatchHeader;
-use super::log::{Aborted, Log, LogError};
+use super::log::{Aborted, Log, LogError, is_aborted};
 use super::staged;
 use super::topics::{Partition, TopicError};
 use crate::config::kafka::MAX_MESSAGE_BYTES_LIMIT;
@@ -398,11 +398,7 @@ pub(crate) fn decode_committed(
                 ))
             })?;
         out.next = out.next.max(next);
-        let aborted_batch = header.is_transactional()
-            && aborted
-                .iter()
-                .any(|a| a.covers(header.producer_id, header.base_offset));
-        if header.is_control() || aborted_batch {
+        if header.is_control() || is_aborted(aborted, &header) {
             continue;
         }
         let decompress = |records: &mut Bytes, compression| {
@@ -442,7 +438,7 @@ pub(crate) fn decode_committed(
 /// bytes: a few kilobytes of gzip or zstd can stand for gigabytes, and a route reads
 /// whatever a producer sent (librdkafka bounds its consumers the same way, with
 /// `receive.message.max.bytes`). The output grows only as it is produced.
-fn decompress_bounded(
+pub(crate) fn decompress_bounded(
     records: &mut Bytes,
     compression: Compression,
     max: usize,

@@ -21,7 +21,10 @@
 //! aborts; the marker also fences the producer's older epochs in the partition.
 //!
 //! The same task renews its lease (every third of `kafka.sequencer_lease_ms`) and applies
-//! retention on a timer, so everything that writes the log is serialised in one place.
+//! retention on a timer, so everything that writes the log is serialised in one place —
+//! but for compaction ([`super::compaction`]), which works in a task of its own beside it,
+//! for as long as it holds the lease, so that a long pass never delays sequencing (it
+//! rewrites only batches below the newest, which no append touches).
 //!
 //! Balance: every third of the lease term each instance counts the live brokers and takes
 //! its share, `ceil(partitions / live brokers)`: it claims unheld partitions while it holds
@@ -32,6 +35,7 @@
 
 use super::batch::{BatchHeader, marker_commits, set_base_offset, set_leader_epoch};
 use super::brokers::Brokers;
+use super::compaction::Compactor;
 use super::keys::{PartitionKeys, decode_i64, encode_i64};
 use super::leader_epochs;
 use super::lease::Lease;
@@ -124,6 +128,10 @@ struct Shared {
     batch: usize,
     /// How often retention runs.
     retention_interval: Duration,
+    /// How often compaction checks a compacted topic's partition.
+    compaction_interval: Duration,
+    /// Most bytes compaction decompresses a batch to.
+    max_decompressed: usize,
     /// Topic defaults (retention).
     defaults: TopicDefaults,
     /// The live instances, whose number sets this instance's share of the partitions.
@@ -197,6 +205,10 @@ pub struct SequencerSettings {
     pub batch: usize,
     /// How often retention runs.
     pub retention_interval: Duration,
+    /// How often compaction checks a compacted topic's partition.
+    pub compaction_interval: Duration,
+    /// Most bytes compaction decompresses a batch to (`kafka.max_request_size`).
+    pub max_decompressed: usize,
     /// Topic defaults (retention).
     pub defaults: TopicDefaults,
 }
@@ -228,6 +240,8 @@ impl Sequencers {
                 liveness: Liveness::new(settings.lease),
                 batch: settings.batch,
                 retention_interval: settings.retention_interval,
+                compaction_interval: settings.compaction_interval,
+                max_decompressed: settings.max_decompressed,
                 defaults: settings.defaults,
                 brokers,
                 running: Mutex::default(),
@@ -541,6 +555,19 @@ impl Sequencer {
         let mut next_retention = tokio::time::Instant::now() + self.shared.retention_interval;
         let mut handoff_since = None;
         publish_bounds(&self.shared.db, &self.partition).await;
+        // The compactor works beside this task for as long as it holds the lease.
+        let stop_compactor = self.shared.shutdown.child_token();
+        let compactor = Compactor::new(
+            self.shared.db.clone(),
+            self.partition.clone(),
+            (self.shared.node, self.epoch),
+            self.shared.max_decompressed,
+        );
+        let compactor = tokio::spawn(compactor.run(
+            self.shared.topics.clone(),
+            self.shared.compaction_interval,
+            stop_compactor.clone(),
+        ));
         loop {
             if self.shared.shutdown.is_cancelled() {
                 break;
@@ -599,6 +626,10 @@ impl Sequencer {
                     break;
                 }
             }
+        }
+        stop_compactor.cancel();
+        if let Err(e) = compactor.await {
+            warn!(topic = %self.partition.topic, partition = self.partition.index, error = %e, "the compactor task failed");
         }
         if self.shared.shutdown.is_cancelled() || self.handoff.is_cancelled() {
             self.release().await;
@@ -877,11 +908,15 @@ impl Sequencer {
         }
     }
 
-    /// Deletes batches past the topic's retention, in bounded transactions.
+    /// Deletes batches past the topic's retention, in bounded transactions (none for a
+    /// topic whose `cleanup.policy` is `compact` alone, as in Kafka).
     async fn retention(&self) {
         let Some(topic) = self.shared.topics.get(&self.partition.topic) else {
             return;
         };
+        if !topic.meta.config.cleanup_policy().deletes() {
+            return;
+        }
         let defaults = self.shared.defaults;
         let retention_ms = defaults.retention_ms(&topic.meta.config);
         let retention_bytes = defaults.retention_bytes(&topic.meta.config);

@@ -24,8 +24,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-/// Format version of [`TopicMeta`] values.
-const FORMAT: u16 = 1;
+/// Format version of [`TopicMeta`] values: 2 adds the compaction settings to format 1's
+/// fields (a format 1 value decodes with them unset).
+const FORMAT: u16 = 2;
 /// Longest topic name Kafka allows.
 const MAX_NAME_LEN: usize = 249;
 /// Most partitions a topic may have.
@@ -37,8 +38,20 @@ pub const RETENTION_MS: &str = "retention.ms";
 pub const RETENTION_BYTES: &str = "retention.bytes";
 /// See [`RETENTION_MS`].
 pub const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
-/// See [`RETENTION_MS`]; only `delete` is supported.
+/// See [`RETENTION_MS`]: `delete`, `compact`, or both (`compact,delete`).
 pub const CLEANUP_POLICY: &str = "cleanup.policy";
+/// See [`RETENTION_MS`]; how long a compacted topic keeps a tombstone.
+pub const DELETE_RETENTION_MS: &str = "delete.retention.ms";
+/// See [`RETENTION_MS`]; how old a record must be before compaction may remove it.
+pub const MIN_COMPACTION_LAG_MS: &str = "min.compaction.lag.ms";
+/// See [`RETENTION_MS`]; the share of a log not yet compacted that starts a compaction.
+pub const MIN_CLEANABLE_DIRTY_RATIO: &str = "min.cleanable.dirty.ratio";
+/// Kafka's default `delete.retention.ms`: one day.
+pub const DEFAULT_DELETE_RETENTION_MS: i64 = 86_400_000;
+/// Kafka's default `min.cleanable.dirty.ratio` (0.5), in ten-thousandths.
+pub const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: u16 = 5_000;
+/// `min.cleanable.dirty.ratio` is kept in ten-thousandths: 1 is this.
+const RATIO_ONE: u16 = 10_000;
 
 /// Why a topic operation failed; each maps to a Kafka error code.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -122,9 +135,141 @@ pub struct TopicConfig {
     pub retention_bytes: Option<i64>,
     /// `max.message.bytes`.
     pub max_message_bytes: Option<i64>,
+    /// `cleanup.policy` (`None`: `delete`).
+    pub cleanup_policy: Option<CleanupPolicy>,
+    /// `delete.retention.ms`.
+    pub delete_retention_ms: Option<i64>,
+    /// `min.compaction.lag.ms`.
+    pub min_compaction_lag_ms: Option<i64>,
+    /// `min.cleanable.dirty.ratio`, in ten-thousandths (0.5 is 5000).
+    pub min_cleanable_dirty_ratio: Option<u16>,
+}
+
+/// What becomes of a topic's old records: Kafka's `cleanup.policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanupPolicy {
+    /// `delete`: retention deletes them by age and size.
+    Delete,
+    /// `compact`: compaction keeps the newest record of each key; no retention.
+    Compact,
+    /// `compact,delete`: both.
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    /// Parses Kafka's list (`compact,delete` in any order, spaces allowed).
+    fn parse(value: &str) -> Option<Self> {
+        Self::edited((false, false), value, true)
+    }
+
+    /// This policy with the items of the list `items` added (`add`) or taken away; `None`
+    /// when an item is neither `compact` nor `delete`, or no policy is left.
+    fn edit(self, items: &str, add: bool) -> Option<Self> {
+        Self::edited((self.compacts(), self.deletes()), items, add)
+    }
+
+    /// The policy of the flags (compact, delete) with `items` added or taken away.
+    fn edited((mut compact, mut delete): (bool, bool), items: &str, add: bool) -> Option<Self> {
+        for item in items.split(',').map(str::trim) {
+            match item {
+                "compact" => compact = add,
+                "delete" => delete = add,
+                _ => return None,
+            }
+        }
+        match (compact, delete) {
+            (true, true) => Some(Self::CompactDelete),
+            (true, false) => Some(Self::Compact),
+            (false, true) => Some(Self::Delete),
+            (false, false) => None,
+        }
+    }
+
+    /// Kafka's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Delete => "delete",
+            Self::Compact => "compact",
+            Self::CompactDelete => "compact,delete",
+        }
+    }
+
+    /// Whether compaction applies.
+    pub fn compacts(self) -> bool {
+        self != Self::Delete
+    }
+
+    /// Whether retention (by age and size) applies.
+    pub fn deletes(self) -> bool {
+        self != Self::Compact
+    }
+
+    fn code(self) -> i64 {
+        match self {
+            Self::Delete => 0,
+            Self::Compact => 1,
+            Self::CompactDelete => 2,
+        }
+    }
+
+    fn from_code(code: i64) -> Option<Self> {
+        [Self::Delete, Self::Compact, Self::CompactDelete]
+            .into_iter()
+            .find(|p| p.code() == code)
+    }
 }
 
 impl TopicConfig {
+    /// The topic's `cleanup.policy`.
+    pub fn cleanup_policy(&self) -> CleanupPolicy {
+        self.cleanup_policy.unwrap_or(CleanupPolicy::Delete)
+    }
+
+    /// This config with the items of `items` added to (`append`: IncrementalAlterConfigs
+    /// APPEND) or taken from (SUBTRACT) the list setting `key` — `cleanup.policy`, the only
+    /// list Ferry has.
+    ///
+    /// # Errors
+    /// [`TopicError::InvalidConfig`] for another setting, an unknown item, or a list left
+    /// empty.
+    pub fn edit_list(self, key: &str, items: &str, append: bool) -> Result<Self, TopicError> {
+        let invalid = |message: &str| TopicError::InvalidConfig {
+            key: key.to_owned(),
+            message: message.to_owned(),
+        };
+        if key != CLEANUP_POLICY {
+            return Err(invalid(
+                "APPEND and SUBTRACT apply to list settings only (cleanup.policy)",
+            ));
+        }
+        let policy = self.cleanup_policy().edit(items, append).ok_or_else(|| {
+            invalid("the items must be delete or compact, and leave at least one")
+        })?;
+        Ok(Self {
+            cleanup_policy: Some(policy),
+            ..self
+        })
+    }
+
+    /// The topic's `delete.retention.ms`.
+    pub fn delete_retention_ms(&self) -> i64 {
+        self.delete_retention_ms
+            .unwrap_or(DEFAULT_DELETE_RETENTION_MS)
+    }
+
+    /// The topic's `min.compaction.lag.ms`.
+    pub fn min_compaction_lag_ms(&self) -> i64 {
+        self.min_compaction_lag_ms.unwrap_or(0)
+    }
+
+    /// The topic's `min.cleanable.dirty.ratio`, from 0 to 1.
+    pub fn min_cleanable_dirty_ratio(&self) -> f64 {
+        f64::from(
+            self.min_cleanable_dirty_ratio
+                .unwrap_or(DEFAULT_MIN_CLEANABLE_DIRTY_RATIO),
+        ) / f64::from(RATIO_ONE)
+    }
+
     /// Settings from Kafka's (name, value) pairs, as CreateTopics and AlterConfigs carry
     /// them; a `None` value restores the default.
     ///
@@ -168,12 +313,34 @@ impl TopicConfig {
                     config.max_message_bytes =
                         number(0, crate::config::kafka::MAX_MESSAGE_BYTES_LIMIT as i64)?;
                 }
-                CLEANUP_POLICY if value.is_none_or(|v| v == "delete") => {}
                 CLEANUP_POLICY => {
-                    return Err(TopicError::InvalidConfig {
-                        key: key.to_owned(),
-                        message: "only 'delete' is supported (no compaction)".into(),
-                    });
+                    config.cleanup_policy = value
+                        .map(|v| {
+                            CleanupPolicy::parse(v).ok_or_else(|| TopicError::InvalidConfig {
+                                key: key.to_owned(),
+                                message: format!(
+                                    "'{v}' must be delete, compact, or compact,delete"
+                                ),
+                            })
+                        })
+                        .transpose()?;
+                }
+                DELETE_RETENTION_MS => config.delete_retention_ms = number(0, i64::MAX)?,
+                MIN_COMPACTION_LAG_MS => config.min_compaction_lag_ms = number(0, i64::MAX)?,
+                MIN_CLEANABLE_DIRTY_RATIO => {
+                    config.min_cleanable_dirty_ratio = value
+                        .map(|v| {
+                            v.trim()
+                                .parse::<f64>()
+                                .ok()
+                                .filter(|r| (0.0..=1.0).contains(r))
+                                .map(|r| (r * f64::from(RATIO_ONE)).round() as u16)
+                                .ok_or_else(|| TopicError::InvalidConfig {
+                                    key: key.to_owned(),
+                                    message: format!("'{v}' must be a number from 0 to 1"),
+                                })
+                        })
+                        .transpose()?;
                 }
                 _ if inert_settings::is_inert(key) => {
                     inert_settings::check(key, value).map_err(|message| {
@@ -187,7 +354,7 @@ impl TopicConfig {
                     return Err(TopicError::InvalidConfig {
                         key: key.to_owned(),
                         message: format!(
-                            "is not a setting Ferry supports ({RETENTION_MS}, {RETENTION_BYTES}, {MAX_MESSAGE_BYTES}, {CLEANUP_POLICY}; Kafka's segment, flush, replica and format settings are taken with no effect)"
+                            "is not a setting Ferry supports ({RETENTION_MS}, {RETENTION_BYTES}, {MAX_MESSAGE_BYTES}, {CLEANUP_POLICY}, {DELETE_RETENTION_MS}, {MIN_COMPACTION_LAG_MS}, {MIN_CLEANABLE_DIRTY_RATIO}; Kafka's segment, flush, replica and format settings are taken with no effect)"
                         ),
                     });
                 }
@@ -212,6 +379,7 @@ pub struct TopicMeta {
     pub config: TopicConfig,
 }
 
+/// A format 1 [`TopicMeta`] value.
 type MetaTuple = (
     u16,
     String,
@@ -222,22 +390,54 @@ type MetaTuple = (
     Option<i64>,
 );
 
+/// A format 2 [`TopicMeta`] value: format 1's fields, then the cleanup policy's code,
+/// `delete.retention.ms`, `min.compaction.lag.ms` and `min.cleanable.dirty.ratio` in
+/// ten-thousandths.
+type MetaTuple2 = (
+    u16,
+    String,
+    Vec<u8>,
+    i64,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
+
 impl TopicMeta {
     fn encode(&self) -> Vec<u8> {
+        let c = &self.config;
         pack(&(
             FORMAT,
             self.name.as_str(),
             self.uuid.to_vec(),
             i64::from(self.partitions),
-            self.config.retention_ms,
-            self.config.retention_bytes,
-            self.config.max_message_bytes,
+            c.retention_ms,
+            c.retention_bytes,
+            c.max_message_bytes,
+            c.cleanup_policy.map(CleanupPolicy::code),
+            c.delete_retention_ms,
+            c.min_compaction_lag_ms,
+            c.min_cleanable_dirty_ratio.map(i64::from),
         ))
     }
 
     pub(crate) fn decode(id: u64, bytes: &[u8]) -> Result<Self, TopicError> {
-        let (_, name, uuid, partitions, retention_ms, retention_bytes, max_message_bytes) =
-            unpack::<MetaTuple>(bytes).map_err(|e| TopicError::Corrupt(format!("{e:?}")))?;
+        let (fields, compaction) = match unpack::<MetaTuple2>(bytes) {
+            Ok((v, name, uuid, partitions, rms, rbytes, mmb, policy, drms, lag, ratio)) => (
+                (v, name, uuid, partitions, rms, rbytes, mmb),
+                (policy, drms, lag, ratio),
+            ),
+            Err(_) => (
+                unpack::<MetaTuple>(bytes).map_err(|e| TopicError::Corrupt(format!("{e:?}")))?,
+                (None, None, None, None),
+            ),
+        };
+        let (_, name, uuid, partitions, retention_ms, retention_bytes, max_message_bytes) = fields;
+        let (policy, delete_retention_ms, min_compaction_lag_ms, ratio) = compaction;
         Ok(Self {
             id,
             uuid: uuid
@@ -250,6 +450,10 @@ impl TopicMeta {
                 retention_ms,
                 retention_bytes,
                 max_message_bytes,
+                cleanup_policy: policy.and_then(CleanupPolicy::from_code),
+                delete_retention_ms,
+                min_compaction_lag_ms,
+                min_cleanable_dirty_ratio: ratio.and_then(|r| u16::try_from(r).ok()),
             },
         })
     }
@@ -698,7 +902,7 @@ fn check_partition_count(count: i32) -> Result<(), TopicError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -743,12 +947,38 @@ mod tests {
                 .to_string(),
             "max.message.bytes: '134217729' must be an integer from 0 to 134217728"
         );
-        assert!(
-            TopicConfig::parse([(CLEANUP_POLICY, Some("compact"))])
+        for (value, policy) in [
+            ("compact", CleanupPolicy::Compact),
+            ("compact,delete", CleanupPolicy::CompactDelete),
+            ("delete, compact", CleanupPolicy::CompactDelete),
+            ("delete", CleanupPolicy::Delete),
+        ] {
+            let c = TopicConfig::parse([(CLEANUP_POLICY, Some(value))]).unwrap();
+            assert_eq!(c.cleanup_policy(), policy, "{value}");
+        }
+        assert_eq!(
+            TopicConfig::parse([(CLEANUP_POLICY, Some("compress"))])
                 .unwrap_err()
-                .to_string()
-                .contains("no compaction")
+                .to_string(),
+            "cleanup.policy: 'compress' must be delete, compact, or compact,delete"
         );
+        let c = TopicConfig::parse([
+            (DELETE_RETENTION_MS, Some("100")),
+            (MIN_COMPACTION_LAG_MS, Some("5")),
+            (MIN_CLEANABLE_DIRTY_RATIO, Some("0.01")),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.delete_retention_ms(), c.min_compaction_lag_ms()),
+            (100, 5)
+        );
+        assert!((c.min_cleanable_dirty_ratio() - 0.01).abs() < 1e-9);
+        assert_eq!(
+            TopicConfig::default().min_cleanable_dirty_ratio(),
+            0.5,
+            "Kafka's default"
+        );
+        assert!(TopicConfig::parse([(MIN_CLEANABLE_DIRTY_RATIO, Some("1.5"))]).is_err());
         assert!(
             TopicConfig::parse([("segment.bytez", Some("1"))])
                 .unwrap_err()
@@ -772,8 +1002,8 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_refresh_that_read_an_older_topic_list_does_not_replace_a_newer_cache() {
+    /// The topics of a fresh embedded store in a temporary directory (kept while it lives).
+    pub(crate) async fn fresh_topics() -> (tempfile::TempDir, Database, Topics) {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::config::StoreConfig {
             path: dir.path().join("store"),
@@ -783,6 +1013,12 @@ mod tests {
         let stages = Stages::new(db.clone(), &store.prefix);
         stages.ensure_schema().await.unwrap();
         let topics = Topics::new(db.clone(), KafkaKeys::new(&store.prefix), stages);
+        (dir, db, topics)
+    }
+
+    #[tokio::test]
+    async fn a_refresh_that_read_an_older_topic_list_does_not_replace_a_newer_cache() {
+        let (_dir, db, topics) = fresh_topics().await;
         topics
             .create("first", 1, TopicConfig::default(), false)
             .await
@@ -817,8 +1053,29 @@ mod tests {
                 retention_ms: Some(5),
                 retention_bytes: None,
                 max_message_bytes: Some(2048),
+                cleanup_policy: Some(CleanupPolicy::CompactDelete),
+                delete_retention_ms: Some(1000),
+                min_compaction_lag_ms: None,
+                min_cleanable_dirty_ratio: Some(100),
             },
         };
         assert_eq!(TopicMeta::decode(7, &m.encode()).unwrap(), m);
+    }
+
+    #[test]
+    fn format_1_meta_decodes_without_compaction_settings() {
+        let uuid = new_uuid();
+        let v1 = pack(&(
+            1u16,
+            "t",
+            uuid.to_vec(),
+            3i64,
+            Some(5i64),
+            None::<i64>,
+            None::<i64>,
+        ));
+        let m = TopicMeta::decode(7, &v1).unwrap();
+        assert_eq!(m.config.retention_ms, Some(5));
+        assert_eq!(m.config.cleanup_policy(), CleanupPolicy::Delete);
     }
 }

@@ -50,6 +50,13 @@ pub const PARTITION_HIGH_WATERMARK: &str = "ferry_kafka_partition_high_watermark
 pub const PARTITION_LOG_START_OFFSET: &str = "ferry_kafka_partition_log_start_offset";
 /// Record batch bytes stored in a partition log.
 pub const PARTITION_BYTES: &str = "ferry_kafka_partition_bytes";
+/// Compaction passes completed over a compacted topic's partitions, by topic.
+pub const COMPACTION_PASSES_TOTAL: &str = "ferry_kafka_compaction_passes_total";
+/// Records compaction removed (superseded, tombstones past `delete.retention.ms`, records
+/// of aborted transactions), by topic.
+pub const COMPACTED_RECORDS_TOTAL: &str = "ferry_kafka_compacted_records_total";
+/// Record batch bytes compaction freed, by topic.
+pub const COMPACTED_BYTES_TOTAL: &str = "ferry_kafka_compacted_bytes_total";
 /// Members of a consumer group.
 pub const GROUP_MEMBERS: &str = "ferry_kafka_group_members";
 /// Rebalances a consumer group completed.
@@ -122,6 +129,21 @@ pub const ALL: &[Metric] = &[
         name: DUPLICATE_BATCHES_TOTAL,
         kind: Kind::Counter,
         help: "Resent idempotent batches recognised and not stored twice.",
+    },
+    Metric {
+        name: COMPACTION_PASSES_TOTAL,
+        kind: Kind::Counter,
+        help: "Compaction passes completed over compacted partitions.",
+    },
+    Metric {
+        name: COMPACTED_RECORDS_TOTAL,
+        kind: Kind::Counter,
+        help: "Records compaction removed from partition logs.",
+    },
+    Metric {
+        name: COMPACTED_BYTES_TOTAL,
+        kind: Kind::Counter,
+        help: "Record batch bytes compaction freed.",
     },
     Metric {
         name: SEQUENCER_BATCH_SIZE,

@@ -52,6 +52,12 @@ pub fn python_script(name: &str) -> String {
 pub async fn kcat_through(bootstrap: &str, topic: &str, settings: &[&str], input: &[u8]) -> String {
     let produce = [&["-b", bootstrap, "-P", "-t", topic, "-K", ":"], settings].concat();
     run("kcat", &produce, input).await;
+    kcat_consume(bootstrap, topic, "%k %s\\n", settings).await
+}
+
+/// What kcat consumes of `topic` at `bootstrap` from the beginning to its end, a record a
+/// line printed with kcat's `format`; `options` are more of kcat's options.
+pub async fn kcat_consume(bootstrap: &str, topic: &str, format: &str, options: &[&str]) -> String {
     let consume = [
         &[
             "-b",
@@ -64,9 +70,9 @@ pub async fn kcat_through(bootstrap: &str, topic: &str, settings: &[&str], input
             "-e",
             "-q",
             "-f",
-            "%k %s\\n",
+            format,
         ],
-        settings,
+        options,
     ]
     .concat();
     String::from_utf8(run("kcat", &consume, b"").await.stdout).unwrap()

@@ -125,15 +125,13 @@ async fn topics_are_created_described_altered_grown_and_deleted() {
         &again[0],
         Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists))
     ));
-    let bad =
-        admin
-            .create_topics(
-                &[NewTopic::new("bad", 1, TopicReplication::Fixed(1))
-                    .set("cleanup.policy", "compact")],
-                &options(),
-            )
-            .await
-            .unwrap();
+    let bad = admin
+        .create_topics(
+            &[NewTopic::new("bad", 1, TopicReplication::Fixed(1)).set("cleanup.policy", "shred")],
+            &options(),
+        )
+        .await
+        .unwrap();
     assert!(matches!(
         &bad[0],
         Err((_, rdkafka::types::RDKafkaErrorCode::InvalidConfig))

@@ -12,9 +12,7 @@
 use crate::common::clients::{python_script, run};
 use crate::common::daemon::{EXIT, Setup};
 use crate::common::fronts::KafkaServer;
-use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
+use crate::common::kafka::{PATIENCE, admin, admin_options, consumer, create_topic, producer};
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer, PurgeConfig};
@@ -31,27 +29,6 @@ fn payload(len: usize, seed: u32) -> Vec<u8> {
     (0..len as u32)
         .map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 24) as u8)
         .collect()
-}
-
-fn options() -> AdminOptions {
-    AdminOptions::new().operation_timeout(Some(Timeout::After(PATIENCE)))
-}
-
-fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
-    client_config(bootstrap, &[]).create().unwrap()
-}
-
-/// Creates topic `name` (one partition) with `settings`.
-async fn create(bootstrap: &str, name: &str, settings: &[(&str, &str)]) {
-    let mut topic = NewTopic::new(name, 1, TopicReplication::Fixed(1));
-    for (k, v) in settings {
-        topic = topic.set(k, v);
-    }
-    let created = admin(bootstrap)
-        .create_topics(&[topic], &options())
-        .await
-        .unwrap();
-    assert!(created[0].is_ok(), "topic {name} created: {created:?}");
 }
 
 /// An idempotent producer (`acks=all`) whose own size limit lets large records through.
@@ -100,7 +77,7 @@ async fn next(c: &StreamConsumer) -> (i64, Vec<u8>) {
 async fn round_trip(size: usize, consumer_settings: &[(&str, &str)]) {
     let broker = KafkaServer::start().await;
     let bootstrap = broker.bootstrap();
-    create(&bootstrap, "large", &[("max.message.bytes", TOPIC_LIMIT)]).await;
+    create_topic(&bootstrap, "large", &[("max.message.bytes", TOPIC_LIMIT)]).await;
     let p = large_producer(&bootstrap);
     let value = payload(size, 1);
     assert_eq!(send(&p, "large", b"before").await, 0);
@@ -146,7 +123,7 @@ async fn a_batch_above_the_topics_max_message_bytes_is_refused() {
     let broker = KafkaServer::start().await;
     let bootstrap = broker.bootstrap();
     let limit = 16 * MIB;
-    create(
+    create_topic(
         &bootstrap,
         "capped",
         &[("max.message.bytes", &limit.to_string())],
@@ -195,7 +172,7 @@ async fn broker_with_a_large_record(
     let bootstrap = broker.bootstrap();
     let mut all = vec![("max.message.bytes", TOPIC_LIMIT)];
     all.extend_from_slice(settings);
-    create(&bootstrap, name, &all).await;
+    create_topic(&bootstrap, name, &all).await;
     let p = large_producer(&bootstrap);
     let large = payload(6 * MIB, 4);
     let record = FutureRecord::to(name)
@@ -225,7 +202,7 @@ async fn delete_records_past_a_large_batch_frees_its_spill() {
         .add_partition_offset("trimmed", 0, Offset::Offset(1))
         .unwrap();
     let deleted = admin(&broker.bootstrap())
-        .delete_records(&before, &options())
+        .delete_records(&before, &admin_options())
         .await
         .unwrap();
     let low = deleted.find_partition("trimmed", 0).unwrap();
@@ -251,7 +228,7 @@ async fn retention_frees_the_spill_of_a_large_batch_it_deletes() {
 async fn deleting_a_topic_frees_the_spills_of_its_large_batches() {
     let broker = broker_with_a_large_record("doomed", &[], now_ms()).await;
     let deleted = admin(&broker.bootstrap())
-        .delete_topics(&["doomed"], &options())
+        .delete_topics(&["doomed"], &admin_options())
         .await
         .unwrap();
     assert!(deleted[0].is_ok(), "{deleted:?}");
@@ -265,7 +242,7 @@ async fn a_large_produce_survives_kill_9_once_acknowledged_and_leaves_nothing_wh
     let dir = tempfile::tempdir().unwrap();
     let mut ferry = Setup::shipped(dir.path()).start();
     let bootstrap = ferry.kafka_bootstrap();
-    create(&bootstrap, "big", &[("max.message.bytes", TOPIC_LIMIT)]).await;
+    create_topic(&bootstrap, "big", &[("max.message.bytes", TOPIC_LIMIT)]).await;
 
     // Acknowledged before the kill.
     let kept = payload(20 * MIB, 5);

@@ -9,6 +9,7 @@ mod common;
 mod acls;
 mod admin;
 mod clients;
+mod compaction;
 mod daemon;
 mod disk_faults;
 mod groups;

@@ -6,7 +6,10 @@
 use super::{Session, str_bytes};
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
-use crate::kafka::topics::{CLEANUP_POLICY, MAX_MESSAGE_BYTES, RETENTION_BYTES, RETENTION_MS};
+use crate::kafka::topics::{
+    CLEANUP_POLICY, DELETE_RETENTION_MS, MAX_MESSAGE_BYTES, MIN_CLEANABLE_DIRTY_RATIO,
+    MIN_COMPACTION_LAG_MS, RETENTION_BYTES, RETENTION_MS,
+};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,
@@ -28,6 +31,7 @@ const DEFAULT_CONFIG: i8 = 5;
 const STRING: i8 = 2;
 const INT: i8 = 3;
 const LONG: i8 = 5;
+const DOUBLE: i8 = 6;
 const BOOLEAN: i8 = 1;
 
 /// One setting as described.
@@ -119,8 +123,8 @@ pub fn handle(
 
 fn topic_entries(ctx: &Context, config: &crate::kafka::topics::TopicConfig) -> Vec<Entry> {
     let d = ctx.defaults;
-    let source = |set: Option<i64>| {
-        if set.is_some() {
+    let source = |set: bool| {
+        if set {
             DYNAMIC_TOPIC_CONFIG
         } else {
             DEFAULT_CONFIG
@@ -130,30 +134,51 @@ fn topic_entries(ctx: &Context, config: &crate::kafka::topics::TopicConfig) -> V
         Entry {
             name: RETENTION_MS,
             value: d.retention_ms(config).to_string(),
-            source: source(config.retention_ms),
+            source: source(config.retention_ms.is_some()),
             read_only: false,
             kind: LONG,
         },
         Entry {
             name: RETENTION_BYTES,
             value: d.retention_bytes(config).to_string(),
-            source: source(config.retention_bytes),
+            source: source(config.retention_bytes.is_some()),
             read_only: false,
             kind: LONG,
         },
         Entry {
             name: MAX_MESSAGE_BYTES,
             value: d.max_message_bytes(config).to_string(),
-            source: source(config.max_message_bytes),
+            source: source(config.max_message_bytes.is_some()),
             read_only: false,
             kind: INT,
         },
         Entry {
             name: CLEANUP_POLICY,
-            value: "delete".into(),
-            source: DEFAULT_CONFIG,
-            read_only: true,
+            value: config.cleanup_policy().as_str().into(),
+            source: source(config.cleanup_policy.is_some()),
+            read_only: false,
             kind: STRING,
+        },
+        Entry {
+            name: DELETE_RETENTION_MS,
+            value: config.delete_retention_ms().to_string(),
+            source: source(config.delete_retention_ms.is_some()),
+            read_only: false,
+            kind: LONG,
+        },
+        Entry {
+            name: MIN_COMPACTION_LAG_MS,
+            value: config.min_compaction_lag_ms().to_string(),
+            source: source(config.min_compaction_lag_ms.is_some()),
+            read_only: false,
+            kind: LONG,
+        },
+        Entry {
+            name: MIN_CLEANABLE_DIRTY_RATIO,
+            value: config.min_cleanable_dirty_ratio().to_string(),
+            source: source(config.min_cleanable_dirty_ratio.is_some()),
+            read_only: false,
+            kind: DOUBLE,
         },
     ]
 }

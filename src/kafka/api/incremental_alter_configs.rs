@@ -1,8 +1,9 @@
 //! IncrementalAlterConfigs (KIP-339): changes the named settings of a topic — SET a value,
 //! DELETE (back to the broker default) — and keeps the others, in one store transaction.
 //! Values are checked as AlterConfigs checks them ([`crate::kafka::topics::TopicConfig::with`]). APPEND and
-//! SUBTRACT apply to list settings only, and Ferry has none: `INVALID_CONFIG`, as Kafka
-//! answers them for a setting that is not a list. A setting named twice, or an unknown
+//! SUBTRACT add items to and take them from Ferry's one list setting, `cleanup.policy`
+//! ([`crate::kafka::topics::TopicConfig::edit_list`]); for another setting they are
+//! `INVALID_CONFIG`, as Kafka answers them for a setting that is not a list. A setting named twice, or an unknown
 //! operation, is `INVALID_REQUEST`. The ACL checks and the refusal of broker settings are
 //! AlterConfigs' ([`alter_configs::refusal`]).
 
@@ -41,7 +42,15 @@ pub async fn handle(
                     .topics
                     .set_config(
                         name,
-                        |config| config.with(changes.iter().copied()),
+                        |config| {
+                            changes
+                                .iter()
+                                .try_fold(config, |c, (key, change)| match change {
+                                    Change::Set(value) => c.with([(*key, *value)]),
+                                    Change::Append(items) => c.edit_list(key, items, true),
+                                    Change::Subtract(items) => c.edit_list(key, items, false),
+                                })
+                        },
                         request.validate_only,
                     )
                     .await
@@ -64,8 +73,19 @@ pub async fn handle(
     )
 }
 
-/// The (name, value) pairs `configs` set (a `None` value: deleted).
-fn changes(configs: &[AlterableConfig]) -> Result<Vec<(&str, Option<&str>)>, Refused> {
+/// What one operation does to a setting.
+#[derive(Debug, Clone, Copy)]
+enum Change<'a> {
+    /// SET a value, or DELETE it (`None`: back to the default).
+    Set(Option<&'a str>),
+    /// APPEND these list items.
+    Append(&'a str),
+    /// SUBTRACT these list items.
+    Subtract(&'a str),
+}
+
+/// The changes `configs` make, by setting name.
+fn changes(configs: &[AlterableConfig]) -> Result<Vec<(&str, Change<'_>)>, Refused> {
     let mut named = HashSet::new();
     let mut out = Vec::with_capacity(configs.len());
     for c in configs {
@@ -77,25 +97,19 @@ fn changes(configs: &[AlterableConfig]) -> Result<Vec<(&str, Option<&str>)>, Ref
             ));
         }
         let value = c.value.as_ref().map(|v| v.as_str());
+        let needed = |op: &str| {
+            value.ok_or_else(|| {
+                (
+                    ResponseError::InvalidRequest.code(),
+                    format!("{key}: {op} needs a value"),
+                )
+            })
+        };
         out.push(match c.config_operation {
-            SET => match value {
-                Some(v) => (key, Some(v)),
-                None => {
-                    return Err((
-                        ResponseError::InvalidRequest.code(),
-                        format!("{key}: SET needs a value"),
-                    ));
-                }
-            },
-            DELETE => (key, None),
-            APPEND | SUBTRACT => {
-                return Err((
-                    ResponseError::InvalidConfig.code(),
-                    format!(
-                        "{key}: APPEND and SUBTRACT apply to list settings only, and Ferry has none"
-                    ),
-                ));
-            }
+            SET => (key, Change::Set(Some(needed("SET")?))),
+            DELETE => (key, Change::Set(None)),
+            APPEND => (key, Change::Append(needed("APPEND")?)),
+            SUBTRACT => (key, Change::Subtract(needed("SUBTRACT")?)),
             other => {
                 return Err((
                     ResponseError::InvalidRequest.code(),

@@ -1,5 +1,5 @@
 //! Produce: each partition's record batch is validated (format v2, CRC-32C, size, no
-//! control batch), then the accepted batches are appended, as sent, to their partitions'
+//! control batch; for a compacted topic, a key on every record), then the accepted batches are appended, as sent, to their partitions'
 //! stages in conflict-free transactions. A transactional batch is staged only if its
 //! partition is in its producer's open transaction at its epoch, read in the same
 //! transaction ([`crate::kafka::transactions::Transactions::check_batch`]). The answer waits until each
@@ -23,19 +23,22 @@
 //! to a spill first, in several transactions, and staged as its header naming the spill;
 //! the staging commit lets go of the front's hold on the spill.
 
-use super::Reply;
+use super::{Reply, str_bytes};
 use crate::kafka::Context;
 use crate::kafka::acls::{Access, Operation};
 use crate::kafka::batch;
+use crate::kafka::compaction::records;
 use crate::kafka::large::LargeBatches;
 use crate::kafka::staged;
-use crate::kafka::topics::Partition;
+use crate::kafka::topics::{Partition, Topic};
 use crate::kafka::transactions::TxnError;
 use crate::kafka::waiters::{BatchOutcome, Waiters};
 use crate::stage::{NewMessage, now_ms};
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind, TopicName};
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,6 +52,9 @@ const STAGE_BYTES: usize = 4 * 1024 * 1024;
 enum Answer {
     /// With this error, now.
     Refused(i16),
+    /// With `INVALID_RECORD`, now, naming the records at these indexes of the batch (Produce
+    /// v8+ `record_errors`) and saying why.
+    InvalidRecords(Vec<i32>, String),
     /// With what the sequencer reports for this token.
     Waiting(u64, oneshot::Receiver<BatchOutcome>),
     /// `acks=0`: staged, nobody waits.
@@ -227,6 +233,9 @@ fn prepare(
                         Ok(_) if !ctx.sequencers.is_local(partition.topic_id, data.index) => {
                             Answer::Refused(ResponseError::NotLeaderOrFollower.code())
                         }
+                        Ok(_) if let Some(refused) = keyless(ctx, topic, partition, &records) => {
+                            refused
+                        }
                         Ok(header) => {
                             let (waiter, answer) = if acks == 0 {
                                 (ctx.waiters.unwaited(), Answer::Staged)
@@ -262,6 +271,27 @@ fn prepare(
         throttle_ms: 0,
         answers,
     }
+}
+
+/// For a compacted topic, the refusal of a batch holding records without a key, as Kafka
+/// refuses them (`INVALID_RECORD`, each keyless record named); `None` to accept it.
+fn keyless(ctx: &Context, topic: &Topic, partition: &Partition, records: &[u8]) -> Option<Answer> {
+    if !topic.meta.config.cleanup_policy().compacts() {
+        return None;
+    }
+    let why = match records::keyless(records, ctx.config.max_request_size) {
+        Ok(keyless) if keyless.is_empty() => return None,
+        Ok(keyless) => {
+            let message = format!(
+                "Compacted topic cannot accept message without key in topic partition {}-{}.",
+                partition.topic, partition.index
+            );
+            return Some(Answer::InvalidRecords(keyless, message));
+        }
+        Err(e) => e.to_string(),
+    };
+    warn!(topic = %partition.topic, partition = partition.index, error = %why, "refusing a produced batch");
+    Some(Answer::Refused(ResponseError::InvalidRecord.code()))
 }
 
 /// Splits `appends` into consecutive groups of at most [`STAGE_BYTES`] (a batch larger
@@ -334,6 +364,21 @@ async fn answer(waiters: Arc<Waiters>, prepared: Prepared) -> ResponseKind {
                 .with_base_offset(-1);
             out.push(match answer {
                 Answer::Refused(code) => response.with_error_code(code),
+                Answer::InvalidRecords(indexes, message) => response
+                    .with_error_code(ResponseError::InvalidRecord.code())
+                    .with_record_errors(
+                        indexes
+                            .into_iter()
+                            .map(|i| {
+                                BatchIndexAndErrorMessage::default()
+                                    .with_batch_index(i)
+                                    .with_batch_index_error_message(Some(str_bytes(
+                                        message.clone(),
+                                    )))
+                            })
+                            .collect(),
+                    )
+                    .with_error_message(Some(str_bytes(message))),
                 // Only `acks=0` stages without waiting, and it is not answered.
                 Answer::Staged => response,
                 Answer::Waiting(token, rx) => match tokio::time::timeout_at(deadline, rx).await {

@@ -5,6 +5,8 @@
 
 pub mod raw;
 
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
@@ -27,6 +29,29 @@ pub fn client_config(bootstrap: &str, settings: &[(&str, &str)]) -> ClientConfig
         c.set(*k, *v);
     }
     c
+}
+
+/// An admin client of `bootstrap`.
+pub fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
+    client_config(bootstrap, &[]).create().unwrap()
+}
+
+/// Admin options waiting at most [`PATIENCE`].
+pub fn admin_options() -> AdminOptions {
+    AdminOptions::new().operation_timeout(Some(Timeout::After(PATIENCE)))
+}
+
+/// Creates topic `name` (one partition) with `settings`.
+pub async fn create_topic(bootstrap: &str, name: &str, settings: &[(&str, &str)]) {
+    let mut topic = NewTopic::new(name, 1, TopicReplication::Fixed(1));
+    for (k, v) in settings {
+        topic = topic.set(k, v);
+    }
+    let created = admin(bootstrap)
+        .create_topics(&[topic], &admin_options())
+        .await
+        .unwrap();
+    assert!(created[0].is_ok(), "topic {name} created: {created:?}");
 }
 
 /// A producer waiting for every acknowledgement.

@@ -92,6 +92,7 @@ async fn alter(
 const SET: i8 = 0;
 const DELETE: i8 = 1;
 const APPEND: i8 = 2;
+const SUBTRACT: i8 = 3;
 
 /// IncrementalAlterConfigs changes: (name, operation, value).
 type Ops<'a> = &'a [(&'a str, i8, Option<&'a str>)];
@@ -196,7 +197,7 @@ async fn create_topics_refuses_what_it_cannot_create_with_each_code() {
         (
             "compacted",
             1,
-            &[("cleanup.policy", "compact")],
+            &[("cleanup.policy", "compress")],
             ResponseError::InvalidConfig,
         ),
     ];
@@ -354,7 +355,54 @@ async fn describe_configs_shows_a_topics_overrides_and_the_defaults_it_follows()
                 "cleanup.policy".into(),
                 "delete".into(),
                 DEFAULT_CONFIG,
-                true
+                false
+            ),
+            (
+                "delete.retention.ms".into(),
+                "86400000".into(),
+                DEFAULT_CONFIG,
+                false
+            ),
+            (
+                "min.compaction.lag.ms".into(),
+                "0".into(),
+                DEFAULT_CONFIG,
+                false
+            ),
+            (
+                "min.cleanable.dirty.ratio".into(),
+                "0.5".into(),
+                DEFAULT_CONFIG,
+                false
+            ),
+        ]
+    );
+    let compacted = [
+        ("cleanup.policy", "compact"),
+        ("min.cleanable.dirty.ratio", "0.01"),
+    ];
+    assert_eq!(
+        create_topic_with(&mut c, "compacted", 1, &compacted)
+            .await
+            .error_code,
+        0
+    );
+    let keys = ["cleanup.policy", "min.cleanable.dirty.ratio"];
+    let described = describe(&mut c, TOPIC, "compacted", Some(&keys)).await;
+    assert_eq!(
+        settings(&described),
+        [
+            (
+                "cleanup.policy".into(),
+                "compact".into(),
+                DYNAMIC_TOPIC_CONFIG,
+                false
+            ),
+            (
+                "min.cleanable.dirty.ratio".into(),
+                "0.01".into(),
+                DYNAMIC_TOPIC_CONFIG,
+                false
             ),
         ]
     );
@@ -535,6 +583,38 @@ async fn incremental_alter_configs_changes_the_named_settings_and_keeps_the_othe
         settings_of(&result),
         [("retention.ms".into(), "1000".into(), DYNAMIC_TOPIC_CONFIG)]
     );
+    // cleanup.policy is a list: APPEND and SUBTRACT edit it (librdkafka's 0011 does).
+    let policy = async |c: &mut _, op, item| {
+        let ops = [("cleanup.policy", op, Some(item))];
+        assert_eq!(alter_incrementally(c, TOPIC, "inc", &ops).await, (0, None));
+        let policy = front
+            .ctx
+            .topics
+            .get("inc")
+            .unwrap()
+            .meta
+            .config
+            .cleanup_policy();
+        policy.as_str()
+    };
+    assert_eq!(policy(&mut c, APPEND, "compact").await, "compact,delete");
+    assert_eq!(policy(&mut c, SUBTRACT, "delete").await, "compact");
+    assert_eq!(
+        alter_incrementally(
+            &mut c,
+            TOPIC,
+            "inc",
+            &[("cleanup.policy", SUBTRACT, Some("compact"))]
+        )
+        .await,
+        (
+            ResponseError::InvalidConfig.code(),
+            Some(
+                "cleanup.policy: the items must be delete or compact, and leave at least one"
+                    .to_owned()
+            )
+        )
+    );
     front.stop().await;
 }
 
@@ -557,7 +637,7 @@ async fn incremental_alter_configs_refuses_with_each_code_and_changes_nothing() 
         (
             &[("retention.ms", APPEND, Some("5"))],
             invalid_config,
-            "retention.ms: APPEND and SUBTRACT apply to list settings only, and Ferry has none",
+            "retention.ms: APPEND and SUBTRACT apply to list settings only (cleanup.policy)",
         ),
         (
             &[
