@@ -11,7 +11,8 @@
 //! a closing channel, reach their dead-letter queue each whole.
 
 use crate::common::amqp::{
-    CONFIRM_WAIT, WAIT, consume, declare, declare_exchange, next, payload, publish_acked, ready,
+    CONFIRM_WAIT, WAIT, consume, declare, declare_exchange, next, next_within, payload,
+    publish_acked, ready,
 };
 use crate::common::fronts::AmqpServer;
 use crate::delayed::declare_delayed;
@@ -47,7 +48,7 @@ async fn round_trip(size: usize) {
     publish(&ch, "", "large", &body).await;
     server.spills_hold(size as i64).await;
     let mut consumer = consume(&ch, "large", false).await;
-    let d = next(&mut consumer).await;
+    let d = next_within(&mut consumer, CONFIRM_WAIT).await;
     assert_eq!(d.data.len(), size);
     assert!(d.data == body, "the body arrives whole and unchanged");
     assert_eq!(

@@ -31,7 +31,13 @@ pub fn payload(len: usize, seed: u32) -> Vec<u8> {
 
 /// The next delivery of `consumer`; panics when none comes within [`WAIT`].
 pub async fn next(consumer: &mut Consumer) -> Delivery {
-    tokio::time::timeout(WAIT, consumer.next())
+    next_within(consumer, WAIT).await
+}
+
+/// The next delivery within `wait` (a large body takes longer than [`WAIT`] on a loaded
+/// machine).
+pub async fn next_within(consumer: &mut Consumer, wait: Duration) -> Delivery {
+    tokio::time::timeout(wait, consumer.next())
         .await
         .expect("no delivery in time")
         .expect("the consumer ended")
