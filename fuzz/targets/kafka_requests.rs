@@ -5,7 +5,10 @@
 //! every API key at every version the ApiVersions table (`kafka::api::SUPPORTED`) lists,
 //! and the refusal of every other — and what the handlers parse of a decoded request
 //! without the store: each produced partition's records through `batch::validate` (one
-//! v2 batch, CRC-32C, size, counts, no control batch), and for a valid batch what the
+//! v2 batch, CRC-32C, size, counts, no control batch) — and first through
+//! `legacy::to_batch` (Produce v0–v2's message sets of formats v0/v1) —, what a topic's
+//! `compression.type` and `LogAppendTime` make of a valid batch (`append_format::conform`,
+//! whose result must validate), and for a valid batch what the
 //! sequencer and readers do with it once staged (`staged` encode/decode, the base-offset
 //! rewrite, `marker_commits`, `first_offset_at_or_after`, the bridge's
 //! `decode_committed` and its mapping of each record to a stored AMQP message);
@@ -25,8 +28,10 @@ use ferry::bridge::mapping::kafka_to_amqp;
 use ferry::fuzzing::{kafka_decode_committed, kafka_sasl_handshake, kafka_sasl_plain};
 use ferry::kafka::acls::model::{Acl, AclCodes, AclFilter, FilterCodes};
 use ferry::kafka::api::supported;
+use ferry::kafka::append_format::{self, CompressionType, TimestampType};
 use ferry::kafka::batch::{self, BatchHeader};
 use ferry::kafka::codec::{FrameDecoder, decode_request};
+use ferry::kafka::legacy;
 use ferry::kafka::staged::{self, Waiter};
 use ferry::kafka::topics::TopicConfig;
 use kafka_protocol::messages::RequestKind;
@@ -58,7 +63,13 @@ fn on_request(body: RequestKind) {
         RequestKind::Produce(produce) => {
             for topic in produce.topic_data {
                 for partition in topic.partition_data {
-                    on_records(&partition.records.unwrap_or_default());
+                    let records = partition.records.unwrap_or_default();
+                    if let Ok(converted) = legacy::to_batch(&records, MAX_DECOMPRESSED) {
+                        batch::validate(&converted, MAX_REQUEST)
+                            .expect("a converted message set is a valid batch");
+                        on_records(&converted);
+                    }
+                    on_records(&records);
                 }
             }
         }
@@ -138,6 +149,15 @@ fn on_records(records: &[u8]) {
         return;
     };
     let _ = (header.last_sequence(), header.newest_timestamp());
+    let config = TopicConfig {
+        message_timestamp_type: Some(TimestampType::LogAppendTime),
+        compression_type: Some(CompressionType::Gzip),
+        ..TopicConfig::default()
+    };
+    let bytes = bytes::Bytes::copy_from_slice(records);
+    if let Ok((conformed, _)) = append_format::conform(bytes, &config, 1_000, MAX_DECOMPRESSED) {
+        batch::validate(&conformed, MAX_REQUEST).expect("a conformed batch is valid");
+    }
     let waiter = Waiter {
         incarnation: 1,
         token: 7,

@@ -27,6 +27,9 @@ pub const HEADER_LEN: usize = 61;
 const CRC_START: usize = 21;
 /// Bytes before `batchLength`'s count starts (baseOffset and batchLength itself).
 const LENGTH_PREFIX: usize = 12;
+/// Attribute bit: the broker's append time is every record's timestamp (the batch's
+/// `maxTimestamp`), the topic's `message.timestamp.type=LogAppendTime`.
+const LOG_APPEND_TIME: i16 = 1 << 3;
 /// Attribute bit: the batch belongs to a transaction.
 const TRANSACTIONAL: i16 = 1 << 4;
 /// Attribute bit: the batch holds control records (transaction markers).
@@ -195,9 +198,18 @@ impl BatchHeader {
         self.attributes & COMPRESSION_MASK
     }
 
-    /// The batch's newest timestamp (its first record's when the producer gave no
-    /// maximum).
+    /// Whether every record's timestamp is the broker's append time, `maxTimestamp`.
+    pub fn is_log_append_time(&self) -> bool {
+        self.attributes & LOG_APPEND_TIME != 0
+    }
+
+    /// The batch's newest timestamp: the append time of a [`stamp_log_append_time`]
+    /// batch, else its largest record timestamp (its first record's when the producer gave
+    /// no maximum).
     pub fn newest_timestamp(&self) -> i64 {
+        if self.is_log_append_time() {
+            return self.max_timestamp;
+        }
         self.max_timestamp.max(self.base_timestamp)
     }
 }
@@ -345,6 +357,31 @@ pub fn with_records(header: &[u8], count: i32, records: &[u8]) -> Vec<u8> {
     batch
 }
 
+/// Marks a whole, valid batch as stamped with the broker's append time `now`, as Kafka
+/// does for a topic with `message.timestamp.type=LogAppendTime`: the timestamp-type
+/// attribute set and `maxTimestamp` = `now`, which readers then take as every record's
+/// timestamp. The records are untouched; the CRC-32C is updated from the header's change
+/// alone (CRC-32C is linear), so a batch of any size costs the same.
+pub fn stamp_log_append_time(batch: &mut [u8], now: i64) {
+    const STAMPED: std::ops::Range<usize> = CRC_START..43;
+    let before = crc32c::crc32c(&batch[STAMPED]);
+    let attributes = i16_at(batch, 21) | LOG_APPEND_TIME;
+    batch[21..23].copy_from_slice(&attributes.to_be_bytes());
+    batch[35..43].copy_from_slice(&now.to_be_bytes());
+    let after = crc32c::crc32c(&batch[STAMPED]);
+    // crc(A' ‖ B) = crc(A ‖ B) ^ shift(crc(A) ^ crc(A'), |B|) for equal-length A and A'.
+    let delta = crc32c::crc32c_combine(before ^ after, 0, batch.len() - STAMPED.end);
+    let crc = u32::from_be_bytes(batch[17..21].try_into().expect("4 bytes")) ^ delta;
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// Sets the compression codec (0 none … 4 zstd) in the attributes of a batch header; the
+/// caller compresses the records to match and writes the CRC ([`with_records`]).
+pub fn set_codec(header: &mut [u8], codec: i16) {
+    let attributes = (i16_at(header, 21) & !COMPRESSION_MASK) | (codec & COMPRESSION_MASK);
+    header[21..23].copy_from_slice(&attributes.to_be_bytes());
+}
+
 /// Sets the partition leader epoch of a batch (bytes 12..16 of the v2 header, outside the
 /// CRC, which covers the attributes onwards): the epoch of the leader that appended it.
 pub fn set_leader_epoch(batch: &mut [u8], epoch: i32) {
@@ -368,7 +405,12 @@ pub fn first_offset_at_or_after(batch: &[u8], at: i64) -> Option<i64> {
         record = record.get(1..)?; // attributes
         let timestamp_delta = read_varint(&mut record)?;
         let offset_delta = read_varint(&mut record)?;
-        if header.base_timestamp.saturating_add(timestamp_delta) >= at {
+        let timestamp = if header.is_log_append_time() {
+            header.max_timestamp
+        } else {
+            header.base_timestamp.saturating_add(timestamp_delta)
+        };
+        if timestamp >= at {
             return header.base_offset.checked_add(offset_delta);
         }
     }
@@ -406,7 +448,8 @@ pub(crate) mod tests {
     use super::*;
     use bytes::{Bytes, BytesMut};
     use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+        Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
+        TimestampType,
     };
 
     /// A v2 batch of `n` records with timestamps `1000, 1010, …`, encoded as a client does.
@@ -587,5 +630,27 @@ pub(crate) mod tests {
             6, 0, 0, 2, // length 3, attributes, timestamp delta 0, offset delta 1
         ];
         assert_eq!(first_offset_at_or_after(batch, i64::MIN), None);
+    }
+
+    #[test]
+    fn a_log_append_time_stamp_keeps_the_batch_valid_and_dates_every_record() {
+        for c in [Compression::None, Compression::Gzip, Compression::Zstd] {
+            let mut b = batch(4, c, Some((7, 0)));
+            stamp_log_append_time(&mut b, 5_000);
+            let h = validate(&b, 1 << 20).unwrap();
+            assert!(h.is_log_append_time());
+            assert_eq!((h.base_timestamp, h.max_timestamp), (1000, 5_000));
+            assert_eq!(h.newest_timestamp(), 5_000);
+            assert_eq!(h.codec(), c as i16);
+            let mut whole = BytesMut::from(&b[..]);
+            let decoded = RecordBatchDecoder::decode(&mut whole).unwrap();
+            assert_eq!(decoded.records.len(), 4);
+        }
+        // A producer timestamp newer than the append time does not count.
+        let mut b = batch(3, Compression::None, None);
+        stamp_log_append_time(&mut b, 500);
+        assert_eq!(BatchHeader::parse(&b).unwrap().newest_timestamp(), 500);
+        assert_eq!(first_offset_at_or_after(&b, 500), Some(0));
+        assert_eq!(first_offset_at_or_after(&b, 501), None);
     }
 }

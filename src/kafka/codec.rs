@@ -3,10 +3,17 @@
 //! version their API and version call for (flexible versions carry tagged fields; an
 //! ApiVersions answer always has the v0 header).
 //!
+//! Produce v0–v2, which `kafka-protocol` (generated from Kafka 4's schemas, which dropped
+//! them) no longer knows, are handled here: a v0–v2 request body is v3's without its
+//! leading transactional id, so it is decoded as v3 behind a null one (the request keeps
+//! its own version), and the answer is encoded by hand (v0: offsets; v1 adds
+//! `throttle_time_ms`; v2 each partition's `log_append_time`).
+//!
 //! A frame's declared size is checked against the configured maximum before any buffer is
 //! grown for it, and the buffer then grows only as bytes arrive, so a client that declares
 //! a large frame and sends nothing costs no memory.
 
+use super::legacy::PRODUCE_WITH_MESSAGE_SETS_BELOW;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
@@ -169,7 +176,15 @@ pub fn decode_request(
             correlation_id: header.correlation_id,
         });
     }
-    let body = RequestKind::decode(api, &mut frame, version).map_err(malformed)?;
+    let body = if api == ApiKey::Produce && version < PRODUCE_WITH_MESSAGE_SETS_BELOW {
+        let mut v3 = BytesMut::with_capacity(2 + frame.len());
+        v3.put_i16(-1); // a null transactional id
+        v3.extend_from_slice(&frame);
+        RequestKind::decode(api, &mut v3.freeze(), PRODUCE_WITH_MESSAGE_SETS_BELOW)
+    } else {
+        RequestKind::decode(api, &mut frame, version)
+    }
+    .map_err(malformed)?;
     Ok(Request { header, api, body })
 }
 
@@ -195,7 +210,12 @@ pub fn encode_response(
         .with_correlation_id(correlation_id)
         .encode(&mut buf, response.header_version(version))
         .map_err(error)?;
-    response.encode(&mut buf, version).map_err(error)?;
+    match response {
+        ResponseKind::Produce(r) if version < PRODUCE_WITH_MESSAGE_SETS_BELOW => {
+            encode_old_produce_response(&mut buf, r, version).map_err(error)?;
+        }
+        _ => response.encode(&mut buf, version).map_err(error)?,
+    }
     let size = i32::try_from(buf.len() - SIZE_PREFIX).map_err(|_| CodecError::Encode {
         api,
         version,
@@ -203,6 +223,35 @@ pub fn encode_response(
     })?;
     buf[..SIZE_PREFIX].copy_from_slice(&size.to_be_bytes());
     Ok(buf.freeze())
+}
+
+/// Writes a Produce v0–v2 answer's body: per topic its name and per partition its index,
+/// error code and base offset (v2: and log append time), then (v1+) the throttle time.
+fn encode_old_produce_response(
+    buf: &mut BytesMut,
+    response: &kafka_protocol::messages::ProduceResponse,
+    version: i16,
+) -> anyhow::Result<()> {
+    let count = |n: usize| i32::try_from(n).map_err(|_| anyhow::anyhow!("{n} entries"));
+    buf.put_i32(count(response.responses.len())?);
+    for topic in &response.responses {
+        let name = topic.name.0.as_bytes();
+        buf.put_i16(i16::try_from(name.len())?);
+        buf.put_slice(name);
+        buf.put_i32(count(topic.partition_responses.len())?);
+        for p in &topic.partition_responses {
+            buf.put_i32(p.index);
+            buf.put_i16(p.error_code);
+            buf.put_i64(p.base_offset);
+            if version >= 2 {
+                buf.put_i64(p.log_append_time_ms);
+            }
+        }
+    }
+    if version >= 1 {
+        buf.put_i32(response.throttle_time_ms);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -330,5 +379,81 @@ mod tests {
         assert_eq!(i32::from_be_bytes(bytes[4..8].try_into().unwrap()), 42);
         // Metadata v9 is flexible: the header's empty tagged-field section follows.
         assert_eq!(bytes[8], 0);
+    }
+
+    /// A Produce request of `version` (0–2) as an old client encodes it: acks -1, timeout
+    /// 1000, topic `t`, partition 3 with records `abc`.
+    fn old_produce_frame(version: i16) -> Bytes {
+        let mut buf = BytesMut::new();
+        RequestHeader::default()
+            .with_request_api_key(ApiKey::Produce as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(7)
+            .encode(&mut buf, 1)
+            .unwrap();
+        buf.put_i16(-1);
+        buf.put_i32(1000);
+        buf.put_i32(1);
+        buf.put_i16(1);
+        buf.put_slice(b"t");
+        buf.put_i32(1);
+        buf.put_i32(3);
+        buf.put_i32(3);
+        buf.put_slice(b"abc");
+        buf.freeze()
+    }
+
+    #[test]
+    fn old_produce_requests_decode_and_their_answers_encode_by_version() {
+        use kafka_protocol::messages::ProduceResponse;
+        use kafka_protocol::messages::produce_response::{
+            PartitionProduceResponse, TopicProduceResponse,
+        };
+        for version in 0..PRODUCE_WITH_MESSAGE_SETS_BELOW {
+            let r = decode_request(old_produce_frame(version), |_, _| true).unwrap();
+            assert_eq!(r.version(), version);
+            let RequestKind::Produce(p) = r.body else {
+                panic!("not a produce request");
+            };
+            assert_eq!((p.acks, p.timeout_ms, p.transactional_id), (-1, 1000, None));
+            let partition = &p.topic_data[0].partition_data[0];
+            assert_eq!(p.topic_data[0].name.0.as_str(), "t");
+            assert_eq!(partition.index, 3);
+            assert_eq!(partition.records.as_deref(), Some(&b"abc"[..]));
+        }
+        let answer = ResponseKind::Produce(
+            ProduceResponse::default()
+                .with_throttle_time_ms(5)
+                .with_responses(vec![
+                    TopicProduceResponse::default()
+                        .with_name(kafka_protocol::messages::TopicName(
+                            kafka_protocol::protocol::StrBytes::from_static_str("t"),
+                        ))
+                        .with_partition_responses(vec![
+                            PartitionProduceResponse::default()
+                                .with_index(3)
+                                .with_base_offset(10)
+                                .with_log_append_time_ms(99),
+                        ]),
+                ]),
+        );
+        let body =
+            |version| encode_response(ApiKey::Produce, version, 7, &answer).unwrap()[8..].to_vec();
+        let v0: Vec<u8> = [
+            &1i32.to_be_bytes()[..],
+            &1i16.to_be_bytes(),
+            b"t",
+            &1i32.to_be_bytes(),
+            &3i32.to_be_bytes(),
+            &0i16.to_be_bytes(),
+            &10i64.to_be_bytes(),
+        ]
+        .concat();
+        assert_eq!(body(0), v0);
+        assert_eq!(body(1), [&v0[..], &5i32.to_be_bytes()].concat());
+        assert_eq!(
+            body(2),
+            [&v0[..], &99i64.to_be_bytes(), &5i32.to_be_bytes()].concat()
+        );
     }
 }

@@ -337,7 +337,7 @@ impl Reader {
             let head = (r.api, r.version(), r.header.correlation_id, started);
             if let RequestKind::Produce(body) = r.body {
                 heads.push(head);
-                bodies.push(body);
+                bodies.push((head.1, body));
             }
         }
         let throttle = self.ctx.memory.raised().map(|_| PRODUCE_THROTTLE);

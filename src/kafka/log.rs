@@ -653,9 +653,8 @@ impl<'a> Log<'a> {
     /// Replaces the batch of `entry` (read by [`Log::batches`] in `tx`, not in a spill)
     /// with what compaction left of it: `Some((batch, records))`, rewritten in place, its
     /// base offset and index entry's last offset and newest timestamp kept; `None`,
-    /// deleted (nothing is left). Adjusts the log's byte count; the time index is left as
-    /// it is (an entry naming a deleted batch leads a timestamp search into the gap, which
-    /// Fetch passes over).
+    /// deleted (nothing is left; the caller then hands its time index entries on with
+    /// [`Log::pass_on_time_entries`]). Adjusts the log's byte count.
     pub fn replace(&self, tx: &Transaction, entry: &BatchIndex, left: Option<(&Bytes, i32)>) {
         let (b, e) = self.keys.log_range(entry.base, entry.base + 1);
         tx.clear_range(&b, &e);
@@ -675,6 +674,53 @@ impl<'a> Log<'a> {
             &self.keys.bytes(),
             batch.len() as i64 - i64::from(entry.size),
         );
+    }
+
+    /// Hands the time index entries naming the batch of `entry`, which compaction has just
+    /// deleted from the log in `tx`, on to the next batch of the log: a timestamp search
+    /// that led to the deleted batch leads to the next one (whose records are the first
+    /// left at or after that time, or later ones with no entry of their own when they did
+    /// not raise the running maximum), and entries do not pile up for batches that are gone.
+    /// The entries naming the next batch keep only the newest timestamp that matters. With
+    /// no batch after it they stay, as a batch appended later with the same timestamp gets
+    /// no entry of its own. Entries are in timestamp and base order alike (the running
+    /// maximum), so those naming the batch are among the first from its newest timestamp.
+    ///
+    /// # Errors
+    /// The store's error, or a corrupt index.
+    pub async fn pass_on_time_entries(
+        &self,
+        tx: &Transaction,
+        entry: &BatchIndex,
+    ) -> Result<(), LogError> {
+        let (b, e) = self.keys.index_range(entry.base + 1, i64::MAX);
+        let after = tx.get_range(&RangeOption::new(b, e).limit(1), true).await?;
+        let Some(next) = after.first().map(|kv| self.base_of(&kv.key)).transpose()? else {
+            return Ok(());
+        };
+        let (b, e) = self.keys.time_from(entry.max_timestamp);
+        let entries = tx
+            .get_range(&RangeOption::new(b, e).limit(INDEX_READ_LIMIT), true)
+            .await?;
+        let (mut newest, mut next_has_one) = (None, false);
+        for kv in &entries {
+            match self.keys.time_entry(&kv.key) {
+                Some((_, base)) if base < entry.base => {}
+                Some((timestamp, base)) if base == entry.base => {
+                    tx.clear(&kv.key);
+                    newest = Some(timestamp);
+                }
+                Some((_, base)) => {
+                    next_has_one = base == next;
+                    break;
+                }
+                None => break,
+            }
+        }
+        if let (Some(timestamp), false) = (newest, next_has_one) {
+            tx.set(&self.keys.time(timestamp, next), b"");
+        }
+        Ok(())
     }
 
     /// Compaction's checkpoint: the offset below which the log is compacted (the log

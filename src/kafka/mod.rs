@@ -21,6 +21,7 @@
 pub mod acls;
 pub mod admin;
 pub mod api;
+pub mod append_format;
 pub mod batch;
 pub mod brokers;
 pub mod codec;
@@ -33,6 +34,7 @@ pub mod keys;
 pub mod large;
 pub mod leader_epochs;
 pub mod lease;
+pub mod legacy;
 pub mod log;
 pub mod port;
 pub mod producers;

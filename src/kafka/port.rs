@@ -21,6 +21,7 @@
 //! Records cross the port as [`KafkaRecord`]s, the front's model of a record.
 
 use super::Context;
+use super::append_format;
 use super::batch::BatchHeader;
 use super::log::{Aborted, Log, LogError, is_aborted};
 use super::staged;
@@ -176,7 +177,7 @@ impl KafkaPort {
         if records.is_empty() {
             return Ok(());
         }
-        let batch = encode_batch(records, now);
+        let batch = self.conformed(&partition.0.topic, encode_batch(records, now).freeze(), now)?;
         let body = staged::encode(self.ctx.waiters.unwaited(), &batch);
         partition
             .0
@@ -184,6 +185,21 @@ impl KafkaPort {
             .append_in(tx, &[NewMessage::new(body)], now)
             .await
             .map(|_| ())
+    }
+
+    /// `batch` (one of [`encode_alone`]'s, or `append_in`'s) as topic `topic`'s
+    /// `compression.type` and `message.timestamp.type` have it appended at `now`
+    /// ([`append_format::conform`]); as it is when the topic is gone.
+    ///
+    /// # Errors
+    /// [`StageError::Corrupt`] when its records cannot be compressed with the topic's codec.
+    pub fn conformed(&self, topic: &str, batch: Bytes, now: u64) -> Result<Bytes, StageError> {
+        let Some(topic) = self.ctx.topics.get(topic) else {
+            return Ok(batch);
+        };
+        append_format::conform(batch, &topic.meta.config, now as i64, MAX_BODY_SIZE)
+            .map(|(batch, _)| batch)
+            .map_err(|e| StageError::Corrupt(e.to_string()))
     }
 
     /// Appends to `partition` within `tx` the batch kept in `spill`, whose first
@@ -326,7 +342,7 @@ fn varint_len(n: i64) -> usize {
 
 /// `records` as one uncompressed record batch (format v2) without a producer, their
 /// timestamps defaulting to `now`.
-fn encode_batch(records: Vec<KafkaRecord>, now: u64) -> BytesMut {
+pub(crate) fn encode_batch(records: Vec<KafkaRecord>, now: u64) -> BytesMut {
     let records: Vec<Record> = records
         .into_iter()
         .enumerate()
@@ -427,7 +443,12 @@ pub(crate) fn decode_committed(
                         .into_iter()
                         .map(|(k, v)| (k.to_string(), v.map(|v| v.to_vec())))
                         .collect(),
-                    timestamp_ms: Some(r.timestamp),
+                    // A LogAppendTime batch's records all carry its append time.
+                    timestamp_ms: Some(if header.is_log_append_time() {
+                        header.max_timestamp
+                    } else {
+                        r.timestamp
+                    }),
                 }),
         );
     }
@@ -687,5 +708,24 @@ mod tests {
         expected[1].timestamp_ms = Some(7);
         assert_eq!(read.records, expected);
         assert_eq!(read.next, 2);
+    }
+
+    #[test]
+    fn records_of_a_log_append_time_batch_carry_its_append_time() {
+        let records = vec![
+            KafkaRecord {
+                timestamp_ms: Some(42),
+                ..KafkaRecord::default()
+            },
+            KafkaRecord {
+                timestamp_ms: Some(43),
+                ..KafkaRecord::default()
+            },
+        ];
+        let mut batch = encode_batch(records, 7);
+        crate::kafka::batch::stamp_log_append_time(&mut batch, 9_000);
+        let read = decode_committed(&batch, 0, &[], 1 << 20).unwrap();
+        let stamps: Vec<Option<i64>> = read.records.iter().map(|r| r.timestamp_ms).collect();
+        assert_eq!(stamps, vec![Some(9_000), Some(9_000)]);
     }
 }

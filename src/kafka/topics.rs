@@ -11,6 +11,7 @@
 //! (the one following changes, and the one after each change made here), and the one that
 //! read first may finish last.
 
+use super::append_format::{CompressionType, TimestampType};
 use super::inert_settings;
 use super::keys::{KafkaKeys, PartitionKeys, stage_name};
 use crate::config::KafkaConfig;
@@ -25,8 +26,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 /// Format version of [`TopicMeta`] values: 2 adds the compaction settings to format 1's
-/// fields (a format 1 value decodes with them unset).
-const FORMAT: u16 = 2;
+/// fields, 3 `message.timestamp.type` and `compression.type` to format 2's (an older value
+/// decodes with the settings it lacks unset).
+const FORMAT: u16 = 3;
 /// Longest topic name Kafka allows.
 const MAX_NAME_LEN: usize = 249;
 /// Most partitions a topic may have.
@@ -46,6 +48,11 @@ pub const DELETE_RETENTION_MS: &str = "delete.retention.ms";
 pub const MIN_COMPACTION_LAG_MS: &str = "min.compaction.lag.ms";
 /// See [`RETENTION_MS`]; the share of a log not yet compacted that starts a compaction.
 pub const MIN_CLEANABLE_DIRTY_RATIO: &str = "min.cleanable.dirty.ratio";
+/// See [`RETENTION_MS`]: `CreateTime` (the producer's) or `LogAppendTime` (the broker's).
+pub const MESSAGE_TIMESTAMP_TYPE: &str = "message.timestamp.type";
+/// See [`RETENTION_MS`]: `producer` (the producer's codec) or the codec batches are
+/// compressed with again.
+pub const COMPRESSION_TYPE: &str = "compression.type";
 /// Kafka's default `delete.retention.ms`: one day.
 pub const DEFAULT_DELETE_RETENTION_MS: i64 = 86_400_000;
 /// Kafka's default `min.cleanable.dirty.ratio` (0.5), in ten-thousandths.
@@ -143,6 +150,10 @@ pub struct TopicConfig {
     pub min_compaction_lag_ms: Option<i64>,
     /// `min.cleanable.dirty.ratio`, in ten-thousandths (0.5 is 5000).
     pub min_cleanable_dirty_ratio: Option<u16>,
+    /// `message.timestamp.type` (`None`: `CreateTime`).
+    pub message_timestamp_type: Option<TimestampType>,
+    /// `compression.type` (`None`: `producer`).
+    pub compression_type: Option<CompressionType>,
 }
 
 /// What becomes of a topic's old records: Kafka's `cleanup.policy`.
@@ -251,6 +262,17 @@ impl TopicConfig {
         })
     }
 
+    /// The topic's `message.timestamp.type`.
+    pub fn message_timestamp_type(&self) -> TimestampType {
+        self.message_timestamp_type
+            .unwrap_or(TimestampType::CreateTime)
+    }
+
+    /// The topic's `compression.type`.
+    pub fn compression_type(&self) -> CompressionType {
+        self.compression_type.unwrap_or(CompressionType::Producer)
+    }
+
     /// The topic's `delete.retention.ms`.
     pub fn delete_retention_ms(&self) -> i64 {
         self.delete_retention_ms
@@ -342,6 +364,22 @@ impl TopicConfig {
                         })
                         .transpose()?;
                 }
+                MESSAGE_TIMESTAMP_TYPE => {
+                    config.message_timestamp_type = one_of(
+                        key,
+                        value,
+                        TimestampType::parse,
+                        "CreateTime or LogAppendTime",
+                    )?;
+                }
+                COMPRESSION_TYPE => {
+                    config.compression_type = one_of(
+                        key,
+                        value,
+                        CompressionType::parse,
+                        "producer, uncompressed, gzip, snappy, lz4 or zstd",
+                    )?;
+                }
                 _ if inert_settings::is_inert(key) => {
                     inert_settings::check(key, value).map_err(|message| {
                         TopicError::InvalidConfig {
@@ -354,7 +392,7 @@ impl TopicConfig {
                     return Err(TopicError::InvalidConfig {
                         key: key.to_owned(),
                         message: format!(
-                            "is not a setting Ferry supports ({RETENTION_MS}, {RETENTION_BYTES}, {MAX_MESSAGE_BYTES}, {CLEANUP_POLICY}, {DELETE_RETENTION_MS}, {MIN_COMPACTION_LAG_MS}, {MIN_CLEANABLE_DIRTY_RATIO}; Kafka's segment, flush, replica and format settings are taken with no effect)"
+                            "is not a setting Ferry supports ({RETENTION_MS}, {RETENTION_BYTES}, {MAX_MESSAGE_BYTES}, {CLEANUP_POLICY}, {DELETE_RETENTION_MS}, {MIN_COMPACTION_LAG_MS}, {MIN_CLEANABLE_DIRTY_RATIO}, {MESSAGE_TIMESTAMP_TYPE}, {COMPRESSION_TYPE}; Kafka's segment, flush, replica and format settings are taken with no effect)"
                         ),
                     });
                 }
@@ -362,6 +400,26 @@ impl TopicConfig {
         }
         Ok(config)
     }
+}
+
+/// Setting `key`'s `value` (`None`: the default) as `parse` reads it.
+///
+/// # Errors
+/// [`TopicError::InvalidConfig`] saying the value must be one of `expected`.
+fn one_of<T>(
+    key: &str,
+    value: Option<&str>,
+    parse: fn(&str) -> Option<T>,
+    expected: &str,
+) -> Result<Option<T>, TopicError> {
+    value
+        .map(|v| {
+            parse(v).ok_or_else(|| TopicError::InvalidConfig {
+                key: key.to_owned(),
+                message: format!("'{v}' must be {expected}"),
+            })
+        })
+        .transpose()
 }
 
 /// What a topic is, as stored.
@@ -407,6 +465,23 @@ type MetaTuple2 = (
     Option<i64>,
 );
 
+/// A format 3 [`TopicMeta`] value: format 2's, then a tuple of the codes of
+/// `message.timestamp.type` and `compression.type` (a tuple packs at most 12 elements).
+type MetaTuple3 = (
+    u16,
+    String,
+    Vec<u8>,
+    i64,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    (Option<i64>, Option<i64>),
+);
+
 impl TopicMeta {
     fn encode(&self) -> Vec<u8> {
         let c = &self.config;
@@ -422,22 +497,38 @@ impl TopicMeta {
             c.delete_retention_ms,
             c.min_compaction_lag_ms,
             c.min_cleanable_dirty_ratio.map(i64::from),
+            (
+                c.message_timestamp_type.map(TimestampType::code),
+                c.compression_type.map(CompressionType::code),
+            ),
         ))
     }
 
     pub(crate) fn decode(id: u64, bytes: &[u8]) -> Result<Self, TopicError> {
-        let (fields, compaction) = match unpack::<MetaTuple2>(bytes) {
-            Ok((v, name, uuid, partitions, rms, rbytes, mmb, policy, drms, lag, ratio)) => (
+        let (fields, compaction, format) = if let Ok(t) = unpack::<MetaTuple3>(bytes) {
+            let (v, name, uuid, partitions, rms, rbytes, mmb, policy, drms, lag, ratio, format) = t;
+            (
                 (v, name, uuid, partitions, rms, rbytes, mmb),
                 (policy, drms, lag, ratio),
-            ),
-            Err(_) => (
+                format,
+            )
+        } else if let Ok(t) = unpack::<MetaTuple2>(bytes) {
+            let (v, name, uuid, partitions, rms, rbytes, mmb, policy, drms, lag, ratio) = t;
+            (
+                (v, name, uuid, partitions, rms, rbytes, mmb),
+                (policy, drms, lag, ratio),
+                (None, None),
+            )
+        } else {
+            (
                 unpack::<MetaTuple>(bytes).map_err(|e| TopicError::Corrupt(format!("{e:?}")))?,
                 (None, None, None, None),
-            ),
+                (None, None),
+            )
         };
         let (_, name, uuid, partitions, retention_ms, retention_bytes, max_message_bytes) = fields;
         let (policy, delete_retention_ms, min_compaction_lag_ms, ratio) = compaction;
+        let (timestamp_type, compression_type) = format;
         Ok(Self {
             id,
             uuid: uuid
@@ -454,6 +545,8 @@ impl TopicMeta {
                 delete_retention_ms,
                 min_compaction_lag_ms,
                 min_cleanable_dirty_ratio: ratio.and_then(|r| u16::try_from(r).ok()),
+                message_timestamp_type: timestamp_type.and_then(TimestampType::from_code),
+                compression_type: compression_type.and_then(CompressionType::from_code),
             },
         })
     }
@@ -1057,9 +1150,58 @@ pub(crate) mod tests {
                 delete_retention_ms: Some(1000),
                 min_compaction_lag_ms: None,
                 min_cleanable_dirty_ratio: Some(100),
+                message_timestamp_type: Some(TimestampType::LogAppendTime),
+                compression_type: Some(CompressionType::Zstd),
             },
         };
         assert_eq!(TopicMeta::decode(7, &m.encode()).unwrap(), m);
+    }
+
+    #[test]
+    fn format_2_meta_decodes_without_format_settings() {
+        let v2 = pack(&(
+            2u16,
+            "t",
+            new_uuid().to_vec(),
+            3i64,
+            None::<i64>,
+            None::<i64>,
+            None::<i64>,
+            Some(1i64),
+            Some(100i64),
+            None::<i64>,
+            None::<i64>,
+        ));
+        let m = TopicMeta::decode(7, &v2).unwrap();
+        assert_eq!(m.config.cleanup_policy(), CleanupPolicy::Compact);
+        assert_eq!(m.config.delete_retention_ms(), 100);
+        assert_eq!(m.config.message_timestamp_type(), TimestampType::CreateTime);
+        assert_eq!(m.config.compression_type(), CompressionType::Producer);
+    }
+
+    #[test]
+    fn timestamp_and_compression_types_parse_and_bad_values_are_named() {
+        let c = TopicConfig::parse([
+            (MESSAGE_TIMESTAMP_TYPE, Some("LogAppendTime")),
+            (COMPRESSION_TYPE, Some("lz4")),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.message_timestamp_type(), c.compression_type()),
+            (TimestampType::LogAppendTime, CompressionType::Lz4)
+        );
+        assert_eq!(
+            TopicConfig::parse([(MESSAGE_TIMESTAMP_TYPE, Some("NowTime"))])
+                .unwrap_err()
+                .to_string(),
+            "message.timestamp.type: 'NowTime' must be CreateTime or LogAppendTime"
+        );
+        assert_eq!(
+            TopicConfig::parse([(COMPRESSION_TYPE, Some("brotli"))])
+                .unwrap_err()
+                .to_string(),
+            "compression.type: 'brotli' must be producer, uncompressed, gzip, snappy, lz4 or zstd"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod clients;
 mod compaction;
 mod daemon;
 mod disk_faults;
+mod formats;
 mod groups;
 mod instances;
 mod interop;

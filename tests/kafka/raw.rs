@@ -76,7 +76,7 @@ pub(crate) async fn produce_answer(
 }
 
 /// Fetches partition 0 of `topic` from `offset`: (error code, high watermark, records).
-async fn fetch(raw: &mut Raw, topic: &str, offset: i64) -> (i16, i64, Bytes) {
+pub(crate) async fn fetch(raw: &mut Raw, topic: &str, offset: i64) -> (i16, i64, Bytes) {
     fetch_each(raw, &[(topic, offset)], 1 << 20, 1 << 20)
         .await
         .remove(0)
@@ -585,6 +585,11 @@ async fn every_advertised_version_is_answered_in_a_form_it_decodes() {
     let mut checked = 0;
     for &(api, min, max) in ferry::kafka::api::SUPPORTED {
         for version in min..=max {
+            if api == ApiKey::Produce && version < 3 {
+                // kafka-protocol encodes Produce v3+ only: v0–v2 are Ferry's own, checked
+                // with kafka-python in formats.rs and by the codec's unit test.
+                continue;
+            }
             let request = default_request(api, version)
                 .unwrap_or_else(|| panic!("{api:?} has no request in this test"));
             if api == ApiKey::SaslAuthenticate {

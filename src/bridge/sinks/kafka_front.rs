@@ -139,8 +139,19 @@ impl InStoreSink for KafkaFrontSink {
         if !spill::spills(port::batch_len(&record) as u64, 1) {
             return None;
         }
+        let now = crate::stage::now_ms();
+        let bytes = port::encode_alone(record, now);
+        // Ferry's own uncompressed batch: compressing it again fails only if the codec's
+        // encoder does; it is then stored as it is, which readers take all the same.
+        let bytes = match self.kafka.conformed(&self.topic, bytes.clone(), now) {
+            Ok(conformed) => conformed,
+            Err(e) => {
+                warn!(topic = %self.topic, error = %e, "storing a large record uncompressed");
+                bytes
+            }
+        };
         Some(LargeForm {
-            bytes: port::encode_alone(record, crate::stage::now_ms()),
+            bytes,
             head: BATCH_HEAD_LEN,
         })
     }
@@ -342,6 +353,67 @@ mod tests {
 
     fn conflict() -> StageError {
         StageError::Store(StoreError::NotCommitted)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn records_a_route_appends_take_the_topic_timestamp_type_and_codec() {
+        use crate::kafka::append_format::{CompressionType, TimestampType};
+        let route = Route::start().await;
+        let formatted = |c| {
+            Ok(crate::kafka::topics::TopicConfig {
+                message_timestamp_type: Some(TimestampType::LogAppendTime),
+                compression_type: Some(CompressionType::Zstd),
+                ..c
+            })
+        };
+        let topics = &route.front.ctx.topics;
+        topics.set_config("big", formatted, false).await.unwrap();
+        // Beside the large message, a small one stamped in 2001.
+        let small = AmqpMessage {
+            exchange: "in".into(),
+            routing_key: "k".into(),
+            properties: BasicProperties::default().with_timestamp(1_000_000_000),
+            body: Bytes::from_static(b"small"),
+        };
+        route
+            .stage
+            .append(&[crate::bridge::staged::from_amqp(&small)])
+            .await
+            .unwrap();
+        let before = crate::stage::now_ms() as i64;
+        let mut batch = route.lease().await;
+        let sink = route.sink(0, injected).await;
+        let outcomes = deliver_in_store(&route.stage, route.holder, &sink, &mut batch)
+            .await
+            .unwrap();
+        assert_eq!(outcomes, [Outcome::Delivered, Outcome::Delivered]);
+        let after = crate::stage::now_ms() as i64;
+        // The large batch is read alone: the small one from the offset after it.
+        let mut records = route.records(1, PATIENCE).await;
+        let port = KafkaPort::new(route.front.ctx.clone());
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while records.len() < 2 && tokio::time::Instant::now() < deadline {
+            let tx = route.front.ctx.db.begin().unwrap();
+            let read = port
+                .read_committed_in(&tx, &route.partition, 1, 1 << 20)
+                .await;
+            records.extend(read.unwrap().map(|r| r.records).unwrap_or_default());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let whole: Vec<bool> = records
+            .iter()
+            .zip([&route.body, &small.body])
+            .map(|(r, sent)| r.value.as_ref() == Some(sent))
+            .collect();
+        let sizes: Vec<usize> = records
+            .iter()
+            .map(|r| r.value.as_ref().map_or(0, Bytes::len))
+            .collect();
+        assert_eq!(whole, [true, true], "whole, in order: {sizes:?}");
+        for r in &records {
+            let t = r.timestamp_ms.unwrap();
+            assert!((before..=after).contains(&t), "{t}: the append time");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,8 +7,9 @@ use super::{Session, str_bytes};
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
 use crate::kafka::topics::{
-    CLEANUP_POLICY, DELETE_RETENTION_MS, MAX_MESSAGE_BYTES, MIN_CLEANABLE_DIRTY_RATIO,
-    MIN_COMPACTION_LAG_MS, RETENTION_BYTES, RETENTION_MS,
+    CLEANUP_POLICY, COMPRESSION_TYPE, DELETE_RETENTION_MS, MAX_MESSAGE_BYTES,
+    MESSAGE_TIMESTAMP_TYPE, MIN_CLEANABLE_DIRTY_RATIO, MIN_COMPACTION_LAG_MS, RETENTION_BYTES,
+    RETENTION_MS,
 };
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_configs_response::{
@@ -179,6 +180,20 @@ fn topic_entries(ctx: &Context, config: &crate::kafka::topics::TopicConfig) -> V
             source: source(config.min_cleanable_dirty_ratio.is_some()),
             read_only: false,
             kind: DOUBLE,
+        },
+        Entry {
+            name: MESSAGE_TIMESTAMP_TYPE,
+            value: config.message_timestamp_type().as_str().into(),
+            source: source(config.message_timestamp_type.is_some()),
+            read_only: false,
+            kind: STRING,
+        },
+        Entry {
+            name: COMPRESSION_TYPE,
+            value: config.compression_type().as_str().into(),
+            source: source(config.compression_type.is_some()),
+            read_only: false,
+            kind: STRING,
         },
     ]
 }

@@ -68,7 +68,7 @@ use std::time::Duration;
 
 /// Every API Ferry answers, with the versions it answers.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 9),
+    (ApiKey::Produce, 0, 9),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 6),
     (ApiKey::Metadata, 0, 12),
@@ -240,7 +240,7 @@ pub fn refusal(session: &Session, api: ApiKey) -> Option<String> {
 pub async fn produce_burst(
     ctx: &Arc<Context>,
     session: &Session,
-    requests: Vec<ProduceRequest>,
+    requests: Vec<(i16, ProduceRequest)>,
     throttle: Duration,
 ) -> Vec<Reply> {
     produce::handle(ctx, &session.access(ctx), requests, throttle).await
@@ -255,12 +255,15 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
     match request.body {
         RequestKind::ApiVersions(_) => Reply::Now(api_versions::handle(version)),
         RequestKind::Metadata(r) => Reply::Now(metadata::handle(ctx, session, version, r).await),
-        RequestKind::Produce(r) => {
-            produce::handle(ctx, &session.access(ctx), vec![r], Duration::ZERO)
-                .await
-                .pop()
-                .unwrap_or(Reply::Nothing)
-        }
+        RequestKind::Produce(r) => produce::handle(
+            ctx,
+            &session.access(ctx),
+            vec![(version, r)],
+            Duration::ZERO,
+        )
+        .await
+        .pop()
+        .unwrap_or(Reply::Nothing),
         RequestKind::Fetch(r) => fetch::handle(ctx, session, version, r),
         RequestKind::ListOffsets(r) => Reply::Now(list_offsets::handle(ctx, session, r).await),
         RequestKind::FindCoordinator(r) => {

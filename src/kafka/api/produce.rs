@@ -1,8 +1,12 @@
 //! Produce: each partition's record batch is validated (format v2, CRC-32C, size, no
-//! control batch; for a compacted topic, a key on every record), then the accepted batches are appended, as sent, to their partitions'
-//! stages in conflict-free transactions. A transactional batch is staged only if its
-//! partition is in its producer's open transaction at its epoch, read in the same
-//! transaction ([`crate::kafka::transactions::Transactions::check_batch`]). The answer waits until each
+//! control batch; for a compacted topic, a key on every record), then the accepted batches
+//! are appended to their partitions' stages in conflict-free transactions: as sent, unless
+//! the topic's `compression.type` or `message.timestamp.type=LogAppendTime` changes them
+//! ([`crate::kafka::append_format`]). Produce v0–v2 carry message sets of the old message
+//! formats v0 and v1, converted into a v2 batch first ([`crate::kafka::legacy`]). A
+//! transactional batch is staged only if its partition is in its producer's open
+//! transaction at its epoch, read in the same transaction
+//! ([`crate::kafka::transactions::Transactions::check_batch`]). The answer waits until each
 //! partition's sequencer has written its batch to the log (`acks` 1 and -1 both answer
 //! after that durable commit) and carries the offset the batch got; `acks=0` is not
 //! answered.
@@ -26,9 +30,11 @@
 use super::{Reply, str_bytes};
 use crate::kafka::Context;
 use crate::kafka::acls::{Access, Operation};
+use crate::kafka::append_format;
 use crate::kafka::batch;
 use crate::kafka::compaction::records;
 use crate::kafka::large::LargeBatches;
+use crate::kafka::legacy;
 use crate::kafka::staged;
 use crate::kafka::topics::{Partition, Topic};
 use crate::kafka::transactions::TxnError;
@@ -55,8 +61,9 @@ enum Answer {
     /// With `INVALID_RECORD`, now, naming the records at these indexes of the batch (Produce
     /// v8+ `record_errors`) and saying why.
     InvalidRecords(Vec<i32>, String),
-    /// With what the sequencer reports for this token.
-    Waiting(u64, oneshot::Receiver<BatchOutcome>),
+    /// With what the sequencer reports for this token, and the batch's append time when
+    /// the topic stamps one (`LogAppendTime`).
+    Waiting(u64, oneshot::Receiver<BatchOutcome>, Option<i64>),
     /// `acks=0`: staged, nobody waits.
     Staged,
 }
@@ -92,7 +99,7 @@ struct Append {
 pub async fn handle(
     ctx: &Arc<Context>,
     access: &Access,
-    requests: Vec<ProduceRequest>,
+    requests: Vec<(i16, ProduceRequest)>,
     throttle: Duration,
 ) -> Vec<Reply> {
     let mut appends = Vec::new();
@@ -100,7 +107,7 @@ pub async fn handle(
     let mut prepared: Vec<Prepared> = requests
         .into_iter()
         .enumerate()
-        .map(|(i, r)| prepare(ctx, access, i, r, &mut appends))
+        .map(|(i, (version, r))| prepare(ctx, access, i, version, r, &mut appends))
         .map(|p| Prepared { throttle_ms, ..p })
         .collect();
     // While the store's free-disk alarm is raised nothing is staged (nor spilled): producers
@@ -162,7 +169,7 @@ pub async fn handle(
 /// waits for its log outcome any more.
 fn refuse(ctx: &Context, prepared: &mut [Prepared], (r, t, p): (usize, usize, usize), code: i16) {
     let answer = &mut prepared[r].answers[t].1[p].1;
-    if let Answer::Waiting(token, _) = answer {
+    if let Answer::Waiting(token, ..) = answer {
         ctx.waiters.forget(*token);
     }
     *answer = Answer::Refused(code);
@@ -189,16 +196,19 @@ async fn spill(ctx: &Context, appends: &mut Vec<Append>) -> Vec<(usize, usize, u
     failed
 }
 
-/// Validates request number `index` of the burst, registering a waiter per accepted batch
-/// and adding the batch to `appends`; what `access` does not allow is refused.
+/// Validates request number `index` of the burst (a Produce request of `version`),
+/// registering a waiter per accepted batch and adding the batch to `appends`; what
+/// `access` does not allow is refused.
 fn prepare(
     ctx: &Context,
     access: &Access,
     index: usize,
+    version: i16,
     request: ProduceRequest,
     appends: &mut Vec<Append>,
 ) -> Prepared {
     let acks = request.acks;
+    let now = now_ms() as i64;
     let transactional_id_refused = request
         .transactional_id
         .as_ref()
@@ -223,25 +233,15 @@ fn prepare(
             let partition = topic.as_ref().and_then(|t| t.partition(data.index));
             let answer = match (&topic, partition) {
                 (Some(topic), Some(partition)) => {
-                    let max = ctx.defaults.max_message_bytes(&topic.meta.config);
                     let records = data.records.unwrap_or_default();
-                    match batch::validate(&records, max) {
-                        Err(e) => {
-                            warn!(topic = %partition.topic, partition = data.index, error = %e, "refusing a produced batch");
-                            Answer::Refused(e.code())
-                        }
-                        Ok(_) if !ctx.sequencers.is_local(partition.topic_id, data.index) => {
-                            Answer::Refused(ResponseError::NotLeaderOrFollower.code())
-                        }
-                        Ok(_) if let Some(refused) = keyless(ctx, topic, partition, &records) => {
-                            refused
-                        }
-                        Ok(header) => {
+                    match accept(ctx, topic, partition, version, records, now) {
+                        Err(refused) => refused,
+                        Ok((records, header, log_append_time)) => {
                             let (waiter, answer) = if acks == 0 {
                                 (ctx.waiters.unwaited(), Answer::Staged)
                             } else {
                                 let (waiter, rx) = ctx.waiters.register();
-                                (waiter, Answer::Waiting(waiter.token, rx))
+                                (waiter, Answer::Waiting(waiter.token, rx, log_append_time))
                             };
                             let (body, large) = if LargeBatches::is_large(&records) {
                                 (LargeBatches::head(&records), Some(records))
@@ -271,6 +271,42 @@ fn prepare(
         throttle_ms: 0,
         answers,
     }
+}
+
+/// The records of one partition of a Produce request of `version` as they will be staged
+/// (converted from message format v0/v1, conformed to the topic's settings at `now`), with
+/// the batch's header and append time; or the answer refusing them.
+fn accept(
+    ctx: &Context,
+    topic: &Topic,
+    partition: &Partition,
+    version: i16,
+    records: Bytes,
+    now: i64,
+) -> Result<(Bytes, batch::BatchHeader, Option<i64>), Answer> {
+    let refuse = |why: &dyn std::fmt::Display, code: i16| {
+        warn!(topic = %partition.topic, partition = partition.index, error = %why, "refusing a produced batch");
+        Answer::Refused(code)
+    };
+    let corrupt = ResponseError::CorruptMessage.code();
+    let bound = ctx.config.max_request_size;
+    let records = if version < legacy::PRODUCE_WITH_MESSAGE_SETS_BELOW {
+        legacy::to_batch(&records, bound).map_err(|e| refuse(&e, corrupt))?
+    } else {
+        records
+    };
+    let max = ctx.defaults.max_message_bytes(&topic.meta.config);
+    let header = batch::validate(&records, max).map_err(|e| refuse(&e, e.code()))?;
+    if !ctx.sequencers.is_local(partition.topic_id, partition.index) {
+        return Err(Answer::Refused(ResponseError::NotLeaderOrFollower.code()));
+    }
+    if let Some(refused) = keyless(ctx, topic, partition, &records) {
+        return Err(refused);
+    }
+    let (records, log_append_time) =
+        append_format::conform(records, &topic.meta.config, now, bound)
+            .map_err(|e| refuse(&e, corrupt))?;
+    Ok((records, header, log_append_time))
 }
 
 /// For a compacted topic, the refusal of a batch holding records without a key, as Kafka
@@ -381,16 +417,20 @@ async fn answer(waiters: Arc<Waiters>, prepared: Prepared) -> ResponseKind {
                     .with_error_message(Some(str_bytes(message))),
                 // Only `acks=0` stages without waiting, and it is not answered.
                 Answer::Staged => response,
-                Answer::Waiting(token, rx) => match tokio::time::timeout_at(deadline, rx).await {
-                    Ok(Ok(BatchOutcome::Appended(base) | BatchOutcome::Duplicate(base))) => {
-                        response.with_base_offset(base)
+                Answer::Waiting(token, rx, log_append_time) => {
+                    match tokio::time::timeout_at(deadline, rx).await {
+                        Ok(Ok(BatchOutcome::Appended(base) | BatchOutcome::Duplicate(base))) => {
+                            response
+                                .with_base_offset(base)
+                                .with_log_append_time_ms(log_append_time.unwrap_or(-1))
+                        }
+                        Ok(Ok(BatchOutcome::Refused(e))) => response.with_error_code(e.code()),
+                        Ok(Err(_)) | Err(_) => {
+                            waiters.forget(token);
+                            response.with_error_code(ResponseError::RequestTimedOut.code())
+                        }
                     }
-                    Ok(Ok(BatchOutcome::Refused(e))) => response.with_error_code(e.code()),
-                    Ok(Err(_)) | Err(_) => {
-                        waiters.forget(token);
-                        response.with_error_code(ResponseError::RequestTimedOut.code())
-                    }
-                },
+                }
             });
         }
         responses.push(

@@ -345,7 +345,10 @@ impl Compactor {
                         let retained = self.retained(batch, entry, &aborted, rules, spill);
                         match &retained {
                             Retained::All => {}
-                            Retained::Nothing => log.replace(&tx, entry, None),
+                            Retained::Nothing => {
+                                log.replace(&tx, entry, None);
+                                log.pass_on_time_entries(&tx, entry).await?;
+                            }
                             Retained::Some(batch, records) => {
                                 log.replace(&tx, entry, Some((batch, *records)));
                             }

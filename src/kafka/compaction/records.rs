@@ -143,6 +143,27 @@ impl Records {
     }
 }
 
+impl Records {
+    /// The batch `batch` (the one decoded) with all its records compressed with codec
+    /// `codec` (0 none … 4 zstd) instead of its own: a topic's `compression.type`.
+    ///
+    /// # Errors
+    /// [`RecordsError`] when the records do not compress.
+    pub fn with_codec(&self, batch: &[u8], codec: i16) -> Result<Bytes, RecordsError> {
+        let compressed = compress(codec, &self.raw).map_err(|e| RecordsError {
+            base: self.header.base_offset,
+            reason: format!("cannot compress its records with codec {codec}: {e}"),
+        })?;
+        let mut header = batch[..HEADER_LEN].to_vec();
+        batch::set_codec(&mut header, codec);
+        Ok(Bytes::from(batch::with_records(
+            &header,
+            self.header.record_count,
+            &compressed,
+        )))
+    }
+}
+
 /// The indexes in `batch` of its records without a key, which a compacted topic refuses
 /// (as Kafka does: compaction keeps a record per key).
 ///

@@ -7,6 +7,7 @@ use crate::kafka::batch::{BatchHeader, marker};
 use crate::kafka::log::Stored;
 use crate::kafka::topics::tests::fresh_topics;
 use crate::kafka::topics::{CleanupPolicy, Topic};
+use crate::store::RangeOption;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use std::sync::Arc;
 
@@ -76,6 +77,18 @@ impl Fixture {
             })
             .await
             .unwrap();
+    }
+
+    /// The partition's time index: (timestamp, base) of each entry.
+    async fn time_entries(&self) -> Vec<(i64, i64)> {
+        let keys = &self.partition().keys;
+        let tx = self.db.begin().unwrap();
+        let (b, e) = keys.time_from(i64::MIN);
+        let entries = tx.get_range(&RangeOption::new(b, e), true).await.unwrap();
+        entries
+            .iter()
+            .map(|kv| keys.time_entry(&kv.key).unwrap())
+            .collect()
     }
 
     fn compactor(&self) -> Compactor {
@@ -190,6 +203,45 @@ async fn emptied_batches_go_and_fetch_passes_over_the_gap() {
         log.bounds(&tx, true).await.unwrap().start,
         0,
         "the start offset stays"
+    );
+    // Every batch is stamped 1000: the entry of the first, deleted, now names the first
+    // batch left, where a search for that time begins; no entry names a deleted batch.
+    assert_eq!(
+        log.offset_for_timestamp(&tx, 1000, 0).await.unwrap(),
+        Some((9, 1000))
+    );
+    assert_eq!(f.time_entries().await, [(1000, 9)]);
+}
+
+#[tokio::test]
+async fn time_entries_of_deleted_batches_pass_to_the_next_batch_once() {
+    let f = Fixture::new(TopicConfig::default()).await;
+    // Batches at 0, 1, 2, 4, 5 and 8 with newest timestamps 1000, 1000, 1010, 1000, 1020
+    // and 1000 (a record's timestamp is 1000 plus 10 per record before it in its batch):
+    // entries (1000, 0), (1010, 2) and (1020, 5).
+    f.append(&[
+        keyed(0, &[("a", Some("a1"))], Compression::None),
+        keyed(1, &[("b", Some("b1"))], Compression::None),
+        keyed(2, &[("x", Some("x")), ("c", Some("c1"))], Compression::None),
+        keyed(4, &[("c", Some("c2"))], Compression::None),
+        keyed(
+            5,
+            &[("d", Some("d")), ("e", Some("e")), ("a", Some("a2"))],
+            Compression::None,
+        ),
+        keyed(8, &[("b", Some("b2"))], Compression::None),
+    ])
+    .await;
+    assert_eq!(f.time_entries().await, [(1000, 0), (1010, 2), (1020, 5)]);
+    f.pass(now_ms() as i64).await.expect("dirty");
+    // a1 (0) and b1 (1) went: their batches are gone, and the entry of 0 passed to 2, which
+    // has a newer one of its own, so it went. c1 went from batch 2 (kept with x).
+    assert_eq!(f.time_entries().await, [(1010, 2), (1020, 5)]);
+    let log = Log::new(&f.partition().keys);
+    let tx = f.db.begin().unwrap();
+    assert_eq!(
+        log.offset_for_timestamp(&tx, 900, 0).await.unwrap(),
+        Some((2, 1010))
     );
 }
 

@@ -375,6 +375,18 @@ async fn describe_configs_shows_a_topics_overrides_and_the_defaults_it_follows()
                 DEFAULT_CONFIG,
                 false
             ),
+            (
+                "message.timestamp.type".into(),
+                "CreateTime".into(),
+                DEFAULT_CONFIG,
+                false
+            ),
+            (
+                "compression.type".into(),
+                "producer".into(),
+                DEFAULT_CONFIG,
+                false
+            ),
         ]
     );
     let compacted = [

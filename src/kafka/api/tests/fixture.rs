@@ -253,7 +253,7 @@ impl Client {
         let requests = requests
             .into_iter()
             .map(|r| match self.decoded_request(version, r).body {
-                RequestKind::Produce(r) => r,
+                RequestKind::Produce(r) => (version, r),
                 other => unreachable!("a produce request decodes as {other:?}"),
             })
             .collect();
