@@ -22,7 +22,8 @@ APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-c
   chromium chromium-driver g++ zlib1g-dev libzstd-dev rapidjson-dev)
 # Python clients for interoperability tests, and the module each one provides.
 # selenium: the WebDriver client that drives Chromium through the web UI.
-# confluent-kafka: librdkafka's admin API from Python (tests/python/kafka_admin.py).
+# confluent-kafka: librdkafka's admin API from Python (tests/python/kafka_admin.py,
+# tests/python/kafka_scram_credentials.py).
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka [selenium]=selenium
   [confluent-kafka]=confluent_kafka)
 

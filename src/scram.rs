@@ -2,7 +2,9 @@
 //! iteration count, StoredKey = H(HMAC(SaltedPassword, "Client Key")) and ServerKey =
 //! HMAC(SaltedPassword, "Server Key"). The password itself is never kept; a credential can
 //! check a SCRAM client proof and, at the cost of one PBKDF2, a plaintext password (so a
-//! user with only SCRAM credentials can still log in with SASL PLAIN).
+//! user with only SCRAM credentials can still log in with SASL PLAIN). A credential is made
+//! from a password, or from the SaltedPassword a client computed (Kafka's
+//! AlterUserScramCredentials sends that, never the password).
 //!
 //! The text form is Kafka's, with base64 values:
 //! `salt=…,stored_key=…,server_key=…,iterations=4096`.
@@ -16,6 +18,10 @@ use sha2::{Digest, Sha256, Sha512};
 
 /// The fewest PBKDF2 iterations a credential may have (RFC 7677's minimum, Kafka's too).
 pub const MIN_ITERATIONS: u32 = 4096;
+
+/// The most PBKDF2 iterations a credential set over Kafka's AlterUserScramCredentials may
+/// have (Kafka's maximum, for both mechanisms).
+pub const MAX_ITERATIONS: u32 = 16384;
 
 /// The iterations `ferry hash-password` uses.
 pub const DEFAULT_ITERATIONS: u32 = 4096;
@@ -47,6 +53,20 @@ impl Mechanism {
     /// The mechanism SASL calls `name`.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Kafka's number for the mechanism (KIP-554's `ScramMechanism`): 1 for SHA-256, 2 for
+    /// SHA-512.
+    pub fn kafka_number(self) -> i8 {
+        match self {
+            Self::Sha256 => 1,
+            Self::Sha512 => 2,
+        }
+    }
+
+    /// The mechanism Kafka numbers `number` (0, Kafka's `UNKNOWN`, is none).
+    pub fn from_kafka_number(number: i8) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.kafka_number() == number)
     }
 
     /// H(data).
@@ -113,11 +133,38 @@ impl ScramCredential {
     /// The credential of `password` with `salt`.
     pub fn with_salt(mechanism: Mechanism, password: &str, salt: Vec<u8>, iterations: u32) -> Self {
         let salted = mechanism.salted_password(password, &salt, iterations);
-        let client_key = mechanism.hmac(&salted, b"Client Key");
+        Self::derive(mechanism, salt, &salted, iterations)
+    }
+
+    /// The credential of a SaltedPassword a client computed (PBKDF2 of the password with
+    /// `salt` and `iterations`), as Kafka's AlterUserScramCredentials carries it.
+    ///
+    /// # Errors
+    /// A sentence saying what is wrong (never echoing the values): too few iterations, an
+    /// empty salt, a salted password that is not one hash long.
+    pub fn from_salted_password(
+        mechanism: Mechanism,
+        salt: Vec<u8>,
+        salted_password: &[u8],
+        iterations: u32,
+    ) -> Result<Self, String> {
+        check(
+            mechanism,
+            &salt,
+            iterations,
+            &[("salted password", salted_password)],
+        )?;
+        Ok(Self::derive(mechanism, salt, salted_password, iterations))
+    }
+
+    /// StoredKey = H(HMAC(SaltedPassword, "Client Key")) and ServerKey =
+    /// HMAC(SaltedPassword, "Server Key") (RFC 5802 section 3).
+    fn derive(mechanism: Mechanism, salt: Vec<u8>, salted: &[u8], iterations: u32) -> Self {
+        let client_key = mechanism.hmac(salted, b"Client Key");
         Self {
             mechanism,
             stored_key: mechanism.hash(&client_key),
-            server_key: mechanism.hmac(&salted, b"Server Key"),
+            server_key: mechanism.hmac(salted, b"Server Key"),
             salt,
             iterations,
         }
@@ -162,24 +209,15 @@ impl ScramCredential {
         let stored_key = stored_key.ok_or_else(|| missing("stored_key"))?;
         let server_key = server_key.ok_or_else(|| missing("server_key"))?;
         let iterations = iterations.ok_or_else(|| missing("iterations"))?;
-        if iterations < MIN_ITERATIONS {
-            return Err(format!(
-                "iterations {iterations} is below the minimum of {MIN_ITERATIONS}"
-            ));
-        }
-        if salt.is_empty() {
-            return Err("salt is empty".to_owned());
-        }
-        for (name, key) in [("stored_key", &stored_key), ("server_key", &server_key)] {
-            if key.len() != mechanism.len() {
-                return Err(format!(
-                    "{name} is {} bytes, not the {} of {}",
-                    key.len(),
-                    mechanism.len(),
-                    mechanism.name()
-                ));
-            }
-        }
+        check(
+            mechanism,
+            &salt,
+            iterations,
+            &[
+                ("stored_key", &stored_key[..]),
+                ("server_key", &server_key[..]),
+            ],
+        )?;
         Ok(Self {
             mechanism,
             salt,
@@ -240,6 +278,35 @@ impl std::fmt::Display for ScramCredential {
     }
 }
 
+/// Why a credential of `mechanism` with `salt`, `iterations` and `keys` (each named, each
+/// one hash long) cannot be used, if it cannot.
+fn check(
+    mechanism: Mechanism,
+    salt: &[u8],
+    iterations: u32,
+    keys: &[(&str, &[u8])],
+) -> Result<(), String> {
+    if iterations < MIN_ITERATIONS {
+        return Err(format!(
+            "iterations {iterations} is below the minimum of {MIN_ITERATIONS}"
+        ));
+    }
+    if salt.is_empty() {
+        return Err("salt is empty".to_owned());
+    }
+    for (name, key) in keys {
+        if key.len() != mechanism.len() {
+            return Err(format!(
+                "{name} is {} bytes, not the {} of {}",
+                key.len(),
+                mechanism.len(),
+                mechanism.name()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `len` bytes from the operating system's random source.
 pub fn random_bytes(len: usize) -> Vec<u8> {
     let mut bytes = vec![0; len];
@@ -277,20 +344,7 @@ pub mod test_client {
         let iterations = fields[2].strip_prefix("i=").unwrap().parse().unwrap();
         let without_proof = format!("c=biws,r={nonce}");
         let auth_message = format!("{client_first_bare},{server_first},{without_proof}");
-        let salted = match mechanism {
-            Mechanism::Sha256 => pbkdf2::pbkdf2_hmac_array::<sha2::Sha256, 32>(
-                password.as_bytes(),
-                &salt,
-                iterations,
-            )
-            .to_vec(),
-            Mechanism::Sha512 => pbkdf2::pbkdf2_hmac_array::<sha2::Sha512, 64>(
-                password.as_bytes(),
-                &salt,
-                iterations,
-            )
-            .to_vec(),
-        };
+        let salted = salted_password(mechanism, password, &salt, iterations);
         let client_key = mechanism.hmac(&salted, b"Client Key");
         let signature = mechanism.hmac(&mechanism.hash(&client_key), auth_message.as_bytes());
         let proof: Vec<u8> = client_key
@@ -299,6 +353,25 @@ pub mod test_client {
             .map(|(a, b)| a ^ b)
             .collect();
         format!("{without_proof},p={}", BASE64.encode(proof))
+    }
+
+    /// SaltedPassword = PBKDF2-HMAC(password, salt, iterations), as a client computes it.
+    pub fn salted_password(
+        mechanism: Mechanism,
+        password: &str,
+        salt: &[u8],
+        iterations: u32,
+    ) -> Vec<u8> {
+        match mechanism {
+            Mechanism::Sha256 => {
+                pbkdf2::pbkdf2_hmac_array::<sha2::Sha256, 32>(password.as_bytes(), salt, iterations)
+                    .to_vec()
+            }
+            Mechanism::Sha512 => {
+                pbkdf2::pbkdf2_hmac_array::<sha2::Sha512, 64>(password.as_bytes(), salt, iterations)
+                    .to_vec()
+            }
+        }
     }
 }
 
@@ -335,6 +408,54 @@ mod tests {
             assert_eq!(parsed, credential);
             assert!(parsed.verify_password("s3cret"));
             assert!(!parsed.verify_password("s3creT"));
+        }
+    }
+
+    #[test]
+    fn a_clients_salted_password_gives_the_passwords_credential() {
+        for mechanism in Mechanism::ALL {
+            let salt = b"salt".to_vec();
+            let salted = test_client::salted_password(mechanism, "pencil", &salt, 8192);
+            let credential =
+                ScramCredential::from_salted_password(mechanism, salt.clone(), &salted, 8192)
+                    .unwrap();
+            assert_eq!(
+                credential,
+                ScramCredential::with_salt(mechanism, "pencil", salt, 8192)
+            );
+            assert!(credential.verify_password("pencil"));
+        }
+        let refused = |salt: &[u8], salted: &[u8], iterations| {
+            ScramCredential::from_salted_password(
+                Mechanism::Sha512,
+                salt.to_vec(),
+                salted,
+                iterations,
+            )
+            .unwrap_err()
+        };
+        assert_eq!(
+            refused(b"s", &[7; 64], 4095),
+            "iterations 4095 is below the minimum of 4096"
+        );
+        assert_eq!(refused(b"", &[7; 64], 4096), "salt is empty");
+        assert_eq!(
+            refused(b"s", &[7; 32], 4096),
+            "salted password is 32 bytes, not the 64 of SCRAM-SHA-512"
+        );
+    }
+
+    #[test]
+    fn kafka_numbers_the_mechanisms_1_and_2() {
+        assert_eq!(Mechanism::from_kafka_number(1), Some(Mechanism::Sha256));
+        assert_eq!(Mechanism::from_kafka_number(2), Some(Mechanism::Sha512));
+        assert_eq!(Mechanism::from_kafka_number(0), None);
+        assert_eq!(Mechanism::from_kafka_number(3), None);
+        for mechanism in Mechanism::ALL {
+            assert_eq!(
+                Mechanism::from_kafka_number(mechanism.kafka_number()),
+                Some(mechanism)
+            );
         }
     }
 

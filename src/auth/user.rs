@@ -45,6 +45,19 @@ pub struct User {
 }
 
 impl User {
+    /// User `name` with no credentials, no tags and no restrictions.
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            password_hash: None,
+            scram_sha_256: None,
+            scram_sha_512: None,
+            tags: Vec::new(),
+            loopback_only: false,
+            require_tls: false,
+        }
+    }
+
     /// The user `[[users]]` entry `index` declares.
     ///
     /// # Errors
@@ -109,15 +122,12 @@ impl User {
                 .transpose()
         };
         Ok(Self {
-            name: name.to_owned(),
             password_hash: hash
                 .map(|h| PasswordHash::parse(h).map_err(bad(hash_key)))
                 .transpose()?,
             scram_sha_256: scram(Mechanism::Sha256, sha256, sha256_key)?,
             scram_sha_512: scram(Mechanism::Sha512, sha512, sha512_key)?,
-            tags: Vec::new(),
-            loopback_only: false,
-            require_tls: false,
+            ..Self::new(name)
         })
     }
 
@@ -139,6 +149,20 @@ impl User {
             Mechanism::Sha256 => self.scram_sha_256.as_ref(),
             Mechanism::Sha512 => self.scram_sha_512.as_ref(),
         }
+    }
+
+    /// Sets the user's credential for `mechanism` (`None`: removes it); returns the one it
+    /// replaces.
+    pub fn set_scram(
+        &mut self,
+        mechanism: Mechanism,
+        credential: Option<ScramCredential>,
+    ) -> Option<ScramCredential> {
+        let slot = match mechanism {
+            Mechanism::Sha256 => &mut self.scram_sha_256,
+            Mechanism::Sha512 => &mut self.scram_sha_512,
+        };
+        std::mem::replace(slot, credential)
     }
 
     /// The stored form: the tuple `(2, password_hash, scram_sha_256, scram_sha_512,
@@ -274,6 +298,20 @@ mod tests {
         assert!(!user.verify_password("pW"));
         assert!(user.scram(Mechanism::Sha256).is_some());
         assert!(user.scram(Mechanism::Sha512).is_none());
+    }
+
+    #[test]
+    fn a_scram_credential_is_set_and_removed_by_mechanism() {
+        let mut user = User::new("kafka-made");
+        assert!(!user.verify_password("pw") && user.tags.is_empty());
+        let credential = ScramCredential::new(Mechanism::Sha512, "pw", 4096);
+        assert_eq!(
+            user.set_scram(Mechanism::Sha512, Some(credential.clone())),
+            None
+        );
+        assert!(user.verify_password("pw") && user.scram(Mechanism::Sha256).is_none());
+        assert_eq!(user.set_scram(Mechanism::Sha512, None), Some(credential));
+        assert_eq!(user, User::new("kafka-made"));
     }
 
     #[test]

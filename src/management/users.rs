@@ -208,15 +208,7 @@ async fn put(
         return Err(ApiError::bad_request("a user needs a name"));
     }
     // The PBKDF2 work of a password is done once, outside the transaction.
-    let mut template = User {
-        name: name.clone(),
-        password_hash: None,
-        scram_sha_256: None,
-        scram_sha_512: None,
-        tags: Vec::new(),
-        loopback_only: false,
-        require_tls: false,
-    };
+    let mut template = User::new(&name);
     credentials.apply(&mut template);
     let created = api
         .users
@@ -315,15 +307,7 @@ mod tests {
 
     #[test]
     fn a_password_gives_every_credential_and_a_hash_removes_scram() {
-        let mut user = User {
-            name: "u".into(),
-            password_hash: None,
-            scram_sha_256: None,
-            scram_sha_512: None,
-            tags: Vec::new(),
-            loopback_only: false,
-            require_tls: false,
-        };
+        let mut user = User::new("u");
         Credentials::Password("pw".into()).apply(&mut user);
         assert!(user.verify_password("pw"));
         assert!(user.scram(Mechanism::Sha256).is_some() && user.scram(Mechanism::Sha512).is_some());

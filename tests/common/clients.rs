@@ -37,6 +37,24 @@ pub async fn run(program: &str, args: &[&str], stdin: &[u8]) -> Output {
     output
 }
 
+/// Runs the step script `tests/python/SCRIPT BOOTSTRAP MECHANISM USER PASSWORD`, logged
+/// in as `login` (user, password, mechanism), with `steps` on its input; its output lines.
+pub async fn python_steps(
+    script: &str,
+    bootstrap: &str,
+    login: (&str, &str, &str),
+    steps: &str,
+) -> Vec<String> {
+    let (user, password, mechanism) = login;
+    let args = [&python_script(script), bootstrap, mechanism, user, password];
+    let out = run("python3", &args, steps.as_bytes()).await;
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The path of `tests/python/NAME`.
 pub fn python_script(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

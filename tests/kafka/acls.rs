@@ -5,7 +5,7 @@
 //! refused — and the ACLs survive a restart and hold on another instance over the store. `kafka.allow_everyone_if_no_acl_found` is off
 //! here, as production runs.
 
-use crate::common::clients::{python_script, run};
+use crate::common::clients::python_steps;
 use crate::common::fronts::{KafkaServer, OTHER_USER, SCRAM_USER};
 use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
 use crate::common::wait;
@@ -39,7 +39,7 @@ fn user_login() -> Vec<(&'static str, &'static str)> {
 
 /// A front requiring SASL, with the SCRAM user as super user and no access where no ACL
 /// allows it.
-async fn guarded() -> KafkaServer {
+pub(crate) async fn guarded() -> KafkaServer {
     KafkaServer::start_with(|c| {
         c.require_sasl = true;
         c.super_users = vec![format!("User:{}", SCRAM_USER.0)];
@@ -51,24 +51,7 @@ async fn guarded() -> KafkaServer {
 /// Runs the kafka-python admin `steps` (tests/python/kafka_acls.py) as `login`
 /// (user, password, mechanism); its output lines.
 async fn admin_steps(broker: &KafkaServer, login: (&str, &str, &str), steps: &str) -> Vec<String> {
-    let (user, password, mechanism) = login;
-    let out = run(
-        "python3",
-        &[
-            &python_script("kafka_acls.py"),
-            &broker.bootstrap(),
-            mechanism,
-            user,
-            password,
-        ],
-        steps.as_bytes(),
-    )
-    .await;
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    python_steps("kafka_acls.py", &broker.bootstrap(), login, steps).await
 }
 
 /// The super user's admin steps.

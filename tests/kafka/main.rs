@@ -22,5 +22,6 @@ mod overload;
 mod raw;
 mod recovery;
 mod scram;
+mod scram_credentials;
 mod tls;
 mod transactions;

@@ -563,6 +563,13 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
         ApiKey::ListTransactions => {
             RequestKind::ListTransactions(ListTransactionsRequest::default())
         }
+        // Every user's credentials (the test users': configured ones); nothing altered.
+        ApiKey::DescribeUserScramCredentials => {
+            RequestKind::DescribeUserScramCredentials(DescribeUserScramCredentialsRequest::default())
+        }
+        ApiKey::AlterUserScramCredentials => {
+            RequestKind::AlterUserScramCredentials(AlterUserScramCredentialsRequest::default())
+        }
         ApiKey::ApiVersions => RequestKind::ApiVersions(ApiVersionsRequest::default()),
         ApiKey::Fetch => RequestKind::Fetch(FetchRequest::default().with_session_epoch(-1)),
         ApiKey::Produce => RequestKind::Produce(ProduceRequest::default().with_acks(-1)),

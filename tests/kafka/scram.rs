@@ -14,7 +14,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// librdkafka settings logging in as `user` with `mechanism`.
-fn sasl<'a>(mechanism: &'a str, user: &'a str, password: &'a str) -> Vec<(&'a str, &'a str)> {
+pub(crate) fn sasl<'a>(
+    mechanism: &'a str,
+    user: &'a str,
+    password: &'a str,
+) -> Vec<(&'a str, &'a str)> {
     vec![
         ("security.protocol", "SASL_PLAINTEXT"),
         ("sasl.mechanisms", mechanism),
@@ -66,31 +70,35 @@ async fn rdkafka_produces_and_consumes_with_scram_sha_256_and_512() {
         ("SCRAM-SHA-256", "scram-256"),
         ("SCRAM-SHA-512", "scram-512"),
     ] {
-        let settings = sasl(mechanism, user, password);
-        let p = producer(&b, &settings);
-        for i in 0..3 {
-            let value = format!("{mechanism}-{i}");
-            p.send(
-                FutureRecord::<(), _>::to(topic).payload(&value),
-                Timeout::After(PATIENCE),
-            )
-            .await
-            .expect("acknowledged");
-        }
-        let c = consumer(&b, mechanism, &settings);
-        c.subscribe(&[topic]).unwrap();
-        let mut read = Vec::new();
-        while read.len() < 3 {
-            let m = tokio::time::timeout(PATIENCE, c.recv())
-                .await
-                .expect("a record within the patience")
-                .expect("a record");
-            read.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
-        }
-        let sent: Vec<String> = (0..3).map(|i| format!("{mechanism}-{i}")).collect();
-        assert_eq!(read, sent);
+        produces_and_consumes(&b, &sasl(mechanism, user, password), topic).await;
     }
     broker.stop().await;
+}
+
+/// Produces three records to `topic` with `settings` (a login), then reads them back with
+/// the same settings, in a group named after the topic.
+pub(crate) async fn produces_and_consumes(bootstrap: &str, settings: &[(&str, &str)], topic: &str) {
+    let p = producer(bootstrap, settings);
+    let sent: Vec<String> = (0..3).map(|i| format!("{topic}-{i}")).collect();
+    for value in &sent {
+        p.send(
+            FutureRecord::<(), _>::to(topic).payload(value),
+            Timeout::After(PATIENCE),
+        )
+        .await
+        .expect("acknowledged");
+    }
+    let c = consumer(bootstrap, topic, settings);
+    c.subscribe(&[topic]).unwrap();
+    let mut read = Vec::new();
+    while read.len() < sent.len() {
+        let m = tokio::time::timeout(PATIENCE, c.recv())
+            .await
+            .expect("a record within the patience")
+            .expect("a record");
+        read.push(String::from_utf8(m.payload().unwrap().to_vec()).unwrap());
+    }
+    assert_eq!(read, sent);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,8 @@
 //! virtual host (logins are rare; a read per login means a change is seen by the next login
 //! on every instance, with no cache to invalidate).
 //!
-//! - this module: the keys, the user records (`get`, `put`, `list`, `delete`);
+//! - this module: the keys, the user records (`get`, `put`, `upsert`, `upsert_each`,
+//!   `list`, `delete`);
 //! - [`permissions`]: permissions and topic permissions (get, set, clear, list);
 //! - [`seed`]: writing `[[users]]` at startup, authoritative for the users it lists.
 //!
@@ -167,19 +168,40 @@ impl UserStore {
         name: &str,
         change: impl Fn(Option<User>) -> User,
     ) -> Result<bool, UserStoreError> {
-        let key = self.keys.user(name);
-        let (key, change) = (&key, &change);
+        let outcomes = self
+            .upsert_each(&[name], |_, current| {
+                let created = current.is_none();
+                Ok::<_, std::convert::Infallible>((change(current), created))
+            })
+            .await?;
+        Ok(matches!(outcomes.first(), Some(Ok(true))))
+    }
+
+    /// Creates or changes users `names` in one transaction: `change` gets each name with
+    /// its stored user (`None`: there is none) and returns the record to store with what
+    /// to report for it, or why that user stays as it is; the outcomes come back in the
+    /// order of `names`. `change` may run more than once (the transaction retries).
+    ///
+    /// # Errors
+    /// [`UserStoreError`] when the store fails or a stored record is unusable.
+    pub async fn upsert_each<T, R>(
+        &self,
+        names: &[&str],
+        change: impl Fn(&str, Option<User>) -> Result<(User, T), R>,
+    ) -> Result<Vec<Result<T, R>>, UserStoreError> {
+        let change = &change;
         self.db
             .run(|tx| async move {
-                let current = tx
-                    .get(key, false)
-                    .await?
-                    .map(|b| User::decode(name, &b))
-                    .transpose()?;
-                let created = current.is_none();
-                tx.set(key, change(current).encode());
-                self.changed(&tx);
-                Ok(created)
+                let mut outcomes = Vec::with_capacity(names.len());
+                for &name in names {
+                    let current = self.user_in(&tx, name).await?;
+                    outcomes.push(change(name, current).map(|(user, report)| {
+                        tx.set(&self.keys.user(name), user.encode());
+                        self.changed(&tx);
+                        report
+                    }));
+                }
+                Ok(outcomes)
             })
             .await
     }

@@ -11,6 +11,7 @@
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
+mod alter_user_scram_credentials;
 mod api_versions;
 mod create_acls;
 mod create_partitions;
@@ -25,6 +26,7 @@ mod describe_configs;
 mod describe_groups;
 mod describe_producers;
 mod describe_transactions;
+mod describe_user_scram_credentials;
 mod end_txn;
 mod fetch;
 mod find_coordinator;
@@ -101,6 +103,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::DescribeTransactions, 0, 0),
@@ -331,6 +335,12 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         RequestKind::ListTransactions(r) => {
             Reply::Now(list_transactions::handle(ctx, session, r).await)
         }
+        RequestKind::DescribeUserScramCredentials(r) => {
+            Reply::Now(describe_user_scram_credentials::handle(ctx, session, r).await)
+        }
+        RequestKind::AlterUserScramCredentials(r) => {
+            Reply::Now(alter_user_scram_credentials::handle(ctx, session, r).await)
+        }
         RequestKind::SaslHandshake(r) => Reply::Now(sasl_handshake::handle(session, r)),
         RequestKind::SaslAuthenticate(r) => sasl_authenticate::handle(ctx, session, r).await,
         other => Reply::Close(format!("{other:?} is not implemented")),
@@ -434,6 +444,10 @@ pub fn first_error(response: &ResponseKind) -> i16 {
             first(r.transaction_states.iter().map(|t| t.error_code))
         }
         ResponseKind::ListTransactions(r) => r.error_code,
+        ResponseKind::DescribeUserScramCredentials(r) => {
+            first(std::iter::once(r.error_code).chain(r.results.iter().map(|u| u.error_code)))
+        }
+        ResponseKind::AlterUserScramCredentials(r) => first(r.results.iter().map(|u| u.error_code)),
         ResponseKind::SaslHandshake(r) => r.error_code,
         ResponseKind::SaslAuthenticate(r) => r.error_code,
         _ => 0,
@@ -456,6 +470,21 @@ fn logged(
             e.code()
         }
     }
+}
+
+/// `items` grouped by name, each name once, in the order it first comes (a request that
+/// names a user twice is refused for it).
+fn grouped<'a, T>(items: impl IntoIterator<Item = (&'a str, T)>) -> Vec<(&'a str, Vec<T>)> {
+    let mut groups: Vec<(&'a str, Vec<T>)> = Vec::new();
+    let mut index: std::collections::HashMap<&'a str, usize> = std::collections::HashMap::new();
+    for (name, item) in items {
+        let at = *index.entry(name).or_insert_with(|| {
+            groups.push((name, Vec::new()));
+            groups.len() - 1
+        });
+        groups[at].1.push(item);
+    }
+    groups
 }
 
 /// The first non-zero code of `codes`, or 0.

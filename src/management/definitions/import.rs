@@ -421,13 +421,8 @@ fn user_of(index: usize, u: &UserDefinition) -> Result<User, ImportError> {
         ),
     };
     Ok(User {
-        name: u.name.clone(),
         password_hash,
-        scram_sha_256: None,
-        scram_sha_512: None,
-        tags: Vec::new(),
-        loopback_only: false,
-        require_tls: false,
+        ..User::new(&u.name)
     }
     .with_tags(u.tags.0.iter().cloned()))
 }

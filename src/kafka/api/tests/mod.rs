@@ -16,6 +16,7 @@ mod metadata;
 mod produce_fetch;
 mod records;
 mod sasl;
+mod scram_credentials;
 mod transaction_admin;
 mod transactions;
 
