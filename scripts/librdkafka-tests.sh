@@ -176,7 +176,8 @@ KAFKA_PORT=
 
 # Starts Ferry for scenario $1 on a fresh store and writes the tests' test.conf:
 # default (as upstream's: auto-create on, 4 partitions), noautocreate (auto-create off),
-# sasl (the Kafka listener is SASL_PLAINTEXT; the tests log in as guest).
+# sasl (the Kafka listener is SASL_PLAINTEXT; the tests log in as guest, and logins last
+# 10 s: kafka.connections_max_reauth_ms).
 start_daemon() {
   local scenario=$1 auto_create=true amqp_port listen
   [[ $scenario == noautocreate ]] && auto_create=false
@@ -184,8 +185,11 @@ start_daemon() {
   amqp_port=$(free_port)
   KAFKA_PORT=$(free_port)
   listen=(FERRY__KAFKA__LISTEN=127.0.0.1:$KAFKA_PORT)
+  # SASL logins last 10 s (KIP-368): librdkafka re-authenticates on its connections, as
+  # 0142 needs, and every other test of this scenario does so while it runs.
   [[ $scenario != sasl ]] ||
-    listen=(FERRY__KAFKA__LISTEN= FERRY__KAFKA__LISTENERS=SASL_PLAINTEXT://127.0.0.1:$KAFKA_PORT)
+    listen=(FERRY__KAFKA__LISTEN= FERRY__KAFKA__LISTENERS=SASL_PLAINTEXT://127.0.0.1:$KAFKA_PORT
+      FERRY__KAFKA__CONNECTIONS_MAX_REAUTH_MS=10000)
   env "${listen[@]}" FERRY__AMQP__LISTEN=127.0.0.1:$amqp_port \
     FERRY__METRICS__LISTEN=127.0.0.1:0 FERRY__MANAGEMENT__LISTEN=127.0.0.1:0 \
     FERRY__STORE__PATH="$WORK/store" FERRY__KAFKA__DEFAULT_PARTITIONS=4 \

@@ -77,6 +77,10 @@ pub struct KafkaConfig {
     /// Milliseconds a connection may send no request, or leave an answer unread, before it
     /// is closed (Kafka's `connections.max.idle.ms`; clients reconnect when they need to).
     pub connections_max_idle_ms: u64,
+    /// Milliseconds a SASL login lasts before the client must authenticate again on its
+    /// connection (KIP-368, Kafka's `connections.max.reauth.ms`); a connection that sends
+    /// another request after that is closed. 0: logins last as long as their connection.
+    pub connections_max_reauth_ms: u64,
     /// Largest request, in bytes, a client may send; a larger declared size closes the
     /// connection before anything is allocated for it.
     pub max_request_size: usize,
@@ -138,6 +142,7 @@ impl Default for KafkaConfig {
             advertised_port: 0,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             connections_max_idle_ms: 600_000,
+            connections_max_reauth_ms: 0,
             max_request_size: DEFAULT_MAX_REQUEST_SIZE,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             auto_create_topics: true,
@@ -293,6 +298,13 @@ impl KafkaConfig {
             .into_iter()
             .find(|spec| spec.protocol == protocol)
             .map(|spec| spec.addr)
+    }
+
+    /// How long a SASL login lasts (`connections_max_reauth_ms`); `None` for as long as
+    /// its connection.
+    pub fn connections_max_reauth(&self) -> Option<Duration> {
+        (self.connections_max_reauth_ms > 0)
+            .then(|| Duration::from_millis(self.connections_max_reauth_ms))
     }
 
     /// `connections_max_idle_ms` as a duration.

@@ -430,6 +430,62 @@ async fn sasl(raw: &mut Raw, user: &str, password: &str) -> ResponseKind {
     raw.request(ApiKey::SaslAuthenticate, 2, &auth).await
 }
 
+/// Whether a Metadata request on `raw` is answered (else the connection closed).
+async fn answers_metadata(raw: &mut Raw) -> bool {
+    raw.send(ApiKey::Metadata, 9, &MetadataRequest::default())
+        .await;
+    raw.read_frame().await.is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sasl_login_lasts_connections_max_reauth_ms_unless_renewed_by_the_same_user() {
+    let lifetime = std::time::Duration::from_millis(3000);
+    let broker = KafkaServer::start_with(|c| {
+        c.require_sasl = true;
+        c.connections_max_reauth_ms = 3000;
+    })
+    .await;
+    let mut raw = Raw::connect(broker.addr).await;
+    let ResponseKind::SaslAuthenticate(first) = sasl(&mut raw, "guest", "guest").await else {
+        panic!()
+    };
+    assert_eq!((first.error_code, first.session_lifetime_ms), (0, 3000));
+    assert!(answers_metadata(&mut raw).await);
+    // Two thirds into the login, the client authenticates again: a new lifetime, so the
+    // connection outlives the first login.
+    tokio::time::sleep(lifetime * 2 / 3).await;
+    let ResponseKind::SaslAuthenticate(again) = sasl(&mut raw, "guest", "guest").await else {
+        panic!()
+    };
+    assert_eq!((again.error_code, again.session_lifetime_ms), (0, 3000));
+    tokio::time::sleep(lifetime * 2 / 3).await;
+    assert!(answers_metadata(&mut raw).await, "within the renewed login");
+    // Past it, any request but a re-authentication closes the connection.
+    tokio::time::sleep(lifetime / 2).await;
+    assert!(!answers_metadata(&mut raw).await, "the login expired");
+
+    // Re-authenticating as another user fails, and closes that connection.
+    let mut other = Raw::connect(broker.addr).await;
+    let ResponseKind::SaslAuthenticate(ok) = sasl(&mut other, "guest", "guest").await else {
+        panic!()
+    };
+    assert_eq!(ok.error_code, 0);
+    let (user, password) = crate::common::fronts::OTHER_USER;
+    let ResponseKind::SaslAuthenticate(changed) = sasl(&mut other, user, password).await else {
+        panic!()
+    };
+    assert_eq!(
+        changed.error_code,
+        ResponseError::SaslAuthenticationFailed.code()
+    );
+    assert_eq!(
+        changed.error_message.as_deref(),
+        Some("cannot change the user from guest to other-user when re-authenticating")
+    );
+    assert!(other.is_closed().await);
+    broker.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_sasl_credentials_fail_and_close_only_that_connection() {
     let broker = KafkaServer::start_with(|c| c.require_sasl = true).await;

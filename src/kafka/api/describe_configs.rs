@@ -213,6 +213,11 @@ fn broker_entries(ctx: &Context) -> Vec<Entry> {
         entry("message.max.bytes", c.max_message_bytes.to_string(), INT),
         entry("num.partitions", c.default_partitions.to_string(), INT),
         entry(
+            "connections.max.reauth.ms",
+            c.connections_max_reauth_ms.to_string(),
+            LONG,
+        ),
+        entry(
             "auto.create.topics.enable",
             c.auto_create_topics.to_string(),
             BOOLEAN,

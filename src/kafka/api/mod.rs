@@ -136,10 +136,23 @@ pub struct Session {
     pub sasl: SaslState,
     /// The user the client authenticated as with SASL.
     pub user: Option<String>,
+    /// How that user logged in, and until when.
+    pub login: Option<Login>,
     /// The principal `kafka.ssl_principal_mapping_rules` gives the client certificate's
     /// subject (a TLS listener with a client certificate); `None` without a certificate
     /// or when no rule matches.
     pub certificate_principal: Option<String>,
+}
+
+/// A SASL login on a connection: its mechanism (a re-authentication must use it again,
+/// as Kafka requires) and when it ends (`kafka.connections_max_reauth_ms`, KIP-368;
+/// `None`: with the connection).
+#[derive(Debug, Clone, Copy)]
+pub struct Login {
+    /// The mechanism it used.
+    pub mechanism: sasl_handshake::SaslMechanism,
+    /// When it ends: the connection may then only authenticate again.
+    pub expires: Option<std::time::Instant>,
 }
 
 /// Where a connection's SASL exchange stands.
@@ -170,6 +183,7 @@ impl Session {
             client_id: String::new(),
             sasl: SaslState::None,
             user: None,
+            login: None,
             certificate_principal,
         }
     }
@@ -217,7 +231,9 @@ pub enum Reply {
 /// Why the session may not make a request of `api` now, if it may not: on a listener that
 /// requires SASL, only ApiVersions and the SASL exchange come before authentication; a
 /// client certificate whose subject no `kafka.ssl_principal_mapping_rules` rule maps may
-/// make none (as Kafka closes such a connection).
+/// make none (as Kafka closes such a connection); once a SASL login has expired
+/// (`kafka.connections_max_reauth_ms`), only a re-authentication may come (KIP-368: Kafka
+/// closes the connection on any other request).
 pub fn refusal(session: &Session, api: ApiKey) -> Option<String> {
     if session.peer.certificate().is_some() && session.certificate_principal.is_none() {
         return Some(
@@ -229,6 +245,15 @@ pub fn refusal(session: &Session, api: ApiKey) -> Option<String> {
         api,
         ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
     );
+    let expired = session
+        .login
+        .and_then(|l| l.expires)
+        .is_some_and(|at| at <= std::time::Instant::now());
+    if expired && !matches!(api, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
+        return Some(format!(
+            "{api:?} after the SASL login expired without a re-authentication (kafka.connections_max_reauth_ms)"
+        ));
+    }
     (session.require_sasl && session.user.is_none() && !open).then(|| {
         let why = if session.listener.is_sasl() {
             format!("the {} listener requires it", session.listener)
@@ -342,7 +367,9 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
             Reply::Now(alter_user_scram_credentials::handle(ctx, session, r).await)
         }
         RequestKind::SaslHandshake(r) => Reply::Now(sasl_handshake::handle(session, r)),
-        RequestKind::SaslAuthenticate(r) => sasl_authenticate::handle(ctx, session, r).await,
+        RequestKind::SaslAuthenticate(r) => {
+            sasl_authenticate::handle(ctx, session, version, r).await
+        }
         other => Reply::Close(format!("{other:?} is not implemented")),
     }
 }

@@ -3,9 +3,16 @@
 //! exchange's state kept on the session between them. Every login goes through the shared
 //! authenticator (user store, restrictions, failure metrics, slowdown). A failure gets
 //! `SASL_AUTHENTICATION_FAILED` with the reason, and the connection closes after that answer.
+//!
+//! Re-authentication (KIP-368): with `kafka.connections_max_reauth_ms` set, a login lasts
+//! that long, which the answer (v1+) tells the client as `session_lifetime_ms`; the client
+//! then runs SaslHandshake and SaslAuthenticate again on the same connection, which must
+//! log in the same user with the same mechanism (else the re-authentication fails, as
+//! Kafka's does) and starts a new lifetime. A connection whose login expired may make no
+//! other request ([`super::refusal`]).
 
 use super::sasl_handshake::SaslMechanism;
-use super::{Reply, SaslState, Session, str_bytes};
+use super::{Login, Reply, SaslState, Session, str_bytes};
 use crate::auth::{AuthError, Front};
 use crate::kafka::Context;
 use bytes::Bytes;
@@ -18,17 +25,19 @@ use tracing::info;
 pub async fn handle(
     ctx: &Arc<Context>,
     session: &mut Session,
+    version: i16,
     request: SaslAuthenticateRequest,
 ) -> Reply {
     let users = &ctx.users;
     let peer = session.peer.clone();
     let bytes = &request.auth_bytes;
     let state = std::mem::replace(&mut session.sasl, SaslState::None);
-    let mechanism = match &state {
-        SaslState::Chosen(m) => m.name(),
-        SaslState::ScramFinal(login) => login.mechanism().name(),
-        SaslState::None => "none",
+    let chosen = match &state {
+        SaslState::Chosen(m) => Some(*m),
+        SaslState::ScramFinal(login) => Some(SaslMechanism::Scram(login.mechanism())),
+        SaslState::None => None,
     };
+    let mechanism = chosen.map_or("none", SaslMechanism::name);
     let step = match state {
         SaslState::Chosen(SaslMechanism::Plain) => match parse_plain(bytes) {
             Some((user, password)) => users
@@ -60,8 +69,12 @@ pub async fn handle(
         )),
     };
     match step {
+        Ok((Some(user), _)) if let Some(why) = changed_login(session, &user, chosen) => {
+            Reply::Last(failed(why))
+        }
         Ok((user, answer)) => {
-            if let Some(user) = user {
+            let mut response = SaslAuthenticateResponse::default().with_auth_bytes(answer);
+            if let (Some(user), Some(used)) = (user, chosen) {
                 info!(
                     peer = %session.peer.addr,
                     listener = %session.listener,
@@ -71,17 +84,53 @@ pub async fn handle(
                     "Kafka client authenticated"
                 );
                 session.user = Some(user);
+                let lifetime = ctx.config.connections_max_reauth();
+                session.login = Some(Login {
+                    mechanism: used,
+                    expires: lifetime.map(|d| std::time::Instant::now() + d),
+                });
+                if version >= 1 {
+                    let ms =
+                        lifetime.map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                    response = response.with_session_lifetime_ms(ms);
+                }
             }
-            Reply::Now(ResponseKind::SaslAuthenticate(
-                SaslAuthenticateResponse::default().with_auth_bytes(answer),
-            ))
+            Reply::Now(ResponseKind::SaslAuthenticate(response))
         }
-        Err(e) => Reply::Last(ResponseKind::SaslAuthenticate(
-            SaslAuthenticateResponse::default()
-                .with_error_code(ResponseError::SaslAuthenticationFailed.code())
-                .with_error_message(Some(str_bytes(e.to_string()))),
-        )),
+        Err(e) => Reply::Last(failed(e.to_string())),
     }
+}
+
+/// Why a re-authentication that logged in `user` with `mechanism` may not replace the
+/// session's login: Kafka refuses a change of principal or of mechanism.
+fn changed_login(
+    session: &Session,
+    user: &str,
+    mechanism: Option<SaslMechanism>,
+) -> Option<String> {
+    let (Some(previous), Some(login)) = (&session.user, &session.login) else {
+        return None;
+    };
+    if previous != user {
+        return Some(format!(
+            "cannot change the user from {previous} to {user} when re-authenticating"
+        ));
+    }
+    (Some(login.mechanism) != mechanism).then(|| {
+        format!(
+            "cannot change the SASL mechanism from {} when re-authenticating",
+            login.mechanism.name()
+        )
+    })
+}
+
+/// The answer to a failed authentication, saying why.
+fn failed(why: String) -> ResponseKind {
+    ResponseKind::SaslAuthenticate(
+        SaslAuthenticateResponse::default()
+            .with_error_code(ResponseError::SaslAuthenticationFailed.code())
+            .with_error_message(Some(str_bytes(why))),
+    )
 }
 
 /// A refusal decided here, recorded by the authenticator like its own.
