@@ -4,14 +4,14 @@
 //! Modules: [`codec`] (frames, request decoding, response encoding — no I/O),
 //! [`connection`] (one client), [`api`] (one module per API), [`batch`] (record batches as
 //! bytes), [`large`] (batches too large for one store transaction), [`topics`] (topic
-//! metadata and its cache), [`log`] (a partition's log),
-//! [`sequencer`] (the fenced writer of each log), [`waiters`] (produce requests waiting
-//! for the log), [`producers`] (idempotent producers), [`transactions`] (the transaction
-//! coordinator), [`groups`] (the consumer group coordinator), [`brokers`] (live
-//! instances), [`recovery`] (freeing an earlier incarnation's leases at start), [`keys`] (the keyspace), [`staged`] (the record staged for a batch), and
-//! [`port`] (what the bridge may use of the front), [`admin`] (what the management API
-//! may see of it), [`acls`] (Kafka ACLs and the checks every API
-//! makes).
+//! metadata and its cache), [`log`] (a partition's log), [`sequencer`] (the fenced writer
+//! of each log), [`waiters`] (produce requests waiting for the log), [`producers`]
+//! (idempotent producers), [`transactions`] (the transaction coordinator), [`groups`] (the
+//! consumer group coordinator), [`brokers`] (live instances), [`recovery`] (freeing an
+//! earlier incarnation's leases at start), [`replica_assignment`] (the checks of manual
+//! replica assignments), [`keys`] (the keyspace), [`staged`] (the record staged for a
+//! batch), [`port`] (what the bridge may use of the front), [`admin`] (what the management
+//! API may see of it), and [`acls`] (Kafka ACLs and the checks every API makes).
 //!
 //! Produce path: a batch is validated and appended as sent to its partition's stage
 //! (conflict-free, any instance); the partition's sequencer moves staged batches into the
@@ -37,6 +37,7 @@ pub mod log;
 pub mod port;
 pub mod producers;
 pub mod recovery;
+pub mod replica_assignment;
 pub mod sequencer;
 pub mod staged;
 pub mod topics;

@@ -1,7 +1,7 @@
 //! Topic administration and retention through librdkafka's admin client: CreateTopics
-//! with settings, DescribeConfigs, AlterConfigs, CreatePartitions, DeleteTopics,
-//! DeleteRecords; retention by bytes and by time deleting old ranges; ListOffsets by
-//! timestamp. And confluent-kafka's AdminClient (`tests/python/kafka_admin.py`):
+//! with settings and with replica assignments, DescribeConfigs, AlterConfigs,
+//! CreatePartitions, DeleteTopics, DeleteRecords; retention by bytes and by time deleting
+//! old ranges; ListOffsets by timestamp. And confluent-kafka's AdminClient (`tests/python/kafka_admin.py`):
 //! IncrementalAlterConfigs, DeleteRecords, DescribeCluster and DescribeTopics with
 //! authorized operations, ListConsumerGroups by state; kafka-python's transaction tools
 //! (`tests/python/kafka_transactions_admin.py`): ListTransactions, DescribeTransactions,
@@ -325,6 +325,60 @@ async fn delete_records_moves_the_start_consumers_read_from() {
         .fetch_watermarks("trimmed", 0, Timeout::After(PATIENCE))
         .unwrap();
     assert_eq!((low, high), (4, 6));
+    broker.stop().await;
+}
+
+/// Two instances over one store are brokers 0 and 1: an assignment naming both is taken
+/// and gives the partition count, one naming a broker that is not live is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_assignments_of_live_brokers_are_taken() {
+    let broker = KafkaServer::start_with(|c| c.node_id = 0).await;
+    let peer = broker.peer(1).await;
+    let admin = admin(&broker);
+    let created = admin
+        .create_topics(
+            &[
+                NewTopic::new("placed", 2, TopicReplication::Variable(&[&[0, 1], &[1, 0]])),
+                NewTopic::new("misplaced", 1, TopicReplication::Variable(&[&[0, 2]])),
+            ],
+            &options(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created[0], Ok("placed".to_owned()));
+    assert!(matches!(
+        &created[1],
+        Err((
+            _,
+            rdkafka::types::RDKafkaErrorCode::InvalidReplicaAssignment
+        ))
+    ));
+    let grown = admin
+        .create_partitions(
+            &[NewPartitions::new("placed", 4).assign(&[&[1, 0], &[0, 1]])],
+            &options(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(grown, vec![Ok("placed".to_owned())]);
+    let p = producer(&broker.bootstrap(), &[]);
+    let metadata = p
+        .client()
+        .fetch_metadata(Some("placed"), Timeout::After(PATIENCE))
+        .unwrap();
+    assert_eq!(metadata.topics()[0].partitions().len(), 4);
+    let delivery = p
+        .send(
+            FutureRecord::to("placed")
+                .key("k")
+                .payload("x")
+                .partition(3),
+            Timeout::After(PATIENCE),
+        )
+        .await
+        .expect("a partition added with an assignment takes records");
+    assert_eq!(delivery.partition, 3);
+    peer.stop().await;
     broker.stop().await;
 }
 

@@ -6,7 +6,7 @@
 //! IncrementalAlterConfigs.
 
 use super::describe_configs::{BROKER, TOPIC};
-use super::{Session, str_bytes};
+use super::{Refused, Session, str_bytes};
 use crate::kafka::Context;
 use crate::kafka::acls::{Access, Operation};
 use crate::kafka::topics::TopicConfig;
@@ -14,9 +14,6 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ResponseKind};
 use std::sync::Arc;
-
-/// An error code with its message.
-pub(super) type Refused = (i16, String);
 
 /// Applies every resource's settings.
 pub async fn handle(

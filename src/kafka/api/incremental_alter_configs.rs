@@ -7,8 +7,8 @@
 //! operation, is `INVALID_REQUEST`. The ACL checks and the refusal of broker settings are
 //! AlterConfigs' ([`alter_configs::refusal`]).
 
-use super::alter_configs::{self, Refused};
-use super::{Session, str_bytes};
+use super::alter_configs;
+use super::{Refused, Session, str_bytes};
 use crate::kafka::Context;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;

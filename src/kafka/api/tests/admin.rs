@@ -7,7 +7,9 @@ use super::fixture::{Client, Front, batch, name, text};
 use super::{create_topic, create_topic_with, produce};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
-use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsTopic,
+};
 use kafka_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
@@ -125,20 +127,32 @@ async fn alter_incrementally(
     (r.error_code, message.flatten())
 }
 
-/// The (error code, message) of CreatePartitions growing `topic` to `count`.
+/// The (error code, message) of CreatePartitions growing `topic` to `count`, with the
+/// new partitions' replica lists if `assignments` are given.
 async fn grow(
     c: &mut Client,
     topic: &str,
     count: i32,
+    assignments: Option<&[&[i32]]>,
     validate_only: bool,
 ) -> (i16, Option<String>) {
+    let assignments = assignments.map(|lists| {
+        lists
+            .iter()
+            .map(|l| {
+                CreatePartitionsAssignment::default()
+                    .with_broker_ids(l.iter().map(|b| BrokerId(*b)).collect())
+            })
+            .collect()
+    });
     let request = CreatePartitionsRequest::default()
         .with_timeout_ms(5_000)
         .with_validate_only(validate_only)
         .with_topics(vec![
             CreatePartitionsTopic::default()
                 .with_name(name(topic))
-                .with_count(count),
+                .with_count(count)
+                .with_assignments(assignments),
         ]);
     let r = c.call(3, request).await.results.remove(0);
     let message = (r.error_code != 0).then(|| r.error_message.map(|m| m.to_string()));
@@ -213,20 +227,146 @@ async fn create_topics_refuses_what_it_cannot_create_with_each_code() {
             .as_deref(),
         Some("topic 'taken' already exists")
     );
-    let assigned = CreateTopicsRequest::default().with_topics(vec![
-        CreatableTopic::default()
-            .with_name(name("placed"))
-            .with_num_partitions(-1)
-            .with_replication_factor(-1)
-            .with_assignments(vec![
-                CreatableReplicaAssignment::default().with_broker_ids(vec![BrokerId(0)]),
-            ]),
-    ]);
-    let result = c.call(5, assigned).await.topics.remove(0);
-    assert_eq!(result.error_code, ResponseError::InvalidPartitions.code());
-    for refused in ["bad/name", "zero", "odd", "compacted", "placed"] {
+    for refused in ["bad/name", "zero", "odd", "compacted"] {
         assert!(front.ctx.topics.get(refused).is_none(), "{refused}");
     }
+    front.stop().await;
+}
+
+/// A topic of CreateTopics with a replica assignment: (partition, brokers) per partition,
+/// and the partition count and replication factor given beside it.
+fn assigned(topic: &str, assignment: &[(i32, &[i32])], given: (i32, i16)) -> CreatableTopic {
+    CreatableTopic::default()
+        .with_name(name(topic))
+        .with_num_partitions(given.0)
+        .with_replication_factor(given.1)
+        .with_assignments(
+            assignment
+                .iter()
+                .map(|(p, brokers)| {
+                    CreatableReplicaAssignment::default()
+                        .with_partition_index(*p)
+                        .with_broker_ids(brokers.iter().map(|b| BrokerId(*b)).collect())
+                })
+                .collect(),
+        )
+}
+
+#[tokio::test]
+async fn create_topics_takes_an_assignment_of_live_brokers_and_refuses_what_kafka_refuses() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    let request = |validate_only, topics| {
+        CreateTopicsRequest::default()
+            .with_validate_only(validate_only)
+            .with_topics(topics)
+    };
+    let placed = assigned("placed", &[(1, &[0]), (0, &[0]), (2, &[0])], (-1, -1));
+    let checked = c.call(5, request(true, vec![placed.clone()])).await;
+    assert_eq!(
+        (
+            checked.topics[0].error_code,
+            checked.topics[0].num_partitions
+        ),
+        (0, 3)
+    );
+    assert!(
+        front.ctx.topics.get("placed").is_none(),
+        "validate_only creates nothing"
+    );
+    let created = c
+        .call(5, request(false, vec![placed]))
+        .await
+        .topics
+        .remove(0);
+    assert_eq!(
+        (
+            created.error_code,
+            created.num_partitions,
+            created.replication_factor
+        ),
+        (0, 3, 1),
+        "the assignment gives the partition count; the store keeps one copy"
+    );
+    for p in 0..3 {
+        assert_eq!(
+            produce(&mut c, "placed", p, batch(&["x"])).await.error_code,
+            0
+        );
+    }
+    let invalid_assignment = ResponseError::InvalidReplicaAssignment.code();
+    let cases = [
+        (
+            assigned("beside", &[(0, &[0])], (1, -1)),
+            ResponseError::InvalidRequest.code(),
+            "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
+        ),
+        (
+            assigned("elsewhere", &[(0, &[0, 7])], (-1, -1)),
+            invalid_assignment,
+            "The manual partition assignment includes broker 7, but no such broker is registered.",
+        ),
+        (
+            assigned("gap", &[(0, &[0]), (2, &[0])], (-1, -1)),
+            invalid_assignment,
+            "partitions should be a consecutive 0-based integer sequence",
+        ),
+        (
+            assigned("twice", &[(0, &[0, 0])], (-1, -1)),
+            invalid_assignment,
+            "The manual partition assignment includes the broker 0 more than once.",
+        ),
+    ];
+    for validate_only in [true, false] {
+        let topics = cases.iter().map(|(t, ..)| t.clone()).collect();
+        let answers = c.call(5, request(validate_only, topics)).await.topics;
+        for ((topic, code, message), answer) in cases.iter().zip(answers) {
+            assert_eq!(
+                (answer.error_code, answer.error_message.as_deref()),
+                (*code, Some(*message)),
+                "{}",
+                topic.name.0.as_str()
+            );
+            assert!(front.ctx.topics.get(topic.name.0.as_str()).is_none());
+        }
+    }
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn create_partitions_takes_an_assignment_of_the_new_partitions() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, "placed", 1).await;
+    let invalid_assignment = ResponseError::InvalidReplicaAssignment.code();
+    assert_eq!(
+        grow(&mut c, "placed", 3, Some(&[&[0]]), false).await,
+        (
+            invalid_assignment,
+            Some("Increasing the number of partitions by 2 but 1 assignments provided.".into())
+        )
+    );
+    assert_eq!(
+        grow(&mut c, "placed", 3, Some(&[&[0], &[4]]), true).await,
+        (
+            invalid_assignment,
+            Some(
+                "The manual partition assignment includes broker 4, but no such broker is registered."
+                    .into()
+            )
+        ),
+        "validate_only checks the same"
+    );
+    assert_eq!(front.ctx.topics.get("placed").unwrap().partitions.len(), 1);
+    assert_eq!(
+        grow(&mut c, "placed", 3, Some(&[&[0], &[0]]), false).await,
+        (0, None)
+    );
+    assert_eq!(front.ctx.topics.get("placed").unwrap().partitions.len(), 3);
+    assert_eq!(
+        produce(&mut c, "placed", 2, batch(&["x"])).await.error_code,
+        0
+    );
     front.stop().await;
 }
 
@@ -292,13 +432,13 @@ async fn create_partitions_grows_a_topic_and_refuses_to_shrink_it() {
     let front = Front::start().await;
     let mut c = front.client();
     create_topic(&mut c, "growing", 1).await;
-    assert_eq!(grow(&mut c, "growing", 5, true).await, (0, None));
+    assert_eq!(grow(&mut c, "growing", 5, None, true).await, (0, None));
     assert_eq!(
         front.ctx.topics.get("growing").unwrap().partitions.len(),
         1,
         "validate_only changes nothing"
     );
-    assert_eq!(grow(&mut c, "growing", 3, false).await, (0, None));
+    assert_eq!(grow(&mut c, "growing", 3, None, false).await, (0, None));
     assert_eq!(front.ctx.topics.get("growing").unwrap().partitions.len(), 3);
     let answer = produce(&mut c, "growing", 2, batch(&["new"])).await;
     assert_eq!(
@@ -307,7 +447,7 @@ async fn create_partitions_grows_a_topic_and_refuses_to_shrink_it() {
         "a new partition is writable at once"
     );
     assert_eq!(
-        grow(&mut c, "growing", 2, false).await,
+        grow(&mut c, "growing", 2, None, false).await,
         (
             ResponseError::InvalidPartitions.code(),
             Some(
@@ -316,7 +456,7 @@ async fn create_partitions_grows_a_topic_and_refuses_to_shrink_it() {
         )
     );
     assert_eq!(
-        grow(&mut c, "missing", 2, false).await.0,
+        grow(&mut c, "missing", 2, None, false).await.0,
         ResponseError::UnknownTopicOrPartition.code()
     );
     front.stop().await;
