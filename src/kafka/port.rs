@@ -149,7 +149,7 @@ impl KafkaPort {
     /// to it. `None` when the topic does not exist.
     pub fn max_message_bytes(&self, name: &str) -> Option<usize> {
         let topic = self.ctx.topics.get(name)?;
-        let max = self.ctx.defaults.max_message_bytes(&topic.meta.config);
+        let max = self.ctx.defaults().max_message_bytes(&topic.meta.config);
         Some(max.min(MAX_MESSAGE_BYTES_LIMIT))
     }
 

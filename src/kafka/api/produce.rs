@@ -223,7 +223,7 @@ fn prepare(
             let partition = topic.as_ref().and_then(|t| t.partition(data.index));
             let answer = match (&topic, partition) {
                 (Some(topic), Some(partition)) => {
-                    let max = ctx.defaults.max_message_bytes(&topic.meta.config);
+                    let max = ctx.defaults().max_message_bytes(&topic.meta.config);
                     let records = data.records.unwrap_or_default();
                     match batch::validate(&records, max) {
                         Err(e) => {
@@ -276,7 +276,12 @@ fn prepare(
 /// For a compacted topic, the refusal of a batch holding records without a key, as Kafka
 /// refuses them (`INVALID_RECORD`, each keyless record named); `None` to accept it.
 fn keyless(ctx: &Context, topic: &Topic, partition: &Partition, records: &[u8]) -> Option<Answer> {
-    if !topic.meta.config.cleanup_policy().compacts() {
+    if !ctx
+        .defaults()
+        .resolve(&topic.meta.config)
+        .cleanup_policy()
+        .compacts()
+    {
         return None;
     }
     let why = match records::keyless(records, ctx.config.max_request_size) {

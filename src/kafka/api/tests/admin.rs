@@ -5,6 +5,7 @@
 use super::acls::{client_of, guarded};
 use super::fixture::{Client, Front, batch, name, text};
 use super::{create_topic, create_topic_with, produce};
+use crate::kafka::broker_settings;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::create_partitions_request::{
@@ -22,8 +23,12 @@ use kafka_protocol::messages::{
 /// DescribeConfigs' and AlterConfigs' resource types.
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
+/// AlterConfigs' resource type of a consumer group (Kafka 4.0's group settings).
+const GROUP: i8 = 32;
 /// DescribeConfigs' config sources.
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+const DYNAMIC_BROKER_CONFIG: i8 = 2;
+const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
 const STATIC_BROKER_CONFIG: i8 = 4;
 const DEFAULT_CONFIG: i8 = 5;
 
@@ -680,15 +685,13 @@ async fn alter_configs_refuses_unknown_settings_topics_and_broker_settings() {
             .0,
         ResponseError::UnknownTopicOrPartition.code()
     );
-    assert_eq!(
-        alter(&mut c, BROKER, "0", &[("num.partitions", "3")], false).await,
-        (
-            ResponseError::InvalidRequest.code(),
-            Some(
-                "only topic settings can be altered; broker settings come from ferry.toml"
-                    .to_owned()
-            )
-        )
+    let (code, message) = alter(&mut c, BROKER, "0", &[("num.partitions", "3")], false).await;
+    assert_eq!(code, ResponseError::InvalidConfig.code());
+    assert!(
+        message
+            .unwrap()
+            .starts_with("num.partitions: is not a broker setting Ferry changes at runtime"),
+        "kafka.default_partitions comes from ferry.toml"
     );
     front.stop().await;
 }
@@ -824,11 +827,20 @@ async fn incremental_alter_configs_refuses_with_each_code_and_changes_nothing() 
         ResponseError::UnknownTopicOrPartition.code()
     );
     assert_eq!(
-        alter_incrementally(&mut c, BROKER, "0", &[("num.partitions", SET, Some("3"))]).await,
+        alter_incrementally(&mut c, BROKER, "0", &[("num.partitions", SET, Some("3"))])
+            .await
+            .0,
+        invalid_config
+    );
+    assert_eq!(
+        alter_incrementally(&mut c, GROUP, "g", &set).await,
         (
             invalid_request,
-            Some("only topic settings can be altered; broker settings come from ferry.toml".into())
-        )
+            Some(
+                "resource type 32 has no settings to alter; topics (2) and brokers (4) have".into()
+            )
+        ),
+        "as Kafka before 4.0"
     );
     let mut alice = client_of(&front, "alice");
     assert_eq!(
@@ -838,6 +850,236 @@ async fn incremental_alter_configs_refuses_with_each_code_and_changes_nothing() 
     assert_eq!(
         alter_incrementally(&mut alice, BROKER, "0", &set).await.0,
         ResponseError::ClusterAuthorizationFailed.code()
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn broker_settings_set_the_defaults_of_topics_and_are_described_with_their_scope() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, "plain", 1).await;
+    create_topic_with(&mut c, "own", 1, &[("retention.ms", "1000")]).await;
+    let retention = async |c: &mut Client, topic| {
+        let described = describe(c, TOPIC, topic, Some(&["retention.ms"])).await;
+        settings_of(&described).remove(0)
+    };
+    // The cluster's default: every topic without its own follows it.
+    let cluster = [("log.retention.ms", "5000")];
+    assert_eq!(alter(&mut c, BROKER, "", &cluster, false).await, (0, None));
+    assert_eq!(
+        retention(&mut c, "plain").await,
+        (
+            "retention.ms".into(),
+            "5000".into(),
+            DYNAMIC_DEFAULT_BROKER_CONFIG
+        )
+    );
+    assert_eq!(
+        retention(&mut c, "own").await,
+        ("retention.ms".into(), "1000".into(), DYNAMIC_TOPIC_CONFIG)
+    );
+    // This instance's own, over the cluster's; an inert setting is stored; the policy list
+    // is edited from Kafka's default.
+    let ops = [
+        ("log.retention.ms", SET, Some("6000")),
+        ("background.threads", SET, Some("9")),
+        ("log.cleanup.policy", APPEND, Some("compact")),
+    ];
+    assert_eq!(
+        alter_incrementally(&mut c, BROKER, "0", &ops).await,
+        (0, None)
+    );
+    let plain = describe(
+        &mut c,
+        TOPIC,
+        "plain",
+        Some(&["retention.ms", "cleanup.policy"]),
+    )
+    .await;
+    assert_eq!(
+        settings_of(&plain),
+        [
+            ("retention.ms".into(), "6000".into(), DYNAMIC_BROKER_CONFIG),
+            (
+                "cleanup.policy".into(),
+                "compact,delete".into(),
+                DYNAMIC_BROKER_CONFIG
+            ),
+        ]
+    );
+    assert_eq!(
+        produce(&mut c, "plain", 0, batch(&["keyless"]))
+            .await
+            .error_code,
+        ResponseError::InvalidRecord.code(),
+        "the topic is compacted now"
+    );
+    let keys = [
+        "log.retention.ms",
+        "message.max.bytes",
+        "log.cleanup.policy",
+        "background.threads",
+    ];
+    let broker = describe(&mut c, BROKER, "0", Some(&keys)).await;
+    let max_message_bytes = crate::config::KafkaConfig::default().max_message_bytes;
+    assert_eq!(
+        settings(&broker),
+        [
+            (
+                "log.retention.ms".into(),
+                "6000".into(),
+                DYNAMIC_BROKER_CONFIG,
+                false
+            ),
+            (
+                "message.max.bytes".into(),
+                max_message_bytes.to_string(),
+                STATIC_BROKER_CONFIG,
+                false
+            ),
+            (
+                "log.cleanup.policy".into(),
+                "compact,delete".into(),
+                DYNAMIC_BROKER_CONFIG,
+                false
+            ),
+            (
+                "background.threads".into(),
+                "9".into(),
+                DYNAMIC_BROKER_CONFIG,
+                false
+            ),
+        ]
+    );
+    assert_eq!(
+        settings(&describe(&mut c, BROKER, "", None).await),
+        [(
+            "log.retention.ms".into(),
+            "5000".into(),
+            DYNAMIC_DEFAULT_BROKER_CONFIG,
+            false
+        )]
+    );
+    let elsewhere = describe(&mut c, BROKER, "1", None).await;
+    assert_eq!(
+        (elsewhere.error_code, elsewhere.error_message.as_deref()),
+        (
+            ResponseError::InvalidRequest.code(),
+            Some("Unexpected broker id, expected 0 or empty string, but received 1")
+        )
+    );
+    // Back: DELETE and SUBTRACT.
+    let ops = [
+        ("log.retention.ms", DELETE, None),
+        ("background.threads", DELETE, None),
+        ("log.cleanup.policy", SUBTRACT, Some("compact")),
+    ];
+    assert_eq!(
+        alter_incrementally(&mut c, BROKER, "0", &ops).await,
+        (0, None)
+    );
+    assert_eq!(
+        retention(&mut c, "plain").await,
+        (
+            "retention.ms".into(),
+            "5000".into(),
+            DYNAMIC_DEFAULT_BROKER_CONFIG
+        )
+    );
+    assert_eq!(
+        produce(&mut c, "plain", 0, batch(&["keyless"]))
+            .await
+            .error_code,
+        0
+    );
+    // AlterConfigs replaces the cluster's settings: log.retention.ms goes.
+    let limit = [("message.max.bytes", "2000")];
+    assert_eq!(alter(&mut c, BROKER, "", &limit, true).await, (0, None));
+    assert_eq!(
+        retention(&mut c, "plain").await.1,
+        "5000",
+        "validate_only changes nothing"
+    );
+    assert_eq!(alter(&mut c, BROKER, "", &limit, false).await, (0, None));
+    assert_eq!(
+        retention(&mut c, "plain").await,
+        (
+            "retention.ms".into(),
+            crate::config::KafkaConfig::default()
+                .retention_ms
+                .to_string(),
+            DEFAULT_CONFIG
+        )
+    );
+    assert_eq!(
+        produce(&mut c, "plain", 0, batch(&[&"x".repeat(2_500)]))
+            .await
+            .error_code,
+        ResponseError::MessageTooLarge.code()
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn broker_settings_refuse_unknown_brokers_settings_and_values() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    let set = [("log.retention.ms", "1")];
+    let invalid_request = ResponseError::InvalidRequest.code();
+    assert_eq!(
+        alter(&mut c, BROKER, "1", &set, false).await,
+        (
+            invalid_request,
+            Some("broker 1 is not a live broker of this cluster (live: 0)".into())
+        )
+    );
+    assert_eq!(
+        alter(&mut c, BROKER, "one", &set, false).await,
+        (
+            invalid_request,
+            Some("Broker id must be an integer, but it is: one".into())
+        )
+    );
+    let invalid_config = ResponseError::InvalidConfig.code();
+    assert_eq!(
+        alter(&mut c, BROKER, "", &[("log.retention.ms", "soon")], false).await,
+        (
+            invalid_config,
+            Some(
+                "log.retention.ms: 'soon' must be an integer from -1 to 9223372036854775807".into()
+            )
+        )
+    );
+    assert_eq!(
+        alter_incrementally(
+            &mut c,
+            BROKER,
+            "0",
+            &[("log.retention.ms", APPEND, Some("1"))]
+        )
+        .await,
+        (
+            invalid_config,
+            Some(
+                "log.retention.ms: APPEND and SUBTRACT apply to list settings only (log.cleanup.policy)"
+                    .into()
+            )
+        )
+    );
+    assert_eq!(
+        alter(&mut c, BROKER, "", &[("retention.ms", "1")], false)
+            .await
+            .0,
+        invalid_config,
+        "a topic setting's name is not a broker setting"
+    );
+    assert!(
+        front
+            .ctx
+            .broker_settings
+            .of(broker_settings::Scope::Cluster)
+            .is_empty()
     );
     front.stop().await;
 }
