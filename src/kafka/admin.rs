@@ -32,9 +32,11 @@ pub struct PartitionOffsets {
 pub struct TopicView {
     /// Its name.
     pub name: String,
-    /// Its effective `retention.ms` (its own or `kafka.retention_ms`).
+    /// Its effective `retention.ms` (its own, the dynamic broker default, or
+    /// `kafka.retention_ms`).
     pub retention_ms: i64,
-    /// Its effective `retention.bytes` (its own or `kafka.retention_bytes`).
+    /// Its effective `retention.bytes` (its own, the dynamic broker default, or
+    /// `kafka.retention_bytes`).
     pub retention_bytes: i64,
     /// Its partitions, by index.
     pub partitions: Vec<PartitionOffsets>,
@@ -144,11 +146,11 @@ impl KafkaAdmin {
                 last_stable_offset: readable.stable,
             });
         }
-        let config = &topic.meta.config;
+        let (config, defaults) = (&topic.meta.config, self.ctx.defaults());
         Ok(TopicView {
             name: topic.meta.name.clone(),
-            retention_ms: self.ctx.defaults.retention_ms(config),
-            retention_bytes: self.ctx.defaults.retention_bytes(config),
+            retention_ms: defaults.retention_ms(config),
+            retention_bytes: defaults.retention_bytes(config),
             partitions,
         })
     }

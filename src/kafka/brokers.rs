@@ -194,6 +194,14 @@ impl Brokers {
         Ok(live)
     }
 
+    /// The node ids of the live brokers, in order; this instance's is always among them.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn live_nodes(&self) -> Result<Vec<i32>, StoreError> {
+        Ok(self.live().await?.into_iter().map(|b| b.node).collect())
+    }
+
     async fn write(&self, deadline: u64) -> Result<(), StoreError> {
         let key = self.keys.broker(self.me.node);
         let value = self.me.encode(deadline);

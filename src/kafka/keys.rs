@@ -8,6 +8,11 @@
 //! (P,"k","topic","meta",topic_id)             = TopicMeta
 //! (P,"k","topic","version")                   = i64 LE, atomic add: bumped by every topic change
 //! (P,"k","broker",node_id)                    = Broker (host, port, deadline)
+//! (P,"k","bconf","cluster")                   = BrokerSettings ((name, value), …): the
+//!                                               dynamic broker settings of every instance
+//! (P,"k","bconf","node",node_id)              = BrokerSettings of instance `node_id` only
+//! (P,"k","bconf","version")                   = i64 LE, atomic add: bumped by every change
+//!                                               of dynamic broker settings
 //! (P,"k","producer","next_id")                = (next idempotent producer id,)
 //! (P,"k","txid",transactional_id)             = (producer id,): the id's producer
 //! (P,"k","txn",producer_id)                   = TxnState (id, epoch, timeout, open
@@ -112,6 +117,30 @@ impl KafkaKeys {
     pub fn broker_of(&self, key: &[u8]) -> Option<i32> {
         let (_, node) = self.space.unpack::<(String, i64)>(key).ok()?;
         i32::try_from(node).ok()
+    }
+
+    /// The dynamic broker settings of every instance (`None`) or of instance `node`.
+    pub fn broker_settings(&self, node: Option<i32>) -> Vec<u8> {
+        match node {
+            None => self.space.pack(&("bconf", "cluster")),
+            Some(node) => self.space.pack(&("bconf", "node", i64::from(node))),
+        }
+    }
+
+    /// Every instance's own dynamic broker settings.
+    pub fn node_settings(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("bconf", "node")))
+    }
+
+    /// Decodes a key of [`Self::node_settings`] into its node id.
+    pub fn node_settings_of(&self, key: &[u8]) -> Option<i32> {
+        let (_, _, node) = self.space.unpack::<(String, String, i64)>(key).ok()?;
+        i32::try_from(node).ok()
+    }
+
+    /// The counter every change of dynamic broker settings bumps (their caches watch it).
+    pub fn broker_settings_version(&self) -> Vec<u8> {
+        self.space.pack(&("bconf", "version"))
     }
 
     /// The next idempotent producer id.

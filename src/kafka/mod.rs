@@ -4,14 +4,15 @@
 //! Modules: [`codec`] (frames, request decoding, response encoding — no I/O),
 //! [`connection`] (one client), [`api`] (one module per API), [`batch`] (record batches as
 //! bytes), [`large`] (batches too large for one store transaction), [`topics`] (topic
-//! metadata and its cache), [`log`] (a partition's log),
-//! [`sequencer`] (the fenced writer of each log), [`waiters`] (produce requests waiting
-//! for the log), [`producers`] (idempotent producers), [`transactions`] (the transaction
-//! coordinator), [`groups`] (the consumer group coordinator), [`brokers`] (live
-//! instances), [`recovery`] (freeing an earlier incarnation's leases at start), [`keys`] (the keyspace), [`staged`] (the record staged for a batch), and
-//! [`port`] (what the bridge may use of the front), [`admin`] (what the management API
-//! may see of it), [`acls`] (Kafka ACLs and the checks every API
-//! makes).
+//! metadata and its cache), [`log`] (a partition's log), [`sequencer`] (the fenced writer
+//! of each log), [`waiters`] (produce requests waiting for the log), [`producers`]
+//! (idempotent producers), [`transactions`] (the transaction coordinator), [`groups`] (the
+//! consumer group coordinator), [`brokers`] (live instances), [`broker_settings`] (dynamic
+//! broker settings), [`recovery`] (freeing an earlier incarnation's leases at start),
+//! [`replica_assignment`] (the checks of manual replica assignments), [`keys`] (the
+//! keyspace), [`staged`] (the record staged for a batch), [`port`] (what the bridge may
+//! use of the front), [`admin`] (what the management API may see of it), and [`acls`]
+//! (Kafka ACLs and the checks every API makes).
 //!
 //! Produce path: a batch is validated and appended as sent to its partition's stage
 //! (conflict-free, any instance); the partition's sequencer moves staged batches into the
@@ -23,6 +24,7 @@ pub mod admin;
 pub mod api;
 pub mod append_format;
 pub mod batch;
+pub mod broker_settings;
 pub mod brokers;
 pub mod codec;
 pub mod compaction;
@@ -39,6 +41,7 @@ pub mod log;
 pub mod port;
 pub mod producers;
 pub mod recovery;
+pub mod replica_assignment;
 pub mod sequencer;
 pub mod staged;
 pub mod topics;
@@ -58,6 +61,7 @@ use crate::stage::{StageError, Stages};
 use crate::store::{Database, StoreError};
 use acls::store::AclStore;
 use acls::{Acls, AuthorizerSettings};
+use broker_settings::{BrokerSettings, BrokerSettingsError};
 use brokers::{Brokers, ListenerAddress, Registration};
 use groups::state::GroupSettings;
 use groups::store::GroupStore;
@@ -84,6 +88,9 @@ pub enum KafkaError {
     /// The topics could not be loaded.
     #[error("the Kafka front cannot load its topics: {0}")]
     Topics(#[from] TopicError),
+    /// The dynamic broker settings could not be loaded.
+    #[error("the Kafka front cannot load the dynamic broker settings: {0}")]
+    BrokerSettings(#[from] BrokerSettingsError),
     /// A listener has no local address.
     #[error("a Kafka listener has no local address: {0}")]
     Listener(std::io::Error),
@@ -125,8 +132,8 @@ pub struct Context {
     pub principal_rules: PrincipalRules,
     /// The memory high-water mark: producers are throttled while it is exceeded.
     pub memory: MemoryWatermark,
-    /// Topic settings' defaults.
-    pub defaults: TopicDefaults,
+    /// The dynamic broker settings, with the topic defaults they make.
+    pub broker_settings: BrokerSettings,
     /// The cluster id Metadata reports.
     pub cluster_id: String,
     /// This instance's fetch sessions (KIP-227).
@@ -136,6 +143,12 @@ pub struct Context {
 }
 
 impl Context {
+    /// The topic defaults this instance applies now: `[kafka]`'s, under the dynamic broker
+    /// settings.
+    pub fn defaults(&self) -> TopicDefaults {
+        self.broker_settings.topic_defaults()
+    }
+
     /// Creates a topic and takes its partitions' sequencer leases, so it is writable at
     /// once.
     ///
@@ -291,12 +304,19 @@ impl KafkaFront {
         brokers.register().await?;
         let internal = CancellationToken::new();
         let waiters = Arc::new(Waiters::default());
-        let defaults = TopicDefaults::from_config(config);
+        let broker_settings = BrokerSettings::start(
+            db.clone(),
+            keys.clone(),
+            config.node_id,
+            TopicDefaults::from_config(config),
+        )
+        .await?;
         let sequencers = Sequencers::new(
             db.clone(),
             topics.clone(),
             waiters.clone(),
             brokers.clone(),
+            broker_settings.clone(),
             SequencerSettings {
                 node: config.node_id,
                 lease: config.sequencer_lease(),
@@ -304,7 +324,6 @@ impl KafkaFront {
                 retention_interval: config.retention_check_interval(),
                 compaction_interval: config.compaction_check_interval(),
                 max_decompressed: config.max_request_size,
-                defaults,
             },
             internal.clone(),
         );
@@ -349,7 +368,7 @@ impl KafkaFront {
             large,
             brokers,
             coordinator,
-            defaults,
+            broker_settings,
             memory,
             shutdown,
         };
@@ -410,7 +429,7 @@ impl KafkaFront {
 }
 
 /// The front's background loops: sequencer balancing, the broker registration, the topic
-/// cache, the ACL cache, the group leases, transaction expiry, consumer lag and the lease
+/// cache, the dynamic broker settings' cache, the ACL cache, the group leases, transaction expiry, consumer lag and the lease
 /// holder of large batches' spills. The front's API handlers
 /// rely on them (in-process tests start them without a listener).
 struct Background {
@@ -433,6 +452,7 @@ impl Background {
             }),
             tokio::spawn(ctx.coordinator.clone().run(internal.clone())),
             tokio::spawn(ctx.acls.clone().follow_changes(internal.clone())),
+            tokio::spawn(ctx.broker_settings.clone().follow_changes(internal.clone())),
             tokio::spawn(ctx.transactions.clone().expire_until(internal.clone())),
             tokio::spawn(groups::lag::run(
                 ctx.db.clone(),

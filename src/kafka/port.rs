@@ -150,7 +150,7 @@ impl KafkaPort {
     /// to it. `None` when the topic does not exist.
     pub fn max_message_bytes(&self, name: &str) -> Option<usize> {
         let topic = self.ctx.topics.get(name)?;
-        let max = self.ctx.defaults.max_message_bytes(&topic.meta.config);
+        let max = self.ctx.defaults().max_message_bytes(&topic.meta.config);
         Some(max.min(MAX_MESSAGE_BYTES_LIMIT))
     }
 
@@ -197,7 +197,8 @@ impl KafkaPort {
         let Some(topic) = self.ctx.topics.get(topic) else {
             return Ok(batch);
         };
-        append_format::conform(batch, &topic.meta.config, now as i64, MAX_BODY_SIZE)
+        let config = self.ctx.defaults().resolve(&topic.meta.config);
+        append_format::conform(batch, &config, now as i64, MAX_BODY_SIZE)
             .map(|(batch, _)| batch)
             .map_err(|e| StageError::Corrupt(e.to_string()))
     }

@@ -34,6 +34,7 @@
 //! room claims it on its next round.
 
 use super::batch::{BatchHeader, marker_commits, set_base_offset, set_leader_epoch};
+use super::broker_settings::BrokerSettings;
 use super::brokers::Brokers;
 use super::compaction::Compactor;
 use super::keys::{PartitionKeys, decode_i64, encode_i64};
@@ -42,7 +43,7 @@ use super::lease::Lease;
 use super::log::{Log, LogError, Stored};
 use super::producers::{ProducerState, Verdict};
 use super::staged::{self, Waiter};
-use super::topics::{Partition, TopicDefaults, Topics};
+use super::topics::{Partition, Topics};
 use super::waiters::{BatchOutcome, Waiters};
 use crate::liveness::Liveness;
 use crate::stage::{Delivery, MessageId, Spills, StageError, Wakeup, now_ms};
@@ -132,8 +133,8 @@ struct Shared {
     compaction_interval: Duration,
     /// Most bytes compaction decompresses a batch to.
     max_decompressed: usize,
-    /// Topic defaults (retention).
-    defaults: TopicDefaults,
+    /// The dynamic broker settings, for the topic defaults (retention, compaction).
+    broker_settings: BrokerSettings,
     /// The live instances, whose number sets this instance's share of the partitions.
     brokers: Brokers,
     /// Every partition this instance sequences, by (topic id, partition).
@@ -209,8 +210,6 @@ pub struct SequencerSettings {
     pub compaction_interval: Duration,
     /// Most bytes compaction decompresses a batch to (`kafka.max_request_size`).
     pub max_decompressed: usize,
-    /// Topic defaults (retention).
-    pub defaults: TopicDefaults,
 }
 
 /// The sequencers of this instance; cheap to clone.
@@ -222,12 +221,13 @@ pub struct Sequencers {
 
 impl Sequencers {
     /// Sequencers for the partitions of `topics`, sharing them with the other live
-    /// `brokers`, stopping on `shutdown`.
+    /// `brokers`, applying the topic defaults of `broker_settings`, stopping on `shutdown`.
     pub fn new(
         db: Database,
         topics: Topics,
         waiters: Arc<Waiters>,
         brokers: Brokers,
+        broker_settings: BrokerSettings,
         settings: SequencerSettings,
         shutdown: CancellationToken,
     ) -> Self {
@@ -242,7 +242,7 @@ impl Sequencers {
                 retention_interval: settings.retention_interval,
                 compaction_interval: settings.compaction_interval,
                 max_decompressed: settings.max_decompressed,
-                defaults: settings.defaults,
+                broker_settings,
                 brokers,
                 running: Mutex::default(),
                 tasks: Mutex::new(JoinSet::new()),
@@ -565,6 +565,7 @@ impl Sequencer {
         );
         let compactor = tokio::spawn(compactor.run(
             self.shared.topics.clone(),
+            self.shared.broker_settings.clone(),
             self.shared.compaction_interval,
             stop_compactor.clone(),
         ));
@@ -914,12 +915,13 @@ impl Sequencer {
         let Some(topic) = self.shared.topics.get(&self.partition.topic) else {
             return;
         };
-        if !topic.meta.config.cleanup_policy().deletes() {
+        let defaults = self.shared.broker_settings.topic_defaults();
+        let config = defaults.resolve(&topic.meta.config);
+        if !config.cleanup_policy().deletes() {
             return;
         }
-        let defaults = self.shared.defaults;
-        let retention_ms = defaults.retention_ms(&topic.meta.config);
-        let retention_bytes = defaults.retention_bytes(&topic.meta.config);
+        let retention_ms = defaults.retention_ms(&config);
+        let retention_bytes = defaults.retention_bytes(&config);
         if retention_ms < 0 && retention_bytes < 0 {
             return;
         }

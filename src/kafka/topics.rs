@@ -585,7 +585,9 @@ impl Topic {
     }
 }
 
-/// The broker-wide defaults a topic follows unless it overrides them.
+/// The broker-wide defaults a topic follows unless it overrides them: the dynamic broker
+/// settings ([`super::broker_settings`]) — this instance's own, then the cluster's — over
+/// `[kafka]`'s values and Kafka's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TopicDefaults {
     /// `kafka.retention_ms`.
@@ -594,31 +596,103 @@ pub struct TopicDefaults {
     pub retention_bytes: i64,
     /// `kafka.max_message_bytes`.
     pub max_message_bytes: i64,
+    /// This instance's dynamic broker settings, as the topic settings they default.
+    pub broker: TopicConfig,
+    /// The cluster's dynamic broker settings, as the topic settings they default.
+    pub cluster: TopicConfig,
+}
+
+/// Which settings set a topic's value of a setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    /// The topic's own.
+    Topic,
+    /// This instance's dynamic broker settings.
+    Broker,
+    /// The cluster's dynamic broker settings.
+    Cluster,
 }
 
 impl TopicDefaults {
-    /// The defaults `[kafka]` sets.
+    /// The defaults `[kafka]` sets, with no dynamic broker settings.
     pub fn from_config(config: &KafkaConfig) -> Self {
         Self {
             retention_ms: config.retention_ms,
             retention_bytes: config.retention_bytes,
             max_message_bytes: config.max_message_bytes as i64,
+            broker: TopicConfig::default(),
+            cluster: TopicConfig::default(),
         }
+    }
+
+    /// A topic's settings `t`, each it does not set taken from the dynamic broker
+    /// settings where they set it: what its `cleanup.policy()`, `delete.retention.ms()`
+    /// and the other accessors answer.
+    pub fn resolve(&self, t: &TopicConfig) -> TopicConfig {
+        let (b, c) = (&self.broker, &self.cluster);
+        TopicConfig {
+            retention_ms: t.retention_ms.or(b.retention_ms).or(c.retention_ms),
+            retention_bytes: t
+                .retention_bytes
+                .or(b.retention_bytes)
+                .or(c.retention_bytes),
+            max_message_bytes: t
+                .max_message_bytes
+                .or(b.max_message_bytes)
+                .or(c.max_message_bytes),
+            cleanup_policy: t.cleanup_policy.or(b.cleanup_policy).or(c.cleanup_policy),
+            delete_retention_ms: t
+                .delete_retention_ms
+                .or(b.delete_retention_ms)
+                .or(c.delete_retention_ms),
+            min_compaction_lag_ms: t
+                .min_compaction_lag_ms
+                .or(b.min_compaction_lag_ms)
+                .or(c.min_compaction_lag_ms),
+            min_cleanable_dirty_ratio: t
+                .min_cleanable_dirty_ratio
+                .or(b.min_cleanable_dirty_ratio)
+                .or(c.min_cleanable_dirty_ratio),
+            message_timestamp_type: t
+                .message_timestamp_type
+                .or(b.message_timestamp_type)
+                .or(c.message_timestamp_type),
+            compression_type: t
+                .compression_type
+                .or(b.compression_type)
+                .or(c.compression_type),
+        }
+    }
+
+    /// Which of the topic's settings `t` and the dynamic broker settings sets a setting
+    /// (`set` says whether a config sets it), the topic's first; `None`: none does, the
+    /// value is `[kafka]`'s or Kafka's default.
+    pub fn layer(&self, t: &TopicConfig, set: impl Fn(&TopicConfig) -> bool) -> Option<Layer> {
+        [
+            (t, Layer::Topic),
+            (&self.broker, Layer::Broker),
+            (&self.cluster, Layer::Cluster),
+        ]
+        .into_iter()
+        .find_map(|(config, layer)| set(config).then_some(layer))
     }
 
     /// A topic's effective `retention.ms`.
     pub fn retention_ms(&self, t: &TopicConfig) -> i64 {
-        t.retention_ms.unwrap_or(self.retention_ms)
+        self.resolve(t).retention_ms.unwrap_or(self.retention_ms)
     }
 
     /// A topic's effective `retention.bytes`.
     pub fn retention_bytes(&self, t: &TopicConfig) -> i64 {
-        t.retention_bytes.unwrap_or(self.retention_bytes)
+        self.resolve(t)
+            .retention_bytes
+            .unwrap_or(self.retention_bytes)
     }
 
     /// A topic's effective `max.message.bytes`.
     pub fn max_message_bytes(&self, t: &TopicConfig) -> usize {
-        usize::try_from(t.max_message_bytes.unwrap_or(self.max_message_bytes)).unwrap_or(0)
+        let bytes = self.resolve(t).max_message_bytes;
+        usize::try_from(bytes.unwrap_or(self.max_message_bytes)).unwrap_or(0)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Topic administration and retention through librdkafka's admin client: CreateTopics
-//! with settings, DescribeConfigs, AlterConfigs, CreatePartitions, DeleteTopics,
-//! DeleteRecords; retention by bytes and by time deleting old ranges; ListOffsets by
-//! timestamp. And confluent-kafka's AdminClient (`tests/python/kafka_admin.py`):
+//! with settings and with replica assignments, DescribeConfigs, AlterConfigs,
+//! CreatePartitions, DeleteTopics, DeleteRecords; dynamic broker settings (AlterConfigs of
+//! a broker) as topics' defaults; retention by bytes and by time deleting old ranges;
+//! ListOffsets by timestamp. And confluent-kafka's AdminClient (`tests/python/kafka_admin.py`):
 //! IncrementalAlterConfigs, DeleteRecords, DescribeCluster and DescribeTopics with
 //! authorized operations, ListConsumerGroups by state; kafka-python's transaction tools
 //! (`tests/python/kafka_transactions_admin.py`): ListTransactions, DescribeTransactions,
@@ -12,8 +13,8 @@ use crate::common::fronts::KafkaServer;
 use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
 use crate::common::wait;
 use rdkafka::admin::{
-    AdminClient, AdminOptions, AlterConfig, NewPartitions, NewTopic, ResourceSpecifier,
-    TopicReplication,
+    AdminClient, AdminOptions, AlterConfig, ConfigEntry, ConfigSource, NewPartitions, NewTopic,
+    ResourceSpecifier, TopicReplication,
 };
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{Consumer, StreamConsumer};
@@ -45,22 +46,33 @@ fn options() -> AdminOptions {
     AdminOptions::new().operation_timeout(Some(Timeout::After(PATIENCE)))
 }
 
-/// The value of `name` in the topic's described settings.
-async fn setting(
+/// Setting `name` of `resource` as DescribeConfigs describes it, if it does.
+async fn entry(
     admin: &AdminClient<DefaultClientContext>,
-    topic: &str,
+    resource: ResourceSpecifier<'_>,
     name: &str,
-) -> Option<String> {
+) -> Option<ConfigEntry> {
     let described = admin
-        .describe_configs(&[ResourceSpecifier::Topic(topic)], &options())
+        .describe_configs(&[resource], &options())
         .await
         .unwrap();
     let resource = described
         .into_iter()
         .next()
         .unwrap()
-        .expect("the topic is described");
-    resource.get(name).and_then(|e| e.value.clone())
+        .expect("the resource is described");
+    resource.entries.into_iter().find(|e| e.name == name)
+}
+
+/// The value of `name` in the topic's described settings.
+async fn setting(
+    admin: &AdminClient<DefaultClientContext>,
+    topic: &str,
+    name: &str,
+) -> Option<String> {
+    entry(admin, ResourceSpecifier::Topic(topic), name)
+        .await
+        .and_then(|e| e.value)
 }
 
 /// Sends one record per request, with timestamp `timestamp(i)`.
@@ -226,27 +238,37 @@ async fn retention_by_bytes_deletes_the_oldest_batches() {
     broker.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retention_by_time_deletes_batches_older_than_retention_ms() {
-    let broker = KafkaServer::start_with(|c| c.retention_check_interval_ms = 100).await;
-    admin(&broker)
-        .create_topics(
-            &[
-                NewTopic::new("aging", 1, TopicReplication::Fixed(1))
-                    .set("retention.ms", "3600000"),
-            ],
-            &options(),
-        )
+/// Creates `topic` (one partition, `settings`) on `broker` and sends it ten batches two
+/// hours old, then five new ones.
+async fn old_then_new(broker: &KafkaServer, topic: &str, settings: &[(&str, &str)]) {
+    let created = settings.iter().fold(
+        NewTopic::new(topic, 1, TopicReplication::Fixed(1)),
+        |t, (k, v)| t.set(k, v),
+    );
+    admin(broker)
+        .create_topics(&[created], &options())
         .await
         .unwrap();
     let p = producer(&broker.bootstrap(), &[("linger.ms", "0")]);
     let two_hours_ago = now_ms() - 2 * 3_600_000;
-    send_each(&p, "aging", 10, |_| two_hours_ago).await;
-    send_each(&p, "aging", 5, |_| now_ms()).await;
-    let c = consumer(&broker.bootstrap(), "aging", &[]);
+    send_each(&p, topic, 10, |_| two_hours_ago).await;
+    send_each(&p, topic, 5, |_| now_ms()).await;
+}
+
+/// Waits until retention has deleted the ten old batches of an [`old_then_new`] topic, and
+/// checks it deleted only those.
+async fn only_the_old_batches_go(broker: &KafkaServer, topic: &str) {
+    let c = consumer(&broker.bootstrap(), topic, &[]);
     // Retention may run between the old sends; wait until all ten old batches went.
-    let offsets = offsets_until(&c, "aging", |start, _| start >= 10).await;
+    let offsets = offsets_until(&c, topic, |start, _| start >= 10).await;
     assert_eq!(offsets, (10, 15), "only the old batches go");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_by_time_deletes_batches_older_than_retention_ms() {
+    let broker = KafkaServer::start_with(|c| c.retention_check_interval_ms = 100).await;
+    old_then_new(&broker, "aging", &[("retention.ms", "3600000")]).await;
+    only_the_old_batches_go(&broker, "aging").await;
     broker.stop().await;
 }
 
@@ -325,6 +347,109 @@ async fn delete_records_moves_the_start_consumers_read_from() {
         .fetch_watermarks("trimmed", 0, Timeout::After(PATIENCE))
         .unwrap();
     assert_eq!((low, high), (4, 6));
+    broker.stop().await;
+}
+
+/// A dynamic broker setting set with librdkafka's AlterConfigs is the default of every
+/// topic without its own: DescribeConfigs shows it as the broker's, and retention applies
+/// it. An inert one is described back; a bad value changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dynamic_broker_setting_is_the_default_of_topics_without_their_own() {
+    let broker = KafkaServer::start_with(|c| c.retention_check_interval_ms = 100).await;
+    old_then_new(&broker, "defaulted", &[]).await;
+    let admin = admin(&broker);
+    let altered = admin
+        .alter_configs(
+            &[AlterConfig::new(ResourceSpecifier::Broker(0))
+                .set("log.retention.ms", "3600000")
+                .set("num.io.threads", "4")],
+            &options(),
+        )
+        .await
+        .unwrap();
+    assert!(altered[0].is_ok(), "{altered:?}");
+    let value_and_source = |e: Option<ConfigEntry>| e.map(|e| (e.value, e.source));
+    let topic = ResourceSpecifier::Topic("defaulted");
+    assert_eq!(
+        value_and_source(entry(&admin, topic, "retention.ms").await),
+        Some((Some("3600000".into()), ConfigSource::DynamicBroker))
+    );
+    only_the_old_batches_go(&broker, "defaulted").await;
+    let own = ResourceSpecifier::Broker(0);
+    assert_eq!(
+        value_and_source(entry(&admin, own, "num.io.threads").await),
+        Some((Some("4".into()), ConfigSource::DynamicBroker)),
+        "an inert setting is described back"
+    );
+    // rdkafka 0.39 reports every resource of an AlterConfigs as done (it drops their
+    // errors), so the refusal shows as the settings left as they were.
+    admin
+        .alter_configs(
+            &[AlterConfig::new(ResourceSpecifier::Broker(0)).set("log.retention.ms", "soon")],
+            &options(),
+        )
+        .await
+        .unwrap();
+    let retention = entry(&admin, ResourceSpecifier::Broker(0), "log.retention.ms").await;
+    assert_eq!(
+        value_and_source(retention),
+        Some((Some("3600000".into()), ConfigSource::DynamicBroker)),
+        "a bad value changes nothing"
+    );
+    broker.stop().await;
+}
+
+/// Two instances over one store are brokers 0 and 1: an assignment naming both is taken
+/// and gives the partition count, one naming a broker that is not live is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_assignments_of_live_brokers_are_taken() {
+    let broker = KafkaServer::start_with(|c| c.node_id = 0).await;
+    let peer = broker.peer(1).await;
+    let admin = admin(&broker);
+    let created = admin
+        .create_topics(
+            &[
+                NewTopic::new("placed", 2, TopicReplication::Variable(&[&[0, 1], &[1, 0]])),
+                NewTopic::new("misplaced", 1, TopicReplication::Variable(&[&[0, 2]])),
+            ],
+            &options(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created[0], Ok("placed".to_owned()));
+    assert!(matches!(
+        &created[1],
+        Err((
+            _,
+            rdkafka::types::RDKafkaErrorCode::InvalidReplicaAssignment
+        ))
+    ));
+    let grown = admin
+        .create_partitions(
+            &[NewPartitions::new("placed", 4).assign(&[&[1, 0], &[0, 1]])],
+            &options(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(grown, vec![Ok("placed".to_owned())]);
+    let p = producer(&broker.bootstrap(), &[]);
+    let metadata = p
+        .client()
+        .fetch_metadata(Some("placed"), Timeout::After(PATIENCE))
+        .unwrap();
+    assert_eq!(metadata.topics()[0].partitions().len(), 4);
+    let delivery = p
+        .send(
+            FutureRecord::to("placed")
+                .key("k")
+                .payload("x")
+                .partition(3),
+            Timeout::After(PATIENCE),
+        )
+        .await
+        .expect("a partition added with an assignment takes records");
+    assert_eq!(delivery.partition, 3);
+    peer.stop().await;
     broker.stop().await;
 }
 

@@ -1,15 +1,20 @@
-//! IncrementalAlterConfigs (KIP-339): changes the named settings of a topic — SET a value,
-//! DELETE (back to the broker default) — and keeps the others, in one store transaction.
-//! Values are checked as AlterConfigs checks them ([`crate::kafka::topics::TopicConfig::with`]). APPEND and
-//! SUBTRACT add items to and take them from Ferry's one list setting, `cleanup.policy`
-//! ([`crate::kafka::topics::TopicConfig::edit_list`]); for another setting they are
-//! `INVALID_CONFIG`, as Kafka answers them for a setting that is not a list. A setting named twice, or an unknown
-//! operation, is `INVALID_REQUEST`. The ACL checks and the refusal of broker settings are
-//! AlterConfigs' ([`alter_configs::refusal`]).
+//! IncrementalAlterConfigs (KIP-339): changes the named settings of a topic, or the
+//! dynamic settings of a broker ([`crate::kafka::broker_settings`]) — SET a value, DELETE
+//! (back to the default) — and keeps the others, in one store transaction. Values are
+//! checked as AlterConfigs checks them ([`crate::kafka::topics::TopicConfig::with`],
+//! [`broker_settings::set`]). APPEND and SUBTRACT add items to and take them from Ferry's
+//! one list setting, `cleanup.policy` (`log.cleanup.policy` for a broker;
+//! [`crate::kafka::topics::TopicConfig::edit_list`], [`broker_settings::edit_list`]); for
+//! another setting they are `INVALID_CONFIG`, as Kafka answers them for a setting that is
+//! not a list. A setting named twice, or an unknown operation, is `INVALID_REQUEST`. The
+//! ACL checks, the resource types that have settings and the broker names taken are
+//! AlterConfigs' ([`alter_configs::refusal`], [`alter_configs::alter_broker`]).
 
-use super::alter_configs::{self, Refused};
-use super::{Session, str_bytes};
+use super::alter_configs;
+use super::describe_configs::BROKER;
+use super::{Refused, Session, str_bytes};
 use crate::kafka::Context;
+use crate::kafka::broker_settings;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -38,6 +43,23 @@ pub async fn handle(
         let outcome = match alter_configs::refusal(&access, r.resource_type, name) {
             Some(refused) => Err(refused),
             None => match changes(&r.configs) {
+                Ok(changes) if r.resource_type == BROKER => {
+                    let change = |settings: broker_settings::Settings| {
+                        changes
+                            .iter()
+                            .try_fold(settings, |s, (key, change)| match change {
+                                Change::Set(Some(value)) => broker_settings::set(s, key, value),
+                                Change::Set(None) => broker_settings::delete(s, key),
+                                Change::Append(items) => {
+                                    broker_settings::edit_list(s, key, items, true)
+                                }
+                                Change::Subtract(items) => {
+                                    broker_settings::edit_list(s, key, items, false)
+                                }
+                            })
+                    };
+                    alter_configs::alter_broker(ctx, name, change, request.validate_only).await
+                }
                 Ok(changes) => ctx
                     .topics
                     .set_config(

@@ -519,6 +519,10 @@ fn first(mut codes: impl Iterator<Item = i16>) -> i16 {
     codes.find(|c| *c != 0).unwrap_or(0)
 }
 
+/// An error code with the message that goes with it, for an answer's `error_code` and
+/// `error_message`.
+pub(crate) type Refused = (i16, String);
+
 /// A protocol string.
 pub(crate) fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())

@@ -295,7 +295,7 @@ fn accept(
     } else {
         records
     };
-    let max = ctx.defaults.max_message_bytes(&topic.meta.config);
+    let max = ctx.defaults().max_message_bytes(&topic.meta.config);
     let header = batch::validate(&records, max).map_err(|e| refuse(&e, e.code()))?;
     if !ctx.sequencers.is_local(partition.topic_id, partition.index) {
         return Err(Answer::Refused(ResponseError::NotLeaderOrFollower.code()));
@@ -303,16 +303,21 @@ fn accept(
     if let Some(refused) = keyless(ctx, topic, partition, &records) {
         return Err(refused);
     }
+    let config = ctx.defaults().resolve(&topic.meta.config);
     let (records, log_append_time) =
-        append_format::conform(records, &topic.meta.config, now, bound)
-            .map_err(|e| refuse(&e, corrupt))?;
+        append_format::conform(records, &config, now, bound).map_err(|e| refuse(&e, corrupt))?;
     Ok((records, header, log_append_time))
 }
 
 /// For a compacted topic, the refusal of a batch holding records without a key, as Kafka
 /// refuses them (`INVALID_RECORD`, each keyless record named); `None` to accept it.
 fn keyless(ctx: &Context, topic: &Topic, partition: &Partition, records: &[u8]) -> Option<Answer> {
-    if !topic.meta.config.cleanup_policy().compacts() {
+    if !ctx
+        .defaults()
+        .resolve(&topic.meta.config)
+        .cleanup_policy()
+        .compacts()
+    {
         return None;
     }
     let why = match records::keyless(records, ctx.config.max_request_size) {

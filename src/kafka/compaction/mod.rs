@@ -38,6 +38,7 @@
 
 pub mod records;
 
+use super::broker_settings::BrokerSettings;
 use super::keys::PartitionKeys;
 use super::lease::Lease;
 use super::log::{Aborted, BatchIndex, Log, LogError, is_aborted};
@@ -144,9 +145,16 @@ impl Compactor {
         }
     }
 
-    /// Compacts the partition every `interval` while its topic's policy says so, until
-    /// `stop` or until the lease changes hands.
-    pub async fn run(self, topics: Topics, interval: Duration, stop: CancellationToken) {
+    /// Compacts the partition every `interval` while its topic's policy (its own, else the
+    /// broker default of `broker_settings`) says so, until `stop` or until the lease
+    /// changes hands.
+    pub async fn run(
+        self,
+        topics: Topics,
+        broker_settings: BrokerSettings,
+        interval: Duration,
+        stop: CancellationToken,
+    ) {
         let p = &self.partition;
         loop {
             tokio::select! {
@@ -156,7 +164,7 @@ impl Compactor {
             let Some(topic) = topics.get(&p.topic).filter(|t| t.meta.id == p.topic_id) else {
                 continue;
             };
-            let config = topic.meta.config;
+            let config = broker_settings.topic_defaults().resolve(&topic.meta.config);
             if !config.cleanup_policy().compacts() {
                 continue;
             }

@@ -5,9 +5,12 @@
 use super::acls::{client_of, guarded};
 use super::fixture::{Client, Front, batch, name, text};
 use super::{create_topic, create_topic_with, produce};
+use crate::kafka::broker_settings;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
-use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsTopic,
+};
 use kafka_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
@@ -20,8 +23,12 @@ use kafka_protocol::messages::{
 /// DescribeConfigs' and AlterConfigs' resource types.
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
+/// AlterConfigs' resource type of a consumer group (Kafka 4.0's group settings).
+const GROUP: i8 = 32;
 /// DescribeConfigs' config sources.
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+const DYNAMIC_BROKER_CONFIG: i8 = 2;
+const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
 const STATIC_BROKER_CONFIG: i8 = 4;
 const DEFAULT_CONFIG: i8 = 5;
 
@@ -125,20 +132,32 @@ async fn alter_incrementally(
     (r.error_code, message.flatten())
 }
 
-/// The (error code, message) of CreatePartitions growing `topic` to `count`.
+/// The (error code, message) of CreatePartitions growing `topic` to `count`, with the
+/// new partitions' replica lists if `assignments` are given.
 async fn grow(
     c: &mut Client,
     topic: &str,
     count: i32,
+    assignments: Option<&[&[i32]]>,
     validate_only: bool,
 ) -> (i16, Option<String>) {
+    let assignments = assignments.map(|lists| {
+        lists
+            .iter()
+            .map(|l| {
+                CreatePartitionsAssignment::default()
+                    .with_broker_ids(l.iter().map(|b| BrokerId(*b)).collect())
+            })
+            .collect()
+    });
     let request = CreatePartitionsRequest::default()
         .with_timeout_ms(5_000)
         .with_validate_only(validate_only)
         .with_topics(vec![
             CreatePartitionsTopic::default()
                 .with_name(name(topic))
-                .with_count(count),
+                .with_count(count)
+                .with_assignments(assignments),
         ]);
     let r = c.call(3, request).await.results.remove(0);
     let message = (r.error_code != 0).then(|| r.error_message.map(|m| m.to_string()));
@@ -213,20 +232,146 @@ async fn create_topics_refuses_what_it_cannot_create_with_each_code() {
             .as_deref(),
         Some("topic 'taken' already exists")
     );
-    let assigned = CreateTopicsRequest::default().with_topics(vec![
-        CreatableTopic::default()
-            .with_name(name("placed"))
-            .with_num_partitions(-1)
-            .with_replication_factor(-1)
-            .with_assignments(vec![
-                CreatableReplicaAssignment::default().with_broker_ids(vec![BrokerId(0)]),
-            ]),
-    ]);
-    let result = c.call(5, assigned).await.topics.remove(0);
-    assert_eq!(result.error_code, ResponseError::InvalidPartitions.code());
-    for refused in ["bad/name", "zero", "odd", "compacted", "placed"] {
+    for refused in ["bad/name", "zero", "odd", "compacted"] {
         assert!(front.ctx.topics.get(refused).is_none(), "{refused}");
     }
+    front.stop().await;
+}
+
+/// A topic of CreateTopics with a replica assignment: (partition, brokers) per partition,
+/// and the partition count and replication factor given beside it.
+fn assigned(topic: &str, assignment: &[(i32, &[i32])], given: (i32, i16)) -> CreatableTopic {
+    CreatableTopic::default()
+        .with_name(name(topic))
+        .with_num_partitions(given.0)
+        .with_replication_factor(given.1)
+        .with_assignments(
+            assignment
+                .iter()
+                .map(|(p, brokers)| {
+                    CreatableReplicaAssignment::default()
+                        .with_partition_index(*p)
+                        .with_broker_ids(brokers.iter().map(|b| BrokerId(*b)).collect())
+                })
+                .collect(),
+        )
+}
+
+#[tokio::test]
+async fn create_topics_takes_an_assignment_of_live_brokers_and_refuses_what_kafka_refuses() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    let request = |validate_only, topics| {
+        CreateTopicsRequest::default()
+            .with_validate_only(validate_only)
+            .with_topics(topics)
+    };
+    let placed = assigned("placed", &[(1, &[0]), (0, &[0]), (2, &[0])], (-1, -1));
+    let checked = c.call(5, request(true, vec![placed.clone()])).await;
+    assert_eq!(
+        (
+            checked.topics[0].error_code,
+            checked.topics[0].num_partitions
+        ),
+        (0, 3)
+    );
+    assert!(
+        front.ctx.topics.get("placed").is_none(),
+        "validate_only creates nothing"
+    );
+    let created = c
+        .call(5, request(false, vec![placed]))
+        .await
+        .topics
+        .remove(0);
+    assert_eq!(
+        (
+            created.error_code,
+            created.num_partitions,
+            created.replication_factor
+        ),
+        (0, 3, 1),
+        "the assignment gives the partition count; the store keeps one copy"
+    );
+    for p in 0..3 {
+        assert_eq!(
+            produce(&mut c, "placed", p, batch(&["x"])).await.error_code,
+            0
+        );
+    }
+    let invalid_assignment = ResponseError::InvalidReplicaAssignment.code();
+    let cases = [
+        (
+            assigned("beside", &[(0, &[0])], (1, -1)),
+            ResponseError::InvalidRequest.code(),
+            "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
+        ),
+        (
+            assigned("elsewhere", &[(0, &[0, 7])], (-1, -1)),
+            invalid_assignment,
+            "The manual partition assignment includes broker 7, but no such broker is registered.",
+        ),
+        (
+            assigned("gap", &[(0, &[0]), (2, &[0])], (-1, -1)),
+            invalid_assignment,
+            "partitions should be a consecutive 0-based integer sequence",
+        ),
+        (
+            assigned("twice", &[(0, &[0, 0])], (-1, -1)),
+            invalid_assignment,
+            "The manual partition assignment includes the broker 0 more than once.",
+        ),
+    ];
+    for validate_only in [true, false] {
+        let topics = cases.iter().map(|(t, ..)| t.clone()).collect();
+        let answers = c.call(5, request(validate_only, topics)).await.topics;
+        for ((topic, code, message), answer) in cases.iter().zip(answers) {
+            assert_eq!(
+                (answer.error_code, answer.error_message.as_deref()),
+                (*code, Some(*message)),
+                "{}",
+                topic.name.0.as_str()
+            );
+            assert!(front.ctx.topics.get(topic.name.0.as_str()).is_none());
+        }
+    }
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn create_partitions_takes_an_assignment_of_the_new_partitions() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, "placed", 1).await;
+    let invalid_assignment = ResponseError::InvalidReplicaAssignment.code();
+    assert_eq!(
+        grow(&mut c, "placed", 3, Some(&[&[0]]), false).await,
+        (
+            invalid_assignment,
+            Some("Increasing the number of partitions by 2 but 1 assignments provided.".into())
+        )
+    );
+    assert_eq!(
+        grow(&mut c, "placed", 3, Some(&[&[0], &[4]]), true).await,
+        (
+            invalid_assignment,
+            Some(
+                "The manual partition assignment includes broker 4, but no such broker is registered."
+                    .into()
+            )
+        ),
+        "validate_only checks the same"
+    );
+    assert_eq!(front.ctx.topics.get("placed").unwrap().partitions.len(), 1);
+    assert_eq!(
+        grow(&mut c, "placed", 3, Some(&[&[0], &[0]]), false).await,
+        (0, None)
+    );
+    assert_eq!(front.ctx.topics.get("placed").unwrap().partitions.len(), 3);
+    assert_eq!(
+        produce(&mut c, "placed", 2, batch(&["x"])).await.error_code,
+        0
+    );
     front.stop().await;
 }
 
@@ -292,13 +437,13 @@ async fn create_partitions_grows_a_topic_and_refuses_to_shrink_it() {
     let front = Front::start().await;
     let mut c = front.client();
     create_topic(&mut c, "growing", 1).await;
-    assert_eq!(grow(&mut c, "growing", 5, true).await, (0, None));
+    assert_eq!(grow(&mut c, "growing", 5, None, true).await, (0, None));
     assert_eq!(
         front.ctx.topics.get("growing").unwrap().partitions.len(),
         1,
         "validate_only changes nothing"
     );
-    assert_eq!(grow(&mut c, "growing", 3, false).await, (0, None));
+    assert_eq!(grow(&mut c, "growing", 3, None, false).await, (0, None));
     assert_eq!(front.ctx.topics.get("growing").unwrap().partitions.len(), 3);
     let answer = produce(&mut c, "growing", 2, batch(&["new"])).await;
     assert_eq!(
@@ -307,7 +452,7 @@ async fn create_partitions_grows_a_topic_and_refuses_to_shrink_it() {
         "a new partition is writable at once"
     );
     assert_eq!(
-        grow(&mut c, "growing", 2, false).await,
+        grow(&mut c, "growing", 2, None, false).await,
         (
             ResponseError::InvalidPartitions.code(),
             Some(
@@ -316,7 +461,7 @@ async fn create_partitions_grows_a_topic_and_refuses_to_shrink_it() {
         )
     );
     assert_eq!(
-        grow(&mut c, "missing", 2, false).await.0,
+        grow(&mut c, "missing", 2, None, false).await.0,
         ResponseError::UnknownTopicOrPartition.code()
     );
     front.stop().await;
@@ -552,15 +697,13 @@ async fn alter_configs_refuses_unknown_settings_topics_and_broker_settings() {
             .0,
         ResponseError::UnknownTopicOrPartition.code()
     );
-    assert_eq!(
-        alter(&mut c, BROKER, "0", &[("num.partitions", "3")], false).await,
-        (
-            ResponseError::InvalidRequest.code(),
-            Some(
-                "only topic settings can be altered; broker settings come from ferry.toml"
-                    .to_owned()
-            )
-        )
+    let (code, message) = alter(&mut c, BROKER, "0", &[("num.partitions", "3")], false).await;
+    assert_eq!(code, ResponseError::InvalidConfig.code());
+    assert!(
+        message
+            .unwrap()
+            .starts_with("num.partitions: is not a broker setting Ferry changes at runtime"),
+        "kafka.default_partitions comes from ferry.toml"
     );
     front.stop().await;
 }
@@ -696,11 +839,20 @@ async fn incremental_alter_configs_refuses_with_each_code_and_changes_nothing() 
         ResponseError::UnknownTopicOrPartition.code()
     );
     assert_eq!(
-        alter_incrementally(&mut c, BROKER, "0", &[("num.partitions", SET, Some("3"))]).await,
+        alter_incrementally(&mut c, BROKER, "0", &[("num.partitions", SET, Some("3"))])
+            .await
+            .0,
+        invalid_config
+    );
+    assert_eq!(
+        alter_incrementally(&mut c, GROUP, "g", &set).await,
         (
             invalid_request,
-            Some("only topic settings can be altered; broker settings come from ferry.toml".into())
-        )
+            Some(
+                "resource type 32 has no settings to alter; topics (2) and brokers (4) have".into()
+            )
+        ),
+        "as Kafka before 4.0"
     );
     let mut alice = client_of(&front, "alice");
     assert_eq!(
@@ -710,6 +862,236 @@ async fn incremental_alter_configs_refuses_with_each_code_and_changes_nothing() 
     assert_eq!(
         alter_incrementally(&mut alice, BROKER, "0", &set).await.0,
         ResponseError::ClusterAuthorizationFailed.code()
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn broker_settings_set_the_defaults_of_topics_and_are_described_with_their_scope() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, "plain", 1).await;
+    create_topic_with(&mut c, "own", 1, &[("retention.ms", "1000")]).await;
+    let retention = async |c: &mut Client, topic| {
+        let described = describe(c, TOPIC, topic, Some(&["retention.ms"])).await;
+        settings_of(&described).remove(0)
+    };
+    // The cluster's default: every topic without its own follows it.
+    let cluster = [("log.retention.ms", "5000")];
+    assert_eq!(alter(&mut c, BROKER, "", &cluster, false).await, (0, None));
+    assert_eq!(
+        retention(&mut c, "plain").await,
+        (
+            "retention.ms".into(),
+            "5000".into(),
+            DYNAMIC_DEFAULT_BROKER_CONFIG
+        )
+    );
+    assert_eq!(
+        retention(&mut c, "own").await,
+        ("retention.ms".into(), "1000".into(), DYNAMIC_TOPIC_CONFIG)
+    );
+    // This instance's own, over the cluster's; an inert setting is stored; the policy list
+    // is edited from Kafka's default.
+    let ops = [
+        ("log.retention.ms", SET, Some("6000")),
+        ("background.threads", SET, Some("9")),
+        ("log.cleanup.policy", APPEND, Some("compact")),
+    ];
+    assert_eq!(
+        alter_incrementally(&mut c, BROKER, "0", &ops).await,
+        (0, None)
+    );
+    let plain = describe(
+        &mut c,
+        TOPIC,
+        "plain",
+        Some(&["retention.ms", "cleanup.policy"]),
+    )
+    .await;
+    assert_eq!(
+        settings_of(&plain),
+        [
+            ("retention.ms".into(), "6000".into(), DYNAMIC_BROKER_CONFIG),
+            (
+                "cleanup.policy".into(),
+                "compact,delete".into(),
+                DYNAMIC_BROKER_CONFIG
+            ),
+        ]
+    );
+    assert_eq!(
+        produce(&mut c, "plain", 0, batch(&["keyless"]))
+            .await
+            .error_code,
+        ResponseError::InvalidRecord.code(),
+        "the topic is compacted now"
+    );
+    let keys = [
+        "log.retention.ms",
+        "message.max.bytes",
+        "log.cleanup.policy",
+        "background.threads",
+    ];
+    let broker = describe(&mut c, BROKER, "0", Some(&keys)).await;
+    let max_message_bytes = crate::config::KafkaConfig::default().max_message_bytes;
+    assert_eq!(
+        settings(&broker),
+        [
+            (
+                "log.retention.ms".into(),
+                "6000".into(),
+                DYNAMIC_BROKER_CONFIG,
+                false
+            ),
+            (
+                "message.max.bytes".into(),
+                max_message_bytes.to_string(),
+                STATIC_BROKER_CONFIG,
+                false
+            ),
+            (
+                "log.cleanup.policy".into(),
+                "compact,delete".into(),
+                DYNAMIC_BROKER_CONFIG,
+                false
+            ),
+            (
+                "background.threads".into(),
+                "9".into(),
+                DYNAMIC_BROKER_CONFIG,
+                false
+            ),
+        ]
+    );
+    assert_eq!(
+        settings(&describe(&mut c, BROKER, "", None).await),
+        [(
+            "log.retention.ms".into(),
+            "5000".into(),
+            DYNAMIC_DEFAULT_BROKER_CONFIG,
+            false
+        )]
+    );
+    let elsewhere = describe(&mut c, BROKER, "1", None).await;
+    assert_eq!(
+        (elsewhere.error_code, elsewhere.error_message.as_deref()),
+        (
+            ResponseError::InvalidRequest.code(),
+            Some("Unexpected broker id, expected 0 or empty string, but received 1")
+        )
+    );
+    // Back: DELETE and SUBTRACT.
+    let ops = [
+        ("log.retention.ms", DELETE, None),
+        ("background.threads", DELETE, None),
+        ("log.cleanup.policy", SUBTRACT, Some("compact")),
+    ];
+    assert_eq!(
+        alter_incrementally(&mut c, BROKER, "0", &ops).await,
+        (0, None)
+    );
+    assert_eq!(
+        retention(&mut c, "plain").await,
+        (
+            "retention.ms".into(),
+            "5000".into(),
+            DYNAMIC_DEFAULT_BROKER_CONFIG
+        )
+    );
+    assert_eq!(
+        produce(&mut c, "plain", 0, batch(&["keyless"]))
+            .await
+            .error_code,
+        0
+    );
+    // AlterConfigs replaces the cluster's settings: log.retention.ms goes.
+    let limit = [("message.max.bytes", "2000")];
+    assert_eq!(alter(&mut c, BROKER, "", &limit, true).await, (0, None));
+    assert_eq!(
+        retention(&mut c, "plain").await.1,
+        "5000",
+        "validate_only changes nothing"
+    );
+    assert_eq!(alter(&mut c, BROKER, "", &limit, false).await, (0, None));
+    assert_eq!(
+        retention(&mut c, "plain").await,
+        (
+            "retention.ms".into(),
+            crate::config::KafkaConfig::default()
+                .retention_ms
+                .to_string(),
+            DEFAULT_CONFIG
+        )
+    );
+    assert_eq!(
+        produce(&mut c, "plain", 0, batch(&[&"x".repeat(2_500)]))
+            .await
+            .error_code,
+        ResponseError::MessageTooLarge.code()
+    );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn broker_settings_refuse_unknown_brokers_settings_and_values() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    let set = [("log.retention.ms", "1")];
+    let invalid_request = ResponseError::InvalidRequest.code();
+    assert_eq!(
+        alter(&mut c, BROKER, "1", &set, false).await,
+        (
+            invalid_request,
+            Some("broker 1 is not a live broker of this cluster (live: 0)".into())
+        )
+    );
+    assert_eq!(
+        alter(&mut c, BROKER, "one", &set, false).await,
+        (
+            invalid_request,
+            Some("Broker id must be an integer, but it is: one".into())
+        )
+    );
+    let invalid_config = ResponseError::InvalidConfig.code();
+    assert_eq!(
+        alter(&mut c, BROKER, "", &[("log.retention.ms", "soon")], false).await,
+        (
+            invalid_config,
+            Some(
+                "log.retention.ms: 'soon' must be an integer from -1 to 9223372036854775807".into()
+            )
+        )
+    );
+    assert_eq!(
+        alter_incrementally(
+            &mut c,
+            BROKER,
+            "0",
+            &[("log.retention.ms", APPEND, Some("1"))]
+        )
+        .await,
+        (
+            invalid_config,
+            Some(
+                "log.retention.ms: APPEND and SUBTRACT apply to list settings only (log.cleanup.policy)"
+                    .into()
+            )
+        )
+    );
+    assert_eq!(
+        alter(&mut c, BROKER, "", &[("retention.ms", "1")], false)
+            .await
+            .0,
+        invalid_config,
+        "a topic setting's name is not a broker setting"
+    );
+    assert!(
+        front
+            .ctx
+            .broker_settings
+            .of(broker_settings::Scope::Cluster)
+            .is_empty()
     );
     front.stop().await;
 }
