@@ -85,7 +85,13 @@ build_suite() {
   local src stamp started
   src=$(registry_source)
   stamp="$src ${CONFIGURE_OPTIONS[*]} ${HEADERS[*]}"
+  # One build at a time: another run may be building the suite in the same cache now (it
+  # would remove the tree under this one); the lock is let go once the suite is there.
+  mkdir -p "$CACHE"
+  exec 9>"$CACHE/.lock"
+  flock 9
   if [[ -x "$BUILD/tests/test-runner" && "$(cat "$BUILD/.ferry-built" 2>/dev/null)" == "$stamp" ]]; then
+    flock -u 9
     return
   fi
   local tool header
@@ -99,7 +105,6 @@ build_suite() {
   log "building librdkafka $LIBRDKAFKA_VERSION and its tests in $BUILD (a few minutes)"
   started=$SECONDS
   rm -rf "$BUILD"
-  mkdir -p "$CACHE"
   cp -a "$src" "$BUILD"
   chmod -R u+w "$BUILD"
   if ! (cd "$BUILD" && ./configure --no-download "${CONFIGURE_OPTIONS[@]}" &&
@@ -108,6 +113,7 @@ build_suite() {
     die "the build failed (log: $CACHE/build.log); scripts/setup.sh installs its dependencies"
   fi
   echo "$stamp" >"$BUILD/.ferry-built"
+  flock -u 9
   log "built in $((SECONDS - started)) s"
 }
 
