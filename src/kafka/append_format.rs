@@ -12,124 +12,11 @@
 //! The time is taken when the front accepts the batch, just before it is staged; the
 //! sequencer appends staged batches in a few milliseconds, in order.
 
-use super::batch::{self, BatchHeader};
-use super::compaction::records::Records;
+use super::batch::{self, BatchHeader, HEADER_LEN};
+use super::codecs;
+use super::format_settings::TimestampType;
 use super::topics::TopicConfig;
 use bytes::Bytes;
-
-/// Kafka's `message.timestamp.type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TimestampType {
-    /// `CreateTime`: each record's timestamp is the producer's.
-    CreateTime,
-    /// `LogAppendTime`: every record's timestamp is the time the broker appended it.
-    LogAppendTime,
-}
-
-impl TimestampType {
-    /// Parses Kafka's spelling.
-    pub fn parse(value: &str) -> Option<Self> {
-        [Self::CreateTime, Self::LogAppendTime]
-            .into_iter()
-            .find(|t| t.as_str() == value.trim())
-    }
-
-    /// Kafka's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::CreateTime => "CreateTime",
-            Self::LogAppendTime => "LogAppendTime",
-        }
-    }
-
-    /// The stored code.
-    pub fn code(self) -> i64 {
-        match self {
-            Self::CreateTime => 0,
-            Self::LogAppendTime => 1,
-        }
-    }
-
-    /// The type of stored code `code`.
-    pub fn from_code(code: i64) -> Option<Self> {
-        [Self::CreateTime, Self::LogAppendTime]
-            .into_iter()
-            .find(|t| t.code() == code)
-    }
-}
-
-/// Kafka's topic `compression.type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompressionType {
-    /// `producer`: batches keep the codec their producer chose.
-    Producer,
-    /// `uncompressed`.
-    Uncompressed,
-    /// `gzip`.
-    Gzip,
-    /// `snappy`.
-    Snappy,
-    /// `lz4`.
-    Lz4,
-    /// `zstd`.
-    Zstd,
-}
-
-impl CompressionType {
-    const ALL: [Self; 6] = [
-        Self::Producer,
-        Self::Uncompressed,
-        Self::Gzip,
-        Self::Snappy,
-        Self::Lz4,
-        Self::Zstd,
-    ];
-
-    /// Parses Kafka's spelling.
-    pub fn parse(value: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str() == value.trim())
-    }
-
-    /// Kafka's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Producer => "producer",
-            Self::Uncompressed => "uncompressed",
-            Self::Gzip => "gzip",
-            Self::Snappy => "snappy",
-            Self::Lz4 => "lz4",
-            Self::Zstd => "zstd",
-        }
-    }
-
-    /// The batch attribute codec this type imposes (0 none … 4 zstd); `None` for
-    /// `producer`.
-    pub fn codec(self) -> Option<i16> {
-        match self {
-            Self::Producer => None,
-            Self::Uncompressed => Some(0),
-            Self::Gzip => Some(1),
-            Self::Snappy => Some(2),
-            Self::Lz4 => Some(3),
-            Self::Zstd => Some(4),
-        }
-    }
-
-    /// The stored code.
-    pub fn code(self) -> i64 {
-        Self::ALL
-            .iter()
-            .position(|t| *t == self)
-            .map_or(0, |i| i as i64)
-    }
-
-    /// The type of stored code `code`.
-    pub fn from_code(code: i64) -> Option<Self> {
-        usize::try_from(code)
-            .ok()
-            .and_then(|i| Self::ALL.get(i).copied())
-    }
-}
 
 /// Why a batch cannot take the topic's format: its records do not decompress within the
 /// bound, or do not compress again (`CORRUPT_MESSAGE` to the producer).
@@ -153,9 +40,7 @@ pub fn conform(
     let target = config.compression_type().codec();
     let batch = match (target, BatchHeader::parse(&batch)) {
         (Some(codec), Ok(header)) if header.codec() != codec => {
-            Records::decode(&batch, max_decompressed)
-                .and_then(|records| records.with_codec(&batch, codec))
-                .map_err(|e| FormatError(e.reason))?
+            recompressed(&batch, &header, codec, max_decompressed)?
         }
         _ => batch,
     };
@@ -167,11 +52,37 @@ pub fn conform(
     Ok((Bytes::from(stamped), Some(now)))
 }
 
+/// `batch` (with `header`) with its records compressed with codec `codec` (0 none … 4
+/// zstd) instead of its own; the rest of the header kept, the length and CRC rewritten.
+fn recompressed(
+    batch: &[u8],
+    header: &BatchHeader,
+    codec: i16,
+    max_decompressed: usize,
+) -> Result<Bytes, FormatError> {
+    let from = codecs::compression(header.codec())
+        .ok_or_else(|| FormatError(format!("codec {} is unknown", header.codec())))?;
+    let body = batch
+        .get(HEADER_LEN..header.size)
+        .ok_or_else(|| FormatError("the batch is truncated".into()))?;
+    let raw = codecs::decompress_bounded(&mut Bytes::copy_from_slice(body), from, max_decompressed)
+        .map_err(|e| FormatError(e.to_string()))?;
+    let compressed = codecs::compress(codec, &raw).map_err(|e| FormatError(e.to_string()))?;
+    let mut head = batch[..HEADER_LEN].to_vec();
+    batch::set_codec(&mut head, codec);
+    Ok(Bytes::from(batch::with_records(
+        &head,
+        header.record_count,
+        &compressed,
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::kafka::batch::tests::batch;
     use crate::kafka::batch::validate;
+    use crate::kafka::format_settings::CompressionType;
     use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
     /// The bound the daemon decompresses with by default (`kafka.max_request_size`).
@@ -227,19 +138,5 @@ mod tests {
             };
             assert_eq!(records(&out), records(&sent), "{from:?} to {to:?}");
         }
-    }
-
-    #[test]
-    fn settings_round_trip_their_codes_and_spellings() {
-        for t in CompressionType::ALL {
-            assert_eq!(CompressionType::from_code(t.code()), Some(t));
-            assert_eq!(CompressionType::parse(t.as_str()), Some(t));
-        }
-        for t in [TimestampType::CreateTime, TimestampType::LogAppendTime] {
-            assert_eq!(TimestampType::from_code(t.code()), Some(t));
-            assert_eq!(TimestampType::parse(t.as_str()), Some(t));
-        }
-        assert_eq!(CompressionType::parse("brotli"), None);
-        assert_eq!(TimestampType::parse("createtime"), None);
     }
 }

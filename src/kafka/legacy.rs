@@ -14,7 +14,8 @@
 //!              0-2), [timestamp i64: magic 1], key bytes (i32 length, -1 null), value bytes
 //! ```
 
-use super::port::{KafkaRecord, decompress_bounded, encode_batch};
+use super::codecs::decompress_bounded;
+use super::port::{KafkaRecord, encode_batch};
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
 

@@ -23,6 +23,7 @@
 use super::Context;
 use super::append_format;
 use super::batch::BatchHeader;
+use super::codecs::decompress_bounded;
 use super::log::{Aborted, Log, LogError, is_aborted};
 use super::staged;
 use super::topics::{Partition, TopicError};
@@ -454,53 +455,6 @@ pub(crate) fn decode_committed(
         );
     }
     Ok(out)
-}
-
-/// The records of a batch compressed with `compression`, decompressed to at most `max`
-/// bytes: a few kilobytes of gzip or zstd can stand for gigabytes, and a route reads
-/// whatever a producer sent (librdkafka bounds its consumers the same way, with
-/// `receive.message.max.bytes`). The output grows only as it is produced.
-pub(crate) fn decompress_bounded(
-    records: &mut Bytes,
-    compression: Compression,
-    max: usize,
-) -> anyhow::Result<Bytes> {
-    use kafka_protocol::compression::{Decompressor, Snappy};
-    use std::io::Read;
-    let compressed = records.as_ref();
-    let mut reader: Box<dyn Read + '_> = match compression {
-        Compression::None => return Ok(records.clone()),
-        // Snappy declares its length up front, checked against the block's size before
-        // anything is allocated (vendor/README.md).
-        Compression::Snappy => {
-            let out = <Snappy as Decompressor<Bytes>>::decompress(records, |b: &mut Bytes| {
-                Ok(std::mem::take(b))
-            })?;
-            anyhow::ensure!(
-                out.len() <= max,
-                "the records decompress to {} bytes, more than the {max} allowed",
-                out.len()
-            );
-            return Ok(out);
-        }
-        Compression::Gzip => Box::new(flate2::read::GzDecoder::new(compressed)),
-        Compression::Zstd => {
-            // A frame may ask for a window of up to 128 MiB, allocated up front; none is
-            // needed larger than the output allowed.
-            let mut decoder = zstd::stream::read::Decoder::new(compressed)?;
-            let bits = usize::BITS - max.saturating_sub(1).leading_zeros();
-            decoder.window_log_max(bits.clamp(10, 31))?;
-            Box::new(decoder)
-        }
-        Compression::Lz4 => Box::new(lz4::Decoder::new(compressed)?),
-    };
-    let mut out = Vec::new();
-    reader.by_ref().take(max as u64).read_to_end(&mut out)?;
-    anyhow::ensure!(
-        reader.read(&mut [0])? == 0,
-        "the records decompress to more than the {max} bytes allowed"
-    );
-    Ok(Bytes::from(out))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! (the one following changes, and the one after each change made here), and the one that
 //! read first may finish last.
 
-use super::append_format::{CompressionType, TimestampType};
+use super::format_settings::{CompressionType, TimestampType};
 use super::inert_settings;
 use super::keys::{KafkaKeys, PartitionKeys, stage_name};
 use crate::config::KafkaConfig;

@@ -357,7 +357,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn records_a_route_appends_take_the_topic_timestamp_type_and_codec() {
-        use crate::kafka::append_format::{CompressionType, TimestampType};
+        use crate::kafka::format_settings::{CompressionType, TimestampType};
         let route = Route::start().await;
         let formatted = |c| {
             Ok(crate::kafka::topics::TopicConfig {

@@ -9,9 +9,8 @@
 //! with the batch's own codec) change.
 
 use crate::kafka::batch::{self, BatchHeader, HEADER_LEN, read_varint};
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::compression::{Compressor, Gzip, Lz4, Snappy, Zstd};
-use kafka_protocol::records::Compression;
+use crate::kafka::codecs::{compress, compression, decompress_bounded};
+use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use std::ops::Range;
 
@@ -90,7 +89,7 @@ impl Records {
         let body = batch
             .get(HEADER_LEN..header.size)
             .ok_or_else(|| fail(format!("{} of its {} bytes", batch.len(), header.size)))?;
-        let raw = crate::kafka::port::decompress_bounded(
+        let raw = decompress_bounded(
             &mut Bytes::copy_from_slice(body),
             compression(header.codec()).ok_or_else(|| fail("unknown codec".into()))?,
             max_decompressed,
@@ -143,27 +142,6 @@ impl Records {
     }
 }
 
-impl Records {
-    /// The batch `batch` (the one decoded) with all its records compressed with codec
-    /// `codec` (0 none … 4 zstd) instead of its own: a topic's `compression.type`.
-    ///
-    /// # Errors
-    /// [`RecordsError`] when the records do not compress.
-    pub fn with_codec(&self, batch: &[u8], codec: i16) -> Result<Bytes, RecordsError> {
-        let compressed = compress(codec, &self.raw).map_err(|e| RecordsError {
-            base: self.header.base_offset,
-            reason: format!("cannot compress its records with codec {codec}: {e}"),
-        })?;
-        let mut header = batch[..HEADER_LEN].to_vec();
-        batch::set_codec(&mut header, codec);
-        Ok(Bytes::from(batch::with_records(
-            &header,
-            self.header.record_count,
-            &compressed,
-        )))
-    }
-}
-
 /// The indexes in `batch` of its records without a key, which a compacted topic refuses
 /// (as Kafka does: compaction keeps a record per key).
 ///
@@ -206,41 +184,12 @@ fn parse_record(rest: &mut &[u8], base: i64) -> Option<Record> {
     })
 }
 
-/// The codec of attribute bits `codec`.
-fn compression(codec: i16) -> Option<Compression> {
-    Some(match codec {
-        0 => Compression::None,
-        1 => Compression::Gzip,
-        2 => Compression::Snappy,
-        3 => Compression::Lz4,
-        4 => Compression::Zstd,
-        _ => return None,
-    })
-}
-
-/// `raw` compressed with codec `codec`, as kafka-protocol's encoder compresses records.
-fn compress(codec: i16, raw: &[u8]) -> anyhow::Result<Vec<u8>> {
-    let mut out = BytesMut::new();
-    let put = |buf: &mut BytesMut| {
-        buf.extend_from_slice(raw);
-        Ok(())
-    };
-    match compression(codec) {
-        Some(Compression::None) => out.extend_from_slice(raw),
-        Some(Compression::Gzip) => <Gzip as Compressor<BytesMut>>::compress(&mut out, put)?,
-        Some(Compression::Snappy) => <Snappy as Compressor<BytesMut>>::compress(&mut out, put)?,
-        Some(Compression::Lz4) => <Lz4 as Compressor<BytesMut>>::compress(&mut out, put)?,
-        Some(Compression::Zstd) => <Zstd as Compressor<BytesMut>>::compress(&mut out, put)?,
-        None => anyhow::bail!("codec {codec} is not one Kafka defines"),
-    }
-    Ok(out.to_vec())
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::kafka::batch::tests::encoded;
     use crate::kafka::batch::{set_base_offset, validate};
+    use kafka_protocol::records::Compression;
     use kafka_protocol::records::RecordBatchDecoder;
 
     /// The bound on decompressed bytes Ferry runs with by default (`kafka.max_request_size`).
