@@ -295,31 +295,28 @@ fn accept(
     } else {
         records
     };
-    let max = ctx.defaults().max_message_bytes(&topic.meta.config);
+    // The topic's settings, each it does not set from the broker's: read once per batch.
+    let defaults = ctx.defaults();
+    let config = defaults.resolve(&topic.meta.config);
+    let max = defaults.max_message_bytes(&topic.meta.config);
     let header = batch::validate(&records, max).map_err(|e| refuse(&e, e.code()))?;
     if !ctx.sequencers.is_local(partition.topic_id, partition.index) {
         return Err(Answer::Refused(ResponseError::NotLeaderOrFollower.code()));
     }
-    if let Some(refused) = keyless(ctx, topic, partition, &records) {
+    if config.cleanup_policy().compacts()
+        && let Some(refused) = keyless(ctx, partition, &records)
+    {
         return Err(refused);
     }
-    let config = ctx.defaults().resolve(&topic.meta.config);
     let (records, log_append_time) =
         append_format::conform(records, &config, now, bound).map_err(|e| refuse(&e, corrupt))?;
     Ok((records, header, log_append_time))
 }
 
-/// For a compacted topic, the refusal of a batch holding records without a key, as Kafka
-/// refuses them (`INVALID_RECORD`, each keyless record named); `None` to accept it.
-fn keyless(ctx: &Context, topic: &Topic, partition: &Partition, records: &[u8]) -> Option<Answer> {
-    if !ctx
-        .defaults()
-        .resolve(&topic.meta.config)
-        .cleanup_policy()
-        .compacts()
-    {
-        return None;
-    }
+/// For a batch of a compacted topic, the refusal of it when it holds records without a
+/// key, as Kafka refuses them (`INVALID_RECORD`, each keyless record named); `None` to
+/// accept it.
+fn keyless(ctx: &Context, partition: &Partition, records: &[u8]) -> Option<Answer> {
     let why = match records::keyless(records, ctx.config.max_request_size) {
         Ok(keyless) if keyless.is_empty() => return None,
         Ok(keyless) => {
