@@ -20,7 +20,9 @@
 # get 4 partitions, as in upstream's test clusters. It is stopped by its PID at the end.
 # Scenarios, each on a daemon of its own: NNNN (default), NNNN/noautocreate (upstream's
 # scenario: kafka.auto_create_topics = false), NNNN/sasl (a SASL_PLAINTEXT listener, the
-# tests log in as guest with SCRAM-SHA-256). Tests calling Kafka's kafka-topics.sh or
+# tests log in as guest with SCRAM-SHA-256), NNNN/consumer (the tests' consumers use the
+# consumer group protocol of KIP-848: TEST_CONSUMER_GROUP_PROTOCOL=consumer, as upstream's
+# CI runs them against Kafka 4). Tests calling Kafka's kafka-topics.sh or
 # kafka-acls.sh get stand-ins (scripts/librdkafka-kafka-tools.py) through KAFKA_PATH.
 # Each test runs with `-L` (the number's mock-cluster sub-tests are left out) under
 # `timeout $TEST_TIMEOUT` (default 300 s; longer where the allow-list says timeout=N), its
@@ -284,13 +286,16 @@ run_one() {
   daemon=default
   [[ $spec == */* ]] && daemon=${spec#*/}
   scenario=$daemon
-  [[ $scenario != sasl ]] || scenario=default
+  [[ $scenario != sasl && $scenario != consumer ]] || scenario=default
+  local protocol=classic
+  [[ $daemon != consumer ]] || protocol=consumer
   logf="$WORK/${spec//\//-}.log"
   limit=$(test_timeout "$spec")
   conf="$WORK/test-${spec//\//-}.conf"
   { cat "$WORK/test.conf"; echo "test.timeout.multiplier=$(test_multiplier "$spec")"; } >"$conf"
   started=$SECONDS
   (cd "$BUILD/tests" && TESTS=$number TEST_SCENARIO=$scenario RDKAFKA_TEST_CONF="$conf" \
+    TEST_CONSUMER_GROUP_PROTOCOL=$protocol \
     KAFKA_PATH="$WORK/kafka" ZK_ADDRESS=127.0.0.1:$KAFKA_PORT BROKERS=127.0.0.1:$KAFKA_PORT \
     timeout --kill-after=10 "$limit" ./run-test.sh -p1 -L $QUICK_FLAG bare) \
     >"$logf" 2>&1 || rc=$?
@@ -326,7 +331,7 @@ run_one() {
 # Runs the tests $@ (default scenario first, then each other scenario on its own daemon).
 run_tests() {
   local scenario spec
-  for scenario in default noautocreate sasl; do
+  for scenario in default noautocreate sasl consumer; do
     local batch=()
     for spec in "$@"; do
       if [[ $scenario == default && $spec != */* ]] || [[ $spec == */"$scenario" ]]; then batch+=("$spec"); fi

@@ -42,6 +42,7 @@ use ferry::fuzzing::{
 };
 use ferry::incarnation::Owner;
 use ferry::kafka::batch::{self, BatchHeader};
+use ferry::kafka::groups::consumer::ConsumerSettings;
 use ferry::kafka::groups::state::{Group, GroupSettings, JoinRequest, MemberRef};
 use ferry::kafka::groups::store::{decode_member, decode_meta, decode_offset};
 use ferry::kafka::keys::{KafkaKeys, decode_i64};
@@ -247,6 +248,10 @@ fn group(chunks: &[&[u8]]) {
         min_session: Duration::from_millis(6_000),
         max_session: Duration::from_millis(1_800_000),
         initial_delay: Duration::from_millis(3_000),
+        consumer: ConsumerSettings {
+            session_timeout: Duration::from_millis(45_000),
+            heartbeat_interval: Duration::from_millis(5_000),
+        },
     };
     let start = Instant::now();
     let mut now = start;

@@ -41,6 +41,12 @@ pub const DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS: i32 = 6_000;
 pub const DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS: i32 = 1_800_000;
 /// Default for `kafka.group_initial_rebalance_delay_ms`: Kafka's.
 pub const DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS: u64 = 3_000;
+/// Default for `kafka.group_consumer_session_timeout_ms`: Kafka's
+/// `group.consumer.session.timeout.ms`.
+pub const DEFAULT_GROUP_CONSUMER_SESSION_TIMEOUT_MS: u64 = 45_000;
+/// Default for `kafka.group_consumer_heartbeat_interval_ms`: Kafka's
+/// `group.consumer.heartbeat.interval.ms`.
+pub const DEFAULT_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS: u64 = 5_000;
 /// Default for `kafka.sequencer_lease_ms`.
 pub const DEFAULT_SEQUENCER_LEASE_MS: u64 = 10_000;
 /// Default for `kafka.sequencer_batch`.
@@ -113,6 +119,12 @@ pub struct KafkaConfig {
     pub group_max_session_timeout_ms: i32,
     /// How long the first rebalance of an empty group waits for more members to join.
     pub group_initial_rebalance_delay_ms: u64,
+    /// How long a member of a consumer-protocol group (KIP-848) may go without a
+    /// heartbeat before it is removed.
+    pub group_consumer_session_timeout_ms: u64,
+    /// How often members of consumer-protocol groups are told to heartbeat (below the
+    /// session timeout).
+    pub group_consumer_heartbeat_interval_ms: u64,
     /// How long a lease (a partition's sequencer, a group's coordinator, a broker
     /// registration) lasts without renewal; after that another instance may take over.
     pub sequencer_lease_ms: u64,
@@ -155,6 +167,8 @@ impl Default for KafkaConfig {
             group_min_session_timeout_ms: DEFAULT_GROUP_MIN_SESSION_TIMEOUT_MS,
             group_max_session_timeout_ms: DEFAULT_GROUP_MAX_SESSION_TIMEOUT_MS,
             group_initial_rebalance_delay_ms: DEFAULT_GROUP_INITIAL_REBALANCE_DELAY_MS,
+            group_consumer_session_timeout_ms: DEFAULT_GROUP_CONSUMER_SESSION_TIMEOUT_MS,
+            group_consumer_heartbeat_interval_ms: DEFAULT_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS,
             sequencer_lease_ms: DEFAULT_SEQUENCER_LEASE_MS,
             sequencer_batch: DEFAULT_SEQUENCER_BATCH,
             ssl_principal_mapping_rules: crate::principal::DEFAULT_RULES.to_owned(),
@@ -263,6 +277,16 @@ impl KafkaConfig {
             "kafka.group_max_session_timeout_ms",
             self.group_max_session_timeout_ms,
             self.group_min_session_timeout_ms,
+        )?;
+        at_least(
+            "kafka.group_consumer_heartbeat_interval_ms",
+            self.group_consumer_heartbeat_interval_ms,
+            1,
+        )?;
+        at_least(
+            "kafka.group_consumer_session_timeout_ms",
+            self.group_consumer_session_timeout_ms,
+            self.group_consumer_heartbeat_interval_ms + 1,
         )?;
         at_least("kafka.sequencer_lease_ms", self.sequencer_lease_ms, 100)?;
         crate::principal::PrincipalRules::parse(&self.ssl_principal_mapping_rules)

@@ -7,6 +7,7 @@
 use super::Context;
 use super::acls::store::AclSet;
 use super::groups::lag::lag;
+use super::groups::store::Stored;
 use super::log::{Log, LogError};
 use super::topics::Topic;
 use crate::store::StoreError;
@@ -226,27 +227,49 @@ impl KafkaAdmin {
                 })
             })
             .collect::<Vec<_>>();
-        // Listed with only offsets (a consumer that assigns itself partitions): empty.
-        let stored = stored.unwrap_or_default();
+        let member = |id: &str, client_id: &str, client_host: &str| MemberView {
+            id: id.to_owned(),
+            client_id: client_id.to_owned(),
+            client_host: client_host.to_owned(),
+        };
+        let (state, protocol_type, protocol, generation, members) = match stored {
+            // Listed with only offsets (a consumer that assigns itself partitions): empty.
+            None => ("Empty", String::new(), String::new(), 0, Vec::new()),
+            Some(Stored::Classic(g)) => (
+                match (g.members.is_empty(), g.stable) {
+                    (true, _) => "Empty",
+                    (false, true) => "Stable",
+                    (false, false) => "PreparingRebalance",
+                },
+                g.protocol_type.unwrap_or_default(),
+                g.protocol.unwrap_or_default(),
+                g.generation,
+                g.members
+                    .iter()
+                    .map(|m| member(&m.id, &m.client_id, &m.client_host))
+                    .collect(),
+            ),
+            Some(Stored::Consumer(c)) => {
+                let g = c.group(id);
+                (
+                    g.state(),
+                    "consumer".to_owned(),
+                    g.assignor().name().to_owned(),
+                    g.epoch,
+                    g.members
+                        .values()
+                        .map(|m| member(&m.id, &m.client_id, &m.client_host))
+                        .collect(),
+                )
+            }
+        };
         Ok(GroupSummary {
             id: id.to_owned(),
-            state: match (stored.members.is_empty(), stored.stable) {
-                (true, _) => "Empty",
-                (false, true) => "Stable",
-                (false, false) => "PreparingRebalance",
-            },
-            protocol_type: stored.protocol_type.unwrap_or_default(),
-            protocol: stored.protocol.unwrap_or_default(),
-            generation: stored.generation,
-            members: stored
-                .members
-                .into_iter()
-                .map(|m| MemberView {
-                    id: m.id,
-                    client_id: m.client_id,
-                    client_host: m.client_host,
-                })
-                .collect(),
+            state,
+            protocol_type,
+            protocol,
+            generation,
+            members,
             offsets,
         })
     }

@@ -47,6 +47,12 @@
 //! (P,"k","gcoord",group)                      = Lease (node, epoch, deadline): its coordinator
 //! (P,"k","g",group,"meta")                    = GroupMeta (generation, protocol, leader)
 //! (P,"k","g",group,"m",member)                = Member (client, timeouts, metadata, assignment, instance id)
+//! (P,"k","g",group,"cmeta")                   = ConsumerGroupMeta: a group on the consumer protocol
+//!                                               (KIP-848): group epoch, assignment epoch, the
+//!                                               subscribed topics (name, id, partitions) its
+//!                                               target assignment was computed from
+//! (P,"k","g",group,"cm",member)               = ConsumerMember (client, subscription, epochs,
+//!                                               state, assigned, revoking, target assignment)
 //! (P,"k","g",group,"o",topic,partition)       = CommittedOffset
 //! (P,"k","g",group,"po",producer_id,topic,partition)
 //!                                             = CommittedOffset of an open transaction
@@ -437,6 +443,21 @@ impl GroupKeys {
             .unpack::<(String, String)>(key)
             .ok()
             .map(|(_, m)| m)
+    }
+
+    /// A consumer-protocol group's epochs and subscribed topics.
+    pub fn consumer_meta(&self) -> Vec<u8> {
+        self.space.pack(&("cmeta",))
+    }
+
+    /// One member of a consumer-protocol group.
+    pub fn consumer_member(&self, member: &str) -> Vec<u8> {
+        self.space.pack(&("cm", member))
+    }
+
+    /// Every member of a consumer-protocol group.
+    pub fn consumer_members(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("cm",)))
     }
 
     /// A committed offset.

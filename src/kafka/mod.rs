@@ -65,6 +65,7 @@ use acls::store::AclStore;
 use acls::{Acls, AuthorizerSettings};
 use broker_settings::{BrokerSettings, BrokerSettingsError};
 use brokers::{Brokers, ListenerAddress, Registration};
+use groups::consumer::ConsumerSettings;
 use groups::state::GroupSettings;
 use groups::store::GroupStore;
 use groups::{Coordinator, Identity};
@@ -336,7 +337,16 @@ impl KafkaFront {
                 min_session: millis(config.group_min_session_timeout_ms),
                 max_session: millis(config.group_max_session_timeout_ms),
                 initial_delay: config.group_initial_rebalance_delay(),
+                consumer: ConsumerSettings {
+                    session_timeout: Duration::from_millis(
+                        config.group_consumer_session_timeout_ms,
+                    ),
+                    heartbeat_interval: Duration::from_millis(
+                        config.group_consumer_heartbeat_interval_ms,
+                    ),
+                },
             },
+            Arc::new(topics.clone()),
             Identity {
                 node: config.node_id,
                 liveness: Liveness::new(config.sequencer_lease()),

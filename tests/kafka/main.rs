@@ -10,6 +10,7 @@ mod acls;
 mod admin;
 mod clients;
 mod compaction;
+mod consumer_groups;
 mod daemon;
 mod disk_faults;
 mod formats;

@@ -1,8 +1,9 @@
 //! ListGroups: every group in the store with its protocol type and (v4+, KIP-518) its
 //! state — as its task holds it when this instance coordinates the group, else as last
 //! stored — only those in the states asked for when a v4+ request names some
-//! (case-insensitive, as Kafka); with Describe on the cluster every group, else only those
-//! the principal may Describe, as Kafka.
+//! (case-insensitive, as Kafka), and (v5+, KIP-848) its type — `Classic` or `Consumer` —
+//! only those of the types asked for; with Describe on the cluster every group, else only
+//! those the principal may Describe, as Kafka.
 
 use super::{Session, str_bytes};
 use crate::kafka::Context;
@@ -21,12 +22,11 @@ pub async fn handle(
 ) -> ResponseKind {
     let access = session.access(ctx);
     let every = access.cluster(Operation::Describe);
-    let wanted = |state: &str| {
-        request.states_filter.is_empty()
-            || request
-                .states_filter
+    let asked = |filter: &[kafka_protocol::protocol::StrBytes], value: &str| {
+        filter.is_empty()
+            || filter
                 .iter()
-                .any(|s| s.as_str().eq_ignore_ascii_case(state))
+                .any(|s| s.as_str().eq_ignore_ascii_case(value))
     };
     let response = match ctx.coordinator.store().list().await {
         Ok(groups) => {
@@ -37,14 +37,16 @@ pub async fn handle(
                 }
                 let state = match ctx.coordinator.local_state(&g.id).await {
                     Some(state) => state,
-                    None => g.state.as_str(),
+                    None => g.state,
                 };
-                if wanted(state) {
+                let kind = g.kind.as_str();
+                if asked(&request.states_filter, state) && asked(&request.types_filter, kind) {
                     listed.push(
                         ListedGroup::default()
                             .with_group_id(GroupId(str_bytes(g.id)))
                             .with_protocol_type(str_bytes(g.protocol_type.unwrap_or_default()))
-                            .with_group_state(str_bytes(state)),
+                            .with_group_state(str_bytes(state))
+                            .with_group_type(str_bytes(kind)),
                     );
                 }
             }

@@ -13,6 +13,8 @@ mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_user_scram_credentials;
 mod api_versions;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_acls;
 mod create_partitions;
 mod create_topics;
@@ -74,7 +76,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 6),
     (ApiKey::Metadata, 0, 12),
-    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::OffsetFetch, 1, 7),
     (ApiKey::FindCoordinator, 0, 4),
     (ApiKey::JoinGroup, 0, 7),
@@ -82,7 +84,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::LeaveGroup, 0, 4),
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
-    (ApiKey::ListGroups, 0, 4),
+    (ApiKey::ListGroups, 0, 5),
     (ApiKey::SaslHandshake, 1, 1),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 5),
@@ -110,6 +112,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 2),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -302,6 +306,12 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         RequestKind::SyncGroup(r) => sync_group::handle(ctx, session, r).await,
         RequestKind::Heartbeat(r) => heartbeat::handle(ctx, session, r).await,
         RequestKind::LeaveGroup(r) => leave_group::handle(ctx, session, version, r).await,
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            consumer_group_heartbeat::handle(ctx, session, version, r).await
+        }
+        RequestKind::ConsumerGroupDescribe(r) => {
+            Reply::Now(consumer_group_describe::handle(ctx, session, r).await)
+        }
         RequestKind::OffsetCommit(r) => Reply::Now(offset_commit::handle(ctx, session, r).await),
         RequestKind::OffsetFetch(r) => {
             Reply::Now(offset_fetch::handle(ctx, session, version, r).await)
@@ -424,6 +434,8 @@ pub fn first_error(response: &ResponseKind) -> i16 {
         ),
         ResponseKind::DescribeGroups(r) => first(r.groups.iter().map(|g| g.error_code)),
         ResponseKind::ListGroups(r) => r.error_code,
+        ResponseKind::ConsumerGroupHeartbeat(r) => r.error_code,
+        ResponseKind::ConsumerGroupDescribe(r) => first(r.groups.iter().map(|g| g.error_code)),
         ResponseKind::DeleteGroups(r) => first(r.results.iter().map(|g| g.error_code)),
         ResponseKind::OffsetDelete(r) => first(
             std::iter::once(r.error_code).chain(

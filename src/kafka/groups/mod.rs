@@ -1,7 +1,9 @@
-//! The classic consumer group coordinator: JoinGroup, SyncGroup, Heartbeat and LeaveGroup
-//! go to a task per group ([`actor`]) that runs the protocol ([`state`]) and persists the
-//! group ([`store`]) so it survives a restart; committed offsets are written to the store
-//! after the group task checked the member and generation.
+//! The consumer group coordinator: JoinGroup, SyncGroup, Heartbeat and LeaveGroup (the
+//! classic protocol) and ConsumerGroupHeartbeat (the consumer protocol of KIP-848) go to a
+//! task per group ([`actor`]) that runs the protocol ([`state`], [`consumer`] with the
+//! server-side [`assignors`]) and persists the group ([`store`]) so it survives a restart;
+//! committed offsets are written to the store after the group task checked the member and
+//! generation (or member epoch).
 //!
 //! With several instances sharing a store, each group has one coordinator: the holder of
 //! the group's [`Lease`]. FindCoordinator (or any group request) claims the lease when no
@@ -15,6 +17,8 @@
 //! same transaction, so a former coordinator can no longer write once another took over.
 
 pub mod actor;
+pub mod assignors;
+pub mod consumer;
 pub mod lag;
 pub mod state;
 pub mod store;
@@ -24,7 +28,9 @@ use super::lease::Lease;
 use crate::liveness::Liveness;
 use crate::stage::now_ms;
 use crate::store::StoreError;
-use actor::{Command, GroupView};
+use actor::{Command, Env, GroupView};
+use assignors::TopicId;
+use consumer::{ConsumerGroupView, ConsumerHeartbeat, HeartbeatAnswer, TopicCatalog};
 use parking_lot::Mutex;
 use state::{GroupSettings, JoinRequest, Joined, MemberRef, Synced};
 use std::collections::HashMap;
@@ -75,6 +81,8 @@ struct Inner {
     store: GroupStore,
     /// Bounds on members' timeouts.
     settings: GroupSettings,
+    /// The topics consumer-protocol groups assign.
+    catalog: Arc<dyn TopicCatalog + Send + Sync>,
     /// This instance.
     identity: Identity,
     /// The groups whose lease this instance holds, with the lease's epoch.
@@ -90,10 +98,11 @@ struct Inner {
 }
 
 impl Coordinator {
-    /// A coordinator for the groups in `store`.
+    /// A coordinator for the groups in `store`, assigning the topics of `catalog`.
     pub fn new(
         store: GroupStore,
         settings: GroupSettings,
+        catalog: Arc<dyn TopicCatalog + Send + Sync>,
         identity: Identity,
         shutdown: CancellationToken,
     ) -> Self {
@@ -101,6 +110,7 @@ impl Coordinator {
             inner: Arc::new(Inner {
                 store,
                 settings,
+                catalog,
                 identity,
                 owned: Mutex::default(),
                 claiming: tokio::sync::Mutex::new(()),
@@ -190,6 +200,35 @@ impl Coordinator {
         let (reply, rx) = oneshot::channel();
         self.send(group, Command::Leave { members, reply }).await?;
         Ok(rx)
+    }
+
+    /// Queues a ConsumerGroupHeartbeat; the answer comes once the group is persisted.
+    ///
+    /// # Errors
+    /// [`NotCoordinator`].
+    pub async fn consumer_heartbeat(
+        &self,
+        group: &str,
+        req: ConsumerHeartbeat,
+    ) -> Result<Pending<HeartbeatAnswer>, NotCoordinator> {
+        let (reply, rx) = oneshot::channel();
+        self.send(group, Command::ConsumerHeartbeat(req, reply))
+            .await?;
+        Ok(rx)
+    }
+
+    /// The group as ConsumerGroupDescribe shows it; `None` when it is not a
+    /// consumer-protocol group.
+    ///
+    /// # Errors
+    /// An error code: NOT_COORDINATOR, or COORDINATOR_NOT_AVAILABLE while stopping.
+    pub async fn describe_consumer(&self, group: &str) -> Result<Option<ConsumerGroupView>, i16> {
+        let (reply, rx) = oneshot::channel();
+        self.send(group, Command::ConsumerDescribe(reply))
+            .await
+            .map_err(NotCoordinator::code)?;
+        rx.await
+            .map_err(|_| kafka_protocol::ResponseError::CoordinatorNotAvailable.code())
     }
 
     /// Commits `offsets` for `member` of `generation` if the group's state allows it now
@@ -452,11 +491,15 @@ impl Coordinator {
                         let mut tasks = self.inner.tasks.lock();
                         // Forget the tasks that stopped (idle groups) as new ones start.
                         while tasks.try_join_next().is_some() {}
+                        let env = Env {
+                            id: group.to_owned(),
+                            settings: self.inner.settings,
+                            store: self.inner.store.clone(),
+                            fence: fence.clone(),
+                            catalog: self.inner.catalog.clone(),
+                        };
                         tasks.spawn(actor::run(
-                            group.to_owned(),
-                            self.inner.settings,
-                            self.inner.store.clone(),
-                            fence.clone(),
+                            env,
                             self.inner.identity.liveness.ttl(),
                             rx,
                             self.inner.shutdown.clone(),
@@ -476,5 +519,19 @@ impl Coordinator {
                 Err(_) => return Ok(()),
             }
         }
+    }
+}
+
+/// The topics of the Kafka front, as consumer-protocol groups assign them.
+impl TopicCatalog for crate::kafka::topics::Topics {
+    fn topic(&self, name: &str) -> Option<(TopicId, i32)> {
+        self.get(name).map(|t| {
+            let partitions = i32::try_from(t.partitions.len()).unwrap_or(i32::MAX);
+            (t.meta.uuid, partitions)
+        })
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.all().iter().map(|t| t.meta.name.clone()).collect()
     }
 }

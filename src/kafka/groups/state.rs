@@ -24,6 +24,7 @@
 //! abandons a join it sent therefore never leaves a member behind that every rebalance
 //! must wait out.
 
+use super::consumer::ConsumerSettings;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use std::collections::BTreeMap;
@@ -63,6 +64,8 @@ pub struct GroupSettings {
     pub max_session: Duration,
     /// How long an empty group's first rebalance waits for more members.
     pub initial_delay: Duration,
+    /// What members of consumer-protocol groups (KIP-848) are held to.
+    pub consumer: ConsumerSettings,
 }
 
 /// One member.
@@ -894,6 +897,10 @@ mod tests {
             min_session: Duration::from_secs(1),
             max_session: Duration::from_secs(60),
             initial_delay: Duration::from_millis(initial),
+            consumer: ConsumerSettings {
+                session_timeout: Duration::from_secs(45),
+                heartbeat_interval: Duration::from_secs(5),
+            },
         }
     }
 

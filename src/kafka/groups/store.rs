@@ -5,10 +5,16 @@
 //! Every write is fenced: it checks, in its own transaction, that this instance still holds
 //! the group's coordinator lease ([`Fence`]), and writes nothing otherwise.
 //!
+//! A group on the consumer protocol (KIP-848, [`super::consumer`]) is stored under its own
+//! keys (`cmeta`, `cm`); saving a group of one kind clears the other's, so an empty group
+//! changes kind by being saved.
+//!
 //! Transactional offset commits (TxnOffsetCommit) are pending offsets under the group and
 //! the producer, moved to `("o", …)` by the transaction's commit
 //! ([`crate::kafka::transactions`]).
 
+use super::assignors::{Assignment, TopicId};
+use super::consumer::{ConsumerGroup, ConsumerMember, MemberState, Subscription};
 use super::state::{Group, Phase, StoredMember};
 use crate::kafka::keys::KafkaKeys;
 use crate::kafka::lease::Lease;
@@ -17,7 +23,8 @@ use crate::stage::now_ms;
 use crate::store::{Database, RangeOption, StoreError, Transaction};
 use bytes::Bytes;
 use foundationdb_tuple::{pack, unpack};
-use std::time::Duration;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 /// Format version of every value here.
 const FORMAT: u16 = 1;
@@ -69,6 +76,52 @@ pub struct StoredGroup {
     pub members: Vec<StoredMember>,
 }
 
+/// A group as stored: of the classic protocol or of the consumer protocol.
+#[derive(Debug, Clone)]
+pub enum Stored {
+    /// JoinGroup/SyncGroup members.
+    Classic(StoredGroup),
+    /// ConsumerGroupHeartbeat members.
+    Consumer(StoredConsumerGroup),
+}
+
+/// A consumer-protocol group as persisted.
+#[derive(Debug, Clone, Default)]
+pub struct StoredConsumerGroup {
+    /// Group epoch and assignment epoch.
+    pub epochs: (i32, i32),
+    /// The subscribed topics the target assignment was computed from.
+    pub topics: BTreeMap<String, (TopicId, i32)>,
+    /// The members (their sessions start at loading) with their target assignments.
+    pub members: Vec<(ConsumerMember, Assignment)>,
+}
+
+impl StoredConsumerGroup {
+    /// The group stored (held to settings that matter only to a group's running task).
+    pub fn group(self, id: &str) -> ConsumerGroup {
+        ConsumerGroup::restore(id, CONSUMER_LISTING, self.epochs, self.topics, self.members)
+    }
+}
+
+/// Which protocol a group's members speak (ListGroups v5's group type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupKind {
+    /// JoinGroup/SyncGroup.
+    Classic,
+    /// ConsumerGroupHeartbeat (KIP-848).
+    Consumer,
+}
+
+impl GroupKind {
+    /// The name ListGroups and DescribeGroups give it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Classic => "Classic",
+            Self::Consumer => "Consumer",
+        }
+    }
+}
+
 /// A group as ListGroups lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedGroup {
@@ -77,7 +130,9 @@ pub struct ListedGroup {
     /// Its members' protocol type.
     pub protocol_type: Option<String>,
     /// Its state as last stored.
-    pub state: Phase,
+    pub state: &'static str,
+    /// Its protocol.
+    pub kind: GroupKind,
 }
 
 type MetaTuple = (
@@ -110,6 +165,28 @@ type StaticMemberTuple = (
     Option<String>,
 );
 
+/// A consumer-protocol group's metadata: format, group epoch, assignment epoch, and the
+/// subscribed topics (name, id, partitions).
+type ConsumerMetaTuple = (u16, i64, i64, Vec<(String, Vec<u8>, i64)>);
+/// An assignment: (topic id, partitions) per topic.
+type AssignmentTuple = Vec<(Vec<u8>, Vec<i64>)>;
+/// A consumer-protocol member: format, instance id, rack, client id, client host,
+/// rebalance timeout, subscribed names, regex, server assignor, (epoch, previous epoch,
+/// state), (assigned, revoking, target).
+type ConsumerMemberTuple = (
+    u16,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+    u64,
+    Vec<String>,
+    Option<String>,
+    Option<String>,
+    (i64, i64, i64),
+    (AssignmentTuple, AssignmentTuple, AssignmentTuple),
+);
+
 /// The groups of one store.
 #[derive(Clone)]
 pub struct GroupStore {
@@ -135,13 +212,18 @@ impl GroupStore {
         &self.keys
     }
 
-    /// Loads group `id`, if it was ever persisted with members or a generation.
+    /// Loads group `id`, if it was ever persisted with members or an epoch.
     ///
     /// # Errors
     /// The store's error.
-    pub async fn load(&self, id: &str) -> Result<Option<StoredGroup>, StoreError> {
+    pub async fn load(&self, id: &str) -> Result<Option<Stored>, StoreError> {
         let keys = self.keys.group(id);
         let tx = self.db.begin()?;
+        if let Some(meta) = tx.get(&keys.consumer_meta(), true).await? {
+            return load_consumer(&tx, &keys, &meta)
+                .await
+                .map(|g| Some(Stored::Consumer(g)));
+        }
         let Some(meta) = tx.get(&keys.meta(), true).await? else {
             return Ok(None);
         };
@@ -153,7 +235,7 @@ impl GroupStore {
                 .ok_or_else(|| StoreError::Storage("undecodable group member key".into()))?;
             group.members.push(decode_member(id, &kv.value)?);
         }
-        Ok(Some(group))
+        Ok(Some(Stored::Classic(group)))
     }
 
     /// Persists `group`'s generation, protocol, leader and members, if `fence` still
@@ -201,12 +283,66 @@ impl GroupStore {
                     if !fence.holds(&tx).await? {
                         return Ok(false);
                     }
-                    let (b, e) = keys.members();
-                    tx.clear_range(&b, &e);
+                    clear_members(&tx, keys);
+                    tx.clear(&keys.consumer_meta());
                     for (k, v) in members {
                         tx.set(k, v);
                     }
                     tx.set(&keys.meta(), meta);
+                    tx.set(listing, b"");
+                    Ok::<_, StoreError>(true)
+                }
+            })
+            .await
+    }
+
+    /// Persists consumer-protocol `group`'s epochs, subscribed topics and members, if
+    /// `fence` still holds (false: nothing written).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn save_consumer(
+        &self,
+        group: &ConsumerGroup,
+        fence: &Fence,
+    ) -> Result<bool, StoreError> {
+        let keys = self.keys.group(&group.id);
+        let topics: Vec<(String, Vec<u8>, i64)> = group
+            .topics
+            .iter()
+            .map(|(name, (id, n))| (name.clone(), id.to_vec(), i64::from(*n)))
+            .collect();
+        let meta = pack(&(
+            FORMAT,
+            i64::from(group.epoch),
+            i64::from(group.assignment_epoch),
+            topics,
+        ));
+        let members: Vec<(Vec<u8>, Vec<u8>)> = group
+            .members
+            .values()
+            .map(|m| {
+                let target = group.target.get(&m.id).map(encode_assignment);
+                (
+                    keys.consumer_member(&m.id),
+                    encode_consumer_member(m, target),
+                )
+            })
+            .collect();
+        let listing = self.keys.group_listing(&group.id);
+        self.db
+            .run(|tx| {
+                let (keys, meta, members, listing) = (&keys, &meta, &members, &listing);
+                async move {
+                    if !fence.holds(&tx).await? {
+                        return Ok(false);
+                    }
+                    clear_members(&tx, keys);
+                    tx.clear(&keys.meta());
+                    for (k, v) in members {
+                        tx.set(k, v);
+                    }
+                    tx.set(&keys.consumer_meta(), meta);
                     tx.set(listing, b"");
                     Ok::<_, StoreError>(true)
                 }
@@ -289,6 +425,16 @@ impl GroupStore {
                 continue;
             };
             let keys = self.keys.group(&id);
+            if let Some(meta) = tx.get(&keys.consumer_meta(), true).await? {
+                let state = load_consumer(&tx, &keys, &meta).await?.group(&id).state();
+                out.push(ListedGroup {
+                    id,
+                    protocol_type: Some("consumer".to_owned()),
+                    state,
+                    kind: GroupKind::Consumer,
+                });
+                continue;
+            }
             let (protocol_type, stable) = match tx.get(&keys.meta(), true).await? {
                 Some(v) => unpack::<MetaTuple>(&v)
                     .ok()
@@ -308,7 +454,8 @@ impl GroupStore {
             out.push(ListedGroup {
                 id,
                 protocol_type,
-                state,
+                state: state.as_str(),
+                kind: GroupKind::Classic,
             });
         }
         Ok(out)
@@ -374,6 +521,147 @@ impl GroupStore {
             None => all_offsets(&tx, &keys).await,
         }
     }
+}
+
+/// What a group read outside its task is restored with (only its state is read).
+const CONSUMER_LISTING: super::consumer::ConsumerSettings = super::consumer::ConsumerSettings {
+    session_timeout: Duration::ZERO,
+    heartbeat_interval: Duration::ZERO,
+};
+
+/// Clears the members of both kinds of group.
+fn clear_members(tx: &Transaction, keys: &crate::kafka::keys::GroupKeys) {
+    for (b, e) in [keys.members(), keys.consumer_members()] {
+        tx.clear_range(&b, &e);
+    }
+}
+
+/// Reads a consumer-protocol group whose metadata is `meta`.
+async fn load_consumer(
+    tx: &Transaction,
+    keys: &crate::kafka::keys::GroupKeys,
+    meta: &[u8],
+) -> Result<StoredConsumerGroup, StoreError> {
+    let (_, epoch, assignment_epoch, topics) =
+        unpack::<ConsumerMetaTuple>(meta).map_err(|e| corrupt("consumer group metadata", &e))?;
+    let topics = topics
+        .into_iter()
+        .map(|(name, id, n)| Ok((name, (topic_id(&id)?, narrow(n)))))
+        .collect::<Result<_, StoreError>>()?;
+    let (b, e) = keys.consumer_members();
+    let now = Instant::now();
+    let mut members = Vec::new();
+    for kv in tx.get_range(&RangeOption::new(b, e), true).await? {
+        let id = keys
+            .member_of(&kv.key)
+            .ok_or_else(|| StoreError::Storage("undecodable group member key".into()))?;
+        members.push(decode_consumer_member(id, &kv.value, now)?);
+    }
+    Ok(StoredConsumerGroup {
+        epochs: (narrow(epoch), narrow(assignment_epoch)),
+        topics,
+        members,
+    })
+}
+
+fn encode_assignment(a: &Assignment) -> AssignmentTuple {
+    a.iter()
+        .map(|(t, ps)| (t.to_vec(), ps.iter().map(|&p| i64::from(p)).collect()))
+        .collect()
+}
+
+fn decode_assignment(a: AssignmentTuple) -> Result<Assignment, StoreError> {
+    a.into_iter()
+        .map(|(t, ps)| {
+            Ok((
+                topic_id(&t)?,
+                ps.into_iter().map(narrow).collect::<BTreeSet<i32>>(),
+            ))
+        })
+        .collect()
+}
+
+fn topic_id(bytes: &[u8]) -> Result<TopicId, StoreError> {
+    TopicId::try_from(bytes)
+        .map_err(|_| StoreError::Storage("undecodable topic id in a group".into()))
+}
+
+fn narrow(v: i64) -> i32 {
+    i32::try_from(v).unwrap_or(-1)
+}
+
+/// The stored value of consumer-protocol member `m` with its target assignment.
+fn encode_consumer_member(m: &ConsumerMember, target: Option<AssignmentTuple>) -> Vec<u8> {
+    pack(&(
+        FORMAT,
+        m.instance_id.clone(),
+        m.rack_id.clone(),
+        m.client_id.as_str(),
+        m.client_host.as_str(),
+        m.rebalance_timeout.as_millis() as u64,
+        m.subscription
+            .names
+            .iter()
+            .cloned()
+            .collect::<Vec<String>>(),
+        m.subscription.regex.clone(),
+        m.server_assignor.clone(),
+        (
+            i64::from(m.epoch),
+            i64::from(m.previous_epoch),
+            i64::from(m.state.code()),
+        ),
+        (
+            encode_assignment(&m.assigned),
+            encode_assignment(&m.revoking),
+            target.unwrap_or_default(),
+        ),
+    ))
+}
+
+/// Decodes the stored value of consumer-protocol member `id`, its session starting `now`.
+///
+/// # Errors
+/// [`StoreError::Storage`] for bytes of another layout.
+fn decode_consumer_member(
+    id: String,
+    bytes: &[u8],
+    now: Instant,
+) -> Result<(ConsumerMember, Assignment), StoreError> {
+    let (
+        _,
+        instance_id,
+        rack_id,
+        client_id,
+        client_host,
+        rebalance,
+        names,
+        regex,
+        assignor,
+        (epoch, previous, state),
+        (assigned, revoking, target),
+    ) = unpack::<ConsumerMemberTuple>(bytes).map_err(|e| corrupt("consumer group member", &e))?;
+    let subscription = Subscription::new(names.into_iter().collect(), regex)
+        .map_err(|e| corrupt("consumer group member's pattern", &e))?;
+    let state = u8::try_from(state)
+        .ok()
+        .and_then(MemberState::from_code)
+        .ok_or_else(|| StoreError::Storage("undecodable consumer member state".into()))?;
+    let member = ConsumerMember::restore(
+        id,
+        instance_id,
+        rack_id,
+        (client_id, client_host),
+        Duration::from_millis(rebalance),
+        subscription,
+        assignor,
+        (narrow(epoch), narrow(previous)),
+        state,
+        decode_assignment(assigned)?,
+        decode_assignment(revoking)?,
+        now,
+    );
+    Ok((member, decode_assignment(target)?))
 }
 
 /// Every committed offset under a group's keys.

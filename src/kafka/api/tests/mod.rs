@@ -9,6 +9,7 @@
 
 mod acls;
 mod admin;
+mod consumer_groups;
 pub(crate) mod fixture;
 mod groups;
 mod leader_epochs;
