@@ -8,7 +8,9 @@
 
 use crate::common::clients::{python_script, run};
 use crate::common::fronts::KafkaServer;
-use crate::common::kafka::{PATIENCE, client_config, consumer, drive, producer, send_range};
+use crate::common::kafka::{
+    PATIENCE, assigned_partitions, client_config, consumer, drive, producer, send_range,
+};
 use crate::common::wait;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
@@ -38,17 +40,7 @@ fn member(bootstrap: &str, group: &str) -> StreamConsumer {
 
 /// Each consumer's assigned partitions.
 fn assignments(members: &[Arc<StreamConsumer>]) -> Vec<BTreeSet<i32>> {
-    members
-        .iter()
-        .map(|c| {
-            c.assignment()
-                .unwrap()
-                .elements()
-                .iter()
-                .map(|e| e.partition())
-                .collect()
-        })
-        .collect()
+    members.iter().map(|c| assigned_partitions(c)).collect()
 }
 
 /// Receives until every value of `wanted` has been seen; returns who read each value.

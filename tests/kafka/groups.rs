@@ -5,7 +5,9 @@
 //! fences the older consumer.
 
 use crate::common::fronts::KafkaServer;
-use crate::common::kafka::{PATIENCE, client_config, consumer, drive, producer, send_range};
+use crate::common::kafka::{
+    PATIENCE, assigned_partitions, client_config, consumer, drive, producer, send_range,
+};
 use crate::common::wait;
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::{
@@ -71,17 +73,7 @@ async fn three_members_split_the_partitions_and_rebalance_when_one_leaves() {
 
     // Once all three are in, each owns two of the six partitions, none shared.
     let assignments = wait::until("three balanced assignments", PATIENCE, async || {
-        let a: Vec<BTreeSet<i32>> = members
-            .iter()
-            .map(|c| {
-                c.assignment()
-                    .unwrap()
-                    .elements()
-                    .iter()
-                    .map(|e| e.partition())
-                    .collect()
-            })
-            .collect();
+        let a: Vec<BTreeSet<i32>> = members.iter().map(|c| assigned_partitions(c)).collect();
         a.iter().all(|s| s.len() == 2).then_some(a)
     })
     .await;
@@ -295,13 +287,7 @@ impl StaticMember {
 async fn owned(member: &StaticMember, count: usize) -> BTreeSet<i32> {
     let c = &member.consumer;
     wait::until("the assignment", PATIENCE, async || {
-        let owned: BTreeSet<i32> = c
-            .assignment()
-            .unwrap()
-            .elements()
-            .iter()
-            .map(|e| e.partition())
-            .collect();
+        let owned = assigned_partitions(c.as_ref());
         (owned.len() == count).then_some(owned)
     })
     .await

@@ -637,15 +637,17 @@ impl Group {
         replies
     }
 
-    /// The error code for an OffsetCommit by `member` in `generation` (-1 and an empty
-    /// member: a commit from a consumer outside group management).
+    /// The error code for an OffsetCommit by `member` in `generation` (-1: a commit from
+    /// outside group management).
     pub fn check_commit(&self, member: &MemberRef, generation: i32) -> i16 {
+        // Generation -1: an admin client, or a consumer that assigns itself partitions
+        // (whatever member id it sends: a consumer-protocol client always has one), which
+        // may commit to an empty group, as Kafka's `validateOffsetCommit`.
+        if generation < 0 && self.members.is_empty() {
+            return 0;
+        }
         if generation < 0 && member.id.is_empty() {
-            return if self.members.is_empty() {
-                0
-            } else {
-                ResponseError::UnknownMemberId.code()
-            };
+            return ResponseError::UnknownMemberId.code();
         }
         if let Err(e) = self.identify(&member.id, member.instance_id.as_deref()) {
             return e.code();
@@ -1400,6 +1402,8 @@ mod tests {
         let t0 = Instant::now();
         let empty = Group::new("g", settings(0));
         assert_eq!(empty.check_commit(&dynamic(""), -1), 0);
+        // A consumer-protocol client outside group management has a member id.
+        assert_eq!(empty.check_commit(&dynamic("its-own-uuid"), -1), 0);
         let (g, a) = stable_with_one(t0);
         assert_eq!(g.check_commit(&dynamic(&a), 1), 0);
         assert_eq!(

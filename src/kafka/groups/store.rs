@@ -275,24 +275,8 @@ impl GroupStore {
                 (keys.member(&m.id), value)
             })
             .collect();
-        let listing = self.keys.group_listing(&group.id);
-        self.db
-            .run(|tx| {
-                let (keys, meta, members, listing) = (&keys, &meta, &members, &listing);
-                async move {
-                    if !fence.holds(&tx).await? {
-                        return Ok(false);
-                    }
-                    clear_members(&tx, keys);
-                    tx.clear(&keys.consumer_meta());
-                    for (k, v) in members {
-                        tx.set(k, v);
-                    }
-                    tx.set(&keys.meta(), meta);
-                    tx.set(listing, b"");
-                    Ok::<_, StoreError>(true)
-                }
-            })
+        let meta = (keys.meta(), meta);
+        self.replace(&group.id, fence, meta, keys.consumer_meta(), members)
             .await
     }
 
@@ -329,20 +313,40 @@ impl GroupStore {
                 )
             })
             .collect();
-        let listing = self.keys.group_listing(&group.id);
+        let meta = (keys.consumer_meta(), meta);
+        self.replace(&group.id, fence, meta, keys.meta(), members)
+            .await
+    }
+
+    /// Replaces group `id`'s persisted state: its metadata (key, value), clearing the other
+    /// kind's metadata key `stale_meta`, and its members (every member of either kind
+    /// goes first), if `fence` still holds (false: nothing written).
+    async fn replace(
+        &self,
+        id: &str,
+        fence: &Fence,
+        meta: (Vec<u8>, Vec<u8>),
+        stale_meta: Vec<u8>,
+        members: Vec<(Vec<u8>, Vec<u8>)>,
+    ) -> Result<bool, StoreError> {
+        let keys = self.keys.group(id);
+        let listing = self.keys.group_listing(id);
         self.db
             .run(|tx| {
-                let (keys, meta, members, listing) = (&keys, &meta, &members, &listing);
+                let (keys, meta, stale_meta, members, listing) =
+                    (&keys, &meta, &stale_meta, &members, &listing);
                 async move {
                     if !fence.holds(&tx).await? {
                         return Ok(false);
                     }
-                    clear_members(&tx, keys);
-                    tx.clear(&keys.meta());
+                    for (b, e) in [keys.members(), keys.consumer_members()] {
+                        tx.clear_range(&b, &e);
+                    }
+                    tx.clear(stale_meta);
                     for (k, v) in members {
                         tx.set(k, v);
                     }
-                    tx.set(&keys.consumer_meta(), meta);
+                    tx.set(&meta.0, &meta.1);
                     tx.set(listing, b"");
                     Ok::<_, StoreError>(true)
                 }
@@ -528,13 +532,6 @@ const CONSUMER_LISTING: super::consumer::ConsumerSettings = super::consumer::Con
     session_timeout: Duration::ZERO,
     heartbeat_interval: Duration::ZERO,
 };
-
-/// Clears the members of both kinds of group.
-fn clear_members(tx: &Transaction, keys: &crate::kafka::keys::GroupKeys) {
-    for (b, e) in [keys.members(), keys.consumer_members()] {
-        tx.clear_range(&b, &e);
-    }
-}
 
 /// Reads a consumer-protocol group whose metadata is `meta`.
 async fn load_consumer(
@@ -789,5 +786,48 @@ mod tests {
         let member = decode_member("m-1".into(), &current).unwrap();
         assert_eq!(member.instance_id.as_deref(), Some("instance-1"));
         assert_eq!(member.assignment, Bytes::from_static(b"assignment"));
+    }
+
+    #[test]
+    fn a_consumer_protocol_member_reads_back_as_stored() {
+        let now = Instant::now();
+        let assignment = |ps: &[i32]| Assignment::from([([9; 16], ps.iter().copied().collect())]);
+        let subscription =
+            Subscription::new(["a".to_owned()].into(), Some("^b.*".to_owned())).unwrap();
+        let member = ConsumerMember::restore(
+            "m-1".into(),
+            Some("instance".into()),
+            Some("rack".into()),
+            ("client".into(), "/127.0.0.1".into()),
+            Duration::from_secs(300),
+            subscription,
+            Some("range".into()),
+            (7, 6),
+            MemberState::UnrevokedPartitions,
+            assignment(&[0, 1]),
+            assignment(&[2]),
+            now,
+        );
+        let bytes = encode_consumer_member(&member, Some(encode_assignment(&assignment(&[0]))));
+        let (back, target) = decode_consumer_member("m-1".into(), &bytes, now).unwrap();
+        assert_eq!(target, assignment(&[0]));
+        assert_eq!(
+            (
+                back.instance_id.as_deref(),
+                back.rack_id.as_deref(),
+                back.server_assignor.as_deref()
+            ),
+            (Some("instance"), Some("rack"), Some("range"))
+        );
+        assert_eq!(
+            (back.epoch, back.previous_epoch, back.state),
+            (7, 6, member.state)
+        );
+        assert_eq!(
+            (back.assigned, back.revoking),
+            (member.assigned, member.revoking)
+        );
+        assert!(back.subscription == member.subscription && back.subscription.takes("bee"));
+        assert_eq!(back.rebalance_timeout, Duration::from_secs(300));
     }
 }

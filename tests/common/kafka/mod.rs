@@ -7,10 +7,11 @@ pub mod raw;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::consumer::{CommitMode, Consumer, ConsumerContext, StreamConsumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{ClientConfig, Message};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -73,6 +74,16 @@ pub fn consumer(bootstrap: &str, group: &str, settings: &[(&str, &str)]) -> Stre
     ];
     base.extend_from_slice(settings);
     client_config(bootstrap, &base).create().unwrap()
+}
+
+/// The partitions assigned to `c` (of whatever topics).
+pub fn assigned_partitions<C: ConsumerContext + 'static>(c: &StreamConsumer<C>) -> BTreeSet<i32> {
+    c.assignment()
+        .unwrap()
+        .elements()
+        .iter()
+        .map(|e| e.partition())
+        .collect()
 }
 
 /// Sends records `from..to` to `topic`, keyed so they spread over the partitions; each
