@@ -2,7 +2,8 @@
 //! rebalance when one leaves; committed offsets and the group itself survive a restart of
 //! the Kafka front and its store; a static member (`group.instance.id`) restarted within
 //! its session gets its partitions back with no rebalance, and a duplicate instance id
-//! fences the older consumer.
+//! fences the older consumer — and on the consumer protocol (KIP-848) the same return
+//! without a rebalance, a duplicate there refused (`UNRELEASED_INSTANCE_ID`).
 
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::{
@@ -229,23 +230,35 @@ struct StaticMember {
     polling: tokio::task::JoinHandle<()>,
 }
 
+/// The group protocol static members speak.
+#[derive(Clone, Copy)]
+enum Protocol {
+    /// JoinGroup/SyncGroup, the session set by the member.
+    Classic,
+    /// KIP-848's ConsumerGroupHeartbeat, the session set by the coordinator.
+    Consumer,
+}
+
 impl StaticMember {
-    /// Starts member `instance`.
-    fn start(bootstrap: &str, instance: &str) -> Self {
+    /// Starts member `instance` on `protocol`.
+    fn start(bootstrap: &str, instance: &str, protocol: Protocol) -> Self {
         let watched = Arc::new(Watched::default());
-        let consumer: StreamConsumer<Watching> = client_config(
-            bootstrap,
-            &[
-                ("group.id", "statics"),
-                ("group.instance.id", instance),
+        let mut settings = vec![
+            ("group.id", "statics"),
+            ("group.instance.id", instance),
+            ("auto.offset.reset", "earliest"),
+            ("enable.auto.commit", "false"),
+        ];
+        settings.extend_from_slice(match protocol {
+            Protocol::Classic => &[
                 ("session.timeout.ms", "30000"),
                 ("heartbeat.interval.ms", "300"),
-                ("auto.offset.reset", "earliest"),
-                ("enable.auto.commit", "false"),
             ],
-        )
-        .create_with_context(Watching(watched.clone()))
-        .unwrap();
+            Protocol::Consumer => &[("group.protocol", "consumer")],
+        });
+        let consumer: StreamConsumer<Watching> = client_config(bootstrap, &settings)
+            .create_with_context(Watching(watched.clone()))
+            .unwrap();
         consumer.subscribe(&["statics"]).unwrap();
         let consumer = Arc::new(consumer);
         let (polled, stop) = (consumer.clone(), CancellationToken::new());
@@ -298,8 +311,8 @@ async fn a_static_member_back_within_its_session_keeps_its_partitions_and_a_dupl
     let broker = KafkaServer::start_with(|c| c.default_partitions = 4).await;
     let bootstrap = broker.bootstrap();
     send_range(&producer(&bootstrap, &[]), "statics", 0, 40).await;
-    let a = StaticMember::start(&bootstrap, "a");
-    let b = StaticMember::start(&bootstrap, "b");
+    let a = StaticMember::start(&bootstrap, "a", Protocol::Classic);
+    let b = StaticMember::start(&bootstrap, "b", Protocol::Classic);
     let (a_owns, b_owns) = (owned(&a, 2).await, owned(&b, 2).await);
     assert!(a_owns.is_disjoint(&b_owns));
     let a_rebalances = a.watched.rebalances.load(Ordering::SeqCst);
@@ -307,7 +320,7 @@ async fn a_static_member_back_within_its_session_keeps_its_partitions_and_a_dupl
     // b restarts: a static member sends no LeaveGroup, and comes back with its instance id
     // well within its session timeout.
     b.close().await;
-    let b_again = StaticMember::start(&bootstrap, "b");
+    let b_again = StaticMember::start(&bootstrap, "b", Protocol::Classic);
     assert_eq!(
         owned(&b_again, 2).await,
         b_owns,
@@ -322,7 +335,7 @@ async fn a_static_member_back_within_its_session_keeps_its_partitions_and_a_dupl
     assert_eq!(owned(&a, 2).await, a_owns);
 
     // A second consumer with a's instance id takes a's place; a is fenced.
-    let a_twin = StaticMember::start(&bootstrap, "a");
+    let a_twin = StaticMember::start(&bootstrap, "a", Protocol::Classic);
     assert_eq!(owned(&a_twin, 2).await, a_owns);
     let fenced = wait::until("a fenced", PATIENCE, async || {
         a.watched
@@ -337,4 +350,53 @@ async fn a_static_member_back_within_its_session_keeps_its_partitions_and_a_dupl
     for member in [a, b_again, a_twin] {
         member.close().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_consumer_protocol_member_back_in_its_session_keeps_its_partitions_and_a_duplicate_is_refused()
+ {
+    let broker = KafkaServer::start_with(|c| {
+        c.default_partitions = 4;
+        c.group_consumer_heartbeat_interval_ms = 300;
+    })
+    .await;
+    let bootstrap = broker.bootstrap();
+    send_range(&producer(&bootstrap, &[]), "statics", 0, 40).await;
+    let a = StaticMember::start(&bootstrap, "a", Protocol::Consumer);
+    let b = StaticMember::start(&bootstrap, "b", Protocol::Consumer);
+    let (a_owns, b_owns) = (owned(&a, 2).await, owned(&b, 2).await);
+    assert!(a_owns.is_disjoint(&b_owns));
+    let a_rebalances = a.watched.rebalances.load(Ordering::SeqCst);
+
+    // b closes (a static member leaves for a while: epoch -2) and comes back with its
+    // instance id and a new member id within the session timeout.
+    b.close().await;
+    // Meanwhile its partitions stay its own: a, heartbeating every 300 ms, is given none.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(assigned_partitions(a.consumer.as_ref()), a_owns);
+    let b_again = StaticMember::start(&bootstrap, "b", Protocol::Consumer);
+    assert_eq!(
+        owned(&b_again, 2).await,
+        b_owns,
+        "b got other partitions back"
+    );
+    assert_eq!(
+        a.watched.rebalances.load(Ordering::SeqCst),
+        a_rebalances,
+        "a was revoked or assigned for a static member's return"
+    );
+    assert_eq!(owned(&a, 2).await, a_owns);
+
+    // A second consumer with a's instance id while a is in the group is refused; a stays.
+    let a_twin = StaticMember::start(&bootstrap, "a", Protocol::Consumer);
+    let refused = wait::until("the twin refused", PATIENCE, async || {
+        a_twin.watched.errors.lock().first().cloned()
+    })
+    .await;
+    assert!(refused.contains("instance ID is still used"), "{refused}");
+    assert_eq!(owned(&a, 2).await, a_owns);
+    for member in [a, b_again, a_twin] {
+        member.close().await;
+    }
+    broker.stop().await;
 }
