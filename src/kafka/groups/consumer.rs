@@ -293,6 +293,11 @@ pub struct ConsumerGroup {
     pub target: BTreeMap<String, Assignment>,
     /// The subscribed topics as the target saw them: name → (id, partition count).
     pub topics: BTreeMap<String, (TopicId, i32)>,
+    /// The members' regular expressions that are resolved against the topic list. As in
+    /// Kafka, which resolves them in the background, a new one is only after the heartbeat
+    /// that brought it: its topics come in a later heartbeat than the literal ones
+    /// (librdkafka's tests count on that order).
+    resolved: BTreeSet<String>,
     /// What members are held to.
     settings: ConsumerSettings,
     /// Whether something worth persisting changed.
@@ -314,6 +319,7 @@ impl ConsumerGroup {
             members: BTreeMap::new(),
             target: BTreeMap::new(),
             topics: BTreeMap::new(),
+            resolved: BTreeSet::new(),
             settings,
             dirty: false,
             rebalances: 0,
@@ -333,6 +339,7 @@ impl ConsumerGroup {
         group.topics = topics;
         for (member, target) in members {
             group.target.insert(member.id.clone(), target);
+            group.resolved.extend(member.subscription.regex.clone());
             group.members.insert(member.id.clone(), member);
         }
         group
@@ -570,7 +577,9 @@ impl ConsumerGroup {
             self.dirty = true;
         }
         let assignment = (full || changed).then(|| member.assigned.clone());
-        Ok(answer(member.epoch, assignment))
+        let answer = answer(member.epoch, assignment);
+        self.resolve_regexes();
+        Ok(answer)
     }
 
     /// A join (epoch 0): a new member (which begins a group epoch: true), a member
@@ -672,23 +681,42 @@ impl ConsumerGroup {
         resubscribed
     }
 
-    /// The subscribed topics that exist, by name.
+    /// Takes the members' new regular expressions as resolved (from the next heartbeat on)
+    /// and forgets those no member subscribes with any more.
+    fn resolve_regexes(&mut self) {
+        let used: BTreeSet<String> = self
+            .members
+            .values()
+            .filter_map(|m| m.subscription.regex.clone())
+            .collect();
+        self.resolved = used;
+    }
+
+    /// The subscribed topics that exist, by name: the members' topic names, and the topics
+    /// their resolved regular expressions match.
     fn resolve_topics(&self, catalog: &dyn TopicCatalog) -> BTreeMap<String, (TopicId, i32)> {
         let mut names: BTreeSet<String> = self
             .members
             .values()
             .flat_map(|m| m.subscription.names.iter().cloned())
             .collect();
-        if self
+        let patterns: Vec<&Regex> = self
             .members
             .values()
-            .any(|m| m.subscription.pattern.is_some())
-        {
+            .filter(|m| {
+                m.subscription
+                    .regex
+                    .as_ref()
+                    .is_some_and(|r| self.resolved.contains(r))
+            })
+            .filter_map(|m| m.subscription.pattern.as_ref())
+            .collect();
+        if !patterns.is_empty() {
             names.extend(
                 catalog
                     .names()
                     .into_iter()
-                    .filter(|n| self.members.values().any(|m| m.subscription.takes(n))),
+                    .filter(|n| patterns.iter().any(|p| p.is_match(n))),
             );
         }
         names
@@ -739,6 +767,13 @@ impl ConsumerGroup {
     fn remove(&mut self, id: &str) {
         if self.members.remove(id).is_some() {
             self.target.remove(id);
+            // A pattern no member has any more is new again when one subscribes with it.
+            let members = &self.members;
+            self.resolved.retain(|r| {
+                members
+                    .values()
+                    .any(|m| m.subscription.regex.as_ref() == Some(r))
+            });
             self.bump();
         }
     }

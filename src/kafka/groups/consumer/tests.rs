@@ -281,18 +281,38 @@ fn a_static_member_back_in_its_session_takes_its_partitions_without_a_new_epoch(
 }
 
 #[test]
-fn subscriptions_by_pattern_take_every_matching_topic() {
+fn subscriptions_by_pattern_take_every_matching_topic_from_the_next_heartbeat() {
     let (mut g, cat, now) = (group(), catalog(2), Instant::now());
     let mut req = join("m1");
     req.subscribed_topic_names = None;
     req.subscribed_topic_regex = Some("[tu]".to_owned());
-    let a = g.heartbeat(req, &cat, now);
+    // As in Kafka, a new pattern is resolved after the heartbeat that brought it.
+    let joined = g.heartbeat(req, &cat, now);
+    assert_eq!(joined.assignment, Some(Assignment::new()));
+    let a = g.heartbeat(
+        beat("m1", joined.member_epoch, &Assignment::new()),
+        &cat,
+        now,
+    );
+    assert_eq!(a.member_epoch, joined.member_epoch + 1);
     assert_eq!(
         a.assignment,
         Some(Assignment::from([
             (T, BTreeSet::from([0, 1])),
             (U, BTreeSet::from([0, 1]))
         ]))
+    );
+    // Left and back with the same pattern: new again, so resolved a heartbeat later.
+    let mut leave = beat("m1", a.member_epoch, &Assignment::new());
+    leave.member_epoch = LEAVE_EPOCH;
+    g.heartbeat(leave, &cat, now);
+    let mut again = join("m1");
+    again.subscribed_topic_names = Some(vec!["u".to_owned()]);
+    again.subscribed_topic_regex = Some("[tu]".to_owned());
+    let back = g.heartbeat(again, &cat, now);
+    assert_eq!(
+        back.assignment,
+        Some(Assignment::from([(U, BTreeSet::from([0, 1]))]))
     );
     let mut bad = join("m2");
     bad.subscribed_topic_regex = Some("(".to_owned());
