@@ -17,6 +17,7 @@ use kafka_protocol::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, ResponseKind,
 };
 use std::sync::Arc;
+use tracing::debug;
 use uuid::Uuid;
 
 /// Queues the heartbeat in request order.
@@ -72,6 +73,16 @@ pub async fn handle(
             },
             Err(_) => return refusal(ResponseError::NotCoordinator, None),
         };
+        if answer.error != 0 {
+            debug!(
+                group,
+                member = %answer.member_id,
+                epoch = answer.member_epoch,
+                code = answer.error,
+                message = answer.message.as_deref().unwrap_or_default(),
+                "ConsumerGroupHeartbeat refused"
+            );
+        }
         ResponseKind::ConsumerGroupHeartbeat(response(answer))
     }))
 }
