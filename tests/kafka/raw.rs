@@ -574,6 +574,13 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
         ApiKey::DescribeGroups => RequestKind::DescribeGroups(DescribeGroupsRequest::default()),
         ApiKey::ListGroups => RequestKind::ListGroups(ListGroupsRequest::default()),
         ApiKey::DeleteGroups => RequestKind::DeleteGroups(DeleteGroupsRequest::default()),
+        // An empty group id: INVALID_REQUEST at once; no group asked: an empty answer.
+        ApiKey::ConsumerGroupHeartbeat => {
+            RequestKind::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest::default())
+        }
+        ApiKey::ConsumerGroupDescribe => {
+            RequestKind::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::default())
+        }
         ApiKey::CreateTopics => RequestKind::CreateTopics(CreateTopicsRequest::default()),
         ApiKey::DeleteTopics => RequestKind::DeleteTopics(DeleteTopicsRequest::default()),
         ApiKey::CreatePartitions => {

@@ -6,7 +6,8 @@
 //! - **uniform** (Kafka's default): every partition to a member subscribed to its topic,
 //!   as evenly as the subscriptions allow — no member subscribed to a partition's topic
 //!   has two or more fewer partitions than the member that holds it — and sticky: a
-//!   partition stays with the member of the previous target unless balance needs it moved.
+//!   partition stays with the member of the previous target unless balance needs it moved
+//!   (a member gives up its highest partitions and keeps its lowest).
 //! - **range**: per topic, the subscribed members sorted by member id take consecutive
 //!   ranges of its partitions, the first ones one more when the count does not divide
 //!   (Kafka's classic range assignment, so co-partitioned topics line up).
@@ -127,10 +128,13 @@ fn uniform(members: &[Subscriber<'_>], partitions: &BTreeMap<TopicId, i32>) -> O
             }
         }
     }
-    // Each move narrows the gap between two members by two, so this ends.
+    // Each move narrows the gap between two members by two, so this ends. Members give up
+    // their highest partitions first and keep the lowest, as Kafka's uniform assignor
+    // places them (librdkafka's 0113 checks the exact placement).
     loop {
         let mut moved = false;
-        let held: Vec<((TopicId, i32), usize)> = owners.iter().map(|(k, v)| (*k, *v)).collect();
+        let held: Vec<((TopicId, i32), usize)> =
+            owners.iter().rev().map(|(k, v)| (*k, *v)).collect();
         for (partition, holder) in held {
             let Some(&least) = eligible[&partition.0].iter().min_by_key(|&&i| (load[i], i)) else {
                 continue;
@@ -245,6 +249,35 @@ mod tests {
             let kept = after[m][&A].intersection(&before[m][&A]).count();
             assert_eq!(kept, 2, "{m} kept {kept} of its partitions");
         }
+    }
+
+    #[test]
+    fn uniform_places_partitions_as_kafka_does_as_members_join_one_by_one() {
+        // librdkafka's 0113 x_incremental_rebalances: 6 partitions, members joining one by one.
+        let partitions = BTreeMap::from([(A, 6)]);
+        let set = |ps: &[i32]| Assignment::from([(A, ps.iter().copied().collect())]);
+        let one = ServerAssignor::Uniform.assign(&[sub("c0", &[A], None)], &partitions);
+        assert_eq!(one["c0"], set(&[0, 1, 2, 3, 4, 5]));
+        let two = ServerAssignor::Uniform.assign(
+            &[sub("c0", &[A], Some(&one["c0"])), sub("c1", &[A], None)],
+            &partitions,
+        );
+        assert_eq!(
+            (&two["c0"], &two["c1"]),
+            (&set(&[0, 1, 2]), &set(&[3, 4, 5]))
+        );
+        let three = ServerAssignor::Uniform.assign(
+            &[
+                sub("c0", &[A], Some(&two["c0"])),
+                sub("c1", &[A], Some(&two["c1"])),
+                sub("c2", &[A], None),
+            ],
+            &partitions,
+        );
+        assert_eq!(
+            (&three["c0"], &three["c1"], &three["c2"]),
+            (&set(&[0, 1]), &set(&[3, 4]), &set(&[2, 5]))
+        );
     }
 
     #[test]
