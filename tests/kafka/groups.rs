@@ -306,33 +306,46 @@ async fn owned(member: &StaticMember, count: usize) -> BTreeSet<i32> {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_static_member_back_within_its_session_keeps_its_partitions_and_a_duplicate_is_fenced() {
-    let broker = KafkaServer::start_with(|c| c.default_partitions = 4).await;
-    let bootstrap = broker.bootstrap();
-    send_range(&producer(&bootstrap, &[]), "statics", 0, 40).await;
-    let a = StaticMember::start(&bootstrap, "a", Protocol::Classic);
-    let b = StaticMember::start(&bootstrap, "b", Protocol::Classic);
+/// Starts static members a and b of group "statics" on `protocol`, then restarts b: it
+/// closes (a classic static member sends no LeaveGroup, a consumer-protocol one leaves for
+/// a while with epoch -2), stays away a second — during which a, heartbeating every 300 ms,
+/// is given none of b's partitions — and comes back with its instance id within its
+/// session timeout. Checks b gets its partitions back and a is neither revoked nor assigned
+/// anything; returns a, the restarted b and a's partitions.
+async fn restart_keeps_partitions(
+    bootstrap: &str,
+    protocol: Protocol,
+) -> (StaticMember, StaticMember, BTreeSet<i32>) {
+    let a = StaticMember::start(bootstrap, "a", protocol);
+    let b = StaticMember::start(bootstrap, "b", protocol);
     let (a_owns, b_owns) = (owned(&a, 2).await, owned(&b, 2).await);
     assert!(a_owns.is_disjoint(&b_owns));
     let a_rebalances = a.watched.rebalances.load(Ordering::SeqCst);
-
-    // b restarts: a static member sends no LeaveGroup, and comes back with its instance id
-    // well within its session timeout.
     b.close().await;
-    let b_again = StaticMember::start(&bootstrap, "b", Protocol::Classic);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(assigned_partitions(a.consumer.as_ref()), a_owns);
+    let b_again = StaticMember::start(bootstrap, "b", protocol);
     assert_eq!(
         owned(&b_again, 2).await,
         b_owns,
         "b got other partitions back"
     );
-    // Had the group rebalanced, a would have been revoked before b got its assignment.
+    // Had the group rebalanced, a would have been revoked or assigned meanwhile.
     assert_eq!(
         a.watched.rebalances.load(Ordering::SeqCst),
         a_rebalances,
         "the group rebalanced for a static member's return"
     );
     assert_eq!(owned(&a, 2).await, a_owns);
+    (a, b_again, a_owns)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_member_back_within_its_session_keeps_its_partitions_and_a_duplicate_is_fenced() {
+    let broker = KafkaServer::start_with(|c| c.default_partitions = 4).await;
+    let bootstrap = broker.bootstrap();
+    send_range(&producer(&bootstrap, &[]), "statics", 0, 40).await;
+    let (a, b_again, a_owns) = restart_keeps_partitions(&bootstrap, Protocol::Classic).await;
 
     // A second consumer with a's instance id takes a's place; a is fenced.
     let a_twin = StaticMember::start(&bootstrap, "a", Protocol::Classic);
@@ -362,30 +375,7 @@ async fn a_static_consumer_protocol_member_back_in_its_session_keeps_its_partiti
     .await;
     let bootstrap = broker.bootstrap();
     send_range(&producer(&bootstrap, &[]), "statics", 0, 40).await;
-    let a = StaticMember::start(&bootstrap, "a", Protocol::Consumer);
-    let b = StaticMember::start(&bootstrap, "b", Protocol::Consumer);
-    let (a_owns, b_owns) = (owned(&a, 2).await, owned(&b, 2).await);
-    assert!(a_owns.is_disjoint(&b_owns));
-    let a_rebalances = a.watched.rebalances.load(Ordering::SeqCst);
-
-    // b closes (a static member leaves for a while: epoch -2) and comes back with its
-    // instance id and a new member id within the session timeout.
-    b.close().await;
-    // Meanwhile its partitions stay its own: a, heartbeating every 300 ms, is given none.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(assigned_partitions(a.consumer.as_ref()), a_owns);
-    let b_again = StaticMember::start(&bootstrap, "b", Protocol::Consumer);
-    assert_eq!(
-        owned(&b_again, 2).await,
-        b_owns,
-        "b got other partitions back"
-    );
-    assert_eq!(
-        a.watched.rebalances.load(Ordering::SeqCst),
-        a_rebalances,
-        "a was revoked or assigned for a static member's return"
-    );
-    assert_eq!(owned(&a, 2).await, a_owns);
+    let (a, b_again, a_owns) = restart_keeps_partitions(&bootstrap, Protocol::Consumer).await;
 
     // A second consumer with a's instance id while a is in the group is refused; a stays.
     let a_twin = StaticMember::start(&bootstrap, "a", Protocol::Consumer);
