@@ -355,3 +355,86 @@ fn the_range_assignor_is_used_when_members_ask_for_it() {
     assert_eq!(g.assignor(), ServerAssignor::Range);
     assert_eq!(g.view().assignor, ServerAssignor::Range);
 }
+
+/// A client as librdkafka behaves: it owns what it was last given, heartbeats with that,
+/// and rejoins with epoch 0 (owning nothing) when fenced or unknown.
+#[derive(Clone)]
+struct Client {
+    epoch: i32,
+    owned: Assignment,
+}
+
+#[test]
+fn random_joins_leaves_beats_and_growth_never_give_a_partition_to_two_clients() {
+    fastrand::seed(848);
+    let (mut g, t0) = (group(), Instant::now());
+    let mut partitions = 4;
+    let mut clients: BTreeMap<String, Client> = BTreeMap::new();
+    for step in 0..3_000 {
+        let now = t0 + Duration::from_millis(step);
+        let cat = catalog(partitions);
+        let name = format!("m{}", fastrand::u8(0..5));
+        match (fastrand::u8(0..20), clients.get(&name).cloned()) {
+            (0, _) if partitions < 12 => partitions += 1,
+            (1, Some(c)) => {
+                let mut leave = beat(&name, c.epoch, &c.owned);
+                leave.member_epoch = LEAVE_EPOCH;
+                g.heartbeat(leave, &cat, now);
+                clients.remove(&name);
+            }
+            (_, None) => {
+                let a = g.heartbeat(join(&name), &cat, now);
+                assert_eq!(a.error, 0, "{:?}", a.message);
+                let owned = a.assignment.unwrap_or_default();
+                clients.insert(
+                    name.clone(),
+                    Client {
+                        epoch: a.member_epoch,
+                        owned,
+                    },
+                );
+            }
+            (_, Some(c)) => {
+                let a = g.heartbeat(beat(&name, c.epoch, &c.owned), &cat, now);
+                let next = if a.error == 0 {
+                    Client {
+                        epoch: a.member_epoch,
+                        owned: a.assignment.unwrap_or(c.owned),
+                    }
+                } else {
+                    // Fenced or unknown: it gives everything up and joins again.
+                    let a = g.heartbeat(join(&name), &cat, now);
+                    assert_eq!(a.error, 0, "{:?}", a.message);
+                    Client {
+                        epoch: a.member_epoch,
+                        owned: a.assignment.unwrap_or_default(),
+                    }
+                };
+                clients.insert(name.clone(), next);
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for (member, c) in &clients {
+            for (t, ps) in &c.owned {
+                for p in ps {
+                    assert!(
+                        seen.insert((*t, *p)),
+                        "step {step}: partition {p} owned by {member} and another"
+                    );
+                }
+            }
+        }
+    }
+    // Left to heartbeat, the members settle with every partition owned once.
+    let members: Vec<String> = clients.keys().cloned().collect();
+    let names: Vec<&str> = members.iter().map(String::as_str).collect();
+    let settled = settle(
+        &mut g,
+        &names,
+        &catalog(partitions),
+        t0 + Duration::from_secs(3),
+    );
+    let owned: usize = settled.values().map(|(_, a)| count(a)).sum();
+    assert_eq!(owned, usize::try_from(partitions).unwrap());
+    assert_eq!(g.state(), "Stable");
+}
