@@ -1,7 +1,8 @@
 //! ConsumerGroupHeartbeat (KIP-848): a member of a consumer-protocol group joins, keeps its
 //! session, reports the partitions it owns and receives its assignment (topics by id), all
 //! in one request; the group task answers once what the heartbeat changed is stored. Needs
-//! Read on the group (else `GROUP_AUTHORIZATION_FAILED`, as Kafka). Version 1 clients name
+//! Read on the group (else `GROUP_AUTHORIZATION_FAILED`) and Describe on every topic it
+//! subscribes to by name (else `TOPIC_AUTHORIZATION_FAILED`), as Kafka. Version 1 clients name
 //! their member ids (KIP-1082); a version 0 client joining without one is given one.
 
 use super::{Reply, Session, str_bytes};
@@ -28,8 +29,21 @@ pub async fn handle(
     request: ConsumerGroupHeartbeatRequest,
 ) -> Reply {
     let group = request.group_id.0.to_string();
-    if !session.access(ctx).group(Operation::Read, &group) {
+    let access = session.access(ctx);
+    if !access.group(Operation::Read, &group) {
         return Reply::Now(refusal(ResponseError::GroupAuthorizationFailed, None));
+    }
+    // As Kafka: a member may subscribe only to topics it may Describe.
+    let hidden: Vec<&str> = request
+        .subscribed_topic_names
+        .iter()
+        .flatten()
+        .map(|t| t.0.as_str())
+        .filter(|t| !access.topic(Operation::Describe, t))
+        .collect();
+    if !hidden.is_empty() {
+        let why = format!("not authorized to describe topics {}", hidden.join(", "));
+        return Reply::Now(refusal(ResponseError::TopicAuthorizationFailed, Some(why)));
     }
     if group.is_empty() {
         let why = Some("GroupId can't be empty.".to_owned());

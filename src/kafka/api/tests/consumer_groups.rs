@@ -3,6 +3,9 @@
 //! APIs see such a group — ListGroups v5's type, DescribeGroups, a classic JoinGroup
 //! refused, OffsetCommit v9 checked against the member epoch.
 
+use super::acls::{
+    ALLOW, DESCRIBE, LITERAL, READ, TOPIC, client_of, create_acls, creation, guarded,
+};
 use super::create_topic;
 use super::fixture::{Client, Front, name, text};
 use bytes::Bytes;
@@ -238,5 +241,35 @@ async fn a_v0_member_joining_without_an_id_is_given_one_and_bad_joins_are_refuse
         assignor.error_code,
         ResponseError::UnsupportedAssignor.code()
     );
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn a_member_needs_read_on_the_group_and_describe_on_the_topics_it_names() {
+    const GROUP: i8 = 3;
+    let front = guarded().await;
+    let mut admin = client_of(&front, "admin");
+    create_topic(&mut admin, "events", 1).await;
+    let mut alice = client_of(&front, "alice");
+    let refused = heartbeat(&mut alice, "g", "m1", 0).await;
+    assert_eq!(
+        refused.error_code,
+        ResponseError::GroupAuthorizationFailed.code()
+    );
+    let acl = creation(GROUP, "g", LITERAL, "User:alice", READ, ALLOW);
+    assert_eq!(create_acls(&mut admin, vec![acl]).await, [0]);
+    let refused = heartbeat(&mut alice, "g", "m1", 0).await;
+    assert_eq!(
+        refused.error_code,
+        ResponseError::TopicAuthorizationFailed.code()
+    );
+    assert_eq!(
+        refused.error_message.as_deref(),
+        Some("not authorized to describe topics events")
+    );
+    let acl = creation(TOPIC, "events", LITERAL, "User:alice", DESCRIBE, ALLOW);
+    assert_eq!(create_acls(&mut admin, vec![acl]).await, [0]);
+    let joined = heartbeat(&mut alice, "g", "m1", 0).await;
+    assert_eq!((joined.error_code, joined.member_epoch), (0, 1));
     front.stop().await;
 }
