@@ -405,14 +405,12 @@ async fn handle(
         Command::ConsumerHeartbeat(req, reply) => {
             let answer = match group.consumer(settings, id) {
                 Some(g) => g.heartbeat(req, env.catalog.as_ref(), now),
-                None => HeartbeatAnswer {
-                    error: ResponseError::GroupIdNotFound.code(),
-                    message: Some(format!("Group {id} is not a consumer group.")),
-                    member_id: req.member_id,
-                    member_epoch: req.member_epoch,
-                    heartbeat_interval: settings.consumer.heartbeat_interval,
-                    assignment: None,
-                },
+                None => HeartbeatAnswer::refusal(
+                    req,
+                    ResponseError::GroupIdNotFound,
+                    Some(format!("Group {id} is not a consumer group.")),
+                    settings.consumer.heartbeat_interval,
+                ),
             };
             deferred.push((reply, answer));
             Vec::new()
@@ -541,14 +539,7 @@ fn refuse(command: Command) {
             let _ = reply.send(code.code());
         }
         Command::ConsumerHeartbeat(req, reply) => {
-            let _ = reply.send(HeartbeatAnswer {
-                error: code.code(),
-                message: None,
-                member_id: req.member_id,
-                member_epoch: req.member_epoch,
-                heartbeat_interval: Duration::ZERO,
-                assignment: None,
-            });
+            let _ = reply.send(HeartbeatAnswer::refusal(req, code, None, Duration::ZERO));
         }
         Command::Leave { members, reply } => {
             let _ = reply.send(vec![code.code(); members.len()]);

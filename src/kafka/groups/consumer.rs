@@ -254,6 +254,26 @@ pub struct HeartbeatAnswer {
     pub assignment: Option<Assignment>,
 }
 
+impl HeartbeatAnswer {
+    /// The answer refusing `req` with `e` (and why), telling the client to heartbeat every
+    /// `interval` (librdkafka arms its heartbeat timer only with an interval above 0).
+    pub fn refusal(
+        req: ConsumerHeartbeat,
+        e: ResponseError,
+        message: Option<String>,
+        interval: Duration,
+    ) -> Self {
+        Self {
+            error: e.code(),
+            message,
+            member_id: req.member_id,
+            member_epoch: req.member_epoch,
+            heartbeat_interval: interval,
+            assignment: None,
+        }
+    }
+}
+
 /// A member as ConsumerGroupDescribe shows it.
 #[derive(Debug, Clone)]
 pub struct ConsumerMemberView {
@@ -465,15 +485,9 @@ impl ConsumerGroup {
     ) -> HeartbeatAnswer {
         match self.try_heartbeat(&req, catalog, now) {
             Ok(answer) => answer,
-            Err((e, message)) => HeartbeatAnswer {
-                error: e.code(),
-                message: Some(message),
-                member_id: req.member_id,
-                member_epoch: req.member_epoch,
-                // librdkafka arms its heartbeat timer only with an interval above 0.
-                heartbeat_interval: self.settings.heartbeat_interval,
-                assignment: None,
-            },
+            Err((e, message)) => {
+                HeartbeatAnswer::refusal(req, e, Some(message), self.settings.heartbeat_interval)
+            }
         }
     }
 
@@ -556,26 +570,28 @@ impl ConsumerGroup {
         if self.epoch > self.assignment_epoch {
             self.compute_target();
         }
-        let held = self.held();
         let target_epoch = self.assignment_epoch;
-        let target = self.target.get(&req.member_id).cloned().unwrap_or_default();
-        let member = self
-            .members
-            .get_mut(&req.member_id)
-            .expect("the member was found or joined");
-        let before = (member.epoch, member.assigned.clone(), member.state);
-        reconcile(
-            member,
-            &target,
-            target_epoch,
-            req.owned.as_ref(),
-            &held,
-            now,
-        );
-        let changed = before.1 != member.assigned;
-        if changed || before.0 != member.epoch || before.2 != member.state {
-            self.dirty = true;
-        }
+        let settled = {
+            let m = &self.members[&req.member_id];
+            m.epoch == target_epoch && m.state == MemberState::Stable
+        };
+        // Most heartbeats find their member settled: nothing to reconcile, and no need to
+        // gather every member's partitions.
+        let changed = !settled && {
+            let held = self.held();
+            let target = self.target.get(&req.member_id).cloned().unwrap_or_default();
+            let member = self
+                .members
+                .get_mut(&req.member_id)
+                .expect("the member was found or joined");
+            let before = (member.epoch, member.assigned.clone(), member.state);
+            let owned = req.owned.as_ref();
+            reconcile(member, &target, target_epoch, owned, &held, now);
+            let changed = before.1 != member.assigned;
+            self.dirty |= changed || before.0 != member.epoch || before.2 != member.state;
+            changed
+        };
+        let member = &self.members[&req.member_id];
         let assignment = (full || changed).then(|| member.assigned.clone());
         let answer = answer(member.epoch, assignment);
         self.resolve_regexes();
