@@ -6,6 +6,7 @@ mod common;
 
 mod clients;
 mod delayed;
+mod differential;
 mod disk_faults;
 mod large;
 mod parity;
