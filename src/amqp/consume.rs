@@ -975,11 +975,16 @@ impl Consumers {
 
     /// Queues settlements for the next settle commit.
     ///
-    /// The room they free is used at once by a consumer that can now lease a quarter of
-    /// its prefetch, so leasing overlaps settling.
+    /// The room acknowledgements free is used at once by a consumer that can now lease a
+    /// quarter of its prefetch, so leasing overlaps settling. Room freed by a requeue waits
+    /// for its commit (which follows at once): the requeued message must be back in its
+    /// place first, to be delivered again before every later message, as RabbitMQ does.
     pub fn queue_settlements(&mut self, settlements: Vec<Settlement>) {
+        let requeues = settlements.iter().any(|s| s.how == How::Requeue);
         self.queue_pending(settlements);
-        self.kick_all_batched();
+        if !requeues {
+            self.kick_all_batched();
+        }
     }
 
     /// The prefetch that bounds `c`: the smaller of its own and the channel's (or the
