@@ -81,7 +81,7 @@ pub struct Delivery<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ending {
     /// Closed after the broker read everything its client wrote (a close, an exception,
-    /// a cut after a round trip).
+    /// a flushed cut).
     Read,
     /// Cut: what its client wrote since its last round trip may be lost.
     Cut,

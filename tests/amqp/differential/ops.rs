@@ -44,6 +44,24 @@ const HOWS: [(How, &str); 5] = [
     (How::Rollback, "rollback"),
 ];
 
+/// How a connection's socket is cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// At once: what the client wrote may or may not reach the broker.
+    Abrupt,
+    /// Everything the client wrote reaches the broker, then the end of the stream.
+    Flushed,
+    /// After a round trip on each of its channels, flushed.
+    Synced,
+}
+
+/// The names of [`Cut`] in scripts, in declaration order.
+const CUTS: [(Cut, &str); 3] = [
+    (Cut::Abrupt, "abrupt"),
+    (Cut::Flushed, "flushed"),
+    (Cut::Synced, "synced"),
+];
+
 /// One thing a client does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -100,9 +118,9 @@ pub enum Op {
     CloseChannel { ch: usize, rush: bool },
     /// connection.close; `rush` as for [`Op::CloseChannel`].
     CloseConnection { conn: usize, rush: bool },
-    /// The connection's socket cut on both sides; `sync`: after a round trip on each of
-    /// its channels, so everything it wrote was read; `rush` as for [`Op::CloseChannel`].
-    Drop { conn: usize, sync: bool, rush: bool },
+    /// The connection's socket cut on both sides as `cut` says; `rush` as for
+    /// [`Op::CloseChannel`].
+    Drop { conn: usize, cut: Cut, rush: bool },
     /// A broker restart (on RabbitMQ: every connection cut, see [`super::run`]).
     Restart,
 }
@@ -166,7 +184,7 @@ impl Op {
             },
             92..98 => Op::Drop {
                 conn,
-                sync: rng.bool(),
+                cut: CUTS[rng.usize(..CUTS.len())].0,
                 rush: rng.bool(),
             },
             _ => Op::Restart,
@@ -191,10 +209,22 @@ pub fn generate(seed: u64) -> Vec<Op> {
     (0..len).map(|_| Op::random(&mut rng)).collect()
 }
 
+/// The script name of `value` among `names`.
+fn name_of<T: PartialEq>(names: &[(T, &'static str)], value: &T) -> &'static str {
+    names.iter().find(|(v, _)| v == value).unwrap().1
+}
+
+/// The value named `name` among `names`.
+fn named<T: Copy>(names: &[(T, &str)], name: &str, what: &str) -> Result<T, String> {
+    (names.iter())
+        .find(|(_, n)| *n == name)
+        .map(|(v, _)| *v)
+        .ok_or_else(|| format!("unknown {what} '{name}'"))
+}
+
 impl fmt::Display for How {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = HOWS.iter().find(|(h, _)| h == self).unwrap().1;
-        f.write_str(name)
+        f.write_str(name_of(&HOWS, self))
     }
 }
 
@@ -202,10 +232,21 @@ impl FromStr for How {
     type Err = String;
 
     fn from_str(s: &str) -> Result<How, String> {
-        HOWS.iter()
-            .find(|(_, name)| *name == s)
-            .map(|(h, _)| *h)
-            .ok_or_else(|| format!("unknown publish kind '{s}'"))
+        named(&HOWS, s, "publish kind")
+    }
+}
+
+impl fmt::Display for Cut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(name_of(&CUTS, self))
+    }
+}
+
+impl FromStr for Cut {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Cut, String> {
+        named(&CUTS, s, "cut")
     }
 }
 
@@ -247,7 +288,7 @@ impl fmt::Display for Op {
             Op::CloseConnection { conn, rush } => {
                 write!(f, "close_connection conn={conn} rush={rush}")
             }
-            Op::Drop { conn, sync, rush } => write!(f, "drop conn={conn} sync={sync} rush={rush}"),
+            Op::Drop { conn, cut, rush } => write!(f, "drop conn={conn} cut={cut} rush={rush}"),
             Op::Restart => f.write_str("restart"),
         }
     }
@@ -356,7 +397,7 @@ fn parse_op(line: &str) -> Result<Op, String> {
         },
         "drop" => Op::Drop {
             conn: slot("conn", CONNECTIONS)?,
-            sync: flag("sync")?,
+            cut: field("cut")?.parse()?,
             rush: flag("rush")?,
         },
         "restart" => Op::Restart,

@@ -8,7 +8,7 @@
 //! drained with basic.get, accounting for every message.
 
 use super::ledger::{Delivery, Ending, Ledger};
-use super::ops::{CHANNELS, CONNECTIONS, How, Op, QUEUES};
+use super::ops::{CHANNELS, CONNECTIONS, Cut, How, Op, QUEUES};
 use super::proxy::Proxy;
 use crate::common::amqp::{self, WAIT, reply_code};
 use crate::common::fronts::AmqpServer;
@@ -263,7 +263,7 @@ impl<'a> Run<'a> {
             Op::Recover { ch } => self.recover(ch).await,
             Op::CloseChannel { ch, rush } => Ok(self.close_channel(ch, rush).await),
             Op::CloseConnection { conn, rush } => Ok(self.close_connection(conn, rush).await),
-            Op::Drop { conn, sync, rush } => Ok(self.cut(conn, sync, rush).await),
+            Op::Drop { conn, cut, rush } => Ok(self.cut(conn, cut, rush).await),
             Op::Restart => Ok(self.restart().await),
         };
         match result {
@@ -664,18 +664,20 @@ impl<'a> Run<'a> {
         closed
     }
 
-    /// Cuts connection `c`'s socket, after a round trip on each of its channels when
-    /// `sync`.
-    async fn cut(&mut self, c: usize, sync: bool, rush: bool) -> String {
+    /// Cuts connection `c`'s socket as `cut` says.
+    async fn cut(&mut self, c: usize, cut: Cut, rush: bool) -> String {
         if self.conns[c].is_none() {
             return "skip".to_owned();
         }
-        if sync {
+        if cut == Cut::Synced {
             self.sync(c).await;
         }
         // Cut before lapin's handles drop: dropping them closes the channels in order.
-        self.conns[c].as_mut().unwrap().proxy.cut().await;
-        self.end_connection(c, Ending::Cut, rush);
+        let flushed = cut != Cut::Abrupt;
+        self.conns[c].as_mut().unwrap().proxy.cut(flushed).await;
+        // Flushed, the broker read everything the client wrote before the cut.
+        let ending = if flushed { Ending::Read } else { Ending::Cut };
+        self.end_connection(c, ending, rush);
         "ok".to_owned()
     }
 
@@ -703,7 +705,7 @@ impl<'a> Run<'a> {
         self.broker.restart().await;
         for c in 0..CONNECTIONS {
             if let Some(conn) = self.conns[c].as_mut() {
-                conn.proxy.cut().await;
+                conn.proxy.cut(true).await;
             }
             self.end_connection(c, Ending::Read, false);
         }
