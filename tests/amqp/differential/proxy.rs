@@ -90,8 +90,10 @@ async fn pump(mut client: TcpStream, mut broker: TcpStream, mut cut: oneshot::Re
         // Dropping both streams closes both sides, losing what they hold.
         return;
     }
-    // On loopback, what the client wrote is already in the proxy's socket.
-    while let Ok(n) = client.try_read(&mut up) {
+    // On loopback, what the client wrote is already in the proxy's socket. Read it with
+    // the system's read (tokio's `try_read` trusts readiness it may not have seen yet).
+    let mut client = client.into_std().unwrap();
+    while let Ok(n) = std::io::Read::read(&mut client, &mut up) {
         if n == 0 || broker.write_all(&up[..n]).await.is_err() {
             break;
         }
