@@ -167,7 +167,23 @@ impl Channel {
                     .await;
                 self.close_down().await;
             }
-            Exit::Stopped => self.close_down().await,
+            Exit::Stopped => {
+                self.take_unread().await;
+                self.close_down().await;
+            }
+        }
+    }
+
+    /// Handles the frames the connection read for this channel that the channel had not
+    /// taken when the connection ended (the client closed it, its socket dropped, the
+    /// daemon stops): the client sent them, so as with RabbitMQ its publishes are stored
+    /// and its acknowledgements count. Stops at the first exception, as the channel would
+    /// have.
+    async fn take_unread(&mut self) {
+        while let Ok(frames) = self.inbound.try_recv() {
+            if !matches!(self.on_frames(frames).await, Ok(None)) {
+                return;
+            }
         }
     }
 
