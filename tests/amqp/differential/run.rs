@@ -154,7 +154,15 @@ pub async fn run(broker: Broker<'_>, ops: &[Op]) -> Outcome {
         let name = format!("step {i} ({op})");
         run.ledger.at(name.clone());
         let certain = !run.ledger.uncertain();
-        let mut seen = run.apply(i, op).await;
+        let Ok(mut seen) = tokio::time::timeout(WAIT, run.apply(i, op)).await else {
+            run.ledger.violation(format!("no answer within {WAIT:?}"));
+            steps.push(Step {
+                op: name,
+                seen: "no answer".to_owned(),
+                certain,
+            });
+            break;
+        };
         let settled = if ops.get(i + 1).is_some_and(Op::rushes) {
             Ok(())
         } else {
@@ -837,8 +845,8 @@ impl<'a> Run<'a> {
     async fn finish(&mut self) -> Vec<usize> {
         for c in 0..CONNECTIONS {
             if let Some(conn) = self.end_connection(c, Ending::Read, false) {
-                // A connection the broker dropped is already closed.
-                let _ = conn.conn.close(200, "bye".into()).await;
+                // A connection the broker dropped is already closed (or never answers).
+                let _ = tokio::time::timeout(WAIT, conn.conn.close(200, "bye".into())).await;
             }
         }
         if let Err(e) = self.settle(&mut BTreeMap::new()).await {
