@@ -167,7 +167,27 @@ impl Channel {
                     .await;
                 self.close_down().await;
             }
-            Exit::Stopped => self.close_down().await,
+            Exit::Stopped => {
+                self.settle_unread();
+                self.close_down().await;
+            }
+        }
+    }
+
+    /// Applies the acknowledgements among the frames the connection read for this
+    /// channel but the channel had not taken yet when the connection ended (the socket
+    /// dropped, the client or the daemon closed it): the client sent them, so as with
+    /// RabbitMQ they count, and only what it did not acknowledge returns to its queue.
+    /// Stops at the first that fails (an unknown delivery tag), as the channel would have.
+    fn settle_unread(&mut self) {
+        while let Ok(frames) = self.inbound.try_recv() {
+            for frame in frames {
+                if let Frame::Method(_, method) = frame
+                    && self.on_settle(&method).is_err()
+                {
+                    return;
+                }
+            }
         }
     }
 
