@@ -38,6 +38,9 @@ use tracing::{debug, info};
 
 /// How long a closing side waits for the peer's close-ok.
 const CLOSE_OK_WAIT: Duration = Duration::from_secs(3);
+/// How long a client that sent connection.close may take to close its socket after the
+/// close-ok.
+const CLOSED_WAIT: Duration = Duration::from_secs(30);
 /// Bytes read from the socket at a time (more when a frame needs it).
 const READ_BUFFER: usize = 64 * 1024;
 
@@ -252,6 +255,25 @@ async fn await_close_ok(reader: &mut ReadHalf, buf: &mut BytesMut, frame_max: u3
     let _ = tokio::time::timeout(CLOSE_OK_WAIT, wait).await;
 }
 
+/// After connection.close-ok to a client's close: reads and drops whatever the client
+/// still sends until it closes the socket, as RabbitMQ does, so the close-ok reaches it.
+/// Closing at once would make the client's kernel answer its later writes (publishes
+/// still in its buffer) with a reset that throws the unread close-ok away, and a client
+/// such as amqplib would wait for it for good. Gives up once the client sends nothing
+/// for [`CLOSE_OK_WAIT`], or after [`CLOSED_WAIT`] in all.
+async fn discard_until_closed(reader: &mut ReadHalf, buf: &mut BytesMut) {
+    let drain = async {
+        loop {
+            buf.clear();
+            match tokio::time::timeout(CLOSE_OK_WAIT, reader.read_buf(buf)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(CLOSED_WAIT, drain).await;
+}
+
 /// The connection loop's state.
 struct Connection {
     ctx: Arc<ConnectionContext>,
@@ -448,9 +470,12 @@ impl Connection {
                         format!("expected 'channel.open' on channel {id}"),
                     ));
                 };
-                if id > self.channel_max {
+                // As RabbitMQ: channel_max bounds how many channels are open, not their
+                // numbers (any of 1..=65535 may be opened).
+                if self.channels.len() >= usize::from(self.channel_max) {
                     return Err(AmqpError::not_allowed(format!(
-                        "channel {id} is above the negotiated channel_max of {}",
+                        "number of channels opened ({}) has reached the negotiated channel_max ({})",
+                        self.channels.len(),
                         self.channel_max
                     ))
                     .on(open));
@@ -569,8 +594,15 @@ impl Connection {
             codec::encode_method(&mut out, 0, method);
             let _ = self.ctx.writer.send(out).await;
         }
-        if matches!(end, End::Failed(_) | End::Shutdown) {
-            await_close_ok(&mut self.reader, &mut self.buf, self.ctx.frame_max).await;
+        match end {
+            End::Failed(_) | End::Shutdown => {
+                await_close_ok(&mut self.reader, &mut self.buf, self.ctx.frame_max).await;
+            }
+            End::ClientClosed => tokio::select! {
+                () = self.shutdown.cancelled() => {}
+                () = discard_until_closed(&mut self.reader, &mut self.buf) => {}
+            },
+            End::Vanished => {}
         }
     }
 }
