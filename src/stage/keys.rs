@@ -14,6 +14,8 @@
 //! (P, "s", id, "p", producer)                 = last appended sequence of that producer
 //! (P, "s", id, "q", vs)                       = DequeueRequest tuple (high-contention pop)
 //! (P, "s", id, "x", vs)                       = (spill,): message vs's payload is spill
+//! (P, "s", id, "w", vs)                       = (text,): why dead letter vs came (the last
+//!                                               refusal that sent it here), when known
 //! (P, "spill", spill, chunk)                  = payload chunk of a spill (≤ 100,000 B)
 //! (P, "spills", "refs", spill)                = i64 LE, atomic add: references to a spill
 //! (P, "spills", "size", spill)                = i64 LE, atomic add: bytes written to it
@@ -313,6 +315,18 @@ impl StageKeys {
             .unpack::<(String, u64, u16, Versionstamp)>(key)
             .ok()?;
         message_id(lane, &vs)
+    }
+
+    /// Why a dead letter came: the last refusal of its message.
+    pub fn why(&self, id: &MessageId) -> Vec<u8> {
+        self.space.pack(&("w", id.versionstamp()))
+    }
+
+    /// Why the dead letter the current transaction appends with `user_version` came
+    /// (versionstamped).
+    pub fn new_why(&self, user_version: u16) -> Vec<u8> {
+        self.space
+            .pack_with_versionstamp(&("w", Versionstamp::incomplete(user_version)))
     }
 
     /// A counter.
