@@ -178,6 +178,17 @@ impl RootKeys {
         prefix_range(&self.root.pack(&("held", holder)))
     }
 
+    /// The range of every holder's lease index entries.
+    pub fn all_held(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.root.pack(&("held",)))
+    }
+
+    /// Decodes a [`RootKeys::holder_stage`] key into its holder.
+    pub fn holder_of_held(&self, key: &[u8]) -> Option<u64> {
+        let (_, holder, _) = self.root.unpack::<(String, u64, u64)>(key).ok()?;
+        Some(holder)
+    }
+
     /// Decodes a [`RootKeys::holder_stage`] key into its stage.
     pub fn holder_stage_of(&self, key: &[u8]) -> Option<u64> {
         let (_, _, stage) = self.root.unpack::<(String, u64, u64)>(key).ok()?;
