@@ -193,6 +193,7 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
         blocked: broker.blocked.clone(),
     };
     let end = connection.run().await;
+    let client_closed = matches!(end, End::ClientClosed);
     connection.finish(end).await;
     for queue in ctx.vhost.exclusive_queues_of(id) {
         if let Err(e) = ctx.vhost.remove_queues(&[queue]).await {
@@ -201,6 +202,9 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
     }
     broker.connections.remove(id);
     let _ = broker.holders.release(id).await;
+    if client_closed {
+        connection.await_client_close().await;
+    }
     drop(connection);
     drop(ctx);
     let _ = writer_task.await;
@@ -594,15 +598,17 @@ impl Connection {
             codec::encode_method(&mut out, 0, method);
             let _ = self.ctx.writer.send(out).await;
         }
-        match end {
-            End::Failed(_) | End::Shutdown => {
-                await_close_ok(&mut self.reader, &mut self.buf, self.ctx.frame_max).await;
-            }
-            End::ClientClosed => tokio::select! {
-                () = self.shutdown.cancelled() => {}
-                () = discard_until_closed(&mut self.reader, &mut self.buf) => {}
-            },
-            End::Vanished => {}
+        if matches!(end, End::Failed(_) | End::Shutdown) {
+            await_close_ok(&mut self.reader, &mut self.buf, self.ctx.frame_max).await;
+        }
+    }
+
+    /// After the close-ok to a client's connection.close (and the connection's cleanup):
+    /// [`discard_until_closed`], unless the daemon stops first.
+    async fn await_client_close(&mut self) {
+        tokio::select! {
+            () = self.shutdown.cancelled() => {}
+            () = discard_until_closed(&mut self.reader, &mut self.buf) => {}
         }
     }
 }
