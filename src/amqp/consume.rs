@@ -1197,7 +1197,11 @@ impl Consumers {
         if let Some(r) = self.reply.take() {
             self.ctx.broker.direct_replies.unregister(&r.address);
         }
-        for c in self.consumers.values() {
+        // Cancelling, so nothing starts a new lease step from here on (the flush below
+        // frees prefetch room and would otherwise lease more, after the wait for running
+        // steps and racing the release of its holder: messages stranded in flight).
+        for c in self.consumers.values_mut() {
+            c.cancelling = true;
             c.stop.cancel();
         }
         // Steps still running hold stage consumers; wait for them so no lease commits

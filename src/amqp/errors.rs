@@ -48,6 +48,24 @@ pub enum ReplyCode {
 }
 
 impl ReplyCode {
+    /// Every code an exception can carry (312 belongs to basic.return alone).
+    pub const EXCEPTIONS: [Self; 14] = [
+        Self::ContentTooLarge,
+        Self::ConnectionForced,
+        Self::AccessRefused,
+        Self::NotFound,
+        Self::ResourceLocked,
+        Self::PreconditionFailed,
+        Self::FrameError,
+        Self::SyntaxError,
+        Self::CommandInvalid,
+        Self::ChannelError,
+        Self::UnexpectedFrame,
+        Self::NotAllowed,
+        Self::NotImplemented,
+        Self::InternalError,
+    ];
+
     /// The numeric code.
     pub fn code(self) -> u16 {
         match self {
@@ -150,6 +168,16 @@ impl AmqpError {
             text.truncate(cut);
         }
         text
+    }
+
+    /// Exports `ferry_amqp_errors_total` at 0 for every exception code, so an alert on its
+    /// increase sees the first exception after a start (a series born at 1 has no
+    /// increase).
+    pub fn export_counters() {
+        for code in ReplyCode::EXCEPTIONS {
+            metrics::counter!(metric::ERRORS_TOTAL, metric::LABEL_CODE => code.code().to_string())
+                .increment(0);
+        }
     }
 
     /// Counts the exception in `ferry_amqp_errors_total`; call once, when it is sent.

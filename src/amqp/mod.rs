@@ -127,6 +127,7 @@ pub struct Started {
 /// # Errors
 /// [`FrontError`] when the front cannot start.
 pub async fn start(front: Front) -> Result<Started, FrontError> {
+    errors::AmqpError::export_counters();
     let holders = Holders::new(&front.stages);
     let instance = holders
         .register(front.lease_ttl)

@@ -25,7 +25,7 @@ use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries, p
 use super::errors::AmqpError;
 use super::message::StoredMessage;
 use super::topology::args::{Overflow, QueueArgs};
-use super::topology::exchange::delay_of;
+use super::topology::exchange::{Exchange, ExchangeKind, delay_of};
 use super::topology::queue::QueueSpec;
 use super::topology::routing::{Binding, Destination};
 use super::topology::{Queue, VHost};
@@ -280,11 +280,16 @@ impl AmqpPort {
     }
 
     /// Declares (idempotently) the durable queue `queue` in `vhost` and binds it to
-    /// `exchange` with `binding_key`, so every matching publish is stored in it.
+    /// `exchange` with `binding_key`, so every matching publish is stored in it. A missing
+    /// `exchange` is declared first, durable and of type `topic`: nothing published to it
+    /// can then be unroutable for want of the route's binding, whichever of the route and
+    /// the exchange's users starts first (an application that declares it later with
+    /// another type gets RabbitMQ's 406 for an inequivalent redeclare, and should be
+    /// started first or declare it `topic`).
     ///
     /// # Errors
-    /// The front's error, as a sentence: a missing vhost or exchange, a queue of that name
-    /// declared otherwise, or the store's failure.
+    /// The front's error, as a sentence: a missing vhost, a reserved exchange name, a
+    /// queue of that name declared otherwise, or the store's failure.
     pub async fn bind_queue(
         &self,
         vhost: &str,
@@ -293,10 +298,27 @@ impl AmqpPort {
         queue: &str,
     ) -> Result<BoundQueue, AmqpError> {
         let host = self.vhost(vhost)?;
+        // The bridge's own queue and binding, declared by no user.
+        let trusted = &crate::amqp::authorize::Unrestricted;
         if !host.topology().exchanges.contains_key(exchange) {
-            return Err(AmqpError::not_found(format!(
-                "no exchange '{exchange}' in vhost '{vhost}'"
-            )));
+            let declared = Exchange {
+                name: exchange.to_owned(),
+                kind: ExchangeKind::Topic,
+                delayed: false,
+                durable: true,
+                auto_delete: false,
+                internal: false,
+                arguments: Default::default(),
+                owner: 0,
+                builtin: false,
+            };
+            // Declaring is idempotent: an application that declared it in between keeps
+            // its own, of whatever type.
+            if let Err(e) = host.declare_exchange(declared, trusted).await
+                && !host.topology().exchanges.contains_key(exchange)
+            {
+                return Err(e);
+            }
         }
         let spec = QueueSpec {
             durable: true,
@@ -305,8 +327,6 @@ impl AmqpPort {
             args: QueueArgs::default(),
             owner: 0,
         };
-        // The bridge's own queue, declared by no user.
-        let trusted = &crate::amqp::authorize::Unrestricted;
         let declared = host.declare_queue(queue, spec, false, 0, trusted).await?;
         host.bind(
             Binding {

@@ -52,6 +52,9 @@ pub enum Front {
 }
 
 impl Front {
+    /// Every front.
+    pub const ALL: [Self; 3] = [Self::Amqp, Self::Kafka, Self::Management];
+
     /// The metric label.
     pub fn label(self) -> &'static str {
         match self {
@@ -102,6 +105,19 @@ pub enum AuthError {
 }
 
 impl AuthError {
+    /// Every `reason` label [`AuthError::reason`] gives.
+    pub const REASONS: [&'static str; 9] = [
+        "invalid_credentials",
+        "loopback_only",
+        "tls_required",
+        "vhost_refused",
+        "nonce_mismatch",
+        "malformed",
+        "mechanism",
+        "no_certificate_name",
+        "store",
+    ];
+
     /// The `reason` label of the failure metric.
     pub fn reason(&self) -> &'static str {
         match self {
@@ -115,6 +131,22 @@ impl AuthError {
             Self::Malformed(_) => "malformed",
             Self::Certificate(_) => "no_certificate_name",
             Self::Store => "store",
+        }
+    }
+}
+
+/// Exports the login metrics at 0 for every front and reason, so an alert on their
+/// increase sees the first failure after a start.
+fn export_counters() {
+    for front in Front::ALL {
+        metrics::counter!(m::SLOWED_LOGINS_TOTAL, m::LABEL_FRONT => front.label()).increment(0);
+        for reason in AuthError::REASONS {
+            metrics::counter!(
+                m::FAILURES_TOTAL,
+                m::LABEL_FRONT => front.label(),
+                m::LABEL_REASON => reason
+            )
+            .increment(0);
         }
     }
 }
@@ -176,6 +208,7 @@ impl Authenticator {
             .collect::<Result<Vec<_>, _>>()?;
         let store = UserStore::new(db, prefix);
         let fake_salt_key = store.seed(&users).await?;
+        export_counters();
         Ok(Self {
             inner: Arc::new(Inner {
                 store,

@@ -248,3 +248,28 @@ async fn a_vhost_is_open_only_with_permissions_read_afresh_at_each_open() {
         Ok(())
     );
 }
+
+#[test]
+fn every_failure_reason_is_exported_at_start() {
+    let errors = [
+        AuthError::InvalidCredentials(String::new()),
+        AuthError::LoopbackOnly(String::new()),
+        AuthError::TlsRequired(String::new()),
+        AuthError::VhostRefused {
+            user: String::new(),
+            vhost: String::new(),
+        },
+        AuthError::Scram(ScramError::NonceMismatch),
+        AuthError::Scram(ScramError::Malformed {
+            message: "client-first",
+            why: "",
+        }),
+        AuthError::Mechanism(String::new()),
+        AuthError::Malformed(String::new()),
+        AuthError::Certificate(String::new()),
+        AuthError::Store,
+    ];
+    let given: std::collections::BTreeSet<&str> = errors.iter().map(AuthError::reason).collect();
+    let exported: std::collections::BTreeSet<&str> = AuthError::REASONS.into_iter().collect();
+    assert_eq!(given, exported);
+}

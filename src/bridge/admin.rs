@@ -340,7 +340,8 @@ impl RouteAdmin {
     }
 
     /// Up to `limit` dead letters of destination `index` of route `name`, oldest first,
-    /// left in place.
+    /// left in place, each with the destination's last refusal of it when one sent it
+    /// there.
     ///
     /// # Errors
     /// [`RouteAdminError::NotFound`], [`RouteAdminError::NoDestination`], or the store's
@@ -350,11 +351,14 @@ impl RouteAdmin {
         name: &str,
         index: usize,
         limit: usize,
-    ) -> Result<Vec<Delivery>, RouteAdminError> {
-        match self.dead_stage(name, index).await? {
-            Some(dead) => Ok(dead.peek(limit).await?),
-            None => Ok(Vec::new()),
-        }
+    ) -> Result<Vec<(Delivery, Option<String>)>, RouteAdminError> {
+        let Some(dead) = self.dead_stage(name, index).await? else {
+            return Ok(Vec::new());
+        };
+        let letters = dead.peek(limit).await?;
+        let ids: Vec<_> = letters.iter().map(|d| d.id).collect();
+        let refusals = dead.refusals(&ids).await?;
+        Ok(letters.into_iter().zip(refusals).collect())
     }
 
     /// Moves every dead letter of destination `index` of route `name` back to the

@@ -227,6 +227,37 @@ pub struct Worker {
     pub batch: usize,
     /// Retry delays.
     pub backoff: Backoff,
+    /// When refusals were last logged.
+    pub refusals: RefusalLog,
+}
+
+/// How often a destination's refusals are logged at most.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// A destination's refusals, logged at most once per [`REFUSAL_LOG_INTERVAL`] with how many
+/// there were since the last line: a destination that refuses everything would otherwise
+/// log a line per message per attempt (hundreds of thousands a minute).
+#[derive(Debug, Default)]
+pub struct RefusalLog {
+    /// When the last line was logged.
+    last: Option<std::time::Instant>,
+    /// Refusals since then.
+    unlogged: u64,
+}
+
+impl RefusalLog {
+    /// Counts `n` refusals at `now`; the count to log with, when a line is due.
+    fn refused(&mut self, n: u64, now: std::time::Instant) -> Option<u64> {
+        self.unlogged += n;
+        if self
+            .last
+            .is_some_and(|at| now.duration_since(at) < REFUSAL_LOG_INTERVAL)
+        {
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.unlogged))
+    }
 }
 
 impl Worker {
@@ -246,6 +277,16 @@ impl Worker {
                 endpoint_label(&self.destination.endpoint),
             ),
         ];
+        // At 0 from the start, so an alert on their increase sees the first event.
+        for name in [
+            metric::MESSAGES_OUT_TOTAL,
+            metric::BYTES_OUT_TOTAL,
+            metric::RETRIES_TOTAL,
+            metric::REDELIVERIES_TOTAL,
+            metric::DEAD_LETTERS_TOTAL,
+        ] {
+            metrics::counter!(name, &labels).increment(0);
+        }
         let window_size = match &self.sink {
             Sink::External(sink) => sink.in_flight_batches().max(1),
             Sink::InStore(_) => 1,
@@ -405,10 +446,7 @@ impl Worker {
         for (o, outcome) in batch.into_iter().zip(outcomes) {
             match outcome {
                 Outcome::Delivered => delivered.push(o),
-                Outcome::Rejected(why) => {
-                    warn!(route = %self.route, destination = %labels[1].1, error = %why, "destination refused a message; it is dead-lettered once refused max_attempts times");
-                    rejected.push(o);
-                }
+                Outcome::Rejected(why) => rejected.push((o, why)),
                 Outcome::Retry(why) => {
                     debug!(route = %self.route, destination = %labels[1].1, error = %why, "delivery failed; will retry");
                     retry.push(o);
@@ -432,15 +470,24 @@ impl Worker {
             settled.extend(ids);
             self.backoff.reset();
         }
+        if let Some((_, why)) = rejected.last()
+            && let Some(count) = self
+                .refusals
+                .refused(rejected.len() as u64, std::time::Instant::now())
+        {
+            warn!(route = %self.route, destination = %labels[1].1, refused = count, last_error = %why, "destination refused {count} message(s) since the last report; each is dead-lettered once refused max_attempts times");
+        }
         if !rejected.is_empty() {
             // A spill written for a delivery that did not happen is not needed any more.
-            for spill in rejected.iter().flat_map(Outgoing::held_spills) {
+            for spill in rejected.iter().flat_map(|(o, _)| o.held_spills()) {
                 stage.spills().let_go(self.holder, spill.id).await?;
             }
-            let ids: Vec<MessageId> = rejected.iter().map(|o| o.id).collect();
+            let refused: Vec<(MessageId, String)> =
+                rejected.into_iter().map(|(o, why)| (o.id, why)).collect();
+            let ids: Vec<MessageId> = refused.iter().map(|(id, _)| *id).collect();
             let dead = &self.destination.dead;
             let before = dead.depth().await.map(|d| d.pushed).unwrap_or(0);
-            stage.release(self.holder, &ids, Release::Requeue).await?;
+            stage.release_refused(self.holder, &refused).await?;
             let after = dead.depth().await.map(|d| d.pushed).unwrap_or(before);
             metrics::counter!(metric::DEAD_LETTERS_TOTAL, labels)
                 .increment(after.saturating_sub(before) as u64);
@@ -586,5 +633,23 @@ pub fn endpoint_label(e: &crate::config::Endpoint) -> String {
             if vhost.ends_with('/') { "" } else { "/" }
         ),
         Endpoint::KafkaTopic(t) => format!("kafka_topic:{t}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn refusals_are_logged_once_per_interval_with_the_count_since_the_last_line() {
+        let mut log = RefusalLog::default();
+        let start = Instant::now();
+        let at = |s| start + Duration::from_secs(s);
+        assert_eq!(log.refused(3, at(0)), Some(3));
+        assert_eq!(log.refused(5, at(1)), None);
+        assert_eq!(log.refused(1, at(9)), None);
+        assert_eq!(log.refused(2, at(10)), Some(8));
+        assert_eq!(log.refused(1, at(19)), None);
     }
 }

@@ -15,7 +15,7 @@
 
 use super::catalog::{Catalog, Stored};
 use super::route::RouteStages;
-use super::sink::{Backoff, Worker};
+use super::sink::{Backoff, RefusalLog, Worker};
 use super::{BridgeError, Fronts, RouteContext, keys::RouteKeys, sinks, sources, status::Status};
 use crate::config::bridge::validate_route;
 use crate::config::{Config, RouteConfig, SinkConfig, SourceConfig};
@@ -467,6 +467,7 @@ async fn start_tasks(
             holder: ctx.holder,
             batch: route.batch,
             backoff: route_backoff(route),
+            refusals: RefusalLog::default(),
         };
         let (token, name) = (token.clone(), route.name.clone());
         tasks.spawn(async move {

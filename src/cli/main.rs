@@ -141,6 +141,12 @@ fn main() -> ExitCode {
             Err(e) => fail(e, EXIT_CONFIG),
         },
         Command::HashPassword { password } => match password.map_or_else(read_password, Ok) {
+            Ok(password) if password.is_empty() => fail(
+                anyhow::anyhow!(
+                    "the password is empty: give it as the argument or on standard input"
+                ),
+                EXIT_FAILURE,
+            ),
             Ok(password) => {
                 print!("{}", credential_lines(&password));
                 ExitCode::SUCCESS

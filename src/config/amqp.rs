@@ -38,7 +38,8 @@ pub struct AmqpConfig {
     /// The largest frame (header and end byte included) Ferry proposes in `connection.tune`;
     /// a client may ask for less, never more. Bounds what one read may allocate.
     pub frame_max: u32,
-    /// The most channels a connection may open (`connection.tune` channel-max).
+    /// The most channels a connection may have open at once (`connection.tune`
+    /// channel-max); as with RabbitMQ, their numbers may be anything from 1 to 65535.
     pub channel_max: u16,
     /// Heartbeat interval, seconds, proposed in `connection.tune` (0: none). A peer silent
     /// for two intervals is considered dead and its connection closed.

@@ -92,7 +92,31 @@ enum Refusal {
     Unread(Duration),
 }
 
+/// Exports `ferry_kafka_connections_refused_total` at 0 for every reason, so an alert on
+/// its increase sees the first refusal after a start.
+pub(crate) fn export_counters() {
+    for reason in Refusal::LABELS {
+        metrics::counter!(m::CONNECTIONS_REFUSED_TOTAL, m::LABEL_REASON => reason).increment(0);
+    }
+}
+
 impl Refusal {
+    /// Every `reason` label [`Refusal::label`] gives.
+    const LABELS: [&'static str; 12] = [
+        "too_large",
+        "negative_size",
+        "truncated",
+        "unknown_api",
+        "unsupported_version",
+        "malformed",
+        "encode",
+        "refused",
+        "auth_failed",
+        "tls_client_hello",
+        "idle",
+        "unread",
+    ];
+
     /// The `reason` label of the refused-connections metric.
     fn label(&self) -> &'static str {
         match self {

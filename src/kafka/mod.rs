@@ -280,6 +280,8 @@ impl KafkaFront {
         incarnation: &Incarnation,
         shutdown: CancellationToken,
     ) -> Result<Self, KafkaError> {
+        connection::export_counters();
+        transactions::export_counters();
         let db = stages.db().clone();
         let keys = KafkaKeys::new(prefix);
         let me = Registration {

@@ -621,7 +621,17 @@ impl Transactions {
     }
 }
 
-/// Counts a transaction that ended with `outcome`.
+/// Every way a transaction ends, as `ferry_kafka_transactions_total` labels it.
+const OUTCOMES: [&str; 4] = ["commit", "abort", "fenced", "timeout"];
+
+/// Exports `ferry_kafka_transactions_total` at 0 for every outcome.
+pub(crate) fn export_counters() {
+    for outcome in OUTCOMES {
+        metrics::counter!(m::TRANSACTIONS_TOTAL, m::LABEL_OUTCOME => outcome).increment(0);
+    }
+}
+
+/// Counts a transaction that ended with `outcome` (one of [`OUTCOMES`]).
 fn ended(outcome: &'static str) {
     metrics::counter!(m::TRANSACTIONS_TOTAL, m::LABEL_OUTCOME => outcome).increment(1);
 }

@@ -161,7 +161,12 @@ async fn dead_letters(
     administrator(&principal)?;
     let count = count(query.as_deref())?;
     let letters = api.routes.dead_letters(&name, index, count).await?;
-    Ok(Json(letters.iter().map(dead_letter_json).collect()))
+    Ok(Json(
+        letters
+            .iter()
+            .map(|(d, refusal)| dead_letter_json(d, refusal.as_deref()))
+            .collect(),
+    ))
 }
 
 /// The `count` parameter of a query string: 1 to [`MAX_COUNT`], [`DEFAULT_COUNT`] when
@@ -204,8 +209,8 @@ async fn purge(
 }
 
 /// One dead letter: RabbitMQ's get-message fields (the message as the route staged it)
-/// and why and when it was dead-lettered.
-fn dead_letter_json(d: &Delivery) -> Value {
+/// and why and when it was dead-lettered, with the destination's last refusal of it.
+fn dead_letter_json(d: &Delivery, refusal: Option<&str>) -> Value {
     let mut fields = match AmqpMessage::from_stage_body(d.body.clone()) {
         Ok(m) => message_json(
             &m.exchange,
@@ -228,6 +233,7 @@ fn dead_letter_json(d: &Delivery) -> Value {
         "dead_lettered_at".to_owned(),
         dead.map_or(Value::Null, |x| x.at_ms.into()),
     );
+    fields.insert("last_refusal".to_owned(), refusal.into());
     fields.insert("priority".to_owned(), d.envelope.priority.into());
     Value::Object(fields)
 }

@@ -87,6 +87,9 @@ impl Consumer {
     /// A consumer of `stage` leasing up to `batch` messages at a time to `holder` (a holder
     /// registered with `holders`, kept alive by the caller).
     pub fn new(stage: Stage, holders: Holders, holder: u64, batch: usize) -> Self {
+        // At 0 from the first consumer on, so a rate over it has a first sample.
+        metrics::counter!(names::STAGE_DEQUEUE_REQUESTS_TOTAL, names::LABEL_STAGE => stage.name().to_owned())
+            .increment(0);
         Self {
             stage,
             holders,

@@ -205,23 +205,53 @@ impl Holders {
 
     /// Releases every holder that `incarnation` outlived (registered by an earlier
     /// incarnation of this instance; in a store of one instance, every holder but its own),
-    /// whatever its deadline; returns how many messages went back to their stages.
+    /// whatever its deadline, and every holder the lease index names that is no longer
+    /// registered (leases taken after their holder was released, which an AMQP channel
+    /// closing mid-delivery could leave before that race was closed: nothing else would
+    /// ever return them). Returns how many messages went back to their stages.
     ///
     /// # Errors
     /// The store's error.
     pub async fn release_outlived(&self, incarnation: &Incarnation) -> Result<usize, StageError> {
+        // The lease index before the holders: a holder registers before it leases, so one
+        // that leased in between is listed below and never taken for unregistered.
+        let indexed = self.indexed().await?;
         // Holders before owners: a holder and its owner are written in one transaction, so
         // every holder listed has its owner read, and one registered in between is not
         // listed (never taken for ownerless).
         let holders = self.list().await?;
         let owners = self.owners().await?;
+        let registered: std::collections::HashSet<u64> = holders.iter().map(|&(h, _)| h).collect();
+        let unregistered: Vec<u64> = indexed
+            .into_iter()
+            .filter(|h| !registered.contains(h))
+            .collect();
+        if !unregistered.is_empty() {
+            tracing::warn!(
+                holders = unregistered.len(),
+                "returning messages leased to holders that were no longer registered"
+            );
+        }
         self.release_all(
             holders
                 .into_iter()
                 .map(|(h, _)| h)
-                .filter(|h| incarnation.outlived(owners.get(h).copied())),
+                .filter(|h| incarnation.outlived(owners.get(h).copied()))
+                .chain(unregistered),
         )
         .await
+    }
+
+    /// Every holder the lease index names, once each.
+    async fn indexed(&self) -> Result<std::collections::BTreeSet<u64>, StageError> {
+        let root = self.stages.root();
+        let (b, e) = root.all_held();
+        let tx = self.stages.db().begin()?;
+        let kvs = tx.get_range(&RangeOption::new(b, e), true).await?;
+        Ok(kvs
+            .iter()
+            .filter_map(|kv| root.holder_of_held(&kv.key))
+            .collect())
     }
 
     /// Releases `holders`; returns how many messages went back to their stages.

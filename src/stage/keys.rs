@@ -14,6 +14,8 @@
 //! (P, "s", id, "p", producer)                 = last appended sequence of that producer
 //! (P, "s", id, "q", vs)                       = DequeueRequest tuple (high-contention pop)
 //! (P, "s", id, "x", vs)                       = (spill,): message vs's payload is spill
+//! (P, "s", id, "w", vs)                       = (text,): why dead letter vs came (the last
+//!                                               refusal that sent it here), when known
 //! (P, "spill", spill, chunk)                  = payload chunk of a spill (≤ 100,000 B)
 //! (P, "spills", "refs", spill)                = i64 LE, atomic add: references to a spill
 //! (P, "spills", "size", spill)                = i64 LE, atomic add: bytes written to it
@@ -176,6 +178,17 @@ impl RootKeys {
         prefix_range(&self.root.pack(&("held", holder)))
     }
 
+    /// The range of every holder's lease index entries.
+    pub fn all_held(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.root.pack(&("held",)))
+    }
+
+    /// Decodes a [`RootKeys::holder_stage`] key into its holder.
+    pub fn holder_of_held(&self, key: &[u8]) -> Option<u64> {
+        let (_, holder, _) = self.root.unpack::<(String, u64, u64)>(key).ok()?;
+        Some(holder)
+    }
+
     /// Decodes a [`RootKeys::holder_stage`] key into its stage.
     pub fn holder_stage_of(&self, key: &[u8]) -> Option<u64> {
         let (_, _, stage) = self.root.unpack::<(String, u64, u64)>(key).ok()?;
@@ -313,6 +326,18 @@ impl StageKeys {
             .unpack::<(String, u64, u16, Versionstamp)>(key)
             .ok()?;
         message_id(lane, &vs)
+    }
+
+    /// Why a dead letter came: the last refusal of its message.
+    pub fn why(&self, id: &MessageId) -> Vec<u8> {
+        self.space.pack(&("w", id.versionstamp()))
+    }
+
+    /// Why the dead letter the current transaction appends with `user_version` came
+    /// (versionstamped).
+    pub fn new_why(&self, user_version: u16) -> Vec<u8> {
+        self.space
+            .pack_with_versionstamp(&("w", Versionstamp::incomplete(user_version)))
     }
 
     /// A counter.

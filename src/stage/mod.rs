@@ -48,7 +48,7 @@ use crate::store::{Database, RangeOption, Transaction, chunked};
 use bytes::Bytes;
 use futures::future::try_join_all;
 use keys::{Counter, StageKeys};
-use record::{decode_counter, decode_u64, encode_u64};
+use record::{DeadLetterCause, decode_counter, decode_u64, decode_why, encode_u64, encode_why};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -506,6 +506,51 @@ impl Stage {
         how: Release,
         now: u64,
     ) -> Result<usize, StageError> {
+        self.release_why_in(tx, holder, ids, how, |_| None, now)
+            .await
+    }
+
+    /// Returns refused messages leased to `holder`, each with why its destination refused
+    /// it: [`Release::Requeue`] for each, and the refusal is kept with the dead letter of
+    /// one that reached the delivery limit ([`Stage::refusals`]). Returns how many were
+    /// leased to `holder`.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn release_refused(
+        &self,
+        holder: u64,
+        refused: &[(MessageId, String)],
+    ) -> Result<usize, StageError> {
+        let now = now_ms();
+        let ids: Vec<MessageId> = refused.iter().map(|(id, _)| *id).collect();
+        let why = |id: &MessageId| {
+            refused
+                .iter()
+                .find(|(r, _)| r == id)
+                .map(|(_, why)| why.as_str())
+        };
+        self.db
+            .run(|tx| {
+                let ids = &ids;
+                async move {
+                    self.release_why_in(&tx, holder, ids, Release::Requeue, why, now)
+                        .await
+                }
+            })
+            .await
+    }
+
+    /// [`Stage::release_in`], keeping `why(id)` with each message dead-lettered.
+    async fn release_why_in<'w>(
+        &self,
+        tx: &Transaction,
+        holder: u64,
+        ids: &[MessageId],
+        how: Release,
+        why: impl Fn(&MessageId) -> Option<&'w str>,
+        now: u64,
+    ) -> Result<usize, StageError> {
         let leases = self.leases_of(tx, holder, ids).await?;
         let mut requeued = 0;
         for (id, envelope) in &leases {
@@ -520,7 +565,13 @@ impl Stage {
                 Release::Requeue => None,
             };
             match reason {
-                Some(reason) => self.dead_letter_in(tx, id, envelope, reason, now).await?,
+                Some(reason) => {
+                    let dead = DeadLetterCause {
+                        reason,
+                        why: why(id),
+                    };
+                    self.dead_letter_in(tx, id, envelope, dead, now).await?;
+                }
                 None => {
                     tx.set(&self.keys.ready(id), envelope.encode());
                     requeued += 1;
@@ -529,6 +580,23 @@ impl Stage {
         }
         self.count(tx, Counter::Returned, requeued);
         Ok(leases.len())
+    }
+
+    /// Why each of the dead letters `ids` of this stage came, when that was kept (the
+    /// last refusal of its message, [`Stage::release_refused`]); in the order of `ids`.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn refusals(&self, ids: &[MessageId]) -> Result<Vec<Option<String>>, StageError> {
+        let tx = self.db.begin()?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.push(match tx.get(&self.keys.why(id), true).await? {
+                Some(v) => Some(decode_why(&v)?),
+                None => None,
+            });
+        }
+        Ok(out)
     }
 
     /// Watches for messages becoming ready (appended or returned); create it in the
@@ -895,9 +963,10 @@ impl Stage {
         tx: &Transaction,
         id: &MessageId,
         envelope: Envelope,
-        reason: DeadLetterReason,
+        cause: impl Into<DeadLetterCause<'_>>,
         now: u64,
     ) -> Result<(), StageError> {
+        let DeadLetterCause { reason, why } = cause.into();
         if let Some(target) = &self.dead_letter {
             let body = read_body(tx, &self.keys, id, envelope.body_len).await?;
             let user_version = tx.next_user_version();
@@ -922,6 +991,9 @@ impl Stage {
             };
             let lane = lane_of(envelope.priority, target.max_priority);
             tx.set_versionstamped_key(&target.keys.new_ready(lane, user_version), moved.encode());
+            if let Some(why) = why {
+                tx.set_versionstamped_key(&target.keys.new_why(user_version), encode_why(why));
+            }
             tx.atomic_add(&target.keys.counter(Counter::Push), 1);
             self.count(tx, Counter::DeadLettered, 1);
         }
@@ -935,6 +1007,10 @@ impl Stage {
     fn clear_body(&self, tx: &Transaction, id: &MessageId, envelope: &Envelope) {
         for chunk in 0..chunked::count(envelope.body_len as usize) {
             tx.clear(&self.keys.body_chunk(id, chunk));
+        }
+        // Only a dead letter can have a why; other messages cost no extra clear.
+        if envelope.dead_letter.is_some() {
+            tx.clear(&self.keys.why(id));
         }
         if let Some(spill) = envelope.spill {
             tx.clear(&self.keys.spill_ref(id.stamp));

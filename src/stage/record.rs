@@ -46,6 +46,22 @@ impl DeadLetterReason {
     }
 }
 
+/// Why a message is being dead-lettered: the reason, and when a route destination refused
+/// it, that refusal ([`super::Stage::release_refused`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DeadLetterCause<'a> {
+    /// Why, as `x-death` names it.
+    pub reason: DeadLetterReason,
+    /// The last refusal, kept beside the dead letter.
+    pub why: Option<&'a str>,
+}
+
+impl From<DeadLetterReason> for DeadLetterCause<'_> {
+    fn from(reason: DeadLetterReason) -> Self {
+        Self { reason, why: None }
+    }
+}
+
 /// Where a dead-lettered message came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeadLetter {
@@ -232,6 +248,18 @@ impl DequeueRequest {
 /// Encodes a tuple-int value (schema version, stage ids, sequences, deadlines).
 pub fn encode_u64(v: u64) -> Vec<u8> {
     pack(&(v,))
+}
+
+/// The value of a dead letter's why: `(format, text)`.
+pub fn encode_why(text: &str) -> Vec<u8> {
+    pack(&(FORMAT, text))
+}
+
+/// Decodes [`encode_why`]'s value.
+pub fn decode_why(bytes: &[u8]) -> Result<String, StageError> {
+    unpack::<(u16, String)>(bytes)
+        .map(|(_, text)| text)
+        .map_err(|e| StageError::Corrupt(format!("dead letter's why: {e:?}")))
 }
 
 /// Decodes a tuple-int value.

@@ -222,6 +222,20 @@ impl Database {
     /// [`StoreError::Open`] when the store cannot be opened; the message names the path or
     /// key and what to do.
     pub async fn open(config: &StoreConfig) -> Result<Self, StoreError> {
+        let db = Self::open_engine(config).await?;
+        // At 0 from the start, so a rate or increase over them has a first sample.
+        for name in [
+            names::STORE_COMMITS_TOTAL,
+            names::STORE_CONFLICTS_TOTAL,
+            names::STORE_RETRIES_TOTAL,
+        ] {
+            metrics::counter!(name, names::LABEL_ENGINE => db.engine_name()).increment(0);
+        }
+        Ok(db)
+    }
+
+    /// Opens the engine named by `config.engine`.
+    async fn open_engine(config: &StoreConfig) -> Result<Self, StoreError> {
         match config.engine {
             EngineKind::Embedded => {
                 Self::open_embedded(embedded::Options::from_config(config)).await

@@ -209,6 +209,11 @@ pub const ALL: &[Metric] = &[
         help: "Appends dropped as duplicates of an earlier append.",
     },
     Metric {
+        name: STAGE_DEQUEUE_REQUESTS_TOTAL,
+        kind: Kind::Counter,
+        help: "Dequeue requests registered because a consumer's lease conflicted.",
+    },
+    Metric {
         name: STAGE_SPILL_BYTES,
         kind: Kind::Gauge,
         help: "Bytes of large messages' payloads kept in spills.",

@@ -47,6 +47,9 @@ impl Certificates {
         let stamps = stamps(config);
         let server = server_config::build(config)?;
         record_expiry(config);
+        for outcome in ["ok", "failed"] {
+            metrics::counter!(metric::RELOADS_TOTAL, metric::LABEL_OUTCOME => outcome).increment(0);
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 config: config.clone(),

@@ -504,3 +504,91 @@ fn sigterm_closes_connections_with_320_after_storing_what_they_published() {
     });
     assert_eq!(kept, ["before shutdown"]);
 }
+
+/// What a broker holds of `queue` once the clients of a scenario are gone: waits (bounded)
+/// until `settled` says the ready count is final, then takes every message with basic.get.
+async fn left_in(uri: &str, queue: &str, settled: impl Fn(u32) -> bool) -> Vec<String> {
+    let conn = connect(uri).await;
+    let ch = conn.create_channel().await.unwrap();
+    let ready = wait::try_until(WAIT, async || {
+        let n = crate::common::amqp::ready(&ch, queue).await;
+        settled(n).then_some(n)
+    })
+    .await;
+    let left = drain(&ch, queue).await;
+    assert!(
+        ready.is_some(),
+        "{queue} never settled: {} ready",
+        left.len()
+    );
+    left
+}
+
+/// Issue 33, found with amqp-tools: `amqp-consume -c 2 -p 5` acknowledges its two messages
+/// and closes its channel while the broker is still delivering. Every message it did not
+/// acknowledge must come back at once — Ferry stranded the ones leased during the close
+/// (unacknowledged for good, not even returned by a restart). Five rounds, as the close
+/// races the deliveries; the same against the suite's RabbitMQ node.
+#[test]
+fn amqp_consume_closing_mid_delivery_returns_every_unacknowledged_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(&dir);
+    let node = RabbitNode::get();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for (broker, url) in [
+        ("Ferry", daemon.amqp_uri()),
+        ("RabbitMQ", node.uri().to_owned()),
+    ] {
+        for round in 0..5 {
+            let queue = crate::common::rabbitmq::unique(&format!("closing-{round}"));
+            succeeded(&run_client(
+                Command::new("amqp-declare-queue").args(["-u", &url, "-q", &queue, "-d"]),
+            ));
+            for i in 1..=6 {
+                let body = format!("m{i}");
+                succeeded(&run_client(
+                    Command::new("amqp-publish").args(["-u", &url, "-r", &queue, "-b", &body]),
+                ));
+            }
+            let consumed = succeeded(&run_client(
+                Command::new("amqp-consume")
+                    .args(["-u", &url, "-q", &queue, "-c", "2", "-p", "5", "cat"]),
+            ));
+            assert_eq!(consumed, "m1m2", "{broker}, round {round}");
+            let left = runtime.block_on(left_in(&url, &queue, |ready| ready == 4));
+            assert_eq!(left, ["m3", "m4", "m5", "m6"], "{broker}, round {round}");
+            if broker == "Ferry" {
+                let label = format!("queue=\"{queue}\"");
+                assert_eq!(daemon.metric("ferry_amqp_queue_unacked", &[&label]), 0.0);
+            }
+        }
+    }
+}
+
+/// Issue 33, found with pika: acknowledgements the broker read just before the client's
+/// socket dropped count, as with RabbitMQ — the two acknowledged messages stay gone and
+/// only the eight others come back (Ferry returned all ten, so two acknowledged messages
+/// were delivered again).
+#[test]
+fn acks_read_before_a_socket_drop_are_applied_as_rabbitmq_applies_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start(&dir);
+    let node = RabbitNode::get();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/amqp_acks_then_drop.py");
+    for (broker, url) in [
+        ("Ferry", daemon.amqp_uri()),
+        ("RabbitMQ", node.uri().to_owned()),
+    ] {
+        let queue = crate::common::rabbitmq::unique("acks-then-drop");
+        let out = succeeded(&run_client(
+            Command::new("python3").arg(&script).args([&url, &queue]),
+        ));
+        let seen: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(seen["acked"], serde_json::json!(["m0", "m1"]), "{broker}");
+        // Every message but the acknowledged two, in their places; none stranded.
+        let left = runtime.block_on(left_in(&url, &queue, |ready| ready >= 8));
+        let expected: Vec<String> = (2..10).map(|i| format!("m{i}")).collect();
+        assert_eq!(left, expected, "{broker}");
+    }
+}

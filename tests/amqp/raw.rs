@@ -119,6 +119,18 @@ impl Raw {
         password: &str,
         heartbeat: u16,
     ) -> Option<(u16, AMQPClass)> {
+        self.handshake_tuned(user, password, heartbeat, None).await
+    }
+
+    /// [`Self::handshake_as`], asking in tune-ok for `channel_max` instead of the
+    /// server's.
+    async fn handshake_tuned(
+        &mut self,
+        user: &str,
+        password: &str,
+        heartbeat: u16,
+        channel_max: Option<u16>,
+    ) -> Option<(u16, AMQPClass)> {
         self.send(HEADER).await;
         let Some((0, AMQPClass::Connection(connection::AMQPMethod::Start(_)))) =
             self.next_method().await
@@ -142,7 +154,7 @@ impl Raw {
         self.method(
             0,
             AMQPClass::Connection(connection::AMQPMethod::TuneOk(connection::TuneOk {
-                channel_max: tune.channel_max,
+                channel_max: channel_max.unwrap_or(tune.channel_max),
                 frame_max: tune.frame_max,
                 heartbeat,
             })),
@@ -188,6 +200,30 @@ fn encode(frame: &AMQPFrame) -> Vec<u8> {
         .unwrap()
         .into_inner()
         .0
+}
+
+/// basic.publish of `body` to the default exchange with `routing_key` on `channel`: its
+/// method, header and body frames.
+fn publish_frames(channel: u16, routing_key: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = encode(&AMQPFrame::Method(
+        channel,
+        AMQPClass::Basic(basic::AMQPMethod::Publish(basic::Publish {
+            exchange: "".into(),
+            routing_key: routing_key.into(),
+            mandatory: false,
+            immediate: false,
+        })),
+    ));
+    out.extend(encode(&AMQPFrame::Header(
+        channel,
+        amq_protocol::frame::AMQPContentHeader {
+            class_id: 60,
+            body_size: body.len() as u64,
+            properties: Default::default(),
+        },
+    )));
+    out.extend(encode(&AMQPFrame::Body(channel, body.to_vec())));
+    out
 }
 
 fn declare_queue(name: &str) -> AMQPClass {
@@ -319,23 +355,112 @@ async fn malformed_frames_get_their_reply_codes() {
     server.stop().await;
 }
 
+/// What a client that negotiated a `channel_max` of 2 sees at the broker at `addr` when it
+/// opens channels 65535 and 7 and then a third, 1: whether each opened, and the close.
+async fn channels_past_channel_max(addr: std::net::SocketAddr) -> (Vec<bool>, (u16, String)) {
+    let mut raw = Raw::connect_to(addr).await;
+    let open_ok = raw.handshake_tuned("guest", "guest", 0, Some(2)).await;
+    assert!(
+        matches!(
+            open_ok,
+            Some((0, AMQPClass::Connection(connection::AMQPMethod::OpenOk(_))))
+        ),
+        "{open_ok:?}"
+    );
+    let mut opened = Vec::new();
+    for id in [65535, 7, 1] {
+        raw.method(
+            id,
+            AMQPClass::Channel(channel::AMQPMethod::Open(channel::Open {})),
+        )
+        .await;
+        match raw.next_method().await {
+            Some((c, AMQPClass::Channel(channel::AMQPMethod::OpenOk(_)))) if c == id => {
+                opened.push(true);
+            }
+            Some((0, AMQPClass::Connection(connection::AMQPMethod::Close(c)))) => {
+                opened.push(false);
+                return (opened, (c.reply_code, c.reply_text.to_string()));
+            }
+            other => panic!("channel {id}: {other:?}"),
+        }
+    }
+    panic!("a third channel opened past channel_max 2")
+}
+
+/// Issue 33: a client that opened channel 65535 after negotiating `channel_max` 2047 lost
+/// its connection. As RabbitMQ, `channel_max` bounds how many channels are open at once;
+/// any number from 1 to 65535 may be used. Compared with the suite's RabbitMQ node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_channel_above_channel_max_is_530() {
-    let server = AmqpServer::start_with(|c| c.channel_max = 2).await;
-    let mut raw = Raw::connect(&server).await;
+async fn channel_max_bounds_how_many_channels_are_open_not_their_numbers_as_rabbitmq() {
+    let server = AmqpServer::start().await;
+    let ferry = channels_past_channel_max(server.addr).await;
+    let node = crate::common::rabbitmq::RabbitNode::get();
+    let rabbitmq = channels_past_channel_max(node.addr()).await;
+    assert_eq!(ferry, rabbitmq);
+    assert_eq!(ferry.0, [true, true, false]);
+    assert_eq!(ferry.1.0, 530);
+    server.stop().await;
+}
+
+/// What a client sees at the broker at `addr` when it sends connection.close with more
+/// publishes behind it (as amqplib does when `close()` is called with publishes still in
+/// its buffer): the close-ok, and then whether its later writes kept going through until
+/// it closed the socket itself, and the broker's end of the stream after that.
+async fn close_with_publishes_behind(addr: std::net::SocketAddr) -> (bool, usize) {
+    let mut raw = Raw::connect_to(addr).await;
     raw.handshake().await;
-    raw.open_channel(2).await;
+    raw.open_channel(1).await;
     raw.method(
-        3,
-        AMQPClass::Channel(channel::AMQPMethod::Open(channel::Open {})),
+        0,
+        AMQPClass::Connection(connection::AMQPMethod::Close(connection::Close {
+            reply_code: 200,
+            reply_text: "bye".into(),
+            class_id: 0,
+            method_id: 0,
+        })),
     )
     .await;
-    let (code, text) = raw.connection_closed().await;
-    assert_eq!(code, 530);
-    assert_eq!(
-        text,
-        "NOT_ALLOWED - channel 3 is above the negotiated channel_max of 2"
+    let close_ok = matches!(
+        raw.next_method().await,
+        Some((0, AMQPClass::Connection(connection::AMQPMethod::CloseOk(_))))
     );
+    // Twenty more writes over 200 ms: past the broker's close-ok, the time a reset takes to
+    // come back, and the write that then fails.
+    let mut written = 0;
+    for i in 0..20u8 {
+        if raw
+            .stream
+            .write_all(&publish_frames(1, "q", &[i]))
+            .await
+            .is_err()
+        {
+            break;
+        }
+        written += 1;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    raw.stream.shutdown().await.unwrap();
+    assert_eq!(
+        raw.next().await,
+        Seen::Eof,
+        "the broker closes after the client"
+    );
+    (close_ok, written)
+}
+
+/// Issue 33, found with amqplib: a client that sent connection.close while publishes were
+/// still in its buffer got close-ok and then a socket Ferry had already closed; its next
+/// writes failed, it never read the close-ok, and its close never completed. As RabbitMQ,
+/// Ferry now reads and drops what comes after the close until the client closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_closing_with_publishes_behind_the_close_keeps_its_socket_until_it_closes() {
+    let server = AmqpServer::start().await;
+    let ferry = close_with_publishes_behind(server.addr).await;
+    let node = crate::common::rabbitmq::RabbitNode::get();
+    let rabbitmq = close_with_publishes_behind(node.addr()).await;
+    assert_eq!(ferry, rabbitmq);
+    assert_eq!(ferry, (true, 20));
     server.stop().await;
 }
 
@@ -521,27 +646,9 @@ async fn confirms_of_a_burst_are_grouped_into_multiple_acks() {
     raw.next_method().await.expect("select-ok");
     // Fifty publishes in one write: they are stored in few transactions, and each run of
     // acks arrives as one multiple ack.
-    let mut burst = Vec::new();
-    for i in 0..50u8 {
-        burst.extend(encode(&AMQPFrame::Method(
-            1,
-            AMQPClass::Basic(basic::AMQPMethod::Publish(basic::Publish {
-                exchange: "".into(),
-                routing_key: "burst".into(),
-                mandatory: false,
-                immediate: false,
-            })),
-        )));
-        burst.extend(encode(&AMQPFrame::Header(
-            1,
-            amq_protocol::frame::AMQPContentHeader {
-                class_id: 60,
-                body_size: 1,
-                properties: Default::default(),
-            },
-        )));
-        burst.extend(encode(&AMQPFrame::Body(1, vec![i])));
-    }
+    let burst: Vec<u8> = (0..50u8)
+        .flat_map(|i| publish_frames(1, "burst", &[i]))
+        .collect();
     raw.send(&burst).await;
     let (mut confirmed, mut acks, mut multiple) = (0u64, 0, false);
     while confirmed < 50 {

@@ -214,6 +214,62 @@ to = [{ kafka_topic = "orders-out" }]
     .expect("the test took too long");
 }
 
+/// Issue 33: a route whose source exchange did not exist yet retried with a backoff, and a
+/// message published after an application declared the exchange but before the retry
+/// bound the route's queue was dropped as unroutable. The route now declares the missing
+/// exchange itself (durable, `topic`) and binds at once: the application's own declare
+/// of it is an equivalent redeclare, and its first message arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_declares_its_missing_source_exchange_so_the_first_message_arrives() {
+    tokio::time::timeout(TEST_LIMIT, async {
+        let dir = tempfile::tempdir().unwrap();
+        let ferry = Setup::shipped_with(
+            dir.path(),
+            r#"
+[[routes]]
+name = "early"
+from = { amqp_exchange = "declared-later" }
+to = [{ kafka_topic = "early-out" }]
+"#,
+        )
+        .start();
+        ferry.wait_for_amqp_exchange_source().await;
+        let (_conn, ch) = channel(&ferry.amqp_uri()).await.unwrap();
+        declare_exchange(&ch, "declared-later", ExchangeKind::Topic).await;
+        ch.confirm_select(ConfirmSelectOptions::default())
+            .await
+            .unwrap();
+        let confirm = ch
+            .basic_publish(
+                "declared-later".into(),
+                "any.key".into(),
+                BasicPublishOptions {
+                    mandatory: true,
+                    ..BasicPublishOptions::default()
+                },
+                b"first",
+                BasicProperties::default(),
+            )
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        assert!(
+            confirm.is_ack() && confirm.take_message().is_none(),
+            "routed"
+        );
+        let consumer = kafka_consumer(&ferry.kafka_bootstrap(), "early-out");
+        let m = tokio::time::timeout(PATIENCE, consumer.stream().next())
+            .await
+            .expect("the first message reaches the topic")
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.payload().unwrap(), b"first");
+    })
+    .await
+    .expect("within the test's limit");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_front_records_reach_an_amqp_front_queue_once_with_key_headers_and_timestamp() {
     tokio::time::timeout(TEST_LIMIT, async {

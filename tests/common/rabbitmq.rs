@@ -123,6 +123,13 @@ impl RabbitNode {
         &self.uri
     }
 
+    /// The address of its AMQP listener.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        let authority = self.uri.rsplit('@').next().expect("a URI with a user");
+        let host_port = authority.split('/').next().expect("a host and port");
+        host_port.parse().expect("an IP address and port")
+    }
+
     /// The amqps URI (guest/guest): panics for a node without a TLS listener.
     pub fn amqps_uri(&self) -> &str {
         self.amqps_uri

@@ -264,6 +264,21 @@ fn hash_password_prints_every_credential_ready_to_paste() {
     assert_eq!(validate(cwd.path(), &config, &[]).status.code(), Some(0));
 }
 
+/// Issue 33: `ferry hash-password </dev/null` hashed the empty password and exited 0.
+#[test]
+fn hash_password_refuses_an_empty_password() {
+    let cwd = tempfile::tempdir().unwrap();
+    for args in [&["hash-password"][..], &["hash-password", ""]] {
+        let outcome = Ferry::spawn(cwd.path(), args, &[]).wait(TIMEOUT);
+        assert_eq!(outcome.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            outcome.stderr,
+            "error: the password is empty: give it as the argument or on standard input\n"
+        );
+        assert_eq!(outcome.stdout, "");
+    }
+}
+
 #[test]
 fn malformed_password_hash_is_named() {
     let cwd = tempfile::tempdir().unwrap();

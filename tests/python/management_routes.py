@@ -163,6 +163,9 @@ def run():
     assert all(m["dead_letter_reason"] == "delivery_limit" and m["routing_key"] == "k"
                and m["exchange"] == "rt-in" and m["properties"]["delivery_mode"] == 2
                and m["dead_lettered_at"] > 0 for m in letters), letters
+    # Each keeps the destination's refusal that sent it there.
+    assert all(m["last_refusal"] == "unroutable: no queue is bound to exchange 'rt-out' in vhost '/'"
+               " for routing key 'k'" for m in letters), letters
     status, first = call("GET", route_path("rt", "destinations", "0", "dead-letters") + "?count=1")
     assert status == 200 and [m["payload"] for m in first] == ["one"], first
 

@@ -21,6 +21,7 @@ for_each_engine!(
     nack_returns_message_to_original_position,
     expired_holder_returns_its_leases,
     a_restart_returns_its_earlier_incarnations_leases_and_not_another_instances,
+    a_restart_returns_leases_taken_after_their_holder_was_released,
     delivery_limit_moves_message_to_dead_letter_stage,
     reject_dead_letters_or_drops,
     expired_message_is_dead_lettered_not_delivered,
@@ -297,6 +298,43 @@ async fn a_restart_returns_its_earlier_incarnations_leases_and_not_another_insta
     let sole = begin(2, Scope::Sole).await;
     assert_eq!(holders_of(&sole).release_outlived(&sole).await.unwrap(), 3);
     assert_eq!(q.depth().await.unwrap().in_flight, 0);
+}
+
+/// Issue 33: an AMQP channel closing mid-delivery could lease after its holder was
+/// released, leaving messages in flight for a holder nobody renews, reaps or releases. A
+/// starting instance returns them.
+async fn a_restart_returns_leases_taken_after_their_holder_was_released(store: TestStore) {
+    let (stages, q) = stage(&store, "orphaned", StageOptions::default()).await;
+    append_all(&q, &[("a", 0), ("b", 0), ("c", 0)]).await;
+    let prefix = String::from_utf8(store.prefix.clone()).unwrap();
+    let incarnation = Incarnation::begin(stages.db(), &prefix, 1, Scope::Shared)
+        .await
+        .unwrap();
+    let holders = Holders::new(&stages.clone().owned_by(incarnation.owner()));
+    let closed = holders.register(Duration::from_secs(60)).await.unwrap();
+    assert_eq!(holders.release(closed).await.unwrap(), 0);
+    // The race: a lease step that started before the release commits after it.
+    assert_eq!(bodies(&q.lease(closed, 2).await.unwrap()), ["a", "b"]);
+    assert_eq!(
+        holders.reap_expired().await.unwrap(),
+        0,
+        "no deadline to pass"
+    );
+
+    let restarted = Incarnation::begin(stages.db(), &prefix, 1, Scope::Shared)
+        .await
+        .unwrap();
+    let holders = Holders::new(&stages.clone().owned_by(restarted.owner()));
+    assert_eq!(holders.release_outlived(&restarted).await.unwrap(), 2);
+    let d = q.depth().await.unwrap();
+    assert_eq!((d.ready, d.in_flight), (3, 0));
+    let mine = holders.register(Duration::from_secs(60)).await.unwrap();
+    assert_eq!(bodies(&q.lease(mine, 10).await.unwrap()), ["a", "b", "c"]);
+    assert_eq!(
+        holders.release_outlived(&restarted).await.unwrap(),
+        0,
+        "once"
+    );
 }
 
 async fn delivery_limit_moves_message_to_dead_letter_stage(store: TestStore) {

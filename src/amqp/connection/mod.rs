@@ -38,6 +38,9 @@ use tracing::{debug, info};
 
 /// How long a closing side waits for the peer's close-ok.
 const CLOSE_OK_WAIT: Duration = Duration::from_secs(3);
+/// How long a client that sent connection.close may take to close its socket after the
+/// close-ok.
+const CLOSED_WAIT: Duration = Duration::from_secs(30);
 /// Bytes read from the socket at a time (more when a frame needs it).
 const READ_BUFFER: usize = 64 * 1024;
 
@@ -190,6 +193,7 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
         blocked: broker.blocked.clone(),
     };
     let end = connection.run().await;
+    let client_closed = matches!(end, End::ClientClosed);
     connection.finish(end).await;
     for queue in ctx.vhost.exclusive_queues_of(id) {
         if let Err(e) = ctx.vhost.remove_queues(&[queue]).await {
@@ -198,6 +202,9 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
     }
     broker.connections.remove(id);
     let _ = broker.holders.release(id).await;
+    if client_closed {
+        connection.await_client_close().await;
+    }
     drop(connection);
     drop(ctx);
     let _ = writer_task.await;
@@ -250,6 +257,25 @@ async fn await_close_ok(reader: &mut ReadHalf, buf: &mut BytesMut, frame_max: u3
         }
     };
     let _ = tokio::time::timeout(CLOSE_OK_WAIT, wait).await;
+}
+
+/// After connection.close-ok to a client's close: reads and drops whatever the client
+/// still sends until it closes the socket, as RabbitMQ does, so the close-ok reaches it.
+/// Closing at once would make the client's kernel answer its later writes (publishes
+/// still in its buffer) with a reset that throws the unread close-ok away, and a client
+/// such as amqplib would wait for it for good. Gives up once the client sends nothing
+/// for [`CLOSE_OK_WAIT`], or after [`CLOSED_WAIT`] in all.
+async fn discard_until_closed(reader: &mut ReadHalf, buf: &mut BytesMut) {
+    let drain = async {
+        loop {
+            buf.clear();
+            match tokio::time::timeout(CLOSE_OK_WAIT, reader.read_buf(buf)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(CLOSED_WAIT, drain).await;
 }
 
 /// The connection loop's state.
@@ -448,9 +474,12 @@ impl Connection {
                         format!("expected 'channel.open' on channel {id}"),
                     ));
                 };
-                if id > self.channel_max {
+                // As RabbitMQ: channel_max bounds how many channels are open, not their
+                // numbers (any of 1..=65535 may be opened).
+                if self.channels.len() >= usize::from(self.channel_max) {
                     return Err(AmqpError::not_allowed(format!(
-                        "channel {id} is above the negotiated channel_max of {}",
+                        "number of channels opened ({}) has reached the negotiated channel_max ({})",
+                        self.channels.len(),
                         self.channel_max
                     ))
                     .on(open));
@@ -571,6 +600,15 @@ impl Connection {
         }
         if matches!(end, End::Failed(_) | End::Shutdown) {
             await_close_ok(&mut self.reader, &mut self.buf, self.ctx.frame_max).await;
+        }
+    }
+
+    /// After the close-ok to a client's connection.close (and the connection's cleanup):
+    /// [`discard_until_closed`], unless the daemon stops first.
+    async fn await_client_close(&mut self) {
+        tokio::select! {
+            () = self.shutdown.cancelled() => {}
+            () = discard_until_closed(&mut self.reader, &mut self.buf) => {}
         }
     }
 }

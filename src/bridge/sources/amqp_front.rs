@@ -11,7 +11,10 @@
 //! move is exactly once. A large message keeps its spill: the route's entries reference
 //! it.
 //!
-//! A missing exchange is logged, shown as down in `/readyz`, and retried with backoff.
+//! A missing exchange is declared by the route (durable, `topic`) before it binds, so no
+//! message published to it is unroutable because the route started first
+//! ([`AmqpPort::bind_queue`]); any other failure to bind is logged, shown as down in
+//! `/readyz`, and retried with backoff.
 
 use crate::amqp::port::{AmqpMessage, AmqpPort, BoundQueue};
 use crate::bridge::route::Prepared;
