@@ -136,10 +136,9 @@ async fn kafka_python_pinned_to_old_kafka_versions_produces_reads_and_commits() 
     }
     // Kafka 0.10's Fetch v2 and ListOffsets v0 are not served (Kafka 4 dropped them too,
     // KIP-896): its consumer reads nothing and times out on offsets; offsets_for_times
-    // needs ListOffsets v1, which kafka-python refuses to use with 0.10 itself. The offset
-    // for a time comes with its batch's newest timestamp (Kafka: the record's, …010).
+    // needs ListOffsets v1, which kafka-python refuses to use with 0.10 itself.
     let old = r#"{"assigned": [0], "beginning": "KafkaTimeoutError", "committed": [2, "note"], "end": "KafkaTimeoutError", "fetched": [], "for_time": "IncompatibleBrokerVersion", "produced": [0, 1, 2]}"#;
-    let current = r#"{"assigned": [0], "beginning": 0, "committed": [2, "note"], "end": 3, "fetched": [[0, "k0", "v0", 1700000000000], [1, "k1", "v1", 1700000000010], [2, "k2", "v2", 1700000000020]], "for_time": [1, 1700000000020], "produced": [0, 1, 2]}"#;
+    let current = r#"{"assigned": [0], "beginning": 0, "committed": [2, "note"], "end": 3, "fetched": [[0, "k0", "v0", 1700000000000], [1, "k1", "v1", 1700000000010], [2, "k2", "v2", 1700000000020]], "for_time": [1, 1700000000010], "produced": [0, 1, 2]}"#;
     let expected = [("0.10", old), ("1.0", current), ("2.0", current)]
         .map(|(version, json)| (version, format!("{json}\n")));
     assert_eq!(answered, expected);
