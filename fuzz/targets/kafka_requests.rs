@@ -10,7 +10,7 @@
 //! `compression.type` and `LogAppendTime` make of a valid batch (`append_format::conform`,
 //! whose result must validate), and for a valid batch what the
 //! sequencer and readers do with it once staged (`staged` encode/decode, the base-offset
-//! rewrite, `marker_commits`, `first_offset_at_or_after`, the bridge's
+//! rewrite, `marker_commits`, `first_record_at_or_after`, the bridge's
 //! `decode_committed` and its mapping of each record to a stored AMQP message);
 //! CreateTopics and AlterConfigs settings (`TopicConfig::parse`); CreateAcls, DeleteAcls
 //! and DescribeAcls codes; SaslHandshake and SaslAuthenticate payloads.
@@ -170,7 +170,7 @@ fn on_records(records: &[u8]) {
     batch::set_base_offset(stored, 1_000);
     let _ = batch::marker_commits(stored);
     for at in [i64::MIN, 0, header.base_timestamp, i64::MAX] {
-        let _ = batch::first_offset_at_or_after(stored, at);
+        let _ = batch::first_record_at_or_after(stored, at);
     }
     // A route from the topic to an exchange reads the batch back, maps each record and
     // stores it.

@@ -178,7 +178,7 @@ fn kafka_staged(chunks: &[&[u8]]) {
     let _ = ProducerState::at_epoch(state, header.producer_epoch);
     if records.len() >= 8 {
         batch::set_base_offset(records, i64::MAX);
-        let _ = batch::first_offset_at_or_after(records, 0);
+        let _ = batch::first_record_at_or_after(records, 0);
     }
 }
 

@@ -388,11 +388,11 @@ pub fn set_leader_epoch(batch: &mut [u8], epoch: i32) {
     batch[12..16].copy_from_slice(&epoch.to_be_bytes());
 }
 
-/// For an uncompressed batch, the offset of its first record whose timestamp is at least
-/// `at` (`None` when no record is that new); `None` also for a compressed batch, whose
-/// records Ferry does not decompress, and for a record that does not parse or whose offset
-/// would lie beyond `i64::MAX`.
-pub fn first_offset_at_or_after(batch: &[u8], at: i64) -> Option<i64> {
+/// For an uncompressed batch, the (offset, timestamp) of its first record whose timestamp
+/// is at least `at` (`None` when no record is that new); `None` also for a compressed
+/// batch, whose records Ferry does not decompress, and for a record that does not parse or
+/// whose offset would lie beyond `i64::MAX`.
+pub fn first_record_at_or_after(batch: &[u8], at: i64) -> Option<(i64, i64)> {
     let header = BatchHeader::parse(batch).ok()?;
     if header.codec() != 0 || batch.len() < header.size {
         return None;
@@ -411,7 +411,7 @@ pub fn first_offset_at_or_after(batch: &[u8], at: i64) -> Option<i64> {
             header.base_timestamp.saturating_add(timestamp_delta)
         };
         if timestamp >= at {
-            return header.base_offset.checked_add(offset_delta);
+            return Some((header.base_offset.checked_add(offset_delta)?, timestamp));
         }
     }
     None
@@ -578,12 +578,12 @@ pub(crate) mod tests {
     fn timestamp_search_finds_the_first_record_at_or_after() {
         let mut b = batch(4, Compression::None, None);
         set_base_offset(&mut b, 100);
-        assert_eq!(first_offset_at_or_after(&b, 0), Some(100));
-        assert_eq!(first_offset_at_or_after(&b, 1011), Some(102));
-        assert_eq!(first_offset_at_or_after(&b, 1030), Some(103));
-        assert_eq!(first_offset_at_or_after(&b, 1031), None);
+        assert_eq!(first_record_at_or_after(&b, 0), Some((100, 1000)));
+        assert_eq!(first_record_at_or_after(&b, 1011), Some((102, 1020)));
+        assert_eq!(first_record_at_or_after(&b, 1030), Some((103, 1030)));
+        assert_eq!(first_record_at_or_after(&b, 1031), None);
         let z = batch(4, Compression::Zstd, None);
-        assert_eq!(first_offset_at_or_after(&z, 0), None);
+        assert_eq!(first_record_at_or_after(&z, 0), None);
     }
 
     #[test]
@@ -629,7 +629,7 @@ pub(crate) mod tests {
             0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, // baseSequence, one record
             6, 0, 0, 2, // length 3, attributes, timestamp delta 0, offset delta 1
         ];
-        assert_eq!(first_offset_at_or_after(batch, i64::MIN), None);
+        assert_eq!(first_record_at_or_after(batch, i64::MIN), None);
     }
 
     #[test]
@@ -650,7 +650,7 @@ pub(crate) mod tests {
         let mut b = batch(3, Compression::None, None);
         stamp_log_append_time(&mut b, 500);
         assert_eq!(BatchHeader::parse(&b).unwrap().newest_timestamp(), 500);
-        assert_eq!(first_offset_at_or_after(&b, 500), Some(0));
-        assert_eq!(first_offset_at_or_after(&b, 501), None);
+        assert_eq!(first_record_at_or_after(&b, 500), Some((0, 500)));
+        assert_eq!(first_record_at_or_after(&b, 501), None);
     }
 }

@@ -161,7 +161,7 @@ fn bytes_field(rest: &mut &[u8]) -> Result<Option<Bytes>, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::kafka::batch::validate;
     use kafka_protocol::records::RecordBatchDecoder;
@@ -170,7 +170,13 @@ mod tests {
     const MAX: usize = 1 << 20;
 
     /// One message of format `magic` (timestamp `ts` for v1), as old clients encode it.
-    fn message(magic: i8, codec: u8, ts: i64, key: Option<&[u8]>, value: Option<&[u8]>) -> Vec<u8> {
+    pub(crate) fn message(
+        magic: i8,
+        codec: u8,
+        ts: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Vec<u8> {
         let mut body = vec![magic as u8, codec];
         if magic == 1 {
             body.extend_from_slice(&ts.to_be_bytes());
@@ -190,7 +196,7 @@ mod tests {
     }
 
     /// A message set of `messages` at offsets from 0.
-    fn set(messages: &[Vec<u8>]) -> Vec<u8> {
+    pub(crate) fn set(messages: &[Vec<u8>]) -> Vec<u8> {
         let mut s = Vec::new();
         for (i, m) in messages.iter().enumerate() {
             s.extend_from_slice(&(i as i64).to_be_bytes());

@@ -31,7 +31,7 @@
 //! read from an offset in one begins with the next batch.
 
 use super::batch::{
-    self, BatchHeader, first_offset_at_or_after, set_base_offset, set_leader_epoch,
+    self, BatchHeader, first_record_at_or_after, set_base_offset, set_leader_epoch,
 };
 use super::keys::{PartitionKeys, decode_i64, encode_i64};
 use crate::stage::{Spill, Spills, StageError};
@@ -738,9 +738,9 @@ impl<'a> Log<'a> {
         tx.set(&self.keys.cleaned(), &encode_i64(offset));
     }
 
-    /// The first offset whose record timestamp is at least `at`, with the timestamp found
-    /// (exact for uncompressed batches; for a compressed batch or one kept in a spill, its
-    /// first offset and newest timestamp); `None` when no record is that new.
+    /// The first offset whose record timestamp is at least `at`, with that record's
+    /// timestamp (for a compressed batch or one kept in a spill, the batch's first offset and
+    /// newest timestamp); `None` when no record is that new.
     ///
     /// # Errors
     /// The store's error.
@@ -759,7 +759,7 @@ impl<'a> Log<'a> {
         let (b, e) = self.keys.log_range(base, base + 1);
         let chunks = tx.get_range(&RangeOption::new(b, e), true).await?;
         let batch: Vec<u8> = chunks.into_iter().flat_map(|kv| kv.value).collect();
-        let offset = first_offset_at_or_after(&batch, at).unwrap_or(base);
+        let (offset, timestamp) = first_record_at_or_after(&batch, at).unwrap_or((base, timestamp));
         Ok(Some((offset.max(start), timestamp)))
     }
 

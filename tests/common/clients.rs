@@ -12,9 +12,24 @@ use tokio::process::Command;
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Runs `program args` with `stdin`, failing the test if it is missing (with the fix), runs
-/// past [`CLIENT_TIMEOUT`] (it is killed), or exits unsuccessfully.
+/// past [`CLIENT_TIMEOUT`] (it is killed), or exits unsuccessfully. The program inherits
+/// the tests' `LD_LIBRARY_PATH`, where cargo puts the build's own libraries: kcat run so
+/// loads rdkafka-sys's librdkafka 2.12, not the system's (see [`run_as_installed`]).
 pub async fn run(program: &str, args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(program)
+    run_command(Command::new(program), program, args, stdin).await
+}
+
+/// [`run`], with the system's shared libraries only, as a user runs `program`: Debian's
+/// kcat with its own librdkafka (2.0.2).
+pub async fn run_as_installed(program: &str, args: &[&str], stdin: &[u8]) -> Output {
+    let mut command = Command::new(program);
+    command.env_remove("LD_LIBRARY_PATH");
+    run_command(command, program, args, stdin).await
+}
+
+/// Runs `command` (of `program`) as [`run`] describes.
+async fn run_command(mut command: Command, program: &str, args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = command
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

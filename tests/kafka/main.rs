@@ -19,6 +19,7 @@ mod instances;
 mod interop;
 mod large;
 mod leader_epochs;
+mod old_clients;
 mod overload;
 mod raw;
 mod recovery;

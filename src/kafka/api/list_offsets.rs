@@ -3,7 +3,9 @@
 //! (exact within uncompressed batches; the batch's first offset within a compressed one).
 //! A topic the principal may not Describe is `TOPIC_AUTHORIZATION_FAILED`. From v4 each
 //! answer names the leader epoch that wrote the offset, and a `current_leader_epoch` other
-//! than the partition's is refused (KIP-320, [`leader_epochs`]).
+//! than the partition's is refused (KIP-320, [`leader_epochs`]); an older answer has no
+//! leader epoch, so none is set (the response would not encode: librdkafka 2.0 asks at
+//! v2).
 
 use super::Session;
 use crate::kafka::Context;
@@ -19,6 +21,8 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse, Response
 use std::sync::Arc;
 use tracing::warn;
 
+/// The first version whose answers carry the leader epoch.
+const LEADER_EPOCH_SINCE: i16 = 4;
 /// Kafka's "latest offset" timestamp.
 const LATEST: i64 = -1;
 /// Kafka's "earliest offset" timestamp.
@@ -26,10 +30,11 @@ const EARLIEST: i64 = -2;
 /// The isolation level of `read_committed` consumers.
 const READ_COMMITTED: i8 = 1;
 
-/// Answers every partition asked for.
+/// Answers every partition asked for, as a client at `version` reads it.
 pub async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
+    version: i16,
     request: ListOffsetsRequest,
 ) -> ResponseKind {
     let access = session.access(ctx);
@@ -57,12 +62,16 @@ pub async fn handle(
             };
             let log = Log::new(&partition.keys);
             match lookup(ctx, &log, &p, read_committed).await {
-                Ok(Ok(Some(found))) => partitions.push(
-                    response
+                Ok(Ok(Some(found))) => {
+                    let response = response
                         .with_offset(found.offset)
-                        .with_timestamp(found.timestamp)
-                        .with_leader_epoch(found.leader_epoch),
-                ),
+                        .with_timestamp(found.timestamp);
+                    partitions.push(if version >= LEADER_EPOCH_SINCE {
+                        response.with_leader_epoch(found.leader_epoch)
+                    } else {
+                        response
+                    });
+                }
                 Ok(Ok(None)) => partitions.push(response),
                 Ok(Err(fenced)) => partitions.push(response.with_error_code(fenced.code())),
                 Err(e) => {

@@ -298,7 +298,9 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         .pop()
         .unwrap_or(Reply::Nothing),
         RequestKind::Fetch(r) => fetch::handle(ctx, session, version, r),
-        RequestKind::ListOffsets(r) => Reply::Now(list_offsets::handle(ctx, session, r).await),
+        RequestKind::ListOffsets(r) => {
+            Reply::Now(list_offsets::handle(ctx, session, version, r).await)
+        }
         RequestKind::FindCoordinator(r) => {
             Reply::Now(find_coordinator::handle(ctx, session, version, r).await)
         }

@@ -14,13 +14,14 @@ use crate::config::users::default_users;
 use crate::config::{KafkaConfig, StoreConfig, UserConfig};
 use crate::incarnation::{Incarnation, Scope};
 use crate::kafka::api::{self, Reply, Session};
-use crate::kafka::codec::decode_request;
+use crate::kafka::codec::{decode_request, encode_response};
+use crate::kafka::legacy::PRODUCE_WITH_MESSAGE_SETS_BELOW;
 use crate::kafka::{Background, Context, KafkaFront};
 use crate::memory_watermark::MemoryWatermark;
 use crate::stage::Stages;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, ProduceRequest, RequestHeader, RequestKind, ResponseKind, TopicName,
+    ApiKey, ProduceRequest, RequestHeader, RequestKind, ResponseHeader, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use kafka_protocol::records::{
@@ -264,6 +265,40 @@ impl Client {
             .collect()
     }
 
+    /// Sends `request` of `api` at `version` and waits for the answer the connection
+    /// writes: the handler's response, which must encode at `version` through the front's
+    /// codec (as the connection encodes it) and decode whole; `None` when not answered (a
+    /// produce with `acks=0`).
+    pub async fn exchange(
+        &mut self,
+        api: ApiKey,
+        version: i16,
+        request: RequestKind,
+    ) -> Option<ResponseKind> {
+        let request = self.decoded_kind(api, version, request);
+        let kind = match api::handle(&self.ctx, &mut self.session, request).await {
+            Reply::Now(kind) | Reply::Last(kind) => kind,
+            Reply::Later(future) => tokio::time::timeout(PATIENCE, future)
+                .await
+                .unwrap_or_else(|_| panic!("{api:?} v{version} answered in time")),
+            Reply::Nothing => return None,
+            Reply::Close(reason) => panic!("{api:?} v{version} closes the connection: {reason}"),
+        };
+        let frame = encode_response(api, version, self.correlation_id, &kind)
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Produce v0–v2 answers are written by the codec itself; `kafka-protocol` cannot
+        // read them.
+        if api != ApiKey::Produce || version >= PRODUCE_WITH_MESSAGE_SETS_BELOW {
+            let mut body = frame.slice(4..);
+            ResponseHeader::decode(&mut body, kind.header_version(version))
+                .expect("the response header decodes");
+            ResponseKind::decode(api, &mut body, version)
+                .unwrap_or_else(|e| panic!("{api:?} v{version} response does not decode: {e:#}"));
+            assert!(body.is_empty(), "{api:?} v{version} response decodes whole");
+        }
+        Some(kind)
+    }
+
     /// `request` as the front receives it from a client at `version`: encoded with its
     /// header and decoded by the front's codec (which refuses a version Ferry does not
     /// answer).
@@ -272,9 +307,19 @@ impl Client {
         Q: Request + Into<RequestKind>,
     {
         let api = ApiKey::try_from(Q::KEY).expect("a Kafka API");
+        self.decoded_kind(api, version, request.into())
+    }
+
+    /// [`Self::decoded_request`] of a request of `api`.
+    fn decoded_kind(
+        &mut self,
+        api: ApiKey,
+        version: i16,
+        request: RequestKind,
+    ) -> crate::kafka::codec::Request {
         self.correlation_id += 1;
         let header = RequestHeader::default()
-            .with_request_api_key(Q::KEY)
+            .with_request_api_key(api as i16)
             .with_request_api_version(version)
             .with_correlation_id(self.correlation_id)
             .with_client_id(Some(StrBytes::from_string(self.session.client_id.clone())));
@@ -282,9 +327,21 @@ impl Client {
         header
             .encode(&mut frame, api.request_header_version(version))
             .expect("the header encodes");
-        request
-            .encode(&mut frame, version)
-            .unwrap_or_else(|e| panic!("{api:?} v{version} does not encode: {e:#}"));
+        let does_not_encode =
+            |e: anyhow::Error| panic!("{api:?} v{version} does not encode: {e:#}");
+        if api == ApiKey::Produce && version < PRODUCE_WITH_MESSAGE_SETS_BELOW {
+            // Produce v0–v2 is v3 without the transactional id (`kafka-protocol` knows v3
+            // and later only); its records are a message set.
+            let mut v3 = BytesMut::new();
+            request
+                .encode(&mut v3, PRODUCE_WITH_MESSAGE_SETS_BELOW)
+                .unwrap_or_else(does_not_encode);
+            frame.extend_from_slice(&v3[2..]);
+        } else {
+            request
+                .encode(&mut frame, version)
+                .unwrap_or_else(does_not_encode);
+        }
         decode_request(frame.freeze(), api::supported)
             .unwrap_or_else(|e| panic!("the front refuses {api:?} v{version}: {e}"))
     }

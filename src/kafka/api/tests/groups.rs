@@ -27,13 +27,13 @@ use std::time::Duration;
 /// The session timeout members ask for (the fixture allows 100 ms and more).
 const SESSION_MS: i32 = 10_000;
 
-fn group(id: &str) -> GroupId {
+pub(super) fn group(id: &str) -> GroupId {
     GroupId(text(id))
 }
 
 /// A JoinGroup (v5) of `member` (empty: a new member) to group `id` with protocol type
 /// `consumer` and the `range` assignor, metadata `metadata`.
-fn join_request(
+pub(super) fn join_request(
     id: &str,
     member: &str,
     session_ms: i32,
@@ -89,7 +89,7 @@ async fn sync(
     (r.error_code, r.assignment)
 }
 
-fn sync_request(
+pub(super) fn sync_request(
     id: &str,
     member: &str,
     generation: i32,
@@ -123,7 +123,7 @@ async fn heartbeat(c: &mut Client, id: &str, member: &str, generation: i32) -> i
 }
 
 /// A one-member group `id`, stable: (member id, generation).
-async fn stable_member(c: &mut Client, id: &str) -> (String, i32) {
+pub(super) async fn stable_member(c: &mut Client, id: &str) -> (String, i32) {
     let joined = join(c, join_request(id, "", SESSION_MS, b"m1"))
         .await
         .response()
@@ -148,7 +148,7 @@ async fn describe(c: &mut Client, id: &str) -> (i16, String, Vec<String>) {
 
 /// An OffsetCommit (v8) of `offsets` (topic, partition, offset) by `member` at
 /// `generation`: the error code of every partition, in order.
-async fn commit(
+pub(super) async fn commit(
     c: &mut Client,
     id: &str,
     member: &str,

@@ -20,6 +20,7 @@ mod sasl;
 mod scram_credentials;
 mod transaction_admin;
 mod transactions;
+mod versions;
 
 use fixture::{Client, name, text};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
@@ -44,7 +45,19 @@ async fn create_topic_with(
     partitions: i32,
     configs: &[(&str, &str)],
 ) -> CreatableTopicResult {
-    let request = CreateTopicsRequest::default()
+    let request = create_topics_request(topic, partitions, configs);
+    let mut response = c.call(5, request).await;
+    assert_eq!(response.topics.len(), 1);
+    response.topics.remove(0)
+}
+
+/// A CreateTopics request of `topic` with `partitions` (one replica each) and `configs`.
+fn create_topics_request(
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) -> CreateTopicsRequest {
+    CreateTopicsRequest::default()
         .with_timeout_ms(5_000)
         .with_topics(vec![
             CreatableTopic::default()
@@ -61,10 +74,7 @@ async fn create_topic_with(
                         })
                         .collect(),
                 ),
-        ]);
-    let mut response = c.call(5, request).await;
-    assert_eq!(response.topics.len(), 1);
-    response.topics.remove(0)
+        ])
 }
 
 /// Creates `topic` with `partitions` and default settings.

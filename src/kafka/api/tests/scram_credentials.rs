@@ -21,12 +21,17 @@ use kafka_protocol::messages::{
 };
 
 /// Kafka's numbers of the mechanisms.
-const SHA_256: i8 = 1;
+pub(super) const SHA_256: i8 = 1;
 const SHA_512: i8 = 2;
 
 /// An upsertion of `user`'s credential for `mechanism` from `password`, as a client
 /// computes it (PBKDF2 with the salt `salt`).
-fn upsert(user: &str, mechanism: i8, iterations: i32, password: &str) -> ScramCredentialUpsertion {
+pub(super) fn upsert(
+    user: &str,
+    mechanism: i8,
+    iterations: i32,
+    password: &str,
+) -> ScramCredentialUpsertion {
     let salt = b"NaCl".to_vec();
     let salted = Mechanism::from_kafka_number(mechanism).map_or_else(
         || vec![0; 32],

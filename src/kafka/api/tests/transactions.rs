@@ -21,7 +21,7 @@ use kafka_protocol::messages::{
 /// ListOffsets' "latest" timestamp.
 const LATEST: i64 = -1;
 
-fn txn_id(id: &str) -> TransactionalId {
+pub(super) fn txn_id(id: &str) -> TransactionalId {
     TransactionalId(text(id))
 }
 
@@ -88,7 +88,12 @@ pub(super) async fn add_partitions(
 }
 
 /// AddOffsetsToTxn (v3) of group `group`: the error code.
-async fn add_offsets(c: &mut Client, id: &str, producer: (i64, i16), group: &str) -> i16 {
+pub(super) async fn add_offsets(
+    c: &mut Client,
+    id: &str,
+    producer: (i64, i16),
+    group: &str,
+) -> i16 {
     let request = AddOffsetsToTxnRequest::default()
         .with_transactional_id(txn_id(id))
         .with_producer_id(ProducerId(producer.0))
