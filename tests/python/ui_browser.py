@@ -182,6 +182,10 @@ def check(ui, args):
     ui.text_is("#route-name", args.route)
     destination = ".destination[data-index='0']"
     ui.text_is(f"{destination} .message .payload", args.dead_letter)
+    ui.until(
+        "the dead letter showing the destination's last refusal",
+        lambda d: "unroutable: no queue is bound" in d.find_element(By.CSS_SELECTOR, f"{destination} .message").text,
+    )
     ui.visible(f"{destination} button[data-action='replay']").click()
     ui.text_is(f"{destination} .result", "Replayed 1.")
     ui.text_is(f"{destination} .dead-letters", "0")

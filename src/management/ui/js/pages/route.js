@@ -37,6 +37,7 @@ function deadLetter(m, index) {
     { class: 'card message', 'data-message': index },
     details([
       ['Reason', m.dead_letter_reason || '–'],
+      ['Last refusal', m.last_refusal || '–'],
       ['Dead-lettered at', m.dead_lettered_at ? new Date(m.dead_lettered_at).toISOString() : '–'],
       ['Exchange', m.exchange === '' ? '(AMQP default)' : m.exchange],
       ['Routing key', m.routing_key],
