@@ -46,7 +46,7 @@ pub fn kafka_sasl_handshake(request: SaslHandshakeRequest) -> (ResponseKind, Opt
         true,
         &rules,
     );
-    let response = sasl_handshake::handle(&mut session, request);
+    let response = sasl_handshake::handle(&mut session, 1, request);
     let chosen = match session.sasl {
         crate::kafka::api::SaslState::Chosen(m) => Some(m.name()),
         _ => None,

@@ -189,7 +189,14 @@ impl ScramExchange {
         if BASE64.decode(binding).ok().as_deref() != Some(self.first.gs2_header.as_bytes()) {
             return Err(bad("c= is not the client-first GS2 header"));
         }
-        if !constant_time_eq(nonce.as_bytes(), self.nonce.as_bytes()) {
+        // librdkafka before 2.6.1 (Debian's kcat, most distributions' packages) puts its own
+        // nonce once more in front of the exchange's (its #4895); Kafka before 4.0 accepted
+        // that, so Ferry does: all of the exchange's nonce, fresh server part included,
+        // must still follow exactly the client's.
+        let doubled = format!("{}{}", self.first.nonce, self.nonce);
+        if !constant_time_eq(nonce.as_bytes(), self.nonce.as_bytes())
+            && !constant_time_eq(nonce.as_bytes(), doubled.as_bytes())
+        {
             return Err(ScramError::NonceMismatch);
         }
         let auth_message = format!("{},{},{without_proof}", self.first.bare, self.server_first);
@@ -283,6 +290,40 @@ mod tests {
         let (x, bare, server_first) = exchange(Some(&credential), "user");
         let forged = server_first.replacen("r=fyko", "r=fykO", 1);
         let message = client_final(Mechanism::Sha256, "pencil", &bare, &forged, None);
+        assert_eq!(x.finish(message.as_bytes()), Err(ScramError::NonceMismatch));
+    }
+
+    #[test]
+    fn the_nonce_old_librdkafka_sends_with_the_client_part_twice_is_accepted() {
+        let credential = ScramCredential::new(Mechanism::Sha256, "pencil", 4096);
+        let (x, bare, server_first) = exchange(Some(&credential), "user");
+        let nonce = server_first
+            .split(',')
+            .next()
+            .unwrap()
+            .strip_prefix("r=")
+            .unwrap();
+        let doubled = format!("fyko+d2lbbFgONRv9qkxdawL{nonce}");
+        let message = client_final(
+            Mechanism::Sha256,
+            "pencil",
+            &bare,
+            &server_first,
+            Some(&doubled),
+        );
+        assert!(matches!(
+            x.clone().finish(message.as_bytes()),
+            Ok(Finish::Proved(_))
+        ));
+        // Anything else in front is still a mismatch.
+        let tripled = format!("fyko+d2lbbFgONRv9qkxdawL{doubled}");
+        let message = client_final(
+            Mechanism::Sha256,
+            "pencil",
+            &bare,
+            &server_first,
+            Some(&tripled),
+        );
         assert_eq!(x.finish(message.as_bytes()), Err(ScramError::NonceMismatch));
     }
 

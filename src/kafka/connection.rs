@@ -67,6 +67,9 @@ struct Owed {
 
 /// An answer now or later.
 enum Pending {
+    /// A bare SASL token, written size-prefixed with no response header
+    /// ([`api::Session::sasl_tokens`]).
+    Token(bytes::Bytes),
     /// Ready.
     Ready(Box<ResponseKind>),
     /// Being computed.
@@ -289,6 +292,10 @@ impl Reader {
                 return Ok(());
             };
             let started = Instant::now();
+            if self.session.sasl_tokens {
+                self.sasl_token(frame, started).await?;
+                continue;
+            }
             let request = match decode_request(frame, api::supported) {
                 Ok(r) => r,
                 Err(CodecError::Unsupported {
@@ -330,6 +337,19 @@ impl Reader {
             }
         }
         Ok(())
+    }
+
+    /// Answers a bare SASL token with the server's (after a SaslHandshake v0); a failed
+    /// login closes the connection without an answer, as Kafka does in that framing.
+    async fn sasl_token(&mut self, token: bytes::Bytes, started: Instant) -> Result<(), Stop> {
+        match api::sasl_token(&self.ctx, &mut self.session, token).await {
+            Reply::Now(ResponseKind::SaslAuthenticate(r)) => {
+                let answer = Pending::Token(r.auth_bytes);
+                self.owe(ApiKey::SaslAuthenticate, 0, 0, started, answer, None)
+                    .await
+            }
+            _ => Err(Some(Refusal::AuthFailed)),
+        }
     }
 
     /// Handles `first` with every produce request already buffered behind it (up to
@@ -493,6 +513,14 @@ async fn write(
     end
 }
 
+/// What an owed answer writes.
+enum Written {
+    /// A response, encoded with its header.
+    Response(ResponseKind),
+    /// A bare SASL token.
+    Token(bytes::Bytes),
+}
+
 /// [`write`]'s loop over the owed answers.
 async fn write_answers(
     writer: &mut BufWriter<WriteHalf>,
@@ -503,21 +531,34 @@ async fn write_answers(
     while let Some(owed) = queue.recv().await {
         busy.store(true, Ordering::Relaxed);
         let response = match owed.response {
-            Pending::Ready(r) => *r,
+            Pending::Token(token) => Written::Token(token),
+            Pending::Ready(r) => Written::Response(*r),
             Pending::Spawned(task) => match task.await {
-                Ok(r) => r,
+                Ok(r) => Written::Response(r),
                 Err(e) => {
                     warn!(api = ?owed.api, error = %e, "a Kafka request handler failed");
                     return Some(WriteEnd::Failed);
                 }
             },
         };
-        count(owed.api, api::first_error(&response), owed.started);
-        let bytes = match encode_response(owed.api, owed.version, owed.correlation_id, &response) {
-            Ok(b) => b,
-            Err(e) => {
-                warn!(error = %e, "cannot encode a Kafka response; closing the connection");
-                return Some(WriteEnd::Failed);
+        let bytes = match response {
+            Written::Response(response) => {
+                count(owed.api, api::first_error(&response), owed.started);
+                match encode_response(owed.api, owed.version, owed.correlation_id, &response) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        warn!(error = %e, "cannot encode a Kafka response; closing the connection");
+                        return Some(WriteEnd::Failed);
+                    }
+                }
+            }
+            // A bare SASL token: its size, then the token.
+            Written::Token(token) => {
+                count(owed.api, 0, owed.started);
+                let mut framed = bytes::BytesMut::with_capacity(4 + token.len());
+                framed.extend_from_slice(&(token.len() as u32).to_be_bytes());
+                framed.extend_from_slice(&token);
+                framed.freeze()
             }
         };
         if let Err(end) = within(stall, writer.write_all(&bytes)).await {

@@ -144,3 +144,86 @@ async fn kafka_python_pinned_to_old_kafka_versions_produces_reads_and_commits() 
     assert_eq!(answered, expected);
     broker.stop().await;
 }
+
+/// Debian's kcat (librdkafka 2.0.2) logs in with SASL only if the broker advertises
+/// SaslHandshake v0 (its "SASL handshake" feature asks for it), and then uses v1 and
+/// SaslAuthenticate: with only v1 advertised it refused every mechanism but GSSAPI
+/// ("SASL Handshake not supported by broker").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debian_kcat_logs_in_with_scram_and_reads_what_it_wrote() {
+    let broker = KafkaServer::start_with(|c| c.require_sasl = true).await;
+    let b = broker.bootstrap();
+    let (user, password) = crate::common::fronts::SCRAM_USER;
+    for mechanism in ["SCRAM-SHA-256", "SCRAM-SHA-512"] {
+        let topic = format!("sasl-{}", &mechanism[10..]);
+        let login = [
+            "-X",
+            "security.protocol=SASL_PLAINTEXT",
+            "-X",
+            &format!("sasl.mechanisms={mechanism}"),
+            "-X",
+            &format!("sasl.username={user}"),
+            "-X",
+            &format!("sasl.password={password}"),
+        ];
+        let produce = [&login[..], &["-P", "-t", &topic, "-K", ":"]].concat();
+        kcat(&b, &produce, "k0:v0\n").await;
+        let consume = [
+            &login[..],
+            &[
+                "-C",
+                "-t",
+                &topic,
+                "-o",
+                "beginning",
+                "-e",
+                "-q",
+                "-f",
+                RECORD,
+            ],
+        ]
+        .concat();
+        assert_eq!(kcat(&b, &consume, "").await, "0 k0 v0\n", "{mechanism}");
+    }
+    broker.stop().await;
+}
+
+/// kafka-python pinned to Kafka 0.10 logs in with SaslHandshake v0 and bare tokens (PLAIN
+/// in one, SCRAM in two round trips), later versions with SaslAuthenticate; a wrong
+/// password is refused either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_pinned_to_old_kafka_versions_logs_in_with_sasl() {
+    let broker = KafkaServer::start_with(|c| c.require_sasl = true).await;
+    let b = broker.bootstrap();
+    let script = python_script("kafka_old_sasl.py");
+    let (scram_user, scram_password) = crate::common::fronts::SCRAM_USER;
+    let mut answered = Vec::new();
+    for version in ["0.10", "1.0"] {
+        for (mechanism, user, password, ok) in [
+            ("PLAIN", "guest", "guest", true),
+            ("SCRAM-SHA-256", scram_user, scram_password, true),
+            ("SCRAM-SHA-512", scram_user, "wrong", false),
+        ] {
+            let topic = format!(
+                "login-{}-{}",
+                version.replace('.', "-"),
+                mechanism.to_lowercase()
+            );
+            let args = [&script, &b, version, mechanism, user, password, &topic];
+            let out = run("python3", &args, b"").await;
+            let seen = String::from_utf8(out.stdout).unwrap();
+            let expected = if ok { "{\"produced\": 0}\n" } else { "" };
+            if ok {
+                assert_eq!(seen, expected, "{version} {mechanism}");
+            } else {
+                assert!(
+                    seen.starts_with("{\"refused\": "),
+                    "{version} {mechanism}: {seen}"
+                );
+            }
+            answered.push((version, mechanism));
+        }
+    }
+    assert_eq!(answered.len(), 6);
+    broker.stop().await;
+}

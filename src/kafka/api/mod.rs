@@ -85,7 +85,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 5),
-    (ApiKey::SaslHandshake, 1, 1),
+    (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 5),
     (ApiKey::DeleteTopics, 1, 5),
@@ -138,6 +138,10 @@ pub struct Session {
     pub client_id: String,
     /// Where the SASL exchange stands.
     pub sasl: SaslState,
+    /// Whether the SASL exchange goes on in bare tokens: after a SaslHandshake v0 (Kafka
+    /// 0.10's framing), each client message is a size-prefixed token with no request
+    /// header, answered the same way, until the login ends.
+    pub sasl_tokens: bool,
     /// The user the client authenticated as with SASL.
     pub user: Option<String>,
     /// How that user logged in, and until when.
@@ -186,6 +190,7 @@ impl Session {
             require_sasl,
             client_id: String::new(),
             sasl: SaslState::None,
+            sasl_tokens: false,
             user: None,
             login: None,
             certificate_principal,
@@ -277,6 +282,18 @@ pub async fn produce_burst(
     throttle: Duration,
 ) -> Vec<Reply> {
     produce::handle(ctx, &session.access(ctx), requests, throttle).await
+}
+
+/// Answers one bare SASL token (a [`Session::sasl_tokens`] exchange) as SaslAuthenticate
+/// v0 answers its bytes: with the server's token, or [`Reply::Last`] when the login fails
+/// (Kafka then closes the connection without a word). The exchange goes on in tokens while
+/// it has a further step.
+pub async fn sasl_token(ctx: &Arc<Context>, session: &mut Session, token: bytes::Bytes) -> Reply {
+    let request =
+        kafka_protocol::messages::SaslAuthenticateRequest::default().with_auth_bytes(token);
+    let reply = sasl_authenticate::handle(ctx, session, 0, request).await;
+    session.sasl_tokens = matches!(session.sasl, SaslState::ScramFinal(_));
+    reply
 }
 
 /// Answers one request.
@@ -378,7 +395,7 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
         RequestKind::AlterUserScramCredentials(r) => {
             Reply::Now(alter_user_scram_credentials::handle(ctx, session, r).await)
         }
-        RequestKind::SaslHandshake(r) => Reply::Now(sasl_handshake::handle(session, r)),
+        RequestKind::SaslHandshake(r) => Reply::Now(sasl_handshake::handle(session, version, r)),
         RequestKind::SaslAuthenticate(r) => {
             sasl_authenticate::handle(ctx, session, version, r).await
         }

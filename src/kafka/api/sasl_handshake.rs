@@ -1,5 +1,7 @@
 //! SaslHandshake: Ferry offers SASL PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, checked
-//! against the user store every front shares; the exchange follows in SaslAuthenticate.
+//! against the user store every front shares; the exchange follows in SaslAuthenticate
+//! (v1), or in bare size-prefixed tokens after a v0 handshake, as Kafka 0.10 framed it
+//! ([`super::Session::sasl_tokens`]).
 
 use super::{Session, str_bytes};
 use crate::scram::Mechanism;
@@ -35,8 +37,9 @@ impl SaslMechanism {
     }
 }
 
-/// Records the mechanism the client chose, or refuses one Ferry does not offer.
-pub fn handle(session: &mut Session, request: SaslHandshakeRequest) -> ResponseKind {
+/// Records the mechanism the client chose (and, at `version` 0, that the exchange goes on
+/// in bare tokens), or refuses one Ferry does not offer.
+pub fn handle(session: &mut Session, version: i16, request: SaslHandshakeRequest) -> ResponseKind {
     let offered = SaslMechanism::ALL
         .iter()
         .map(|m| str_bytes(m.name()))
@@ -46,7 +49,10 @@ pub fn handle(session: &mut Session, request: SaslHandshakeRequest) -> ResponseK
         .into_iter()
         .find(|m| m.name() == request.mechanism.as_str())
     {
-        Some(mechanism) => session.sasl = super::SaslState::Chosen(mechanism),
+        Some(mechanism) => {
+            session.sasl = super::SaslState::Chosen(mechanism);
+            session.sasl_tokens = version == 0;
+        }
         None => response.error_code = ResponseError::UnsupportedSaslMechanism.code(),
     }
     ResponseKind::SaslHandshake(response)
