@@ -1,6 +1,7 @@
 //! The configuration shipped in `deploy/kubernetes/ferry.toml` loads and validates, so a
 //! renamed or removed key cannot break deployments silently.
 
+use crate::deploy_metrics::{deploy_dir, files_below};
 use ferry::config::Config;
 use std::path::Path;
 
@@ -47,14 +48,8 @@ fn deploy_files_name_only_config_keys_that_exist() {
         sections.into_iter().collect::<Vec<_>>().join("|")
     );
     let named = regex::Regex::new(&pattern).unwrap();
-    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
-    let mut files = vec![deploy];
     let (mut checked, mut unknown) = (0, Vec::new());
-    while let Some(path) = files.pop() {
-        if path.is_dir() {
-            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-            continue;
-        }
+    for path in files_below(&deploy_dir()) {
         let text = std::fs::read_to_string(&path).unwrap();
         for key in named.find_iter(&text).map(|m| m.as_str()) {
             checked += 1;

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 /// Suffixes Prometheus adds to a histogram's name.
 const HISTOGRAM_SUFFIXES: &[&str] = &["_bucket", "_sum", "_count"];
 
-fn deploy_dir() -> PathBuf {
+pub(crate) fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy")
 }
 
 /// Every file below `dir`.
-fn files_below(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn files_below(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for entry in fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
