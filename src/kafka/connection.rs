@@ -516,7 +516,7 @@ async fn write(
 /// What an owed answer writes.
 enum Written {
     /// A response, encoded with its header.
-    Response(ResponseKind),
+    Response(Box<ResponseKind>),
     /// A bare SASL token.
     Token(bytes::Bytes),
 }
@@ -532,9 +532,9 @@ async fn write_answers(
         busy.store(true, Ordering::Relaxed);
         let response = match owed.response {
             Pending::Token(token) => Written::Token(token),
-            Pending::Ready(r) => Written::Response(*r),
+            Pending::Ready(r) => Written::Response(r),
             Pending::Spawned(task) => match task.await {
-                Ok(r) => Written::Response(r),
+                Ok(r) => Written::Response(Box::new(r)),
                 Err(e) => {
                     warn!(api = ?owed.api, error = %e, "a Kafka request handler failed");
                     return Some(WriteEnd::Failed);
