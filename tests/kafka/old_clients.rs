@@ -197,9 +197,8 @@ async fn kafka_python_pinned_to_old_kafka_versions_logs_in_with_sasl() {
     let b = broker.bootstrap();
     let script = python_script("kafka_old_sasl.py");
     let (scram_user, scram_password) = crate::common::fronts::SCRAM_USER;
-    let mut answered = Vec::new();
     for version in ["0.10", "1.0"] {
-        for (mechanism, user, password, ok) in [
+        for (mechanism, user, password, logs_in) in [
             ("PLAIN", "guest", "guest", true),
             ("SCRAM-SHA-256", scram_user, scram_password, true),
             ("SCRAM-SHA-512", scram_user, "wrong", false),
@@ -212,18 +211,15 @@ async fn kafka_python_pinned_to_old_kafka_versions_logs_in_with_sasl() {
             let args = [&script, &b, version, mechanism, user, password, &topic];
             let out = run("python3", &args, b"").await;
             let seen = String::from_utf8(out.stdout).unwrap();
-            let expected = if ok { "{\"produced\": 0}\n" } else { "" };
-            if ok {
-                assert_eq!(seen, expected, "{version} {mechanism}");
+            if logs_in {
+                assert_eq!(seen, "{\"produced\": 0}\n", "{version} {mechanism}");
             } else {
                 assert!(
                     seen.starts_with("{\"refused\": "),
                     "{version} {mechanism}: {seen}"
                 );
             }
-            answered.push((version, mechanism));
         }
     }
-    assert_eq!(answered.len(), 6);
     broker.stop().await;
 }
