@@ -13,7 +13,7 @@ pub use crate::amqp::connection::sasl::{
     Credentials as AmqpCredentials, Response as AmqpSaslResponse, SaslError as AmqpSaslError,
     response as amqp_sasl_response,
 };
-pub use crate::stage::record::{DequeueRequest, decode_counter, decode_u64};
+pub use ferry_stage::fuzzing::{DequeueRequest, decode_counter, decode_u64};
 
 /// The frame_max a client's connection.tune-ok asks for, checked against the server's.
 ///

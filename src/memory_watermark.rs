@@ -6,7 +6,7 @@
 //! Kafka front throttles producers (`throttle_time_ms`, the connection unread meanwhile).
 //! Consumers are never held back, so a backlog drains.
 
-use crate::process;
+use ferry_telemetry::process;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -31,7 +31,7 @@ impl MemoryWatermark {
         let limit_bytes = limit_bytes(max_memory_mb);
         let (raise, watermark) = Self::manual();
         info!(limit_mb = limit_bytes / MIB, "memory high-water mark");
-        metrics::gauge!(crate::telemetry::names::MEMORY_LIMIT_BYTES).set(limit_bytes as f64);
+        metrics::gauge!(ferry_telemetry::names::MEMORY_LIMIT_BYTES).set(limit_bytes as f64);
         tokio::spawn(watch_resident(limit_bytes, raise, shutdown));
         watermark
     }
@@ -105,7 +105,7 @@ async fn watch_resident(
             Change::Keep => {}
         }
         let raised = alarm.borrow().is_some();
-        metrics::gauge!(crate::telemetry::names::MEMORY_ALARM).set(if raised { 1.0 } else { 0.0 });
+        metrics::gauge!(ferry_telemetry::names::MEMORY_ALARM).set(if raised { 1.0 } else { 0.0 });
     }
 }
 

@@ -23,7 +23,7 @@ use ferry::kafka::groups::store::{CommittedOffset, encode_offset};
 use ferry::kafka::lease::Lease;
 use ferry::kafka::producers::{ProducerState, WrittenBatch};
 use ferry::kafka::staged::{self, Waiter};
-use ferry::stage::{DeadLetter, DeadLetterReason, Envelope, StageMeta};
+use ferry_stage::{DeadLetter, DeadLetterReason, Envelope, StageMeta};
 use foundationdb_tuple::pack;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Encodable, StrBytes};

@@ -40,7 +40,6 @@ use ferry::fuzzing::{
     kafka_broker_registration, kafka_decode_committed, kafka_topic_meta, kafka_txn_state,
     user_permissions, user_topic_permission,
 };
-use ferry::incarnation::Owner;
 use ferry::kafka::batch::{self, BatchHeader};
 use ferry::kafka::groups::consumer::ConsumerSettings;
 use ferry::kafka::groups::state::{Group, GroupSettings, JoinRequest, MemberRef};
@@ -50,8 +49,9 @@ use ferry::kafka::lease::Lease;
 use ferry::kafka::log::Aborted;
 use ferry::kafka::producers::ProducerState;
 use ferry::kafka::staged;
-use ferry::stage::keys::RootKeys;
-use ferry::stage::{Envelope, StageMeta};
+use ferry_stage::Owner;
+use ferry_stage::keys::RootKeys;
+use ferry_stage::{Envelope, StageMeta};
 use std::time::{Duration, Instant};
 
 /// The most a batch's records may decompress to in the bridge's reads here. The daemon

@@ -13,9 +13,9 @@ use super::port::{AmqpMessage, AmqpPort, RouteError};
 use super::registry::Connections;
 use super::topology::{Queue, VHost};
 use super::vhosts::VHosts;
-use crate::stage::{Release, now_ms, spill};
 use amq_protocol::protocol::BasicProperties;
 use bytes::Bytes;
+use ferry_stage::{Release, now_ms, spill};
 use std::sync::Arc;
 
 /// The connection id the management API acts as: 0 is no connection's, so it may not

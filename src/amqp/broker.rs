@@ -9,9 +9,9 @@ use super::registry::Connections;
 use super::vhosts::VHosts;
 use crate::auth::Authenticator;
 use crate::config::AmqpConfig;
-use crate::liveness::Liveness;
-use crate::stage::{Holders, Stages};
-use crate::store::Database;
+use ferry_stage::Liveness;
+use ferry_stage::{Holders, Stages};
+use ferry_store::Database;
 use tokio::sync::watch;
 
 /// Shared by every connection.

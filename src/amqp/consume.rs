@@ -3,7 +3,7 @@
 //!
 //! **Leases.** Each consumer (and the channel's basic.get) has its own lease holder, so a
 //! stage consumer never mistakes another consumer's lease for its own. A consumer leases
-//! at most its prefetch room at a time ([`crate::stage::Consumer`], with the
+//! at most its prefetch room at a time ([`ferry_stage::Consumer`], with the
 //! high-contention dequeue when consumers compete); an idle one waits on the stage's
 //! watches. Deliveries are written to the socket only after the lease committed.
 //!
@@ -32,11 +32,11 @@ use super::registry::LiveConsumer;
 use super::sac;
 use super::settle::{How, Settlement, settle_in};
 use super::topology::Queue;
-use crate::group_commit::GroupCommit;
-use crate::stage::{self, Delivery, Holders, MessageId, StageError, Step, now_ms, spill};
-use crate::telemetry::amqp as metric;
-use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, DeliveryMode};
 use amq_protocol::protocol::{AMQPClass, basic};
+use ferry_stage::GroupCommit;
+use ferry_stage::{self as stage, Delivery, Holders, MessageId, StageError, Step, now_ms, spill};
+use ferry_telemetry::amqp as metric;
+use ferry_telemetry::compat::rabbitmq::state::{self as rabbitmq, DeliveryMode};
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -11,8 +11,8 @@
 
 use super::topology::Queue;
 use super::topology::args::Overflow;
-use crate::stage::{AppendOutcome, NewMessage, StageError};
-use crate::store::Transaction;
+use ferry_stage::{AppendOutcome, NewMessage, StageError};
+use ferry_store::Transaction;
 use std::sync::Arc;
 
 /// One message for one queue.

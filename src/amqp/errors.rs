@@ -5,10 +5,10 @@
 //! code. Its text reads like RabbitMQ's — `NOT_FOUND - no exchange 'x' in vhost '/'` — so
 //! operators and client logs see familiar messages.
 
-use crate::stage::StageError;
-use crate::store::{StoreError, TransactionError};
-use crate::telemetry::amqp as metric;
 use amq_protocol::protocol::AMQPClass;
+use ferry_stage::StageError;
+use ferry_store::{StoreError, TransactionError};
+use ferry_telemetry::amqp as metric;
 
 /// An AMQP 0-9-1 reply code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,8 +7,8 @@
 //! then at its head expires. It sleeps until the earliest such time.
 
 use super::topology::Queue;
-use crate::stage::{StageError, now_ms};
-use crate::store::Database;
+use ferry_stage::{StageError, now_ms};
+use ferry_store::Database;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Weak};
 use std::time::Duration;

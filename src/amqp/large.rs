@@ -1,7 +1,7 @@
 //! Large messages: a body above [`SPILL_ABOVE`] bytes, or one whose copies in the queues it
-//! reaches would not fit one transaction together ([`crate::stage::spill::spills`]), does
+//! reaches would not fit one transaction together ([`ferry_stage::spill::spills`]), does
 //! not travel through the store in
-//! one transaction but in pieces, kept in a spill ([`crate::stage::spill`]) beside the
+//! one transaction but in pieces, kept in a spill ([`ferry_stage::spill`]) beside the
 //! small stage entry that holds the rest of the message (exchange, routing key,
 //! properties).
 //!
@@ -28,15 +28,15 @@
 //! spill one piece at a time and sends each as it is read; the delivery's lease (or a
 //! hold) keeps the spill until the body is sent.
 //!
-//! [`SPILL_ABOVE`]: crate::stage::spill::SPILL_ABOVE
+//! [`SPILL_ABOVE`]: ferry_stage::spill::SPILL_ABOVE
 
 use super::broker::Broker;
 use super::codec;
 use super::context::ConnectionContext;
 use super::errors::AmqpError;
-use crate::stage::{Spill, StageError};
-use crate::store::chunked;
 use bytes::Bytes;
+use ferry_stage::{Spill, StageError};
+use ferry_store::chunked;
 
 /// Bytes of a spill read (and sent) at a time.
 const PIECE: u64 = 10 * chunked::CHUNK as u64;

@@ -52,14 +52,14 @@ pub mod writer;
 
 use crate::auth::Authenticator;
 use crate::config::AmqpConfig;
-use crate::liveness::Liveness;
 use crate::memory_watermark::MemoryWatermark;
 use crate::server::Listener;
-use crate::stage::{Holders, StageError, Stages, now_ms};
-use crate::store::{Database, StoreError};
 use broker::Broker;
 use errors::AmqpError;
 use expiry::ExpiryHints;
+use ferry_stage::Liveness;
+use ferry_stage::{Holders, StageError, Stages, now_ms};
+use ferry_store::{Database, StoreError};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};

@@ -9,7 +9,7 @@
 //!   publish). A message goes to all of its queues or to none. A large message whose
 //!   body is in a spill is stored by reference to it, one reference per queue, as a
 //!   publish's fanout is ([`Routed::copies`] tells a caller whether a body must be
-//!   spilled first, [`crate::stage::spill::spills`]).
+//!   spilled first, [`ferry_stage::spill::spills`]).
 //! - [`AmqpPort::bind_queue`]: declares a durable queue bound to an exchange, for a reader
 //!   that leases its messages from the queue's stage; [`AmqpPort::delete_queue`] removes
 //!   it when its reader is gone for good.
@@ -29,10 +29,10 @@ use super::topology::exchange::{Exchange, ExchangeKind, delay_of};
 use super::topology::queue::QueueSpec;
 use super::topology::routing::{Binding, Destination};
 use super::topology::{Queue, VHost};
-use crate::stage::{NewMessage, Spill, Stage, StageError};
-use crate::store::Transaction;
 use amq_protocol::protocol::BasicProperties;
 use bytes::Bytes;
+use ferry_stage::{NewMessage, Spill, Stage, StageError};
+use ferry_store::Transaction;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;

@@ -8,8 +8,8 @@
 use super::broker::Broker;
 use crate::config::AmqpConfig;
 use crate::memory_watermark::MemoryWatermark;
-use crate::telemetry::amqp as metric;
-use crate::telemetry::compat::rabbitmq::state::{self as rabbitmq, QueueSample};
+use ferry_telemetry::amqp as metric;
+use ferry_telemetry::compat::rabbitmq::state::{self as rabbitmq, QueueSample};
 use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;

@@ -8,7 +8,7 @@
 //! again after one lease TTL.
 
 use super::broker::Broker;
-use crate::stage::{StageError, now_ms};
+use ferry_stage::{StageError, now_ms};
 use foundationdb_tuple::{pack, unpack};
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -18,7 +18,7 @@ enum Attempt {
     /// The turn is ours.
     Taken,
     /// Another live consumer has it; wait on this.
-    Wait(crate::store::Watch),
+    Wait(ferry_store::Watch),
 }
 
 /// Waits until `holder` has the turn of the claim at `key`; `false` if `stop` fired first

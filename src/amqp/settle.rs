@@ -3,8 +3,8 @@
 //! clients acknowledge; tx.commit settles what a transactional channel held.
 
 use super::topology::Queue;
-use crate::stage::{MessageId, Release, StageError};
-use crate::store::Transaction;
+use ferry_stage::{MessageId, Release, StageError};
+use ferry_store::Transaction;
 use std::sync::Arc;
 
 /// What to do with settled deliveries.
@@ -30,7 +30,7 @@ pub struct Settlement {
     /// What to do.
     pub how: How,
     /// Bytes settling them may copy into the queue's dead-letter stage (0 for acks):
-    /// settle commits keep their sum within [`crate::stage::spill::RUN_BYTES`].
+    /// settle commits keep their sum within [`ferry_stage::spill::RUN_BYTES`].
     pub copies: u64,
 }
 

@@ -3,10 +3,10 @@
 //! slowdown of failing addresses.
 
 use super::*;
-use crate::config::StoreConfig;
 use crate::password::PasswordHash;
 use crate::peer::{CertificateNames, TlsPeer};
 use crate::scram::ScramCredential;
+use ferry_store::StoreConfig;
 use std::net::SocketAddr;
 use std::time::Duration;
 

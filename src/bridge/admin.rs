@@ -21,8 +21,8 @@ use super::status::Status;
 use super::supervisor::{RunState, States};
 use crate::config::bridge::validate_route;
 use crate::config::{Config, ConfigError, Endpoint, RouteConfig};
-use crate::stage::{Delivery, Depth, Stage, StageError, Stages, now_ms};
-use crate::store::TransactionError;
+use ferry_stage::{Delivery, Depth, Stage, StageError, Stages, now_ms};
+use ferry_store::TransactionError;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,14 +92,14 @@ enum RemoveError {
     NotEmpty { route: String, messages: i64 },
 }
 
-impl From<crate::store::StoreError> for RemoveError {
-    fn from(e: crate::store::StoreError) -> Self {
+impl From<ferry_store::StoreError> for RemoveError {
+    fn from(e: ferry_store::StoreError) -> Self {
         Self::Stage(e.into())
     }
 }
 
 impl TransactionError for RemoveError {
-    fn store_error(&self) -> Option<&crate::store::StoreError> {
+    fn store_error(&self) -> Option<&ferry_store::StoreError> {
         match self {
             Self::Catalog(e) => e.store_error(),
             Self::Stage(e) => e.store_error(),

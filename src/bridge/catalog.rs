@@ -13,7 +13,7 @@
 //! ```
 
 use crate::config::RouteConfig;
-use crate::store::{
+use ferry_store::{
     ChangeCounter, Database, RangeOption, StoreError, Transaction, TransactionError,
 };
 use foundationdb_tuple::Subspace;
@@ -239,7 +239,8 @@ fn corrupt(name: &str, why: impl std::fmt::Display) -> CatalogError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{EndpointConfig, StoreConfig};
+    use crate::config::EndpointConfig;
+    use ferry_store::StoreConfig;
 
     fn route(name: &str, topic: &str) -> RouteConfig {
         serde_json::from_value(serde_json::json!({

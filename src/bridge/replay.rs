@@ -4,7 +4,7 @@
 //! message is never lost or doubled), to be delivered again with a fresh attempt count.
 
 use super::route::{dead_letter_name, stage_name};
-use crate::stage::{NewMessage, StageError, Stages, now_ms};
+use ferry_stage::{NewMessage, StageError, Stages, now_ms};
 
 /// Messages moved per transaction.
 const REPLAY_BATCH: usize = 256;
@@ -46,9 +46,9 @@ pub async fn replay(stages: &Stages, route: &str, index: usize) -> Result<u64, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StoreConfig;
-    use crate::stage::StageOptions;
-    use crate::store::Database;
+    use ferry_stage::StageOptions;
+    use ferry_store::Database;
+    use ferry_store::StoreConfig;
 
     #[tokio::test]
     async fn dead_letters_move_back_in_order_with_their_priority() {

@@ -13,9 +13,9 @@
 use super::staged;
 use crate::amqp::port::AmqpMessage;
 use crate::config::{Endpoint, RouteConfig};
-use crate::stage::{NewMessage, Spill, Spills, Stage, StageError, StageOptions, Stages, spill};
-use crate::store::Transaction;
 use bytes::Bytes;
+use ferry_stage::{NewMessage, Spill, Spills, Stage, StageError, StageOptions, Stages, spill};
+use ferry_store::Transaction;
 
 /// The name of destination `index`'s stage of route `route`.
 pub fn stage_name(route: &str, index: usize) -> String {

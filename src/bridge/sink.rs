@@ -15,7 +15,7 @@
 //!
 //! **Large messages.** A message whose body is in a spill reaches an external sink, and an
 //! in-store sink that needs the body (the Kafka front), with its body read whole
-//! ([`crate::stage::Spills::read_all`]). A sink that keeps spills (the AMQP front) stores
+//! ([`ferry_stage::Spills::read_all`]). A sink that keeps spills (the AMQP front) stores
 //! it by reference to the same spill instead, one reference per queue, and its body is
 //! never read. An in-store delivery is written in transactions that stay within the
 //! store's budget: several messages up to [`spill::RUN_BYTES`] of copied bodies, a message
@@ -41,12 +41,12 @@
 
 use super::route::Destination;
 use super::staged::{Outgoing, SpilledForm};
-use crate::stage::{
+use bytes::Bytes;
+use ferry_stage::{
     Consumer, Delivery, Holders, MessageId, Release, Stage, StageError, Step, spill,
 };
-use crate::store::Transaction;
-use crate::telemetry::bridge as metric;
-use bytes::Bytes;
+use ferry_store::Transaction;
+use ferry_telemetry::bridge as metric;
 use futures::future::BoxFuture;
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
@@ -459,7 +459,7 @@ impl Worker {
             if matches!(self.sink, Sink::External(_)) {
                 stage.ack(self.holder, &ids).await?;
             }
-            let now = crate::stage::now_ms();
+            let now = ferry_stage::now_ms();
             let bytes: usize = delivered.iter().map(Outgoing::len).sum();
             metrics::counter!(metric::MESSAGES_OUT_TOTAL, labels).increment(ids.len() as u64);
             metrics::counter!(metric::BYTES_OUT_TOTAL, labels).increment(bytes as u64);
@@ -570,7 +570,7 @@ async fn write_in_store(
     batch: &[Outgoing],
     outcomes: &[Outcome],
 ) -> Result<Vec<(MessageId, String)>, StageError> {
-    let now = crate::stage::now_ms();
+    let now = ferry_stage::now_ms();
     let planned: Vec<MessageId> = batch
         .iter()
         .zip(outcomes)

@@ -7,8 +7,8 @@ use super::mapping::{Mapped, amqp_to_kafka, kafka_to_amqp};
 use crate::amqp::port::{AmqpMessage, UndecodableMessage};
 use crate::config::KeySource;
 use crate::kafka::port::KafkaRecord;
-use crate::stage::{Delivery, MessageId, NewMessage, Spill};
 use bytes::Bytes;
+use ferry_stage::{Delivery, MessageId, NewMessage, Spill};
 
 /// The stage message for an AMQP message; its priority picks the lane.
 pub fn from_amqp(m: &AmqpMessage) -> NewMessage {
@@ -120,9 +120,9 @@ impl Outgoing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stage::Envelope;
     use amq_protocol::protocol::BasicProperties;
     use bytes::Bytes;
+    use ferry_stage::Envelope;
 
     fn delivered(m: NewMessage) -> Delivery {
         Delivery {

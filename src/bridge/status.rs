@@ -2,7 +2,7 @@
 //! management API's routes and the `ferry_bridge_connection_up` gauge. A broker that is down does not make Ferry unready
 //! (its fronts and other routes still serve); `/readyz` names it and why.
 
-use crate::telemetry::bridge as metric;
+use ferry_telemetry::bridge as metric;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -5,7 +5,12 @@
 //! This belongs to the binary, where jemalloc is the global allocator; the library's
 //! tests run on the system allocator, whose statistics these are not.
 
-use ferry::telemetry::names;
+#![allow(
+    unsafe_code,
+    reason = "jemalloc's options are read through its untyped mallctl interface"
+)]
+
+use ferry_telemetry::names;
 use std::time::Duration;
 use tikv_jemalloc_ctl::{epoch, stats};
 
@@ -51,8 +56,9 @@ mod tests {
     /// its defaults silently).
     #[test]
     fn the_binary_options_reach_jemalloc() {
-        // SAFETY: both names are jemalloc options of these types.
+        // SAFETY: `opt.dirty_decay_ms` is a jemalloc option of type ssize_t.
         let decay: isize = unsafe { raw::read(b"opt.dirty_decay_ms\0") }.unwrap();
+        // SAFETY: `opt.background_thread` is a jemalloc option of type bool.
         let background: bool = unsafe { raw::read(b"opt.background_thread\0") }.unwrap();
         assert_eq!(decay, 1000);
         assert!(background);

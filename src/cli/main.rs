@@ -31,6 +31,10 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// drops tens of MB at once) that otherwise sat resident for 10 s each: 60–95 MiB of a
 /// soak's resident size, against ~14 MiB with 1 s, at no measurable CPU cost
 /// (docs/benchmarks.md, "Soak"). `_RJEM_MALLOC_CONF` in the environment adds to these.
+#[allow(
+    unsafe_code,
+    reason = "jemalloc reads its options from this exported symbol, which nothing else defines"
+)]
 #[unsafe(export_name = "_rjem_malloc_conf")]
 static JEMALLOC_OPTIONS: &[u8; 43] = b"background_thread:true,dirty_decay_ms:1000\0";
 
@@ -189,10 +193,10 @@ fn read_password() -> anyhow::Result<String> {
 fn replay(config: &Config, route: &str, destination: usize) -> anyhow::Result<u64> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let db = ferry::store::Database::open(&config.store)
+        let db = ferry_store::Database::open(&config.store)
             .await
             .context("cannot open the store")?;
-        let stages = ferry::stage::Stages::new(db.clone(), &config.store.prefix);
+        let stages = ferry_stage::Stages::new(db.clone(), &config.store.prefix);
         let moved = ferry::bridge::replay::replay(&stages, route, destination).await;
         db.close().await;
         moved.with_context(|| format!("cannot replay route '{route}' destination {destination}"))

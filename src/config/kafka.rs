@@ -26,7 +26,7 @@ pub const DEFAULT_MAX_REQUEST_SIZE: usize = 104_857_600;
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
 /// The largest `kafka.max_message_bytes` (and topic `max.message.bytes`): 128 MiB, as
 /// AMQP's limit. A batch larger than one store transaction is kept in a spill written in
-/// several ([`crate::stage::spill`]); the request holding it must still fit
+/// several ([`ferry_stage::spill`]); the request holding it must still fit
 /// `kafka.max_request_size`.
 pub const MAX_MESSAGE_BYTES_LIMIT: usize = super::limits::MAX_MESSAGE_SIZE_LIMIT as usize;
 /// Default for `kafka.retention_ms`: Kafka's seven days.

@@ -8,7 +8,7 @@
 
 use super::{Config, ConfigError, SinkConfig, SourceConfig};
 use crate::config::remote::KafkaSecurityConfig;
-use crate::config::store::Engine;
+use ferry_store::EngineKind;
 use std::fs::{self, OpenOptions};
 use std::io;
 use std::net::ToSocketAddrs;
@@ -31,7 +31,7 @@ impl Config {
                 readable_file(key, path)?;
             }
         }
-        if self.store.engine == Engine::Embedded {
+        if self.store.engine == EngineKind::Embedded {
             writable_dir("store.path", &self.store.path)?;
         }
         for (name, source) in &self.sources {

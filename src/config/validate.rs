@@ -6,7 +6,7 @@
 
 use super::checks::{at_least, between, is_hostname};
 use super::{Config, ConfigError, DaemonConfig, LogConfig, StageConfig, StoreConfig, UserConfig};
-use crate::config::store::Engine;
+use ferry_store::EngineKind;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 use tracing_subscriber::EnvFilter;
@@ -48,13 +48,13 @@ impl Config {
 
 /// Rules of `[store]`.
 fn validate_store(store: &StoreConfig) -> Result<(), ConfigError> {
-    if store.engine == Engine::Fdb && !cfg!(feature = "fdb") {
+    if store.engine == EngineKind::Fdb && !ferry_store::FDB_BUILT_IN {
         return Err(ConfigError::invalid(
             "store.engine",
             "'fdb' needs a ferry built with --features fdb",
         ));
     }
-    if store.engine == Engine::Embedded && store.path.as_os_str().is_empty() {
+    if store.engine == EngineKind::Embedded && store.path.as_os_str().is_empty() {
         return Err(ConfigError::invalid(
             "store.path",
             "must not be empty for the embedded engine",
@@ -218,8 +218,8 @@ impl Config {
     /// at start, not refused (a small store, or a cache that never fills, may be fine).
     pub fn memory_mark_warning(&self) -> Option<String> {
         let floor = match self.store.engine {
-            Engine::Embedded => self.store.cache_mb.saturating_add(MEMORY_BESIDES_CACHE_MB),
-            Engine::Fdb => MEMORY_BESIDES_CACHE_MB,
+            EngineKind::Embedded => self.store.cache_mb.saturating_add(MEMORY_BESIDES_CACHE_MB),
+            EngineKind::Fdb => MEMORY_BESIDES_CACHE_MB,
         };
         let mark = self.daemon.max_memory_mb;
         (mark != 0 && mark < floor).then(|| {
@@ -593,9 +593,9 @@ mod tests {
     #[test]
     fn fdb_engine_needs_the_fdb_feature() {
         let mut config = Config::default();
-        config.store.engine = Engine::Fdb;
+        config.store.engine = EngineKind::Fdb;
         let result = config.validate();
-        if cfg!(feature = "fdb") {
+        if ferry_store::FDB_BUILT_IN {
             result.unwrap();
         } else {
             assert_eq!(

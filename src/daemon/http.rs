@@ -10,14 +10,14 @@
 //! external brokers, one per line after `ready`.
 
 use crate::config::metrics::LISTEN_KEY;
-use crate::store::Database;
-use crate::telemetry::compat::rabbitmq::{self, Detail};
 use crate::tls::Acceptor;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use ferry_store::Database;
+use ferry_telemetry::compat::rabbitmq::{self, Detail};
 use metrics_exporter_prometheus::PrometheusHandle;
 use std::io;
 use std::time::Duration;
@@ -132,7 +132,7 @@ async fn readyz(State(endpoints): State<Endpoints>) -> (StatusCode, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StoreConfig;
+    use ferry_store::StoreConfig;
     use metrics_exporter_prometheus::PrometheusBuilder;
 
     async fn endpoints(dir: &tempfile::TempDir) -> Endpoints {

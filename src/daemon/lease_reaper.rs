@@ -6,7 +6,7 @@
 //! holders of this instance's own earlier run are not left to it: [`super::recovery`]
 //! releases them at start, through the same [`Holders::release`].
 
-use crate::stage::{Holders, now_ms};
+use ferry_stage::{Holders, now_ms};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};

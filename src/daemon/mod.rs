@@ -33,13 +33,13 @@ use crate::config::{
     env_var, kafka::LISTEN_KEY as KAFKA_LISTEN_KEY, kafka::LISTENERS_KEY as KAFKA_LISTENERS_KEY,
     management::LISTEN_KEY as MANAGEMENT_LISTEN_KEY, metrics::LISTEN_KEY,
 };
-use crate::incarnation::{Incarnation, Scope};
 use crate::kafka::{KafkaError, KafkaFront, KafkaListener};
 use crate::memory_watermark::MemoryWatermark;
 use crate::server::Listener;
-use crate::stage::{Holders, StageError, Stages};
-use crate::store::{Database, StoreError};
 use crate::tls::{Acceptor, Certificates, TlsSetupError};
+use ferry_stage::{Holders, StageError, Stages};
+use ferry_stage::{Incarnation, Scope};
+use ferry_store::{Database, StoreError};
 use shutdown::Drain;
 use tasks::Tasks;
 use tokio_util::sync::CancellationToken;
@@ -110,10 +110,10 @@ pub enum DaemonError {
 pub async fn run(config: Config) -> Result<(), DaemonError> {
     logging::init(&config.log)?;
     let metrics = recorder::install()?;
-    crate::telemetry::compat::rabbitmq::state::set_node(recorder::rabbitmq_node(&config));
+    ferry_telemetry::compat::rabbitmq::state::set_node(recorder::rabbitmq_node(&config));
     let shutdown = CancellationToken::new();
     shutdown::cancel_on_signal(shutdown.clone()).map_err(DaemonError::Signals)?;
-    crate::process::raise_fd_limit();
+    ferry_telemetry::process::raise_fd_limit();
 
     let certificates = if config.listen_addresses().iter().any(|l| l.tls) {
         Some(Certificates::load(&config.tls).map_err(DaemonError::Tls)?)
@@ -400,7 +400,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut drain = Drain::start(&config.daemon);
     drain.tasks(loops).await;
     drain.step("store close", db.close()).await;
-    crate::store::stop_engines();
+    ferry_store::stop_engines();
     stop_http.cancel();
     drain.tasks(server).await;
     drain.finish()

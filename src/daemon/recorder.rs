@@ -5,9 +5,10 @@
 //! real `_bucket` series (the exporter would otherwise render summaries, which cannot be
 //! aggregated across instances).
 
-use crate::config::{Config, store::Engine};
-use crate::telemetry::compat::rabbitmq::state::Node;
-use crate::telemetry::{self, names, names::Kind};
+use crate::config::Config;
+use ferry_store::EngineKind;
+use ferry_telemetry::compat::rabbitmq::state::Node;
+use ferry_telemetry::{self as telemetry, names, names::Kind};
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -76,8 +77,8 @@ pub fn rabbitmq_node(config: &Config) -> Node {
         cluster: format!("ferry-{prefix}"),
         cluster_permanent_id: format!("ferry-cluster-{prefix}"),
         memory_limit_bytes: crate::memory_watermark::limit_bytes(config.daemon.max_memory_mb),
-        data_dir: (config.store.engine == Engine::Embedded).then(|| config.store.path.clone()),
-        disk_limit_bytes: (config.store.engine == Engine::Embedded
+        data_dir: (config.store.engine == EngineKind::Embedded).then(|| config.store.path.clone()),
+        disk_limit_bytes: (config.store.engine == EngineKind::Embedded
             && config.store.min_free_disk_mb > 0)
             .then(|| config.store.min_free_disk_mb.saturating_mul(1024 * 1024)),
     }

@@ -5,8 +5,8 @@
 //! reaper's own ([`Holders::release`] through [`Holders::release_outlived`]). The Kafka
 //! front frees its leases the same way as it starts ([`crate::kafka::recovery`]).
 
-use crate::incarnation::Incarnation;
-use crate::stage::{Holders, Stages};
+use ferry_stage::Incarnation;
+use ferry_stage::{Holders, Stages};
 use tracing::{info, warn};
 
 /// Releases every lease holder `incarnation` outlived. A store error is logged and the

@@ -4,9 +4,9 @@
 //! Store outages are logged on the transition only (down once, back once), not on every
 //! tick, so a long outage does not flood the log.
 
-use crate::stage::Stages;
-use crate::store::{Database, StoreError};
-use crate::telemetry::names;
+use ferry_stage::Stages;
+use ferry_store::{Database, StoreError};
+use ferry_telemetry::names;
 use std::time::Duration;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;

@@ -10,7 +10,7 @@ use super::groups::lag::lag;
 use super::groups::store::Stored;
 use super::log::{Log, LogError};
 use super::topics::Topic;
-use crate::store::StoreError;
+use ferry_store::StoreError;
 use std::collections::HashMap;
 use std::sync::Arc;
 

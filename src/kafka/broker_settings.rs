@@ -23,7 +23,7 @@ use super::topics::{
     MESSAGE_TIMESTAMP_TYPE, MIN_CLEANABLE_DIRTY_RATIO, MIN_COMPACTION_LAG_MS, RETENTION_BYTES,
     RETENTION_MS, TopicConfig, TopicDefaults, TopicError,
 };
-use crate::store::{ChangeCounter, Database, RangeOption, StoreError, TransactionError};
+use ferry_store::{ChangeCounter, Database, RangeOption, StoreError, TransactionError};
 use foundationdb_tuple::{pack, unpack};
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};

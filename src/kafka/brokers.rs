@@ -8,9 +8,9 @@
 //! that had one PLAINTEXT listener, is `(1, host, port, deadline)` and still read.
 
 use super::keys::KafkaKeys;
-use crate::liveness::Liveness;
-use crate::stage::now_ms;
-use crate::store::{Database, RangeOption, StoreError};
+use ferry_stage::Liveness;
+use ferry_stage::now_ms;
+use ferry_store::{Database, RangeOption, StoreError};
 use foundationdb_tuple::{pack, unpack};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;

@@ -61,7 +61,7 @@
 //! A partition's staged batches live in the stage named `kafka/<topic_id>/<partition>`
 //! (the stage keyspace), so the produce path is the stage's conflict-free append.
 
-use crate::store::keys::prefix_range;
+use ferry_store::keys::prefix_range;
 use foundationdb_tuple::Subspace;
 
 /// The name of the stage holding a partition's staged batches.

@@ -1,10 +1,10 @@
 //! Large record batches: a produced batch above [`SPILL_ABOVE`] bytes does not travel
 //! through the store in one transaction but in pieces, kept in a spill
-//! ([`crate::stage::spill`]).
+//! ([`ferry_stage::spill`]).
 //!
 //! **Producing.** The Produce handler writes the batch to a new spill in segments of a few
 //! MB, one transaction each, held by the front's lease holder, then stages a record holding
-//! only the batch's header and naming the spill ([`crate::stage::NewMessage::spill`]); the
+//! only the batch's header and naming the spill ([`ferry_stage::NewMessage::spill`]); the
 //! staging commit lets go of the hold, so the stage entry's reference is the spill's only
 //! one. A batch the staging commit refuses (or that never reaches it) is let go of at once.
 //! The partition's sequencer then moves the reference into the log in its one transaction
@@ -22,12 +22,12 @@
 //! that found it in the log ([`super::log::Read::fill`]).
 
 use super::batch;
-use crate::liveness::Liveness;
-use crate::stage::spill::SEGMENT;
-use crate::stage::{Holders, Spill, Spills, StageError, Stages};
-use crate::store::Transaction;
-use crate::telemetry::kafka as m;
 use bytes::Bytes;
+use ferry_stage::Liveness;
+use ferry_stage::spill::SEGMENT;
+use ferry_stage::{Holders, Spill, Spills, StageError, Stages};
+use ferry_store::Transaction;
+use ferry_telemetry::kafka as m;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 

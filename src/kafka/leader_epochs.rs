@@ -13,7 +13,7 @@
 
 use super::keys::{PartitionKeys, decode_i64, encode_i64};
 use super::lease::Lease;
-use crate::store::{RangeOption, StoreError, Transaction};
+use ferry_store::{RangeOption, StoreError, Transaction};
 use kafka_protocol::ResponseError;
 
 /// Kafka's "no epoch".
@@ -153,9 +153,9 @@ pub async fn epoch_at(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StoreConfig;
     use crate::kafka::keys::KafkaKeys;
-    use crate::store::Database;
+    use ferry_store::Database;
+    use ferry_store::StoreConfig;
 
     async fn open() -> (tempfile::TempDir, Database) {
         let dir = tempfile::tempdir().unwrap();

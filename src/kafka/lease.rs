@@ -8,8 +8,8 @@
 //! renews the deadline; a stopping holder releases it (deadline 0) so another node can take
 //! over at once.
 
-use crate::liveness::Liveness;
-use crate::store::{StoreError, Transaction};
+use ferry_stage::Liveness;
+use ferry_store::{StoreError, Transaction};
 use foundationdb_tuple::{pack, unpack};
 
 /// Format version of lease values.
@@ -163,8 +163,8 @@ impl Lease {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StoreConfig;
-    use crate::store::Database;
+    use ferry_store::Database;
+    use ferry_store::StoreConfig;
 
     const KEY: &[u8] = b"lease";
     const TERM: Liveness = Liveness::new(std::time::Duration::from_millis(1000));

@@ -10,7 +10,7 @@
 //! so a timestamp lookup is one range read.
 //!
 //! Large batches: a batch too large for one transaction reaches the sequencer already
-//! written to a spill ([`crate::stage::spill`]), its staged record holding only its header.
+//! written to a spill ([`ferry_stage::spill`]), its staged record holding only its header.
 //! The log then keeps no chunks for it: its index entry names the spill, as does
 //! `("spill", base)` (so deleting a partition finds every spill its log references without
 //! reading its index), and the log holds one reference to the spill, taken in the
@@ -34,10 +34,10 @@ use super::batch::{
     self, BatchHeader, first_record_at_or_after, set_base_offset, set_leader_epoch,
 };
 use super::keys::{PartitionKeys, decode_i64, encode_i64};
-use crate::stage::{Spill, Spills, StageError};
-use crate::store::keys::key_after;
-use crate::store::{RangeOption, StoreError, Transaction};
 use bytes::{Bytes, BytesMut};
+use ferry_stage::{Spill, Spills, StageError};
+use ferry_store::keys::key_after;
+use ferry_store::{RangeOption, StoreError, Transaction};
 use foundationdb_tuple::{pack, unpack};
 
 /// Bytes per stored chunk of a batch: FoundationDB's value limit.
@@ -65,7 +65,7 @@ pub enum LogError {
     Spill(StageError),
 }
 
-impl crate::store::TransactionError for LogError {
+impl ferry_store::TransactionError for LogError {
     fn store_error(&self) -> Option<&StoreError> {
         match self {
             Self::Store(e) | Self::Spill(StageError::Store(e)) => Some(e),

@@ -28,10 +28,10 @@ use super::log::{Aborted, Log, LogError, is_aborted};
 use super::staged;
 use super::topics::{Partition, TopicError};
 use crate::config::kafka::MAX_MESSAGE_BYTES_LIMIT;
-use crate::config::limits::MAX_BODY_SIZE;
-use crate::stage::{NewMessage, Spill, StageError};
-use crate::store::{StoreError, Transaction, TransactionError, Watch};
 use bytes::{Bytes, BytesMut};
+use ferry_stage::MAX_BODY_SIZE;
+use ferry_stage::{NewMessage, Spill, StageError};
+use ferry_store::{StoreError, Transaction, TransactionError, Watch};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,

@@ -10,7 +10,7 @@
 
 use super::batch::BatchHeader;
 use super::keys::{KafkaKeys, PartitionKeys, decode_i64};
-use crate::store::{Database, RangeOption, StoreError, Transaction};
+use ferry_store::{Database, RangeOption, StoreError, Transaction};
 use foundationdb_tuple::{pack, unpack};
 use kafka_protocol::ResponseError;
 use std::collections::HashMap;

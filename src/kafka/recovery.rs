@@ -12,9 +12,9 @@
 use super::keys::KafkaKeys;
 use super::lease::Lease;
 use super::topics::Topics;
-use crate::incarnation::Incarnation;
-use crate::stage::now_ms;
-use crate::store::{Database, RangeOption, StoreError};
+use ferry_stage::Incarnation;
+use ferry_stage::now_ms;
+use ferry_store::{Database, RangeOption, StoreError};
 
 /// Leases one transaction frees at most.
 const BATCH: usize = 500;
@@ -115,10 +115,10 @@ async fn remove_registrations(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StoreConfig;
-    use crate::incarnation::Scope;
-    use crate::liveness::Liveness;
-    use crate::stage::Stages;
+    use ferry_stage::Liveness;
+    use ferry_stage::Scope;
+    use ferry_stage::Stages;
+    use ferry_store::StoreConfig;
     use std::time::Duration;
 
     const TERM: Liveness = Liveness::new(Duration::from_secs(60));

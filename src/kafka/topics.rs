@@ -15,9 +15,9 @@ use super::format_settings::{CompressionType, TimestampType};
 use super::inert_settings;
 use super::keys::{KafkaKeys, PartitionKeys, stage_name};
 use crate::config::KafkaConfig;
-use crate::stage::Stage;
-use crate::stage::{StageError, StageOptions, Stages};
-use crate::store::{Database, RangeOption, StoreError, Transaction, TransactionError};
+use ferry_stage::Stage;
+use ferry_stage::{StageError, StageOptions, Stages};
+use ferry_store::{Database, RangeOption, StoreError, Transaction, TransactionError};
 use foundationdb_tuple::{pack, unpack};
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -1172,9 +1172,9 @@ pub(crate) mod tests {
     /// The topics of a fresh embedded store in a temporary directory (kept while it lives).
     pub(crate) async fn fresh_topics() -> (tempfile::TempDir, Database, Topics) {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::config::StoreConfig {
+        let store = ferry_store::StoreConfig {
             path: dir.path().join("store"),
-            ..crate::config::StoreConfig::default()
+            ..ferry_store::StoreConfig::default()
         };
         let db = Database::open(&store).await.unwrap();
         let stages = Stages::new(db.clone(), &store.prefix);

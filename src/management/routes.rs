@@ -28,12 +28,12 @@ use crate::amqp::port::AmqpMessage;
 use crate::bridge::RunState;
 use crate::bridge::admin::{Connection, DestinationView, EndpointView, RouteAdminError, RouteView};
 use crate::config::RouteConfig;
-use crate::stage::{Delivery, Depth};
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use bytes::Bytes;
+use ferry_stage::{Delivery, Depth};
 use serde_json::{Map, Value, json};
 use std::time::Instant;
 

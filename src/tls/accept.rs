@@ -7,7 +7,7 @@ use super::reload::Certificates;
 use super::stream::Stream;
 use super::{looks_like_tls, names};
 use crate::peer::{Peer, TlsPeer};
-use crate::telemetry::tls as metric;
+use ferry_telemetry::tls as metric;
 use rustls::{CertificateError, Error as TlsError};
 use std::io;
 use std::net::SocketAddr;

@@ -9,7 +9,7 @@
 
 use super::server_config::{self, TlsSetupError};
 use crate::config::TlsConfig;
-use crate::telemetry::tls as metric;
+use ferry_telemetry::tls as metric;
 use parking_lot::{Mutex, RwLock};
 use rustls::ServerConfig;
 use std::path::PathBuf;

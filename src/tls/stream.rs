@@ -11,6 +11,8 @@
 //! bytes the peer never reads, so the peer would never learn of it and the kernel would
 //! keep the orphaned socket and its unsent bytes for minutes.
 
+#![allow(unsafe_code, reason = "SO_LINGER is set with setsockopt, a libc call")]
+
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;

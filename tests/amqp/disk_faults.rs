@@ -8,7 +8,7 @@
 
 use crate::common::amqp::{WAIT, blocked, declare, drain, unblocked};
 use crate::common::fronts::AmqpServer;
-use ferry::store::embedded::{DiskFault, Faults};
+use ferry_store::embedded::{DiskFault, Faults};
 use lapin::options::{BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel};

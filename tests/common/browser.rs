@@ -7,6 +7,11 @@
 //! PID), also when the test fails before the script ends its session. (Chromium's crash
 //! handlers live in sessions of their own; they exit by themselves once Chromium is gone.)
 
+#![allow(
+    unsafe_code,
+    reason = "the browser's process group is killed with libc::kill"
+)]
+
 use super::process::free_port;
 use super::wait;
 use std::net::{Ipv4Addr, TcpStream};

@@ -11,16 +11,15 @@
 use super::store::embedded;
 use ferry::auth::Authenticator;
 use ferry::auth::store::UserStore;
-use ferry::config::{
-    AmqpConfig, KafkaConfig, PermissionConfig, StoreConfig, TopicPermissionConfig, UserConfig,
-};
-use ferry::incarnation::{Incarnation, Scope};
+use ferry::config::{AmqpConfig, KafkaConfig, PermissionConfig, TopicPermissionConfig, UserConfig};
 use ferry::kafka::{KafkaFront, KafkaListener};
 use ferry::memory_watermark::MemoryWatermark;
 use ferry::password::PasswordHash;
 use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
-use ferry::stage::{RootKeys, Stages};
-use ferry::store::{Database, RangeOption};
+use ferry_stage::{Incarnation, Scope};
+use ferry_stage::{RootKeys, Stages};
+use ferry_store::StoreConfig;
+use ferry_store::{Database, RangeOption};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tempfile::TempDir;

@@ -2,6 +2,8 @@
 //! `run`), captured output, bounded waits, and a child that is always killed (by its PID)
 //! when the test ends. Loopback ports for its listeners are chosen here too.
 
+#![allow(unsafe_code, reason = "signals are sent with libc::kill")]
+
 use super::wait;
 use std::fs;
 use std::path::Path;

@@ -3,11 +3,11 @@
 //! directory, and [`for_each_engine`](crate::for_each_engine), which instantiates one set of
 //! test bodies per engine.
 
-use ferry::config::StoreConfig;
-use ferry::config::store::Engine;
-use ferry::store::Database;
-use ferry::store::embedded::Options as EmbeddedOptions;
-use ferry::store::error::MAX_TRANSACTION_AGE;
+use ferry_store::Database;
+use ferry_store::EngineKind;
+use ferry_store::StoreConfig;
+use ferry_store::embedded::Options as EmbeddedOptions;
+use ferry_store::error::MAX_TRANSACTION_AGE;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -37,19 +37,19 @@ pub struct TestStore {
 impl TestStore {
     /// A fresh store on `engine`, or `None` (with the reason printed) when the engine is
     /// not available here.
-    pub async fn open(engine: Engine) -> Option<Self> {
+    pub async fn open(engine: EngineKind) -> Option<Self> {
         let (config, dir) = match engine {
-            Engine::Embedded => {
+            EngineKind::Embedded => {
                 let dir = tempfile::tempdir().expect("temp dir");
                 (embedded(dir.path()), Some(dir))
             }
-            Engine::Fdb if !cfg!(feature = "fdb") => {
+            EngineKind::Fdb if !ferry_store::FDB_BUILT_IN => {
                 eprintln!(
                     "skipped: ferry is built without the `fdb` feature (cargo test --features fdb)"
                 );
                 return None;
             }
-            Engine::Fdb => {
+            EngineKind::Fdb => {
                 let Ok(cluster_file) = std::env::var("FDB_CLUSTER_FILE") else {
                     eprintln!(
                         "skipped: FDB_CLUSTER_FILE is not set, so there is no FoundationDB cluster to test against"
@@ -57,7 +57,7 @@ impl TestStore {
                     return None;
                 };
                 let config = StoreConfig {
-                    engine: Engine::Fdb,
+                    engine: EngineKind::Fdb,
                     fdb_cluster_file: cluster_file,
                     ..StoreConfig::default()
                 };
@@ -103,12 +103,12 @@ impl TestStore {
     /// `age`, or the FoundationDB cluster's five seconds.
     pub async fn limit_transaction_age(&mut self, age: Duration) -> Duration {
         match self.config.engine {
-            Engine::Embedded => {
+            EngineKind::Embedded => {
                 self.transaction_age = Some(age);
                 self.restart().await;
                 age
             }
-            Engine::Fdb => MAX_TRANSACTION_AGE,
+            EngineKind::Fdb => MAX_TRANSACTION_AGE,
         }
     }
 
@@ -126,7 +126,7 @@ macro_rules! for_each_engine {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let store = $crate::common::store::TestStore::open(ferry::config::store::Engine::Embedded)
+                    let store = $crate::common::store::TestStore::open(ferry_store::EngineKind::Embedded)
                         .await
                         .expect("the embedded engine is always available");
                     super::$name(store).await;
@@ -137,7 +137,7 @@ macro_rules! for_each_engine {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    if let Some(store) = $crate::common::store::TestStore::open(ferry::config::store::Engine::Fdb).await {
+                    if let Some(store) = $crate::common::store::TestStore::open(ferry_store::EngineKind::Fdb).await {
                         super::$name(store).await;
                     }
                 }

@@ -1,9 +1,9 @@
 //! The dashboard, the alert rules and every other file under `deploy/` use only metric
-//! names Ferry really exports (those in `ferry::telemetry::all()`), the Grafana
+//! names Ferry really exports (those in `ferry_telemetry::all()`), the Grafana
 //! dashboard is valid JSON and charts the security metrics (TLS handshake failures, failed
 //! logins, certificate expiry), and `docs/operations.md` lists exactly the exported metrics.
 
-use ferry::telemetry::{self, names::Kind};
+use ferry_telemetry::{self as telemetry, names::Kind};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -93,9 +93,9 @@ fn dashboard_is_json_with_queries() {
 fn dashboard_charts_tls_failures_login_failures_and_certificate_expiry() {
     let queries = dashboard_queries();
     for metric in [
-        ferry::telemetry::tls::HANDSHAKE_FAILURES_TOTAL,
-        ferry::telemetry::auth::FAILURES_TOTAL,
-        ferry::telemetry::tls::CERTIFICATE_NOT_AFTER,
+        ferry_telemetry::tls::HANDSHAKE_FAILURES_TOTAL,
+        ferry_telemetry::auth::FAILURES_TOTAL,
+        ferry_telemetry::tls::CERTIFICATE_NOT_AFTER,
     ] {
         assert!(
             queries.iter().any(|q| metric_tokens(q).contains(metric)),
@@ -150,7 +150,7 @@ fn operations_doc_lists_exactly_the_exported_metrics() {
 /// Issue 33: `ferry_stage_dequeue_requests_total` was exported without a `# HELP` line, as
 /// its name was declared but missing from [`telemetry::all`], the list `describe_all`
 /// registers and `docs/operations.md` is checked against. Every `ferry_` name declared in
-/// `src/telemetry/` must be on that list.
+/// `crates/telemetry/src/` must be on that list.
 #[test]
 fn every_declared_metric_name_has_help_and_an_entry() {
     let known: BTreeSet<&str> = telemetry::all().map(|m| m.name).collect();
@@ -158,7 +158,7 @@ fn every_declared_metric_name_has_help_and_an_entry() {
         regex::Regex::new(r#"pub const [A-Z0-9_]+: &str = "(ferry_[a-z0-9_]+)";"#).unwrap();
     let mut missing = Vec::new();
     let mut count = 0;
-    for file in files_below(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/telemetry")) {
+    for file in files_below(&Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/telemetry/src")) {
         let text = fs::read_to_string(&file).unwrap();
         for name in declared.captures_iter(&text).map(|c| c[1].to_owned()) {
             count += 1;
@@ -172,7 +172,7 @@ fn every_declared_metric_name_has_help_and_an_entry() {
         "declared but not in telemetry::all:\n{}",
         missing.join("\n")
     );
-    assert!(count > 0, "no metric name found in src/telemetry");
+    assert!(count > 0, "no metric name found in crates/telemetry/src");
 }
 
 /// Issue 33: labelled counters appeared only after their first event, so an alert on

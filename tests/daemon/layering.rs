@@ -1,7 +1,8 @@
-//! The source tree's layering, read from `src/`: no module imports another that imports it
+//! The `ferry` crate's layering, read from `src/`: no module imports another that imports it
 //! back (at any depth of the module tree), the bridge reaches the fronts only through their
 //! ports, and the configuration is a leaf. A change that breaks one of these fails here,
-//! naming the import.
+//! naming the import. The layers that are crates of their own (`crates/`) need no test:
+//! there the compiler refuses an import against an arrow.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@ use crate::common::amqp;
 use crate::common::daemon::{Setup, sum_of};
 use crate::common::kafka::{PATIENCE, consumer, producer};
 use crate::common::rabbitmq::{RabbitNode, unique};
-use ferry::telemetry::compat::rabbitmq::{self as rabbit_names, NOT_APPLICABLE};
+use ferry_telemetry::compat::rabbitmq::{self as rabbit_names, NOT_APPLICABLE};
 use lapin::options::BasicGetOptions;
 use lapin::types::FieldTable;
 use rdkafka::Message;
@@ -292,7 +292,7 @@ fn every_metric_of_rabbitmq_overview_is_exported_or_listed_as_not_applicable() {
 fn operations_doc_lists_the_compatible_and_the_left_out_names() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md");
     let doc = std::fs::read_to_string(path).unwrap();
-    let kafka = ferry::telemetry::compat::kafka_exporter::ALL
+    let kafka = ferry_telemetry::compat::kafka_exporter::ALL
         .iter()
         .map(|(m, _)| m.name);
     let rabbit = rabbit_names::ALL.iter().map(|f| f.metric.name);

@@ -8,7 +8,7 @@
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::{PATIENCE, client_config, producer, send_range};
 use crate::common::wait;
-use ferry::store::embedded::DiskFault;
+use ferry_store::embedded::DiskFault;
 use rdkafka::Message;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;

@@ -4,10 +4,10 @@
 
 use crate::common::store::TestStore;
 use crate::for_each_engine;
-use ferry::store::embedded::DiskFault;
-use ferry::store::error::code;
-use ferry::store::keys::key_after;
-use ferry::store::{RangeOption, RunOptions, StoreError, Transaction};
+use ferry_store::embedded::DiskFault;
+use ferry_store::error::code;
+use ferry_store::keys::key_after;
+use ferry_store::{RangeOption, RunOptions, StoreError, Transaction};
 use foundationdb_tuple::{Subspace, Versionstamp};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -68,7 +68,7 @@ fn all(store: &TestStore) -> RangeOption {
     RangeOption::prefix(&store.prefix)
 }
 
-fn keys_of(store: &TestStore, kvs: &[ferry::store::KeyValue]) -> Vec<String> {
+fn keys_of(store: &TestStore, kvs: &[ferry_store::KeyValue]) -> Vec<String> {
     kvs.iter()
         .map(|kv| String::from_utf8_lossy(&kv.key[store.prefix.len()..]).into_owned())
         .collect()
@@ -589,7 +589,7 @@ async fn a_full_disk_at_fsync_stops_the_store_until_a_restart_recovers_it(store:
 /// still have reached the disk), and the store takes commits again.
 async fn a_disk_failure_stops_the_store_until_a_restart_recovers_it(
     mut store: TestStore,
-    inject: impl Fn(&ferry::store::embedded::Faults),
+    inject: impl Fn(&ferry_store::embedded::Faults),
     reason: &str,
 ) {
     let Some(faults) = store.db.faults() else {

@@ -12,7 +12,7 @@ use ferry::amqp::topology::records::TopologyKeys;
 use ferry::amqp::vhosts::VHosts;
 use ferry::auth::store::UserStore;
 use ferry::management::definitions::{Definitions, ImportError, Target, export_all};
-use ferry::stage::Stages;
+use ferry_stage::Stages;
 
 for_each_engine!(
     a_rabbitmq_export_is_imported_whole_and_exported_back,

@@ -7,8 +7,8 @@
 //! (so the kill lands while the writers commit, however fast or slow the machine), reopens
 //! the store and checks.
 
-use ferry::config::StoreConfig;
-use ferry::store::{Database, RangeOption, StoreError};
+use ferry_store::StoreConfig;
+use ferry_store::{Database, RangeOption, StoreError};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -7,11 +7,11 @@
 use crate::common::store::TestStore;
 use crate::for_each_engine;
 use bytes::Bytes;
-use ferry::stage::spill::SEGMENT;
-use ferry::stage::{
+use ferry_stage::spill::SEGMENT;
+use ferry_stage::{
     Holders, NewMessage, Release, RootKeys, Spill, Spills, Stage, StageOptions, Stages,
 };
-use ferry::store::RangeOption;
+use ferry_store::RangeOption;
 use std::time::Duration;
 
 for_each_engine!(
@@ -78,7 +78,7 @@ async fn commit(f: &Fixture, spill: Spill, stages: &[&Stage]) {
                 s.append_in(&tx, &[m], 0).await?;
             }
             assert!(f.spills.let_go_in(&tx, f.holder, spill.id).await?);
-            Ok::<_, ferry::stage::StageError>(())
+            Ok::<_, ferry_stage::StageError>(())
         })
         .await
         .unwrap();

@@ -4,11 +4,11 @@
 
 use crate::common::store::TestStore;
 use crate::for_each_engine;
-use ferry::incarnation::{Incarnation, Scope};
-use ferry::stage::{
+use ferry_stage::{
     AppendOutcome, Consumer, DeadLetterReason, Holders, NewMessage, Release, Stage, StageError,
     StageOptions, Stages, now_ms,
 };
+use ferry_stage::{Incarnation, Scope};
 use std::time::Duration;
 
 for_each_engine!(
@@ -68,7 +68,7 @@ async fn holder(stages: &Stages) -> u64 {
         .unwrap()
 }
 
-fn bodies(ds: &[ferry::stage::Delivery]) -> Vec<String> {
+fn bodies(ds: &[ferry_stage::Delivery]) -> Vec<String> {
     ds.iter()
         .map(|d| String::from_utf8(d.body.to_vec()).unwrap())
         .collect()
@@ -456,11 +456,7 @@ async fn bodies_larger_than_a_value_are_chunked(store: TestStore) {
 async fn oversized_body_is_refused(store: TestStore) {
     let (_, q) = stage(&store, "huge", StageOptions::default()).await;
     let err = q
-        .append(&[NewMessage::new(vec![
-            0u8;
-            ferry::config::limits::MAX_BODY_SIZE
-                + 1
-        ])])
+        .append(&[NewMessage::new(vec![0u8; ferry_stage::MAX_BODY_SIZE + 1])])
         .await
         .unwrap_err();
     assert!(matches!(err, StageError::BodyTooLarge { .. }), "{err}");

@@ -6,8 +6,8 @@
 //! within a lane each producer's messages are leased in the order it appended them.
 
 use crate::common::store::TestStore;
-use ferry::config::store::Engine;
-use ferry::stage::{Consumer, Holders, NewMessage, StageOptions, Stages, Step};
+use ferry_stage::{Consumer, Holders, NewMessage, StageOptions, Stages, Step};
+use ferry_store::EngineKind;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,7 +40,7 @@ fn body(producer: u64, sequence: u64) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_message_exactly_once_and_producer_order_within_a_lane_under_faults() {
-    let store = TestStore::open(Engine::Embedded).await.unwrap();
+    let store = TestStore::open(EngineKind::Embedded).await.unwrap();
     let faults = store.db.faults().unwrap();
     faults.set_conflict_rate(0.05);
     faults.set_unknown_result_rate(0.05);

@@ -4,8 +4,8 @@
 
 use crate::common::store::TestStore;
 use crate::for_each_engine;
-use ferry::stage::{NewMessage, Stage, StageOptions, Stages};
-use ferry::store::StoreError;
+use ferry_stage::{NewMessage, Stage, StageOptions, Stages};
+use ferry_store::StoreError;
 
 for_each_engine!(
     takes_the_head_in_order_bounded_by_count_and_bytes,

@@ -383,7 +383,7 @@ async fn a_version_1_user_is_upgraded_to_full_permissions_on_its_vhosts(store: T
         .db
         .run(|tx| {
             tx.set(&key, version_1.clone());
-            async { Ok::<_, ferry::store::StoreError>(()) }
+            async { Ok::<_, ferry_store::StoreError>(()) }
         })
         .await
         .unwrap();

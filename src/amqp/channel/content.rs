@@ -13,10 +13,10 @@ use crate::amqp::codec::{BASIC_CLASS, ContentHeader};
 use crate::amqp::direct_reply;
 use crate::amqp::errors::{AmqpError, ReplyCode};
 use crate::amqp::publish::Incoming;
-use crate::stage::spill::{self, SEGMENT};
-use crate::stage::{Spill, Spills};
 use amq_protocol::protocol::basic;
 use bytes::{Bytes, BytesMut};
+use ferry_stage::spill::{self, SEGMENT};
+use ferry_stage::{Spill, Spills};
 use std::time::Instant;
 
 /// A publish being assembled.

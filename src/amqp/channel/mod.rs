@@ -22,11 +22,11 @@ use super::errors::AmqpError;
 use super::large;
 use super::publish::{Committed, Incoming, Publisher};
 use super::settle::Settlement;
-use crate::telemetry::amqp as metric;
-use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use amq_protocol::protocol::{AMQPClass, basic, channel as ch};
 use bytes::Bytes;
 use content::{Content, Segment};
+use ferry_telemetry::amqp as metric;
+use ferry_telemetry::compat::rabbitmq::state as rabbitmq;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -45,26 +45,26 @@ fn on_publish(e: AmqpError) -> AmqpError {
 
 /// The connection's handle on a channel task.
 #[derive(Debug, Clone)]
-pub struct ChannelHandle {
+pub(crate) struct ChannelHandle {
     inbound: mpsc::Sender<Vec<Frame>>,
 }
 
 impl ChannelHandle {
     /// Hands a frame to the channel, waiting while its queue is full. A channel that has
     /// ended drops it.
-    pub async fn send(&self, frame: Frame) {
+    pub(crate) async fn send(&self, frame: Frame) {
         self.send_all(vec![frame]).await;
     }
 
     /// Hands consecutive frames to the channel at once.
-    pub async fn send_all(&self, frames: Vec<Frame>) {
+    pub(crate) async fn send_all(&self, frames: Vec<Frame>) {
         let _ = self.inbound.send(frames).await;
     }
 }
 
 /// Starts channel `id` of a connection (channel.open was received): it answers
 /// channel.open-ok and runs until closed or `stop` is cancelled.
-pub fn spawn(
+pub(crate) fn spawn(
     ctx: Arc<ConnectionContext>,
     id: u16,
     stop: CancellationToken,

@@ -373,12 +373,12 @@ mod tests {
     /// An authenticator whose one user is `alice` (password `pw`), over a fresh store.
     async fn alice() -> (Authenticator, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::config::StoreConfig {
+        let store = ferry_store::StoreConfig {
             path: dir.path().join("store"),
             cache_mb: 16,
-            ..crate::config::StoreConfig::default()
+            ..ferry_store::StoreConfig::default()
         };
-        let db = crate::store::Database::open(&store).await.unwrap();
+        let db = ferry_store::Database::open(&store).await.unwrap();
         let user = crate::config::UserConfig {
             name: "alice".into(),
             password_hash: Some(crate::password::PasswordHash::new("pw").to_string()),

@@ -20,11 +20,11 @@ use super::registry::{ConnectionInfo, LiveConnection};
 use super::user_changes;
 use super::writer;
 use crate::peer::Peer;
-use crate::telemetry::amqp as metric;
-use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use crate::tls::stream::{ReadHalf, Stream};
 use amq_protocol::protocol::{AMQPClass, channel as ch, connection};
 use bytes::BytesMut;
+use ferry_telemetry::amqp as metric;
+use ferry_telemetry::compat::rabbitmq::state as rabbitmq;
 use handshake::HandshakeError;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -149,7 +149,7 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
         tls: client.is_tls(),
         mechanism: negotiated.mechanism.clone(),
         client_properties: negotiated.client_properties.clone(),
-        connected_at_ms: crate::stage::now_ms(),
+        connected_at_ms: ferry_stage::now_ms(),
         frame_max: negotiated.frame_max,
         channel_max: negotiated.channel_max,
         heartbeat: negotiated.heartbeat,

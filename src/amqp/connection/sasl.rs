@@ -13,7 +13,7 @@ const PASSWORD_MECHANISMS: &str = "PLAIN AMQPLAIN";
 const ALL_MECHANISMS: &str = "EXTERNAL PLAIN AMQPLAIN";
 
 /// The mechanisms connection.start offers `peer`.
-pub fn mechanisms(peer: &Peer) -> &'static str {
+pub(crate) fn mechanisms(peer: &Peer) -> &'static str {
     if peer.certificate().is_some() {
         ALL_MECHANISMS
     } else {

@@ -3,8 +3,8 @@
 //! consumers, `if-unused` and `x-expires` act on.
 
 use super::args::QueueArgs;
-use crate::stage::Stage;
-use crate::telemetry::amqp as metric;
+use ferry_stage::Stage;
+use ferry_telemetry::amqp as metric;
 use parking_lot::Mutex;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;

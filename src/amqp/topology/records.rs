@@ -21,9 +21,9 @@
 use super::args::{decode_table, encode_table};
 use super::exchange::{Exchange, ExchangeKind};
 use super::routing::{Binding, Destination};
-use crate::stage::{Spill, Spills};
-use crate::store::keys::prefix_range;
-use crate::store::{RangeOption, StoreError, Transaction};
+use ferry_stage::{Spill, Spills};
+use ferry_store::keys::prefix_range;
+use ferry_store::{RangeOption, StoreError, Transaction};
 use foundationdb_tuple::{Subspace, Versionstamp, pack, unpack};
 
 /// Format version of a held message's index value `(DELAYED_FORMAT, len)`.

@@ -15,10 +15,10 @@ use crate::amqp::authorize::Authorize;
 use crate::amqp::errors::{AmqpError, TxError};
 use crate::auth::access::Resource;
 use crate::permissions::Access;
-use crate::stage::{Holders, Spills, StageError, StageOptions, Stages, now_ms};
-use crate::store::{Database, RangeOption, Transaction};
-use crate::telemetry::compat::rabbitmq::state as rabbitmq;
 use base64::Engine as _;
+use ferry_stage::{Holders, Spills, StageError, StageOptions, Stages, now_ms};
+use ferry_store::{Database, RangeOption, Transaction};
+use ferry_telemetry::compat::rabbitmq::state as rabbitmq;
 use parking_lot::{RwLock, RwLockReadGuard};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -837,7 +837,7 @@ impl VHost {
     }
 
     /// Runs `change` in a transaction that also bumps the version key.
-    async fn commit(&self, change: impl Fn(&crate::store::Transaction)) -> Result<(), AmqpError> {
+    async fn commit(&self, change: impl Fn(&ferry_store::Transaction)) -> Result<(), AmqpError> {
         let version = self.keys.version(&self.name);
         let change = &change;
         let version = &version;

@@ -28,7 +28,7 @@ pub mod seed;
 
 use super::user::{BadUser, User};
 use crate::permissions::BadPattern;
-use crate::store::{ChangeCounter, Database, KeyValue, RangeOption, StoreError, Transaction};
+use ferry_store::{ChangeCounter, Database, KeyValue, RangeOption, StoreError, Transaction};
 use foundationdb_tuple::Subspace;
 
 pub use permissions::{Grants, Scope};
@@ -51,7 +51,7 @@ pub enum UserStoreError {
     BadPattern(#[from] BadPattern),
 }
 
-impl crate::store::TransactionError for UserStoreError {
+impl ferry_store::TransactionError for UserStoreError {
     fn store_error(&self) -> Option<&StoreError> {
         match self {
             Self::Store(e) => Some(e),

@@ -8,7 +8,7 @@
 use super::{UserStore, UserStoreError, read_all};
 use crate::auth::user::BadUser;
 use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
-use crate::store::{KeyValue, RangeOption, Transaction};
+use ferry_store::{KeyValue, RangeOption, Transaction};
 use foundationdb_tuple::Subspace;
 
 /// The layout version of permission records.

@@ -12,7 +12,7 @@ use super::{UserStore, UserStoreError, read_all};
 use crate::auth::user::{BadUser, User};
 use crate::config::UserConfig;
 use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
-use crate::store::Transaction;
+use ferry_store::Transaction;
 
 /// Bytes of the key fake SCRAM salts are derived from.
 const FAKE_SALT_KEY_LEN: usize = 32;

@@ -22,8 +22,8 @@
 use crate::amqp::port::{AmqpPort, RouteError, Routed, ToStore};
 use crate::bridge::sink::{InStoreSink, Outcome};
 use crate::bridge::staged::Outgoing;
-use crate::stage::{MessageId, StageError};
-use crate::store::Transaction;
+use ferry_stage::{MessageId, StageError};
+use ferry_store::Transaction;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use std::collections::HashMap;

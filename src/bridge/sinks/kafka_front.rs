@@ -32,8 +32,8 @@ use crate::bridge::sink::{InStoreSink, LargeForm, Outcome};
 use crate::bridge::staged::Outgoing;
 use crate::config::KeySource;
 use crate::kafka::port::{self, BATCH_HEAD_LEN, KafkaPort, KafkaRecord, PartitionRef};
-use crate::stage::{StageError, spill};
-use crate::store::Transaction;
+use ferry_stage::{StageError, spill};
+use ferry_store::Transaction;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -139,7 +139,7 @@ impl InStoreSink for KafkaFrontSink {
         if !spill::spills(port::batch_len(&record) as u64, 1) {
             return None;
         }
-        let now = crate::stage::now_ms();
+        let now = ferry_stage::now_ms();
         let bytes = port::encode_alone(record, now);
         // Ferry's own uncompressed batch: compressing it again fails only if the codec's
         // encoder does; it is then stored as it is, which readers take all the same.
@@ -204,12 +204,12 @@ mod tests {
     use super::*;
     use crate::amqp::port::AmqpMessage;
     use crate::bridge::sink::deliver_in_store;
-    use crate::config::StoreConfig;
     use crate::kafka::api::tests::fixture::{Front, PATIENCE};
-    use crate::stage::{Holders, Stage, StageOptions, Stages};
-    use crate::store::StoreError;
     use amq_protocol::protocol::BasicProperties;
     use bytes::Bytes;
+    use ferry_stage::{Holders, Stage, StageOptions, Stages};
+    use ferry_store::StoreConfig;
+    use ferry_store::StoreError;
     use std::time::Duration;
 
     /// A body whose record batch is too large for one transaction (and for one stage body
@@ -380,14 +380,14 @@ mod tests {
             .append(&[crate::bridge::staged::from_amqp(&small)])
             .await
             .unwrap();
-        let before = crate::stage::now_ms() as i64;
+        let before = ferry_stage::now_ms() as i64;
         let mut batch = route.lease().await;
         let sink = route.sink(0, injected).await;
         let outcomes = deliver_in_store(&route.stage, route.holder, &sink, &mut batch)
             .await
             .unwrap();
         assert_eq!(outcomes, [Outcome::Delivered, Outcome::Delivered]);
-        let after = crate::stage::now_ms() as i64;
+        let after = ferry_stage::now_ms() as i64;
         // The large batch is read alone: the small one from the offset after it.
         let mut records = route.records(1, PATIENCE).await;
         let port = KafkaPort::new(route.front.ctx.clone());

@@ -29,10 +29,10 @@ use crate::bridge::sink::Backoff;
 use crate::bridge::status::Status;
 use crate::bridge::{BridgeError, RouteContext};
 use crate::kafka::port::KafkaRecord;
-use crate::stage::{NewMessage, Spill, StageError, spill};
-use crate::store::RangeOption;
-use crate::telemetry::bridge as metric;
 use bytes::Bytes;
+use ferry_stage::{NewMessage, Spill, StageError, spill};
+use ferry_store::RangeOption;
+use ferry_telemetry::bridge as metric;
 use foundationdb_tuple::Subspace;
 use parking_lot::Mutex;
 use rdkafka::consumer::{
@@ -342,7 +342,7 @@ async fn stage_run<'r>(
     run: &'r [Ready],
 ) -> Result<(Vec<&'r Ready>, BTreeMap<(String, i32), i64>), StageError> {
     let space = ctx.keys.space();
-    let now = crate::stage::now_ms();
+    let now = ferry_stage::now_ms();
     // A duplicate's spill is let go of too: nothing references it, and it is freed.
     let held: Vec<Spill> = run.iter().filter_map(|r| r.message.held).collect();
     let held = &held;

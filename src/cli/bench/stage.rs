@@ -6,9 +6,9 @@
 //! the backlog `pop_batch` at a time (the seeds' `pop_k`), each pop one transaction.
 
 use super::Percentiles;
-use ferry::config::StoreConfig;
-use ferry::stage::{NewMessage, StageOptions, Stages};
-use ferry::store::Database;
+use ferry_stage::{NewMessage, StageOptions, Stages};
+use ferry_store::Database;
+use ferry_store::StoreConfig;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,7 +36,7 @@ pub struct StageBench {
     #[arg(long, default_value_t = 256)]
     pub pop_batch: usize,
     /// The embedded engine's page cache, MiB (`store.cache_mb`).
-    #[arg(long, default_value_t = ferry::config::store::DEFAULT_CACHE_MB)]
+    #[arg(long, default_value_t = ferry_store::DEFAULT_CACHE_MB)]
     pub cache_mb: u64,
     /// Data directory for the embedded store (created; removed afterwards unless it existed).
     #[arg(long, default_value = "bench-data")]

@@ -58,7 +58,7 @@ impl Acls {
     pub async fn start(
         store: AclStore,
         settings: AuthorizerSettings,
-    ) -> Result<Self, crate::store::StoreError> {
+    ) -> Result<Self, ferry_store::StoreError> {
         let acls = Self {
             store,
             settings: Arc::new(settings),
@@ -96,7 +96,7 @@ impl Acls {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn create(&self, acls: &[Acl]) -> Result<(), crate::store::StoreError> {
+    pub async fn create(&self, acls: &[Acl]) -> Result<(), ferry_store::StoreError> {
         self.store.create(acls).await?;
         self.refresh().await
     }
@@ -109,7 +109,7 @@ impl Acls {
     pub async fn delete(
         &self,
         filters: &[AclFilter],
-    ) -> Result<Vec<Vec<Acl>>, crate::store::StoreError> {
+    ) -> Result<Vec<Vec<Acl>>, ferry_store::StoreError> {
         let deleted = self.store.delete(filters).await?;
         self.refresh().await?;
         Ok(deleted)
@@ -120,7 +120,7 @@ impl Acls {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn list(&self) -> Result<AclSet, crate::store::StoreError> {
+    pub async fn list(&self) -> Result<AclSet, ferry_store::StoreError> {
         self.store.list().await
     }
 
@@ -147,7 +147,7 @@ impl Acls {
     }
 
     /// Reads every ACL and makes them the cache, unless the cache holds a newer version.
-    async fn refresh(&self) -> Result<(), crate::store::StoreError> {
+    async fn refresh(&self) -> Result<(), ferry_store::StoreError> {
         let fresh = self.store.list().await?;
         let mut cache = self.cache.write();
         if fresh.version >= cache.version {

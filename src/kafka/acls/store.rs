@@ -7,7 +7,7 @@ use super::model::{
     Acl, AclFilter, Operation, PatternType, Permission, ResourcePattern, ResourceType,
 };
 use crate::kafka::keys::KafkaKeys;
-use crate::store::{ChangeCounter, Database, RangeOption, StoreError, Transaction};
+use ferry_store::{ChangeCounter, Database, RangeOption, StoreError, Transaction};
 
 /// The fields of an ACL key after the subspace, as tuple elements.
 type AclKey = (i64, i64, String, String, String, i64, i64);

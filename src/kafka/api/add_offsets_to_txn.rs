@@ -11,7 +11,7 @@ use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 
 use std::sync::Arc;
 
 /// Adds the group.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: AddOffsetsToTxnRequest,

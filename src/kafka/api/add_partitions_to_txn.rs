@@ -20,7 +20,7 @@ use kafka_protocol::messages::{
 use std::sync::Arc;
 
 /// Adds the partitions.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: AddPartitionsToTxnRequest,

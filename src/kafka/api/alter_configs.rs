@@ -18,7 +18,7 @@ use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, Respon
 use std::sync::Arc;
 
 /// Applies every resource's settings.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: AlterConfigsRequest,

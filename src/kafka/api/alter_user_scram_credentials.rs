@@ -55,7 +55,7 @@ impl Alteration {
 }
 
 /// Makes every user's alterations that pass validation.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: AlterUserScramCredentialsRequest,

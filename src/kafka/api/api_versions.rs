@@ -8,7 +8,7 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiVersionsResponse, ResponseKind};
 
 /// The answer to an ApiVersions request of `version`.
-pub fn handle(_version: i16) -> ResponseKind {
+pub(super) fn handle(_version: i16) -> ResponseKind {
     ResponseKind::ApiVersions(table())
 }
 

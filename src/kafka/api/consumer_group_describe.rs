@@ -19,7 +19,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 /// Describes every group asked for.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: ConsumerGroupDescribeRequest,

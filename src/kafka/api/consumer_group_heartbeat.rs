@@ -22,7 +22,7 @@ use tracing::debug;
 use uuid::Uuid;
 
 /// Queues the heartbeat in request order.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     version: i16,

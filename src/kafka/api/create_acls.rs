@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tracing::{info, warn};
 
 /// Creates every valid ACL asked for.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: CreateAclsRequest,

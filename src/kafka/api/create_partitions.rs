@@ -15,7 +15,7 @@ use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse
 use std::sync::Arc;
 
 /// Grows every topic named to its new count.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: CreatePartitionsRequest,

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 /// Creates every topic asked for.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     version: i16,

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tracing::{info, warn};
 
 /// Deletes what the valid filters match.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: DeleteAclsRequest,

@@ -11,7 +11,7 @@ use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, Respon
 use std::sync::Arc;
 
 /// Deletes every group asked for that may be deleted.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: DeleteGroupsRequest,

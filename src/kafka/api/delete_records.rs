@@ -21,7 +21,7 @@ use tracing::warn;
 const NO_LOW_WATERMARK: i64 = -1;
 
 /// Deletes the records asked for, partition by partition.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: DeleteRecordsRequest,

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, Respon
 use std::sync::Arc;
 
 /// Deletes every topic named.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     version: i16,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use tracing::warn;
 
 /// Describes the matching ACLs.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: DescribeAclsRequest,

@@ -18,7 +18,7 @@ use std::sync::Arc;
 const BROKERS: i8 = 1;
 
 /// Describes the cluster.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     version: i16,

@@ -25,9 +25,9 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse, 
 use std::sync::Arc;
 
 /// Kafka's resource type of a topic.
-pub const TOPIC: i8 = 2;
+pub(super) const TOPIC: i8 = 2;
 /// Kafka's resource type of a broker.
-pub const BROKER: i8 = 4;
+pub(super) const BROKER: i8 = 4;
 /// Config source: set on the topic.
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 /// Config source: a dynamic setting of this broker.
@@ -56,7 +56,7 @@ struct Entry {
 }
 
 /// Describes every resource asked for.
-pub fn handle(
+pub(super) fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     version: i16,

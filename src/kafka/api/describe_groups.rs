@@ -11,7 +11,7 @@ use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, Re
 use std::sync::Arc;
 
 /// Describes every group asked for.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: DescribeGroupsRequest,

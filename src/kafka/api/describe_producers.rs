@@ -20,7 +20,7 @@ use std::sync::Arc;
 use tracing::warn;
 
 /// Describes the producers of the partitions asked for.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: DescribeProducersRequest,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use tracing::warn;
 
 /// Describes the transactional ids asked for.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: DescribeTransactionsRequest,

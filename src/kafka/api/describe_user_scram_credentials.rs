@@ -27,7 +27,7 @@ use std::sync::Arc;
 use tracing::warn;
 
 /// Describes the users asked for (all when none is).
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: DescribeUserScramCredentialsRequest,

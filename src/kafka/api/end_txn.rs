@@ -11,7 +11,11 @@ use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ResponseKind};
 use std::sync::Arc;
 
 /// Ends the transaction.
-pub async fn handle(ctx: &Arc<Context>, session: &Session, request: EndTxnRequest) -> ResponseKind {
+pub(super) async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: EndTxnRequest,
+) -> ResponseKind {
     let transactional_id = request.transactional_id.0.as_str();
     if !session
         .access(ctx)

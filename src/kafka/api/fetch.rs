@@ -28,8 +28,8 @@ use crate::kafka::fetch_sessions::{Answered, PartitionId, Plan, Position, Report
 use crate::kafka::leader_epochs;
 use crate::kafka::log::{Aborted, Log, LogError, Read, Readable, SpilledBatch};
 use crate::kafka::topics::Partition;
-use crate::store::{Transaction, Watch};
-use crate::telemetry::kafka as m;
+use ferry_store::{Transaction, Watch};
+use ferry_telemetry::kafka as m;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, PartitionData,
@@ -73,7 +73,12 @@ struct Pass {
 }
 
 /// Answers a Fetch, long-polling in the returned future.
-pub fn handle(ctx: &Arc<Context>, session: &Session, version: i16, request: FetchRequest) -> Reply {
+pub(super) fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    version: i16,
+    request: FetchRequest,
+) -> Reply {
     let requested: Vec<(PartitionId, Position)> = request
         .topics
         .iter()
@@ -161,7 +166,7 @@ async fn long_poll(
     readable: &impl Fn(&str) -> bool,
     limits: &Limits,
     partitions: Vec<(PartitionId, Position)>,
-) -> Result<Pass, crate::store::StoreError> {
+) -> Result<Pass, ferry_store::StoreError> {
     let deadline = tokio::time::Instant::now() + limits.wait;
     let Limits {
         min_bytes,
@@ -417,7 +422,7 @@ fn answer(ctx: &Context, plan: &Plan, mut pass: Pass) -> ResponseKind {
     )
 }
 
-fn storage_error(e: &crate::store::StoreError) -> ResponseKind {
+fn storage_error(e: &ferry_store::StoreError) -> ResponseKind {
     warn!(error = %e, "cannot begin a fetch transaction");
     ResponseKind::Fetch(
         FetchResponse::default().with_error_code(ResponseError::KafkaStorageError.code()),

@@ -27,7 +27,7 @@ const TRANSACTION: i8 = 1;
 type Located = Result<BrokerAddress, (ResponseError, &'static str)>;
 
 /// Names the coordinator of every key asked for.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     version: i16,

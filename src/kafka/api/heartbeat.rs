@@ -10,7 +10,11 @@ use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse, ResponseKind
 use std::sync::Arc;
 
 /// Queues the heartbeat in request order.
-pub async fn handle(ctx: &Arc<Context>, session: &Session, request: HeartbeatRequest) -> Reply {
+pub(super) async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: HeartbeatRequest,
+) -> Reply {
     if !session
         .access(ctx)
         .group(Operation::Read, request.group_id.0.as_str())

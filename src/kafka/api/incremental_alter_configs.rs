@@ -31,7 +31,7 @@ const APPEND: i8 = 2;
 const SUBTRACT: i8 = 3;
 
 /// Applies every resource's changes.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: IncrementalAlterConfigsRequest,

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use tracing::warn;
 
 /// Hands out a producer id and epoch.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: InitProducerIdRequest,

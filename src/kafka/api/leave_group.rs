@@ -11,7 +11,7 @@ use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, ResponseKi
 use std::sync::Arc;
 
 /// Queues the leave in request order.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     version: i16,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use tracing::warn;
 
 /// Lists the groups.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: ListGroupsRequest,

@@ -31,7 +31,7 @@ const EARLIEST: i64 = -2;
 const READ_COMMITTED: i8 = 1;
 
 /// Answers every partition asked for, as a client at `version` reads it.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     version: i16,

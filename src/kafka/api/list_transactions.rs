@@ -9,7 +9,7 @@ use super::{Session, str_bytes};
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
 use crate::kafka::transactions::TxnState;
-use crate::stage::now_ms;
+use ferry_stage::now_ms;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::list_transactions_response::TransactionState;
 use kafka_protocol::messages::{
@@ -32,7 +32,7 @@ const KAFKA_STATES: [&str; 8] = [
 ];
 
 /// Lists the transactional ids.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: ListTransactionsRequest,

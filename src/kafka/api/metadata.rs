@@ -29,7 +29,7 @@ use tracing::warn;
 use uuid::Uuid;
 
 /// Describes the brokers and the topics asked for (every topic when none are named).
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     version: i16,

@@ -94,7 +94,7 @@ pub(super) fn partition_codes(outcome: i16, codes: Vec<Vec<i16>>) -> Vec<Vec<i16
 }
 
 /// Commits the offsets the group's state allows.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: OffsetCommitRequest,

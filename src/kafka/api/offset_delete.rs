@@ -17,7 +17,7 @@ use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, Respon
 use std::sync::Arc;
 
 /// Deletes the offsets that may be deleted.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: OffsetDeleteRequest,

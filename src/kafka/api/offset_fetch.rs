@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tracing::warn;
 
 /// Reads the committed offsets.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     version: i16,

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use tracing::warn;
 
 /// Answers every partition asked for.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: OffsetForLeaderEpochRequest,

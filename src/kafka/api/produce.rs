@@ -39,8 +39,8 @@ use crate::kafka::staged;
 use crate::kafka::topics::{Partition, Topic};
 use crate::kafka::transactions::TxnError;
 use crate::kafka::waiters::{BatchOutcome, Waiters};
-use crate::stage::{NewMessage, now_ms};
 use bytes::Bytes;
+use ferry_stage::{NewMessage, now_ms};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
@@ -96,7 +96,7 @@ struct Append {
 
 /// Validates and stages a burst of produce requests in request order, then waits for the
 /// log; one reply per request.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     access: &Access,
     requests: Vec<(i16, ProduceRequest)>,

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use tracing::info;
 
 /// Takes the next step of the session's SASL exchange.
-pub async fn handle(
+pub(crate) async fn handle(
     ctx: &Arc<Context>,
     session: &mut Session,
     version: i16,

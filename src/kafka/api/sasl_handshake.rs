@@ -9,7 +9,7 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{ResponseKind, SaslHandshakeRequest, SaslHandshakeResponse};
 
 /// The PLAIN mechanism's name.
-pub const PLAIN: &str = "PLAIN";
+pub(crate) const PLAIN: &str = "PLAIN";
 
 /// A mechanism a client may choose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +39,11 @@ impl SaslMechanism {
 
 /// Records the mechanism the client chose (and, at `version` 0, that the exchange goes on
 /// in bare tokens), or refuses one Ferry does not offer.
-pub fn handle(session: &mut Session, version: i16, request: SaslHandshakeRequest) -> ResponseKind {
+pub(crate) fn handle(
+    session: &mut Session,
+    version: i16,
+    request: SaslHandshakeRequest,
+) -> ResponseKind {
     let offered = SaslMechanism::ALL
         .iter()
         .map(|m| str_bytes(m.name()))

@@ -10,7 +10,11 @@ use kafka_protocol::messages::{ResponseKind, SyncGroupRequest, SyncGroupResponse
 use std::sync::Arc;
 
 /// Queues the sync; followers' replies wait for the leader's.
-pub async fn handle(ctx: &Arc<Context>, session: &Session, request: SyncGroupRequest) -> Reply {
+pub(super) async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: SyncGroupRequest,
+) -> Reply {
     if !session
         .access(ctx)
         .group(Operation::Read, request.group_id.0.as_str())

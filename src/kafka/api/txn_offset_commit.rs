@@ -24,7 +24,7 @@ use kafka_protocol::messages::{ResponseKind, TxnOffsetCommitRequest, TxnOffsetCo
 use std::sync::Arc;
 
 /// Writes the pending offsets.
-pub async fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     request: TxnOffsetCommitRequest,

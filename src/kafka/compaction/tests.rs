@@ -7,7 +7,7 @@ use crate::kafka::batch::{BatchHeader, marker};
 use crate::kafka::log::Stored;
 use crate::kafka::topics::tests::fresh_topics;
 use crate::kafka::topics::{CleanupPolicy, Topic};
-use crate::store::RangeOption;
+use ferry_store::RangeOption;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use std::sync::Arc;
 
@@ -31,7 +31,7 @@ impl Fixture {
         };
         let topic = topics.create("t", 1, config, false).await.unwrap();
         let keys = &topic.partitions[0].keys;
-        let liveness = crate::liveness::Liveness::new(Duration::from_secs(60));
+        let liveness = ferry_stage::Liveness::new(Duration::from_secs(60));
         let epoch = db
             .run(|tx| async move {
                 let lease = Lease::claim(&tx, &keys.lease(), 0, liveness, now_ms()).await?;

@@ -17,9 +17,9 @@ use super::consumer::{
 use super::state::{Group, GroupSettings, JoinRequest, Joined, MemberRef, Reply, Synced};
 use super::store::{Fence, GroupStore, Stored};
 use super::subscription;
-use crate::telemetry::compat::kafka_exporter;
-use crate::telemetry::kafka as m;
 use bytes::Bytes;
+use ferry_telemetry::compat::kafka_exporter;
+use ferry_telemetry::kafka as m;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -8,9 +8,9 @@
 use super::store::GroupStore;
 use crate::kafka::log::Log;
 use crate::kafka::topics::Topics;
-use crate::store::{Database, StoreError};
-use crate::telemetry::compat::kafka_exporter as kx;
-use crate::telemetry::kafka as m;
+use ferry_store::{Database, StoreError};
+use ferry_telemetry::compat::kafka_exporter as kx;
+use ferry_telemetry::kafka as m;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;

@@ -25,12 +25,12 @@ pub mod store;
 pub mod subscription;
 
 use super::lease::Lease;
-use crate::liveness::Liveness;
-use crate::stage::now_ms;
-use crate::store::StoreError;
 use actor::{Command, Env, GroupView};
 use assignors::TopicId;
 use consumer::{ConsumerGroupView, ConsumerHeartbeat, HeartbeatAnswer, TopicCatalog};
+use ferry_stage::Liveness;
+use ferry_stage::now_ms;
+use ferry_store::StoreError;
 use parking_lot::Mutex;
 use state::{GroupSettings, JoinRequest, Joined, MemberRef, Synced};
 use std::collections::HashMap;

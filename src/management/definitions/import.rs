@@ -28,7 +28,7 @@ use crate::auth::store::{UserStore, UserStoreError};
 use crate::management::tables;
 use crate::password::PasswordHash;
 use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
-use crate::store::{StoreError, TransactionError};
+use ferry_store::{StoreError, TransactionError};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 

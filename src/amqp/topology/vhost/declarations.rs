@@ -16,7 +16,7 @@ use super::{VHost, records};
 use crate::amqp::errors::{AmqpError, TxError};
 use crate::amqp::topology::exchange::RESERVED_PREFIX;
 use crate::amqp::topology::{Binding, Destination, Exchange, QueueSpec};
-use crate::store::Transaction;
+use ferry_store::Transaction;
 use std::collections::HashMap;
 use tokio::sync::MutexGuard;
 

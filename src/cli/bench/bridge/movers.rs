@@ -7,11 +7,10 @@ use super::{BridgeBench, DESTINATION, SOURCE};
 use anyhow::Context;
 use ferry::bridge::{Fronts, Setup, status::Status};
 use ferry::config::bridge::{DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_INITIAL_MS, DEFAULT_RETRY_MAX_MS};
-use ferry::config::{
-    Config, EndpointConfig, KeySource, RouteConfig, SinkConfig, SourceConfig, StoreConfig,
-};
-use ferry::stage::Stages;
-use ferry::store::Database;
+use ferry::config::{Config, EndpointConfig, KeySource, RouteConfig, SinkConfig, SourceConfig};
+use ferry_stage::Stages;
+use ferry_store::Database;
+use ferry_store::StoreConfig;
 use std::process::Command;
 use tokio_util::sync::CancellationToken;
 

@@ -230,28 +230,11 @@ pub(super) fn describe_broker(pid: u32) -> String {
 /// The hard limit is below what the scenario needs: it could not run as asked.
 fn raise_fd_limit(connections: usize, broker_pid: u32) -> anyhow::Result<()> {
     let needed = connections as u64 + FD_MARGIN;
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct it is given.
+    let limit = ferry_telemetry::process::raise_fd_limit()
+        .ok_or_else(|| anyhow::anyhow!("cannot read this process's open-files limit"))?;
     anyhow::ensure!(
-        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0,
-        "cannot read this process's open-files limit: {}",
-        std::io::Error::last_os_error()
-    );
-    limit.rlim_cur = limit.rlim_max;
-    // SAFETY: setrlimit reads the struct it is given; a soft limit equal to the hard one
-    // is always allowed.
-    anyhow::ensure!(
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } == 0,
-        "cannot raise this process's open-files limit: {}",
-        std::io::Error::last_os_error()
-    );
-    anyhow::ensure!(
-        limit.rlim_max >= needed,
-        "this process may open at most {} files (its hard RLIMIT_NOFILE) and the scenario needs {needed}: raise the hard limit (`ulimit -Hn`, as root) or ask for fewer connections",
-        limit.rlim_max
+        limit >= needed,
+        "this process may open at most {limit} files (its hard RLIMIT_NOFILE) and the scenario needs {needed}: raise the hard limit (`ulimit -Hn`, as root) or ask for fewer connections"
     );
     let broker = std::fs::read_to_string(format!("/proc/{broker_pid}/limits"))
         .ok()

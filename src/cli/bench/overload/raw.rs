@@ -7,6 +7,8 @@
 //! ([`tcp_state`], [`unread_bytes`]): reading it to find out whether the broker closed it
 //! would be the very thing the scenario must not do.
 
+#![allow(unsafe_code, reason = "TCP_INFO and FIONREAD are read with libc calls")]
+
 use anyhow::Context;
 use bytes::BytesMut;
 use ferry::amqp::codec::{self, Frame, PROTOCOL_HEADER};

@@ -11,15 +11,16 @@
 //! dropped unserved.
 
 use crate::config::users::default_users;
-use crate::config::{KafkaConfig, StoreConfig, UserConfig};
-use crate::incarnation::{Incarnation, Scope};
+use crate::config::{KafkaConfig, UserConfig};
 use crate::kafka::api::{self, Reply, Session};
 use crate::kafka::codec::{decode_request, encode_response};
 use crate::kafka::legacy::PRODUCE_WITH_MESSAGE_SETS_BELOW;
 use crate::kafka::{Background, Context, KafkaFront};
 use crate::memory_watermark::MemoryWatermark;
-use crate::stage::Stages;
 use bytes::{Bytes, BytesMut};
+use ferry_stage::Stages;
+use ferry_stage::{Incarnation, Scope};
+use ferry_store::StoreConfig;
 use kafka_protocol::messages::{
     ApiKey, ProduceRequest, RequestHeader, RequestKind, ResponseHeader, ResponseKind, TopicName,
 };
@@ -36,14 +37,14 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Longest a test waits for any one answer before it fails.
-pub const PATIENCE: Duration = Duration::from_secs(10);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(10);
 
 /// The timestamp of the first record of every batch [`batch`] builds; each further
 /// record is 10 ms newer.
-pub const FIRST_TIMESTAMP: i64 = 1_700_000_000_000;
+pub(crate) const FIRST_TIMESTAMP: i64 = 1_700_000_000_000;
 
 /// Test settings: no initial rebalance delay, short session timeouts allowed.
-pub fn test_config() -> KafkaConfig {
+pub(crate) fn test_config() -> KafkaConfig {
     KafkaConfig {
         listen: "127.0.0.1:0".into(),
         group_initial_rebalance_delay_ms: 0,
@@ -53,7 +54,7 @@ pub fn test_config() -> KafkaConfig {
 }
 
 /// A Kafka front's request handlers over their own store.
-pub struct Front {
+pub(crate) struct Front {
     /// What the handlers share.
     pub ctx: Arc<Context>,
     /// The loops `KafkaFront::run` would run.
@@ -64,26 +65,26 @@ pub struct Front {
 
 impl Front {
     /// A front with [`test_config`] and the default users (`guest`/`guest`).
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::start_with(|_| {}).await
     }
 
     /// A front with [`test_config`] changed by `edit`.
-    pub async fn start_with(edit: impl FnOnce(&mut KafkaConfig)) -> Self {
+    pub(crate) async fn start_with(edit: impl FnOnce(&mut KafkaConfig)) -> Self {
         let mut config = test_config();
         edit(&mut config);
         Self::start_as(config, &default_users()).await
     }
 
     /// A front with `config` and `users`.
-    pub async fn start_as(config: KafkaConfig, users: &[UserConfig]) -> Self {
+    pub(crate) async fn start_as(config: KafkaConfig, users: &[UserConfig]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = StoreConfig {
             path: dir.path().join("store"),
             cache_mb: 16,
             ..StoreConfig::default()
         };
-        let db = crate::store::Database::open(&store).await.unwrap();
+        let db = ferry_store::Database::open(&store).await.unwrap();
         let stages = Stages::new(db, &store.prefix);
         stages.ensure_schema().await.unwrap();
         let listener = TcpListener::bind(&config.listen).await.unwrap();
@@ -130,18 +131,18 @@ impl Front {
     }
 
     /// A client connected from 127.0.0.1.
-    pub fn client(&self) -> Client {
+    pub(crate) fn client(&self) -> Client {
         self.client_from(SocketAddr::from(([127, 0, 0, 1], 50_000)))
     }
 
     /// A client connected from `addr` on a plaintext listener.
-    pub fn client_from(&self, addr: SocketAddr) -> Client {
+    pub(crate) fn client_from(&self, addr: SocketAddr) -> Client {
         self.client_as(crate::peer::Peer::plaintext(addr))
     }
 
     /// A client at the other end of `peer` (a TLS session, a client certificate), on the
     /// PLAINTEXT listener, or the SSL one when `peer` is TLS.
-    pub fn client_as(&self, peer: crate::peer::Peer) -> Client {
+    pub(crate) fn client_as(&self, peer: crate::peer::Peer) -> Client {
         use crate::config::listeners::SecurityProtocol;
         let (listener, require_sasl) = if peer.is_tls() {
             (SecurityProtocol::Ssl, false)
@@ -158,7 +159,7 @@ impl Front {
     }
 
     /// Stops the front as the daemon's shutdown does, then closes the store.
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.ctx.shutdown.cancel();
         self.background.stop(&self.ctx).await;
         self.ctx.db.close().await;
@@ -166,7 +167,7 @@ impl Front {
 }
 
 /// One connection's worth of a client: its session, and requests in order.
-pub struct Client {
+pub(crate) struct Client {
     /// What the handlers share.
     ctx: Arc<Context>,
     /// What the connection knows about its client.
@@ -176,7 +177,7 @@ pub struct Client {
 }
 
 /// How the front answered one request.
-pub enum Answer<R> {
+pub(crate) enum Answer<R> {
     /// With a response, now or from a spawned future.
     Response(Pending<R>),
     /// With a response, then the connection closes.
@@ -188,7 +189,7 @@ pub enum Answer<R> {
 }
 
 /// A response being computed, as the connection's writer would wait for it.
-pub struct Pending<R> {
+pub(crate) struct Pending<R> {
     /// The API version the response is read at.
     version: i16,
     /// The response, or the task computing it.
@@ -198,7 +199,7 @@ pub struct Pending<R> {
 
 impl<R: Decodable> Pending<R> {
     /// The response, as a client at the request's version decodes it.
-    pub async fn response(self) -> R {
+    pub(crate) async fn response(self) -> R {
         let kind = tokio::time::timeout(PATIENCE, self.task)
             .await
             .expect("answered in time")
@@ -207,14 +208,14 @@ impl<R: Decodable> Pending<R> {
     }
 
     /// Whether the response is ready.
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.task.is_finished()
     }
 }
 
 impl<R: Decodable> Answer<R> {
     /// The response of an answer that keeps the connection open.
-    pub async fn response(self) -> R {
+    pub(crate) async fn response(self) -> R {
         match self {
             Self::Response(pending) => pending.response().await,
             Self::Last(_) => panic!("answered, then closing the connection"),
@@ -227,7 +228,7 @@ impl<R: Decodable> Answer<R> {
 impl Client {
     /// Sends `request` at `version`: its ordered part runs before this returns; a `Later`
     /// answer is spawned, as the connection spawns it.
-    pub async fn send<Q>(&mut self, version: i16, request: Q) -> Answer<Q::Response>
+    pub(crate) async fn send<Q>(&mut self, version: i16, request: Q) -> Answer<Q::Response>
     where
         Q: Request + Into<RequestKind>,
     {
@@ -237,7 +238,7 @@ impl Client {
     }
 
     /// Sends `request` at `version` and waits for its response.
-    pub async fn call<Q>(&mut self, version: i16, request: Q) -> Q::Response
+    pub(crate) async fn call<Q>(&mut self, version: i16, request: Q) -> Q::Response
     where
         Q: Request + Into<RequestKind>,
     {
@@ -246,7 +247,7 @@ impl Client {
 
     /// Sends produce requests at `version` as one burst (requests a client pipelined);
     /// one answer per request, in order.
-    pub async fn produce_burst(
+    pub(crate) async fn produce_burst(
         &mut self,
         version: i16,
         requests: Vec<ProduceRequest>,
@@ -269,7 +270,7 @@ impl Client {
     /// writes: the handler's response, which must encode at `version` through the front's
     /// codec (as the connection encodes it) and decode whole; `None` when not answered (a
     /// produce with `acks=0`).
-    pub async fn exchange(
+    pub(crate) async fn exchange(
         &mut self,
         api: ApiKey,
         version: i16,
@@ -381,24 +382,24 @@ fn decoded<R: Decodable>(kind: &ResponseKind, version: i16) -> R {
 }
 
 /// A topic name.
-pub fn name(s: &str) -> TopicName {
+pub(crate) fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_owned()))
 }
 
 /// A protocol string.
-pub fn text(s: &str) -> StrBytes {
+pub(crate) fn text(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_owned())
 }
 
 /// A plain batch of `values` (no producer id), as a client without idempotence sends it;
 /// record `i` has timestamp [`FIRST_TIMESTAMP`]` + 10·i`.
-pub fn batch(values: &[&str]) -> Bytes {
+pub(crate) fn batch(values: &[&str]) -> Bytes {
     encode(values, None, false)
 }
 
 /// A batch of `values` from `producer` (id, epoch) starting at `sequence`; in its
 /// producer's transaction when `transactional`.
-pub fn producer_batch(
+pub(crate) fn producer_batch(
     values: &[&str],
     producer: (i64, i16),
     sequence: i32,
@@ -444,7 +445,7 @@ fn encode(values: &[&str], producer: Option<((i64, i16), i32)>, transactional: b
 }
 
 /// The (offset, value) of every data record in `batches`, control records left out.
-pub fn values(batches: &Bytes) -> Vec<(i64, String)> {
+pub(crate) fn values(batches: &Bytes) -> Vec<(i64, String)> {
     let mut bytes = batches.clone();
     kafka_protocol::records::RecordBatchDecoder::decode_all(&mut bytes)
         .unwrap()

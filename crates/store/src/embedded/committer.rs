@@ -1,0 +1,284 @@
+//! The committer: one thread that turns concurrent commit requests into durable,
+//! ordered batches.
+//!
+//! Each round it takes every waiting request (up to `max_batch`), gives the batch one
+//! commit version, resolves each transaction in arrival order against recent commits and
+//! against the transactions accepted before it in the same batch, applies the accepted
+//! ones in one redb write transaction with a single fsync (group commit), publishes the
+//! new snapshot, fires watches, and only then answers the callers. Transaction `i` of the
+//! batch receives versionstamp `version (8 bytes, big-endian) ++ i (2 bytes, big-endian)`,
+//! so versionstamp order is commit order. Versions are `max(last + 1, now in µs)` and the
+//! last one is stored with every batch, so they keep increasing across restarts.
+
+use super::Shared;
+use super::apply::BatchWriter;
+use super::disk::{DATA, LAST_VERSION, META};
+use super::history::{History, Verdict};
+use super::mutation::{Mutation, fill_versionstamp};
+use super::snapshot::{Snapshot, storage};
+use super::write_set::WriteSet;
+use crate::keys::{VERSIONSTAMP_LEN, key_after};
+use crate::{CommitInfo, StoreError};
+use ferry_telemetry::names;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender};
+use tokio::sync::oneshot;
+
+/// A watch created by a committing transaction, with the value that transaction saw.
+pub(super) struct PendingWatch {
+    pub(super) key: Vec<u8>,
+    pub(super) seen: Option<Vec<u8>>,
+    pub(super) wake: oneshot::Sender<()>,
+}
+
+/// A transaction asking to commit.
+pub(super) struct CommitRequest {
+    /// The version its reads saw.
+    pub(super) read_version: u64,
+    /// Ranges it read without snapshot isolation.
+    pub(super) reads: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Its mutations in order.
+    pub(super) mutations: Vec<Mutation>,
+    /// Write conflict ranges it added explicitly.
+    pub(super) extra_writes: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Watches to activate once it commits.
+    pub(super) watches: Vec<PendingWatch>,
+    /// Where the outcome goes.
+    pub(super) reply: oneshot::Sender<Result<CommitInfo, StoreError>>,
+}
+
+/// What the committer thread receives.
+pub(super) enum Request {
+    /// Commit a transaction.
+    Commit(CommitRequest),
+    /// Finish, release the data file, then acknowledge.
+    Close(oneshot::Sender<()>),
+}
+
+/// A request accepted into the batch being committed.
+pub(super) struct Accepted {
+    request: CommitRequest,
+    stamp: [u8; VERSIONSTAMP_LEN],
+}
+
+/// A batch whose outcome is decided, handed to the finisher thread, which publishes it
+/// and answers its callers while the committer already commits the next batch.
+pub(super) enum Completion {
+    /// Applied durably at `version`; `snapshot` shows it.
+    Committed {
+        version: u64,
+        snapshot: Arc<Snapshot>,
+        writes: Arc<WriteSet>,
+        accepted: Vec<Accepted>,
+    },
+    /// Not applied.
+    Failed {
+        error: StoreError,
+        accepted: Vec<Accepted>,
+    },
+}
+
+/// The committer's state; lives on its own thread.
+pub(super) struct Committer {
+    pub(super) db: redb::Database,
+    pub(super) shared: Arc<Shared>,
+    pub(super) history: History,
+    pub(super) last_version: u64,
+    pub(super) max_batch: usize,
+    /// Where decided batches go.
+    pub(super) finisher: Sender<Completion>,
+}
+
+impl Committer {
+    /// Serves requests until asked to close or every sender is gone.
+    pub(super) fn run(mut self, requests: Receiver<Request>) {
+        let mut closing = None;
+        while closing.is_none() {
+            let Ok(first) = requests.recv() else { break };
+            let mut batch = Vec::new();
+            match first {
+                Request::Commit(c) => batch.push(c),
+                Request::Close(ack) => closing = Some(ack),
+            }
+            while closing.is_none() && batch.len() < self.max_batch {
+                match requests.try_recv() {
+                    Ok(Request::Commit(c)) => batch.push(c),
+                    Ok(Request::Close(ack)) => closing = Some(ack),
+                    Err(_) => break,
+                }
+            }
+            if !batch.is_empty() {
+                self.commit_batch(batch);
+            }
+        }
+        // Nothing new can arrive (the store is marked closed); refuse what is queued.
+        while let Ok(r) = requests.try_recv() {
+            if let Request::Commit(c) = r {
+                let _ = c.reply.send(Err(StoreError::Closed));
+            }
+        }
+        drop(self.db);
+        if let Some(ack) = closing {
+            let _ = ack.send(());
+        }
+    }
+
+    fn next_version(&self) -> u64 {
+        let now_micros = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        (self.last_version + 1).max(now_micros)
+    }
+
+    fn commit_batch(&mut self, batch: Vec<CommitRequest>) {
+        if let Some(e) = self.shared.failure.lock().clone() {
+            for request in batch {
+                let _ = request.reply.send(Err(e.clone()));
+            }
+            return;
+        }
+        let version = self.next_version();
+        let mut accepted: Vec<Accepted> = Vec::with_capacity(batch.len());
+        let mut batch_writes = WriteSet::default();
+        for request in batch {
+            let verdict = if self.shared.faults.conflict() {
+                Verdict::Conflict
+            } else {
+                match self.history.check(request.read_version, &request.reads) {
+                    Verdict::Clean
+                        if request
+                            .reads
+                            .iter()
+                            .any(|(b, e)| batch_writes.intersects(b, e)) =>
+                    {
+                        Verdict::Conflict
+                    }
+                    v => v,
+                }
+            };
+            match verdict {
+                Verdict::Conflict => {
+                    let _ = request.reply.send(Err(StoreError::NotCommitted));
+                }
+                Verdict::TooOld => {
+                    let _ = request.reply.send(Err(StoreError::TransactionTooOld));
+                }
+                Verdict::Clean => {
+                    let mut stamp = [0u8; VERSIONSTAMP_LEN];
+                    stamp[..8].copy_from_slice(&version.to_be_bytes());
+                    stamp[8..].copy_from_slice(&(accepted.len() as u16).to_be_bytes());
+                    write_set_of(&request, &stamp, &mut batch_writes);
+                    accepted.push(Accepted { request, stamp });
+                }
+            }
+        }
+        if accepted.is_empty() {
+            return;
+        }
+        metrics::histogram!(names::STORE_COMMIT_BATCH_SIZE, names::LABEL_ENGINE => "embedded")
+            .record(accepted.len() as f64);
+
+        // The snapshot is captured here, before the next batch can commit, so it shows
+        // exactly this version.
+        let applied = self
+            .apply(version, &accepted)
+            .and_then(|()| Snapshot::capture(&self.db, version));
+        let completion = match applied {
+            Ok(snapshot) => {
+                self.last_version = version;
+                let writes = Arc::new(batch_writes);
+                self.history.record(version, writes.clone());
+                Completion::Committed {
+                    version,
+                    snapshot: Arc::new(snapshot),
+                    writes,
+                    accepted,
+                }
+            }
+            Err(error) => {
+                let error = StoreError::Failed(error.to_string());
+                tracing::error!(%error, "group commit failed; no transaction of the batch was applied");
+                *self.shared.failure.lock() = Some(error.clone());
+                Completion::Failed { error, accepted }
+            }
+        };
+        // The finisher only stops after the committer; a send cannot fail before that.
+        let _ = self.finisher.send(completion);
+    }
+
+    /// Applies the accepted transactions, in order, in one durable redb transaction.
+    fn apply(&self, version: u64, accepted: &[Accepted]) -> Result<(), StoreError> {
+        let tx = self.db.begin_write().map_err(storage)?;
+        {
+            let mut writer = BatchWriter::new(tx.open_table(DATA).map_err(storage)?);
+            for a in accepted {
+                for m in &a.request.mutations {
+                    writer.apply(m, &a.stamp)?;
+                }
+            }
+            writer.finish()?;
+            let mut meta = tx.open_table(META).map_err(storage)?;
+            meta.insert(LAST_VERSION, version).map_err(storage)?;
+        }
+        tx.commit().map_err(storage)
+    }
+}
+
+/// The finisher thread: publishes each committed batch's snapshot (firing the watches it
+/// touched), activates its transactions' watches and answers every caller, in batch
+/// order, then frees the batch — all off the committer's critical path.
+pub(super) fn finish(shared: &Shared, completions: Receiver<Completion>) {
+    for completion in completions {
+        match completion {
+            Completion::Committed {
+                version,
+                snapshot,
+                writes,
+                accepted,
+            } => {
+                shared.publish(snapshot, &writes);
+                for a in accepted {
+                    let outcome = if shared.faults.unknown_result() {
+                        // Applied, but reported as unknown; the caller's watches fail with it.
+                        Err(StoreError::CommitUnknownResult)
+                    } else {
+                        shared.register_watches(a.request.watches);
+                        Ok(CommitInfo {
+                            version,
+                            versionstamp: Some(a.stamp),
+                        })
+                    };
+                    let _ = a.request.reply.send(outcome);
+                }
+            }
+            Completion::Failed { error, accepted } => {
+                for a in accepted {
+                    let _ = a.request.reply.send(Err(error.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Adds the keys `request` writes (with its versionstamp filled in) to `writes`.
+fn write_set_of(request: &CommitRequest, stamp: &[u8; VERSIONSTAMP_LEN], writes: &mut WriteSet) {
+    for m in &request.mutations {
+        match m {
+            Mutation::Set { key, .. }
+            | Mutation::Clear { key }
+            | Mutation::Add { key, .. }
+            | Mutation::SetVersionstampedValue { key, .. } => writes.add_point(key.clone()),
+            Mutation::ClearRange { begin, end } => writes.add_range(begin.clone(), end.clone()),
+            Mutation::SetVersionstampedKey { key, offset, .. } => {
+                writes.add_point(fill_versionstamp(key, *offset, stamp));
+            }
+        }
+    }
+    for (b, e) in &request.extra_writes {
+        if *e == key_after(b) {
+            writes.add_point(b.clone());
+        } else {
+            writes.add_range(b.clone(), e.clone());
+        }
+    }
+}
