@@ -13,6 +13,7 @@ pub use crate::amqp::connection::sasl::{
     Credentials as AmqpCredentials, Response as AmqpSaslResponse, SaslError as AmqpSaslError,
     response as amqp_sasl_response,
 };
+pub use ferry_auth::fuzzing::{user_permissions, user_topic_permission};
 pub use ferry_stage::fuzzing::{DequeueRequest, decode_counter, decode_u64};
 
 /// The frame_max a client's connection.tune-ok asks for, checked against the server's.
@@ -38,8 +39,9 @@ pub fn kafka_sasl_plain(bytes: &[u8]) -> Option<(&str, &str)> {
 
 /// SaslHandshake on a fresh plaintext session: the answer, and the mechanism chosen.
 pub fn kafka_sasl_handshake(request: SaslHandshakeRequest) -> (ResponseKind, Option<&'static str>) {
-    let peer = crate::peer::Peer::plaintext(std::net::SocketAddr::from(([127, 0, 0, 1], 9092)));
-    let rules = crate::principal::PrincipalRules::parse("DEFAULT").expect("the default rule");
+    let peer =
+        ferry_auth::peer::Peer::plaintext(std::net::SocketAddr::from(([127, 0, 0, 1], 9092)));
+    let rules = ferry_auth::principal::PrincipalRules::parse("DEFAULT").expect("the default rule");
     let mut session = Session::new(
         peer,
         crate::config::listeners::SecurityProtocol::SaslPlaintext,
@@ -112,26 +114,6 @@ pub fn kafka_broker_registration(
 /// Decodes a virtual host's stored metadata.
 pub fn amqp_vhost_meta(bytes: &[u8]) -> Option<crate::amqp::vhosts::VhostMeta> {
     crate::amqp::vhosts::VhostMeta::decode(bytes)
-}
-
-/// Decodes a user's stored permissions on a virtual host.
-///
-/// # Errors
-/// The user store's error for an unreadable record.
-pub fn user_permissions(
-    bytes: &[u8],
-) -> Result<crate::permissions::Permissions, crate::auth::store::UserStoreError> {
-    crate::auth::store::permissions::decode_permissions("/", "fuzz", bytes)
-}
-
-/// Decodes a user's stored topic permissions on an exchange.
-///
-/// # Errors
-/// The user store's error for an unreadable record.
-pub fn user_topic_permission(
-    bytes: &[u8],
-) -> Result<crate::permissions::TopicPermission, crate::auth::store::UserStoreError> {
-    crate::auth::store::permissions::decode_topic("/", "fuzz", "amq.topic", bytes)
 }
 
 /// Loads a configuration from TOML `text` with no environment overrides, as `ferry

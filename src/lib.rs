@@ -3,13 +3,13 @@
 //! Producers speak AMQP 0-9-1 or Kafka to Ferry's fronts; every accepted message is staged
 //! durably in versionstamped queues (the `ferry-stage` crate) inside a FoundationDB-shaped
 //! transactional store (`ferry-store`), and delivered from there to its consumers exactly
-//! once. This crate holds the layers above the stage; docs/architecture.md draws them.
+//! once. Users and what they may do are `ferry-auth`'s, TLS and the listeners `ferry-tls`'s. This crate holds the layers above
+//! those; docs/architecture.md draws them.
 //!
 //! Layout: [`config`] loads and validates `ferry.toml`; [`amqp`] is the AMQP 0-9-1 front
 //! and [`kafka`] the Kafka wire front, each reached by the bridge through its `port`;
-//! [`bridge`] connects them and external brokers; [`auth`] checks users for every front,
-//! with [`password`] hashes, and what they may do, with [`permissions`]' patterns;
-//! [`server`] is the accept loop every front shares, and [`http_server`] serves HTTP on it;
+//! [`bridge`] connects them and external brokers; [`http_server`] serves HTTP on the accept
+//! loop every front shares (`ferry-tls`, with TLS on every listener);
 //! [`daemon`] runs the long-lived process; [`management`] is the RabbitMQ-compatible
 //! management HTTP API and its web UI; [`memory_watermark`] holds publishers back while the
 //! process's memory is above its mark. The `ferry` binary (`src/cli/`) is the command line
@@ -23,7 +23,6 @@
 #![warn(unreachable_pub)]
 
 pub mod amqp;
-pub mod auth;
 pub mod bridge;
 pub mod config;
 pub mod daemon;
@@ -33,10 +32,3 @@ pub mod http_server;
 pub mod kafka;
 pub mod management;
 pub mod memory_watermark;
-pub mod password;
-pub mod peer;
-pub mod permissions;
-pub mod principal;
-pub mod scram;
-pub mod server;
-pub mod tls;

@@ -584,7 +584,7 @@ fn sasl() -> Vec<(String, Vec<u8>)> {
         ("PASSWORD", AMQPValue::LongString("guest".into())),
     ]);
     let credential =
-        ferry::scram::ScramCredential::new(ferry::scram::Mechanism::Sha256, "pw", 4096);
+        ferry_auth::scram::ScramCredential::new(ferry_auth::scram::Mechanism::Sha256, "pw", 4096);
     vec![
         ("amqp-plain".into(), with(0, b"\0guest\0guest")),
         ("amqp-amqplain".into(), with(1, &encode_table(&login)[4..])),
@@ -605,7 +605,7 @@ fn sasl() -> Vec<(String, Vec<u8>)> {
         ("stored-scram".into(), with(6, credential.to_string().as_bytes())),
         (
             "stored-password-hash".into(),
-            with(6, ferry::password::PasswordHash::new("guest").to_string().as_bytes()),
+            with(6, ferry_auth::password::PasswordHash::new("guest").to_string().as_bytes()),
         ),
         (
             "principal-rules".into(),

@@ -34,7 +34,7 @@ use ferry::amqp::topology::exchange::delay_of;
 use ferry::fuzzing::{
     AmqpContent, amqp_capabilities, amqp_negotiate_frame_max, amqp_sasl_response,
 };
-use ferry::peer::Peer;
+use ferry_auth::peer::Peer;
 use std::collections::HashMap;
 
 /// frame_max values the server may be configured with (AMQP's minimum to 1 MiB).

@@ -23,7 +23,6 @@
 //! small multiple of the input (`-malloc_limit_mb` catches a length-driven allocation).
 
 use bytes::BytesMut;
-use ferry::auth::scram::ClientFirst;
 use ferry::bridge::mapping::kafka_to_amqp;
 use ferry::fuzzing::{kafka_decode_committed, kafka_sasl_handshake, kafka_sasl_plain};
 use ferry::kafka::acls::model::{Acl, AclCodes, AclFilter, FilterCodes};
@@ -35,6 +34,7 @@ use ferry::kafka::format_settings::{CompressionType, TimestampType};
 use ferry::kafka::legacy;
 use ferry::kafka::staged::{self, Waiter};
 use ferry::kafka::topics::TopicConfig;
+use ferry_auth::scram::exchange::ClientFirst;
 use kafka_protocol::messages::RequestKind;
 
 /// `kafka.max_request_size`'s default.

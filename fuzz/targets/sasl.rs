@@ -17,12 +17,12 @@
 //! and no message costs more than one HMAC: the PBKDF2 of a credential runs only when it
 //! is made, never per message (a hang here is a timeout).
 
-use ferry::auth::scram::{ClientFirst, Finish, ScramExchange};
 use ferry::fuzzing::{amqp_sasl_response, kafka_sasl_handshake, kafka_sasl_plain};
-use ferry::password::PasswordHash;
-use ferry::peer::{CertificateNames, Peer, TlsPeer};
-use ferry::principal::PrincipalRules;
-use ferry::scram::{MIN_ITERATIONS, Mechanism, ScramCredential};
+use ferry_auth::password::PasswordHash;
+use ferry_auth::peer::{CertificateNames, Peer, TlsPeer};
+use ferry_auth::principal::PrincipalRules;
+use ferry_auth::scram::exchange::{ClientFirst, Finish, ScramExchange};
+use ferry_auth::scram::{MIN_ITERATIONS, Mechanism, ScramCredential};
 use kafka_protocol::messages::SaslHandshakeRequest;
 use kafka_protocol::protocol::StrBytes;
 use std::sync::LazyLock;
@@ -37,7 +37,7 @@ static CREDENTIALS: LazyLock<[ScramCredential; 2]> = LazyLock::new(|| {
 /// The fake credential of an unknown user, per mechanism (made as the authenticator makes
 /// it, once).
 static FAKES: LazyLock<[ScramCredential; 2]> = LazyLock::new(|| {
-    Mechanism::ALL.map(|m| ferry::auth::scram::fake_credential(m, "ghost", b"fake-key"))
+    Mechanism::ALL.map(|m| ferry_auth::scram::exchange::fake_credential(m, "ghost", b"fake-key"))
 });
 
 /// Feeds `data` to what this target drives; panics on what the target finds.

@@ -32,7 +32,6 @@ use ferry::amqp::topology::records::{
     QueueRecord, TopologyKeys, decode_exchange, encode_exchange, entity_name,
 };
 use ferry::amqp::topology::{Binding, Destination};
-use ferry::auth::User;
 use ferry::bridge::mapping::{amqp_to_kafka, kafka_to_amqp, values};
 use ferry::config::KeySource;
 use ferry::fuzzing::{
@@ -49,6 +48,7 @@ use ferry::kafka::lease::Lease;
 use ferry::kafka::log::Aborted;
 use ferry::kafka::producers::ProducerState;
 use ferry::kafka::staged;
+use ferry_auth::User;
 use ferry_stage::Owner;
 use ferry_stage::keys::RootKeys;
 use ferry_stage::{Envelope, StageMeta};

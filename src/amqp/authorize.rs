@@ -9,8 +9,8 @@
 //! text and closes the channel.
 
 use super::errors::AmqpError;
-use crate::auth::access::{LiveAccess, Refused, Resource, VhostAccess};
-use crate::permissions::Access;
+use ferry_auth::access::{LiveAccess, Refused, Resource, VhostAccess};
+use ferry_auth::permissions::Access;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -158,8 +158,8 @@ impl PublishGate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::store::Grants;
-    use crate::permissions::{Permissions, TopicPermission, TopicVariables};
+    use ferry_auth::permissions::{Permissions, TopicPermission, TopicVariables};
+    use ferry_auth::store::Grants;
 
     fn access() -> VhostAccess {
         let grants = Grants {

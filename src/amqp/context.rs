@@ -11,7 +11,7 @@ use super::errors::AmqpError;
 use super::registry::LiveConnection;
 use super::topology::VHost;
 use super::writer::Writer;
-use crate::auth::access::LiveAccess;
+use ferry_auth::access::LiveAccess;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 

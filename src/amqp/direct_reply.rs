@@ -45,7 +45,7 @@ impl DirectReplies {
     /// A new address and the receiver of its replies (for as long as the receiver lives
     /// or until [`DirectReplies::unregister`]).
     pub fn register(&self) -> (String, mpsc::UnboundedReceiver<Reply>) {
-        let key: String = crate::scram::random_bytes(18)
+        let key: String = ferry_auth::scram::random_bytes(18)
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();

@@ -50,16 +50,16 @@ pub mod user_changes;
 pub mod vhosts;
 pub mod writer;
 
-use crate::auth::Authenticator;
 use crate::config::AmqpConfig;
 use crate::memory_watermark::MemoryWatermark;
-use crate::server::Listener;
 use broker::Broker;
 use errors::AmqpError;
 use expiry::ExpiryHints;
+use ferry_auth::Authenticator;
 use ferry_stage::Liveness;
 use ferry_stage::{Holders, StageError, Stages, now_ms};
 use ferry_store::{Database, StoreError};
+use ferry_tls::server::Listener;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -228,10 +228,10 @@ impl Started {
         });
         tasks.spawn(supervise_queues(broker.clone(), opened, background.clone()));
 
-        let limit = crate::server::limit(broker.config.max_connections);
+        let limit = ferry_tls::server::limit(broker.config.max_connections);
         let serving = listeners.into_iter().map(|listener| {
             let serving = broker.clone();
-            crate::server::serve(
+            ferry_tls::server::serve(
                 "amqp",
                 listener,
                 limit.clone(),

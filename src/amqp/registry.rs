@@ -8,8 +8,8 @@
 //! one instance, and so does what is known about it (as RabbitMQ's per-node statistics).
 
 use super::errors::{AmqpError, ReplyCode};
-use crate::auth::access::LiveAccess;
 use amq_protocol::types::FieldTable;
+use ferry_auth::access::LiveAccess;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -213,7 +213,7 @@ mod tests {
 
     fn access() -> Arc<LiveAccess> {
         Arc::new(LiveAccess::new(
-            crate::auth::access::VhostAccess::unrestricted("guest", "/"),
+            ferry_auth::access::VhostAccess::unrestricted("guest", "/"),
         ))
     }
 

@@ -9,9 +9,9 @@
 
 use super::broker::Broker;
 use super::registry::LiveConnection;
-use crate::auth::AuthError;
-use crate::auth::access::VhostAccess;
-use crate::permissions::TopicVariables;
+use ferry_auth::AuthError;
+use ferry_auth::access::VhostAccess;
+use ferry_auth::permissions::TopicVariables;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;

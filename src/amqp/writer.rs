@@ -11,7 +11,7 @@
 //! ([`Resettable::reset_on_close`]), so a client that reads nothing learns of it at once.
 
 use crate::amqp::codec::HEARTBEAT;
-use crate::tls::stream::Resettable;
+use ferry_tls::stream::Resettable;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -176,14 +176,7 @@ async fn progresses(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncReadExt, DuplexStream};
-
-    /// An in-memory pipe has no connection to reset.
-    impl Resettable for DuplexStream {
-        fn reset_on_close(&self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    use tokio::io::AsyncReadExt;
 
     fn timing(heartbeat: Option<Duration>, send_timeout: Option<Duration>) -> Timing {
         Timing {

@@ -250,11 +250,11 @@ fn fail(error: impl Into<anyhow::Error>, code: u8) -> ExitCode {
 
 /// The `[[users]]` lines holding every credential of `password`.
 fn credential_lines(password: &str) -> String {
-    use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
+    use ferry_auth::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
     let scram = |m| ScramCredential::new(m, password, DEFAULT_ITERATIONS);
     format!(
         "password_hash = \"{}\"\nscram_sha_256 = \"{}\"\nscram_sha_512 = \"{}\"\n",
-        ferry::password::PasswordHash::new(password),
+        ferry_auth::password::PasswordHash::new(password),
         scram(Mechanism::Sha256),
         scram(Mechanism::Sha512),
     )

@@ -5,6 +5,7 @@
 
 use super::ConfigError;
 use super::limits::MAX_MESSAGE_SIZE_LIMIT;
+use ferry_auth::{CertLoginFrom, SanType};
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -80,30 +81,6 @@ pub struct AmqpConfig {
     pub ssl_cert_login_san_type: SanType,
 }
 
-/// Where SASL EXTERNAL takes the user name from (`amqp.ssl_cert_login_from`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CertLoginFrom {
-    /// The subject's common name (CN).
-    #[default]
-    CommonName,
-    /// The whole subject distinguished name, RFC 2253 (`CN=alice,O=Example`).
-    DistinguishedName,
-    /// The first subject alternative name of `amqp.ssl_cert_login_san_type`.
-    SubjectAlternativeName,
-}
-
-/// A kind of subject alternative name (`amqp.ssl_cert_login_san_type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SanType {
-    /// A DNS name.
-    #[default]
-    Dns,
-    /// An e-mail address.
-    Email,
-}
-
 impl Default for AmqpConfig {
     fn default() -> Self {
         Self {
@@ -114,7 +91,7 @@ impl Default for AmqpConfig {
             heartbeat_s: 60,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_message_size: 16 * 1024 * 1024,
-            vhosts: vec![super::users::DEFAULT_VHOST.to_owned()],
+            vhosts: vec![ferry_auth::DEFAULT_VHOST.to_owned()],
             handshake_timeout_ms: 10_000,
             send_timeout_ms: 30_000,
             consumer_timeout_ms: DEFAULT_CONSUMER_TIMEOUT_MS,

@@ -171,7 +171,7 @@ impl Default for KafkaConfig {
             group_consumer_heartbeat_interval_ms: DEFAULT_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS,
             sequencer_lease_ms: DEFAULT_SEQUENCER_LEASE_MS,
             sequencer_batch: DEFAULT_SEQUENCER_BATCH,
-            ssl_principal_mapping_rules: crate::principal::DEFAULT_RULES.to_owned(),
+            ssl_principal_mapping_rules: ferry_auth::principal::DEFAULT_RULES.to_owned(),
             super_users: Vec::new(),
             allow_everyone_if_no_acl_found: true,
         }
@@ -289,7 +289,7 @@ impl KafkaConfig {
             self.group_consumer_heartbeat_interval_ms + 1,
         )?;
         at_least("kafka.sequencer_lease_ms", self.sequencer_lease_ms, 100)?;
-        crate::principal::PrincipalRules::parse(&self.ssl_principal_mapping_rules)
+        ferry_auth::principal::PrincipalRules::parse(&self.ssl_principal_mapping_rules)
             .map_err(|e| ConfigError::invalid("kafka.ssl_principal_mapping_rules", e))?;
         for (i, principal) in self.super_users.iter().enumerate() {
             let named = principal

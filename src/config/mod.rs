@@ -28,16 +28,16 @@ pub mod metrics;
 pub mod preflight;
 pub mod remote;
 pub mod secret;
-pub mod tls;
-pub mod users;
 pub mod validate;
 
 pub use amqp::AmqpConfig;
 pub use bridge::{Endpoint, EndpointConfig, KeySource, RouteConfig, SinkConfig, SourceConfig};
 pub use daemon::DaemonConfig;
 pub use error::ConfigError;
+use ferry_auth::UserConfig;
 use ferry_stage::StageConfig;
 use ferry_store::StoreConfig;
+use ferry_tls::TlsConfig;
 pub use kafka::KafkaConfig;
 pub use load::env_var;
 pub use log::{LogConfig, LogFormat};
@@ -45,8 +45,6 @@ pub use management::ManagementConfig;
 pub use metrics::MetricsConfig;
 pub use remote::{AmqpTlsConfig, KafkaSecurityConfig, SaslMechanism, SecurityProtocol};
 pub use secret::{AmqpUri, KafkaProperties};
-pub use tls::TlsConfig;
-pub use users::{PermissionConfig, TopicPermissionConfig, UserConfig};
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -90,7 +88,7 @@ impl Default for Config {
             stage: StageConfig::default(),
             amqp: AmqpConfig::default(),
             kafka: KafkaConfig::default(),
-            users: users::default_users(),
+            users: ferry_auth::default_users(),
             metrics: MetricsConfig::default(),
             management: ManagementConfig::default(),
             tls: TlsConfig::default(),

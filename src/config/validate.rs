@@ -7,6 +7,7 @@
 use super::checks::{at_least, between, is_hostname};
 use super::{Config, ConfigError, DaemonConfig, LogConfig, StageConfig, StoreConfig, UserConfig};
 use ferry_store::EngineKind;
+use ferry_tls::{CA_FILE_KEY, CERT_FILE_KEY, KEY_FILE_KEY, TlsConfig, VerifyPeer};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 use tracing_subscriber::EnvFilter;
@@ -26,7 +27,7 @@ impl Config {
         validate_users(&self.users)?;
         self.kafka.validate()?;
         self.amqp.validate()?;
-        self.tls.validate()?;
+        validate_tls(&self.tls)?;
         for listener in self.listen_addresses() {
             host_port(&listener.key, listener.addr)?;
             if listener.tls && !self.tls.has_certificate() {
@@ -34,8 +35,7 @@ impl Config {
                     listener.key,
                     format!(
                         "a TLS listener needs a certificate: set {} and {}",
-                        super::tls::CERT_FILE_KEY,
-                        super::tls::KEY_FILE_KEY
+                        CERT_FILE_KEY, KEY_FILE_KEY
                     ),
                 ));
             }
@@ -72,6 +72,34 @@ fn validate_store(store: &StoreConfig) -> Result<(), ConfigError> {
     )
 }
 
+/// Rules of `[tls]`.
+fn validate_tls(tls: &TlsConfig) -> Result<(), ConfigError> {
+    let has_key = !tls.key_file.as_os_str().is_empty();
+    if tls.has_certificate() && !has_key {
+        return Err(ConfigError::invalid(
+            KEY_FILE_KEY,
+            format!("must be set when {CERT_FILE_KEY} is"),
+        ));
+    }
+    if has_key && !tls.has_certificate() {
+        return Err(ConfigError::invalid(
+            CERT_FILE_KEY,
+            format!("must be set when {KEY_FILE_KEY} is"),
+        ));
+    }
+    if tls.verify_peer != VerifyPeer::None && tls.ca_file.as_os_str().is_empty() {
+        return Err(ConfigError::invalid(
+            CA_FILE_KEY,
+            format!(
+                "must name the CA that signs client certificates when tls.verify_peer is '{}'",
+                tls.verify_peer.as_str()
+            ),
+        ));
+    }
+    at_least("tls.handshake_timeout_ms", tls.handshake_timeout_ms, 1)?;
+    at_least("tls.reload_check_ms", tls.reload_check_ms, 100)
+}
+
 /// Rules of `[stage]`.
 fn validate_stage(stage: &StageConfig) -> Result<(), ConfigError> {
     at_least("stage.lease_ttl_ms", stage.lease_ttl_ms, 1)
@@ -101,7 +129,7 @@ fn validate_users(users: &[UserConfig]) -> Result<(), ConfigError> {
 /// A user's `vhosts`, `permissions` and `topic_permissions`: each vhost (and each vhost
 /// and exchange) once, every pattern compiling.
 fn validate_permissions(i: usize, user: &UserConfig) -> Result<(), ConfigError> {
-    use crate::permissions::{Permissions, TopicPermission};
+    use ferry_auth::permissions::{Permissions, TopicPermission};
     let vhosts = user.vhosts.as_deref().unwrap_or_default();
     for (j, vhost) in vhosts.iter().enumerate() {
         if vhosts[..j].contains(vhost) {
@@ -164,16 +192,16 @@ fn validate_permissions(i: usize, user: &UserConfig) -> Result<(), ConfigError> 
 }
 
 /// A pattern error as a config error under `key`.
-fn bad_pattern(key: &str, error: crate::permissions::BadPattern) -> ConfigError {
+fn bad_pattern(key: &str, error: ferry_auth::permissions::BadPattern) -> ConfigError {
     let error = error.under(key);
     ConfigError::invalid(error.field, error.reason)
 }
 
 /// A user's credentials: at least one, each well formed.
 fn validate_credentials(i: usize, user: &UserConfig) -> Result<(), ConfigError> {
-    use crate::scram::{Mechanism, ScramCredential};
+    use ferry_auth::scram::{Mechanism, ScramCredential};
     if let Some(hash) = &user.password_hash {
-        crate::password::PasswordHash::parse(hash)
+        ferry_auth::password::PasswordHash::parse(hash)
             .map_err(|e| ConfigError::invalid(format!("users[{i}].password_hash"), e))?;
     }
     for (key, mechanism, text) in [
@@ -291,6 +319,39 @@ mod tests {
         let mut config = Config::default();
         edit(&mut config);
         config.validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_certificate_needs_its_key_and_the_other_way_round() {
+        assert_eq!(
+            error_after(|c| c.tls.cert_file = "cert.pem".into()),
+            "tls.key_file: must be set when tls.cert_file is"
+        );
+        assert_eq!(
+            error_after(|c| c.tls.key_file = "key.pem".into()),
+            "tls.cert_file: must be set when tls.key_file is"
+        );
+    }
+
+    #[test]
+    fn verifying_clients_needs_a_ca() {
+        assert_eq!(
+            error_after(|c| c.tls.verify_peer = VerifyPeer::Required),
+            "tls.ca_file: must name the CA that signs client certificates when \
+             tls.verify_peer is 'required'"
+        );
+    }
+
+    #[test]
+    fn zero_tls_timeouts_are_rejected() {
+        assert_eq!(
+            error_after(|c| c.tls.handshake_timeout_ms = 0),
+            "tls.handshake_timeout_ms: 0 must be at least 1"
+        );
+        assert_eq!(
+            error_after(|c| c.tls.reload_check_ms = 10),
+            "tls.reload_check_ms: 10 must be at least 100"
+        );
     }
 
     #[test]
@@ -493,7 +554,11 @@ mod tests {
             error_after(no_credential),
             "users[0]: needs password_hash, scram_sha_256 or scram_sha_512 (print them with `ferry hash-password`)"
         );
-        let scram = crate::scram::ScramCredential::new(crate::scram::Mechanism::Sha256, "pw", 4096);
+        let scram = ferry_auth::scram::ScramCredential::new(
+            ferry_auth::scram::Mechanism::Sha256,
+            "pw",
+            4096,
+        );
         let mut config = Config::default();
         no_credential(&mut config);
         config.users[0].scram_sha_256 = Some(scram.to_string());
@@ -506,7 +571,7 @@ mod tests {
 
     #[test]
     fn permissions_are_validated_and_named_by_their_key() {
-        use crate::config::{PermissionConfig, TopicPermissionConfig};
+        use ferry_auth::{PermissionConfig, TopicPermissionConfig};
         let permission = |vhost: &str, write: &str| PermissionConfig {
             vhost: vhost.into(),
             configure: ".*".into(),

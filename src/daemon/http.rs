@@ -10,7 +10,6 @@
 //! external brokers, one per line after `ready`.
 
 use crate::config::metrics::LISTEN_KEY;
-use crate::tls::Acceptor;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -18,6 +17,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use ferry_store::Database;
 use ferry_telemetry::compat::rabbitmq::{self, Detail};
+use ferry_tls::Acceptor;
 use metrics_exporter_prometheus::PrometheusHandle;
 use std::io;
 use std::time::Duration;

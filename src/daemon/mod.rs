@@ -35,11 +35,11 @@ use crate::config::{
 };
 use crate::kafka::{KafkaError, KafkaFront, KafkaListener};
 use crate::memory_watermark::MemoryWatermark;
-use crate::server::Listener;
-use crate::tls::{Acceptor, Certificates, TlsSetupError};
 use ferry_stage::{Holders, StageError, Stages};
 use ferry_stage::{Incarnation, Scope};
 use ferry_store::{Database, StoreError};
+use ferry_tls::server::Listener;
+use ferry_tls::{Acceptor, Certificates, TlsSetupError};
 use shutdown::Drain;
 use tasks::Tasks;
 use tokio_util::sync::CancellationToken;
@@ -86,7 +86,7 @@ pub enum DaemonError {
     Management(std::io::Error),
     /// The users in `[[users]]` cannot be used or written to the user store.
     #[error("{0}")]
-    Users(#[from] crate::auth::AuthSetupError),
+    Users(#[from] ferry_auth::AuthSetupError),
     /// The AMQP front could not start.
     #[error(transparent)]
     Amqp(#[from] crate::amqp::FrontError),
@@ -204,7 +204,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         .await
         .map_err(DaemonError::Keyspace)?;
     recovery::release_holders(&stages, &incarnation).await;
-    let users = crate::auth::Authenticator::start(db.clone(), &config.store.prefix, &config.users)
+    let users = ferry_auth::Authenticator::start(db.clone(), &config.store.prefix, &config.users)
         .await
         .map_err(DaemonError::Users)?;
     if let Some(warning) = config.memory_mark_warning() {

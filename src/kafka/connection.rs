@@ -25,12 +25,12 @@ use super::Context;
 use super::api::{self, Reply, Session};
 use super::codec::{CodecError, FrameDecoder, Request, decode_request, encode_response};
 use crate::config::listeners::SecurityProtocol;
-use crate::peer::Peer;
-use crate::tls::looks_like_tls;
-use crate::tls::stream::{Resettable, Stream, WriteHalf};
 use bytes::BytesMut;
+use ferry_auth::peer::Peer;
 use ferry_telemetry::kafka as m;
 use ferry_telemetry::names::LABEL_CODE;
+use ferry_tls::looks_like_tls;
+use ferry_tls::stream::{Resettable, Stream, WriteHalf};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -236,7 +236,7 @@ pub async fn serve(
                     // A TLS ClientHello reads as a request of hundreds of megabytes; say
                     // what it is instead.
                     if std::mem::take(&mut opening) && plaintext && looks_like_tls(&reader.buf) {
-                        crate::tls::accept::count_failure("kafka", "client_hello_on_plaintext");
+                        ferry_tls::accept::count_failure("kafka", "client_hello_on_plaintext");
                         break Some(Refusal::ClientHello);
                     }
                 }

@@ -50,21 +50,21 @@ pub mod topics;
 pub mod transactions;
 pub mod waiters;
 
-use crate::auth::Authenticator;
 use crate::config::KafkaConfig;
 use crate::config::kafka::LISTEN_KEY;
 use crate::config::listeners::SecurityProtocol;
 use crate::memory_watermark::MemoryWatermark;
-use crate::principal::PrincipalRules;
-use crate::server::Listener;
 use acls::store::AclStore;
 use acls::{Acls, AuthorizerSettings};
 use broker_settings::{BrokerSettings, BrokerSettingsError};
 use brokers::{Brokers, ListenerAddress, Registration};
+use ferry_auth::Authenticator;
+use ferry_auth::principal::PrincipalRules;
 use ferry_stage::Incarnation;
 use ferry_stage::Liveness;
 use ferry_stage::{StageError, Stages};
 use ferry_store::{Database, StoreError};
+use ferry_tls::server::Listener;
 use groups::consumer::ConsumerSettings;
 use groups::state::GroupSettings;
 use groups::store::GroupStore;
@@ -418,7 +418,7 @@ impl KafkaFront {
     pub async fn run(self) {
         let ctx = self.ctx;
         let background = Background::spawn(&ctx, self.internal);
-        let limit = crate::server::limit(ctx.config.max_connections);
+        let limit = ferry_tls::server::limit(ctx.config.max_connections);
         let serving = self.listeners.into_iter().map(|listener| {
             let arrival = connection::Arrival {
                 listener: listener.protocol,
@@ -427,7 +427,7 @@ impl KafkaFront {
                         && ctx.config.require_sasl),
             };
             let handler_ctx = ctx.clone();
-            crate::server::serve(
+            ferry_tls::server::serve(
                 "kafka",
                 listener.socket,
                 limit.clone(),

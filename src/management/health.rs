@@ -15,14 +15,14 @@ use crate::amqp::admin::{GetMode, NO_CONNECTION};
 use crate::amqp::port::AmqpMessage;
 use crate::amqp::topology::QueueSpec;
 use crate::amqp::topology::args::QueueArgs;
-use crate::auth::access::Resource;
-use crate::permissions::Access;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
+use ferry_auth::access::Resource;
+use ferry_auth::permissions::Access;
 use serde_json::{Value, json};
 
 /// The queue the aliveness test uses, as RabbitMQ's.

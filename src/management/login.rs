@@ -1,5 +1,5 @@
 //! HTTP basic auth: every request carries a user's name and password, checked by the
-//! [`Authenticator`](crate::auth::Authenticator) as a front's login is (refusals counted
+//! [`Authenticator`](ferry_auth::Authenticator) as a front's login is (refusals counted
 //! under the `management` front and slowed down per address), then the user's tags decide
 //! whether it may use the API ([`Access`]), and its permissions in each vhost (read from
 //! the store at each request, as every instance reads them) what it may do there, as on
@@ -8,15 +8,15 @@
 use super::Api;
 use super::access::Access;
 use super::error::ApiError;
-use crate::auth::access::VhostAccess;
-use crate::auth::{AuthError, Front, User};
 use crate::http_server::ClientAddr;
-use crate::peer::{Peer, TlsPeer};
-use crate::permissions::TopicVariables;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
 use base64::Engine as _;
+use ferry_auth::access::VhostAccess;
+use ferry_auth::peer::{Peer, TlsPeer};
+use ferry_auth::permissions::TopicVariables;
+use ferry_auth::{AuthError, Front, User};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 

@@ -17,8 +17,6 @@ use crate::amqp::admin::{GetMode, GotMessage};
 use crate::amqp::authorize::Authorize;
 use crate::amqp::port::AmqpMessage;
 use crate::amqp::topology::ExchangeKind;
-use crate::auth::access::Resource;
-use crate::permissions::Access;
 use amq_protocol::protocol::BasicProperties;
 use amq_protocol::types::ShortString;
 use axum::Router;
@@ -27,6 +25,8 @@ use axum::http::StatusCode;
 use axum::routing::{delete, post};
 use base64::Engine as _;
 use bytes::Bytes;
+use ferry_auth::access::Resource;
+use ferry_auth::permissions::Access;
 use serde_json::{Map, Value, json};
 
 /// The fields a get takes (`requeue` is the pre-3.7 form of `ackmode`; `name`, `vhost`,

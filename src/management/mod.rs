@@ -43,11 +43,11 @@ pub mod users;
 pub mod vhosts;
 
 use crate::amqp::admin::AmqpAdmin;
-use crate::auth::Authenticator;
 use crate::bridge::admin::RouteAdmin;
 use crate::kafka::admin::KafkaAdmin;
 use axum::Router;
 use error::ApiError;
+use ferry_auth::Authenticator;
 use rates::Rates;
 use std::net::SocketAddr;
 use std::ops::Deref;

@@ -14,14 +14,14 @@ use super::body::Body;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::reply::{Json, put_status};
-use crate::auth::store::{Scope, UserStoreError};
 use crate::management::definitions::model::{PermissionDefinition, TopicPermissionDefinition};
-use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use bytes::Bytes;
+use ferry_auth::permissions::{Permissions, TopicPermission, VhostPermissions};
+use ferry_auth::store::{Scope, UserStoreError};
 
 /// The routes of this family.
 pub fn routes() -> Router<Api> {

@@ -25,17 +25,17 @@ use super::body::Body;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::reply::{Json, put_status};
-use crate::auth::User;
 use crate::management::definitions::import::HASHING_ALGORITHM;
 use crate::management::definitions::model::Tags;
 use crate::management::definitions::user_definition;
-use crate::password::PasswordHash;
-use crate::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use bytes::Bytes;
+use ferry_auth::User;
+use ferry_auth::password::PasswordHash;
+use ferry_auth::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use std::collections::HashSet;
 
 /// The fields a user PUT takes (`name` and `vhost` are accepted as `rabbitmqadmin` sends
@@ -77,7 +77,7 @@ async fn without_permissions(
     administrator(&principal)?;
     let store = api.users.store();
     let granted: HashSet<String> = store
-        .list_permissions(crate::auth::store::Scope::All)
+        .list_permissions(ferry_auth::store::Scope::All)
         .await
         .map_err(store_failed)?
         .into_iter()

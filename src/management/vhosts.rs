@@ -16,12 +16,12 @@ use super::queues::{visible_vhost, visible_vhosts};
 use super::reply::{Json, put_status};
 use super::users::tags_in;
 use crate::amqp::vhosts::{VhostError, VhostMeta};
-use crate::permissions::{Permissions, VhostPermissions};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use bytes::Bytes;
+use ferry_auth::permissions::{Permissions, VhostPermissions};
 use serde_json::{Value, json};
 
 /// The fields a `PUT` takes (`name` and `vhost` are accepted as `rabbitmqadmin` sends

@@ -11,7 +11,7 @@ use crate::common::daemon::Setup;
 use crate::common::fronts::{AmqpServer, PERM_USER};
 use crate::common::rabbitmq::RabbitNode;
 use crate::common::wait;
-use ferry::permissions::{Permissions, VhostPermissions};
+use ferry_auth::permissions::{Permissions, VhostPermissions};
 use futures::StreamExt;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::{BasicProperties, Channel};
@@ -92,7 +92,7 @@ fn every_permission_check_answers_as_rabbitmq_does() {
     ctl(&["delete_vhost", &other_vhost]);
 
     let dir = tempfile::tempdir().unwrap();
-    let hash = ferry::password::PasswordHash::new(PASSWORD).to_string();
+    let hash = ferry_auth::password::PasswordHash::new(PASSWORD).to_string();
     let config = format!(
         r#"
 [amqp]
@@ -109,7 +109,7 @@ password_hash = "{hash}"
 permissions = [{{ vhost = "/", configure = {configure}, write = {write}, read = {read} }}]
 topic_permissions = [{{ vhost = "/", exchange = "amq.topic", write = {topic_write}, read = {topic_read} }}]
 "#,
-        guest = ferry::config::users::GUEST_PASSWORD_HASH,
+        guest = ferry_auth::GUEST_PASSWORD_HASH,
         configure = toml_string(CONFIGURE),
         write = toml_string(WRITE),
         read = toml_string(READ),

@@ -15,7 +15,7 @@ use crate::common::daemon::{Daemon, Setup};
 use crate::common::process::free_port;
 use crate::common::tls::{Authority, TlsFiles, client_config, handshake, write_pair};
 use crate::common::wait;
-use ferry::config::users::GUEST_PASSWORD_HASH;
+use ferry_auth::GUEST_PASSWORD_HASH;
 use lapin::types::FieldTable;
 use rcgen::{ExtendedKeyUsagePurpose, SanType};
 use std::path::Path;

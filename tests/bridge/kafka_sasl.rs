@@ -15,7 +15,7 @@ use crate::common::daemon::{Daemon, Setup};
 use crate::common::kafka::client_config;
 use crate::common::process::{Ports, free_port};
 use crate::common::tls::{TlsFiles, write_pair};
-use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
+use ferry_auth::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use rdkafka::Message;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;

@@ -9,13 +9,14 @@
 //! of the daemon as a whole use [`super::daemon`].
 
 use super::store::embedded;
-use ferry::auth::Authenticator;
-use ferry::auth::store::UserStore;
-use ferry::config::{AmqpConfig, KafkaConfig, PermissionConfig, TopicPermissionConfig, UserConfig};
+use ferry::config::{AmqpConfig, KafkaConfig};
 use ferry::kafka::{KafkaFront, KafkaListener};
 use ferry::memory_watermark::MemoryWatermark;
-use ferry::password::PasswordHash;
-use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
+use ferry_auth::Authenticator;
+use ferry_auth::password::PasswordHash;
+use ferry_auth::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
+use ferry_auth::store::UserStore;
+use ferry_auth::{PermissionConfig, TopicPermissionConfig, UserConfig};
 use ferry_stage::{Incarnation, Scope};
 use ferry_stage::{RootKeys, Stages};
 use ferry_store::StoreConfig;
@@ -153,7 +154,7 @@ impl Front for Amqp {
             memory,
         };
         tokio::spawn(async move {
-            let listener = ferry::server::Listener {
+            let listener = ferry_tls::server::Listener {
                 tcp: listener,
                 key: "amqp.listen".to_owned(),
                 tls: None,

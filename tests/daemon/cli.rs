@@ -231,7 +231,7 @@ fn run_refuses_an_invalid_config_before_starting() {
 
 #[test]
 fn hash_password_prints_every_credential_ready_to_paste() {
-    use ferry::scram::{Mechanism, ScramCredential};
+    use ferry_auth::scram::{Mechanism, ScramCredential};
     let cwd = tempfile::tempdir().unwrap();
     let outcome = Ferry::spawn(cwd.path(), &["hash-password", "s3cret"], &[]).wait(TIMEOUT);
     assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
@@ -244,7 +244,7 @@ fn hash_password_prints_every_credential_ready_to_paste() {
         line.trim_matches('"').to_owned()
     };
     assert!(
-        ferry::password::PasswordHash::parse(&value("password_hash"))
+        ferry_auth::password::PasswordHash::parse(&value("password_hash"))
             .unwrap()
             .verify("s3cret")
     );

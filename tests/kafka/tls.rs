@@ -12,7 +12,7 @@ use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
 use crate::common::process::free_port;
 use crate::common::tls::{TlsFiles, client_config as tls_client, handshake, write_pair};
 use crate::scram::authentication_error;
-use ferry::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
+use ferry_auth::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use rdkafka::Message;
 use rdkafka::consumer::Consumer;
 use rdkafka::producer::FutureRecord;

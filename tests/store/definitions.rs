@@ -10,8 +10,8 @@ use crate::common::store::TestStore;
 use crate::for_each_engine;
 use ferry::amqp::topology::records::TopologyKeys;
 use ferry::amqp::vhosts::VHosts;
-use ferry::auth::store::UserStore;
 use ferry::management::definitions::{Definitions, ImportError, Target, export_all};
+use ferry_auth::store::UserStore;
 use ferry_stage::Stages;
 
 for_each_engine!(

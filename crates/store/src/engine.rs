@@ -16,7 +16,7 @@ use super::{CommitInfo, KeyValue, RangeOption, StoreError, Value, Watch};
 use std::future::Future;
 
 /// A handle on an open store of one engine; cheap to clone.
-pub trait Engine: Clone + Send + Sync + 'static {
+pub(crate) trait Engine: Clone + Send + Sync + 'static {
     /// The engine's transaction.
     type Transaction: EngineTransaction;
 
@@ -40,7 +40,7 @@ pub trait Engine: Clone + Send + Sync + 'static {
 
 /// One transaction of an engine; clones share it. Each method is the operation of the
 /// same name on [`Transaction`](super::Transaction), which documents it.
-pub trait EngineTransaction: Clone + Send + Sync + 'static {
+pub(crate) trait EngineTransaction: Clone + Send + Sync + 'static {
     /// Reads `key`; a snapshot read adds no read conflict.
     fn get(
         &self,

@@ -26,7 +26,7 @@ static NETWORK: OnceLock<Mutex<Option<foundationdb::api::NetworkAutoStop>>> = On
 
 /// Stops FoundationDB's client network thread, as the client library requires before the
 /// process exits. No FoundationDB store can be opened afterwards in this process.
-pub fn stop_network() {
+pub(crate) fn stop_network() {
     if let Some(network) = NETWORK.get() {
         drop(network.lock().take());
     }
@@ -108,7 +108,7 @@ struct Inner {
 
 /// A FoundationDB transaction; clones share it.
 #[derive(Clone)]
-pub struct FdbTransaction {
+pub(crate) struct FdbTransaction {
     inner: Arc<Inner>,
 }
 

@@ -21,10 +21,10 @@ mod change_counter;
 pub mod chunked;
 mod config;
 pub mod embedded;
-pub mod engine;
+mod engine;
 pub mod error;
 #[cfg(feature = "fdb")]
-pub mod fdb;
+mod fdb;
 pub mod keys;
 mod value;
 

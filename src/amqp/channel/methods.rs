@@ -9,11 +9,11 @@ use crate::amqp::errors::AmqpError;
 use crate::amqp::settle::How;
 use crate::amqp::topology::args::QueueArgs;
 use crate::amqp::topology::{Binding, Destination, Exchange, ExchangeKind, QueueSpec};
-use crate::auth::access::Resource;
-use crate::permissions::Access;
 use amq_protocol::protocol::{
     AMQPClass, access, basic, channel as ch, confirm, exchange, queue, tx,
 };
+use ferry_auth::access::Resource;
+use ferry_auth::permissions::Access;
 
 impl Channel {
     /// basic.ack, basic.nack, basic.reject.

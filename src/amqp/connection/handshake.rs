@@ -16,12 +16,12 @@ use crate::amqp::codec::{self, Frame, PROTOCOL_HEADER};
 use crate::amqp::context::Capabilities;
 use crate::amqp::errors::AmqpError;
 use crate::amqp::topology::VHost;
-use crate::auth::{self, Authenticator, Front, User};
 use crate::config::AmqpConfig;
-use crate::peer::Peer;
 use amq_protocol::protocol::{AMQPClass, connection};
 use amq_protocol::types::{AMQPValue, FieldTable};
 use bytes::{Buf, BytesMut};
+use ferry_auth::peer::Peer;
+use ferry_auth::{self as auth, Authenticator, Front, User};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -155,7 +155,7 @@ where
     // registered (user_changes), so none falls between the two.
     let users_version = broker.users.store().version().await.unwrap_or_default();
     // RabbitMQ gives AMQP 0-9-1 connections no `{client_id}` for topic permissions.
-    let variables = crate::permissions::TopicVariables::new(&user.name, name);
+    let variables = ferry_auth::permissions::TopicVariables::new(&user.name, name);
     let access = broker
         .users
         .vhost_access(&user.name, name, &variables)
@@ -206,7 +206,7 @@ async fn login(
                 .await
         }
         Response::External(names) => {
-            let Some(name) = auth::certificate::login_name(
+            let Some(name) = auth::login_name(
                 names,
                 config.ssl_cert_login_from,
                 config.ssl_cert_login_san_type,
@@ -251,7 +251,7 @@ where
 {
     loop {
         let seen = buf.len().min(PROTOCOL_HEADER.len());
-        if crate::tls::looks_like_tls(buf) {
+        if ferry_tls::looks_like_tls(buf) {
             return Err(HandshakeError::ClientHello);
         }
         if buf[..seen] != PROTOCOL_HEADER[..seen] {
@@ -379,11 +379,11 @@ mod tests {
             ..ferry_store::StoreConfig::default()
         };
         let db = ferry_store::Database::open(&store).await.unwrap();
-        let user = crate::config::UserConfig {
+        let user = ferry_auth::UserConfig {
             name: "alice".into(),
-            password_hash: Some(crate::password::PasswordHash::new("pw").to_string()),
+            password_hash: Some(ferry_auth::password::PasswordHash::new("pw").to_string()),
             scram_sha_256: None,
-            ..crate::config::UserConfig::default()
+            ..ferry_auth::UserConfig::default()
         };
         let users = Authenticator::start(db, &store.prefix, &[user])
             .await
@@ -391,10 +391,10 @@ mod tests {
         (users, dir)
     }
 
-    fn with_certificate(names: crate::peer::CertificateNames) -> Peer {
+    fn with_certificate(names: ferry_auth::peer::CertificateNames) -> Peer {
         Peer {
             addr: std::net::SocketAddr::from(([127, 0, 0, 1], 40_000)),
-            tls: Some(crate::peer::TlsPeer {
+            tls: Some(ferry_auth::peer::TlsPeer {
                 certificate: Some(names),
             }),
         }
@@ -404,7 +404,7 @@ mod tests {
     async fn external_logs_in_as_the_certificates_name_when_the_user_exists() {
         let (users, _dir) = alice().await;
         let config = AmqpConfig::default();
-        let cn = |name: &str| crate::peer::CertificateNames {
+        let cn = |name: &str| ferry_auth::peer::CertificateNames {
             subject: format!("CN={name},O=Example"),
             common_name: Some(name.into()),
             emails: vec!["alice".into()],
@@ -429,8 +429,8 @@ mod tests {
             "login refused for user 'bob': invalid credentials"
         );
         let by_email = AmqpConfig {
-            ssl_cert_login_from: crate::config::amqp::CertLoginFrom::SubjectAlternativeName,
-            ssl_cert_login_san_type: crate::config::amqp::SanType::Email,
+            ssl_cert_login_from: ferry_auth::CertLoginFrom::SubjectAlternativeName,
+            ssl_cert_login_san_type: ferry_auth::SanType::Email,
             ..AmqpConfig::default()
         };
         let user = login(
@@ -457,7 +457,7 @@ mod tests {
             e.to_string(),
             "authentication mechanism 'EXTERNAL' is not offered; use one of PLAIN AMQPLAIN"
         );
-        let nameless = with_certificate(crate::peer::CertificateNames {
+        let nameless = with_certificate(ferry_auth::peer::CertificateNames {
             subject: "O=Example".into(),
             ..Default::default()
         });

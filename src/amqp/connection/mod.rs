@@ -19,12 +19,12 @@ use super::errors::{AmqpError, ReplyCode};
 use super::registry::{ConnectionInfo, LiveConnection};
 use super::user_changes;
 use super::writer;
-use crate::peer::Peer;
-use crate::tls::stream::{ReadHalf, Stream};
 use amq_protocol::protocol::{AMQPClass, channel as ch, connection};
 use bytes::BytesMut;
+use ferry_auth::peer::Peer;
 use ferry_telemetry::amqp as metric;
 use ferry_telemetry::compat::rabbitmq::state as rabbitmq;
+use ferry_tls::stream::{ReadHalf, Stream};
 use handshake::HandshakeError;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -112,7 +112,7 @@ pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: 
             return;
         }
         Ok(Err(HandshakeError::ClientHello)) => {
-            crate::tls::accept::count_failure("amqp", "client_hello_on_plaintext");
+            ferry_tls::accept::count_failure("amqp", "client_hello_on_plaintext");
             info!(%peer, "closing a connection: a TLS ClientHello arrived on the plaintext AMQP port; amqps clients connect to amqp.tls_listen");
             return;
         }

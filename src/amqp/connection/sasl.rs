@@ -3,8 +3,8 @@
 //! when the connection has a verified client certificate, as RabbitMQ's
 //! `rabbitmq_auth_mechanism_ssl` does.
 
-use crate::peer::{CertificateNames, Peer};
 use amq_protocol::types::parsing::parse_field_table;
+use ferry_auth::peer::{CertificateNames, Peer};
 
 /// The mechanisms offered without a client certificate, in connection.start's order.
 const PASSWORD_MECHANISMS: &str = "PLAIN AMQPLAIN";
@@ -165,7 +165,7 @@ mod tests {
         };
         let with_certificate = Peer {
             addr,
-            tls: Some(crate::peer::TlsPeer {
+            tls: Some(ferry_auth::peer::TlsPeer {
                 certificate: Some(names.clone()),
             }),
         };
@@ -176,7 +176,7 @@ mod tests {
         );
         let no_certificate = Peer {
             addr,
-            tls: Some(crate::peer::TlsPeer { certificate: None }),
+            tls: Some(ferry_auth::peer::TlsPeer { certificate: None }),
         };
         assert!(response(&no_certificate, "EXTERNAL", b"").is_err());
     }

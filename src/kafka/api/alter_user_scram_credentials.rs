@@ -17,10 +17,10 @@
 //! logs name users and mechanisms, never a salt or a key.
 
 use super::{Session, grouped, str_bytes};
-use crate::auth::User;
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
-use crate::scram::{MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, ScramCredential};
+use ferry_auth::User;
+use ferry_auth::scram::{MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, ScramCredential};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_user_scram_credentials_request::{
     ScramCredentialDeletion, ScramCredentialUpsertion,

@@ -12,10 +12,10 @@
 //! (Kafka's too), and librdkafka aborts as it does against Kafka.
 
 use super::{Session, grouped, str_bytes};
-use crate::auth::User;
 use crate::kafka::Context;
 use crate::kafka::acls::Operation;
-use crate::scram::Mechanism;
+use ferry_auth::User;
+use ferry_auth::scram::Mechanism;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_user_scram_credentials_response::{
     CredentialInfo, DescribeUserScramCredentialsResult,

@@ -58,12 +58,12 @@ pub use api_versions::unsupported_version;
 
 use super::Context;
 use super::codec::Request;
-use crate::auth::ScramLogin;
 use crate::config::listeners::SecurityProtocol;
 use crate::kafka::acls::model::USER_PREFIX;
 use crate::kafka::acls::{Access, Caller};
-use crate::peer::Peer;
-use crate::principal::PrincipalRules;
+use ferry_auth::ScramLogin;
+use ferry_auth::peer::Peer;
+use ferry_auth::principal::PrincipalRules;
 use futures::future::BoxFuture;
 use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestKind, ResponseKind};
 use kafka_protocol::protocol::StrBytes;

@@ -13,9 +13,9 @@
 
 use super::sasl_handshake::SaslMechanism;
 use super::{Login, Reply, SaslState, Session, str_bytes};
-use crate::auth::{AuthError, Front};
 use crate::kafka::Context;
 use bytes::Bytes;
+use ferry_auth::{AuthError, Front};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{ResponseKind, SaslAuthenticateRequest, SaslAuthenticateResponse};
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! ([`super::Session::sasl_tokens`]).
 
 use super::{Session, str_bytes};
-use crate::scram::Mechanism;
+use ferry_auth::scram::Mechanism;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{ResponseKind, SaslHandshakeRequest, SaslHandshakeResponse};
 

@@ -11,10 +11,10 @@ use super::model::{
 };
 use crate::amqp::topology::{Destination, VHost};
 use crate::amqp::vhosts::{VHosts, VhostMeta};
-use crate::auth::User;
-use crate::auth::store::{Scope, UserStore, UserStoreError};
 use crate::management::tables;
 use amq_protocol::types::FieldTable;
+use ferry_auth::User;
+use ferry_auth::store::{Scope, UserStore, UserStoreError};
 use serde_json::{Map, Value};
 
 /// Everything: users, virtual hosts, permissions and topology. `rabbit_version` is the

@@ -23,11 +23,11 @@ use crate::amqp::topology::{
     Binding, Declarations, Destination, Exchange, ExchangeKind, QueueSpec, VHost,
 };
 use crate::amqp::vhosts::{VHosts, VhostMeta};
-use crate::auth::User;
-use crate::auth::store::{UserStore, UserStoreError};
 use crate::management::tables;
-use crate::password::PasswordHash;
-use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
+use ferry_auth::User;
+use ferry_auth::password::PasswordHash;
+use ferry_auth::permissions::{Permissions, TopicPermission, VhostPermissions};
+use ferry_auth::store::{UserStore, UserStoreError};
 use ferry_store::{StoreError, TransactionError};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

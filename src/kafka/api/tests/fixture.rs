@@ -10,14 +10,15 @@
 //! PLAINTEXT one, and an SSL one for clients of a TLS peer) are bound on 127.0.0.1:0 and
 //! dropped unserved.
 
-use crate::config::users::default_users;
-use crate::config::{KafkaConfig, UserConfig};
+use crate::config::KafkaConfig;
 use crate::kafka::api::{self, Reply, Session};
 use crate::kafka::codec::{decode_request, encode_response};
 use crate::kafka::legacy::PRODUCE_WITH_MESSAGE_SETS_BELOW;
 use crate::kafka::{Background, Context, KafkaFront};
 use crate::memory_watermark::MemoryWatermark;
 use bytes::{Bytes, BytesMut};
+use ferry_auth::UserConfig;
+use ferry_auth::default_users;
 use ferry_stage::Stages;
 use ferry_stage::{Incarnation, Scope};
 use ferry_store::StoreConfig;
@@ -92,13 +93,13 @@ impl Front {
         // (`client_as`); never served, so it needs no certificate.
         let ssl = crate::kafka::KafkaListener {
             protocol: crate::config::listeners::SecurityProtocol::Ssl,
-            socket: crate::server::Listener {
+            socket: ferry_tls::server::Listener {
                 tcp: TcpListener::bind("127.0.0.1:0").await.unwrap(),
                 key: "kafka.listeners[0]".to_owned(),
                 tls: None,
             },
         };
-        let users = crate::auth::Authenticator::start(stages.db().clone(), &store.prefix, users)
+        let users = ferry_auth::Authenticator::start(stages.db().clone(), &store.prefix, users)
             .await
             .unwrap();
         let incarnation = Incarnation::begin(
@@ -137,12 +138,12 @@ impl Front {
 
     /// A client connected from `addr` on a plaintext listener.
     pub(crate) fn client_from(&self, addr: SocketAddr) -> Client {
-        self.client_as(crate::peer::Peer::plaintext(addr))
+        self.client_as(ferry_auth::peer::Peer::plaintext(addr))
     }
 
     /// A client at the other end of `peer` (a TLS session, a client certificate), on the
     /// PLAINTEXT listener, or the SSL one when `peer` is TLS.
-    pub(crate) fn client_as(&self, peer: crate::peer::Peer) -> Client {
+    pub(crate) fn client_as(&self, peer: ferry_auth::peer::Peer) -> Client {
         use crate::config::listeners::SecurityProtocol;
         let (listener, require_sasl) = if peer.is_tls() {
             (SecurityProtocol::Ssl, false)

@@ -5,11 +5,11 @@
 //! who requires TLS, and the principal a client certificate maps to.
 
 use super::fixture::{Answer, Client, Front, test_config, text};
-use crate::config::UserConfig;
-use crate::peer::{CertificateNames, Peer, TlsPeer};
-use crate::scram::test_client::client_final;
-use crate::scram::{Mechanism, ScramCredential};
 use bytes::Bytes;
+use ferry_auth::UserConfig;
+use ferry_auth::peer::{CertificateNames, Peer, TlsPeer};
+use ferry_auth::scram::test_client::client_final;
+use ferry_auth::scram::{Mechanism, ScramCredential};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     ApiVersionsRequest, MetadataRequest, SaslAuthenticateRequest, SaslAuthenticateResponse,
@@ -183,7 +183,7 @@ async fn scram_front(edit: impl FnOnce(&mut crate::config::KafkaConfig)) -> Fron
     };
     let tls_only = UserConfig {
         name: "tls-only".into(),
-        password_hash: Some(crate::password::PasswordHash::new("pw").to_string()),
+        password_hash: Some(ferry_auth::password::PasswordHash::new("pw").to_string()),
         scram_sha_256: None,
         scram_sha_512: None,
         require_tls: true,

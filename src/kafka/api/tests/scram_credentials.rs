@@ -6,10 +6,10 @@
 
 use super::acls::{client_of, guarded};
 use super::fixture::{Client, Front, text};
-use crate::auth::User;
-use crate::password::PasswordHash;
-use crate::scram::Mechanism;
-use crate::scram::test_client::salted_password;
+use ferry_auth::User;
+use ferry_auth::password::PasswordHash;
+use ferry_auth::scram::Mechanism;
+use ferry_auth::scram::test_client::salted_password;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_user_scram_credentials_request::{
     ScramCredentialDeletion, ScramCredentialUpsertion,

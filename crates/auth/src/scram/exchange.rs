@@ -7,7 +7,7 @@
 //! from the user name, and fails only at client-final — as a wrong password does, so the
 //! answers do not reveal whether the user exists.
 
-use crate::scram::{Mechanism, ScramCredential, constant_time_eq, random_bytes};
+use super::{Mechanism, ScramCredential, constant_time_eq, random_bytes};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 
@@ -152,7 +152,7 @@ impl ScramExchange {
     }
 
     /// The mechanism (the credential's hash function) of this exchange.
-    pub fn mechanism(&self) -> crate::scram::Mechanism {
+    pub fn mechanism(&self) -> Mechanism {
         self.credential.mechanism()
     }
 

@@ -4,17 +4,24 @@
 //! counted ([`accept`]), the names of a verified client certificate ([`names`]), and the
 //! connection type the fronts read and write over TCP or TLS alike ([`stream`]).
 //!
-//! The listeners ([`crate::server`], the daemon's HTTPS endpoint) hand every connection
-//! on as a [`stream::Stream`] with its [`crate::peer::Peer`]; authentication decides what
-//! the certificate allows.
+//! The listeners ([`server`]: the accept loop every front shares; the daemon's HTTPS
+//! endpoint) hand every connection on as a [`stream::Stream`] with its
+//! [`ferry_auth::peer::Peer`]; authentication decides what the certificate allows. `[tls]`'s
+//! keys are [`TlsConfig`], this crate's own section of `ferry.toml`.
 
 pub mod accept;
-pub mod names;
-pub mod reload;
-pub mod server_config;
+mod config;
+mod names;
+mod reload;
+pub mod server;
+mod server_config;
 pub mod stream;
 
 pub use accept::Acceptor;
+pub use config::{
+    CA_FILE_KEY, CERT_FILE_KEY, DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_RELOAD_CHECK_MS,
+    KEY_FILE_KEY, TlsConfig, TlsVersion, VerifyPeer,
+};
 pub use reload::Certificates;
 pub use server_config::TlsSetupError;
 pub use stream::Stream;

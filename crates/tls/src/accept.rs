@@ -6,7 +6,7 @@
 use super::reload::Certificates;
 use super::stream::Stream;
 use super::{looks_like_tls, names};
-use crate::peer::{Peer, TlsPeer};
+use ferry_auth::peer::{Peer, TlsPeer};
 use ferry_telemetry::tls as metric;
 use rustls::{CertificateError, Error as TlsError};
 use std::io;

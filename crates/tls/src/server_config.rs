@@ -2,8 +2,8 @@
 //! client verifier (`tls.verify_peer` against `tls.ca_file`) and the protocol versions, with
 //! the `ring` crypto provider. Every failure names the file and the key that set it.
 
-use crate::config::TlsConfig;
-use crate::config::tls::{CA_FILE_KEY, CERT_FILE_KEY, KEY_FILE_KEY, TlsVersion, VerifyPeer};
+use crate::TlsConfig;
+use crate::config::{CA_FILE_KEY, CERT_FILE_KEY, KEY_FILE_KEY, TlsVersion, VerifyPeer};
 use rustls::RootCertStore;
 use rustls::ServerConfig;
 use rustls::crypto::CryptoProvider;
@@ -47,7 +47,7 @@ pub enum TlsSetupError {
 }
 
 /// The crypto provider of every TLS connection Ferry serves: `ring`.
-pub fn provider() -> Arc<CryptoProvider> {
+pub(crate) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
@@ -55,7 +55,7 @@ pub fn provider() -> Arc<CryptoProvider> {
 ///
 /// # Errors
 /// [`TlsSetupError`] naming the file (and key) at fault.
-pub fn build(tls: &TlsConfig) -> Result<Arc<ServerConfig>, TlsSetupError> {
+pub(crate) fn build(tls: &TlsConfig) -> Result<Arc<ServerConfig>, TlsSetupError> {
     let chain = certificates(CERT_FILE_KEY, &tls.cert_file)?;
     let key = PrivateKeyDer::from_pem_file(&tls.key_file).map_err(|e| TlsSetupError::File {
         key: KEY_FILE_KEY,

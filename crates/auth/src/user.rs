@@ -3,7 +3,7 @@
 //! `[[users]]` declares it and as the user store keeps it. What it may do in each virtual
 //! host is kept apart, as its permissions ([`crate::permissions`]).
 
-use crate::config::UserConfig;
+use crate::UserConfig;
 use crate::password::PasswordHash;
 use crate::scram::{Mechanism, ScramCredential};
 

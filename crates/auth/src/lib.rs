@@ -3,36 +3,51 @@
 //! (AMQP SASL EXTERNAL) — becomes a [`User`] read from the user store, or a refusal that
 //! is logged, counted by front and reason, and slows the next logins from that address.
 //!
-//! - [`user`]: a user record, its credentials and tags;
-//! - [`crate::permissions`] (a leaf, so the config can validate patterns with it): RabbitMQ's
-//!   permissions and topic permissions, and how they match;
+//! - [`user`]: a user record, its credentials and tags, from its `[[users]]` entry
+//!   ([`UserConfig`], this crate's own section of `ferry.toml`);
+//! - [`password`]: RabbitMQ's password hashes; [`scram`]: SCRAM credentials as Kafka stores
+//!   them, and the server side of a SCRAM exchange;
+//! - [`permissions`]: RabbitMQ's permissions and topic permissions, and how they match;
 //! - [`access`]: the authorizer — what one user may do in one virtual host;
 //! - [`store`]: users and their permissions in the store, seeded from `[[users]]`, read
 //!   afresh at every login (permissions: when a connection opens a virtual host, and again
 //!   whenever they change);
-//! - [`scram`]: the server side of a SCRAM exchange;
 //! - [`throttle`]: the growing delay for addresses whose logins fail;
-//! - [`certificate`]: the user name SASL EXTERNAL takes from a client certificate.
+//! - [`certificate`]: the user name SASL EXTERNAL takes from a client certificate;
+//! - [`peer`]: who is at the other end of a connection, as the listener saw it;
+//! - [`principal`]: Kafka's rules that turn a certificate's subject into a principal.
 //!
 //! After the credentials are checked, a user's restrictions apply: `loopback_only` (like
 //! RabbitMQ's `guest`) and `require_tls` (refused on plaintext listeners). Refusals never
 //! say whether the user exists, and no secret reaches a log line or an error.
+//!
+//! Built on `ferry-store` (the user store) and `ferry-telemetry`; the daemon's configuration
+//! validates `[[users]]` with this crate's parsers.
 
 pub mod access;
-pub mod certificate;
+mod certificate;
+mod config;
+pub mod password;
+pub mod peer;
+pub mod permissions;
+pub mod principal;
 pub mod scram;
 pub mod store;
-pub mod throttle;
-pub mod user;
+mod throttle;
+mod user;
 
+pub use certificate::{CertLoginFrom, SanType, login_name};
+pub use config::{
+    DEFAULT_VHOST, GUEST_PASSWORD_HASH, GUEST_SCRAM_SHA_256, GUEST_SCRAM_SHA_512, PermissionConfig,
+    TopicPermissionConfig, UserConfig, default_users,
+};
 pub use user::User;
 
-use crate::config::UserConfig;
 use crate::peer::Peer;
 use crate::scram::Mechanism;
 use ferry_store::Database;
 use ferry_telemetry::auth as m;
-use scram::{ClientFirst, Finish, ScramError, ScramExchange};
+use scram::exchange::{ClientFirst, Finish, ScramError, ScramExchange};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -243,8 +258,11 @@ impl Authenticator {
                 None => {
                     // As long as checking a real user's SCRAM credential, so the time taken
                     // does not say whether the user exists.
-                    let fake =
-                        scram::fake_credential(Mechanism::Sha256, name, &self.inner.fake_salt_key);
+                    let fake = scram::exchange::fake_credential(
+                        Mechanism::Sha256,
+                        name,
+                        &self.inner.fake_salt_key,
+                    );
                     let _ = fake.verify_password(password);
                     Err(AuthError::InvalidCredentials(name.to_owned()))
                 }
@@ -427,6 +445,31 @@ fn is_loopback(ip: IpAddr) -> bool {
         IpAddr::V6(v6) => {
             v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
         }
+    }
+}
+
+/// What the fuzz targets (`fuzz/`, through `ferry::fuzzing`) decode of the user store's
+/// records; not for Ferry's own code.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Decodes a user's stored permissions on a virtual host.
+    ///
+    /// # Errors
+    /// The user store's error for an unreadable record.
+    pub fn user_permissions(
+        bytes: &[u8],
+    ) -> Result<crate::permissions::Permissions, crate::store::UserStoreError> {
+        crate::store::permissions::decode_permissions("/", "fuzz", bytes)
+    }
+
+    /// Decodes a user's stored topic permissions on an exchange.
+    ///
+    /// # Errors
+    /// The user store's error for an unreadable record.
+    pub fn user_topic_permission(
+        bytes: &[u8],
+    ) -> Result<crate::permissions::TopicPermission, crate::store::UserStoreError> {
+        crate::store::permissions::decode_topic("/", "fuzz", "amq.topic", bytes)
     }
 }
 

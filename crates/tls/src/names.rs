@@ -1,9 +1,9 @@
-//! The names a verified client certificate carries, as [`crate::peer::CertificateNames`]:
+//! The names a verified client certificate carries, as [`ferry_auth::peer::CertificateNames`]:
 //! the subject distinguished name printed as Kafka prints it (Java's RFC 2253 form: most
 //! specific RDN first, `CN=alice,OU=eng,O=Example`), the common name, and the DNS and
 //! e-mail subject alternative names.
 
-use crate::peer::CertificateNames;
+use ferry_auth::peer::CertificateNames;
 use std::fmt::Write;
 use x509_parser::oid_registry::{
     OID_DOMAIN_COMPONENT, OID_USERID, OID_X509_COMMON_NAME, OID_X509_COUNTRY_NAME,
@@ -15,7 +15,7 @@ use x509_parser::x509::{AttributeTypeAndValue, X509Name};
 
 /// The names of the DER certificate `der`; `None` when it does not parse (rustls verified
 /// it already, so that does not happen for a client certificate).
-pub fn of(der: &[u8]) -> Option<CertificateNames> {
+pub(crate) fn of(der: &[u8]) -> Option<CertificateNames> {
     let (_, cert) = X509Certificate::from_der(der).ok()?;
     let subject = cert.subject();
     let common_name = subject
@@ -45,7 +45,7 @@ pub fn of(der: &[u8]) -> Option<CertificateNames> {
 /// principal mapping rules match: RDNs from the last (most specific) to the first, joined
 /// by `,`; multi-valued RDNs joined by `+`; the keywords CN, C, L, ST, O, OU, STREET, DC and
 /// UID, other attributes as their OID with the value as `#` and its DER in hex.
-pub fn rfc2253(name: &X509Name<'_>) -> String {
+pub(crate) fn rfc2253(name: &X509Name<'_>) -> String {
     let rdns: Vec<String> = name
         .iter()
         .map(|rdn| rdn.iter().map(attribute).collect::<Vec<_>>().join("+"))

@@ -8,7 +8,7 @@
 //! configuration and logs an error naming the file.
 
 use super::server_config::{self, TlsSetupError};
-use crate::config::TlsConfig;
+use crate::TlsConfig;
 use ferry_telemetry::tls as metric;
 use parking_lot::{Mutex, RwLock};
 use rustls::ServerConfig;

@@ -6,8 +6,8 @@
 //! `(1, configure, write, read)` and `(1, write, read)`.
 
 use super::{UserStore, UserStoreError, read_all};
-use crate::auth::user::BadUser;
 use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
+use crate::user::BadUser;
 use ferry_store::{KeyValue, RangeOption, Transaction};
 use foundationdb_tuple::Subspace;
 

@@ -3,8 +3,32 @@
 //! subject, or the first subject alternative name of a kind (`amqp.ssl_cert_login_from`,
 //! `amqp.ssl_cert_login_san_type`).
 
-use crate::config::amqp::{CertLoginFrom, SanType};
 use crate::peer::CertificateNames;
+use serde::Deserialize;
+
+/// Where SASL EXTERNAL takes the user name from (`amqp.ssl_cert_login_from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CertLoginFrom {
+    /// The subject's common name (CN).
+    #[default]
+    CommonName,
+    /// The whole subject distinguished name, RFC 2253 (`CN=alice,O=Example`).
+    DistinguishedName,
+    /// The first subject alternative name of `amqp.ssl_cert_login_san_type`.
+    SubjectAlternativeName,
+}
+
+/// A kind of subject alternative name (`amqp.ssl_cert_login_san_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SanType {
+    /// A DNS name.
+    #[default]
+    Dns,
+    /// An e-mail address.
+    Email,
+}
 
 /// The login name in `names` that `from` (and `san` for SANs) selects, if there is one.
 pub fn login_name(names: &CertificateNames, from: CertLoginFrom, san: SanType) -> Option<&str> {

@@ -12,13 +12,13 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 /// The delay after the first failure.
-pub const FIRST_DELAY: Duration = Duration::from_millis(100);
+pub(crate) const FIRST_DELAY: Duration = Duration::from_millis(100);
 
 /// The longest delay.
-pub const MAX_DELAY: Duration = Duration::from_secs(5);
+pub(crate) const MAX_DELAY: Duration = Duration::from_secs(5);
 
 /// How long an address must not fail before its failures are forgotten.
-pub const FORGET_AFTER: Duration = Duration::from_secs(60);
+pub(crate) const FORGET_AFTER: Duration = Duration::from_secs(60);
 
 /// The most addresses remembered; past it, forgotten ones are pruned first, then the
 /// table is cleared (an attacker with that many addresses is not slowed by it anyway).
@@ -37,13 +37,13 @@ struct Record {
 
 /// The failed-login table of one Ferry instance.
 #[derive(Debug, Default)]
-pub struct Throttle {
+pub(crate) struct Throttle {
     addresses: Mutex<HashMap<IpAddr, Record>>,
 }
 
 impl Throttle {
     /// How long a login from `ip` starting at `now` must wait before it is checked.
-    pub fn wait(&self, ip: IpAddr, now: Instant) -> Duration {
+    pub(crate) fn wait(&self, ip: IpAddr, now: Instant) -> Duration {
         let addresses = self.addresses.lock();
         addresses
             .get(&ip)
@@ -54,7 +54,7 @@ impl Throttle {
     }
 
     /// Records a failed login from `ip` at `now`; returns the delay its next login gets.
-    pub fn failed(&self, ip: IpAddr, now: Instant) -> Duration {
+    pub(crate) fn failed(&self, ip: IpAddr, now: Instant) -> Duration {
         let mut addresses = self.addresses.lock();
         if addresses.len() >= MAX_ADDRESSES && !addresses.contains_key(&ip) {
             addresses.retain(|_, r| !forgotten(r, now));
@@ -79,7 +79,7 @@ impl Throttle {
 }
 
 /// The delay after `failures` failures in a row.
-pub fn delay_after(failures: u32) -> Duration {
+pub(crate) fn delay_after(failures: u32) -> Duration {
     let doublings = failures.saturating_sub(1).min(16);
     FIRST_DELAY.saturating_mul(1 << doublings).min(MAX_DELAY)
 }

@@ -9,9 +9,9 @@
 //! unless it already has permissions there.
 
 use super::{UserStore, UserStoreError, read_all};
-use crate::auth::user::{BadUser, User};
-use crate::config::UserConfig;
+use crate::UserConfig;
 use crate::permissions::{Permissions, TopicPermission, VhostPermissions};
+use crate::user::{BadUser, User};
 use ferry_store::Transaction;
 
 /// Bytes of the key fake SCRAM salts are derived from.

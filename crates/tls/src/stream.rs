@@ -129,6 +129,13 @@ pub trait Resettable {
     fn reset_on_close(&self) -> io::Result<()>;
 }
 
+/// An in-memory pipe (the tests' stand-in for a socket) has no connection to reset.
+impl Resettable for tokio::io::DuplexStream {
+    fn reset_on_close(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 impl WriteHalf {
     /// The TCP socket's descriptor.
     fn socket(&self) -> RawFd {

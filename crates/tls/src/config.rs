@@ -2,12 +2,10 @@
 //! `amqp.tls_listen`, Kafka's `SSL://` and `SASL_SSL://` listeners, HTTPS on
 //! `metrics.listen` with `metrics.tls`).
 //!
-//! [`TlsConfig::validate`] checks values without I/O; whether a listener that needs TLS has
-//! a certificate is checked by [`super::validate`], which sees every section. The files
-//! themselves are read by preflight ([`super::preflight`]) and by the daemon.
+//! TLS's own section of `ferry.toml`. The daemon's configuration embeds it and checks its
+//! values (and whether a listener that needs TLS has a certificate); preflight and the
+//! daemon read the files.
 
-use super::ConfigError;
-use super::checks::at_least;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use std::fmt;
@@ -127,37 +125,6 @@ impl TlsConfig {
         !self.cert_file.as_os_str().is_empty()
     }
 
-    /// Checks the section's values. Pure.
-    ///
-    /// # Errors
-    /// The first [`ConfigError::Invalid`], naming the key.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let has_key = !self.key_file.as_os_str().is_empty();
-        if self.has_certificate() && !has_key {
-            return Err(ConfigError::invalid(
-                KEY_FILE_KEY,
-                format!("must be set when {CERT_FILE_KEY} is"),
-            ));
-        }
-        if has_key && !self.has_certificate() {
-            return Err(ConfigError::invalid(
-                CERT_FILE_KEY,
-                format!("must be set when {KEY_FILE_KEY} is"),
-            ));
-        }
-        if self.verify_peer != VerifyPeer::None && self.ca_file.as_os_str().is_empty() {
-            return Err(ConfigError::invalid(
-                CA_FILE_KEY,
-                format!(
-                    "must name the CA that signs client certificates when tls.verify_peer is '{}'",
-                    self.verify_peer.as_str()
-                ),
-            ));
-        }
-        at_least("tls.handshake_timeout_ms", self.handshake_timeout_ms, 1)?;
-        at_least("tls.reload_check_ms", self.reload_check_ms, 100)
-    }
-
     /// The files `[tls]` names, each with its key, in the order they are loaded.
     pub fn files(&self) -> Vec<(&'static str, &PathBuf)> {
         [
@@ -185,50 +152,6 @@ impl VerifyPeer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn error_after(edit: impl FnOnce(&mut TlsConfig)) -> String {
-        let mut config = TlsConfig::default();
-        edit(&mut config);
-        config.validate().unwrap_err().to_string()
-    }
-
-    #[test]
-    fn defaults_are_valid() {
-        TlsConfig::default().validate().unwrap();
-    }
-
-    #[test]
-    fn a_certificate_needs_its_key_and_the_other_way_round() {
-        assert_eq!(
-            error_after(|c| c.cert_file = "cert.pem".into()),
-            "tls.key_file: must be set when tls.cert_file is"
-        );
-        assert_eq!(
-            error_after(|c| c.key_file = "key.pem".into()),
-            "tls.cert_file: must be set when tls.key_file is"
-        );
-    }
-
-    #[test]
-    fn verifying_clients_needs_a_ca() {
-        assert_eq!(
-            error_after(|c| c.verify_peer = VerifyPeer::Required),
-            "tls.ca_file: must name the CA that signs client certificates when \
-             tls.verify_peer is 'required'"
-        );
-    }
-
-    #[test]
-    fn zero_timeouts_are_rejected() {
-        assert_eq!(
-            error_after(|c| c.handshake_timeout_ms = 0),
-            "tls.handshake_timeout_ms: 0 must be at least 1"
-        );
-        assert_eq!(
-            error_after(|c| c.reload_check_ms = 10),
-            "tls.reload_check_ms: 10 must be at least 100"
-        );
-    }
 
     #[test]
     fn versions_parse_from_strings_and_numbers() {

@@ -10,6 +10,9 @@
 //! `salt=…,stored_key=…,server_key=…,iterations=4096`.
 //!
 //! A leaf: it imports nothing of Ferry's, so the configuration can validate credentials.
+//! [`exchange`] is the server side of a SCRAM exchange with these credentials.
+
+pub mod exchange;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -320,8 +323,9 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// A client's side of a SCRAM exchange, computed from the password as RFC 5802 section 3
-/// says (not from a stored credential), for the tests of the server's side.
-#[cfg(test)]
+/// says (not from a stored credential), for the tests of the server's side: this crate's
+/// and the fronts' (which live in other crates, so it is compiled in, and hidden).
+#[doc(hidden)]
 pub mod test_client {
     use super::{BASE64, Mechanism};
     use base64::Engine as _;

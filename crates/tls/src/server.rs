@@ -9,8 +9,8 @@
 //! TLS) runs one loop per listener over one shared limit. The TLS handshake runs in the
 //! connection's own task, so a slow client never holds up the accept loop.
 
-use crate::peer::Peer;
-use crate::tls::{Acceptor, Stream};
+use crate::{Acceptor, Stream};
+use ferry_auth::peer::Peer;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,8 @@
-//! `[[users]]`: who may connect to the fronts (AMQP and Kafka), with their credentials (a
-//! RabbitMQ-format password hash and/or SCRAM credentials in Kafka's form), their tags and
-//! their RabbitMQ permissions. These seed the user store at startup, authoritative for the
-//! users they list (see `docs/security.md`, "Users and credentials" and "Authorization").
+//! `[[users]]`, authentication's own section of `ferry.toml`: who may connect to the fronts
+//! (AMQP and Kafka), with their credentials (a RabbitMQ-format password hash and/or SCRAM
+//! credentials in Kafka's form), their tags and their RabbitMQ permissions. These seed the
+//! user store at startup, authoritative for the users they list (see `docs/security.md`,
+//! "Users and credentials" and "Authorization").
 
 use serde::Deserialize;
 
