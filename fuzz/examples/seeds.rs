@@ -12,17 +12,17 @@
 use amq_protocol::protocol::{AMQPClass, basic, channel, confirm, connection, exchange, queue};
 use amq_protocol::types::{AMQPValue, DecimalValue, FieldArray, FieldTable};
 use bytes::{Bytes, BytesMut};
-use ferry::amqp::codec::{encode_content, encode_method, encode_properties};
-use ferry::amqp::message::StoredMessage;
-use ferry::amqp::topology::Exchange;
-use ferry::amqp::topology::args::encode_table;
-use ferry::amqp::topology::records::{QueueRecord, encode_exchange};
-use ferry::kafka::api::SUPPORTED;
-use ferry::kafka::batch;
-use ferry::kafka::groups::store::{CommittedOffset, encode_offset};
-use ferry::kafka::lease::Lease;
-use ferry::kafka::producers::{ProducerState, WrittenBatch};
-use ferry::kafka::staged::{self, Waiter};
+use ferry_amqp::codec::{encode_content, encode_method, encode_properties};
+use ferry_amqp::message::StoredMessage;
+use ferry_amqp::topology::Exchange;
+use ferry_amqp::topology::args::encode_table;
+use ferry_amqp::topology::records::{QueueRecord, encode_exchange};
+use ferry_kafka::api::SUPPORTED;
+use ferry_kafka::batch;
+use ferry_kafka::groups::store::{CommittedOffset, encode_offset};
+use ferry_kafka::lease::Lease;
+use ferry_kafka::producers::{ProducerState, WrittenBatch};
+use ferry_kafka::staged::{self, Waiter};
 use ferry_stage::{DeadLetter, DeadLetterReason, Envelope, StageMeta};
 use foundationdb_tuple::pack;
 use kafka_protocol::messages::*;
@@ -217,7 +217,7 @@ fn amqp_frames() -> Vec<(String, Vec<u8>)> {
     );
     publish(&mut full, 1, &rich_properties(), &[b'x'; 5000]);
     publish(&mut full, 1, &basic::AMQPProperties::default(), b"");
-    full.extend_from_slice(&ferry::amqp::codec::HEARTBEAT);
+    full.extend_from_slice(&ferry_amqp::codec::HEARTBEAT);
     method(
         &mut full,
         1,

@@ -23,18 +23,18 @@
 //! small multiple of the input (`-malloc_limit_mb` catches a length-driven allocation).
 
 use bytes::BytesMut;
-use ferry::bridge::mapping::kafka_to_amqp;
 use ferry::fuzzing::{kafka_decode_committed, kafka_sasl_handshake, kafka_sasl_plain};
-use ferry::kafka::acls::model::{Acl, AclCodes, AclFilter, FilterCodes};
-use ferry::kafka::api::supported;
-use ferry::kafka::append_format;
-use ferry::kafka::batch::{self, BatchHeader};
-use ferry::kafka::codec::{FrameDecoder, decode_request};
-use ferry::kafka::format_settings::{CompressionType, TimestampType};
-use ferry::kafka::legacy;
-use ferry::kafka::staged::{self, Waiter};
-use ferry::kafka::topics::TopicConfig;
 use ferry_auth::scram::exchange::ClientFirst;
+use ferry_bridge::mapping::kafka_to_amqp;
+use ferry_kafka::acls::model::{Acl, AclCodes, AclFilter, FilterCodes};
+use ferry_kafka::api::supported;
+use ferry_kafka::append_format;
+use ferry_kafka::batch::{self, BatchHeader};
+use ferry_kafka::codec::{FrameDecoder, decode_request};
+use ferry_kafka::format_settings::{CompressionType, TimestampType};
+use ferry_kafka::legacy;
+use ferry_kafka::staged::{self, Waiter};
+use ferry_kafka::topics::TopicConfig;
 use kafka_protocol::messages::RequestKind;
 
 /// `kafka.max_request_size`'s default.

@@ -25,30 +25,30 @@
 //! panic: a damaged record must fail its read, not the process.
 
 use bytes::Bytes;
-use ferry::amqp::message::StoredMessage;
-use ferry::amqp::port::AmqpMessage;
-use ferry::amqp::topology::args::{QueueArgs, decode_table};
-use ferry::amqp::topology::records::{
-    QueueRecord, TopologyKeys, decode_exchange, encode_exchange, entity_name,
-};
-use ferry::amqp::topology::{Binding, Destination};
-use ferry::bridge::mapping::{amqp_to_kafka, kafka_to_amqp, values};
-use ferry::config::KeySource;
 use ferry::fuzzing::{
     DequeueRequest, amqp_vhost_meta, decode_counter, decode_u64, kafka_batch_index,
     kafka_broker_registration, kafka_decode_committed, kafka_topic_meta, kafka_txn_state,
     user_permissions, user_topic_permission,
 };
-use ferry::kafka::batch::{self, BatchHeader};
-use ferry::kafka::groups::consumer::ConsumerSettings;
-use ferry::kafka::groups::state::{Group, GroupSettings, JoinRequest, MemberRef};
-use ferry::kafka::groups::store::{decode_member, decode_meta, decode_offset};
-use ferry::kafka::keys::{KafkaKeys, decode_i64};
-use ferry::kafka::lease::Lease;
-use ferry::kafka::log::Aborted;
-use ferry::kafka::producers::ProducerState;
-use ferry::kafka::staged;
+use ferry_amqp::message::StoredMessage;
+use ferry_amqp::port::AmqpMessage;
+use ferry_amqp::topology::args::{QueueArgs, decode_table};
+use ferry_amqp::topology::records::{
+    QueueRecord, TopologyKeys, decode_exchange, encode_exchange, entity_name,
+};
+use ferry_amqp::topology::{Binding, Destination};
 use ferry_auth::User;
+use ferry_bridge::mapping::{amqp_to_kafka, kafka_to_amqp, values};
+use ferry_config::KeySource;
+use ferry_kafka::batch::{self, BatchHeader};
+use ferry_kafka::groups::consumer::ConsumerSettings;
+use ferry_kafka::groups::state::{Group, GroupSettings, JoinRequest, MemberRef};
+use ferry_kafka::groups::store::{decode_member, decode_meta, decode_offset};
+use ferry_kafka::keys::{KafkaKeys, decode_i64};
+use ferry_kafka::lease::Lease;
+use ferry_kafka::log::Aborted;
+use ferry_kafka::producers::ProducerState;
+use ferry_kafka::staged;
 use ferry_stage::Owner;
 use ferry_stage::keys::RootKeys;
 use ferry_stage::{Envelope, StageMeta};

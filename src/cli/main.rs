@@ -11,7 +11,7 @@ mod bench;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use ferry::config::{Config, ConfigError};
+use ferry_config::{Config, ConfigError};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -197,7 +197,7 @@ fn replay(config: &Config, route: &str, destination: usize) -> anyhow::Result<u6
             .await
             .context("cannot open the store")?;
         let stages = ferry_stage::Stages::new(db.clone(), &config.store.prefix);
-        let moved = ferry::bridge::replay::replay(&stages, route, destination).await;
+        let moved = ferry_bridge::replay::replay(&stages, route, destination).await;
         db.close().await;
         moved.with_context(|| format!("cannot replay route '{route}' destination {destination}"))
     })
@@ -206,9 +206,9 @@ fn replay(config: &Config, route: &str, destination: usize) -> anyhow::Result<u6
 /// Runs one benchmark on a multi-threaded runtime, logging warnings and errors (of the
 /// bridge a bench runs, say) to standard error; `RUST_LOG` changes the level.
 fn run_bench(which: Bench) -> anyhow::Result<()> {
-    ferry::daemon::logging::init(&ferry::config::LogConfig {
+    ferry::daemon::logging::init(&ferry_config::LogConfig {
         level: "warn".into(),
-        format: ferry::config::LogFormat::Text,
+        format: ferry_config::LogFormat::Text,
     })?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {

@@ -9,12 +9,12 @@
 //! thing the daemon stops. `/readyz` also lists the state of each of the bridge's
 //! external brokers, one per line after `ready`.
 
-use crate::config::metrics::LISTEN_KEY;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use ferry_config::metrics::LISTEN_KEY;
 use ferry_store::Database;
 use ferry_telemetry::compat::rabbitmq::{self, Detail};
 use ferry_tls::Acceptor;
@@ -42,7 +42,7 @@ pub struct Endpoints {
     pub shutdown: CancellationToken,
     /// The bridge's external brokers, listed by `/readyz` (a broker that is down does
     /// not make Ferry unready).
-    pub bridge: crate::bridge::status::Status,
+    pub bridge: ferry_bridge::status::Status,
 }
 
 /// The routes of the operations server.
@@ -144,7 +144,7 @@ mod tests {
             metrics: PrometheusBuilder::new().build_recorder().handle(),
             db: Database::open(&store).await.unwrap(),
             shutdown: CancellationToken::new(),
-            bridge: crate::bridge::status::Status::default(),
+            bridge: ferry_bridge::status::Status::default(),
         }
     }
 

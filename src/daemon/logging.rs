@@ -3,7 +3,7 @@
 //! The filter comes from `log.level`, unless `RUST_LOG` is set: then `RUST_LOG` wins, so a
 //! running unit can be made verbose without editing its config file.
 
-use crate::config::{LogConfig, LogFormat};
+use ferry_config::{LogConfig, LogFormat};
 use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 

@@ -28,16 +28,16 @@ pub mod shutdown;
 pub mod store_metrics;
 pub mod tasks;
 
-use crate::config::{
+use ferry_config::{
     Config, amqp::LISTEN_KEY as AMQP_LISTEN_KEY, amqp::TLS_LISTEN_KEY as AMQP_TLS_LISTEN_KEY,
     env_var, kafka::LISTEN_KEY as KAFKA_LISTEN_KEY, kafka::LISTENERS_KEY as KAFKA_LISTENERS_KEY,
     management::LISTEN_KEY as MANAGEMENT_LISTEN_KEY, metrics::LISTEN_KEY,
 };
-use crate::kafka::{KafkaError, KafkaFront, KafkaListener};
-use crate::memory_watermark::MemoryWatermark;
+use ferry_kafka::{KafkaError, KafkaFront, KafkaListener};
 use ferry_stage::{Holders, StageError, Stages};
 use ferry_stage::{Incarnation, Scope};
 use ferry_store::{Database, StoreError};
+use ferry_telemetry::memory_watermark::MemoryWatermark;
 use ferry_tls::server::Listener;
 use ferry_tls::{Acceptor, Certificates, TlsSetupError};
 use shutdown::Drain;
@@ -89,10 +89,10 @@ pub enum DaemonError {
     Users(#[from] ferry_auth::AuthSetupError),
     /// The AMQP front could not start.
     #[error(transparent)]
-    Amqp(#[from] crate::amqp::FrontError),
+    Amqp(#[from] ferry_amqp::FrontError),
     /// The bridge stopped with a failure.
     #[error(transparent)]
-    Bridge(#[from] crate::bridge::BridgeError),
+    Bridge(#[from] ferry_bridge::BridgeError),
     /// A background task panicked.
     #[error("background task '{task}' panicked")]
     Panicked {
@@ -274,7 +274,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         kafka.run().await;
         Ok(())
     });
-    let front = crate::amqp::Front {
+    let front = ferry_amqp::Front {
         config: config.amqp.clone(),
         users: users.clone(),
         db: db.clone(),
@@ -283,7 +283,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         lease_ttl: config.stage.lease_ttl(),
         memory,
     };
-    let amqp = crate::amqp::start(front).await?;
+    let amqp = ferry_amqp::start(front).await?;
     let mut listening = Vec::new();
     for l in &amqp_listeners {
         let protocol = if l.tls.is_some() { "amqp/ssl" } else { "amqp" };
@@ -313,12 +313,12 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
                 .map(|addr| (protocol.to_owned(), addr)),
         );
     }
-    let fronts = crate::bridge::Fronts {
+    let fronts = ferry_bridge::Fronts {
         amqp: Some(amqp.port()),
         kafka: Some(kafka_port),
     };
-    let bridge_status = crate::bridge::status::Status::default();
-    let route_states = crate::bridge::States::default();
+    let bridge_status = ferry_bridge::status::Status::default();
+    let route_states = ferry_bridge::States::default();
     let management_api = crate::management::Api::new(crate::management::Shared {
         users: users.clone(),
         amqp: amqp.admin(),
@@ -332,7 +332,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             .as_ref()
             .is_some_and(|l| l.tls.is_some()),
         rates: Default::default(),
-        routes: crate::bridge::admin::RouteAdmin::new(
+        routes: ferry_bridge::admin::RouteAdmin::new(
             config.clone(),
             stages.clone(),
             route_states.clone(),
@@ -345,7 +345,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         amqp.run(amqp_listeners, token).await;
         Ok(())
     });
-    let bridge = crate::bridge::Setup {
+    let bridge = ferry_bridge::Setup {
         config: config.clone(),
         stages: stages.clone(),
         fronts,
@@ -354,7 +354,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     };
     let (token, failed) = (shutdown.clone(), shutdown.clone());
     loops.spawn("bridge", async move {
-        let result = crate::bridge::run(bridge, token).await;
+        let result = ferry_bridge::run(bridge, token).await;
         if result.is_err() {
             failed.cancel();
         }

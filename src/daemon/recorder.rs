@@ -5,7 +5,7 @@
 //! real `_bucket` series (the exporter would otherwise render summaries, which cannot be
 //! aggregated across instances).
 
-use crate::config::Config;
+use ferry_config::Config;
 use ferry_store::EngineKind;
 use ferry_telemetry::compat::rabbitmq::state::Node;
 use ferry_telemetry::{self as telemetry, names, names::Kind};
@@ -76,7 +76,9 @@ pub fn rabbitmq_node(config: &Config) -> Node {
         node: format!("ferry-{}@{host}", config.kafka.node_id),
         cluster: format!("ferry-{prefix}"),
         cluster_permanent_id: format!("ferry-cluster-{prefix}"),
-        memory_limit_bytes: crate::memory_watermark::limit_bytes(config.daemon.max_memory_mb),
+        memory_limit_bytes: ferry_telemetry::memory_watermark::limit_bytes(
+            config.daemon.max_memory_mb,
+        ),
         data_dir: (config.store.engine == EngineKind::Embedded).then(|| config.store.path.clone()),
         disk_limit_bytes: (config.store.engine == EngineKind::Embedded
             && config.store.min_free_disk_mb > 0)

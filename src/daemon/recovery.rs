@@ -3,7 +3,7 @@
 //! deliveries going back to their queues marked redelivered, instead of when the lease
 //! reaper finds their deadlines passed one `stage.lease_ttl_ms` later. The release is the
 //! reaper's own ([`Holders::release`] through [`Holders::release_outlived`]). The Kafka
-//! front frees its leases the same way as it starts ([`crate::kafka::recovery`]).
+//! front frees its leases the same way as it starts ([`ferry_kafka::recovery`]).
 
 use ferry_stage::Incarnation;
 use ferry_stage::{Holders, Stages};

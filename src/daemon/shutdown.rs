@@ -6,7 +6,7 @@
 
 use super::DaemonError;
 use super::tasks::Tasks;
-use crate::config::DaemonConfig;
+use ferry_config::DaemonConfig;
 use std::future::Future;
 use std::io;
 use tokio::signal::unix::{SignalKind, signal};

@@ -7,11 +7,11 @@ use super::login::Principal;
 use super::queues::visible_vhost;
 use super::reply::Json;
 use super::{Api, tables};
-use crate::amqp::registry::{LiveChannel, LiveConnection};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
+use ferry_amqp::registry::{LiveChannel, LiveConnection};
 use serde_json::{Value, json};
 use std::sync::Arc;
 

@@ -3,9 +3,9 @@
 //! failure is a 400 whose reason is the AMQP reply text without its code name).
 
 use super::reply::Json;
-use crate::amqp::errors::{AmqpError, ReplyCode};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use ferry_amqp::errors::{AmqpError, ReplyCode};
 use serde_json::json;
 
 /// The realm RabbitMQ's basic-auth challenge names.

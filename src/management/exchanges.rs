@@ -7,12 +7,12 @@ use super::queues::{changeable_vhost, visible_vhost, visible_vhosts};
 use super::reply::Flags;
 use super::reply::{Json, put_status};
 use super::{Api, tables};
-use crate::amqp::topology::{Exchange, ExchangeKind, VHost};
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use bytes::Bytes;
+use ferry_amqp::topology::{Exchange, ExchangeKind, VHost};
 use serde_json::{Value, json};
 use std::sync::Arc;
 

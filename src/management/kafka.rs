@@ -9,11 +9,11 @@ use super::administrator::{administrator, monitor, store_failed};
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::reply::Json;
-use crate::kafka::acls::model::Acl;
-use crate::kafka::admin::{GroupSummary, TopicView};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::routing::get;
+use ferry_kafka::acls::model::Acl;
+use ferry_kafka::admin::{GroupSummary, TopicView};
 use serde_json::{Value, json};
 
 /// The routes of this family.
@@ -132,7 +132,7 @@ async fn acls(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kafka::acls::model::{Operation, ResourceType};
+    use ferry_kafka::acls::model::{Operation, ResourceType};
 
     #[test]
     fn acl_values_have_kafka_names() {

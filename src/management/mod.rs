@@ -42,12 +42,12 @@ pub mod ui;
 pub mod users;
 pub mod vhosts;
 
-use crate::amqp::admin::AmqpAdmin;
-use crate::bridge::admin::RouteAdmin;
-use crate::kafka::admin::KafkaAdmin;
 use axum::Router;
 use error::ApiError;
+use ferry_amqp::admin::AmqpAdmin;
 use ferry_auth::Authenticator;
+use ferry_bridge::admin::RouteAdmin;
+use ferry_kafka::admin::KafkaAdmin;
 use rates::Rates;
 use std::net::SocketAddr;
 use std::ops::Deref;

@@ -24,15 +24,15 @@ use super::login::Principal;
 use super::messages::message_json;
 use super::queues::details;
 use super::reply::{Flags, Json, put_status};
-use crate::amqp::port::AmqpMessage;
-use crate::bridge::RunState;
-use crate::bridge::admin::{Connection, DestinationView, EndpointView, RouteAdminError, RouteView};
-use crate::config::RouteConfig;
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use bytes::Bytes;
+use ferry_amqp::port::AmqpMessage;
+use ferry_bridge::RunState;
+use ferry_bridge::admin::{Connection, DestinationView, EndpointView, RouteAdminError, RouteView};
+use ferry_config::RouteConfig;
 use ferry_stage::{Delivery, Depth};
 use serde_json::{Map, Value, json};
 use std::time::Instant;
@@ -348,7 +348,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.name, "r1");
-        assert_eq!(r.max_attempts, crate::config::bridge::DEFAULT_MAX_ATTEMPTS);
+        assert_eq!(r.max_attempts, ferry_config::bridge::DEFAULT_MAX_ATTEMPTS);
         let unknown = definition(
             "r1",
             br#"{"from": {"amqp_exchange": "in"}, "to": [], "tx": 1}"#,

@@ -15,12 +15,12 @@ use super::login::Principal;
 use super::queues::{visible_vhost, visible_vhosts};
 use super::reply::{Json, put_status};
 use super::users::tags_in;
-use crate::amqp::vhosts::{VhostError, VhostMeta};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use bytes::Bytes;
+use ferry_amqp::vhosts::{VhostError, VhostMeta};
 use ferry_auth::permissions::{Permissions, VhostPermissions};
 use serde_json::{Value, json};
 

@@ -7,10 +7,10 @@ use amq_protocol::types::{
     AMQPValue, ByteArray, DecimalValue, FieldArray, FieldTable, LongString, ShortString,
 };
 use bytes::Bytes;
-use ferry::amqp::port::AmqpMessage;
-use ferry::bridge::mapping::{amqp_to_kafka, kafka_to_amqp, values};
-use ferry::config::KeySource;
-use ferry::kafka::port::KafkaRecord;
+use ferry_amqp::port::AmqpMessage;
+use ferry_bridge::mapping::{amqp_to_kafka, kafka_to_amqp, values};
+use ferry_config::KeySource;
+use ferry_kafka::port::KafkaRecord;
 use proptest::prelude::*;
 
 fn short_string() -> impl Strategy<Value = String> {

@@ -9,18 +9,18 @@
 //! of the daemon as a whole use [`super::daemon`].
 
 use super::store::embedded;
-use ferry::config::{AmqpConfig, KafkaConfig};
-use ferry::kafka::{KafkaFront, KafkaListener};
-use ferry::memory_watermark::MemoryWatermark;
 use ferry_auth::Authenticator;
 use ferry_auth::password::PasswordHash;
 use ferry_auth::scram::{DEFAULT_ITERATIONS, Mechanism, ScramCredential};
 use ferry_auth::store::UserStore;
 use ferry_auth::{PermissionConfig, TopicPermissionConfig, UserConfig};
+use ferry_config::{AmqpConfig, KafkaConfig};
+use ferry_kafka::{KafkaFront, KafkaListener};
 use ferry_stage::{Incarnation, Scope};
 use ferry_stage::{RootKeys, Stages};
 use ferry_store::StoreConfig;
 use ferry_store::{Database, RangeOption};
+use ferry_telemetry::memory_watermark::MemoryWatermark;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tempfile::TempDir;
@@ -144,7 +144,7 @@ impl Front for Amqp {
         listener: TcpListener,
         shutdown: CancellationToken,
     ) -> JoinHandle<()> {
-        let front = ferry::amqp::Front {
+        let front = ferry_amqp::Front {
             config: config.clone(),
             users: authenticator(&stages).await,
             db: stages.db().clone(),
@@ -159,7 +159,7 @@ impl Front for Amqp {
                 key: "amqp.listen".to_owned(),
                 tls: None,
             };
-            ferry::amqp::run(front, vec![listener], shutdown)
+            ferry_amqp::run(front, vec![listener], shutdown)
                 .await
                 .unwrap();
         })

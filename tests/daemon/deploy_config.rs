@@ -2,7 +2,7 @@
 //! renamed or removed key cannot break deployments silently.
 
 use crate::deploy_metrics::{deploy_dir, files_below};
-use ferry::config::Config;
+use ferry_config::Config;
 use std::path::Path;
 
 #[test]

@@ -8,9 +8,9 @@
 
 use crate::common::store::TestStore;
 use crate::for_each_engine;
-use ferry::amqp::topology::records::TopologyKeys;
-use ferry::amqp::vhosts::VHosts;
 use ferry::management::definitions::{Definitions, ImportError, Target, export_all};
+use ferry_amqp::topology::records::TopologyKeys;
+use ferry_amqp::vhosts::VHosts;
 use ferry_auth::store::UserStore;
 use ferry_stage::Stages;
 

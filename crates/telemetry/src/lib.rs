@@ -9,7 +9,8 @@
 //! (tests check this). [`compat`] holds the same data under the names of RabbitMQ's
 //! Prometheus plugin and of kafka_exporter, so dashboards built for those work too.
 //! [`process`] reads the process's own resources and [`file_system`] the free space where
-//! a path lives.
+//! a path lives; [`memory_watermark`] raises RabbitMQ's memory alarm from the process's
+//! resident memory, holding publishers back while it is up.
 //!
 //! The bottom of the crate graph: every layer records its metrics here, and this crate
 //! uses none of Ferry's others.
@@ -20,6 +21,7 @@ pub mod bridge;
 pub mod compat;
 pub mod file_system;
 pub mod kafka;
+pub mod memory_watermark;
 pub mod names;
 pub mod process;
 pub mod tls;

@@ -12,12 +12,12 @@
 //! `--ca-file` for a broker whose certificate comes from a private CA, `--cert-file` and
 //! `--key-file` for one that asks for a client certificate.
 //!
-//! [`rabbitmq_link`]: ferry::bridge::rabbitmq_link
+//! [`rabbitmq_link`]: ferry_bridge::rabbitmq_link
 
 use super::Percentiles;
 use super::cpu::CpuMeter;
-use ferry::bridge::rabbitmq_link;
-use ferry::config::{AmqpTlsConfig, AmqpUri};
+use ferry_bridge::rabbitmq_link;
+use ferry_config::{AmqpTlsConfig, AmqpUri};
 use futures::StreamExt;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,

@@ -9,10 +9,10 @@ use super::model::{
     BindingDefinition, Definitions, ExchangeDefinition, PermissionDefinition, QueueDefinition,
     Tags, TopicPermissionDefinition, UserDefinition, VhostDefinition,
 };
-use crate::amqp::topology::{Destination, VHost};
-use crate::amqp::vhosts::{VHosts, VhostMeta};
 use crate::management::tables;
 use amq_protocol::types::FieldTable;
+use ferry_amqp::topology::{Destination, VHost};
+use ferry_amqp::vhosts::{VHosts, VhostMeta};
 use ferry_auth::User;
 use ferry_auth::store::{Scope, UserStore, UserStoreError};
 use serde_json::{Map, Value};

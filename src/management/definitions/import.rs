@@ -17,13 +17,13 @@
 //! from a hash, and kept beside a new hash they would still accept the old password.
 
 use super::model::{Definitions, UserDefinition};
-use crate::amqp::errors::{AmqpError, TxError};
-use crate::amqp::topology::args::QueueArgs;
-use crate::amqp::topology::{
+use crate::management::tables;
+use ferry_amqp::errors::{AmqpError, TxError};
+use ferry_amqp::topology::args::QueueArgs;
+use ferry_amqp::topology::{
     Binding, Declarations, Destination, Exchange, ExchangeKind, QueueSpec, VHost,
 };
-use crate::amqp::vhosts::{VHosts, VhostMeta};
-use crate::management::tables;
+use ferry_amqp::vhosts::{VHosts, VhostMeta};
 use ferry_auth::User;
 use ferry_auth::password::PasswordHash;
 use ferry_auth::permissions::{Permissions, TopicPermission, VhostPermissions};

@@ -19,8 +19,8 @@ use crate::bench::kafka::{
     KafkaBench, client, consumer, create_topic, produce_all, producer_config,
 };
 use anyhow::Context;
-use ferry::config::bridge::{DEFAULT_DEDUP_WINDOW_MS, DEFAULT_PARTITIONER};
-use ferry::config::{AmqpTlsConfig, SinkConfig, SourceConfig};
+use ferry_config::bridge::{DEFAULT_DEDUP_WINDOW_MS, DEFAULT_PARTITIONER};
+use ferry_config::{AmqpTlsConfig, SinkConfig, SourceConfig};
 use lapin::Channel;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::{AMQPValue, FieldTable};

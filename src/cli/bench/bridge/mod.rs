@@ -26,7 +26,7 @@ mod movers;
 use super::amqp::connect;
 use super::cpu::CpuMeter;
 use ends::{BenchKafka, End};
-use ferry::config::AmqpTlsConfig;
+use ferry_config::AmqpTlsConfig;
 use movers::{Stop, ferry_mover, shovel_mover};
 use std::time::{Duration, Instant};
 

@@ -5,9 +5,9 @@
 
 use super::{BridgeBench, DESTINATION, SOURCE};
 use anyhow::Context;
-use ferry::bridge::{Fronts, Setup, status::Status};
-use ferry::config::bridge::{DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_INITIAL_MS, DEFAULT_RETRY_MAX_MS};
-use ferry::config::{Config, EndpointConfig, KeySource, RouteConfig, SinkConfig, SourceConfig};
+use ferry_bridge::{Fronts, Setup, status::Status};
+use ferry_config::bridge::{DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_INITIAL_MS, DEFAULT_RETRY_MAX_MS};
+use ferry_config::{Config, EndpointConfig, KeySource, RouteConfig, SinkConfig, SourceConfig};
 use ferry_stage::Stages;
 use ferry_store::Database;
 use ferry_store::StoreConfig;
@@ -109,7 +109,7 @@ pub(super) async fn ferry_mover(
         status: Status::default(),
         states: Default::default(),
     };
-    let task = tokio::spawn(ferry::bridge::run(setup, shutdown.clone()));
+    let task = tokio::spawn(ferry_bridge::run(setup, shutdown.clone()));
     Ok(Box::new(move || {
         Box::pin(async move {
             shutdown.cancel();

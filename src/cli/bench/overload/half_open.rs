@@ -12,7 +12,7 @@ use super::many::open_many;
 use super::raw::AmqpTarget;
 use super::{Observer, OverloadBench, connections, seconds};
 use crate::bench::Percentiles;
-use ferry::amqp::codec::PROTOCOL_HEADER;
+use ferry_amqp::codec::PROTOCOL_HEADER;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -30,7 +30,7 @@ pub(super) mod watch;
 
 use super::amqp::connect;
 use super::kafka::{KafkaBench, client};
-use ferry::config::AmqpTlsConfig;
+use ferry_config::AmqpTlsConfig;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
 use probe::{Logs, Probes};
@@ -121,7 +121,7 @@ impl OverloadBench {
         format!(
             "--broker-pid {} --amqp-uri {} --kafka-bootstrap '{}' --baseline-seconds {}",
             self.broker_pid,
-            ferry::config::secret::redacted_uri(&self.amqp_uri),
+            ferry_config::secret::redacted_uri(&self.amqp_uri),
             self.kafka_bootstrap,
             self.baseline_seconds
         )

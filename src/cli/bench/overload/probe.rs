@@ -15,7 +15,7 @@ use super::raw::{AmqpTarget, RawAmqp, kafka_connect};
 use super::watch::Phase;
 use crate::bench::Percentiles;
 use crate::bench::amqp::connect;
-use ferry::config::AmqpTlsConfig;
+use ferry_config::AmqpTlsConfig;
 use futures::StreamExt;
 use lapin::options::{
     BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions,

@@ -31,7 +31,7 @@ use super::{
 use crate::bench::Percentiles;
 use crate::bench::amqp::{AmqpBench, publish_phase};
 use crate::bench::kafka::{create_topic, produce_all, producer_config};
-use ferry::config::AmqpTlsConfig;
+use ferry_config::AmqpTlsConfig;
 use kafka_protocol::messages::ApiKey;
 use rdkafka::producer::FutureProducer;
 use std::time::{Duration, Instant};

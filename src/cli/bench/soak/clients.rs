@@ -16,7 +16,7 @@
 use super::ledger::Ledger;
 use super::schedule::Pace;
 use crate::bench::amqp::connect;
-use ferry::config::AmqpTlsConfig;
+use ferry_config::AmqpTlsConfig;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};

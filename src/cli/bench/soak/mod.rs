@@ -32,8 +32,8 @@ use super::overload::{delete_queue, delete_topic, describe_broker, fresh_queue, 
 use crate::bench::amqp::connect;
 use anyhow::Context;
 use clients::{AmqpConsumer, Publisher, Shared, consume_kafka, publish};
-use ferry::bridge::sources::amqp_front;
-use ferry::config::AmqpTlsConfig;
+use ferry_bridge::sources::amqp_front;
+use ferry_config::AmqpTlsConfig;
 use lapin::ExchangeKind;
 use lapin::options::{ExchangeDeclareOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
@@ -158,7 +158,7 @@ impl SoakBench {
     fn flags(&self, pid: u32) -> String {
         format!(
             "--broker-pid {pid} --amqp-uri {} --kafka-bootstrap {} --rate {} --size {} --duration {} --warmup {} --every {} --drain {}",
-            ferry::config::secret::redacted_uri(&self.amqp_uri),
+            ferry_config::secret::redacted_uri(&self.amqp_uri),
             self.kafka_bootstrap,
             self.rate,
             self.size,
@@ -241,7 +241,7 @@ async fn check_route(uri: &str) -> anyhow::Result<()> {
     let reach = || {
         format!(
             "cannot reach Ferry's AMQP front at {}",
-            ferry::config::secret::redacted_uri(uri)
+            ferry_config::secret::redacted_uri(uri)
         )
     };
     let connection = connect(uri, &AmqpTlsConfig::default())
@@ -565,7 +565,7 @@ fn row_line(
 mod tests {
     use super::*;
     use clap::Parser;
-    use ferry::config::Config;
+    use ferry_config::Config;
 
     #[derive(Parser)]
     struct Cli {

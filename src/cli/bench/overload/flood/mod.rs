@@ -34,7 +34,7 @@ use super::{
 use crate::bench::amqp::connect;
 use crate::bench::kafka::{create_topic, producer_config};
 use blocks::{summarize_blocks, watch_blocks};
-use ferry::config::AmqpTlsConfig;
+use ferry_config::AmqpTlsConfig;
 use futures::StreamExt;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicQosOptions, ConfirmSelectOptions,

@@ -1,0 +1,101 @@
+//! Sinks: how a route destination hands messages over ([`super::sink::Sink`]).
+//!
+//! Modules, one per kind of endpoint: [`rabbitmq`] (an external RabbitMQ exchange),
+//! [`kafka`] (external Kafka topics), [`amqp_front`] and [`kafka_front`] (Ferry's own
+//! fronts).
+
+pub mod amqp_front;
+pub mod kafka;
+pub mod kafka_front;
+pub mod rabbitmq;
+
+use super::kafka_client::KafkaEndpoint;
+use super::route::Destination;
+use super::sink::{Sink, endpoint_label};
+use super::{BridgeError, RouteContext};
+use ferry_config::{Endpoint, SinkConfig};
+use std::collections::BTreeMap;
+
+/// The sink of `destination`. Never fails because a broker is down: that shows up as
+/// retried deliveries.
+///
+/// # Errors
+/// [`BridgeError::Config`] for a destination on a front this process does not run.
+pub async fn open(
+    ctx: &RouteContext,
+    destination: &Destination,
+    sinks: &BTreeMap<String, SinkConfig>,
+) -> Result<Sink, BridgeError> {
+    let no_front = |front: &str| {
+        BridgeError::Config(format!(
+            "route '{}': the {front} front does not run in this process",
+            ctx.config.name
+        ))
+    };
+    match &destination.endpoint {
+        Endpoint::Sink(name) => match sinks.get(name) {
+            Some(SinkConfig::Rabbitmq {
+                uri,
+                exchange,
+                routing_key,
+                tls,
+            }) => Ok(Sink::External(Box::new(rabbitmq::RabbitmqSink::new(
+                endpoint_label(&destination.endpoint),
+                (uri.clone(), tls.clone()),
+                exchange.clone(),
+                routing_key.clone(),
+                ctx.status.clone(),
+            )))),
+            Some(SinkConfig::Kafka {
+                bootstrap_servers,
+                topic,
+                partitioner,
+                transactional,
+                properties,
+                security,
+            }) => Ok(Sink::External(Box::new(kafka::KafkaSink::new(
+                kafka::KafkaSinkConfig {
+                    label: super::sink::endpoint_label(&destination.endpoint),
+                    endpoint: KafkaEndpoint {
+                        key: format!("sinks.{name}"),
+                        bootstrap_servers: bootstrap_servers.clone(),
+                        security: security.clone(),
+                        properties: properties.clone(),
+                    },
+                    topic: topic.clone(),
+                    index: destination.index,
+                    partitioner: partitioner.clone(),
+                    transactional_id: transactional
+                        .then(|| format!("ferry.{}.{}", ctx.config.name, destination.index)),
+                    key: ctx.config.key,
+                },
+                ctx.status.clone(),
+                ctx.db.clone(),
+                ctx.keys.space(),
+            )))),
+            None => Err(BridgeError::Config(format!("unknown sink '{name}'"))),
+        },
+        Endpoint::AmqpExchange {
+            vhost,
+            exchange,
+            key,
+        } => {
+            let amqp = ctx.fronts.amqp.clone().ok_or_else(|| no_front("AMQP"))?;
+            Ok(Sink::InStore(Box::new(amqp_front::AmqpFrontSink::new(
+                amqp,
+                vhost.clone(),
+                exchange.clone(),
+                key.clone(),
+            ))))
+        }
+        Endpoint::KafkaTopic(topic) => {
+            let kafka = ctx.fronts.kafka.clone().ok_or_else(|| no_front("Kafka"))?;
+            Ok(Sink::InStore(Box::new(
+                kafka_front::KafkaFrontSink::open(kafka, topic.clone(), ctx.config.key).await,
+            )))
+        }
+        Endpoint::Source(name) => Err(BridgeError::Config(format!(
+            "source '{name}' cannot be a destination"
+        ))),
+    }
+}

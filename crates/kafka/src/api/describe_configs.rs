@@ -1,0 +1,316 @@
+//! DescribeConfigs: a topic's supported settings (its overrides, or the broker default
+//! they follow: a dynamic broker setting of this instance or of the cluster, else
+//! `[kafka]`'s or Kafka's) and a broker's: as Kafka, resource `""` lists the cluster's
+//! dynamic settings, this instance's id every setting it has (the dynamic ones over
+//! `[kafka]`'s, and read-only those only `ferry.toml` sets), and another id is
+//! `INVALID_REQUEST` (a broker is described by itself). Needs DescribeConfigs on the topic
+//! (else `TOPIC_AUTHORIZATION_FAILED`) or on the cluster for a broker (else
+//! `CLUSTER_AUTHORIZATION_FAILED`).
+
+use super::{Refused, Session, str_bytes};
+use crate::Context;
+use crate::acls::Operation;
+use crate::broker_settings::{self, Scope, Settings, TOPIC_DEFAULTS};
+use crate::inert_settings::Kind;
+use crate::topics::{
+    CLEANUP_POLICY, COMPRESSION_TYPE, DELETE_RETENTION_MS, Layer, MAX_MESSAGE_BYTES,
+    MESSAGE_TIMESTAMP_TYPE, MIN_CLEANABLE_DIRTY_RATIO, MIN_COMPACTION_LAG_MS, RETENTION_BYTES,
+    RETENTION_MS, TopicConfig, TopicDefaults,
+};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse, ResponseKind};
+use std::sync::Arc;
+
+/// Kafka's resource type of a topic.
+pub(super) const TOPIC: i8 = 2;
+/// Kafka's resource type of a broker.
+pub(super) const BROKER: i8 = 4;
+/// Config source: set on the topic.
+const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+/// Config source: a dynamic setting of this broker.
+const DYNAMIC_BROKER_CONFIG: i8 = 2;
+/// Config source: a dynamic setting of the cluster (every broker).
+const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
+/// Config source: the broker's configuration file.
+const STATIC_BROKER_CONFIG: i8 = 4;
+/// Config source: the default.
+const DEFAULT_CONFIG: i8 = 5;
+/// Config types (v3+).
+const STRING: i8 = 2;
+const INT: i8 = 3;
+const LONG: i8 = 5;
+const DOUBLE: i8 = 6;
+const BOOLEAN: i8 = 1;
+const LIST: i8 = 7;
+
+/// One setting as described.
+struct Entry {
+    name: &'static str,
+    value: String,
+    source: i8,
+    read_only: bool,
+    kind: i8,
+}
+
+/// Describes every resource asked for.
+pub(super) fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    version: i16,
+    request: DescribeConfigsRequest,
+) -> ResponseKind {
+    let access = session.access(ctx);
+    let results = request
+        .resources
+        .into_iter()
+        .map(|r| {
+            let result = DescribeConfigsResult::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name.clone());
+            let refused = match r.resource_type {
+                TOPIC if !access.topic(Operation::DescribeConfigs, r.resource_name.as_str()) => {
+                    Some(ResponseError::TopicAuthorizationFailed)
+                }
+                BROKER if !access.cluster(Operation::DescribeConfigs) => {
+                    Some(ResponseError::ClusterAuthorizationFailed)
+                }
+                _ => None,
+            };
+            if let Some(e) = refused {
+                return result
+                    .with_error_code(e.code())
+                    .with_error_message(Some(str_bytes("Authorization failed.")));
+            }
+            let entries = match r.resource_type {
+                TOPIC => match ctx.topics.get(r.resource_name.as_str()) {
+                    Some(t) => topic_entries(&ctx.defaults(), &t.meta.config),
+                    None => {
+                        return result
+                            .with_error_code(ResponseError::UnknownTopicOrPartition.code())
+                            .with_error_message(Some(str_bytes(format!(
+                                "topic '{}' does not exist",
+                                r.resource_name.as_str()
+                            ))));
+                    }
+                },
+                BROKER => match broker_entries(ctx, r.resource_name.as_str()) {
+                    Ok(entries) => entries,
+                    Err((code, message)) => {
+                        return result
+                            .with_error_code(code)
+                            .with_error_message(Some(str_bytes(message)));
+                    }
+                },
+                other => {
+                    return result
+                        .with_error_code(ResponseError::InvalidRequest.code())
+                        .with_error_message(Some(str_bytes(format!(
+                            "resource type {other} is not described; only topics (2) and brokers (4) are"
+                        ))));
+                }
+            };
+            let wanted = r.configuration_keys;
+            result.with_configs(
+                entries
+                    .into_iter()
+                    .filter(|e| {
+                        wanted
+                            .as_ref()
+                            .is_none_or(|keys| keys.iter().any(|k| k.as_str() == e.name))
+                    })
+                    .map(|e| {
+                        let described = DescribeConfigsResourceResult::default()
+                            .with_name(str_bytes(e.name))
+                            .with_value(Some(str_bytes(e.value)))
+                            .with_read_only(e.read_only)
+                            .with_config_source(e.source);
+                        if version >= 3 {
+                            described.with_config_type(e.kind)
+                        } else {
+                            described
+                        }
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    ResponseKind::DescribeConfigs(DescribeConfigsResponse::default().with_results(results))
+}
+
+/// The settings of a topic of settings `config` under the broker defaults `d`.
+fn topic_entries(d: &TopicDefaults, config: &TopicConfig) -> Vec<Entry> {
+    let resolved = d.resolve(config);
+    let source = |set: fn(&TopicConfig) -> bool| match d.layer(config, set) {
+        Some(Layer::Topic) => DYNAMIC_TOPIC_CONFIG,
+        Some(Layer::Broker) => DYNAMIC_BROKER_CONFIG,
+        Some(Layer::Cluster) => DYNAMIC_DEFAULT_BROKER_CONFIG,
+        None => DEFAULT_CONFIG,
+    };
+    vec![
+        Entry {
+            name: RETENTION_MS,
+            value: d.retention_ms(config).to_string(),
+            source: source(|c| c.retention_ms.is_some()),
+            read_only: false,
+            kind: LONG,
+        },
+        Entry {
+            name: RETENTION_BYTES,
+            value: d.retention_bytes(config).to_string(),
+            source: source(|c| c.retention_bytes.is_some()),
+            read_only: false,
+            kind: LONG,
+        },
+        Entry {
+            name: MAX_MESSAGE_BYTES,
+            value: d.max_message_bytes(config).to_string(),
+            source: source(|c| c.max_message_bytes.is_some()),
+            read_only: false,
+            kind: INT,
+        },
+        Entry {
+            name: CLEANUP_POLICY,
+            value: resolved.cleanup_policy().as_str().into(),
+            source: source(|c| c.cleanup_policy.is_some()),
+            read_only: false,
+            kind: STRING,
+        },
+        Entry {
+            name: DELETE_RETENTION_MS,
+            value: resolved.delete_retention_ms().to_string(),
+            source: source(|c| c.delete_retention_ms.is_some()),
+            read_only: false,
+            kind: LONG,
+        },
+        Entry {
+            name: MIN_COMPACTION_LAG_MS,
+            value: resolved.min_compaction_lag_ms().to_string(),
+            source: source(|c| c.min_compaction_lag_ms.is_some()),
+            read_only: false,
+            kind: LONG,
+        },
+        Entry {
+            name: MIN_CLEANABLE_DIRTY_RATIO,
+            value: resolved.min_cleanable_dirty_ratio().to_string(),
+            source: source(|c| c.min_cleanable_dirty_ratio.is_some()),
+            read_only: false,
+            kind: DOUBLE,
+        },
+        Entry {
+            name: MESSAGE_TIMESTAMP_TYPE,
+            value: resolved.message_timestamp_type().as_str().into(),
+            source: source(|c| c.message_timestamp_type.is_some()),
+            read_only: false,
+            kind: STRING,
+        },
+        Entry {
+            name: COMPRESSION_TYPE,
+            value: resolved.compression_type().as_str().into(),
+            source: source(|c| c.compression_type.is_some()),
+            read_only: false,
+            kind: STRING,
+        },
+    ]
+}
+
+/// The settings of BROKER resource `name`: `""`, the cluster's dynamic settings; this
+/// instance's id, every setting it has.
+///
+/// # Errors
+/// `INVALID_REQUEST` for another name, with Kafka's message.
+fn broker_entries(ctx: &Context, name: &str) -> Result<Vec<Entry>, Refused> {
+    let cluster = ctx.broker_settings.of(Scope::Cluster);
+    if name.is_empty() {
+        return Ok(dynamic_entries(&cluster, DYNAMIC_DEFAULT_BROKER_CONFIG).collect());
+    }
+    let me = ctx.config.node_id;
+    if name.parse::<i32>().ok() != Some(me) {
+        return Err((
+            ResponseError::InvalidRequest.code(),
+            format!("Unexpected broker id, expected {me} or empty string, but received {name}"),
+        ));
+    }
+    // The topic defaults, under their broker names; those not set dynamically are
+    // `ferry.toml`'s, or Kafka's defaults where `ferry.toml` has no key for them.
+    let mut entries: Vec<Entry> = topic_entries(&ctx.defaults(), &TopicConfig::default())
+        .into_iter()
+        .filter_map(|e| {
+            let synonym = TOPIC_DEFAULTS.iter().find(|d| d.topic == e.name)?;
+            let source = match e.source {
+                DEFAULT_CONFIG if synonym.ferry_key.is_some() => STATIC_BROKER_CONFIG,
+                dynamic => dynamic,
+            };
+            Some(Entry {
+                name: synonym.name,
+                source,
+                ..e
+            })
+        })
+        .collect();
+    let c = &ctx.config;
+    let fixed = |name, value: String, kind| Entry {
+        name,
+        value,
+        source: STATIC_BROKER_CONFIG,
+        read_only: true,
+        kind,
+    };
+    entries.push(fixed(
+        "num.partitions",
+        c.default_partitions.to_string(),
+        INT,
+    ));
+    entries.push(fixed(
+        "connections.max.reauth.ms",
+        c.connections_max_reauth_ms.to_string(),
+        LONG,
+    ));
+    entries.push(fixed(
+        "auto.create.topics.enable",
+        c.auto_create_topics.to_string(),
+        BOOLEAN,
+    ));
+    // The inert settings set dynamically: this instance's own over the cluster's.
+    let mine = ctx.broker_settings.of(Scope::Broker(me));
+    let inert = |e: &Entry| {
+        matches!(
+            broker_settings::meaning(e.name),
+            Some(broker_settings::Meaning::Inert(..))
+        )
+    };
+    entries.extend(dynamic_entries(&mine, DYNAMIC_BROKER_CONFIG).filter(inert));
+    entries.extend(
+        dynamic_entries(&cluster, DYNAMIC_DEFAULT_BROKER_CONFIG)
+            .filter(|e| inert(e) && !mine.contains_key(e.name)),
+    );
+    Ok(entries)
+}
+
+/// Dynamic broker `settings`, described with `source`.
+fn dynamic_entries(settings: &Settings, source: i8) -> impl Iterator<Item = Entry> + '_ {
+    settings.iter().filter_map(move |(key, value)| {
+        let m = broker_settings::meaning(key)?;
+        Some(Entry {
+            name: m.name(),
+            value: value.clone(),
+            source,
+            read_only: false,
+            kind: config_type(m.kind()),
+        })
+    })
+}
+
+/// Kafka's config type (DescribeConfigs v3+) of a value of `kind`.
+fn config_type(kind: Kind) -> i8 {
+    match kind {
+        Kind::Int(_) => INT,
+        Kind::Long(_) => LONG,
+        Kind::Double => DOUBLE,
+        Kind::Boolean => BOOLEAN,
+        Kind::Version | Kind::Text => STRING,
+        Kind::List => LIST,
+    }
+}

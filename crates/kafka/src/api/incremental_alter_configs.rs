@@ -1,0 +1,144 @@
+//! IncrementalAlterConfigs (KIP-339): changes the named settings of a topic, or the
+//! dynamic settings of a broker ([`crate::broker_settings`]) — SET a value, DELETE
+//! (back to the default) — and keeps the others, in one store transaction. Values are
+//! checked as AlterConfigs checks them ([`crate::topics::TopicConfig::with`],
+//! [`broker_settings::set`]). APPEND and SUBTRACT add items to and take them from Ferry's
+//! one list setting, `cleanup.policy` (`log.cleanup.policy` for a broker;
+//! [`crate::topics::TopicConfig::edit_list`], [`broker_settings::edit_list`]); for
+//! another setting they are `INVALID_CONFIG`, as Kafka answers them for a setting that is
+//! not a list. A setting named twice, or an unknown operation, is `INVALID_REQUEST`. The
+//! ACL checks, the resource types that have settings and the broker names taken are
+//! AlterConfigs' ([`alter_configs::refusal`], [`alter_configs::alter_broker`]).
+
+use super::alter_configs;
+use super::describe_configs::BROKER;
+use super::{Refused, Session, str_bytes};
+use crate::Context;
+use crate::broker_settings;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ResponseKind,
+};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Kafka's `AlterConfigOp.OpType` ids.
+const SET: i8 = 0;
+const DELETE: i8 = 1;
+const APPEND: i8 = 2;
+const SUBTRACT: i8 = 3;
+
+/// Applies every resource's changes.
+pub(super) async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: IncrementalAlterConfigsRequest,
+) -> ResponseKind {
+    let access = session.access(ctx);
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for r in request.resources {
+        let name = r.resource_name.as_str();
+        let outcome = match alter_configs::refusal(&access, r.resource_type, name) {
+            Some(refused) => Err(refused),
+            None => match changes(&r.configs) {
+                Ok(changes) if r.resource_type == BROKER => {
+                    let change = |settings: broker_settings::Settings| {
+                        changes
+                            .iter()
+                            .try_fold(settings, |s, (key, change)| match change {
+                                Change::Set(Some(value)) => broker_settings::set(s, key, value),
+                                Change::Set(None) => broker_settings::delete(s, key),
+                                Change::Append(items) => {
+                                    broker_settings::edit_list(s, key, items, true)
+                                }
+                                Change::Subtract(items) => {
+                                    broker_settings::edit_list(s, key, items, false)
+                                }
+                            })
+                    };
+                    alter_configs::alter_broker(ctx, name, change, request.validate_only).await
+                }
+                Ok(changes) => ctx
+                    .topics
+                    .set_config(
+                        name,
+                        |config| {
+                            changes
+                                .iter()
+                                .try_fold(config, |c, (key, change)| match change {
+                                    Change::Set(value) => c.with([(*key, *value)]),
+                                    Change::Append(items) => c.edit_list(key, items, true),
+                                    Change::Subtract(items) => c.edit_list(key, items, false),
+                                })
+                        },
+                        request.validate_only,
+                    )
+                    .await
+                    .map_err(|e| (e.code(), e.to_string())),
+                Err(refused) => Err(refused),
+            },
+        };
+        let response = AlterConfigsResourceResponse::default()
+            .with_resource_type(r.resource_type)
+            .with_resource_name(r.resource_name);
+        responses.push(match outcome {
+            Ok(()) => response,
+            Err((code, message)) => response
+                .with_error_code(code)
+                .with_error_message(Some(str_bytes(message))),
+        });
+    }
+    ResponseKind::IncrementalAlterConfigs(
+        IncrementalAlterConfigsResponse::default().with_responses(responses),
+    )
+}
+
+/// What one operation does to a setting.
+#[derive(Debug, Clone, Copy)]
+enum Change<'a> {
+    /// SET a value, or DELETE it (`None`: back to the default).
+    Set(Option<&'a str>),
+    /// APPEND these list items.
+    Append(&'a str),
+    /// SUBTRACT these list items.
+    Subtract(&'a str),
+}
+
+/// The changes `configs` make, by setting name.
+fn changes(configs: &[AlterableConfig]) -> Result<Vec<(&str, Change<'_>)>, Refused> {
+    let mut named = HashSet::new();
+    let mut out = Vec::with_capacity(configs.len());
+    for c in configs {
+        let key = c.name.as_str();
+        if !named.insert(key) {
+            return Err((
+                ResponseError::InvalidRequest.code(),
+                format!("{key}: named twice"),
+            ));
+        }
+        let value = c.value.as_ref().map(|v| v.as_str());
+        let needed = |op: &str| {
+            value.ok_or_else(|| {
+                (
+                    ResponseError::InvalidRequest.code(),
+                    format!("{key}: {op} needs a value"),
+                )
+            })
+        };
+        out.push(match c.config_operation {
+            SET => (key, Change::Set(Some(needed("SET")?))),
+            DELETE => (key, Change::Set(None)),
+            APPEND => (key, Change::Append(needed("APPEND")?)),
+            SUBTRACT => (key, Change::Subtract(needed("SUBTRACT")?)),
+            other => {
+                return Err((
+                    ResponseError::InvalidRequest.code(),
+                    format!("{key}: unknown operation {other}"),
+                ));
+            }
+        });
+    }
+    Ok(out)
+}
