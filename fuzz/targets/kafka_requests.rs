@@ -28,13 +28,13 @@ use ferry_auth::scram::exchange::ClientFirst;
 use ferry_bridge::mapping::kafka_to_amqp;
 use ferry_kafka::acls::model::{Acl, AclCodes, AclFilter, FilterCodes};
 use ferry_kafka::api::supported;
-use ferry_kafka::append_format;
-use ferry_kafka::batch::{self, BatchHeader};
-use ferry_kafka::codec::{FrameDecoder, decode_request};
-use ferry_kafka::format_settings::{CompressionType, TimestampType};
-use ferry_kafka::legacy;
-use ferry_kafka::staged::{self, Waiter};
-use ferry_kafka::topics::TopicConfig;
+use ferry_kafka::metadata::format_settings::{CompressionType, TimestampType};
+use ferry_kafka::metadata::topics::TopicConfig;
+use ferry_kafka::partition::append_format;
+use ferry_kafka::partition::staged::{self, Waiter};
+use ferry_kafka::wire::batch::{self, BatchHeader};
+use ferry_kafka::wire::codec::{FrameDecoder, decode_request};
+use ferry_kafka::wire::legacy;
 use kafka_protocol::messages::RequestKind;
 
 /// `kafka.max_request_size`'s default.

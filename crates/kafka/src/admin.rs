@@ -6,10 +6,10 @@
 
 use super::Context;
 use super::acls::store::AclSet;
-use super::groups::lag::lag;
-use super::groups::store::Stored;
-use super::log::{Log, LogError};
-use super::topics::Topic;
+use crate::coordinator::groups::lag::lag;
+use crate::coordinator::groups::store::Stored;
+use crate::metadata::topics::Topic;
+use crate::partition::log::{Log, LogError};
 use ferry_store::StoreError;
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -23,7 +23,7 @@
 
 use super::Context;
 use super::api::{self, Reply, Session};
-use super::codec::{CodecError, FrameDecoder, Request, decode_request, encode_response};
+use crate::wire::codec::{CodecError, FrameDecoder, Request, decode_request, encode_response};
 use bytes::BytesMut;
 use ferry_auth::peer::Peer;
 use ferry_config::listeners::SecurityProtocol;

@@ -4,7 +4,7 @@
 //! own code; hidden from the docs.
 
 use crate::api::{Session, sasl_handshake};
-use crate::log::{Aborted, LogError};
+use crate::partition::log::{Aborted, LogError};
 use crate::port::CommittedRead;
 use kafka_protocol::messages::{ResponseKind, SaslHandshakeRequest};
 
@@ -53,8 +53,8 @@ pub fn kafka_decode_committed(
 pub fn kafka_topic_meta(
     id: u64,
     bytes: &[u8],
-) -> Result<crate::topics::TopicMeta, crate::topics::TopicError> {
-    crate::topics::TopicMeta::decode(id, bytes)
+) -> Result<crate::metadata::topics::TopicMeta, crate::metadata::topics::TopicError> {
+    crate::metadata::topics::TopicMeta::decode(id, bytes)
 }
 
 /// Decodes a transactional producer's stored state.
@@ -64,22 +64,26 @@ pub fn kafka_topic_meta(
 pub fn kafka_txn_state(
     producer_id: i64,
     bytes: &[u8],
-) -> Result<crate::transactions::TxnState, crate::transactions::TxnError> {
-    crate::transactions::TxnState::decode(producer_id, bytes)
+) -> Result<crate::coordinator::transactions::TxnState, crate::coordinator::transactions::TxnError>
+{
+    crate::coordinator::transactions::TxnState::decode(producer_id, bytes)
 }
 
 /// Decodes a partition log's stored batch index entry.
 ///
 /// # Errors
 /// [`LogError::Corrupt`].
-pub fn kafka_batch_index(base: i64, bytes: &[u8]) -> Result<crate::log::BatchIndex, LogError> {
-    crate::log::BatchIndex::decode(base, bytes)
+pub fn kafka_batch_index(
+    base: i64,
+    bytes: &[u8],
+) -> Result<crate::partition::log::BatchIndex, LogError> {
+    crate::partition::log::BatchIndex::decode(base, bytes)
 }
 
 /// Decodes a broker's stored registration and its deadline.
 pub fn kafka_broker_registration(
     node: i32,
     bytes: &[u8],
-) -> Option<(crate::brokers::Registration, u64)> {
-    crate::brokers::Registration::decode(node, bytes)
+) -> Option<(crate::metadata::brokers::Registration, u64)> {
+    crate::metadata::brokers::Registration::decode(node, bytes)
 }

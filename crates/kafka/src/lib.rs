@@ -1,18 +1,15 @@
 //! The Kafka wire front: existing Kafka producers and consumers (librdkafka, kcat,
 //! kafka-python) talk to Ferry with only `bootstrap.servers` changed.
 //!
-//! Modules: [`codec`] (frames, request decoding, response encoding — no I/O),
-//! [`connection`] (one client), [`api`] (one module per API), [`batch`] (record batches as
-//! bytes), [`large`] (batches too large for one store transaction), [`topics`] (topic
-//! metadata and its cache), [`log`] (a partition's log), [`sequencer`] (the fenced writer
-//! of each log), [`waiters`] (produce requests waiting for the log), [`producers`]
-//! (idempotent producers), [`transactions`] (the transaction coordinator), [`groups`] (the
-//! consumer group coordinator), [`brokers`] (live instances), [`broker_settings`] (dynamic
-//! broker settings), [`recovery`] (freeing an earlier incarnation's leases at start),
-//! [`replica_assignment`] (the checks of manual replica assignments), [`keys`] (the
-//! keyspace), [`staged`] (the record staged for a batch), [`port`] (what the bridge may
-//! use of the front), [`admin`] (what the management API may see of it), and [`acls`]
-//! (Kafka ACLs and the checks every API makes).
+//! Folders, by job: [`wire`] (the codec, record batches, old message sets, compression —
+//! no I/O), [`partition`] (a partition's log and everything that writes it: sequencers,
+//! leases, staging, retention, compaction, leader epochs, fetch sessions),
+//! [`coordinator`] (consumer groups, transactions, idempotent producers), [`metadata`]
+//! (topics and their settings, brokers, broker settings), [`acls`] (Kafka ACLs and the
+//! checks every API makes) and [`api`] (one module per API). Beside them: [`connection`]
+//! (one client), [`keys`] (the keyspace), [`recovery`] (freeing an earlier incarnation's
+//! leases at start), [`port`] (what the bridge may use of the front) and [`admin`] (what
+//! the management API may see of it).
 //!
 //! Produce path: a batch is validated and appended as sent to its partition's stage
 //! (conflict-free, any instance); the partition's sequencer moves staged batches into the
@@ -22,45 +19,29 @@
 pub mod acls;
 pub mod admin;
 pub mod api;
-pub mod append_format;
-pub mod batch;
-pub mod broker_settings;
-pub mod brokers;
-pub mod codec;
-pub mod codecs;
-pub mod compaction;
 pub mod connection;
-pub mod fetch_sessions;
-pub mod format_settings;
+pub mod coordinator;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod groups;
-pub mod inert_settings;
 pub mod keys;
-pub mod large;
-pub mod leader_epochs;
-pub mod lease;
-pub mod legacy;
-pub mod log;
+pub mod metadata;
+pub mod partition;
 pub mod port;
-pub mod producers;
 pub mod recovery;
-pub mod replica_assignment;
-pub mod sequencer;
-pub mod staged;
 /// An in-process front over its own store, for tests: this crate's API tests and the
 /// bridge's (through the feature `test-fixture`).
 #[cfg(any(test, feature = "test-fixture"))]
 #[doc(hidden)]
 pub mod test_fixture;
-pub mod topics;
-pub mod transactions;
-pub mod waiters;
+pub mod wire;
 
 use acls::store::AclStore;
 use acls::{Acls, AuthorizerSettings};
-use broker_settings::{BrokerSettings, BrokerSettingsError};
-use brokers::{Brokers, ListenerAddress, Registration};
+use coordinator::groups::consumer::ConsumerSettings;
+use coordinator::groups::state::GroupSettings;
+use coordinator::groups::store::GroupStore;
+use coordinator::groups::{Coordinator, Identity};
+use coordinator::transactions::Transactions;
 use ferry_auth::Authenticator;
 use ferry_auth::principal::PrincipalRules;
 use ferry_config::KafkaConfig;
@@ -72,22 +53,19 @@ use ferry_stage::{StageError, Stages};
 use ferry_store::{Database, StoreError};
 use ferry_telemetry::memory_watermark::MemoryWatermark;
 use ferry_tls::server::Listener;
-use groups::consumer::ConsumerSettings;
-use groups::state::GroupSettings;
-use groups::store::GroupStore;
-use groups::{Coordinator, Identity};
 use keys::KafkaKeys;
-use sequencer::{SequencerSettings, Sequencers};
+use metadata::broker_settings::{BrokerSettings, BrokerSettingsError};
+use metadata::brokers::{Brokers, ListenerAddress, Registration};
+use metadata::topics::{Topic, TopicConfig, TopicDefaults, TopicError, Topics};
+use partition::sequencer::{SequencerSettings, Sequencers};
+use partition::waiters::Waiters;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use topics::{Topic, TopicConfig, TopicDefaults, TopicError, Topics};
 use tracing::info;
-use transactions::Transactions;
-use waiters::Waiters;
 
 /// Why the Kafka front could not start.
 #[derive(Debug, thiserror::Error)]
@@ -127,7 +105,7 @@ pub struct Context {
     /// Produce requests waiting for the log.
     pub waiters: Arc<Waiters>,
     /// Writes (and lets go of) the spills of large batches.
-    pub large: large::LargeBatches,
+    pub large: partition::large::LargeBatches,
     /// The live brokers.
     pub brokers: Brokers,
     /// The consumer group coordinator.
@@ -147,7 +125,7 @@ pub struct Context {
     /// The cluster id Metadata reports.
     pub cluster_id: String,
     /// This instance's fetch sessions (KIP-227).
-    pub fetch_sessions: fetch_sessions::FetchSessions,
+    pub fetch_sessions: partition::fetch_sessions::FetchSessions,
     /// Fires when the daemon shuts down (long polls answer early).
     pub shutdown: CancellationToken,
 }
@@ -288,7 +266,7 @@ impl KafkaFront {
         shutdown: CancellationToken,
     ) -> Result<Self, KafkaError> {
         connection::export_counters();
-        transactions::export_counters();
+        coordinator::transactions::export_counters();
         let db = stages.db().clone();
         let keys = KafkaKeys::new(prefix);
         let me = Registration {
@@ -298,9 +276,10 @@ impl KafkaFront {
                 .map(|l| l.advertised(config))
                 .collect::<Result<_, _>>()?,
         };
-        let large = large::LargeBatches::start(&stages, Liveness::new(config.sequencer_lease()))
-            .await
-            .map_err(KafkaError::Holder)?;
+        let large =
+            partition::large::LargeBatches::start(&stages, Liveness::new(config.sequencer_lease()))
+                .await
+                .map_err(KafkaError::Holder)?;
         let topics = Topics::new(db.clone(), keys.clone(), stages);
         topics.refresh().await?;
         let freed = recovery::release_outlived(&db, &keys, &topics, incarnation).await?;
@@ -376,7 +355,7 @@ impl KafkaFront {
             config: config.clone(),
             transactions,
             cluster_id: format!("ferry-{prefix}"),
-            fetch_sessions: fetch_sessions::FetchSessions::default(),
+            fetch_sessions: partition::fetch_sessions::FetchSessions::default(),
             users,
             acls,
             principal_rules: PrincipalRules::parse(&config.ssl_principal_mapping_rules)
@@ -475,7 +454,7 @@ impl Background {
             tokio::spawn(ctx.acls.clone().follow_changes(internal.clone())),
             tokio::spawn(ctx.broker_settings.clone().follow_changes(internal.clone())),
             tokio::spawn(ctx.transactions.clone().expire_until(internal.clone())),
-            tokio::spawn(groups::lag::run(
+            tokio::spawn(coordinator::groups::lag::run(
                 ctx.db.clone(),
                 ctx.topics.clone(),
                 ctx.coordinator.store().clone(),

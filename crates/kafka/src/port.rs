@@ -10,7 +10,7 @@
 //! - [`KafkaPort::append_spilled_in`]: appends a batch too large for one transaction
 //!   ([`encode_alone`], one record), which the caller wrote to a spill beforehand, by
 //!   reference: staged as its header naming the spill, exactly as a Produce request stages
-//!   a large batch ([`super::large`]). [`KafkaPort::max_message_bytes`] is the topic's
+//!   a large batch ([`crate::partition::large`]). [`KafkaPort::max_message_bytes`] is the topic's
 //!   limit for it.
 //! - [`KafkaPort::read_committed_in`]: reads records from an offset as a `read_committed`
 //!   consumer would — up to the last stable offset, without control batches or the
@@ -21,12 +21,12 @@
 //! Records cross the port as [`KafkaRecord`]s, the front's model of a record.
 
 use super::Context;
-use super::append_format;
-use super::batch::BatchHeader;
-use super::codecs::decompress_bounded;
-use super::log::{Aborted, Log, LogError, is_aborted};
-use super::staged;
-use super::topics::{Partition, TopicError};
+use crate::metadata::topics::{Partition, TopicError};
+use crate::partition::append_format;
+use crate::partition::log::{Aborted, Log, LogError, is_aborted};
+use crate::partition::staged;
+use crate::wire::batch::BatchHeader;
+use crate::wire::compression::decompress_bounded;
 use bytes::{Bytes, BytesMut};
 use ferry_config::kafka::MAX_MESSAGE_BYTES_LIMIT;
 use ferry_stage::MAX_BODY_SIZE;
@@ -45,7 +45,7 @@ pub const MAX_APPEND_BYTES: usize = MAX_BODY_SIZE - staged::HEADER_LEN;
 
 /// The bytes of a batch's head, which the staged record of a batch appended by reference
 /// to its spill keeps ([`KafkaPort::append_spilled_in`]): its header.
-pub const BATCH_HEAD_LEN: usize = super::batch::HEADER_LEN;
+pub const BATCH_HEAD_LEN: usize = crate::wire::batch::HEADER_LEN;
 
 /// A Kafka record as it crosses the port.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -460,8 +460,8 @@ pub(crate) fn decode_committed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::HEADER_LEN;
-    use crate::batch::tests::batch;
+    use crate::wire::batch::HEADER_LEN;
+    use crate::wire::batch::tests::batch;
 
     /// Sets the batch length and the CRC-32C of batch `b` to match its bytes, as a producer
     /// would, so that only what a test broke on purpose is wrong.
@@ -678,7 +678,7 @@ mod tests {
             },
         ];
         let mut batch = encode_batch(records, 7);
-        crate::batch::stamp_log_append_time(&mut batch, 9_000);
+        crate::wire::batch::stamp_log_append_time(&mut batch, 9_000);
         let read = decode_committed(&batch, 0, &[], 1 << 20).unwrap();
         let stamps: Vec<Option<i64>> = read.records.iter().map(|r| r.timestamp_ms).collect();
         assert_eq!(stamps, vec![Some(9_000), Some(9_000)]);

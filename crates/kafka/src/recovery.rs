@@ -10,8 +10,8 @@
 //! and fences any transaction of the dead holder.
 
 use super::keys::KafkaKeys;
-use super::lease::Lease;
-use super::topics::Topics;
+use crate::metadata::topics::Topics;
+use crate::partition::lease::Lease;
 use ferry_stage::Incarnation;
 use ferry_stage::now_ms;
 use ferry_store::{Database, RangeOption, StoreError};

@@ -12,8 +12,8 @@
 //! dropped unserved.
 
 use crate::api::{self, Reply, Session};
-use crate::codec::{decode_request, encode_response};
-use crate::legacy::PRODUCE_WITH_MESSAGE_SETS_BELOW;
+use crate::wire::codec::{decode_request, encode_response};
+use crate::wire::legacy::PRODUCE_WITH_MESSAGE_SETS_BELOW;
 use crate::{Background, Context, KafkaFront};
 use bytes::{Bytes, BytesMut};
 use ferry_auth::UserConfig;
@@ -305,7 +305,7 @@ impl Client {
     /// `request` as the front receives it from a client at `version`: encoded with its
     /// header and decoded by the front's codec (which refuses a version Ferry does not
     /// answer).
-    fn decoded_request<Q>(&mut self, version: i16, request: Q) -> crate::codec::Request
+    fn decoded_request<Q>(&mut self, version: i16, request: Q) -> crate::wire::codec::Request
     where
         Q: Request + Into<RequestKind>,
     {
@@ -319,7 +319,7 @@ impl Client {
         api: ApiKey,
         version: i16,
         request: RequestKind,
-    ) -> crate::codec::Request {
+    ) -> crate::wire::codec::Request {
         self.correlation_id += 1;
         let header = RequestHeader::default()
             .with_request_api_key(api as i16)

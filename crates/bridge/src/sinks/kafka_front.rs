@@ -17,7 +17,7 @@
 //! [`InStoreSink::large_form`], the worker writes it to a spill held by the route's lease
 //! holder, and the transaction that acknowledges the message stages the batch by reference
 //! ([`KafkaPort::append_spilled_in`]: its header naming the spill) and lets go of the hold,
-//! exactly as a Produce request stages a large batch ([`ferry_kafka::large`]). Nothing of
+//! exactly as a Produce request stages a large batch ([`ferry_kafka::partition::large`]). Nothing of
 //! it is visible before the sequencer moves the reference into the log; a transaction
 //! retried after a conflict stages it once, and a spill written for a delivery that never
 //! commits is let go of when the route's holder is released (the route stops, or Ferry
@@ -357,10 +357,10 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn records_a_route_appends_take_the_topic_timestamp_type_and_codec() {
-        use ferry_kafka::format_settings::{CompressionType, TimestampType};
+        use ferry_kafka::metadata::format_settings::{CompressionType, TimestampType};
         let route = Route::start().await;
         let formatted = |c| {
-            Ok(ferry_kafka::topics::TopicConfig {
+            Ok(ferry_kafka::metadata::topics::TopicConfig {
                 message_timestamp_type: Some(TimestampType::LogAppendTime),
                 compression_type: Some(CompressionType::Zstd),
                 ..c

@@ -1,6 +1,6 @@
 //! AlterConfigs: replaces a topic's settings (those not named return to the broker
 //! default, as Kafka's non-incremental AlterConfigs does), or the dynamic broker settings
-//! of a BROKER resource ([`crate::broker_settings`]: `""` the cluster's, a live
+//! of a BROKER resource ([`crate::metadata::broker_settings`]: `""` the cluster's, a live
 //! broker's id that instance's), which it replaces the same way. Needs AlterConfigs on the
 //! topic (else `TOPIC_AUTHORIZATION_FAILED`) or, for a broker, on the cluster (else
 //! `CLUSTER_AUTHORIZATION_FAILED`); [`refusal`] is that check, and [`alter_broker`] the
@@ -10,8 +10,8 @@ use super::describe_configs::{BROKER, TOPIC};
 use super::{Refused, Session, str_bytes};
 use crate::Context;
 use crate::acls::{Access, Operation};
-use crate::broker_settings::{self, BrokerSettingsError, Scope, Settings};
-use crate::topics::TopicConfig;
+use crate::metadata::broker_settings::{self, BrokerSettingsError, Scope, Settings};
+use crate::metadata::topics::TopicConfig;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ResponseKind};

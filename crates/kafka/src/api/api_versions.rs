@@ -35,14 +35,14 @@ fn table() -> ApiVersionsResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::encode_response;
+    use crate::wire::codec::encode_response;
     use kafka_protocol::messages::ApiKey;
 
     #[test]
     fn every_advertised_version_is_one_kafka_protocol_knows() {
         for &(api, min, max) in SUPPORTED {
             let known = api.valid_versions();
-            // Produce v0–v2 are Ferry's own (crate::codec).
+            // Produce v0–v2 are Ferry's own (crate::wire::codec).
             let min = if api == ApiKey::Produce {
                 min.max(3)
             } else {

@@ -6,8 +6,8 @@
 use super::{Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::groups::assignors::Assignment;
-use crate::groups::consumer::ConsumerGroupView;
+use crate::coordinator::groups::assignors::Assignment;
+use crate::coordinator::groups::consumer::ConsumerGroupView;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::consumer_group_describe_response::{
     Assignment as Described, DescribedGroup, Member, TopicPartitions,

@@ -8,8 +8,8 @@
 use super::{Reply, Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::groups::assignors::Assignment;
-use crate::groups::consumer::{ConsumerHeartbeat, HeartbeatAnswer};
+use crate::coordinator::groups::assignors::Assignment;
+use crate::coordinator::groups::consumer::{ConsumerHeartbeat, HeartbeatAnswer};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::consumer_group_heartbeat_response::{
     Assignment as Assigned, TopicPartitions,

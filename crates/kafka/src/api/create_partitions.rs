@@ -1,14 +1,14 @@
 //! CreatePartitions: grows topics; this instance takes the new partitions' leases. A
 //! replica assignment of the new partitions (one list each) is checked as Kafka checks it
-//! ([`crate::replica_assignment`]) and its placement is not kept. A topic needs
+//! ([`crate::metadata::replica_assignment`]) and its placement is not kept. A topic needs
 //! Alter (else `TOPIC_AUTHORIZATION_FAILED`).
 
 use super::create_topics::live_nodes;
 use super::{Refused, Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::replica_assignment;
-use crate::topics::TopicError;
+use crate::metadata::replica_assignment;
+use crate::metadata::topics::TopicError;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse, ResponseKind};
@@ -55,7 +55,7 @@ pub(super) async fn handle(
 
 /// Checks `t`'s replica assignment, if it has one, against the partitions it adds to the
 /// topic as cached (an unknown topic, or a count that does not grow it, is left to
-/// [`crate::topics::Topics::add_partitions`] to refuse).
+/// [`crate::metadata::topics::Topics::add_partitions`] to refuse).
 ///
 /// # Errors
 /// `INVALID_REPLICA_ASSIGNMENT` for an assignment Kafka refuses.

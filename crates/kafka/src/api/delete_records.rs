@@ -8,7 +8,7 @@
 use super::Session;
 use crate::Context;
 use crate::acls::Operation;
-use crate::sequencer::DeleteRecordsError;
+use crate::partition::sequencer::DeleteRecordsError;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,

@@ -4,7 +4,7 @@
 use super::{Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::topics::TopicError;
+use crate::metadata::topics::TopicError;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, ResponseKind};
 use std::sync::Arc;

@@ -10,9 +10,9 @@
 use super::{Refused, Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::broker_settings::{self, Scope, Settings, TOPIC_DEFAULTS};
-use crate::inert_settings::Kind;
-use crate::topics::{
+use crate::metadata::broker_settings::{self, Scope, Settings, TOPIC_DEFAULTS};
+use crate::metadata::inert_settings::Kind;
+use crate::metadata::topics::{
     CLEANUP_POLICY, COMPRESSION_TYPE, DELETE_RETENTION_MS, Layer, MAX_MESSAGE_BYTES,
     MESSAGE_TIMESTAMP_TYPE, MIN_CLEANABLE_DIRTY_RATIO, MIN_COMPACTION_LAG_MS, RETENTION_BYTES,
     RETENTION_MS, TopicConfig, TopicDefaults,

@@ -7,7 +7,7 @@
 use super::{Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::transactions::TxnState;
+use crate::coordinator::transactions::TxnState;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
 use kafka_protocol::messages::{

@@ -6,7 +6,7 @@
 //! it sleeps on store watches of the partitions' high watermarks — which the sequencer
 //! writes when it appends — until one moves or `max_wait_ms` passes. No polling loop.
 //!
-//! A batch kept in a spill ([`crate::large`]) is found by the pass's transaction
+//! A batch kept in a spill ([`crate::partition::large`]) is found by the pass's transaction
 //! and read, in pieces, after it: the final pass fills it in before the answer goes.
 //!
 //! `read_committed` (isolation level 1) reads stop at the last stable offset and name the
@@ -24,10 +24,12 @@
 use super::{Reply, Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::fetch_sessions::{Answered, PartitionId, Plan, Position, Reported, SessionError};
-use crate::leader_epochs;
-use crate::log::{Aborted, Log, LogError, Read, Readable, SpilledBatch};
-use crate::topics::Partition;
+use crate::metadata::topics::Partition;
+use crate::partition::fetch_sessions::{
+    Answered, PartitionId, Plan, Position, Reported, SessionError,
+};
+use crate::partition::leader_epochs;
+use crate::partition::log::{Aborted, Log, LogError, Read, Readable, SpilledBatch};
 use ferry_store::{Transaction, Watch};
 use ferry_telemetry::kafka as m;
 use kafka_protocol::ResponseError;

@@ -9,7 +9,7 @@
 use super::{Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::brokers::{BrokerAddress, Registration};
+use crate::metadata::brokers::{BrokerAddress, Registration};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{

@@ -1,10 +1,10 @@
 //! IncrementalAlterConfigs (KIP-339): changes the named settings of a topic, or the
-//! dynamic settings of a broker ([`crate::broker_settings`]) — SET a value, DELETE
+//! dynamic settings of a broker ([`crate::metadata::broker_settings`]) — SET a value, DELETE
 //! (back to the default) — and keeps the others, in one store transaction. Values are
-//! checked as AlterConfigs checks them ([`crate::topics::TopicConfig::with`],
+//! checked as AlterConfigs checks them ([`crate::metadata::topics::TopicConfig::with`],
 //! [`broker_settings::set`]). APPEND and SUBTRACT add items to and take them from Ferry's
 //! one list setting, `cleanup.policy` (`log.cleanup.policy` for a broker;
-//! [`crate::topics::TopicConfig::edit_list`], [`broker_settings::edit_list`]); for
+//! [`crate::metadata::topics::TopicConfig::edit_list`], [`broker_settings::edit_list`]); for
 //! another setting they are `INVALID_CONFIG`, as Kafka answers them for a setting that is
 //! not a list. A setting named twice, or an unknown operation, is `INVALID_REQUEST`. The
 //! ACL checks, the resource types that have settings and the broker names taken are
@@ -14,7 +14,7 @@ use super::alter_configs;
 use super::describe_configs::BROKER;
 use super::{Refused, Session, str_bytes};
 use crate::Context;
-use crate::broker_settings;
+use crate::metadata::broker_settings;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;

@@ -1,7 +1,7 @@
 //! InitProducerId: without a transactional id, a new idempotent producer id (epoch 0), or
 //! — when a producer asks with its current id and epoch (KIP-360) — the same id with the
 //! next epoch. With a transactional id, the transaction coordinator
-//! ([`crate::transactions`]) answers: the id's producer at its next epoch, older
+//! ([`crate::coordinator::transactions`]) answers: the id's producer at its next epoch, older
 //! epochs fenced and their open transaction aborted. An empty transactional id is
 //! `INVALID_REQUEST`, as Kafka answers it (it is neither an id nor its absence).
 //!
@@ -12,7 +12,7 @@
 use super::{Session, logged};
 use crate::Context;
 use crate::acls::Operation;
-use crate::producers::allocate_id;
+use crate::coordinator::producers::allocate_id;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     InitProducerIdRequest, InitProducerIdResponse, ProducerId, ResponseKind,

@@ -7,7 +7,7 @@
 use super::{Reply, Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::groups::state::{JoinRequest, Joined};
+use crate::coordinator::groups::state::{JoinRequest, Joined};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse, ResponseKind};

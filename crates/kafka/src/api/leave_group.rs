@@ -4,7 +4,7 @@
 use super::{Reply, Session};
 use crate::Context;
 use crate::acls::Operation;
-use crate::groups::state::MemberRef;
+use crate::coordinator::groups::state::MemberRef;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, ResponseKind};

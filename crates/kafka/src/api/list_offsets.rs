@@ -10,8 +10,8 @@
 use super::Session;
 use crate::Context;
 use crate::acls::Operation;
-use crate::leader_epochs;
-use crate::log::{Log, LogError};
+use crate::partition::leader_epochs;
+use crate::partition::log::{Log, LogError};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::list_offsets_request::ListOffsetsPartition;
 use kafka_protocol::messages::list_offsets_response::{

@@ -8,7 +8,7 @@
 use super::{Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::transactions::TxnState;
+use crate::coordinator::transactions::TxnState;
 use ferry_stage::now_ms;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::list_transactions_response::TransactionState;

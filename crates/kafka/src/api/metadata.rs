@@ -14,9 +14,9 @@
 use super::{Session, str_bytes};
 use crate::Context;
 use crate::acls::{Access, Operation};
-use crate::brokers::BrokerAddress;
-use crate::sequencer::{Leader, leaders};
-use crate::topics::Topic;
+use crate::metadata::brokers::BrokerAddress;
+use crate::metadata::topics::Topic;
+use crate::partition::sequencer::{Leader, leaders};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,

@@ -57,9 +57,9 @@ pub(crate) mod tests;
 pub use api_versions::unsupported_version;
 
 use super::Context;
-use super::codec::Request;
 use crate::acls::model::USER_PREFIX;
 use crate::acls::{Access, Caller};
+use crate::wire::codec::Request;
 use ferry_auth::ScramLogin;
 use ferry_auth::peer::Peer;
 use ferry_auth::principal::PrincipalRules;
@@ -517,12 +517,12 @@ pub fn first_error(response: &ResponseKind) -> i16 {
 fn logged(
     transactional_id: &str,
     api: &str,
-    outcome: Result<(), crate::transactions::TxnError>,
+    outcome: Result<(), crate::coordinator::transactions::TxnError>,
 ) -> i16 {
     match outcome {
         Ok(()) => 0,
         Err(e) => {
-            if !matches!(e, crate::transactions::TxnError::Refused(_)) {
+            if !matches!(e, crate::coordinator::transactions::TxnError::Refused(_)) {
                 tracing::warn!(transactional_id, api, error = %e, "transaction step failed");
             }
             e.code()

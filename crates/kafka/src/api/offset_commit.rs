@@ -7,8 +7,8 @@
 use super::Session;
 use crate::Context;
 use crate::acls::{Access, Operation};
-use crate::groups::state::MemberRef;
-use crate::groups::store::CommittedOffset;
+use crate::coordinator::groups::state::MemberRef;
+use crate::coordinator::groups::store::CommittedOffset;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -32,7 +32,7 @@ macro_rules! requested_offsets {
                         (
                             t.name.0.to_string(),
                             p.partition_index,
-                            $crate::groups::store::CommittedOffset {
+                            $crate::coordinator::groups::store::CommittedOffset {
                                 offset: p.committed_offset,
                                 leader_epoch: p.committed_leader_epoch,
                                 metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),

@@ -10,9 +10,9 @@
 use super::Session;
 use crate::Context;
 use crate::acls::Operation;
-use crate::leader_epochs::{self, UNDEFINED_EPOCH, UNDEFINED_OFFSET};
-use crate::log::{Log, LogError};
-use crate::topics::Partition;
+use crate::metadata::topics::Partition;
+use crate::partition::leader_epochs::{self, UNDEFINED_EPOCH, UNDEFINED_OFFSET};
+use crate::partition::log::{Log, LogError};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::offset_for_leader_epoch_request::OffsetForLeaderPartition;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{

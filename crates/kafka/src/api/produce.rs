@@ -2,11 +2,11 @@
 //! control batch; for a compacted topic, a key on every record), then the accepted batches
 //! are appended to their partitions' stages in conflict-free transactions: as sent, unless
 //! the topic's `compression.type` or `message.timestamp.type=LogAppendTime` changes them
-//! ([`crate::append_format`]). Produce v0–v2 carry message sets of the old message
-//! formats v0 and v1, converted into a v2 batch first ([`crate::legacy`]). A
+//! ([`crate::partition::append_format`]). Produce v0–v2 carry message sets of the old message
+//! formats v0 and v1, converted into a v2 batch first ([`crate::wire::legacy`]). A
 //! transactional batch is staged only if its partition is in its producer's open
 //! transaction at its epoch, read in the same transaction
-//! ([`crate::transactions::Transactions::check_batch`]). The answer waits until each
+//! ([`crate::coordinator::transactions::Transactions::check_batch`]). The answer waits until each
 //! partition's sequencer has written its batch to the log (`acks` 1 and -1 both answer
 //! after that durable commit) and carries the offset the batch got; `acks=0` is not
 //! answered.
@@ -23,22 +23,22 @@
 //! client waits that long before its next request, and the connection is not read
 //! meanwhile).
 //!
-//! A batch larger than one store transaction carries ([`crate::large`]) is written
+//! A batch larger than one store transaction carries ([`crate::partition::large`]) is written
 //! to a spill first, in several transactions, and staged as its header naming the spill;
 //! the staging commit lets go of the front's hold on the spill.
 
 use super::{Reply, str_bytes};
 use crate::Context;
 use crate::acls::{Access, Operation};
-use crate::append_format;
-use crate::batch;
-use crate::compaction::records;
-use crate::large::LargeBatches;
-use crate::legacy;
-use crate::staged;
-use crate::topics::{Partition, Topic};
-use crate::transactions::TxnError;
-use crate::waiters::{BatchOutcome, Waiters};
+use crate::coordinator::transactions::TxnError;
+use crate::metadata::topics::{Partition, Topic};
+use crate::partition::append_format;
+use crate::partition::compaction::records;
+use crate::partition::large::LargeBatches;
+use crate::partition::staged;
+use crate::partition::waiters::{BatchOutcome, Waiters};
+use crate::wire::batch;
+use crate::wire::legacy;
 use bytes::Bytes;
 use ferry_stage::{NewMessage, now_ms};
 use kafka_protocol::ResponseError;

@@ -15,7 +15,7 @@ use super::offset_commit::{partition_codes, requested_offsets, writable};
 use super::{Session, logged};
 use crate::Context;
 use crate::acls::Operation;
-use crate::groups::state::MemberRef;
+use crate::coordinator::groups::state::MemberRef;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,

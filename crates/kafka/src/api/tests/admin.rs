@@ -5,7 +5,7 @@
 use super::acls::{client_of, guarded};
 use super::fixture::{Client, Front, batch, name, text};
 use super::{create_topic, create_topic_with, produce};
-use crate::broker_settings;
+use crate::metadata::broker_settings;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::create_partitions_request::{

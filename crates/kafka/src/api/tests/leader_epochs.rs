@@ -53,7 +53,7 @@ async fn one_sequencers_epoch_is_named_stamped_and_answered() {
         (0, 0)
     );
     // Above the spill threshold: kept in a spill, its epoch stamped when it is read.
-    let large = "x".repeat(crate::large::SPILL_ABOVE + 1);
+    let large = "x".repeat(crate::partition::large::SPILL_ABOVE + 1);
     assert_eq!(produce_to(&mut c, "epochs", batch(&[&large])).await, (0, 2));
     let spilled = fetch(&mut c, "epochs", 2).await.records.unwrap();
     assert_eq!(

@@ -7,7 +7,7 @@ use super::{
     create_topic, create_topic_with, fetch, fetch_request, fetch_until, fetch_with, list_offset,
     produce, produce_request, produce_to,
 };
-use crate::batch::marker;
+use crate::wire::batch::marker;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};

@@ -4,7 +4,7 @@
 use super::acls::{client_of, guarded};
 use super::fixture::{Client, Front, batch, name, values};
 use super::{create_topic, fetch, list_offset, produce_to};
-use crate::log::Log;
+use crate::partition::log::Log;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::DeleteRecordsRequest;
 use kafka_protocol::messages::delete_records_request::{

@@ -305,7 +305,7 @@ async fn transactional_batches_outside_their_transaction_and_control_batches_are
         produce_to(&mut c, "t", stale).await.0,
         ResponseError::InvalidProducerEpoch.code()
     );
-    let control = bytes::Bytes::from(crate::batch::marker(p.0, p.1, true, 0));
+    let control = bytes::Bytes::from(crate::wire::batch::marker(p.0, p.1, true, 0));
     assert_eq!(
         produce_to(&mut c, "t", control).await.0,
         ResponseError::InvalidRecord.code()

@@ -19,7 +19,7 @@ use super::{
 };
 use crate::api::SUPPORTED;
 use crate::api::first_error;
-use crate::legacy::tests::{message, set};
+use crate::wire::legacy::tests::{message, set};
 use bytes::Bytes;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};

@@ -9,7 +9,7 @@
 //! notification; its producer, if still waiting, times out and resends, and idempotence
 //! recognises the resend.
 
-use super::staged::Waiter;
+use crate::partition::staged::Waiter;
 use kafka_protocol::ResponseError;
 use parking_lot::Mutex;
 use std::collections::HashMap;

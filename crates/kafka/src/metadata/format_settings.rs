@@ -1,7 +1,7 @@
 //! The values of two topic settings, as Kafka spells them and as the store keeps them:
 //! `message.timestamp.type` ([`TimestampType`]) and `compression.type`
 //! ([`CompressionType`]). What they do to appended batches is
-//! [`super::append_format`]'s.
+//! [`crate::partition::append_format`]'s.
 
 /// Kafka's `message.timestamp.type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,19 +10,19 @@
 //! waiting produce requests ([`Waiters`]); the high-watermark write wakes long-polling
 //! fetchers through their watches. An idle sequencer sleeps on a watch of the stage.
 //!
-//! Large batches: a batch kept in a spill ([`super::log`]) is staged as its header alone;
+//! Large batches: a batch kept in a spill ([`crate::partition::log`]) is staged as its header alone;
 //! the sequencer moves it like any other, in the same transaction, handing the spill's
 //! reference from the stage entry to the log, and counts it against its byte budget by
 //! its staged record, not its size.
 //!
 //! Transactions: a transactional batch opens its producer's transaction in the partition
 //! (`open` records its first offset) and a marker staged by the transaction coordinator
-//! ([`super::transactions`]) closes it, recording an aborted transaction when the marker
+//! ([`crate::coordinator::transactions`]) closes it, recording an aborted transaction when the marker
 //! aborts; the marker also fences the producer's older epochs in the partition.
 //!
 //! The same task renews its lease (every third of `kafka.sequencer_lease_ms`) and applies
 //! retention on a timer, so everything that writes the log is serialised in one place —
-//! but for compaction ([`super::compaction`]), which works in a task of its own beside it,
+//! but for compaction ([`crate::partition::compaction`]), which works in a task of its own beside it,
 //! for as long as it holds the lease, so that a long pass never delays sequencing (it
 //! rewrites only batches below the newest, which no append touches).
 //!
@@ -33,18 +33,18 @@
 //! already staged (answering those producers), then releases the lease so an instance with
 //! room claims it on its next round.
 
-use super::batch::{BatchHeader, marker_commits, set_base_offset, set_leader_epoch};
-use super::broker_settings::BrokerSettings;
-use super::brokers::Brokers;
-use super::compaction::Compactor;
-use super::keys::{PartitionKeys, decode_i64, encode_i64};
-use super::leader_epochs;
-use super::lease::Lease;
-use super::log::{Log, LogError, Stored};
-use super::producers::{ProducerState, Verdict};
-use super::staged::{self, Waiter};
-use super::topics::{Partition, Topics};
-use super::waiters::{BatchOutcome, Waiters};
+use crate::coordinator::producers::{ProducerState, Verdict};
+use crate::keys::{PartitionKeys, decode_i64, encode_i64};
+use crate::metadata::broker_settings::BrokerSettings;
+use crate::metadata::brokers::Brokers;
+use crate::metadata::topics::{Partition, Topics};
+use crate::partition::compaction::Compactor;
+use crate::partition::leader_epochs;
+use crate::partition::lease::Lease;
+use crate::partition::log::{Log, LogError, Stored};
+use crate::partition::staged::{self, Waiter};
+use crate::partition::waiters::{BatchOutcome, Waiters};
+use crate::wire::batch::{BatchHeader, marker_commits, set_base_offset, set_leader_epoch};
 use bytes::BytesMut;
 use ferry_stage::Liveness;
 use ferry_stage::{Delivery, MessageId, Spills, StageError, Wakeup, now_ms};

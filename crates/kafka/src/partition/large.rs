@@ -8,20 +8,20 @@
 //! staging commit lets go of the hold, so the stage entry's reference is the spill's only
 //! one. A batch the staging commit refuses (or that never reaches it) is let go of at once.
 //! The partition's sequencer then moves the reference into the log in its one transaction
-//! ([`super::log`]): no reader sees the batch before that commit, and its producer is
+//! ([`crate::partition::log`]): no reader sees the batch before that commit, and its producer is
 //! answered after it. A produce cut short (the process killed) leaves a spill only the
 //! holder references; a restart releases the holders of the killed incarnation, which
 //! drops that reference, and the spill collector frees the spill.
 //!
 //! **Routes.** A bridge route into a topic stages a large record's batch the same way,
-//! through the port ([`super::port::KafkaPort::append_spilled_in`]): the route writes the
+//! through the port ([`crate::port::KafkaPort::append_spilled_in`]): the route writes the
 //! batch to a spill held by its own lease holder, and the transaction that acknowledges the
 //! message in the route's stage stages the head and lets go of that hold.
 //!
 //! **Reading.** Fetch and the port read a spilled batch in pieces outside the transaction
-//! that found it in the log ([`super::log::Read::fill`]).
+//! that found it in the log ([`crate::partition::log::Read::fill`]).
 
-use super::batch;
+use crate::wire::batch;
 use bytes::Bytes;
 use ferry_stage::Liveness;
 use ferry_stage::spill::SEGMENT;

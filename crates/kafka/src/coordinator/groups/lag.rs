@@ -6,8 +6,8 @@
 //! and `_oldest_offset`), so lag alerts written for kafka_exporter work against Ferry.
 
 use super::store::GroupStore;
-use crate::log::Log;
-use crate::topics::Topics;
+use crate::metadata::topics::Topics;
+use crate::partition::log::Log;
 use ferry_store::{Database, StoreError};
 use ferry_telemetry::compat::kafka_exporter as kx;
 use ferry_telemetry::kafka as m;

@@ -11,7 +11,7 @@
 //!   current epoch ([`Transactions::check_batch`], read in the staging transaction, so
 //!   a batch is ordered before or after an EndTxn, never across it).
 //! - TxnOffsetCommit writes the group's offsets as pending, under the producer.
-//! - EndTxn stages a commit or abort marker ([`super::batch::marker`]) for every partition
+//! - EndTxn stages a commit or abort marker ([`crate::wire::batch::marker`]) for every partition
 //!   of the transaction and, on commit, moves the pending offsets to the group's committed
 //!   offsets — in the one store transaction that closes the transaction. The partitions'
 //!   sequencers write the markers behind the transaction's batches; `read_committed`
@@ -22,13 +22,13 @@
 //! Group offsets written by a commit do not check the group's coordinator lease: the
 //! transaction's commit is the decision, as the marker Kafka writes to the offsets topic.
 
-use super::batch::{BatchHeader, marker};
-use super::groups::store::{CommittedOffset, encode_offset};
-use super::keys::KafkaKeys;
-use super::producers::allocate_in;
-use super::staged;
-use super::topics::Topics;
-use super::waiters::Waiters;
+use crate::coordinator::groups::store::{CommittedOffset, encode_offset};
+use crate::coordinator::producers::allocate_in;
+use crate::keys::KafkaKeys;
+use crate::metadata::topics::Topics;
+use crate::partition::staged;
+use crate::partition::waiters::Waiters;
+use crate::wire::batch::{BatchHeader, marker};
 use ferry_stage::{NewMessage, StageError, now_ms};
 use ferry_store::{Database, RangeOption, StoreError, Transaction, TransactionError};
 use ferry_telemetry::kafka as m;

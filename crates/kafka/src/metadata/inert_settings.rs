@@ -11,7 +11,7 @@
 //!
 //! Broker settings: Kafka's dynamically updatable broker settings for the same things and
 //! for its thread pools, SASL Kerberos logins and replica fetchers. AlterConfigs of a
-//! broker takes them, checked the same way, and [`super::broker_settings`] stores them, so
+//! broker takes them, checked the same way, and [`crate::metadata::broker_settings`] stores them, so
 //! DescribeConfigs shows them back as set; they change nothing.
 
 /// How Kafka types a setting's value.

@@ -11,9 +11,9 @@
 //! (the one following changes, and the one after each change made here), and the one that
 //! read first may finish last.
 
-use super::format_settings::{CompressionType, TimestampType};
-use super::inert_settings;
-use super::keys::{KafkaKeys, PartitionKeys, stage_name};
+use crate::keys::{KafkaKeys, PartitionKeys, stage_name};
+use crate::metadata::format_settings::{CompressionType, TimestampType};
+use crate::metadata::inert_settings;
 use ferry_config::KafkaConfig;
 use ferry_stage::Stage;
 use ferry_stage::{StageError, StageOptions, Stages};
@@ -586,7 +586,7 @@ impl Topic {
 }
 
 /// The broker-wide defaults a topic follows unless it overrides them: the dynamic broker
-/// settings ([`super::broker_settings`]) — this instance's own, then the cluster's — over
+/// settings ([`crate::metadata::broker_settings`]) — this instance's own, then the cluster's — over
 /// `[kafka]`'s values and Kafka's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TopicDefaults {

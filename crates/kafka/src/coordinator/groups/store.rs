@@ -11,13 +11,13 @@
 //!
 //! Transactional offset commits (TxnOffsetCommit) are pending offsets under the group and
 //! the producer, moved to `("o", …)` by the transaction's commit
-//! ([`crate::transactions`]).
+//! ([`crate::coordinator::transactions`]).
 
 use super::assignors::{Assignment, TopicId};
 use super::consumer::{ConsumerGroup, ConsumerMember, MemberState, Subscription};
 use super::state::{Group, Phase, StoredMember};
 use crate::keys::KafkaKeys;
-use crate::lease::Lease;
+use crate::partition::lease::Lease;
 use bytes::Bytes;
 use ferry_stage::Liveness;
 use ferry_stage::now_ms;

@@ -7,7 +7,7 @@
 //! Value formats: 2 is `(2, deadline, ((name, host, port), …))`; 1, written by instances
 //! that had one PLAINTEXT listener, is `(1, host, port, deadline)` and still read.
 
-use super::keys::KafkaKeys;
+use crate::keys::KafkaKeys;
 use ferry_stage::Liveness;
 use ferry_stage::now_ms;
 use ferry_store::{Database, RangeOption, StoreError};

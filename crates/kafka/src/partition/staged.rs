@@ -1,7 +1,7 @@
 //! The record staged in a partition's stage for one batch: the one home of its format.
 //!
 //! Whoever appends a batch to a partition — a Produce request, the transaction
-//! coordinator's commit or abort marker, a bridge route through [`super::port`] — stages
+//! coordinator's commit or abort marker, a bridge route through [`crate::port`] — stages
 //! it in this form; the partition's sequencer reads it back, moves the batch into the log
 //! and answers its [`Waiter`].
 //!
@@ -14,7 +14,7 @@ const FORMAT: u8 = 1;
 pub const HEADER_LEN: usize = 17;
 
 /// Who waits for a staged batch: the incarnation of the process that staged it and a
-/// token of that process ([`super::waiters::Waiters`]); token 0 and foreign incarnations
+/// token of that process ([`crate::partition::waiters::Waiters`]); token 0 and foreign incarnations
 /// are nobody this process answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Waiter {

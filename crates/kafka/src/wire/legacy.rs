@@ -14,13 +14,13 @@
 //!              0-2), [timestamp i64: magic 1], key bytes (i32 length, -1 null), value bytes
 //! ```
 
-use super::codecs::decompress_bounded;
-use super::port::{KafkaRecord, encode_batch};
+use crate::port::{KafkaRecord, encode_batch};
+use crate::wire::compression::decompress_bounded;
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
 
 /// Produce versions below this carry message sets (formats v0 and v1); v3 brought record
-/// batches (format v2). `kafka-protocol` knows v3 and later only ([`crate::codec`]).
+/// batches (format v2). `kafka-protocol` knows v3 and later only ([`crate::wire::codec`]).
 pub const PRODUCE_WITH_MESSAGE_SETS_BELOW: i16 = 3;
 
 /// Bytes of a message set entry before its message: offset and size.
@@ -163,7 +163,7 @@ fn bytes_field(rest: &mut &[u8]) -> Result<Option<Bytes>, String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::batch::validate;
+    use crate::wire::batch::validate;
     use kafka_protocol::records::RecordBatchDecoder;
     use std::io::Write;
 

@@ -43,7 +43,7 @@ pub struct Position {
     /// The most bytes to return from it.
     pub max_bytes: i32,
     /// The leader epoch the client knows (-1: none); another than the partition's is
-    /// refused ([`crate::leader_epochs::check`]).
+    /// refused ([`crate::partition::leader_epochs::check`]).
     pub leader_epoch: i32,
 }
 

@@ -38,11 +38,11 @@
 
 pub mod records;
 
-use super::broker_settings::BrokerSettings;
-use super::keys::PartitionKeys;
-use super::lease::Lease;
-use super::log::{Aborted, BatchIndex, Log, LogError, is_aborted};
-use super::topics::{Partition, TopicConfig, Topics};
+use crate::keys::PartitionKeys;
+use crate::metadata::broker_settings::BrokerSettings;
+use crate::metadata::topics::{Partition, TopicConfig, Topics};
+use crate::partition::lease::Lease;
+use crate::partition::log::{Aborted, BatchIndex, Log, LogError, is_aborted};
 use bytes::Bytes;
 use ferry_stage::now_ms;
 use ferry_store::{Database, StoreError, TransactionError};

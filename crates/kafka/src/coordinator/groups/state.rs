@@ -1065,7 +1065,7 @@ mod tests {
         // The stored metadata: format 1, generation i32::MAX, "consumer", "range", leader
         // "m0", stable.
         let meta = b"\x15\x01\x18\x7f\xff\xff\xff\x02consumer\x00\x02range\x00\x02m0\x00\x27";
-        let stored = crate::groups::store::decode_meta(meta).unwrap();
+        let stored = crate::coordinator::groups::store::decode_meta(meta).unwrap();
         assert_eq!(stored.generation, i32::MAX);
         let now = Instant::now();
         let member = StoredMember {

@@ -3,10 +3,10 @@
 
 use super::records::tests::{MAX_DECOMPRESSED, keyed};
 use super::*;
-use crate::batch::{BatchHeader, marker};
-use crate::log::Stored;
-use crate::topics::tests::fresh_topics;
-use crate::topics::{CleanupPolicy, Topic};
+use crate::metadata::topics::tests::fresh_topics;
+use crate::metadata::topics::{CleanupPolicy, Topic};
+use crate::partition::log::Stored;
+use crate::wire::batch::{BatchHeader, marker};
 use ferry_store::RangeOption;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use std::sync::Arc;
@@ -297,7 +297,7 @@ async fn aborted_records_go_and_markers_stay() {
     let crc = crc32c::crc32c(&aborted[21..]);
     aborted[17..21].copy_from_slice(&crc.to_be_bytes());
     let mut abort = marker(7, 0, false, 1000);
-    crate::batch::set_base_offset(&mut abort, 2);
+    crate::wire::batch::set_base_offset(&mut abort, 2);
     f.append(&[
         keyed(0, &[("a", Some("committed"))], Compression::None),
         aborted,

@@ -1,7 +1,7 @@
 //! Leader epochs (KIP-101, KIP-320): which leader wrote which offsets, so a consumer that
 //! sees the leader change can check that its position is still in the log.
 //!
-//! A partition's leader epoch is the epoch of its sequencer lease ([`super::lease`]),
+//! A partition's leader epoch is the epoch of its sequencer lease ([`crate::partition::lease`]),
 //! bumped by every claim: a restart, a takeover after a lapse, a handover between
 //! instances. The claim records where the epoch begins — the high watermark at the claim —
 //! under `("ep", epoch)`, and the sequencer stamps the epoch into every batch it appends
@@ -11,8 +11,8 @@
 //! request that names another epoch than the current one (`FENCED_LEADER_EPOCH` for an
 //! older, `UNKNOWN_LEADER_EPOCH` for a newer one), so the client refreshes its metadata.
 
-use super::keys::{PartitionKeys, decode_i64, encode_i64};
-use super::lease::Lease;
+use crate::keys::{PartitionKeys, decode_i64, encode_i64};
+use crate::partition::lease::Lease;
 use ferry_store::{RangeOption, StoreError, Transaction};
 use kafka_protocol::ResponseError;
 

@@ -1,7 +1,7 @@
 //! A partition's log in the store: record batches at dense int64 offsets, the high
 //! watermark, the log start offset, a time index, and retention that deletes old ranges.
 //!
-//! Layout (keys in [`super::keys`]): each batch is stored as sent (compression kept, base
+//! Layout (keys in [`crate::keys`]): each batch is stored as sent (compression kept, base
 //! offset rewritten) in chunks of at most 100,000 bytes under `("l", base, n)`, with an
 //! index entry `("i", base)` giving its last offset, newest timestamp, size and record
 //! count. `hw` is the next offset: only the partition's sequencer writes it, in the
@@ -26,14 +26,14 @@
 //! id)`. The last stable offset — what `read_committed` consumers may read up to — is the
 //! first offset of the oldest open transaction, or the high watermark when none is open.
 //!
-//! Compaction ([`super::compaction`]) rewrites batches in place with fewer records (their
+//! Compaction ([`crate::partition::compaction`]) rewrites batches in place with fewer records (their
 //! headers' offsets kept) and deletes those left empty, so a compacted log has gaps: a
 //! read from an offset in one begins with the next batch.
 
-use super::batch::{
+use crate::keys::{PartitionKeys, decode_i64, encode_i64};
+use crate::wire::batch::{
     self, BatchHeader, first_record_at_or_after, set_base_offset, set_leader_epoch,
 };
-use super::keys::{PartitionKeys, decode_i64, encode_i64};
 use bytes::{Bytes, BytesMut};
 use ferry_stage::{Spill, Spills, StageError};
 use ferry_store::keys::key_after;

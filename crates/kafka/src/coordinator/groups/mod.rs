@@ -24,7 +24,7 @@ pub mod state;
 pub mod store;
 pub mod subscription;
 
-use super::lease::Lease;
+use crate::partition::lease::Lease;
 use actor::{Command, Env, GroupView};
 use assignors::TopicId;
 use consumer::{ConsumerGroupView, ConsumerHeartbeat, HeartbeatAnswer, TopicCatalog};
@@ -523,7 +523,7 @@ impl Coordinator {
 }
 
 /// The topics of the Kafka front, as consumer-protocol groups assign them.
-impl TopicCatalog for crate::topics::Topics {
+impl TopicCatalog for crate::metadata::topics::Topics {
     fn topic(&self, name: &str) -> Option<(TopicId, i32)> {
         self.get(name).map(|t| {
             let partitions = i32::try_from(t.partitions.len()).unwrap_or(i32::MAX);

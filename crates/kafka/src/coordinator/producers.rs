@@ -8,8 +8,8 @@
 //! `DUPLICATE_SEQUENCE_NUMBER`, a gap `OUT_OF_ORDER_SEQUENCE_NUMBER`, an older epoch
 //! `INVALID_PRODUCER_EPOCH`; a newer epoch starts again at sequence 0.
 
-use super::batch::BatchHeader;
-use super::keys::{KafkaKeys, PartitionKeys, decode_i64};
+use crate::keys::{KafkaKeys, PartitionKeys, decode_i64};
+use crate::wire::batch::BatchHeader;
 use ferry_store::{Database, RangeOption, StoreError, Transaction};
 use foundationdb_tuple::{pack, unpack};
 use kafka_protocol::ResponseError;

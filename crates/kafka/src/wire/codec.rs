@@ -13,7 +13,7 @@
 //! grown for it, and the buffer then grows only as bytes arrive, so a client that declares
 //! a large frame and sends nothing costs no memory.
 
-use super::legacy::PRODUCE_WITH_MESSAGE_SETS_BELOW;
+use crate::wire::legacy::PRODUCE_WITH_MESSAGE_SETS_BELOW;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};

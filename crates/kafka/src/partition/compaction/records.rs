@@ -8,8 +8,8 @@
 //! went. Only the record count, the length, the CRC and the records (compressed again
 //! with the batch's own codec) change.
 
-use crate::batch::{self, BatchHeader, HEADER_LEN, read_varint};
-use crate::codecs::{compress, compression, decompress_bounded};
+use crate::wire::batch::{self, BatchHeader, HEADER_LEN, read_varint};
+use crate::wire::compression::{compress, compression, decompress_bounded};
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use std::ops::Range;
@@ -187,8 +187,8 @@ fn parse_record(rest: &mut &[u8], base: i64) -> Option<Record> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::batch::tests::encoded;
-    use crate::batch::{set_base_offset, validate};
+    use crate::wire::batch::tests::encoded;
+    use crate::wire::batch::{set_base_offset, validate};
     use kafka_protocol::records::Compression;
     use kafka_protocol::records::RecordBatchDecoder;
 

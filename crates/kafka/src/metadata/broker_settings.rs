@@ -16,9 +16,9 @@
 //! Kerberos, segments, flushing, …) are checked, stored and described with no effect. Any
 //! other name is `INVALID_CONFIG`.
 
-use super::inert_settings::{self, Kind};
-use super::keys::KafkaKeys;
-use super::topics::{
+use crate::keys::KafkaKeys;
+use crate::metadata::inert_settings::{self, Kind};
+use crate::metadata::topics::{
     CLEANUP_POLICY, COMPRESSION_TYPE, DELETE_RETENTION_MS, MAX_MESSAGE_BYTES,
     MESSAGE_TIMESTAMP_TYPE, MIN_CLEANABLE_DIRTY_RATIO, MIN_COMPACTION_LAG_MS, RETENTION_BYTES,
     RETENTION_MS, TopicConfig, TopicDefaults, TopicError,
@@ -565,7 +565,7 @@ mod tests {
         assert_eq!(config.retention_bytes, Some(100));
         assert_eq!(
             config.cleanup_policy(),
-            crate::topics::CleanupPolicy::Compact
+            crate::metadata::topics::CleanupPolicy::Compact
         );
         assert_eq!(config.retention_ms, None);
         assert_eq!(decode(&encode(&s)).unwrap(), s);
@@ -573,7 +573,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_change_made_on_one_instance_reaches_the_other_with_its_scope() {
-        let (_dir, db, _) = crate::topics::tests::fresh_topics().await;
+        let (_dir, db, _) = crate::metadata::topics::tests::fresh_topics().await;
         let keys = KafkaKeys::new("t");
         let base = TopicDefaults::from_config(&ferry_config::KafkaConfig::default());
         let a = BrokerSettings::start(db.clone(), keys.clone(), 0, base)

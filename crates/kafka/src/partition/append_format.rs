@@ -12,10 +12,10 @@
 //! The time is taken when the front accepts the batch, just before it is staged; the
 //! sequencer appends staged batches in a few milliseconds, in order.
 
-use super::batch::{self, BatchHeader, HEADER_LEN};
-use super::codecs;
-use super::format_settings::TimestampType;
-use super::topics::TopicConfig;
+use crate::metadata::format_settings::TimestampType;
+use crate::metadata::topics::TopicConfig;
+use crate::wire::batch::{self, BatchHeader, HEADER_LEN};
+use crate::wire::compression::{compress, compression, decompress_bounded};
 use bytes::Bytes;
 
 /// Why a batch cannot take the topic's format: its records do not decompress within the
@@ -60,14 +60,14 @@ fn recompressed(
     codec: i16,
     max_decompressed: usize,
 ) -> Result<Bytes, FormatError> {
-    let from = codecs::compression(header.codec())
+    let from = compression(header.codec())
         .ok_or_else(|| FormatError(format!("codec {} is unknown", header.codec())))?;
     let body = batch
         .get(HEADER_LEN..header.size)
         .ok_or_else(|| FormatError("the batch is truncated".into()))?;
-    let raw = codecs::decompress_bounded(&mut Bytes::copy_from_slice(body), from, max_decompressed)
+    let raw = decompress_bounded(&mut Bytes::copy_from_slice(body), from, max_decompressed)
         .map_err(|e| FormatError(e.to_string()))?;
-    let compressed = codecs::compress(codec, &raw).map_err(|e| FormatError(e.to_string()))?;
+    let compressed = compress(codec, &raw).map_err(|e| FormatError(e.to_string()))?;
     let mut head = batch[..HEADER_LEN].to_vec();
     batch::set_codec(&mut head, codec);
     Ok(Bytes::from(batch::with_records(
@@ -80,9 +80,9 @@ fn recompressed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::tests::batch;
-    use crate::batch::validate;
-    use crate::format_settings::CompressionType;
+    use crate::metadata::format_settings::CompressionType;
+    use crate::wire::batch::tests::batch;
+    use crate::wire::batch::validate;
     use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
     /// The bound the daemon decompresses with by default (`kafka.max_request_size`).

@@ -1,0 +1,18 @@
+//! A partition's log and everything that writes it: the log in the store with its
+//! retention ([`log`]), the one writer of each partition ([`sequencer`], holder of a fenced
+//! [`lease`]), the staged record of a produced batch ([`staged`], [`large`] for batches
+//! that need several transactions, [`waiters`] for the produce requests waiting on them),
+//! what a topic's settings do to an appended batch ([`append_format`]), leader epochs
+//! ([`leader_epochs`]), compaction ([`compaction`]), and consumers' fetch sessions
+//! ([`fetch_sessions`]).
+
+pub mod append_format;
+pub mod compaction;
+pub mod fetch_sessions;
+pub mod large;
+pub mod leader_epochs;
+pub mod lease;
+pub mod log;
+pub mod sequencer;
+pub mod staged;
+pub mod waiters;
