@@ -1,12 +1,9 @@
 //! Ferry: a broker bridge. This crate is the top of the workspace (docs/architecture.md
-//! draws the crate graph): the daemon and what only it uses.
-//!
-//! Layout: [`daemon`] runs the long-lived process over the crates below (the fronts
-//! `ferry-amqp` and `ferry-kafka`, the bridge `ferry-bridge`, the stage and store beneath
-//! them); [`management`] is the RabbitMQ-compatible management HTTP API and its web UI;
-//! [`http_server`] serves HTTP (management, metrics) on the accept loop every front
-//! shares. The `ferry` binary (`src/cli/`) is the command line over this library, and holds
-//! the `ferry bench` load tools.
+//! draws the crate graph): [`daemon`] runs the long-lived process over the crates below
+//! (the management API `ferry-management`, the bridge `ferry-bridge`, the fronts
+//! `ferry-amqp` and `ferry-kafka`, the stage and store beneath them). The `ferry` binary
+//! (`src/cli/`) is the command line over this library, and holds the `ferry bench` load
+//! tools.
 
 // The library is documented for Ferry's own engineers, whose docs link private items (a
 // module's constants, its private submodules); read them with
@@ -18,5 +15,3 @@
 pub mod daemon;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod http_server;
-pub mod management;

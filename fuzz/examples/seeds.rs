@@ -21,7 +21,7 @@ use ferry_kafka::api::SUPPORTED;
 use ferry_kafka::wire::batch;
 use ferry_kafka::coordinator::groups::store::{CommittedOffset, encode_offset};
 use ferry_kafka::partition::lease::Lease;
-use ferry_kafka::coordinator::producers::{ProducerState, WrittenBatch};
+use ferry_kafka::partition::producers::{ProducerState, WrittenBatch};
 use ferry_kafka::partition::staged::{self, Waiter};
 use ferry_stage::{DeadLetter, DeadLetterReason, Envelope, StageMeta};
 use foundationdb_tuple::pack;

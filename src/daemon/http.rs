@@ -66,7 +66,7 @@ pub async fn serve(
     endpoints: Endpoints,
     stop: CancellationToken,
 ) -> io::Result<()> {
-    let server = crate::http_server::Server {
+    let server = ferry_tls::http::Server {
         name: "metrics",
         key: LISTEN_KEY,
         tls,

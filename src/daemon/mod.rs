@@ -319,15 +319,15 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     };
     let bridge_status = ferry_bridge::status::Status::default();
     let route_states = ferry_bridge::States::default();
-    let management_api = crate::management::Api::new(crate::management::Shared {
+    let management_api = ferry_management::Api::new(ferry_management::Shared {
         users: users.clone(),
         amqp: amqp.admin(),
         kafka: kafka_admin,
         listeners: listening
             .into_iter()
-            .map(|(protocol, addr)| crate::management::Listening { protocol, addr })
+            .map(|(protocol, addr)| ferry_management::Listening { protocol, addr })
             .collect(),
-        node: crate::management::node_name(),
+        node: ferry_management::node_name(),
         https: management_listener
             .as_ref()
             .is_some_and(|l| l.tls.is_some()),
@@ -361,12 +361,12 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         result.map_err(DaemonError::from)
     });
     if let Some(listener) = management_listener {
-        let server = crate::http_server::Server {
+        let server = ferry_tls::http::Server {
             name: "management",
             key: MANAGEMENT_LISTEN_KEY,
             tls: listener.tls,
         };
-        let (router, token) = (crate::management::router(management_api), shutdown.clone());
+        let (router, token) = (ferry_management::router(management_api), shutdown.clone());
         loops.spawn("management server", async move {
             server
                 .serve(listener.tcp, router, token)

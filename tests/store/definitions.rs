@@ -8,10 +8,10 @@
 
 use crate::common::store::TestStore;
 use crate::for_each_engine;
-use ferry::management::definitions::{Definitions, ImportError, Target, export_all};
 use ferry_amqp::topology::records::TopologyKeys;
 use ferry_amqp::vhosts::VHosts;
 use ferry_auth::store::UserStore;
+use ferry_management::definitions::{Definitions, ImportError, Target, export_all};
 use ferry_stage::Stages;
 
 for_each_engine!(
@@ -60,7 +60,7 @@ fn parse(json: &str) -> Definitions {
 async fn import(
     store: &TestStore,
     json: &str,
-) -> Result<ferry::management::definitions::Imported, ImportError> {
+) -> Result<ferry_management::definitions::Imported, ImportError> {
     let (users, vhosts) = open(store).await;
     let target = Target {
         users: &users,

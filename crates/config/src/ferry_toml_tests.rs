@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn shipped_file() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/ferry.toml")
 }
 
 #[test]

@@ -3,8 +3,8 @@
 //!
 //! Folders, by job: [`wire`] (the codec, record batches, old message sets, compression —
 //! no I/O), [`partition`] (a partition's log and everything that writes it: sequencers,
-//! leases, staging, retention, compaction, leader epochs, fetch sessions),
-//! [`coordinator`] (consumer groups, transactions, idempotent producers), [`metadata`]
+//! leases, staging, idempotent producers, retention, compaction, leader epochs, fetch
+//! sessions), [`coordinator`] (consumer groups, transactions), [`metadata`]
 //! (topics and their settings, brokers, broker settings), [`acls`] (Kafka ACLs and the
 //! checks every API makes) and [`api`] (one module per API). Beside them: [`connection`]
 //! (one client), [`keys`] (the keyspace), [`recovery`] (freeing an earlier incarnation's

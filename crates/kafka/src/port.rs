@@ -27,15 +27,13 @@ use crate::partition::log::{Aborted, Log, LogError, is_aborted};
 use crate::partition::staged;
 use crate::wire::batch::BatchHeader;
 use crate::wire::compression::decompress_bounded;
-use bytes::{Bytes, BytesMut};
+use crate::wire::record::encode_batch;
+use bytes::Bytes;
 use ferry_config::kafka::MAX_MESSAGE_BYTES_LIMIT;
 use ferry_stage::MAX_BODY_SIZE;
 use ferry_stage::{NewMessage, Spill, StageError};
 use ferry_store::{StoreError, Transaction, TransactionError, Watch};
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::RecordBatchDecoder;
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -47,19 +45,7 @@ pub const MAX_APPEND_BYTES: usize = MAX_BODY_SIZE - staged::HEADER_LEN;
 /// to its spill keeps ([`KafkaPort::append_spilled_in`]): its header.
 pub const BATCH_HEAD_LEN: usize = crate::wire::batch::HEADER_LEN;
 
-/// A Kafka record as it crosses the port.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KafkaRecord {
-    /// The key; `None` is Kafka's null key.
-    pub key: Option<Bytes>,
-    /// The value; `None` is a tombstone (shared, never copied on its way through the
-    /// bridge).
-    pub value: Option<Bytes>,
-    /// The headers, in order; names may repeat and values may be null.
-    pub headers: Vec<(String, Option<Vec<u8>>)>,
-    /// The timestamp in milliseconds since the epoch, if it has one.
-    pub timestamp_ms: Option<i64>,
-}
+pub use crate::wire::record::{KafkaRecord, batch_len, encode_alone};
 
 /// Why an operation of the port failed.
 #[derive(Debug, thiserror::Error)]
@@ -305,83 +291,6 @@ impl KafkaPort {
     }
 }
 
-/// `record` alone as the uncompressed record batch (format v2, no producer, its timestamp
-/// defaulting to `now`) that [`KafkaPort::append_in`] would stage for it: what a caller
-/// writes to a spill for [`KafkaPort::append_spilled_in`]. [`batch_len`] bytes long.
-pub fn encode_alone(record: KafkaRecord, now: u64) -> Bytes {
-    encode_batch(vec![record], now).freeze()
-}
-
-/// The length of the batch [`encode_alone`] encodes for `record`, without encoding it: the
-/// batch header, then the record's fields, each length a zigzag varint.
-pub fn batch_len(record: &KafkaRecord) -> usize {
-    let bytes =
-        |b: Option<&[u8]>| b.map_or(varint_len(-1), |b| varint_len(b.len() as i64) + b.len());
-    let headers: usize = record
-        .headers
-        .iter()
-        .map(|(k, v)| bytes(Some(k.as_bytes())) + bytes(v.as_deref()))
-        .sum();
-    // Attributes, timestamp delta 0 and offset delta 0 (one byte each), key, value, headers.
-    let body = 3
-        + bytes(record.key.as_deref())
-        + bytes(record.value.as_deref())
-        + varint_len(record.headers.len() as i64)
-        + headers;
-    BATCH_HEAD_LEN + varint_len(body as i64) + body
-}
-
-/// The length of `n` as a zigzag varint.
-fn varint_len(n: i64) -> usize {
-    let mut zigzag = ((n << 1) ^ (n >> 63)) as u64;
-    let mut len = 1;
-    while zigzag >= 0x80 {
-        zigzag >>= 7;
-        len += 1;
-    }
-    len
-}
-
-/// `records` as one uncompressed record batch (format v2) without a producer, their
-/// timestamps defaulting to `now`.
-pub(crate) fn encode_batch(records: Vec<KafkaRecord>, now: u64) -> BytesMut {
-    let records: Vec<Record> = records
-        .into_iter()
-        .enumerate()
-        .map(|(n, r)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: n as i64,
-            // offset − sequence must be constant for one batch; no producer: -1 first.
-            sequence: n as i32 - 1,
-            timestamp: r.timestamp_ms.unwrap_or(now as i64),
-            key: r.key,
-            value: r.value,
-            headers: r
-                .headers
-                .into_iter()
-                .map(|(k, v)| (StrBytes::from_string(k), v.map(Bytes::from)))
-                .collect(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("uncompressed records encode into memory");
-    buf
-}
-
 /// Decodes the batches of `bytes` (a read of the log) from offset `from`, batch by batch,
 /// passing over control batches and the batches of `aborted` transactions, and a batch
 /// whose records decompress to more than `max_decompressed` bytes (`kafka.max_request_size`:
@@ -462,6 +371,7 @@ mod tests {
     use super::*;
     use crate::wire::batch::HEADER_LEN;
     use crate::wire::batch::tests::batch;
+    use kafka_protocol::records::Compression;
 
     /// Sets the batch length and the CRC-32C of batch `b` to match its bytes, as a producer
     /// would, so that only what a test broke on purpose is wrong.

@@ -4,13 +4,14 @@
 //! counted ([`accept`]), the names of a verified client certificate ([`names`]), and the
 //! connection type the fronts read and write over TCP or TLS alike ([`stream`]).
 //!
-//! The listeners ([`server`]: the accept loop every front shares; the daemon's HTTPS
-//! endpoint) hand every connection on as a [`stream::Stream`] with its
+//! The listeners ([`server`]: the accept loop every front shares, and [`http`] serving an
+//! HTTP router on it) hand every connection on as a [`stream::Stream`] with its
 //! [`ferry_auth::peer::Peer`]; authentication decides what the certificate allows. `[tls]`'s
 //! keys are [`TlsConfig`], this crate's own section of `ferry.toml`.
 
 pub mod accept;
 mod config;
+pub mod http;
 mod names;
 mod reload;
 pub mod server;

@@ -8,7 +8,7 @@
 use super::{Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::coordinator::producers::{ActiveProducer, active};
+use crate::partition::producers::{ActiveProducer, active};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_producers_response::{
     PartitionResponse, ProducerState, TopicResponse,

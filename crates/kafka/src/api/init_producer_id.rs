@@ -12,7 +12,7 @@
 use super::{Session, logged};
 use crate::Context;
 use crate::acls::Operation;
-use crate::coordinator::producers::allocate_id;
+use crate::partition::producers::allocate_id;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     InitProducerIdRequest, InitProducerIdResponse, ProducerId, ResponseKind,

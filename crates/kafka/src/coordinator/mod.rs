@@ -1,6 +1,5 @@
-//! The coordinators: consumer groups of both protocols ([`groups`]), transactions
-//! ([`transactions`]) and idempotent producers' ids and sequences ([`producers`]).
+//! The coordinators: consumer groups of both protocols ([`groups`]) and transactions
+//! ([`transactions`]).
 
 pub mod groups;
-pub mod producers;
 pub mod transactions;

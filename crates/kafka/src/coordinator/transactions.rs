@@ -23,9 +23,9 @@
 //! transaction's commit is the decision, as the marker Kafka writes to the offsets topic.
 
 use crate::coordinator::groups::store::{CommittedOffset, encode_offset};
-use crate::coordinator::producers::allocate_in;
 use crate::keys::KafkaKeys;
 use crate::metadata::topics::Topics;
+use crate::partition::producers::allocate_in;
 use crate::partition::staged;
 use crate::partition::waiters::Waiters;
 use crate::wire::batch::{BatchHeader, marker};

@@ -33,7 +33,6 @@
 //! already staged (answering those producers), then releases the lease so an instance with
 //! room claims it on its next round.
 
-use crate::coordinator::producers::{ProducerState, Verdict};
 use crate::keys::{PartitionKeys, decode_i64, encode_i64};
 use crate::metadata::broker_settings::BrokerSettings;
 use crate::metadata::brokers::Brokers;
@@ -42,6 +41,7 @@ use crate::partition::compaction::Compactor;
 use crate::partition::leader_epochs;
 use crate::partition::lease::Lease;
 use crate::partition::log::{Log, LogError, Stored};
+use crate::partition::producers::{ProducerState, Verdict};
 use crate::partition::staged::{self, Waiter};
 use crate::partition::waiters::{BatchOutcome, Waiters};
 use crate::wire::batch::{BatchHeader, marker_commits, set_base_offset, set_leader_epoch};

@@ -14,8 +14,8 @@
 //!              0-2), [timestamp i64: magic 1], key bytes (i32 length, -1 null), value bytes
 //! ```
 
-use crate::port::{KafkaRecord, encode_batch};
 use crate::wire::compression::decompress_bounded;
+use crate::wire::record::{KafkaRecord, encode_batch};
 use bytes::Bytes;
 use kafka_protocol::records::Compression;
 

@@ -9,7 +9,7 @@ use super::model::{
     BindingDefinition, Definitions, ExchangeDefinition, PermissionDefinition, QueueDefinition,
     Tags, TopicPermissionDefinition, UserDefinition, VhostDefinition,
 };
-use crate::management::tables;
+use crate::tables;
 use amq_protocol::types::FieldTable;
 use ferry_amqp::topology::{Destination, VHost};
 use ferry_amqp::vhosts::{VHosts, VhostMeta};

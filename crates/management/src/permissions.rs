@@ -14,7 +14,7 @@ use super::body::Body;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::reply::{Json, put_status};
-use crate::management::definitions::model::{PermissionDefinition, TopicPermissionDefinition};
+use crate::definitions::model::{PermissionDefinition, TopicPermissionDefinition};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

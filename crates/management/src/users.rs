@@ -25,9 +25,9 @@ use super::body::Body;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::reply::{Json, put_status};
-use crate::management::definitions::import::HASHING_ALGORITHM;
-use crate::management::definitions::model::Tags;
-use crate::management::definitions::user_definition;
+use crate::definitions::import::HASHING_ALGORITHM;
+use crate::definitions::model::Tags;
+use crate::definitions::user_definition;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -63,7 +63,7 @@ pub fn routes() -> Router<Api> {
 async fn list(
     State(api): State<Api>,
     principal: Principal,
-) -> ApiResult<Json<Vec<crate::management::definitions::model::UserDefinition>>> {
+) -> ApiResult<Json<Vec<crate::definitions::model::UserDefinition>>> {
     administrator(&principal)?;
     let users = api.users.store().list().await.map_err(store_failed)?;
     Ok(Json(users.iter().map(user_definition).collect()))
@@ -73,7 +73,7 @@ async fn list(
 async fn without_permissions(
     State(api): State<Api>,
     principal: Principal,
-) -> ApiResult<Json<Vec<crate::management::definitions::model::UserDefinition>>> {
+) -> ApiResult<Json<Vec<crate::definitions::model::UserDefinition>>> {
     administrator(&principal)?;
     let store = api.users.store();
     let granted: HashSet<String> = store
@@ -98,7 +98,7 @@ async fn show(
     State(api): State<Api>,
     principal: Principal,
     Path(name): Path<String>,
-) -> ApiResult<Json<crate::management::definitions::model::UserDefinition>> {
+) -> ApiResult<Json<crate::definitions::model::UserDefinition>> {
     administrator(&principal)?;
     let user = api.users.store().get(&name).await.map_err(store_failed)?;
     user.map(|u| Json(user_definition(&u)))

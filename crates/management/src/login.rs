@@ -8,7 +8,6 @@
 use super::Api;
 use super::access::Access;
 use super::error::ApiError;
-use crate::http_server::ClientAddr;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
@@ -17,6 +16,7 @@ use ferry_auth::access::VhostAccess;
 use ferry_auth::peer::{Peer, TlsPeer};
 use ferry_auth::permissions::TopicVariables;
 use ferry_auth::{AuthError, Front, User};
+use ferry_tls::http::ClientAddr;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 

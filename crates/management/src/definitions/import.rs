@@ -17,7 +17,7 @@
 //! from a hash, and kept beside a new hash they would still accept the old password.
 
 use super::model::{Definitions, UserDefinition};
-use crate::management::tables;
+use crate::tables;
 use ferry_amqp::errors::{AmqpError, TxError};
 use ferry_amqp::topology::args::QueueArgs;
 use ferry_amqp::topology::{

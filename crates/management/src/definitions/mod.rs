@@ -20,12 +20,12 @@ pub use export::{export_all, export_vhost, user_definition};
 pub use import::{ImportError, Imported, Target};
 pub use model::Definitions;
 
-use crate::management::Api;
-use crate::management::administrator::{administrator, store_failed};
-use crate::management::error::{ApiError, ApiResult};
-use crate::management::login::Principal;
-use crate::management::overview::COMPATIBLE_RABBITMQ_VERSION;
-use crate::management::reply::Json;
+use crate::Api;
+use crate::administrator::{administrator, store_failed};
+use crate::error::{ApiError, ApiResult};
+use crate::login::Principal;
+use crate::overview::COMPATIBLE_RABBITMQ_VERSION;
+use crate::reply::Json;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

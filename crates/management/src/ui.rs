@@ -1,4 +1,4 @@
-//! The management web UI: static files compiled into the binary (`src/management/ui/`,
+//! The management web UI: static files compiled into the binary (`crates/management/src/ui/`,
 //! plain HTML, CSS and JavaScript modules: no framework, no build step, nothing fetched
 //! from elsewhere, so it works offline) served at `/` beside the API.
 //!

@@ -1,14 +1,14 @@
 //! Serving an axum router over HTTP, or over HTTPS through the shared accept loop
-//! ([`ferry_tls::server::serve`], which takes each connection through its TLS handshake):
-//! the operations server ([`crate::daemon::http`]) and the management API
-//! ([`crate::management`]) both run on a [`Server`]. Handlers may read the client's
+//! ([`crate::server::serve`], which takes each connection through its TLS handshake):
+//! the daemon's operations server and the management API (`ferry-management`) both run on
+//! a [`Server`]. Handlers may read the client's
 //! address as `ConnectInfo<ClientAddr>`.
 
+use crate::server::Listener;
+use crate::{Acceptor, Stream};
 use axum::Router;
 use axum::extract::connect_info::Connected;
 use axum::serve::IncomingStream;
-use ferry_tls::server::Listener;
-use ferry_tls::{Acceptor, Stream};
 use std::io;
 use std::net::SocketAddr;
 use tokio::net::TcpListener;
@@ -74,7 +74,7 @@ impl Connected<IncomingStream<'_, Https>> for ClientAddr {
     }
 }
 
-/// HTTPS connections for axum: the shared accept loop ([`ferry_tls::server::serve`]) takes
+/// HTTPS connections for axum: the shared accept loop ([`crate::server::serve`]) takes
 /// each connection through its TLS handshake in a task of its own and hands the finished
 /// ones over.
 pub struct Https {
@@ -101,10 +101,10 @@ impl Https {
             key: key.to_owned(),
             tls: Some(tls),
         };
-        tokio::spawn(ferry_tls::server::serve(
+        tokio::spawn(crate::server::serve(
             name,
             listener,
-            ferry_tls::server::limit(HTTPS_BACKLOG),
+            crate::server::limit(HTTPS_BACKLOG),
             stop,
             move |stream, peer, _| {
                 let tx = tx.clone();
