@@ -1,13 +1,12 @@
 //! The `ferry` binary: parses the command line, loads and checks the configuration, and
 //! runs the daemon or reports on the configuration; `ferry bench` runs the load tools of
-//! [`bench`], which belong to this binary, not to the daemon's library.
+//! the `ferry-bench` crate, which this binary links and the daemon's library does not.
 //!
 //! This is the edge where errors become one line on standard error and an exit code:
 //! 0 on success (and after a SIGTERM drain), 2 for a configuration that does not load,
 //! validate or pass preflight, 1 for anything else.
 
 mod allocator_metrics;
-mod bench;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -97,27 +96,27 @@ enum Command {
 #[derive(Subcommand)]
 enum Bench {
     /// Durable appends and pops on one stage of the embedded engine.
-    Stage(bench::stage::StageBench),
+    Stage(ferry_bench::stage::StageBench),
     /// Produce (acks=all), group fetch and end-to-end latency against a Kafka broker.
-    Kafka(bench::kafka::KafkaBench),
+    Kafka(ferry_bench::kafka::KafkaBench),
     /// Publish-with-confirms, consume-with-acks and confirm latency against any AMQP 0-9-1
     /// broker (Ferry or RabbitMQ), through lapin.
-    Amqp(bench::amqp::AmqpBench),
+    Amqp(ferry_bench::amqp::AmqpBench),
     /// Moving persistent messages through Ferry's bridge: between two RabbitMQ queues
     /// (against RabbitMQ's Shovel plugin), or between a Kafka topic on librdkafka's mock
     /// cluster and a RabbitMQ queue (`--path`).
-    Bridge(bench::bridge::BridgeBench),
+    Bridge(ferry_bench::bridge::BridgeBench),
     /// Overload of a running broker (issue 17): a publisher flood without consumers and its
     /// drain, thousands of idle connections, consumers that never read, connections that
     /// never finish the handshake; the broker's memory, descriptors and CPU from /proc, and
     /// a probe client's latency beside the load.
-    Overload(bench::overload::OverloadBench),
+    Overload(ferry_bench::overload::OverloadBench),
     /// Soak (issue 17): AMQP, Kafka and a bridge route at once against a running `ferry
     /// run`, each at a fixed rate for 30 minutes; per minute the rates, end-to-end latency
     /// and the broker's memory, descriptors and CPU; then memory growth, p99 drift and
     /// losses. Exit code 1 when a message was lost or a workload stalled.
-    #[command(after_long_help = bench::soak::HELP)]
-    Soak(bench::soak::SoakBench),
+    #[command(after_long_help = ferry_bench::soak::HELP)]
+    Soak(ferry_bench::soak::SoakBench),
 }
 
 /// Arguments of the subcommands that read a configuration.
@@ -213,12 +212,12 @@ fn run_bench(which: Bench) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         match which {
-            Bench::Stage(b) => bench::stage::run(&b).await,
-            Bench::Kafka(b) => Ok(bench::kafka::run(&b).await?),
-            Bench::Amqp(b) => bench::amqp::run(&b).await,
-            Bench::Bridge(b) => bench::bridge::run(&b).await,
-            Bench::Overload(b) => bench::overload::run(&b).await,
-            Bench::Soak(b) => bench::soak::run(&b).await,
+            Bench::Stage(b) => ferry_bench::stage::run(&b).await,
+            Bench::Kafka(b) => Ok(ferry_bench::kafka::run(&b).await?),
+            Bench::Amqp(b) => ferry_bench::amqp::run(&b).await,
+            Bench::Bridge(b) => ferry_bench::bridge::run(&b).await,
+            Bench::Overload(b) => ferry_bench::overload::run(&b).await,
+            Bench::Soak(b) => ferry_bench::soak::run(&b).await,
         }
     })
 }

@@ -5,17 +5,17 @@
 //! A reading the broker's `/proc` entry cannot give (the broker exited, or was killed for
 //! its memory) is kept as a gap and counted, not dropped: it is a finding.
 
-use super::super::cpu::process_cpu;
+use crate::cpu::process_cpu;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often the broker is read.
-pub const EVERY: Duration = Duration::from_millis(200);
+pub(crate) const EVERY: Duration = Duration::from_millis(200);
 
 /// One reading of the broker and of this process.
 #[derive(Debug, Clone, Copy)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// When it was taken.
     pub at: Instant,
     /// The broker's resident set (`VmRSS`) in KiB.
@@ -29,7 +29,7 @@ pub struct Reading {
 }
 
 /// Reads broker `pid` and this process now.
-pub fn read(pid: u32) -> Reading {
+pub(crate) fn read(pid: u32) -> Reading {
     Reading {
         at: Instant::now(),
         rss_kib: std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -45,7 +45,7 @@ pub fn read(pid: u32) -> Reading {
 }
 
 /// The `VmRSS` of a `/proc/PID/status` text, in KiB (the kernel writes it in `kB`).
-pub fn rss_kib(status: &str) -> Option<u64> {
+pub(crate) fn rss_kib(status: &str) -> Option<u64> {
     let value = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
     let mut parts = value.split_whitespace();
     let kib = parts.next()?.parse().ok()?;
@@ -53,7 +53,7 @@ pub fn rss_kib(status: &str) -> Option<u64> {
 }
 
 /// The soft `Max open files` limit in a `/proc/PID/limits` text (`None` for unlimited).
-pub fn max_open_files(limits: &str) -> Option<u64> {
+pub(crate) fn max_open_files(limits: &str) -> Option<u64> {
     let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
     line["Max open files".len()..]
         .split_whitespace()
@@ -63,14 +63,14 @@ pub fn max_open_files(limits: &str) -> Option<u64> {
 }
 
 /// Readings taken on a blocking thread until stopped.
-pub struct Watch {
+pub(crate) struct Watch {
     stop: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<Vec<Reading>>,
 }
 
 impl Watch {
     /// Starts reading broker `pid` every [`EVERY`].
-    pub fn start(pid: u32) -> Self {
+    pub(crate) fn start(pid: u32) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let task = tokio::task::spawn_blocking({
             let stop = stop.clone();
@@ -89,7 +89,7 @@ impl Watch {
     }
 
     /// Stops reading; every reading taken.
-    pub async fn stop(self) -> Vec<Reading> {
+    pub(crate) async fn stop(self) -> Vec<Reading> {
         self.stop.store(true, Ordering::Relaxed);
         self.task.await.unwrap_or_default()
     }
@@ -102,7 +102,7 @@ const SETTLE_STEADY: usize = 2;
 /// The change of resident memory, in KiB, that still counts as steady.
 const SETTLE_BAND_KIB: u64 = 1024;
 /// Longest to wait for the broker's memory to settle.
-pub const SETTLE_LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const SETTLE_LIMIT: Duration = Duration::from_secs(30);
 
 /// Waits until broker `pid`'s resident memory changes by less than [`SETTLE_BAND_KIB`]
 /// over [`SETTLE_STEADY`] × [`SETTLE_EVERY`] in a row, at most [`SETTLE_LIMIT`]: memory
@@ -110,7 +110,7 @@ pub const SETTLE_LIMIT: Duration = Duration::from_secs(30);
 /// baseline. jemalloc returns freed pages over about 10 s, and only while the program
 /// allocates, so this runs with the probes under way. The resident memory in KiB at the
 /// end, and whether it settled.
-pub async fn settle(pid: u32) -> (Option<u64>, bool) {
+pub(crate) async fn settle(pid: u32) -> (Option<u64>, bool) {
     let started = Instant::now();
     let mut before = read(pid).rss_kib;
     let mut steady = 0;
@@ -130,7 +130,7 @@ pub async fn settle(pid: u32) -> (Option<u64>, bool) {
 
 /// A named stretch of a scenario.
 #[derive(Debug, Clone, Copy)]
-pub struct Phase {
+pub(crate) struct Phase {
     /// What ran during it: `baseline`, `load`, `drain`, …
     pub name: &'static str,
     /// Its start.
@@ -141,19 +141,19 @@ pub struct Phase {
 
 impl Phase {
     /// Whether `at` falls in it.
-    pub fn holds(&self, at: Instant) -> bool {
+    pub(crate) fn holds(&self, at: Instant) -> bool {
         self.from <= at && at < self.to
     }
 
     /// Its length.
-    pub fn length(&self) -> Duration {
+    pub(crate) fn length(&self) -> Duration {
         self.to.saturating_duration_since(self.from)
     }
 }
 
 /// A gauge over a phase: its first, largest and last value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Span {
+pub(crate) struct Span {
     /// At the phase's first reading.
     pub first: u64,
     /// The largest reading.
@@ -184,7 +184,7 @@ impl Span {
 
 /// The broker's gauges over one phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct PhaseGauges {
+pub(crate) struct PhaseGauges {
     /// Resident memory, KiB.
     pub rss_kib: Option<Span>,
     /// Open file descriptors.
@@ -199,7 +199,7 @@ pub struct PhaseGauges {
 
 /// The gauges of `phase` from `readings` (in time order). CPU time is counted from the
 /// last reading before the phase (or its first reading) to its last one.
-pub fn summarize(readings: &[Reading], phase: &Phase) -> PhaseGauges {
+pub(crate) fn summarize(readings: &[Reading], phase: &Phase) -> PhaseGauges {
     let inside: Vec<&Reading> = readings.iter().filter(|r| phase.holds(r.at)).collect();
     let before = readings.iter().rev().find(|r| r.at < phase.from);
     let spent = |cpu: fn(&Reading) -> Option<Duration>| {
@@ -218,7 +218,12 @@ pub fn summarize(readings: &[Reading], phase: &Phase) -> PhaseGauges {
 
 /// The largest resident set in each `every`-long stretch from `from`, in KiB (0 for a
 /// stretch without a reading), for `count` stretches.
-pub fn rss_peaks(readings: &[Reading], from: Instant, every: Duration, count: usize) -> Vec<u64> {
+pub(crate) fn rss_peaks(
+    readings: &[Reading],
+    from: Instant,
+    every: Duration,
+    count: usize,
+) -> Vec<u64> {
     let mut peaks = vec![0; count];
     for r in readings {
         let Some(offset) = r.at.checked_duration_since(from) else {
@@ -233,7 +238,7 @@ pub fn rss_peaks(readings: &[Reading], from: Instant, every: Duration, count: us
 }
 
 /// KiB as MiB with one decimal.
-pub fn mib(kib: u64) -> String {
+pub(crate) fn mib(kib: u64) -> String {
     format!("{:.1}", kib as f64 / 1024.0)
 }
 

@@ -27,9 +27,9 @@ mod schedule;
 mod verdict;
 
 use super::kafka::{KafkaBench, create_topic, join_at_end, producer_config};
-use super::overload::watch::{self, Phase, Reading, mib};
-use super::overload::{delete_queue, delete_topic, describe_broker, fresh_queue, kafka_bench};
-use crate::bench::amqp::connect;
+use crate::amqp::connect;
+use crate::broker::watch::{self, Phase, Reading, mib};
+use crate::broker::{delete_queue, delete_topic, describe_broker, fresh_queue, kafka_bench};
 use anyhow::Context;
 use clients::{AmqpConsumer, Publisher, Shared, consume_kafka, publish};
 use ferry_bridge::sources::amqp_front;

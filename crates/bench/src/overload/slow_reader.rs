@@ -23,14 +23,12 @@ use super::raw::{
     AmqpTarget, Leftover, RawAmqp, TCP_ESTABLISHED, fetch_from_start, kafka_connect, kafka_request,
     read_leftover_bytes, tcp_state, unread_bytes,
 };
-use super::watch::{EVERY, mib};
-use super::{
-    Observer, OverloadBench, connections, delete_queue, delete_topic, fresh_queue, kafka_bench,
-    seconds,
-};
-use crate::bench::Percentiles;
-use crate::bench::amqp::{AmqpBench, publish_phase};
-use crate::bench::kafka::{create_topic, produce_all, producer_config};
+use super::{Observer, OverloadBench, connections, seconds};
+use crate::Percentiles;
+use crate::amqp::{AmqpBench, publish_phase};
+use crate::broker::watch::{EVERY, mib};
+use crate::broker::{delete_queue, delete_topic, fresh_queue, kafka_bench};
+use crate::kafka::{create_topic, produce_all, producer_config};
 use ferry_config::AmqpTlsConfig;
 use kafka_protocol::messages::ApiKey;
 use rdkafka::producer::FutureProducer;
@@ -225,7 +223,7 @@ fn describe_fetcher(
 ///
 /// # Errors
 /// The queue or topic cannot be filled.
-pub async fn run(bench: &OverloadBench, target: &AmqpTarget) -> anyhow::Result<()> {
+pub(super) async fn run(bench: &OverloadBench, target: &AmqpTarget) -> anyhow::Result<()> {
     let args = &bench.slow_reader;
     super::raise_fd_limit(args.slow_readers + 1, bench.broker_pid)?;
     fresh_queue(&bench.amqp_uri, SOURCE).await?;

@@ -9,18 +9,18 @@
 //! memory does not grow with its length.
 
 use super::schedule::Plan;
-use crate::bench::Percentiles;
+use crate::Percentiles;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
 /// Bytes of a [`Stamp`] at the start of a body: the smallest `--size`.
-pub const STAMP_LEN: usize = 24;
+pub(super) const STAMP_LEN: usize = 24;
 
 /// The start of every body the soak sends: which run sent it, its sequence number in its
 /// workload, and when it was sent (from the run's start, so the consumer in this process
 /// computes its latency on the same monotonic clock).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
+pub(super) struct Stamp {
     /// The run's random id; a body of another run (left in a queue, or routed late) is
     /// counted apart, not as this run's.
     pub run: u64,
@@ -32,7 +32,7 @@ pub struct Stamp {
 
 impl Stamp {
     /// A body of `size` bytes (at least [`STAMP_LEN`]) starting with the stamp.
-    pub fn body(&self, size: usize) -> Vec<u8> {
+    pub(super) fn body(&self, size: usize) -> Vec<u8> {
         let mut body = vec![b'x'; size.max(STAMP_LEN)];
         body[..8].copy_from_slice(&self.run.to_be_bytes());
         body[8..16].copy_from_slice(&self.seq.to_be_bytes());
@@ -42,7 +42,7 @@ impl Stamp {
     }
 
     /// The stamp `body` starts with; `None` for a body shorter than one.
-    pub fn read(body: &[u8]) -> Option<Self> {
+    pub(super) fn read(body: &[u8]) -> Option<Self> {
         let word = |at: usize| Some(u64::from_be_bytes(body.get(at..at + 8)?.try_into().ok()?));
         Some(Self {
             run: word(0)?,
@@ -64,7 +64,7 @@ struct Row {
 
 /// One row's figures.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RowFigures {
+pub(super) struct RowFigures {
     /// Messages sent in the row.
     pub sent: u64,
     /// Messages received in the row (duplicates included).
@@ -83,7 +83,7 @@ struct Fate {
 
 /// What became of a workload's messages over the whole run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Totals {
+pub(super) struct Totals {
     /// Messages sent.
     pub sent: u64,
     /// Of those, confirmed by the broker.
@@ -111,7 +111,7 @@ pub struct Totals {
 
 /// A workload's record, shared by its publisher, its consumer and the printing loop.
 #[derive(Debug)]
-pub struct Ledger {
+pub(super) struct Ledger {
     plan: Plan,
     /// The run's start.
     start: Instant,
@@ -132,7 +132,7 @@ pub struct Ledger {
 
 impl Ledger {
     /// An empty ledger of run `run`, started at `start`.
-    pub fn new(plan: Plan, start: Instant, run: u64) -> Self {
+    pub(super) fn new(plan: Plan, start: Instant, run: u64) -> Self {
         Self {
             plan,
             start,
@@ -147,7 +147,7 @@ impl Ledger {
     }
 
     /// The stamp of message `seq` sent now.
-    pub fn stamp(&self, seq: u64, now: Instant) -> Stamp {
+    pub(super) fn stamp(&self, seq: u64, now: Instant) -> Stamp {
         Stamp {
             run: self.run,
             seq,
@@ -161,7 +161,7 @@ impl Ledger {
     }
 
     /// Message `seq` was sent at `at` (numbers come in order, from 0).
-    pub fn sent(&mut self, seq: u64, at: Instant) {
+    pub(super) fn sent(&mut self, seq: u64, at: Instant) {
         let index = seq as usize;
         if index >= self.fates.len() {
             self.fates.resize(index + 1, Fate::default());
@@ -172,7 +172,7 @@ impl Ledger {
     }
 
     /// The broker's answer to message `seq`: confirmed, or refused with its reason.
-    pub fn confirmed(&mut self, seq: u64, outcome: Result<(), String>) {
+    pub(super) fn confirmed(&mut self, seq: u64, outcome: Result<(), String>) {
         let Some(fate) = self.fates.get_mut(seq as usize) else {
             return;
         };
@@ -191,7 +191,7 @@ impl Ledger {
     }
 
     /// `body` arrived at `at`.
-    pub fn received(&mut self, body: &[u8], at: Instant) {
+    pub(super) fn received(&mut self, body: &[u8], at: Instant) {
         let stamp = Stamp::read(body).filter(|s| s.run == self.run);
         let Some((stamp, fate)) =
             stamp.and_then(|s| Some((s, self.fates.get_mut(s.seq as usize)?)))
@@ -217,19 +217,19 @@ impl Ledger {
     }
 
     /// A client error: counted, the first kept.
-    pub fn fault(&mut self, error: String) {
+    pub(super) fn fault(&mut self, error: String) {
         self.totals.errors += 1;
         self.totals.first_error.get_or_insert(error);
     }
 
     /// Messages confirmed and not received yet.
-    pub fn awaiting(&self) -> u64 {
+    pub(super) fn awaiting(&self) -> u64 {
         self.awaiting
     }
 
     /// At `now`, whether a stall begins: nothing received for `limit` (counted once per
     /// silence); how long the silence has lasted when it does.
-    pub fn stall(&mut self, now: Instant, limit: Duration) -> Option<Duration> {
+    pub(super) fn stall(&mut self, now: Instant, limit: Duration) -> Option<Duration> {
         let silence = now.saturating_duration_since(self.last_heard);
         self.totals.longest_silence = self.totals.longest_silence.max(silence);
         if silence < limit || self.stalled {
@@ -242,7 +242,7 @@ impl Ledger {
 
     /// Row `row`'s figures; its latency samples are then dropped unless a verdict window
     /// needs them.
-    pub fn row(&mut self, row: usize) -> RowFigures {
+    pub(super) fn row(&mut self, row: usize) -> RowFigures {
         let keep = self.plan.in_window(row);
         let r = &mut self.rows[row];
         let latency = (!r.samples.is_empty()).then(|| Percentiles::of(&mut r.samples));
@@ -258,12 +258,12 @@ impl Ledger {
     }
 
     /// Each of `rows`' p99 (`None` for a row that received nothing or is not over).
-    pub fn p99s(&self, rows: Range<usize>) -> Vec<Option<Duration>> {
+    pub(super) fn p99s(&self, rows: Range<usize>) -> Vec<Option<Duration>> {
         self.rows[rows].iter().map(|r| r.p99).collect()
     }
 
     /// The latency over `rows` (a verdict window); `None` when nothing arrived in them.
-    pub fn window(&self, rows: Range<usize>) -> Option<Percentiles> {
+    pub(super) fn window(&self, rows: Range<usize>) -> Option<Percentiles> {
         let mut samples: Vec<Duration> = self.rows[rows]
             .iter()
             .flat_map(|r| r.samples.iter().copied())
@@ -272,7 +272,7 @@ impl Ledger {
     }
 
     /// The totals so far; what is confirmed and not received counts as lost.
-    pub fn totals(&self) -> Totals {
+    pub(super) fn totals(&self) -> Totals {
         Totals {
             lost: self.awaiting,
             ..self.totals.clone()

@@ -15,15 +15,15 @@
 
 use super::ledger::Totals;
 use super::schedule::Plan;
-use crate::bench::Percentiles;
-use crate::bench::overload::watch::{Reading, mib};
+use crate::Percentiles;
+use crate::broker::watch::{Reading, mib};
 use std::time::{Duration, Instant};
 
 /// The bound on resident memory growth, quoted beside the figure.
 const RSS_BOUND_PERCENT: f64 = 5.0;
 
 /// The mean resident memory, in KiB, of the readings from `from` (inclusive) to `to`.
-pub fn mean_rss_kib(readings: &[Reading], from: Instant, to: Instant) -> Option<f64> {
+pub(super) fn mean_rss_kib(readings: &[Reading], from: Instant, to: Instant) -> Option<f64> {
     let inside: Vec<u64> = readings
         .iter()
         .filter(|r| from <= r.at && r.at < to)
@@ -33,7 +33,7 @@ pub fn mean_rss_kib(readings: &[Reading], from: Instant, to: Instant) -> Option<
 }
 
 /// How much `last` is above `first`, in percent of `first`; `None` when `first` is 0.
-pub fn percent_change(first: f64, last: f64) -> Option<f64> {
+pub(super) fn percent_change(first: f64, last: f64) -> Option<f64> {
     (first != 0.0).then(|| (last - first) / first * 100.0)
 }
 
@@ -45,7 +45,7 @@ fn windows(plan: &Plan) -> String {
 }
 
 /// The resident memory line, from the windows' means (KiB).
-pub fn rss_line(plan: &Plan, first: Option<f64>, last: Option<f64>) -> String {
+pub(super) fn rss_line(plan: &Plan, first: Option<f64>, last: Option<f64>) -> String {
     let show = |kib: Option<f64>| kib.map_or_else(|| "—".to_owned(), |k| mib(k.round() as u64));
     let growth = first
         .zip(last)
@@ -60,7 +60,7 @@ pub fn rss_line(plan: &Plan, first: Option<f64>, last: Option<f64>) -> String {
 }
 
 /// Workload `name`'s p99 drift line, from its windows' latencies.
-pub fn drift_line(
+pub(super) fn drift_line(
     plan: &Plan,
     name: &str,
     first: Option<Percentiles>,
@@ -88,7 +88,7 @@ pub fn drift_line(
 
 /// A monotone trend in a series: Theil–Sen slope and Kendall's tau.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Trend {
+pub(super) struct Trend {
     /// Median slope between every two points, in y units per x unit.
     pub slope: f64,
     /// Kendall's tau: concordant minus discordant pairs over all pairs.
@@ -100,7 +100,7 @@ pub struct Trend {
 }
 
 /// The trend of `points` (x, y); `None` for fewer than three points.
-pub fn trend(points: &[(f64, f64)]) -> Option<Trend> {
+pub(super) fn trend(points: &[(f64, f64)]) -> Option<Trend> {
     let n = points.len();
     if n < 3 {
         return None;
@@ -147,7 +147,7 @@ fn median(values: &mut [f64]) -> Option<f64> {
 
 /// Workload `name`'s p99 trend line from its rows' p99 after the warmup (`p99s[i]` is row
 /// `plan.measured().start + i`).
-pub fn trend_line(plan: &Plan, name: &str, p99s: &[Option<Duration>]) -> String {
+pub(super) fn trend_line(plan: &Plan, name: &str, p99s: &[Option<Duration>]) -> String {
     let every_s = plan.every.as_secs_f64();
     let points: Vec<(f64, f64)> = p99s
         .iter()
@@ -174,7 +174,7 @@ pub fn trend_line(plan: &Plan, name: &str, p99s: &[Option<Duration>]) -> String 
 }
 
 /// The totals table, one row per workload.
-pub fn totals_table(totals: &[(&str, Totals)]) -> Vec<String> {
+pub(super) fn totals_table(totals: &[(&str, Totals)]) -> Vec<String> {
     let mut lines = vec![
         "| workload | sent | confirmed | unconfirmed | received | lost | duplicates | other runs' | stalls | longest silence s | client errors |".to_owned(),
         "|---|---|---|---|---|---|---|---|---|---|---|".to_owned(),
@@ -203,7 +203,7 @@ pub fn totals_table(totals: &[(&str, Totals)]) -> Vec<String> {
 }
 
 /// What makes the run fail: per workload, messages lost or stalls; empty when none.
-pub fn failures(totals: &[(&str, Totals)]) -> Vec<String> {
+pub(super) fn failures(totals: &[(&str, Totals)]) -> Vec<String> {
     let mut failed = Vec::new();
     for (name, t) in totals {
         if t.lost > 0 {

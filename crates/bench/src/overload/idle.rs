@@ -14,8 +14,8 @@
 
 use super::many::open_many;
 use super::raw::{AmqpTarget, RawAmqp, TCP_ESTABLISHED, kafka_connect, tcp_state};
-use super::watch::{self, mib};
 use super::{Observed, Observer, OverloadBench, connections, seconds};
+use crate::broker::watch::{self, mib};
 use std::time::Duration;
 use tokio::net::TcpStream;
 
@@ -79,7 +79,7 @@ impl IdleArgs {
 ///
 /// # Errors
 /// This process cannot have as many descriptors as the connections need.
-pub async fn run(bench: &OverloadBench, target: &AmqpTarget) -> anyhow::Result<()> {
+pub(super) async fn run(bench: &OverloadBench, target: &AmqpTarget) -> anyhow::Result<()> {
     let args = &bench.idle;
     let kafka = bench.kafka().filter(|_| args.kafka_connections > 0);
     let most = args

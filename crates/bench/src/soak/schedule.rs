@@ -10,13 +10,13 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 /// Longest verdict window: the issue compares the first and last 5 minutes.
-pub const VERDICT_WINDOW: Duration = Duration::from_secs(300);
+pub(super) const VERDICT_WINDOW: Duration = Duration::from_secs(300);
 /// Longest run, in seconds.
-pub const MAX_DURATION_S: u64 = 24 * 3600;
+pub(super) const MAX_DURATION_S: u64 = 24 * 3600;
 
 /// When each message of one workload is due.
 #[derive(Debug, Clone, Copy)]
-pub struct Pace {
+pub(super) struct Pace {
     /// When message 0 is due.
     start: Instant,
     /// Messages per second.
@@ -27,7 +27,7 @@ pub struct Pace {
 
 impl Pace {
     /// `rate` messages per second from `start` for `length` (whole seconds count).
-    pub fn new(start: Instant, rate: u32, length: Duration) -> Self {
+    pub(super) fn new(start: Instant, rate: u32, length: Duration) -> Self {
         Self {
             start,
             rate,
@@ -36,7 +36,7 @@ impl Pace {
     }
 
     /// When message `seq` is due; `None` past the end of the run.
-    pub fn due(&self, seq: u64) -> Option<Instant> {
+    pub(super) fn due(&self, seq: u64) -> Option<Instant> {
         // Integer nanoseconds from the start: no rounding error accumulates over a run.
         let nanos = u128::from(seq) * 1_000_000_000 / u128::from(self.rate.max(1));
         (seq < self.count).then(|| self.start + Duration::from_nanos(nanos as u64))
@@ -48,7 +48,7 @@ impl Pace {
 /// half of what follows the warmup each, when that is shorter). Row `rows` is the drain:
 /// whatever arrives after the run's end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Plan {
+pub(super) struct Plan {
     /// Length of a row.
     pub every: Duration,
     /// Rows of the run, the warmup's included.
@@ -66,7 +66,7 @@ impl Plan {
     /// # Errors
     /// A flag out of bounds, named: each length must be a whole number of rows, and at
     /// least two rows must follow the warmup (one per verdict window).
-    pub fn new(duration_s: u64, warmup_s: u64, every_s: u64) -> anyhow::Result<Self> {
+    pub(super) fn new(duration_s: u64, warmup_s: u64, every_s: u64) -> anyhow::Result<Self> {
         anyhow::ensure!(
             (1..=3600).contains(&every_s),
             "--every {every_s}: from 1 to 3600 seconds"
@@ -96,43 +96,43 @@ impl Plan {
     }
 
     /// The run's length.
-    pub fn duration(&self) -> Duration {
+    pub(super) fn duration(&self) -> Duration {
         self.every * self.rows as u32
     }
 
     /// The row `offset` after the start falls in; [`Plan::rows`] (the drain) after the end.
-    pub fn row_of(&self, offset: Duration) -> usize {
+    pub(super) fn row_of(&self, offset: Duration) -> usize {
         ((offset.as_nanos() / self.every.as_nanos()) as usize).min(self.rows)
     }
 
     /// Where row `row` starts and ends, for a run started at `start`.
-    pub fn span(&self, start: Instant, row: usize) -> (Instant, Instant) {
+    pub(super) fn span(&self, start: Instant, row: usize) -> (Instant, Instant) {
         let from = start + self.every * row as u32;
         (from, from + self.every)
     }
 
     /// The rows of the first verdict window, right after the warmup.
-    pub fn first_window(&self) -> Range<usize> {
+    pub(super) fn first_window(&self) -> Range<usize> {
         self.warmup_rows..self.warmup_rows + self.window_rows
     }
 
     /// The rows of the last verdict window, the run's last.
-    pub fn last_window(&self) -> Range<usize> {
+    pub(super) fn last_window(&self) -> Range<usize> {
         self.rows - self.window_rows..self.rows
     }
 
     /// The rows after the warmup, over which the p99 trend is taken.
-    pub fn measured(&self) -> Range<usize> {
+    pub(super) fn measured(&self) -> Range<usize> {
         self.warmup_rows..self.rows
     }
 
     /// Whether row `row` is in a verdict window (so its latency samples are kept).
-    pub fn in_window(&self, row: usize) -> bool {
+    pub(super) fn in_window(&self, row: usize) -> bool {
         self.first_window().contains(&row) || self.last_window().contains(&row)
     }
 
     /// The span of `rows` in seconds from the start, for the verdict's lines.
-    pub fn seconds(&self, rows: &Range<usize>) -> (u64, u64) {
+    pub(super) fn seconds(&self, rows: &Range<usize>) -> (u64, u64) {
         let at = |row: usize| self.every.as_secs() * row as u64;
         (at(rows.start), at(rows.end))
     }

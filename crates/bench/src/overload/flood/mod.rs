@@ -26,13 +26,11 @@ mod senders;
 
 use super::probe::ROUND_TRIP_EVERY;
 use super::raw::AmqpTarget;
-use super::watch::{mib, rss_peaks};
-use super::{
-    CLEANUP_TIMEOUT, Observer, OverloadBench, delete_queue, delete_topic, fresh_queue, kafka_bench,
-    seconds,
-};
-use crate::bench::amqp::connect;
-use crate::bench::kafka::{create_topic, producer_config};
+use super::{Observer, OverloadBench, seconds};
+use crate::amqp::connect;
+use crate::broker::watch::{mib, rss_peaks};
+use crate::broker::{CLEANUP_TIMEOUT, delete_queue, delete_topic, fresh_queue, kafka_bench};
+use crate::kafka::{create_topic, producer_config};
 use blocks::{summarize_blocks, watch_blocks};
 use ferry_config::AmqpTlsConfig;
 use futures::StreamExt;
@@ -200,7 +198,7 @@ async fn drain(uri: &str, limit: Duration) -> anyhow::Result<Drained> {
 ///
 /// # Errors
 /// The queue or topic cannot be set up, or a publisher cannot connect.
-pub async fn run(bench: &OverloadBench, target: &AmqpTarget) -> anyhow::Result<()> {
+pub(super) async fn run(bench: &OverloadBench, target: &AmqpTarget) -> anyhow::Result<()> {
     let args = &bench.flood;
     super::raise_fd_limit(args.publishers + args.kafka_producers, bench.broker_pid)?;
     let tls = AmqpTlsConfig::default();

@@ -5,24 +5,24 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Longest one connection (connect and handshake) may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Distinct errors a tally prints.
 const SHOWN_ERRORS: usize = 3;
 
 /// Errors counted by their message.
 #[derive(Debug, Default)]
-pub struct Tally {
+pub(super) struct Tally {
     counts: HashMap<String, usize>,
 }
 
 impl Tally {
     /// Counts one `error`.
-    pub fn add(&mut self, error: String) {
+    pub(super) fn add(&mut self, error: String) {
         *self.counts.entry(error).or_default() += 1;
     }
 
     /// Errors counted.
-    pub fn total(&self) -> usize {
+    pub(super) fn total(&self) -> usize {
         self.counts.values().sum()
     }
 }
@@ -46,7 +46,7 @@ impl std::fmt::Display for Tally {
 }
 
 /// What [`open_many`] opened.
-pub struct Opened<T> {
+pub(super) struct Opened<T> {
     /// The connections open.
     pub connections: Vec<T>,
     /// How long the opening took.
@@ -59,7 +59,7 @@ pub struct Opened<T> {
 
 impl<T> Opened<T> {
     /// One line: asked, opened, the rate, failures, and attempts cut off.
-    pub fn describe(&self, asked: usize) -> String {
+    pub(super) fn describe(&self, asked: usize) -> String {
         let mut line = format!(
             "{asked} asked, {} opened in {:.1} s ({:.0}/s)",
             self.connections.len(),
@@ -81,7 +81,7 @@ impl<T> Opened<T> {
 
 /// Opens `count` connections with `open`, at most `concurrency` under way, each within
 /// [`CONNECT_TIMEOUT`], all within `limit`.
-pub async fn open_many<T, F, Fut>(
+pub(super) async fn open_many<T, F, Fut>(
     count: usize,
     concurrency: usize,
     limit: Duration,

@@ -1,9 +1,15 @@
-//! Load tools behind `ferry bench`, part of the `ferry` binary rather than the daemon's
-//! library: each drives a real workload and prints its figures (the ones
-//! `docs/benchmarks.md` quotes). They use the library only through its public API.
+//! Load tools behind `ferry bench`, a crate of their own that the `ferry` binary links
+//! (the daemon's library does not): each drives a real workload and prints its figures
+//! (the ones `docs/benchmarks.md` quotes). They use Ferry's crates only through their
+//! public API.
+//!
+//! One module per tool ([`stage`], [`amqp`], [`kafka`], [`bridge`], [`overload`], [`soak`]);
+//! what several share: [`broker`] (the broker under test: its process, resources and the
+//! queue and topic of a run), [`cpu`] (CPU time per message) and [`Percentiles`].
 
 pub mod amqp;
 pub mod bridge;
+mod broker;
 pub mod cpu;
 pub mod kafka;
 pub mod overload;

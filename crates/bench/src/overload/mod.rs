@@ -26,28 +26,18 @@ mod many;
 mod probe;
 mod raw;
 mod slow_reader;
-pub(super) mod watch;
 
-use super::amqp::connect;
-use super::kafka::{KafkaBench, client};
-use ferry_config::AmqpTlsConfig;
-use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
-use lapin::types::FieldTable;
+use crate::broker::describe_broker;
+use crate::broker::watch::{self, Phase, PhaseGauges, Reading, Watch, mib};
 use probe::{Logs, Probes};
 use raw::AmqpTarget;
-use rdkafka::admin::{AdminClient, AdminOptions};
-use rdkafka::client::DefaultClientContext;
 use std::time::{Duration, Instant};
-use watch::{Phase, PhaseGauges, Reading, Watch, mib};
 
 /// Descriptors this process needs beyond its scenario's connections (the probes, the
 /// runtime, librdkafka's sockets).
 const FD_MARGIN: u64 = 256;
 /// Longest a scenario's phase may be set to last.
 const MAX_SECONDS: u64 = 3600;
-/// How long deleting a scenario's queue or topic, or closing a connection, may take at
-/// the end.
-const CLEANUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most connections a scenario may open to one port: the loopback's ephemeral ports.
 const MAX_CONNECTIONS: usize = 28_000;
 
@@ -211,18 +201,6 @@ pub async fn run(bench: &OverloadBench) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The broker's command name and open-files limit, from `/proc`.
-pub(super) fn describe_broker(pid: u32) -> String {
-    let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|n| n.trim().to_owned())
-        .unwrap_or_else(|_| "not readable: is the PID right?".to_owned());
-    let limit = std::fs::read_to_string(format!("/proc/{pid}/limits"))
-        .ok()
-        .map(|l| watch::max_open_files(&l).map_or("unlimited".to_owned(), |n| n.to_string()))
-        .unwrap_or_else(|| "unknown".to_owned());
-    format!("pid {pid} ({name}), open files limit {limit}")
-}
-
 /// Raises this process's soft open-files limit to its hard limit, and checks that
 /// `connections` (plus [`FD_MARGIN`]) fit; says so when the broker's own limit is lower.
 ///
@@ -245,90 +223,6 @@ fn raise_fd_limit(connections: usize, broker_pid: u32) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// The settings `ferry bench kafka`'s helpers take, for `topic` with one partition and
-/// records of `size` bytes, acks=all, linger 5 ms.
-pub(super) fn kafka_bench(
-    bootstrap: &str,
-    topic: &str,
-    size: usize,
-    broker_pid: u32,
-) -> KafkaBench {
-    KafkaBench {
-        bootstrap: bootstrap.to_owned(),
-        topic: topic.to_owned(),
-        partitions: 1,
-        records: 0,
-        size,
-        in_flight: 10_000,
-        idempotence: false,
-        linger_ms: 5,
-        load: 0.0,
-        latency_seconds: 0,
-        broker_pid: Some(broker_pid),
-        properties: Vec::new(),
-    }
-}
-
-/// Declares `queue` durable and empty (deleting what was there).
-///
-/// # Errors
-/// The broker cannot be reached or refuses.
-pub(super) async fn fresh_queue(uri: &str, queue: &str) -> anyhow::Result<()> {
-    let connection = connect(uri, &AmqpTlsConfig::default()).await?;
-    let channel = connection.create_channel().await?;
-    channel
-        .queue_delete(queue.into(), QueueDeleteOptions::default())
-        .await?;
-    let durable = QueueDeclareOptions {
-        durable: true,
-        ..QueueDeclareOptions::default()
-    };
-    channel
-        .queue_declare(queue.into(), durable, FieldTable::default())
-        .await?;
-    connection.close(200, "declared".into()).await?;
-    Ok(())
-}
-
-/// Deletes `queue` at the end of a run (an overload scenario, a soak), saying so when it
-/// cannot.
-pub(super) async fn delete_queue(uri: &str, queue: &str) {
-    let deleted = tokio::time::timeout(CLEANUP_TIMEOUT, async {
-        let connection = connect(uri, &AmqpTlsConfig::default()).await?;
-        let channel = connection.create_channel().await?;
-        channel
-            .queue_delete(queue.into(), QueueDeleteOptions::default())
-            .await?;
-        connection.close(200, "deleted".into()).await?;
-        Ok::<_, anyhow::Error>(())
-    })
-    .await;
-    match deleted {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => println!("note: the queue '{queue}' could not be deleted: {e:#}"),
-        Err(_) => {
-            println!("note: the queue '{queue}' could not be deleted within {CLEANUP_TIMEOUT:?}")
-        }
-    }
-}
-
-/// Deletes `kafka`'s topic at the end of a run (an overload scenario, a soak), saying so
-/// when it cannot.
-pub(super) async fn delete_topic(kafka: &KafkaBench) {
-    let deleted = async {
-        let admin: AdminClient<DefaultClientContext> = client(kafka).create()?;
-        let options = AdminOptions::new().operation_timeout(Some(CLEANUP_TIMEOUT));
-        admin.delete_topics(&[&kafka.topic], &options).await?;
-        Ok::<_, rdkafka::error::KafkaError>(())
-    };
-    if let Err(e) = deleted.await {
-        println!(
-            "note: the topic '{}' could not be deleted: {e}",
-            kafka.topic
-        );
-    }
 }
 
 /// What every scenario measures beside its load: the probes and the broker's gauges, and

@@ -32,13 +32,13 @@ const HANDSHAKE_FRAME_MAX: u32 = 131_072;
 /// bytes).
 const KAFKA_ANSWER_MAX: usize = 1 << 20;
 /// `tcpi_state` of an established connection (`TCP_ESTABLISHED` in `<netinet/tcp.h>`).
-pub const TCP_ESTABLISHED: u8 = 1;
+pub(super) const TCP_ESTABLISHED: u8 = 1;
 /// The channel a raw AMQP client consumes on.
 const CHANNEL: u16 = 1;
 
 /// Where and as whom a raw AMQP client connects, from an `amqp://` URI.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AmqpTarget {
+pub(super) struct AmqpTarget {
     /// `host:port`.
     pub addr: String,
     /// The user of PLAIN.
@@ -54,7 +54,7 @@ impl AmqpTarget {
     ///
     /// # Errors
     /// A URI that does not parse, or an `amqps://` one: the raw clients speak plaintext.
-    pub fn parse(uri: &str) -> anyhow::Result<Self> {
+    pub(super) fn parse(uri: &str) -> anyhow::Result<Self> {
         let parsed: AMQPUri = uri.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
         anyhow::ensure!(
             parsed.scheme == AMQPScheme::AMQP,
@@ -70,7 +70,7 @@ impl AmqpTarget {
 }
 
 /// An AMQP 0-9-1 connection driven frame by frame.
-pub struct RawAmqp {
+pub(super) struct RawAmqp {
     stream: TcpStream,
     buf: BytesMut,
     /// The frame size connection.tune agreed on.
@@ -84,7 +84,7 @@ impl RawAmqp {
     /// # Errors
     /// The connection fails, closes, or the broker answers with something else (a refused
     /// login closes it with a reply code, which the error carries).
-    pub async fn handshake(target: &AmqpTarget) -> anyhow::Result<Self> {
+    pub(super) async fn handshake(target: &AmqpTarget) -> anyhow::Result<Self> {
         let stream = TcpStream::connect(&target.addr).await?;
         let mut raw = Self {
             stream,
@@ -144,7 +144,7 @@ impl RawAmqp {
     ///
     /// # Errors
     /// The broker closes the channel or the connection, or the socket fails.
-    pub async fn consume(&mut self, queue: &str, prefetch: u16) -> anyhow::Result<()> {
+    pub(super) async fn consume(&mut self, queue: &str, prefetch: u16) -> anyhow::Result<()> {
         self.send(
             CHANNEL,
             AMQPClass::Channel(channel::AMQPMethod::Open(channel::Open {})),
@@ -187,7 +187,7 @@ impl RawAmqp {
     ///
     /// # Errors
     /// The socket fails before close-ok.
-    pub async fn close(mut self) -> anyhow::Result<()> {
+    pub(super) async fn close(mut self) -> anyhow::Result<()> {
         self.send(
             0,
             AMQPClass::Connection(connection::AMQPMethod::Close(connection::Close {
@@ -208,13 +208,13 @@ impl RawAmqp {
     }
 
     /// The socket, for watching it through the kernel ([`tcp_state`], [`unread_bytes`]).
-    pub fn stream(&self) -> &TcpStream {
+    pub(super) fn stream(&self) -> &TcpStream {
         &self.stream
     }
 
     /// Reads what the socket holds, for at most `budget`, to learn how the connection
     /// ended: the reply of the broker's connection.close, the socket's end, or a reset.
-    pub async fn read_leftover(&mut self, budget: Duration) -> Leftover {
+    pub(super) async fn read_leftover(&mut self, budget: Duration) -> Leftover {
         let mut read = 0u64;
         let (stream, buf, frame_max) = (&mut self.stream, &mut self.buf, self.frame_max);
         let how = tokio::time::timeout(budget, async {
@@ -287,7 +287,7 @@ impl RawAmqp {
 
 /// How a raw AMQP exchange ended otherwise than hoped.
 #[derive(Debug, thiserror::Error)]
-pub enum RawError {
+pub(super) enum RawError {
     /// The broker closed the socket.
     #[error("the broker closed the socket")]
     Eof,
@@ -339,7 +339,7 @@ impl RawError {
 
 /// What reading a socket that was left unread for a while found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Leftover {
+pub(super) enum Leftover {
     /// The broker had closed the connection, with connection.close or without it.
     Closed {
         /// Bytes read before the end.
@@ -356,7 +356,7 @@ pub enum Leftover {
 
 /// Reads and discards what a socket holds, for at most `budget`, to learn whether the
 /// broker closed it (any protocol).
-pub async fn read_leftover_bytes(stream: &mut TcpStream, budget: Duration) -> Leftover {
+pub(super) async fn read_leftover_bytes(stream: &mut TcpStream, budget: Duration) -> Leftover {
     let mut scratch = vec![0u8; 64 * 1024];
     let mut read = 0u64;
     let outcome = tokio::time::timeout(budget, async {
@@ -378,7 +378,7 @@ pub async fn read_leftover_bytes(stream: &mut TcpStream, budget: Duration) -> Le
 /// The kernel's state of `stream`'s connection (`tcpi_state` of `TCP_INFO`): still
 /// [`TCP_ESTABLISHED`], or another state once the broker closed its end (`CLOSE_WAIT`) or
 /// reset it (`CLOSE`), read without consuming anything the socket holds.
-pub fn tcp_state(stream: &TcpStream) -> Option<u8> {
+pub(super) fn tcp_state(stream: &TcpStream) -> Option<u8> {
     // SAFETY: tcp_info is plain integers, for which all zeroes is a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -397,7 +397,7 @@ pub fn tcp_state(stream: &TcpStream) -> Option<u8> {
 }
 
 /// Bytes waiting unread in `stream`'s receive buffer (`FIONREAD`).
-pub fn unread_bytes(stream: &TcpStream) -> Option<u64> {
+pub(super) fn unread_bytes(stream: &TcpStream) -> Option<u64> {
     let mut n: libc::c_int = 0;
     // SAFETY: FIONREAD writes one int into the pointer it is given, on a descriptor
     // `stream` keeps open for the call.
@@ -409,7 +409,7 @@ pub fn unread_bytes(stream: &TcpStream) -> Option<u64> {
 ///
 /// # Errors
 /// A body that its version cannot express.
-pub fn kafka_request(
+pub(super) fn kafka_request(
     api: ApiKey,
     version: i16,
     correlation_id: i32,
@@ -433,7 +433,7 @@ pub fn kafka_request(
 ///
 /// # Errors
 /// The socket fails or closes, or the answer is not a successful ApiVersions answer.
-pub async fn kafka_api_versions(stream: &mut TcpStream) -> anyhow::Result<()> {
+pub(super) async fn kafka_api_versions(stream: &mut TcpStream) -> anyhow::Result<()> {
     let request = kafka_request(ApiKey::ApiVersions, 0, 1, &ApiVersionsRequest::default())?;
     stream.write_all(&request).await?;
     let mut size = [0u8; 4];
@@ -458,7 +458,7 @@ pub async fn kafka_api_versions(stream: &mut TcpStream) -> anyhow::Result<()> {
 ///
 /// # Errors
 /// As [`kafka_api_versions`], or the connection fails.
-pub async fn kafka_connect(addr: &str) -> anyhow::Result<TcpStream> {
+pub(super) async fn kafka_connect(addr: &str) -> anyhow::Result<TcpStream> {
     let mut stream = TcpStream::connect(addr).await?;
     kafka_api_versions(&mut stream).await?;
     Ok(stream)
@@ -466,7 +466,7 @@ pub async fn kafka_connect(addr: &str) -> anyhow::Result<TcpStream> {
 
 /// A Fetch v4 request for partition 0 of `topic` from its first record, answered as soon
 /// as there is anything, with up to `max_bytes` of records.
-pub fn fetch_from_start(topic: &str, max_bytes: i32) -> FetchRequest {
+pub(super) fn fetch_from_start(topic: &str, max_bytes: i32) -> FetchRequest {
     FetchRequest::default()
         .with_replica_id(BrokerId(-1))
         .with_max_wait_ms(0)

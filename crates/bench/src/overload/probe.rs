@@ -12,9 +12,9 @@
 //!   ApiVersions; each within [`CONNECT_TIMEOUT`], else a failure.
 
 use super::raw::{AmqpTarget, RawAmqp, kafka_connect};
-use super::watch::Phase;
-use crate::bench::Percentiles;
-use crate::bench::amqp::connect;
+use crate::Percentiles;
+use crate::amqp::connect;
+use crate::broker::watch::Phase;
 use ferry_config::AmqpTlsConfig;
 use futures::StreamExt;
 use lapin::options::{
@@ -27,9 +27,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// How often the round-trip probe publishes.
-pub const ROUND_TRIP_EVERY: Duration = Duration::from_millis(50);
+pub(super) const ROUND_TRIP_EVERY: Duration = Duration::from_millis(50);
 /// How often a new connection is tried.
-pub const CONNECT_EVERY: Duration = Duration::from_secs(1);
+pub(super) const CONNECT_EVERY: Duration = Duration::from_secs(1);
 /// How long a new connection may take before it counts as failed.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the round-trip probe's connection setup may take.
@@ -42,7 +42,7 @@ const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// What one probe saw.
 #[derive(Debug, Clone, Default)]
-pub struct Log {
+pub(super) struct Log {
     /// Each sample's start and latency.
     pub samples: Vec<(Instant, Duration)>,
     /// Each failure's time and error.
@@ -57,7 +57,7 @@ impl Log {
     }
 
     /// What the probe saw of the attempts started in `phase`.
-    pub fn during(&self, phase: &Phase) -> LogSummary {
+    pub(super) fn during(&self, phase: &Phase) -> LogSummary {
         let mut latencies: Vec<Duration> = self
             .samples
             .iter()
@@ -85,7 +85,7 @@ impl Log {
 
 /// A probe's figures over one phase.
 #[derive(Debug, Clone)]
-pub struct LogSummary {
+pub(super) struct LogSummary {
     /// Attempts that completed.
     pub count: usize,
     /// Their latency.
@@ -116,7 +116,7 @@ impl std::fmt::Display for LogSummary {
 }
 
 /// What the probes saw.
-pub struct Logs {
+pub(super) struct Logs {
     /// The round-trip probe.
     pub round_trip: Log,
     /// New AMQP connections.
@@ -126,7 +126,7 @@ pub struct Logs {
 }
 
 /// The probes, running until [`Probes::stop`].
-pub struct Probes {
+pub(super) struct Probes {
     stop: CancellationToken,
     round_trip: JoinHandle<Log>,
     amqp_connect: JoinHandle<Log>,
@@ -136,7 +136,7 @@ pub struct Probes {
 impl Probes {
     /// Starts the probes against `uri` (`target` for the raw connections) and, when given,
     /// the Kafka broker at `kafka`; the round-trip probe's queue is `queue`.
-    pub fn start(uri: &str, target: &AmqpTarget, kafka: Option<&str>, queue: &str) -> Self {
+    pub(super) fn start(uri: &str, target: &AmqpTarget, kafka: Option<&str>, queue: &str) -> Self {
         let stop = CancellationToken::new();
         let round_trip = tokio::spawn(round_trips(uri.to_owned(), queue.to_owned(), stop.clone()));
         let amqp_connect = tokio::spawn({
@@ -162,7 +162,7 @@ impl Probes {
     }
 
     /// Stops the probes; what they saw.
-    pub async fn stop(self) -> Logs {
+    pub(super) async fn stop(self) -> Logs {
         self.stop.cancel();
         let joined = |r: Result<Log, _>| r.unwrap_or_default();
         let kafka_connect = match self.kafka_connect {

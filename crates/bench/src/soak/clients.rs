@@ -15,7 +15,7 @@
 
 use super::ledger::Ledger;
 use super::schedule::Pace;
-use crate::bench::amqp::connect;
+use crate::amqp::connect;
 use ferry_config::AmqpTlsConfig;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// Most messages a publisher may have unconfirmed.
-pub const WINDOW: usize = 1000;
+pub(super) const WINDOW: usize = 1000;
 /// Unacknowledged deliveries an AMQP consumer may hold.
 const PREFETCH: u16 = 1000;
 /// How long closing a connection may take at the end.
@@ -44,13 +44,13 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 const ERROR_PAUSE: Duration = Duration::from_millis(100);
 
 /// A workload's ledger, shared by its clients and the printing loop.
-pub type Shared = Arc<Mutex<Ledger>>;
+pub(super) type Shared = Arc<Mutex<Ledger>>;
 
 /// The broker's answer to one send: `Err` with the reason when it refused.
 type Confirm = BoxFuture<'static, Result<(), String>>;
 
 /// Where a publisher sends.
-pub enum Publisher {
+pub(super) enum Publisher {
     /// Persistent messages with confirms to an exchange.
     Amqp(Box<AmqpOut>),
     /// Unkeyed records to `topic`.
@@ -63,7 +63,7 @@ pub enum Publisher {
 }
 
 /// An AMQP publisher's connection and destination.
-pub struct AmqpOut {
+pub(super) struct AmqpOut {
     /// Kept open for the channel, closed at the end.
     connection: Connection,
     /// In confirm mode.
@@ -79,7 +79,7 @@ impl Publisher {
     ///
     /// # Errors
     /// The broker cannot be reached or refuses confirm mode.
-    pub async fn amqp(uri: &str, exchange: &str, routing_key: &str) -> anyhow::Result<Self> {
+    pub(super) async fn amqp(uri: &str, exchange: &str, routing_key: &str) -> anyhow::Result<Self> {
         let connection = connect(uri, &AmqpTlsConfig::default()).await?;
         let channel = connection.create_channel().await?;
         channel
@@ -145,7 +145,7 @@ impl Publisher {
 ///
 /// # Errors
 /// A send fails (the connection is lost, say): the workload stops sending.
-pub async fn publish(
+pub(super) async fn publish(
     publisher: Publisher,
     pace: Pace,
     size: usize,
@@ -194,7 +194,7 @@ pub async fn publish(
 /// An AMQP consumer of `queue` (prefetch [`PREFETCH`], manual acks), ready to [`run`].
 ///
 /// [`run`]: AmqpConsumer::run
-pub struct AmqpConsumer {
+pub(super) struct AmqpConsumer {
     connection: Connection,
     consumer: lapin::Consumer,
 }
@@ -204,7 +204,7 @@ impl AmqpConsumer {
     ///
     /// # Errors
     /// The broker cannot be reached or refuses.
-    pub async fn subscribe(uri: &str, queue: &str) -> anyhow::Result<Self> {
+    pub(super) async fn subscribe(uri: &str, queue: &str) -> anyhow::Result<Self> {
         let connection = connect(uri, &AmqpTlsConfig::default()).await?;
         let channel = connection.create_channel().await?;
         channel
@@ -228,7 +228,11 @@ impl AmqpConsumer {
     ///
     /// # Errors
     /// The connection fails or the broker cancels the consumer.
-    pub async fn run(mut self, ledger: Shared, stop: CancellationToken) -> anyhow::Result<()> {
+    pub(super) async fn run(
+        mut self,
+        ledger: Shared,
+        stop: CancellationToken,
+    ) -> anyhow::Result<()> {
         let outcome = async {
             loop {
                 let next = tokio::select! {
@@ -253,7 +257,11 @@ impl AmqpConsumer {
 
 /// Records every record `consumer` (a group member, already joined) receives until
 /// `stop`; an error is recorded and reading goes on (librdkafka reconnects by itself).
-pub async fn consume_kafka(consumer: StreamConsumer, ledger: Shared, stop: CancellationToken) {
+pub(super) async fn consume_kafka(
+    consumer: StreamConsumer,
+    ledger: Shared,
+    stop: CancellationToken,
+) {
     loop {
         let next = tokio::select! {
             () = stop.cancelled() => return,

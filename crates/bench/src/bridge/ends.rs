@@ -14,10 +14,8 @@
 //! counted by reading its committed records, not by its watermarks.
 
 use super::BridgeBench;
-use crate::bench::amqp::{AmqpBench, publish_phase};
-use crate::bench::kafka::{
-    KafkaBench, client, consumer, create_topic, produce_all, producer_config,
-};
+use crate::amqp::{AmqpBench, publish_phase};
+use crate::kafka::{KafkaBench, client, consumer, create_topic, produce_all, producer_config};
 use anyhow::Context;
 use ferry_config::bridge::{DEFAULT_DEDUP_WINDOW_MS, DEFAULT_PARTITIONER};
 use ferry_config::{AmqpTlsConfig, SinkConfig, SourceConfig};

@@ -11,7 +11,7 @@
 use super::many::open_many;
 use super::raw::AmqpTarget;
 use super::{Observer, OverloadBench, connections, seconds};
-use crate::bench::Percentiles;
+use crate::Percentiles;
 use ferry_amqp::codec::PROTOCOL_HEADER;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -137,7 +137,7 @@ async fn ended(opened: String, waiters: Vec<tokio::task::JoinHandle<Option<Durat
 ///
 /// # Errors
 /// This process cannot have as many descriptors as the connections need.
-pub async fn run(bench: &OverloadBench, target: &AmqpTarget) -> anyhow::Result<()> {
+pub(super) async fn run(bench: &OverloadBench, target: &AmqpTarget) -> anyhow::Result<()> {
     let args = &bench.half_open;
     let silent = args.half_open / 2;
     let mut kinds = vec![
