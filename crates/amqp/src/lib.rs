@@ -1,26 +1,27 @@
 //! The AMQP 0-9-1 front: a RabbitMQ-compatible server over the stage.
 //!
 //! An AMQP queue *is* a stage; exchanges and bindings live in the front's own subspace.
-//! Modules, from the wire inwards: [`codec`] (frames, sans-io), [`connection`] (handshake,
-//! heartbeats, the per-connection loop), [`writer`] (the socket's write half),
-//! [`context`] (what a connection's channels share), [`channel`] (the per-channel state
-//! machine), [`publish`] and [`consume`] (group-committed publishes with confirms; leased
-//! deliveries with batched acknowledgements), [`settle`] (acks, nacks and rejects in a
-//! store transaction), [`enqueue`] (storing into queues with their
-//! TTL and length rules), [`message`] (a message's stored form), [`topology`] (exchanges,
-//! queues, bindings, routing), [`dead_letter`] (the dead-letter router), [`expiry`] (head
-//! expiry without consumers), [`sac`] (single active consumer), [`janitor`]
-//! (`x-expires` and transient entities of dead owners), [`resources`] (queue-depth
-//! gauges and the publisher alarm), [`authorize`] (RabbitMQ's permissions on each
-//! operation), [`errors`] (reply codes), [`broker`] (shared state), [`registry`] (live
-//! connections, channels and consumers, for the management API), [`user_changes`] (users
-//! and permissions changed in the store applied to open connections), [`admin`] (what the
-//! management API may use of the front), and [`port`] (what the bridge may use of the
-//! front).
+//! Modules, from the wire inwards: [`codec`] (frames, sans-io), [`errors`] (reply codes),
+//! [`connection`] (handshake, heartbeats, the per-connection loop), [`writer`] (the
+//! socket's write half), [`context`] (what a connection's channels share), [`channel`]
+//! (the per-channel state machine); publishing: [`publish`] (group-committed publishes
+//! with confirms), [`enqueue`] (storing into queues with their TTL and length rules),
+//! [`large`] (bodies stored in spills), [`delayed`] (`x-delayed-message` exchanges),
+//! [`dead_letter`] (the dead-letter router); consuming: [`consume`] (leased deliveries
+//! with batched acknowledgements), [`settle`] (acks, nacks and rejects in a store
+//! transaction), [`direct_reply`] (`amq.rabbitmq.reply-to`), [`sac`] (single active
+//! consumer), [`expiry`] (head expiry without consumers); state: [`message`] (a message's
+//! stored form), [`topology`] (exchanges, queues, bindings, routing), [`vhosts`] (virtual
+//! hosts), [`janitor`] (`x-expires` and transient entities of dead owners), [`broker`]
+//! (shared state), [`registry`] (live connections, channels and consumers),
+//! [`resources`] (queue-depth gauges and the publisher alarm); access: [`authorize`]
+//! (RabbitMQ's permissions on each operation), [`user_changes`] (users and permissions
+//! changed in the store applied to open connections); seams: [`admin`] (what the
+//! management API may use of the front) and [`port`] (what the bridge may use of it).
 //!
-//! [`start`] loads the topology, then [`Started::run`] serves until shutdown, then drains: every connection is closed with 320
-//! CONNECTION_FORCED after its channels stored what they had accepted and returned their
-//! unacknowledged deliveries.
+//! [`start`] loads the topology, then [`Started::run`] serves until shutdown, then drains:
+//! every connection is closed with 320 CONNECTION_FORCED after its channels stored what
+//! they had accepted and returned their unacknowledged deliveries.
 
 pub mod admin;
 pub mod authorize;

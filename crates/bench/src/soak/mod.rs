@@ -622,7 +622,7 @@ mod tests {
 
     #[test]
     fn the_shipped_soak_config_validates_and_matches_the_tool() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/soak.toml");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/soak.toml");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), CONFIG);
         let config = Config::load(&path).unwrap();
         config.validate().unwrap();
