@@ -638,6 +638,7 @@ fn stored_records() -> Vec<(String, Vec<u8>)> {
             from_stage: 9,
             at_ms: 1_700_000_001_000,
         }),
+        spill: None,
     };
     seeds.push(("envelope".into(), chunked(0, &[&envelope.encode()])));
     let meta = StageMeta {
