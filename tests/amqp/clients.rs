@@ -566,9 +566,9 @@ fn amqp_consume_closing_mid_delivery_returns_every_unacknowledged_message() {
 }
 
 /// Issue 33, found with pika: acknowledgements the broker read just before the client's
-/// socket dropped count, as with RabbitMQ — the two acknowledged messages stay gone and
-/// only the eight others come back (Ferry returned all ten, so two acknowledged messages
-/// were delivered again).
+/// socket dropped count, as RabbitMQ counts them when its channel gets to them first — the
+/// two acknowledged messages stay gone and only the eight others come back (Ferry returned
+/// all ten, so two acknowledged messages were delivered again).
 #[test]
 fn acks_read_before_a_socket_drop_are_applied_as_rabbitmq_applies_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -589,6 +589,15 @@ fn acks_read_before_a_socket_drop_are_applied_as_rabbitmq_applies_them() {
         // Every message but the acknowledged two, in their places; none stranded.
         let left = runtime.block_on(left_in(&url, &queue, |ready| ready >= 8));
         let expected: Vec<String> = (2..10).map(|i| format!("m{i}")).collect();
-        assert_eq!(left, expected, "{broker}");
+        if broker == "Ferry" {
+            assert_eq!(left, expected, "{broker}");
+        } else {
+            // RabbitMQ's reader hands the acks to the channel process, which the
+            // connection's end stops from another process: now and then (once in CI here,
+            // 2026-11-28) the stop overtakes the acks and all ten come back. Ferry applies
+            // what it read every time; RabbitMQ either does so or loses both acks.
+            let all: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
+            assert!(left == expected || left == all, "{broker}: {left:?}");
+        }
     }
 }
