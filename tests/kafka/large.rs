@@ -161,8 +161,9 @@ async fn a_batch_above_the_topics_max_message_bytes_is_refused() {
 }
 
 /// A broker with a topic `name` (retention checked every 100 ms, topic `settings`) holding
-/// a 6 MiB record at offset 0, with `timestamp`, and a small one at offset 1; the large
-/// one's spill is counted.
+/// a 6 MiB record at offset 0, with `timestamp`, and a small one at offset 1. Unless the
+/// settings give the topic a retention (which may delete the large record before anything
+/// can look at it: it failed so in CI once), the large one's spill is counted.
 async fn broker_with_a_large_record(
     name: &str,
     settings: &[(&str, &str)],
@@ -183,7 +184,9 @@ async fn broker_with_a_large_record(
     let delivered = p.send(record, Timeout::After(PATIENCE)).await.unwrap();
     assert_eq!(delivered.offset, 0);
     assert_eq!(send(&p, name, b"small").await, 1);
-    assert!(broker.spilled_bytes().await >= large.len() as i64);
+    if settings.iter().all(|(key, _)| *key != "retention.ms") {
+        assert!(broker.spilled_bytes().await >= large.len() as i64);
+    }
     broker
 }
 
