@@ -1,8 +1,7 @@
 //! The AMQP 0-9-1 front: driven by lapin and by raw frames in-process, and as the `ferry`
 //! binary by pika, amqp-tools and crashes, in plaintext and over TLS. One test binary; one module per way of driving it.
 
-#[path = "../common/mod.rs"]
-mod common;
+use ferry_test_support as common;
 
 mod clients;
 mod delayed;

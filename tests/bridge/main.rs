@@ -2,8 +2,7 @@
 //! sinks on an external Kafka (librdkafka's mock cluster) and an external RabbitMQ (the
 //! run's private node), under `kill -9` too, and large messages through routes. One test binary; one module per subject.
 
-#[path = "../common/mod.rs"]
-mod common;
+use ferry_test_support as common;
 
 mod fronts;
 mod kafka;

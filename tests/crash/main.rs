@@ -4,8 +4,7 @@
 //! and nothing is duplicated that the protocol does not mark. A small run in the default
 //! suite; `scripts/test.sh --soak` runs the full one. One test binary.
 
-#[path = "../common/mod.rs"]
-mod common;
+use ferry_test_support as common;
 
 mod amqp;
 mod kafka;

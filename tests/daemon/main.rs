@@ -6,8 +6,7 @@
 //! layering as a newcomer reads it; and the fuzz targets' kept inputs replayed. One test
 //! binary; one module per subject.
 
-#[path = "../common/mod.rs"]
-mod common;
+use ferry_test_support as common;
 
 mod bench_tls;
 mod cli;

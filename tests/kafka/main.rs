@@ -3,8 +3,7 @@
 //! test binary; one module per subject; [`tls`] covers the SSL and SASL_SSL listeners,
 //! [`large`] record batches larger than one store transaction.
 
-#[path = "../common/mod.rs"]
-mod common;
+use ferry_test_support as common;
 
 mod acls;
 mod admin;

@@ -3,11 +3,11 @@
 //! ferry is built with `--features fdb`).
 
 use crate::common::store::TestStore;
-use crate::for_each_engine;
 use ferry_store::embedded::DiskFault;
 use ferry_store::error::code;
 use ferry_store::keys::key_after;
 use ferry_store::{RangeOption, RunOptions, StoreError, Transaction};
+use ferry_test_support::for_each_engine;
 use foundationdb_tuple::{Subspace, Versionstamp};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -7,12 +7,12 @@
 //! store.
 
 use crate::common::store::TestStore;
-use crate::for_each_engine;
 use ferry_amqp::topology::records::TopologyKeys;
 use ferry_amqp::vhosts::VHosts;
 use ferry_auth::store::UserStore;
 use ferry_management::definitions::{Definitions, ImportError, Target, export_all};
 use ferry_stage::Stages;
+use ferry_test_support::for_each_engine;
 
 for_each_engine!(
     a_rabbitmq_export_is_imported_whole_and_exported_back,

@@ -3,8 +3,7 @@
 //! injected faults, and the user store (users, permissions) on every engine. One test
 //! binary; one module per subject.
 
-#[path = "../common/mod.rs"]
-mod common;
+use ferry_test_support as common;
 
 mod conformance;
 mod definitions;

@@ -5,13 +5,13 @@
 //! that died in the middle).
 
 use crate::common::store::TestStore;
-use crate::for_each_engine;
 use bytes::Bytes;
 use ferry_stage::spill::SEGMENT;
 use ferry_stage::{
     Holders, NewMessage, Release, RootKeys, Spill, Spills, Stage, StageOptions, Stages,
 };
 use ferry_store::RangeOption;
+use ferry_test_support::for_each_engine;
 use std::time::Duration;
 
 for_each_engine!(

@@ -3,12 +3,12 @@
 //! stage, expiry, idempotent appends, large bodies, and the registry.
 
 use crate::common::store::TestStore;
-use crate::for_each_engine;
 use ferry_stage::{
     AppendOutcome, Consumer, DeadLetterReason, Holders, NewMessage, Release, Stage, StageError,
     StageOptions, Stages, now_ms,
 };
 use ferry_stage::{Incarnation, Scope};
+use ferry_test_support::for_each_engine;
 use std::time::Duration;
 
 for_each_engine!(

@@ -3,9 +3,9 @@
 //! never made to retry by appends that commit while it runs. On every engine.
 
 use crate::common::store::TestStore;
-use crate::for_each_engine;
 use ferry_stage::{NewMessage, Stage, StageOptions, Stages};
 use ferry_store::StoreError;
+use ferry_test_support::for_each_engine;
 
 for_each_engine!(
     takes_the_head_in_order_bounded_by_count_and_bytes,

@@ -4,12 +4,12 @@
 //! records upgraded.
 
 use crate::common::store::TestStore;
-use crate::for_each_engine;
 use ferry_auth::User;
 use ferry_auth::password::PasswordHash;
 use ferry_auth::permissions::{Permissions, TopicPermission, VhostPermissions};
 use ferry_auth::store::{Scope, SeedUser, UserStore, UserStoreError};
 use ferry_auth::{PermissionConfig, TopicPermissionConfig, UserConfig};
+use ferry_test_support::for_each_engine;
 
 for_each_engine!(
     users_are_listed_replaced_and_deleted_with_their_grants,

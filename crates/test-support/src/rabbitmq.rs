@@ -177,7 +177,7 @@ impl Drop for RabbitNode {
 
 /// `scripts/rabbitmq-node.sh ARGS`, run to completion.
 fn script(args: &[&str]) -> Output {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/rabbitmq-node.sh");
+    let path = crate::repository().join("scripts/rabbitmq-node.sh");
     Command::new(&path)
         .args(args)
         .output()

@@ -89,7 +89,7 @@ impl Ferry {
     pub fn spawn(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let stdout = NamedTempFile::new().unwrap();
         let stderr = NamedTempFile::new().unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ferry"));
+        let mut command = Command::new(crate::ferry_binary());
         command
             .args(args)
             .current_dir(cwd)

@@ -2,7 +2,6 @@
 //! amqp-tools): run one with its input within a bound, and fail the test with the client's
 //! own error output when it is missing, hangs or fails.
 
-use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -72,7 +71,7 @@ pub async fn python_steps(
 
 /// The path of `tests/python/NAME`.
 pub fn python_script(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    crate::repository()
         .join("tests/python")
         .join(name)
         .to_string_lossy()

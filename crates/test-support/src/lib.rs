@@ -1,4 +1,4 @@
-//! The one support module of Ferry's integration tests, shared by every test binary.
+//! The support of Ferry's integration tests (`tests/`), shared by every test binary.
 //!
 //! - [`daemon`]: the real `ferry run` process on free loopback ports (start, wait for
 //!   `/healthz`, kill -9, restart on the same data, read `/metrics` and `/readyz`);
@@ -17,11 +17,10 @@
 //! - [`wait`]: bounded waits on a condition; [`crash`]: where kill -9 runs strike, and the
 //!   publisher and producer that send each message until confirmed across them.
 //!
+//! [`repository`] and [`ferry_binary`] find the files and the binary the tests run.
+//!
 //! Every wait here is bounded, and every process a test starts is stopped by its PID when
 //! its fixture drops, also when the test fails.
-
-// Each test binary uses a part of this module; what one binary leaves unused another uses.
-#![allow(dead_code)]
 
 pub mod amqp;
 pub mod browser;
@@ -37,3 +36,28 @@ pub mod sockets;
 pub mod store;
 pub mod tls;
 pub mod wait;
+
+use std::path::{Path, PathBuf};
+
+/// The repository's root folder, where `config/`, `scripts/` and `tests/` are.
+pub fn repository() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("this crate is crates/test-support of the repository")
+}
+
+/// The `ferry` binary cargo built for this test run: `CARGO_BIN_EXE_ferry` where the test
+/// runner sets it at run time (nextest does), otherwise the one beside the test binary's
+/// `deps/` folder, where cargo puts a package's binaries for its integration tests.
+pub fn ferry_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("CARGO_BIN_EXE_ferry") {
+        return PathBuf::from(path);
+    }
+    let test_binary = std::env::current_exe().expect("the test binary has a path");
+    test_binary
+        .parent()
+        .and_then(Path::parent)
+        .map(|profile| profile.join("ferry"))
+        .expect("the test binary is in target/PROFILE/deps/")
+}

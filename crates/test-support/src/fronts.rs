@@ -114,6 +114,10 @@ pub trait Front {
 
     /// Starts the front on `stages` and `listener`; the task serves until `shutdown`, then
     /// drains.
+    #[allow(
+        async_fn_in_trait,
+        reason = "only the tests implement and await it, on their own runtime"
+    )]
     async fn serve(
         config: &Self::Config,
         stages: Stages,

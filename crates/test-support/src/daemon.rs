@@ -22,7 +22,7 @@ pub const EXIT: Duration = Duration::from_secs(15);
 
 /// The shipped config file.
 pub fn shipped_config() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ferry.toml")
+    crate::repository().join("config/ferry.toml")
 }
 
 /// How to start a daemon: its directory, config, environment and ports.

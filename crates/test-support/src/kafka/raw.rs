@@ -101,8 +101,8 @@ impl Raw {
     }
 
     /// Reads what is left until the connection ends; how it ended.
-    pub async fn ending(&mut self) -> crate::common::sockets::Ending {
-        crate::common::sockets::read_to_the_end(&mut self.stream, WAIT).await
+    pub async fn ending(&mut self) -> crate::sockets::Ending {
+        crate::sockets::read_to_the_end(&mut self.stream, WAIT).await
     }
 
     /// Whether the server closes the connection (rather than answering) within the wait.

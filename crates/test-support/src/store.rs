@@ -126,7 +126,7 @@ macro_rules! for_each_engine {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let store = $crate::common::store::TestStore::open(ferry_store::EngineKind::Embedded)
+                    let store = $crate::store::TestStore::open(ferry_store::EngineKind::Embedded)
                         .await
                         .expect("the embedded engine is always available");
                     super::$name(store).await;
@@ -137,7 +137,7 @@ macro_rules! for_each_engine {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    if let Some(store) = $crate::common::store::TestStore::open(ferry_store::EngineKind::Fdb).await {
+                    if let Some(store) = $crate::store::TestStore::open(ferry_store::EngineKind::Fdb).await {
                         super::$name(store).await;
                     }
                 }
