@@ -1,8 +1,9 @@
 //! What of the layering the compiler cannot check: inside each crate of the workspace no
 //! module imports another that imports it back (at any depth of the module tree), the
-//! bridge (`crates/bridge/`) reaches the fronts only through their ports, and the Kafka API
-//! handlers (`crates/kafka/src/api/`) leave the store to the front's operations. A change
-//! that breaks one of these fails here, naming the import. Between the workspace's crates the
+//! bridge (`crates/bridge/`) reaches the fronts only through their ports, the management
+//! API reaches the Kafka front only through its admin module, and the Kafka API handlers
+//! (`crates/kafka/src/api/`) leave the store to the front's operations. A change that
+//! breaks one of these fails here, naming the import. Between the workspace's crates the
 //! compiler refuses an import against an arrow, so that needs no test.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -228,4 +229,30 @@ fn kafka_api_handlers_leave_the_store_to_the_fronts_operations() {
             );
         }
     }
+}
+
+#[test]
+fn management_reaches_the_kafka_front_only_through_its_admin_module() {
+    let management = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/management/src");
+    let files = rust_files(&management);
+    assert!(files.len() > 5, "the management API's modules were found");
+    let mut uses = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for line in text.lines().map(str::trim).filter(|l| !l.starts_with("//")) {
+            let words = line.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'));
+            for word in words.filter(|w| w.starts_with("ferry_kafka::")) {
+                uses += 1;
+                assert!(
+                    word.split("::").nth(1) == Some("admin"),
+                    "{} uses {word}, which is not the Kafka front's admin module",
+                    file.display()
+                );
+            }
+        }
+    }
+    assert!(
+        uses > 0,
+        "the management API's uses of the Kafka front were found"
+    );
 }
