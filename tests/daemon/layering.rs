@@ -1,6 +1,8 @@
 //! What of the layering the compiler cannot check: inside each crate of the workspace no
-//! module imports another that imports it back (at any depth of the module tree), and the
-//! bridge (`crates/bridge/`) reaches the fronts only through their ports. A change that
+//! module imports another that imports it back (at any depth of the module tree), the
+//! bridge (`crates/bridge/`) reaches the fronts only through their ports, the management
+//! API reaches the Kafka front only through its admin module, and the Kafka API handlers
+//! (`crates/kafka/src/api/`) leave the store to the front's operations. A change that
 //! breaks one of these fails here, naming the import. Between the workspace's crates the
 //! compiler refuses an import against an arrow, so that needs no test.
 
@@ -185,4 +187,72 @@ fn the_bridge_reaches_the_fronts_only_through_their_ports() {
             }
         }
     }
+}
+
+/// What a Kafka API handler may not name: handlers translate between wire messages and the
+/// front's operations, and only those operations touch the store (docs/architecture.md).
+const STORE_ACCESS: &[&str] = &["ctx.db", ".db()", ".begin()", "ferry_store::"];
+
+/// The first of [`STORE_ACCESS`] that `code` names outside comments, whitespace removed
+/// (so `ctx` and `.db` on two lines are caught).
+fn store_access(code: &str) -> Option<&'static str> {
+    let code: String = code
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("//"))
+        .flat_map(|l| l.chars().filter(|c| !c.is_whitespace()))
+        .collect();
+    STORE_ACCESS.iter().copied().find(|p| code.contains(p))
+}
+
+#[test]
+fn kafka_api_handlers_leave_the_store_to_the_fronts_operations() {
+    assert_eq!(
+        store_access("let tx = ctx\n    .db\n    .begin()?;"),
+        Some("ctx.db"),
+        "a handler's own transaction is caught"
+    );
+    let api = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/kafka/src/api");
+    // The in-process tests of the handlers (`api/tests/`) may set up and inspect the store.
+    let files: Vec<PathBuf> = rust_files(&api)
+        .into_iter()
+        .filter(|f| !f.strip_prefix(&api).unwrap().starts_with("tests"))
+        .collect();
+    assert!(files.len() > 30, "the Kafka API handlers were found");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        if let Some(access) = store_access(&text) {
+            panic!(
+                "{} names `{access}`: a Kafka API handler calls the front's operations \
+                 (partition reads, sequencers, producers, coordinators …), which touch the store",
+                file.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn management_reaches_the_kafka_front_only_through_its_admin_module() {
+    let management = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/management/src");
+    let files = rust_files(&management);
+    assert!(files.len() > 5, "the management API's modules were found");
+    let mut uses = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for line in text.lines().map(str::trim).filter(|l| !l.starts_with("//")) {
+            let words = line.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'));
+            for word in words.filter(|w| w.starts_with("ferry_kafka::")) {
+                uses += 1;
+                assert!(
+                    word.split("::").nth(1) == Some("admin"),
+                    "{} uses {word}, which is not the Kafka front's admin module",
+                    file.display()
+                );
+            }
+        }
+    }
+    assert!(
+        uses > 0,
+        "the management API's uses of the Kafka front were found"
+    );
 }

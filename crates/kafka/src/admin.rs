@@ -3,9 +3,11 @@
 //! offset), the consumer groups as persisted with each committed offset's lag, and the
 //! ACLs. Everything is read from the store (snapshot reads): a look from the API neither
 //! takes a group's coordination nor conflicts with producers and consumers.
+//!
+//! The ACLs are shown as the front's own model of them (re-exported below): the
+//! management API names nothing of the front but this module.
 
 use super::Context;
-use super::acls::store::AclSet;
 use crate::coordinator::groups::lag::lag;
 use crate::coordinator::groups::store::Stored;
 use crate::metadata::topics::Topic;
@@ -13,6 +15,13 @@ use crate::partition::log::{Log, LogError};
 use ferry_store::StoreError;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+// The ACL model as `KafkaAdmin::acls` returns it: the set, each binding, and the values of
+// its fields.
+pub use crate::acls::model::{
+    Acl, Operation, PatternType, Permission, ResourcePattern, ResourceType,
+};
+pub use crate::acls::store::AclSet;
 
 /// One partition's offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

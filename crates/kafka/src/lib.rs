@@ -57,6 +57,7 @@ use keys::KafkaKeys;
 use metadata::broker_settings::{BrokerSettings, BrokerSettingsError};
 use metadata::brokers::{Brokers, ListenerAddress, Registration};
 use metadata::topics::{Topic, TopicConfig, TopicDefaults, TopicError, Topics};
+use partition::reads::Reads;
 use partition::sequencer::{SequencerSettings, Sequencers};
 use partition::waiters::Waiters;
 use std::net::SocketAddr;
@@ -102,6 +103,8 @@ pub struct Context {
     pub topics: Topics,
     /// This instance's sequencers.
     pub sequencers: Sequencers,
+    /// What is read of the partitions outside their sequencers.
+    pub reads: Reads,
     /// Produce requests waiting for the log.
     pub waiters: Arc<Waiters>,
     /// Writes (and lets go of) the spills of large batches.
@@ -131,6 +134,12 @@ pub struct Context {
 }
 
 impl Context {
+    /// Whether the store's free-disk alarm is raised (the engine logged why): nothing is
+    /// staged or spilled meanwhile.
+    pub fn disk_full(&self) -> bool {
+        self.db.disk_alarm().is_some()
+    }
+
     /// The topic defaults this instance applies now: `[kafka]`'s, under the dynamic broker
     /// settings.
     pub fn defaults(&self) -> TopicDefaults {
@@ -360,6 +369,7 @@ impl KafkaFront {
             acls,
             principal_rules: PrincipalRules::parse(&config.ssl_principal_mapping_rules)
                 .map_err(KafkaError::PrincipalRules)?,
+            reads: Reads::new(db.clone()),
             db,
             keys,
             topics,

@@ -12,8 +12,7 @@ use super::reply::Json;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::routing::get;
-use ferry_kafka::acls::model::Acl;
-use ferry_kafka::admin::{GroupSummary, TopicView};
+use ferry_kafka::admin::{Acl, GroupSummary, TopicView};
 use serde_json::{Value, json};
 
 /// The routes of this family.
@@ -132,7 +131,7 @@ async fn acls(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferry_kafka::acls::model::{Operation, ResourceType};
+    use ferry_kafka::admin::{Operation, ResourceType};
 
     #[test]
     fn acl_values_have_kafka_names() {

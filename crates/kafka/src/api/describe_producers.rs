@@ -8,7 +8,7 @@
 use super::{Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::partition::producers::{ActiveProducer, active};
+use crate::partition::producers::ActiveProducer;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_producers_response::{
     PartitionResponse, ProducerState, TopicResponse,
@@ -39,24 +39,17 @@ pub(super) async fn handle(
                     answer.with_error_code(ResponseError::TopicAuthorizationFailed.code())
                 }
                 None => answer.with_error_code(ResponseError::UnknownTopicOrPartition.code()),
-                Some(partition) => {
-                    let keys = &partition.keys;
-                    match ctx
-                        .db
-                        .run(|tx| async move { active(&tx, keys).await })
-                        .await
-                    {
-                        Ok(producers) => {
-                            answer.with_active_producers(producers.iter().map(described).collect())
-                        }
-                        Err(e) => {
-                            warn!(topic = name, partition = index, error = %e, "cannot read a partition's producers");
-                            answer
-                                .with_error_code(ResponseError::KafkaStorageError.code())
-                                .with_error_message(Some(str_bytes(e.to_string())))
-                        }
+                Some(partition) => match ctx.reads.active_producers(partition).await {
+                    Ok(producers) => {
+                        answer.with_active_producers(producers.iter().map(described).collect())
                     }
-                }
+                    Err(e) => {
+                        warn!(topic = name, partition = index, error = %e, "cannot read a partition's producers");
+                        answer
+                            .with_error_code(ResponseError::KafkaStorageError.code())
+                            .with_error_message(Some(str_bytes(e.to_string())))
+                    }
+                },
             };
             partitions.push(answer);
         }

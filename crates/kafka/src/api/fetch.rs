@@ -29,8 +29,8 @@ use crate::partition::fetch_sessions::{
     Answered, PartitionId, Plan, Position, Reported, SessionError,
 };
 use crate::partition::leader_epochs;
-use crate::partition::log::{Aborted, Log, LogError, Read, Readable, SpilledBatch};
-use ferry_store::{Transaction, Watch};
+use crate::partition::log::{LogError, Readable, SpilledBatch};
+use crate::partition::reads::Snapshot;
 use ferry_telemetry::kafka as m;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{
@@ -168,7 +168,7 @@ async fn long_poll(
     readable: &impl Fn(&str) -> bool,
     limits: &Limits,
     partitions: Vec<(PartitionId, Position)>,
-) -> Result<Pass, ferry_store::StoreError> {
+) -> Result<Pass, LogError> {
     let deadline = tokio::time::Instant::now() + limits.wait;
     let Limits {
         min_bytes,
@@ -198,8 +198,8 @@ async fn long_poll(
         }
     }
     loop {
-        let tx = ctx.db.begin()?;
-        let pass = read_pass(&tx, &wanted, max_bytes, read_committed).await;
+        let snapshot = ctx.reads.snapshot()?;
+        let pass = read_pass(&snapshot, &wanted, max_bytes, read_committed).await;
         let done = pass.bytes >= min_bytes
             || pass.errors
             || tokio::time::Instant::now() >= deadline
@@ -207,26 +207,24 @@ async fn long_poll(
         if done {
             return Ok(fill_spilled(ctx, pass).await);
         }
-        let watches: Vec<Watch> = wanted
+        let watched = wanted
             .iter()
             .flat_map(|(_, ps)| ps.iter())
-            .filter_map(|w| w.partition.as_ref().ok())
-            .map(|p| tx.watch(&p.keys.high_watermark()))
-            .collect();
-        if watches.is_empty() || tx.commit().await.is_err() {
+            .filter_map(|w| w.partition.as_ref().ok());
+        let Some(moved) = snapshot.watch_high_watermarks(watched).await else {
             return Ok(pass);
-        }
+        };
         tokio::select! {
-            _ = futures::future::select_all(watches) => {}
+            () = moved => {}
             () = tokio::time::sleep_until(deadline) => {}
             () = ctx.shutdown.cancelled() => {}
         }
     }
 }
 
-/// Reads every wanted partition once, within `tx`.
+/// Reads every wanted partition once, within `snapshot`.
 async fn read_pass(
-    tx: &Transaction,
+    snapshot: &Snapshot,
     wanted: &[(TopicName, Vec<Wanted>)],
     max_bytes: usize,
     read_committed: bool,
@@ -250,13 +248,12 @@ async fn read_pass(
                     continue;
                 }
             };
-            if let Err(code) = check_leader_epoch(tx, p, w.leader_epoch).await {
+            if let Err(code) = check_leader_epoch(snapshot, p, w.leader_epoch).await {
                 pass.errors = true;
                 out.push(data.with_error_code(code));
                 continue;
             }
-            let log = Log::new(&p.keys);
-            let Readable { bounds, stable } = match log.readable(tx).await {
+            let Readable { bounds, stable } = match snapshot.readable(p).await {
                 Ok(found) => found,
                 Err(e) => {
                     warn!(topic = %p.topic, partition = w.index, error = %e, "cannot read the log bounds");
@@ -287,7 +284,10 @@ async fn read_pass(
                 out.push(data.with_records(Some(Default::default())));
                 continue;
             }
-            match read(&log, tx, w.offset, until, room, first, read_committed).await {
+            match snapshot
+                .read(p, w.offset, until, room, first, read_committed)
+                .await
+            {
                 Ok((read, aborted)) => {
                     let data = data.with_aborted_transactions(aborted.map(|list| {
                         list.into_iter()
@@ -326,14 +326,14 @@ async fn read_pass(
 /// Whether a client that knows leader epoch `known` (-1: none) may read `partition`; the
 /// error code answering it when not.
 async fn check_leader_epoch(
-    tx: &Transaction,
+    snapshot: &Snapshot,
     partition: &Partition,
     known: i32,
 ) -> Result<(), i16> {
     if known < 0 {
         return Ok(());
     }
-    let current = leader_epochs::current(tx, &partition.keys).await.map_err(|e| {
+    let current = snapshot.leader_epoch(partition).await.map_err(|e| {
         warn!(topic = %partition.topic, partition = partition.index, error = %e, "cannot read the leader epoch");
         ResponseError::KafkaStorageError.code()
     })?;
@@ -358,26 +358,6 @@ async fn fill_spilled(ctx: &Context, mut pass: Pass) -> Pass {
         }
     }
     pass
-}
-
-/// Batches from `offset` up to `until` within `room` bytes (the first batch however large
-/// when `first`, see [`Log::read`]) and, for `read_committed`, the aborted transactions
-/// among them.
-async fn read(
-    log: &Log<'_>,
-    tx: &Transaction,
-    offset: i64,
-    until: i64,
-    room: usize,
-    first: bool,
-    read_committed: bool,
-) -> Result<(Read, Option<Vec<Aborted>>), LogError> {
-    if read_committed {
-        let (read, aborted) = log.read_committed(tx, offset, until, room, first).await?;
-        Ok((read, Some(aborted)))
-    } else {
-        Ok((log.read(tx, offset, until, room, first).await?, None))
-    }
 }
 
 /// The answer of a final pass, with its metrics recorded: every partition read for a full
@@ -424,7 +404,7 @@ fn answer(ctx: &Context, plan: &Plan, mut pass: Pass) -> ResponseKind {
     )
 }
 
-fn storage_error(e: &ferry_store::StoreError) -> ResponseKind {
+fn storage_error(e: &LogError) -> ResponseKind {
     warn!(error = %e, "cannot begin a fetch transaction");
     ResponseKind::Fetch(
         FetchResponse::default().with_error_code(ResponseError::KafkaStorageError.code()),

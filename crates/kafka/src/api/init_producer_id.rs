@@ -12,7 +12,6 @@
 use super::{Session, logged};
 use crate::Context;
 use crate::acls::Operation;
-use crate::partition::producers::allocate_id;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     InitProducerIdRequest, InitProducerIdResponse, ProducerId, ResponseKind,
@@ -77,7 +76,7 @@ pub(super) async fn handle(
                 .with_producer_epoch(epoch + 1),
         );
     }
-    ResponseKind::InitProducerId(match allocate_id(&ctx.db, &ctx.keys).await {
+    ResponseKind::InitProducerId(match ctx.transactions.allocate_producer_id().await {
         Ok(id) => response
             .with_producer_id(ProducerId(id))
             .with_producer_epoch(0),

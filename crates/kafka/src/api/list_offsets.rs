@@ -3,17 +3,15 @@
 //! (exact within uncompressed batches; the batch's first offset within a compressed one).
 //! A topic the principal may not Describe is `TOPIC_AUTHORIZATION_FAILED`. From v4 each
 //! answer names the leader epoch that wrote the offset, and a `current_leader_epoch` other
-//! than the partition's is refused (KIP-320, [`leader_epochs`]); an older answer has no
-//! leader epoch, so none is set (the response would not encode: librdkafka 2.0 asks at
-//! v2).
+//! than the partition's is refused (KIP-320, [`crate::partition::leader_epochs`]); an
+//! older answer has no leader epoch, so none is set (the response would not encode:
+//! librdkafka 2.0 asks at v2).
 
 use super::Session;
 use crate::Context;
 use crate::acls::Operation;
-use crate::partition::leader_epochs;
-use crate::partition::log::{Log, LogError};
+use crate::partition::reads::OffsetQuery;
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::list_offsets_request::ListOffsetsPartition;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -60,8 +58,14 @@ pub(super) async fn handle(
                     .push(response.with_error_code(ResponseError::UnknownTopicOrPartition.code()));
                 continue;
             };
-            let log = Log::new(&partition.keys);
-            match lookup(ctx, &log, &p, read_committed).await {
+            let query = match p.timestamp {
+                LATEST if read_committed => OffsetQuery::LastStable,
+                LATEST => OffsetQuery::Latest,
+                EARLIEST => OffsetQuery::Earliest,
+                at => OffsetQuery::AtTime(at),
+            };
+            let lookup = ctx.reads.offset(partition, query, p.current_leader_epoch);
+            match lookup.await {
                 Ok(Ok(Some(found))) => {
                     let response = response
                         .with_offset(found.offset)
@@ -88,44 +92,4 @@ pub(super) async fn handle(
         );
     }
     ResponseKind::ListOffsets(ListOffsetsResponse::default().with_topics(topics))
-}
-
-/// What answers one partition's query.
-struct Found {
-    /// The offset.
-    offset: i64,
-    /// The record's timestamp (-1 for the earliest and latest offsets).
-    timestamp: i64,
-    /// The leader epoch that wrote the offset (KIP-320).
-    leader_epoch: i32,
-}
-
-/// The answer to `asked`'s timestamp query (`None` when no record is that new), or why
-/// its `current_leader_epoch` is refused ([`leader_epochs::check`]).
-async fn lookup(
-    ctx: &Context,
-    log: &Log<'_>,
-    asked: &ListOffsetsPartition,
-    read_committed: bool,
-) -> Result<Result<Option<Found>, ResponseError>, LogError> {
-    let tx = ctx.db.begin()?;
-    let current = leader_epochs::current(&tx, log.keys).await?;
-    if let Err(e) = leader_epochs::check(asked.current_leader_epoch, current) {
-        return Ok(Err(e));
-    }
-    let bounds = log.bounds(&tx, true).await?;
-    let found = match asked.timestamp {
-        LATEST if read_committed => Some((log.last_stable(&tx, bounds.high_watermark).await?, -1)),
-        LATEST => Some((bounds.high_watermark, -1)),
-        EARLIEST => Some((bounds.start, -1)),
-        at => log.offset_for_timestamp(&tx, at, bounds.start).await?,
-    };
-    let Some((offset, timestamp)) = found else {
-        return Ok(Ok(None));
-    };
-    Ok(Ok(Some(Found {
-        offset,
-        timestamp,
-        leader_epoch: leader_epochs::epoch_at(&tx, log.keys, offset).await?,
-    })))
 }

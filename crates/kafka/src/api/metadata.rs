@@ -16,7 +16,7 @@ use crate::Context;
 use crate::acls::{Access, Operation};
 use crate::metadata::brokers::BrokerAddress;
 use crate::metadata::topics::Topic;
-use crate::partition::sequencer::{Leader, leaders};
+use crate::partition::sequencer::Leader;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -134,12 +134,11 @@ async fn by_name(
 }
 
 async fn describe(ctx: &Arc<Context>, topic: &Topic) -> MetadataResponseTopic {
-    let keys: Vec<_> = topic.partitions.iter().map(|p| p.keys.clone()).collect();
-    let leaders = match leaders(&ctx.db, &keys).await {
+    let leaders = match ctx.sequencers.leaders(&topic.partitions).await {
         Ok(l) => l,
         Err(e) => {
             warn!(topic = %topic.meta.name, error = %e, "cannot read the partition leaders");
-            vec![None; keys.len()]
+            vec![None; topic.partitions.len()]
         }
     };
     let partitions = topic

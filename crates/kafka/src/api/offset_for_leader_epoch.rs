@@ -1,8 +1,8 @@
 //! OffsetForLeaderEpoch (KIP-101, KIP-320; v2–4): per partition, the end offset of the
 //! leader epoch asked for and the newest epoch at or below it
-//! ([`leader_epochs::end_offset`]) — what a consumer asks after the leader changed, to
-//! check that its position is still in the log (librdkafka's and the Java client's offset
-//! validation). A `current_leader_epoch` other than the partition's is
+//! ([`crate::partition::leader_epochs::end_offset`]) — what a consumer asks after the
+//! leader changed, to check that its position is still in the log (librdkafka's and the
+//! Java client's offset validation). A `current_leader_epoch` other than the partition's is
 //! `FENCED_LEADER_EPOCH` (older) or `UNKNOWN_LEADER_EPOCH` (newer); a partition no
 //! sequencer ever claimed is `NOT_LEADER_OR_FOLLOWER`. Needs Describe on the topic (else
 //! `TOPIC_AUTHORIZATION_FAILED`), as Kafka asks of a consumer.
@@ -11,8 +11,7 @@ use super::Session;
 use crate::Context;
 use crate::acls::Operation;
 use crate::metadata::topics::Partition;
-use crate::partition::leader_epochs::{self, UNDEFINED_EPOCH, UNDEFINED_OFFSET};
-use crate::partition::log::{Log, LogError};
+use crate::partition::leader_epochs::{UNDEFINED_EPOCH, UNDEFINED_OFFSET};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::offset_for_leader_epoch_request::OffsetForLeaderPartition;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
@@ -67,26 +66,9 @@ async fn end_offset(
     partition: &Partition,
     asked: &OffsetForLeaderPartition,
 ) -> Result<(i32, i64), ResponseError> {
-    let read = async {
-        let tx = ctx.db.begin()?;
-        let keys = &partition.keys;
-        let Some(current) = leader_epochs::current(&tx, keys).await? else {
-            return Ok(Err(ResponseError::NotLeaderOrFollower));
-        };
-        if let Err(e) = leader_epochs::check(asked.current_leader_epoch, Some(current)) {
-            return Ok(Err(e));
-        }
-        let bounds = Log::new(keys).bounds(&tx, true).await?;
-        let answer = leader_epochs::end_offset(
-            &tx,
-            keys,
-            asked.leader_epoch,
-            current,
-            bounds.high_watermark,
-        )
-        .await?;
-        Ok::<_, LogError>(Ok(answer))
-    };
+    let read = ctx
+        .reads
+        .epoch_end(partition, asked.current_leader_epoch, asked.leader_epoch);
     read.await.unwrap_or_else(|e| {
         warn!(topic = %partition.topic, partition = partition.index, error = %e, "cannot read the leader epochs");
         Err(ResponseError::KafkaStorageError)

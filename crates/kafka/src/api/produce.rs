@@ -6,7 +6,7 @@
 //! formats v0 and v1, converted into a v2 batch first ([`crate::wire::legacy`]). A
 //! transactional batch is staged only if its partition is in its producer's open
 //! transaction at its epoch, read in the same transaction
-//! ([`crate::coordinator::transactions::Transactions::check_batch`]). The answer waits until each
+//! ([`crate::coordinator::transactions::Transactions::stage_produced`]). The answer waits until each
 //! partition's sequencer has written its batch to the log (`acks` 1 and -1 both answer
 //! after that durable commit) and carries the offset the batch got; `acks=0` is not
 //! answered.
@@ -30,7 +30,7 @@
 use super::{Reply, str_bytes};
 use crate::Context;
 use crate::acls::{Access, Operation};
-use crate::coordinator::transactions::TxnError;
+use crate::coordinator::transactions::{ProducedBatch, TxnError};
 use crate::metadata::topics::{Partition, Topic};
 use crate::partition::append_format;
 use crate::partition::compaction::records;
@@ -113,7 +113,7 @@ pub(super) async fn handle(
     // While the store's free-disk alarm is raised nothing is staged (nor spilled): producers
     // get the retriable KAFKA_STORAGE_ERROR, and retry until space returns (the engine
     // logged why).
-    let disk_full = ctx.db.disk_alarm().is_some();
+    let disk_full = ctx.disk_full();
     if !disk_full {
         for answer in spill(ctx, &mut appends).await {
             refuse(
@@ -356,36 +356,15 @@ fn transactions(appends: &[Append]) -> Vec<&[Append]> {
 /// transactions refused (by index in `appends`, with the error code), which are not
 /// staged.
 async fn stage(ctx: &Context, appends: &[Append]) -> Result<Vec<(usize, i16)>, TxnError> {
-    let now = now_ms();
-    ctx.db
-        .run(|tx| async move {
-            let mut refused = Vec::new();
-            for (i, a) in appends.iter().enumerate() {
-                if let Some(spill) = a.message.spill {
-                    ctx.large.let_go_in(&tx, spill).await?;
-                }
-                if let Some(header) = &a.transactional {
-                    let checked = ctx
-                        .transactions
-                        .check_batch(&tx, header, &a.partition.topic, a.partition.index)
-                        .await;
-                    match checked {
-                        Ok(()) => {}
-                        Err(TxnError::Refused(e)) => {
-                            refused.push((i, e.code()));
-                            continue;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                a.partition
-                    .stage
-                    .append_in(&tx, std::slice::from_ref(&a.message), now)
-                    .await?;
-            }
-            Ok(refused)
+    let batches: Vec<ProducedBatch<'_>> = appends
+        .iter()
+        .map(|a| ProducedBatch {
+            partition: &a.partition,
+            message: &a.message,
+            transactional: a.transactional.as_ref(),
         })
-        .await
+        .collect();
+    ctx.transactions.stage_produced(&ctx.large, &batches).await
 }
 
 /// The answer of one request, once every partition's batch is in the log (or its timeout

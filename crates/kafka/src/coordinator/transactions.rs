@@ -8,8 +8,8 @@
 //!   epoch left open.
 //! - AddPartitionsToTxn and AddOffsetsToTxn record what the open transaction touches; a
 //!   transactional batch is staged only when its partition was added at its producer's
-//!   current epoch ([`Transactions::check_batch`], read in the staging transaction, so
-//!   a batch is ordered before or after an EndTxn, never across it).
+//!   current epoch ([`Transactions::stage_produced`] checks it in the staging transaction,
+//!   so a batch is ordered before or after an EndTxn, never across it).
 //! - TxnOffsetCommit writes the group's offsets as pending, under the producer.
 //! - EndTxn stages a commit or abort marker ([`crate::wire::batch::marker`]) for every partition
 //!   of the transaction and, on commit, moves the pending offsets to the group's committed
@@ -24,7 +24,8 @@
 
 use crate::coordinator::groups::store::{CommittedOffset, encode_offset};
 use crate::keys::KafkaKeys;
-use crate::metadata::topics::Topics;
+use crate::metadata::topics::{Partition, Topics};
+use crate::partition::large::LargeBatches;
 use crate::partition::producers::allocate_in;
 use crate::partition::staged;
 use crate::partition::waiters::Waiters;
@@ -162,6 +163,16 @@ impl TxnState {
         self.started_ms
             .saturating_add(u64::try_from(self.timeout_ms).unwrap_or(0))
     }
+}
+
+/// A produced batch to stage ([`Transactions::stage_produced`]).
+pub struct ProducedBatch<'a> {
+    /// Its partition.
+    pub partition: &'a Partition,
+    /// Its staged record (for a large batch, its head, naming its spill).
+    pub message: &'a NewMessage,
+    /// Its header, when it belongs to a transaction.
+    pub transactional: Option<&'a BatchHeader>,
 }
 
 /// The transaction coordinator; cheap to clone.
@@ -361,6 +372,61 @@ impl Transactions {
         Ok(())
     }
 
+    /// Allocates a new idempotent producer id (InitProducerId without a transactional id;
+    /// its epoch is 0).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn allocate_producer_id(&self) -> Result<i64, StoreError> {
+        let keys = &self.keys;
+        self.db
+            .run(|tx| async move { allocate_in(&tx, keys).await })
+            .await
+    }
+
+    /// Stages a group of produced batches in one store transaction, in order: each
+    /// transactional one only if [`Self::check_batch`] admits it in that transaction, and
+    /// letting go of `large`'s hold on the spill of each large one. Returns the batches
+    /// refused (by index in `batches`, with the error code), which are not staged.
+    ///
+    /// # Errors
+    /// The store's or the stage's error: then none is staged.
+    pub async fn stage_produced(
+        &self,
+        large: &LargeBatches,
+        batches: &[ProducedBatch<'_>],
+    ) -> Result<Vec<(usize, i16)>, TxnError> {
+        let now = now_ms();
+        self.db
+            .run(|tx| async move {
+                let mut refused = Vec::new();
+                for (i, b) in batches.iter().enumerate() {
+                    if let Some(spill) = b.message.spill {
+                        large.let_go_in(&tx, spill).await?;
+                    }
+                    if let Some(header) = b.transactional {
+                        let checked = self
+                            .check_batch(&tx, header, &b.partition.topic, b.partition.index)
+                            .await;
+                        match checked {
+                            Ok(()) => {}
+                            Err(TxnError::Refused(e)) => {
+                                refused.push((i, e.code()));
+                                continue;
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    b.partition
+                        .stage
+                        .append_in(&tx, std::slice::from_ref(b.message), now)
+                        .await?;
+                }
+                Ok(refused)
+            })
+            .await
+    }
+
     /// Whether a transactional batch may be staged for `topic`/`partition`, read in the
     /// staging transaction `tx` (so an EndTxn conflicts with it).
     ///
@@ -368,7 +434,7 @@ impl Transactions {
     /// `INVALID_PRODUCER_EPOCH` for another epoch, `INVALID_TXN_STATE` when the partition
     /// is not in the producer's open transaction, `INVALID_PRODUCER_ID_MAPPING` for an
     /// unknown producer, or the store's error.
-    pub async fn check_batch(
+    async fn check_batch(
         &self,
         tx: &Transaction,
         header: &BatchHeader,

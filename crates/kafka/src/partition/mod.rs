@@ -4,8 +4,8 @@
 //! that need several transactions, [`waiters`] for the produce requests waiting on them),
 //! idempotent producers' ids and sequences, checked by the sequencer ([`producers`]),
 //! what a topic's settings do to an appended batch ([`append_format`]), leader epochs
-//! ([`leader_epochs`]), compaction ([`compaction`]), and consumers' fetch sessions
-//! ([`fetch_sessions`]).
+//! ([`leader_epochs`]), compaction ([`compaction`]), what the API handlers read of the
+//! logs ([`reads`]), and consumers' fetch sessions ([`fetch_sessions`]).
 
 pub mod append_format;
 pub mod compaction;
@@ -15,6 +15,7 @@ pub mod leader_epochs;
 pub mod lease;
 pub mod log;
 pub mod producers;
+pub mod reads;
 pub mod sequencer;
 pub mod staged;
 pub mod waiters;

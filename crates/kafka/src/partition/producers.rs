@@ -10,7 +10,7 @@
 
 use crate::keys::{KafkaKeys, PartitionKeys, decode_i64};
 use crate::wire::batch::BatchHeader;
-use ferry_store::{Database, RangeOption, StoreError, Transaction};
+use ferry_store::{RangeOption, StoreError, Transaction};
 use foundationdb_tuple::{pack, unpack};
 use kafka_protocol::ResponseError;
 use std::collections::HashMap;
@@ -208,15 +208,6 @@ pub async fn active(
             })
         })
         .collect())
-}
-
-/// Allocates a new idempotent producer id.
-///
-/// # Errors
-/// The store's error.
-pub async fn allocate_id(db: &Database, keys: &KafkaKeys) -> Result<i64, StoreError> {
-    db.run(|tx| async move { allocate_in(&tx, keys).await })
-        .await
 }
 
 /// Allocates a new producer id within `tx`.

@@ -1,14 +1,5 @@
-//! Partition sequencers: the one writer of each partition log.
-//!
-//! Producers append batches to a partition's stage (versionstamped, conflict-free, from
-//! any instance). The partition's sequencer — the holder of a lease in the store, fenced by
-//! an epoch — moves them into the log: in ONE transaction it reads the lease (a new holder
-//! bumps the epoch, so a stale holder's transaction conflicts and fails), pops up to
-//! `kafka.sequencer_batch` staged batches (the seeds' `pop_k`), checks idempotent
-//! producers' sequences, rewrites each batch's base offset to the next dense offset,
-//! writes it to the log and advances the high watermark. After the commit it answers the
-//! waiting produce requests ([`Waiters`]); the high-watermark write wakes long-polling
-//! fetchers through their watches. An idle sequencer sleeps on a watch of the stage.
+//! The sequencer of one partition: the loop that moves its staged batches into the log,
+//! one transaction at a time, and answers their producers after each commit.
 //!
 //! Large batches: a batch kept in a spill ([`crate::partition::log`]) is staged as its header alone;
 //! the sequencer moves it like any other, in the same transaction, handing the spill's
@@ -19,43 +10,27 @@
 //! (`open` records its first offset) and a marker staged by the transaction coordinator
 //! ([`crate::coordinator::transactions`]) closes it, recording an aborted transaction when the marker
 //! aborts; the marker also fences the producer's older epochs in the partition.
-//!
-//! The same task renews its lease (every third of `kafka.sequencer_lease_ms`) and applies
-//! retention on a timer, so everything that writes the log is serialised in one place —
-//! but for compaction ([`crate::partition::compaction`]), which works in a task of its own beside it,
-//! for as long as it holds the lease, so that a long pass never delays sequencing (it
-//! rewrites only batches below the newest, which no append touches).
-//!
-//! Balance: every third of the lease term each instance counts the live brokers and takes
-//! its share, `ceil(partitions / live brokers)`: it claims unheld partitions while it holds
-//! fewer, and hands over the partitions it holds beyond its share. A partition being handed
-//! over refuses new produce requests (`NOT_LEADER_OR_FOLLOWER`), its sequencer moves what is
-//! already staged (answering those producers), then releases the lease so an instance with
-//! room claims it on its next round.
 
-use crate::keys::{PartitionKeys, decode_i64, encode_i64};
-use crate::metadata::broker_settings::BrokerSettings;
-use crate::metadata::brokers::Brokers;
-use crate::metadata::topics::{Partition, Topics};
+use super::{SequencerError, Shared, publish_bounds, retention};
+use crate::keys::{decode_i64, encode_i64};
+use crate::metadata::topics::Partition;
 use crate::partition::compaction::Compactor;
 use crate::partition::leader_epochs;
 use crate::partition::lease::Lease;
-use crate::partition::log::{Log, LogError, Stored};
+use crate::partition::log::{Log, Stored};
 use crate::partition::producers::{ProducerState, Verdict};
 use crate::partition::staged::{self, Waiter};
-use crate::partition::waiters::{BatchOutcome, Waiters};
+use crate::partition::waiters::BatchOutcome;
 use crate::wire::batch::{BatchHeader, marker_commits, set_base_offset, set_leader_epoch};
 use bytes::BytesMut;
-use ferry_stage::Liveness;
-use ferry_stage::{Delivery, MessageId, Spills, StageError, Wakeup, now_ms};
-use ferry_store::{Database, StoreError, Transaction, TransactionError};
+use ferry_stage::{Delivery, MessageId, Spills, Wakeup, now_ms};
+use ferry_store::{StoreError, Transaction};
 use ferry_telemetry::kafka as m;
 use kafka_protocol::ResponseError;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -66,393 +41,11 @@ const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
 /// Staging tokens remembered per partition, to drop a batch staged twice by a retried
 /// append whose first commit reported an unknown result.
 const RECENT_TOKENS: usize = 65_536;
-/// Most batches one retention (or DeleteRecords) transaction deletes.
-const RETENTION_BATCH: usize = 512;
-/// Most retention transactions in one pass (the next pass continues).
-const RETENTION_ROUNDS: usize = 64;
 /// How long a partition being handed over keeps sequencing after it began refusing produce
 /// requests, so the batches of requests accepted just before are moved (and answered) here.
 const HANDOFF_GRACE: Duration = Duration::from_millis(100);
 /// Pause after a failed sequencer transaction.
 const ERROR_PAUSE: Duration = Duration::from_millis(200);
-
-/// Why the sequencer machinery failed.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum SequencerError {
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The stage failed.
-    #[error(transparent)]
-    Stage(StageError),
-    /// The log holds something undecodable.
-    #[error(transparent)]
-    Log(LogError),
-}
-
-impl TransactionError for SequencerError {
-    fn store_error(&self) -> Option<&StoreError> {
-        match self {
-            Self::Store(e) => Some(e),
-            Self::Stage(StageError::Store(e)) => Some(e),
-            Self::Log(LogError::Store(e)) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<StageError> for SequencerError {
-    fn from(e: StageError) -> Self {
-        Self::Stage(e)
-    }
-}
-
-impl From<LogError> for SequencerError {
-    fn from(e: LogError) -> Self {
-        Self::Log(e)
-    }
-}
-
-/// What the sequencers of one instance share.
-struct Shared {
-    /// The store.
-    db: Database,
-    /// The topics.
-    topics: Topics,
-    /// Produce requests waiting for their batches.
-    waiters: Arc<Waiters>,
-    /// This instance's node id.
-    node: i32,
-    /// How long a lease lasts unrenewed, and how often it is renewed.
-    liveness: Liveness,
-    /// Most staged batches per transaction.
-    batch: usize,
-    /// How often retention runs.
-    retention_interval: Duration,
-    /// How often compaction checks a compacted topic's partition.
-    compaction_interval: Duration,
-    /// Most bytes compaction decompresses a batch to.
-    max_decompressed: usize,
-    /// The dynamic broker settings, for the topic defaults (retention, compaction).
-    broker_settings: BrokerSettings,
-    /// The live instances, whose number sets this instance's share of the partitions.
-    brokers: Brokers,
-    /// Every partition this instance sequences, by (topic id, partition).
-    running: Mutex<HashMap<(u64, i32), Running>>,
-    /// The sequencer tasks.
-    tasks: Mutex<JoinSet<()>>,
-    /// Stops every sequencer.
-    shutdown: CancellationToken,
-}
-
-/// A partition this instance sequences.
-struct Running {
-    /// Hands it over to another instance.
-    handoff: CancellationToken,
-    /// The epoch of the lease its sequencer holds.
-    epoch: i64,
-}
-
-/// Why DeleteRecords did not move a partition's log start offset.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum DeleteRecordsError {
-    /// This instance does not sequence the partition (or is handing it over).
-    #[error("this instance is not the partition's leader")]
-    NotLeader,
-    /// The offset is beyond the high watermark, or negative and not -1.
-    #[error("offset {offset} is outside the log (its high watermark is {high_watermark})")]
-    OutOfRange {
-        /// The offset asked for.
-        offset: i64,
-        /// The partition's high watermark.
-        high_watermark: i64,
-    },
-    /// The store failed.
-    #[error(transparent)]
-    Failed(#[from] SequencerError),
-}
-
-impl DeleteRecordsError {
-    /// The Kafka error code answering it.
-    pub fn code(&self) -> i16 {
-        match self {
-            Self::NotLeader => ResponseError::NotLeaderOrFollower.code(),
-            Self::OutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
-            Self::Failed(_) => ResponseError::KafkaStorageError.code(),
-        }
-    }
-}
-
-/// What one DeleteRecords transaction did.
-enum Trimmed {
-    /// Deleted a full round of batches; more are below the offset.
-    More,
-    /// Done: the log start offset now.
-    Done(i64),
-    /// The offset is outside the log, whose high watermark is this.
-    OutOfRange(i64),
-    /// The lease belongs to someone else now.
-    Lost,
-}
-
-/// Settings of an instance's sequencers.
-#[derive(Debug, Clone, Copy)]
-pub struct SequencerSettings {
-    /// This instance's node id.
-    pub node: i32,
-    /// How long a lease lasts unrenewed.
-    pub lease: Duration,
-    /// Most staged batches per transaction.
-    pub batch: usize,
-    /// How often retention runs.
-    pub retention_interval: Duration,
-    /// How often compaction checks a compacted topic's partition.
-    pub compaction_interval: Duration,
-    /// Most bytes compaction decompresses a batch to (`kafka.max_request_size`).
-    pub max_decompressed: usize,
-}
-
-/// The sequencers of this instance; cheap to clone.
-#[derive(Clone)]
-pub struct Sequencers {
-    /// Shared state.
-    shared: Arc<Shared>,
-}
-
-impl Sequencers {
-    /// Sequencers for the partitions of `topics`, sharing them with the other live
-    /// `brokers`, applying the topic defaults of `broker_settings`, stopping on `shutdown`.
-    pub fn new(
-        db: Database,
-        topics: Topics,
-        waiters: Arc<Waiters>,
-        brokers: Brokers,
-        broker_settings: BrokerSettings,
-        settings: SequencerSettings,
-        shutdown: CancellationToken,
-    ) -> Self {
-        Self {
-            shared: Arc::new(Shared {
-                db,
-                topics,
-                waiters,
-                node: settings.node,
-                liveness: Liveness::new(settings.lease),
-                batch: settings.batch,
-                retention_interval: settings.retention_interval,
-                compaction_interval: settings.compaction_interval,
-                max_decompressed: settings.max_decompressed,
-                broker_settings,
-                brokers,
-                running: Mutex::default(),
-                tasks: Mutex::new(JoinSet::new()),
-                shutdown,
-            }),
-        }
-    }
-
-    /// Whether this instance sequences the partition (and is not handing it over).
-    pub fn is_local(&self, topic_id: u64, partition: i32) -> bool {
-        self.shared
-            .running
-            .lock()
-            .get(&(topic_id, partition))
-            .is_some_and(|r| !r.handoff.is_cancelled())
-    }
-
-    /// DeleteRecords: moves `partition`'s log start offset to `offset` (-1: the high
-    /// watermark), deleting the batches that end before it, as its sequencer applies
-    /// retention: in transactions that check the sequencer's lease (a conflicting read, so
-    /// a takeover makes them fail) and read the bounds with conflicts (so an append
-    /// committed meanwhile makes them retry). Only the partition's leader does it, as in
-    /// Kafka. Returns the log start offset after it (the low watermark).
-    ///
-    /// # Errors
-    /// [`DeleteRecordsError`].
-    pub async fn delete_records(
-        &self,
-        partition: &Partition,
-        offset: i64,
-    ) -> Result<i64, DeleteRecordsError> {
-        let epoch = self
-            .shared
-            .running
-            .lock()
-            .get(&(partition.topic_id, partition.index))
-            .filter(|r| !r.handoff.is_cancelled())
-            .map(|r| r.epoch)
-            .ok_or(DeleteRecordsError::NotLeader)?;
-        let shared = &self.shared;
-        let keys = &partition.keys;
-        loop {
-            let round = shared
-                .db
-                .run(|tx| async move {
-                    let now = now_ms();
-                    let holder = (shared.node, epoch);
-                    if !Lease::hold(&tx, &keys.lease(), holder, shared.liveness, now).await? {
-                        return Ok(Trimmed::Lost);
-                    }
-                    let log = Log::new(keys);
-                    let bounds = log.bounds(&tx, false).await?;
-                    let to = if offset == -1 {
-                        bounds.high_watermark
-                    } else {
-                        offset
-                    };
-                    if !(0..=bounds.high_watermark).contains(&to) {
-                        return Ok(Trimmed::OutOfRange(bounds.high_watermark));
-                    }
-                    let spills = partition.stage.spills();
-                    let deleted = log
-                        .trim(&tx, &spills, RETENTION_BATCH, to, |entry, _| {
-                            entry.last < to
-                        })
-                        .await?;
-                    Ok::<_, SequencerError>(if deleted == RETENTION_BATCH {
-                        Trimmed::More
-                    } else {
-                        Trimmed::Done(to.max(bounds.start))
-                    })
-                })
-                .await?;
-            match round {
-                Trimmed::More => {}
-                Trimmed::Done(start) => {
-                    publish_bounds(&shared.db, partition).await;
-                    return Ok(start);
-                }
-                Trimmed::OutOfRange(high_watermark) => {
-                    return Err(DeleteRecordsError::OutOfRange {
-                        offset,
-                        high_watermark,
-                    });
-                }
-                Trimmed::Lost => return Err(DeleteRecordsError::NotLeader),
-            }
-        }
-    }
-
-    /// Takes this instance's share of the partitions: claims unheld ones while it holds
-    /// fewer than `ceil(partitions / live brokers)`, and hands over those it holds beyond
-    /// that (the last ones in topic and index order). When the live brokers cannot be read,
-    /// it claims every unheld partition and hands nothing over.
-    pub async fn balance(&self) {
-        let partitions: Vec<Partition> = self
-            .shared
-            .topics
-            .all()
-            .iter()
-            .flat_map(|t| t.partitions.iter().cloned())
-            .collect();
-        let share = match self.shared.brokers.live().await {
-            Ok(live) => partitions.len().div_ceil(live.len().max(1)),
-            Err(e) => {
-                warn!(error = %e, "cannot read the live brokers; claiming every unheld partition");
-                usize::MAX
-            }
-        };
-        let mut local: Vec<&Partition> = partitions
-            .iter()
-            .filter(|p| self.is_local(p.topic_id, p.index))
-            .collect();
-        for partition in &partitions {
-            if local.len() >= share {
-                break;
-            }
-            if !self.is_local(partition.topic_id, partition.index) && self.claim(partition).await {
-                local.push(partition);
-            }
-        }
-        if local.len() > share {
-            local.sort_by_key(|p| (p.topic_id, p.index));
-            for partition in &local[share..] {
-                self.hand_over(partition);
-            }
-        }
-    }
-
-    /// Starts handing `partition` over: new produce requests for it are refused from now
-    /// on, and its sequencer releases the lease once it has moved what is staged.
-    fn hand_over(&self, partition: &Partition) {
-        if let Some(handoff) = self
-            .shared
-            .running
-            .lock()
-            .get(&(partition.topic_id, partition.index))
-        {
-            info!(topic = %partition.topic, partition = partition.index, "handing the partition over: this instance holds more than its share");
-            handoff.handoff.cancel();
-        }
-    }
-
-    /// Takes `partition`'s lease if no other live instance holds it, and starts its
-    /// sequencer; returns whether it did (false when this instance sequences it already).
-    pub async fn claim(&self, partition: &Partition) -> bool {
-        let id = (partition.topic_id, partition.index);
-        if self.shared.shutdown.is_cancelled() || self.shared.running.lock().contains_key(&id) {
-            return false;
-        }
-        let shared = &self.shared;
-        let keys = &partition.keys;
-        let claimed = shared
-            .db
-            .run(|tx| async move {
-                let claimed =
-                    Lease::claim(&tx, &keys.lease(), shared.node, shared.liveness, now_ms())
-                        .await?;
-                let Ok(lease) = claimed else {
-                    return Ok::<_, SequencerError>(None);
-                };
-                // The new leader epoch begins where the log ends now.
-                let bounds = Log::new(keys).bounds(&tx, false).await?;
-                leader_epochs::begin_in(&tx, keys, lease.epoch, bounds.high_watermark).await?;
-                Ok(Some(lease.epoch))
-            })
-            .await;
-        match claimed {
-            Ok(Some(epoch)) => {
-                let handoff = CancellationToken::new();
-                let running = Running {
-                    handoff: handoff.clone(),
-                    epoch,
-                };
-                if shared.running.lock().insert(id, running).is_some() {
-                    return false;
-                }
-                metrics::gauge!(m::SEQUENCERS).increment(1.0);
-                info!(topic = %partition.topic, partition = partition.index, epoch, "sequencing partition");
-                let task = Sequencer {
-                    shared: shared.clone(),
-                    partition: partition.clone(),
-                    epoch,
-                    handoff,
-                    recent_tokens: RecentTokens::default(),
-                };
-                shared.tasks.lock().spawn(task.run());
-                true
-            }
-            Ok(None) => false,
-            Err(e) => {
-                warn!(topic = %partition.topic, partition = partition.index, error = %e, "cannot claim the sequencer lease");
-                false
-            }
-        }
-    }
-
-    /// Balances (claiming partitions of new topics from other instances and leases that
-    /// lapsed, handing over what is beyond this instance's share) every third of the lease
-    /// until shutdown; then waits for the sequencers to stop and release their leases so
-    /// another instance can take over at once.
-    pub async fn run(self) {
-        self.shared
-            .liveness
-            .renew_until(&self.shared.shutdown, || self.balance())
-            .await;
-        let mut tasks = std::mem::take(&mut *self.shared.tasks.lock());
-        while tasks.join_next().await.is_some() {}
-    }
-}
 
 /// Staging tokens one sequencer has seen recently.
 #[derive(Default)]
@@ -535,7 +128,7 @@ enum Step {
 }
 
 /// The sequencer of one partition.
-struct Sequencer {
+pub(super) struct Sequencer {
     /// What all sequencers share.
     shared: Arc<Shared>,
     /// The partition.
@@ -549,7 +142,26 @@ struct Sequencer {
 }
 
 impl Sequencer {
-    async fn run(mut self) {
+    /// The sequencer of `partition`, whose lease this instance claimed at `epoch`;
+    /// `handoff` fires when the partition is to be handed over.
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        partition: Partition,
+        epoch: i64,
+        handoff: CancellationToken,
+    ) -> Self {
+        Self {
+            shared,
+            partition,
+            epoch,
+            handoff,
+            recent_tokens: RecentTokens::default(),
+        }
+    }
+
+    /// Sequences the partition until shutdown, a handover or a takeover; then releases the
+    /// lease (but after a takeover) and lets this instance claim the partition again.
+    pub(super) async fn run(mut self) {
         let id = (self.partition.topic_id, self.partition.index);
         let renew_every = self.shared.liveness.renew_every();
         let mut next_retention = tokio::time::Instant::now() + self.shared.retention_interval;
@@ -582,7 +194,7 @@ impl Sequencer {
                 break;
             }
             if tokio::time::Instant::now() >= next_retention {
-                self.retention().await;
+                retention::apply(&self.shared, &self.partition, self.epoch).await;
                 next_retention = tokio::time::Instant::now() + self.shared.retention_interval;
             }
             let (step, committed_earlier) = match self.step().await {
@@ -662,7 +274,11 @@ impl Sequencer {
                         uncertain.lock().extend(previous);
                     }
                     let now = now_ms();
-                    if !self.hold_lease(&tx, now).await? {
+                    if !self
+                        .shared
+                        .hold_lease(&tx, &self.partition.keys, self.epoch, now)
+                        .await?
+                    {
                         return Ok::<_, SequencerError>(Step::Lost);
                     }
                     let stage = &self.partition.stage;
@@ -832,14 +448,6 @@ impl Sequencer {
         })
     }
 
-    /// Checks the lease is still this sequencer's (a conflicting read: a takeover makes
-    /// this transaction fail) and renews it once a third of its term has passed.
-    async fn hold_lease(&self, tx: &Transaction, now: u64) -> Result<bool, SequencerError> {
-        let holder = (self.shared.node, self.epoch);
-        let key = self.partition.keys.lease();
-        Ok(Lease::hold(tx, &key, holder, self.shared.liveness, now).await?)
-    }
-
     /// The stored state of every idempotent producer among `staged`, and where the open
     /// transaction of each transactional one begins.
     async fn producer_states(
@@ -909,55 +517,6 @@ impl Sequencer {
         }
     }
 
-    /// Deletes batches past the topic's retention, in bounded transactions (none for a
-    /// topic whose `cleanup.policy` is `compact` alone, as in Kafka).
-    async fn retention(&self) {
-        let Some(topic) = self.shared.topics.get(&self.partition.topic) else {
-            return;
-        };
-        let defaults = self.shared.broker_settings.topic_defaults();
-        let config = defaults.resolve(&topic.meta.config);
-        if !config.cleanup_policy().deletes() {
-            return;
-        }
-        let retention_ms = defaults.retention_ms(&config);
-        let retention_bytes = defaults.retention_bytes(&config);
-        if retention_ms < 0 && retention_bytes < 0 {
-            return;
-        }
-        for _ in 0..RETENTION_ROUNDS {
-            let deleted = self
-                .shared
-                .db
-                .run(|tx| async move {
-                    let now = now_ms() as i64;
-                    if !self.hold_lease(&tx, now as u64).await? {
-                        return Ok(0);
-                    }
-                    let log = Log::new(&self.partition.keys);
-                    let spills = self.partition.stage.spills();
-                    let n = log
-                        .trim(&tx, &spills, RETENTION_BATCH, i64::MIN, |entry, size| {
-                            (retention_ms >= 0
-                                && entry.max_timestamp < now.saturating_sub(retention_ms))
-                                || (retention_bytes >= 0 && size > retention_bytes)
-                        })
-                        .await?;
-                    Ok::<_, SequencerError>(n)
-                })
-                .await;
-            match deleted {
-                Ok(n) if n == RETENTION_BATCH => continue,
-                Ok(_) => break,
-                Err(e) => {
-                    warn!(topic = %self.partition.topic, partition = self.partition.index, error = %e, "retention failed");
-                    break;
-                }
-            }
-        }
-        publish_bounds(&self.shared.db, &self.partition).await;
-    }
-
     /// Lets the lease lapse now, so another instance need not wait for its term.
     async fn release(&self) {
         let keys = &self.partition.keys;
@@ -971,58 +530,6 @@ impl Sequencer {
             warn!(topic = %self.partition.topic, partition = self.partition.index, error = %e, "cannot release the sequencer lease");
         }
     }
-}
-
-/// Sets `partition`'s offset and size gauges from the store.
-async fn publish_bounds(db: &Database, partition: &Partition) {
-    let Ok(tx) = db.begin() else {
-        return;
-    };
-    let log = Log::new(&partition.keys);
-    if let (Ok(bounds), Ok(size)) = (log.bounds(&tx, true).await, log.size(&tx).await) {
-        let labels = [
-            (m::LABEL_TOPIC, partition.topic.to_string()),
-            (m::LABEL_PARTITION, partition.index.to_string()),
-        ];
-        metrics::gauge!(m::PARTITION_HIGH_WATERMARK, &labels).set(bounds.high_watermark as f64);
-        metrics::gauge!(m::PARTITION_LOG_START_OFFSET, &labels).set(bounds.start as f64);
-        metrics::gauge!(m::PARTITION_BYTES, &labels).set(size as f64);
-    }
-}
-
-/// A partition's leader as Metadata names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Leader {
-    /// The node holding its sequencer lease.
-    pub node: i32,
-    /// Its leader epoch ([`leader_epochs`]).
-    pub epoch: i32,
-}
-
-/// The leader of every partition of `keys` for Metadata answers (`None` where no live
-/// sequencer holds the lease).
-///
-/// # Errors
-/// The store's error.
-pub async fn leaders(
-    db: &Database,
-    keys: &[PartitionKeys],
-) -> Result<Vec<Option<Leader>>, SequencerError> {
-    let tx = db.begin()?;
-    let now = now_ms();
-    let reads = keys.iter().map(|k| {
-        let tx = tx.clone();
-        async move {
-            let lease = Lease::read(&tx, &k.lease(), true).await?;
-            Ok(lease.and_then(|l| {
-                Lease::holder(Some(l), now).map(|node| Leader {
-                    node,
-                    epoch: leader_epochs::leader_epoch(l.epoch),
-                })
-            }))
-        }
-    });
-    futures::future::try_join_all(reads).await
 }
 
 #[cfg(test)]
