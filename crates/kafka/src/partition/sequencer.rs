@@ -34,8 +34,8 @@
 //! room claims it on its next round.
 
 use crate::keys::{PartitionKeys, decode_i64, encode_i64};
-use crate::metadata::broker_settings::BrokerSettings;
 use crate::metadata::brokers::Brokers;
+use crate::metadata::settings::broker::BrokerSettings;
 use crate::metadata::topics::{Partition, Topics};
 use crate::partition::compaction::Compactor;
 use crate::partition::leader_epochs;
