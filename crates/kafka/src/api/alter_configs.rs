@@ -1,6 +1,6 @@
 //! AlterConfigs: replaces a topic's settings (those not named return to the broker
 //! default, as Kafka's non-incremental AlterConfigs does), or the dynamic broker settings
-//! of a BROKER resource ([`crate::metadata::broker_settings`]: `""` the cluster's, a live
+//! of a BROKER resource ([`crate::metadata::settings::broker`]: `""` the cluster's, a live
 //! broker's id that instance's), which it replaces the same way. Needs AlterConfigs on the
 //! topic (else `TOPIC_AUTHORIZATION_FAILED`) or, for a broker, on the cluster (else
 //! `CLUSTER_AUTHORIZATION_FAILED`); [`refusal`] is that check, and [`alter_broker`] the
@@ -10,8 +10,8 @@ use super::describe_configs::{BROKER, TOPIC};
 use super::{Refused, Session, str_bytes};
 use crate::Context;
 use crate::acls::{Access, Operation};
-use crate::metadata::broker_settings::{self, BrokerSettingsError, Scope, Settings};
-use crate::metadata::topics::TopicConfig;
+use crate::metadata::settings::TopicConfig;
+use crate::metadata::settings::broker::{self, BrokerSettingsError, Scope, Settings};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ResponseKind};
@@ -39,7 +39,7 @@ pub(super) async fn handle(
                 let replace = |_: Settings| {
                     pairs
                         .iter()
-                        .try_fold(Settings::new(), |s, (k, v)| broker_settings::set(s, k, v))
+                        .try_fold(Settings::new(), |s, (k, v)| broker::set(s, k, v))
                 };
                 alter_broker(ctx, name, replace, request.validate_only).await
             }
@@ -86,7 +86,7 @@ pub(super) fn refusal(access: &Access, resource_type: i8, name: &str) -> Option<
 ///
 /// # Errors
 /// `INVALID_REQUEST` for a name that is neither `""` nor a live broker's id (Kafka's
-/// messages), else as [`broker_settings::BrokerSettings::alter`].
+/// messages), else as [`broker::BrokerSettings::alter`].
 pub(super) async fn alter_broker(
     ctx: &Context,
     name: &str,

@@ -9,7 +9,8 @@
 use super::{Refused, Session, str_bytes};
 use crate::Context;
 use crate::metadata::replica_assignment;
-use crate::metadata::topics::{TopicConfig, TopicError};
+use crate::metadata::settings::TopicConfig;
+use crate::metadata::topics::TopicError;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;

@@ -10,13 +10,8 @@
 use super::{Refused, Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
-use crate::metadata::broker_settings::{self, Scope, Settings, TOPIC_DEFAULTS};
-use crate::metadata::inert_settings::Kind;
-use crate::metadata::topics::{
-    CLEANUP_POLICY, COMPRESSION_TYPE, DELETE_RETENTION_MS, Layer, MAX_MESSAGE_BYTES,
-    MESSAGE_TIMESTAMP_TYPE, MIN_CLEANABLE_DIRTY_RATIO, MIN_COMPACTION_LAG_MS, RETENTION_BYTES,
-    RETENTION_MS, TopicConfig, TopicDefaults,
-};
+use crate::metadata::settings::broker::{self, Scope, Settings};
+use crate::metadata::settings::{Kind, Layer, SETTINGS, Setting, TopicConfig, TopicDefaults};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,
@@ -142,78 +137,39 @@ pub(super) fn handle(
 
 /// The settings of a topic of settings `config` under the broker defaults `d`.
 fn topic_entries(d: &TopicDefaults, config: &TopicConfig) -> Vec<Entry> {
-    let resolved = d.resolve(config);
-    let source = |set: fn(&TopicConfig) -> bool| match d.layer(config, set) {
-        Some(Layer::Topic) => DYNAMIC_TOPIC_CONFIG,
-        Some(Layer::Broker) => DYNAMIC_BROKER_CONFIG,
-        Some(Layer::Cluster) => DYNAMIC_DEFAULT_BROKER_CONFIG,
-        None => DEFAULT_CONFIG,
-    };
-    vec![
-        Entry {
-            name: RETENTION_MS,
-            value: d.retention_ms(config).to_string(),
-            source: source(|c| c.retention_ms.is_some()),
-            read_only: false,
-            kind: LONG,
+    SETTINGS
+        .iter()
+        .map(|s| setting_entry(d, config, s, s.name, DEFAULT_CONFIG))
+        .collect()
+}
+
+/// Setting `s` of a topic of settings `config` under the broker defaults `d`, described
+/// as `name`; `from_config` is the source of a value `[kafka]` sets.
+fn setting_entry(
+    d: &TopicDefaults,
+    config: &TopicConfig,
+    s: &Setting,
+    name: &'static str,
+    from_config: i8,
+) -> Entry {
+    Entry {
+        name,
+        value: d.describe(s, config),
+        source: match d.layer(s, config) {
+            Some(Layer::Topic) => DYNAMIC_TOPIC_CONFIG,
+            Some(Layer::Broker) => DYNAMIC_BROKER_CONFIG,
+            Some(Layer::Cluster) => DYNAMIC_DEFAULT_BROKER_CONFIG,
+            Some(Layer::Config) => from_config,
+            None => DEFAULT_CONFIG,
         },
-        Entry {
-            name: RETENTION_BYTES,
-            value: d.retention_bytes(config).to_string(),
-            source: source(|c| c.retention_bytes.is_some()),
-            read_only: false,
-            kind: LONG,
+        read_only: false,
+        // A list's value is one string (`compact,delete`); described so, as it always
+        // was, though Kafka types `cleanup.policy` as a LIST.
+        kind: match s.kind {
+            Kind::List => STRING,
+            kind => config_type(kind),
         },
-        Entry {
-            name: MAX_MESSAGE_BYTES,
-            value: d.max_message_bytes(config).to_string(),
-            source: source(|c| c.max_message_bytes.is_some()),
-            read_only: false,
-            kind: INT,
-        },
-        Entry {
-            name: CLEANUP_POLICY,
-            value: resolved.cleanup_policy().as_str().into(),
-            source: source(|c| c.cleanup_policy.is_some()),
-            read_only: false,
-            kind: STRING,
-        },
-        Entry {
-            name: DELETE_RETENTION_MS,
-            value: resolved.delete_retention_ms().to_string(),
-            source: source(|c| c.delete_retention_ms.is_some()),
-            read_only: false,
-            kind: LONG,
-        },
-        Entry {
-            name: MIN_COMPACTION_LAG_MS,
-            value: resolved.min_compaction_lag_ms().to_string(),
-            source: source(|c| c.min_compaction_lag_ms.is_some()),
-            read_only: false,
-            kind: LONG,
-        },
-        Entry {
-            name: MIN_CLEANABLE_DIRTY_RATIO,
-            value: resolved.min_cleanable_dirty_ratio().to_string(),
-            source: source(|c| c.min_cleanable_dirty_ratio.is_some()),
-            read_only: false,
-            kind: DOUBLE,
-        },
-        Entry {
-            name: MESSAGE_TIMESTAMP_TYPE,
-            value: resolved.message_timestamp_type().as_str().into(),
-            source: source(|c| c.message_timestamp_type.is_some()),
-            read_only: false,
-            kind: STRING,
-        },
-        Entry {
-            name: COMPRESSION_TYPE,
-            value: resolved.compression_type().as_str().into(),
-            source: source(|c| c.compression_type.is_some()),
-            read_only: false,
-            kind: STRING,
-        },
-    ]
+    }
 }
 
 /// The settings of BROKER resource `name`: `""`, the cluster's dynamic settings; this
@@ -235,19 +191,17 @@ fn broker_entries(ctx: &Context, name: &str) -> Result<Vec<Entry>, Refused> {
     }
     // The topic defaults, under their broker names; those not set dynamically are
     // `ferry.toml`'s, or Kafka's defaults where `ferry.toml` has no key for them.
-    let mut entries: Vec<Entry> = topic_entries(&ctx.defaults(), &TopicConfig::default())
-        .into_iter()
-        .filter_map(|e| {
-            let synonym = TOPIC_DEFAULTS.iter().find(|d| d.topic == e.name)?;
-            let source = match e.source {
-                DEFAULT_CONFIG if synonym.ferry_key.is_some() => STATIC_BROKER_CONFIG,
-                dynamic => dynamic,
-            };
-            Some(Entry {
-                name: synonym.name,
-                source,
-                ..e
-            })
+    let defaults = ctx.defaults();
+    let mut entries: Vec<Entry> = SETTINGS
+        .iter()
+        .map(|s| {
+            setting_entry(
+                &defaults,
+                &TopicConfig::default(),
+                s,
+                s.broker,
+                STATIC_BROKER_CONFIG,
+            )
         })
         .collect();
     let c = &ctx.config;
@@ -275,12 +229,7 @@ fn broker_entries(ctx: &Context, name: &str) -> Result<Vec<Entry>, Refused> {
     ));
     // The inert settings set dynamically: this instance's own over the cluster's.
     let mine = ctx.broker_settings.of(Scope::Broker(me));
-    let inert = |e: &Entry| {
-        matches!(
-            broker_settings::meaning(e.name),
-            Some(broker_settings::Meaning::Inert(..))
-        )
-    };
+    let inert = |e: &Entry| matches!(broker::meaning(e.name), Some(broker::Meaning::Inert(..)));
     entries.extend(dynamic_entries(&mine, DYNAMIC_BROKER_CONFIG).filter(inert));
     entries.extend(
         dynamic_entries(&cluster, DYNAMIC_DEFAULT_BROKER_CONFIG)
@@ -292,7 +241,7 @@ fn broker_entries(ctx: &Context, name: &str) -> Result<Vec<Entry>, Refused> {
 /// Dynamic broker `settings`, described with `source`.
 fn dynamic_entries(settings: &Settings, source: i8) -> impl Iterator<Item = Entry> + '_ {
     settings.iter().filter_map(move |(key, value)| {
-        let m = broker_settings::meaning(key)?;
+        let m = broker::meaning(key)?;
         Some(Entry {
             name: m.name(),
             value: value.clone(),

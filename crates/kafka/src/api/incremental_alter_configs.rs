@@ -1,10 +1,10 @@
 //! IncrementalAlterConfigs (KIP-339): changes the named settings of a topic, or the
-//! dynamic settings of a broker ([`crate::metadata::broker_settings`]) — SET a value, DELETE
+//! dynamic settings of a broker ([`crate::metadata::settings::broker`]) — SET a value, DELETE
 //! (back to the default) — and keeps the others, in one store transaction. Values are
-//! checked as AlterConfigs checks them ([`crate::metadata::topics::TopicConfig::with`],
-//! [`broker_settings::set`]). APPEND and SUBTRACT add items to and take them from Ferry's
+//! checked as AlterConfigs checks them ([`crate::metadata::settings::TopicConfig::with`],
+//! [`broker::set`]). APPEND and SUBTRACT add items to and take them from Ferry's
 //! one list setting, `cleanup.policy` (`log.cleanup.policy` for a broker;
-//! [`crate::metadata::topics::TopicConfig::edit_list`], [`broker_settings::edit_list`]); for
+//! [`crate::metadata::settings::TopicConfig::edit_list`], [`broker::edit_list`]); for
 //! another setting they are `INVALID_CONFIG`, as Kafka answers them for a setting that is
 //! not a list. A setting named twice, or an unknown operation, is `INVALID_REQUEST`. The
 //! ACL checks, the resource types that have settings and the broker names taken are
@@ -14,7 +14,7 @@ use super::alter_configs;
 use super::describe_configs::BROKER;
 use super::{Refused, Session, str_bytes};
 use crate::Context;
-use crate::metadata::broker_settings;
+use crate::metadata::settings::broker;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -44,18 +44,14 @@ pub(super) async fn handle(
             Some(refused) => Err(refused),
             None => match changes(&r.configs) {
                 Ok(changes) if r.resource_type == BROKER => {
-                    let change = |settings: broker_settings::Settings| {
+                    let change = |settings: broker::Settings| {
                         changes
                             .iter()
                             .try_fold(settings, |s, (key, change)| match change {
-                                Change::Set(Some(value)) => broker_settings::set(s, key, value),
-                                Change::Set(None) => broker_settings::delete(s, key),
-                                Change::Append(items) => {
-                                    broker_settings::edit_list(s, key, items, true)
-                                }
-                                Change::Subtract(items) => {
-                                    broker_settings::edit_list(s, key, items, false)
-                                }
+                                Change::Set(Some(value)) => broker::set(s, key, value),
+                                Change::Set(None) => broker::delete(s, key),
+                                Change::Append(items) => broker::edit_list(s, key, items, true),
+                                Change::Subtract(items) => broker::edit_list(s, key, items, false),
                             })
                     };
                     alter_configs::alter_broker(ctx, name, change, request.validate_only).await

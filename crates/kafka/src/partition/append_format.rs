@@ -12,8 +12,7 @@
 //! The time is taken when the front accepts the batch, just before it is staged; the
 //! sequencer appends staged batches in a few milliseconds, in order.
 
-use crate::metadata::format_settings::TimestampType;
-use crate::metadata::topics::TopicConfig;
+use crate::metadata::settings::{TimestampType, TopicConfig};
 use crate::wire::batch::{self, BatchHeader, HEADER_LEN};
 use crate::wire::compression::{compress, compression, decompress_bounded};
 use bytes::Bytes;
@@ -80,7 +79,7 @@ fn recompressed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metadata::format_settings::CompressionType;
+    use crate::metadata::settings::CompressionType;
     use crate::wire::batch::tests::batch;
     use crate::wire::batch::validate;
     use kafka_protocol::records::{Compression, RecordBatchDecoder};

@@ -5,7 +5,7 @@
 use super::acls::{client_of, guarded};
 use super::fixture::{Client, Front, batch, name, text};
 use super::{create_topic, create_topic_with, produce};
-use crate::metadata::broker_settings;
+use crate::metadata::settings::broker;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::create_partitions_request::{
@@ -686,7 +686,7 @@ async fn alter_configs_refuses_unknown_settings_topics_and_broker_settings() {
             .unwrap()
             .starts_with("segment.mss: is not a setting Ferry supports")
     );
-    // Kafka's segment settings are taken, with no effect (kafka::inert_settings).
+    // Kafka's segment settings are taken, with no effect (metadata::settings).
     let (code, _) = alter(&mut c, TOPIC, "fixed", &[("segment.ms", "1")], false).await;
     assert_eq!(code, 0);
     let (code, _) = alter(&mut c, TOPIC, "fixed", &[("retention.ms", "soon")], false).await;
@@ -1090,7 +1090,7 @@ async fn broker_settings_refuse_unknown_brokers_settings_and_values() {
         front
             .ctx
             .broker_settings
-            .of(broker_settings::Scope::Cluster)
+            .of(broker::Scope::Cluster)
             .is_empty()
     );
     front.stop().await;

@@ -39,8 +39,9 @@
 pub mod records;
 
 use crate::keys::PartitionKeys;
-use crate::metadata::broker_settings::BrokerSettings;
-use crate::metadata::topics::{Partition, TopicConfig, Topics};
+use crate::metadata::settings::TopicConfig;
+use crate::metadata::settings::broker::BrokerSettings;
+use crate::metadata::topics::{Partition, Topics};
 use crate::partition::lease::Lease;
 use crate::partition::log::{Aborted, BatchIndex, Log, LogError, is_aborted};
 use bytes::Bytes;

@@ -3,8 +3,9 @@
 
 use super::records::tests::{MAX_DECOMPRESSED, keyed};
 use super::*;
+use crate::metadata::settings::CleanupPolicy;
+use crate::metadata::topics::Topic;
 use crate::metadata::topics::tests::fresh_topics;
-use crate::metadata::topics::{CleanupPolicy, Topic};
 use crate::partition::log::Stored;
 use crate::wire::batch::{BatchHeader, marker};
 use ferry_store::RangeOption;

@@ -29,8 +29,8 @@ pub use balance::Leader;
 pub use delete_records::DeleteRecordsError;
 
 use crate::keys::PartitionKeys;
-use crate::metadata::broker_settings::BrokerSettings;
 use crate::metadata::brokers::Brokers;
+use crate::metadata::settings::broker::BrokerSettings;
 use crate::metadata::topics::{Partition, Topics};
 use crate::partition::lease::Lease;
 use crate::partition::log::{Log, LogError};

@@ -1,7 +1,83 @@
-//! The values of two topic settings, as Kafka spells them and as the store keeps them:
-//! `message.timestamp.type` ([`TimestampType`]) and `compression.type`
-//! ([`CompressionType`]). What they do to appended batches is
+//! The values of three topic settings, as Kafka spells them and as the store keeps them:
+//! `cleanup.policy` ([`CleanupPolicy`]), `message.timestamp.type` ([`TimestampType`]) and
+//! `compression.type` ([`CompressionType`]). What the last two do to appended batches is
 //! [`crate::partition::append_format`]'s.
+
+/// What becomes of a topic's old records: Kafka's `cleanup.policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanupPolicy {
+    /// `delete`: retention deletes them by age and size.
+    Delete,
+    /// `compact`: compaction keeps the newest record of each key; no retention.
+    Compact,
+    /// `compact,delete`: both.
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    /// Parses Kafka's list (`compact,delete` in any order, spaces allowed).
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::edited((false, false), value, true)
+    }
+
+    /// This policy with the items of the list `items` added (`add`) or taken away; `None`
+    /// when an item is neither `compact` nor `delete`, or no policy is left.
+    pub(super) fn edit(self, items: &str, add: bool) -> Option<Self> {
+        Self::edited((self.compacts(), self.deletes()), items, add)
+    }
+
+    /// The policy of the flags (compact, delete) with `items` added or taken away.
+    fn edited((mut compact, mut delete): (bool, bool), items: &str, add: bool) -> Option<Self> {
+        for item in items.split(',').map(str::trim) {
+            match item {
+                "compact" => compact = add,
+                "delete" => delete = add,
+                _ => return None,
+            }
+        }
+        match (compact, delete) {
+            (true, true) => Some(Self::CompactDelete),
+            (true, false) => Some(Self::Compact),
+            (false, true) => Some(Self::Delete),
+            (false, false) => None,
+        }
+    }
+
+    /// Kafka's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Delete => "delete",
+            Self::Compact => "compact",
+            Self::CompactDelete => "compact,delete",
+        }
+    }
+
+    /// Whether compaction applies.
+    pub fn compacts(self) -> bool {
+        self != Self::Delete
+    }
+
+    /// Whether retention (by age and size) applies.
+    pub fn deletes(self) -> bool {
+        self != Self::Compact
+    }
+
+    /// The stored code.
+    pub fn code(self) -> i64 {
+        match self {
+            Self::Delete => 0,
+            Self::Compact => 1,
+            Self::CompactDelete => 2,
+        }
+    }
+
+    /// The policy of stored code `code`.
+    pub fn from_code(code: i64) -> Option<Self> {
+        [Self::Delete, Self::Compact, Self::CompactDelete]
+            .into_iter()
+            .find(|p| p.code() == code)
+    }
+}
 
 /// Kafka's `message.timestamp.type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

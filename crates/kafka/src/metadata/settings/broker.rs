@@ -8,21 +8,18 @@
 //! applies the cluster's and its own, refreshed when the change counter moves (at once
 //! after a change made here, after the watch fires for one made elsewhere).
 //!
-//! What a setting does: the broker defaults of topic settings ([`TOPIC_DEFAULTS`]:
-//! `log.retention.ms` for `retention.ms`, …) take effect for every topic that does not set
-//! its own, over `ferry.toml`'s `[kafka]` values and Kafka's defaults ([`TopicDefaults`]);
-//! their values are checked as the topic setting's are. Kafka's dynamic broker settings
-//! Ferry has no counterpart of ([`inert_settings::broker_setting`]: thread pools, SASL
-//! Kerberos, segments, flushing, …) are checked, stored and described with no effect. Any
-//! other name is `INVALID_CONFIG`.
+//! What a setting does: the broker defaults of topic settings (the `broker` column of
+//! [`SETTINGS`]: `log.retention.ms` for `retention.ms`, …) take effect for every topic that
+//! does not set its own, over `ferry.toml`'s `[kafka]` values and Kafka's defaults
+//! ([`TopicDefaults`]); their values are checked as the topic setting's are. Kafka's
+//! dynamic broker settings Ferry has no counterpart of (the inert broker settings of
+//! `table`: thread pools, SASL Kerberos, segments, flushing, …) are checked,
+//! stored and described with no effect. Any other name is `INVALID_CONFIG`.
 
+use super::table::{self, Kind, SETTINGS, Setting};
+use super::{TopicConfig, TopicDefaults};
 use crate::keys::KafkaKeys;
-use crate::metadata::inert_settings::{self, Kind};
-use crate::metadata::topics::{
-    CLEANUP_POLICY, COMPRESSION_TYPE, DELETE_RETENTION_MS, MAX_MESSAGE_BYTES,
-    MESSAGE_TIMESTAMP_TYPE, MIN_CLEANABLE_DIRTY_RATIO, MIN_COMPACTION_LAG_MS, RETENTION_BYTES,
-    RETENTION_MS, TopicConfig, TopicDefaults, TopicError,
-};
+use crate::metadata::topics::TopicError;
 use ferry_store::{ChangeCounter, Database, RangeOption, StoreError, TransactionError};
 use foundationdb_tuple::{pack, unpack};
 use parking_lot::RwLock;
@@ -36,79 +33,6 @@ use tracing::warn;
 const FORMAT: u16 = 1;
 /// How long the follower waits after a failed watch before watching again.
 const RETRY: Duration = Duration::from_secs(1);
-
-/// A broker setting that is the default of a topic setting (one of Kafka's synonyms).
-#[derive(Debug)]
-pub struct TopicDefault {
-    /// The broker setting, as Kafka names it.
-    pub name: &'static str,
-    /// The topic setting it is the default of.
-    pub topic: &'static str,
-    /// The `[kafka]` key that sets it in `ferry.toml`, if one does.
-    pub ferry_key: Option<&'static str>,
-    /// How Kafka types it, for describing it (values are checked as the topic setting's).
-    pub kind: Kind,
-}
-
-/// Every broker setting with a Ferry meaning.
-pub const TOPIC_DEFAULTS: &[TopicDefault] = &[
-    TopicDefault {
-        name: "log.retention.ms",
-        topic: RETENTION_MS,
-        ferry_key: Some("kafka.retention_ms"),
-        kind: Kind::Long(-1),
-    },
-    TopicDefault {
-        name: "log.retention.bytes",
-        topic: RETENTION_BYTES,
-        ferry_key: Some("kafka.retention_bytes"),
-        kind: Kind::Long(-1),
-    },
-    TopicDefault {
-        name: "message.max.bytes",
-        topic: MAX_MESSAGE_BYTES,
-        ferry_key: Some("kafka.max_message_bytes"),
-        kind: Kind::Int(0),
-    },
-    TopicDefault {
-        name: LOG_CLEANUP_POLICY,
-        topic: CLEANUP_POLICY,
-        ferry_key: None,
-        kind: Kind::List,
-    },
-    TopicDefault {
-        name: "log.cleaner.delete.retention.ms",
-        topic: DELETE_RETENTION_MS,
-        ferry_key: None,
-        kind: Kind::Long(0),
-    },
-    TopicDefault {
-        name: "log.cleaner.min.compaction.lag.ms",
-        topic: MIN_COMPACTION_LAG_MS,
-        ferry_key: None,
-        kind: Kind::Long(0),
-    },
-    TopicDefault {
-        name: "log.cleaner.min.cleanable.ratio",
-        topic: MIN_CLEANABLE_DIRTY_RATIO,
-        ferry_key: None,
-        kind: Kind::Double,
-    },
-    TopicDefault {
-        name: "log.message.timestamp.type",
-        topic: MESSAGE_TIMESTAMP_TYPE,
-        ferry_key: None,
-        kind: Kind::Text,
-    },
-    TopicDefault {
-        name: "compression.type",
-        topic: COMPRESSION_TYPE,
-        ferry_key: None,
-        kind: Kind::Text,
-    },
-];
-/// The one list among them, which APPEND and SUBTRACT edit.
-const LOG_CLEANUP_POLICY: &str = "log.cleanup.policy";
 
 /// Whom a dynamic broker setting applies to: a BROKER resource's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -135,8 +59,8 @@ pub type Settings = BTreeMap<String, String>;
 /// What a broker setting Ferry takes is to it.
 #[derive(Debug, Clone, Copy)]
 pub enum Meaning {
-    /// The default of a topic setting.
-    TopicDefault(&'static TopicDefault),
+    /// The default of a topic setting (Kafka's synonym): the setting's row.
+    TopicDefault(&'static Setting),
     /// A setting taken with no effect: its name and type.
     Inert(&'static str, Kind),
 }
@@ -145,7 +69,7 @@ impl Meaning {
     /// The setting's name, as Kafka spells it.
     pub fn name(self) -> &'static str {
         match self {
-            Self::TopicDefault(d) => d.name,
+            Self::TopicDefault(s) => s.broker,
             Self::Inert(name, _) => name,
         }
     }
@@ -153,7 +77,7 @@ impl Meaning {
     /// How Kafka types the setting.
     pub fn kind(self) -> Kind {
         match self {
-            Self::TopicDefault(d) => d.kind,
+            Self::TopicDefault(s) => s.kind,
             Self::Inert(_, kind) => kind,
         }
     }
@@ -161,13 +85,9 @@ impl Meaning {
 
 /// What broker setting `key` is to Ferry; `None` for a setting Ferry does not take.
 pub fn meaning(key: &str) -> Option<Meaning> {
-    TOPIC_DEFAULTS
-        .iter()
-        .find(|d| d.name == key)
+    table::synonym(key)
         .map(Meaning::TopicDefault)
-        .or_else(|| {
-            inert_settings::broker_setting(key).map(|(name, kind)| Meaning::Inert(name, kind))
-        })
+        .or_else(|| table::broker_setting(key).map(|(name, kind)| Meaning::Inert(name, kind)))
 }
 
 /// Why broker settings could not be changed or read; each maps to a Kafka error code.
@@ -225,7 +145,7 @@ impl BrokerSettingsError {
 
     /// The refusal of a setting Ferry does not take.
     fn unsupported(key: &str) -> Self {
-        let defaults: Vec<&str> = TOPIC_DEFAULTS.iter().map(|d| d.name).collect();
+        let defaults: Vec<&str> = SETTINGS.iter().map(|s| s.broker).collect();
         Self::invalid(
             key,
             format!(
@@ -242,7 +162,7 @@ impl BrokerSettingsError {
 /// [`BrokerSettingsError::InvalidConfig`] for a setting Ferry does not take or a bad value.
 fn check(key: &str, value: &str) -> Result<(), BrokerSettingsError> {
     match meaning(key) {
-        Some(Meaning::TopicDefault(d)) => TopicConfig::parse([(d.topic, Some(value))])
+        Some(Meaning::TopicDefault(s)) => TopicConfig::parse([(s.name, Some(value))])
             .map(drop)
             .map_err(|e| BrokerSettingsError::of_topic(key, e)),
         Some(Meaning::Inert(_, kind)) => kind
@@ -291,15 +211,19 @@ pub fn edit_list(
     items: &str,
     append: bool,
 ) -> Result<Settings, BrokerSettingsError> {
-    if key != LOG_CLEANUP_POLICY {
+    let Some(list) = table::lists().find(|s| s.broker == key) else {
+        let lists: Vec<&str> = table::lists().map(|s| s.broker).collect();
         return Err(BrokerSettingsError::invalid(
             key,
-            format!("APPEND and SUBTRACT apply to list settings only ({LOG_CLEANUP_POLICY})"),
+            format!(
+                "APPEND and SUBTRACT apply to list settings only ({})",
+                lists.join(", ")
+            ),
         ));
-    }
+    };
     let current = settings.get(key).map(String::as_str);
-    let policy = TopicConfig::parse([(CLEANUP_POLICY, current)])
-        .and_then(|c| c.edit_list(CLEANUP_POLICY, items, append))
+    let policy = TopicConfig::parse([(list.name, current)])
+        .and_then(|c| c.edit_list(list.name, items, append))
         .map_err(|e| BrokerSettingsError::of_topic(key, e))?
         .cleanup_policy();
     settings.insert(key.to_owned(), policy.as_str().to_owned());
@@ -313,7 +237,7 @@ fn as_topic_config(settings: Option<&Settings>) -> TopicConfig {
         .into_iter()
         .flatten()
         .filter_map(|(key, value)| match meaning(key)? {
-            Meaning::TopicDefault(d) => Some((d.topic, value.as_str())),
+            Meaning::TopicDefault(s) => Some((s.name, value.as_str())),
             Meaning::Inert(..) => None,
         })
         .fold(TopicConfig::default(), |config, (key, value)| {
@@ -565,7 +489,7 @@ mod tests {
         assert_eq!(config.retention_bytes, Some(100));
         assert_eq!(
             config.cleanup_policy(),
-            crate::metadata::topics::CleanupPolicy::Compact
+            super::super::CleanupPolicy::Compact
         );
         assert_eq!(config.retention_ms, None);
         assert_eq!(decode(&encode(&s)).unwrap(), s);
