@@ -26,14 +26,14 @@ use bytes::BytesMut;
 use ferry::fuzzing::{kafka_decode_committed, kafka_sasl_handshake, kafka_sasl_plain};
 use ferry_auth::scram::exchange::ClientFirst;
 use ferry_bridge::mapping::kafka_to_amqp;
-use ferry_kafka::acls::model::{Acl, AclCodes, AclFilter, FilterCodes};
-use ferry_kafka::api::supported;
-use ferry_kafka::metadata::settings::{CompressionType, TimestampType, TopicConfig};
-use ferry_kafka::partition::append_format;
-use ferry_kafka::partition::staged::{self, Waiter};
-use ferry_kafka::wire::batch::{self, BatchHeader};
-use ferry_kafka::wire::codec::{FrameDecoder, decode_request};
-use ferry_kafka::wire::legacy;
+use ferry_kafka::fuzzing::append_format;
+use ferry_kafka::fuzzing::batch::{self, BatchHeader};
+use ferry_kafka::fuzzing::legacy;
+use ferry_kafka::fuzzing::staged::{self, Waiter};
+use ferry_kafka::fuzzing::supported;
+use ferry_kafka::fuzzing::{Acl, AclCodes, AclFilter, FilterCodes};
+use ferry_kafka::fuzzing::{CompressionType, TimestampType, TopicConfig};
+use ferry_kafka::fuzzing::{FrameDecoder, decode_request};
 use kafka_protocol::messages::RequestKind;
 
 /// `kafka.max_request_size`'s default.

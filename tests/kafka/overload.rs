@@ -15,7 +15,7 @@ use crate::common::kafka::{PATIENCE, client_config};
 use crate::common::sockets::Ending;
 use crate::raw::{create_topic, fetch_request, produce_answer};
 use bytes::Bytes;
-use ferry_kafka::connection::PRODUCE_THROTTLE;
+use ferry_kafka::PRODUCE_THROTTLE;
 use kafka_protocol::messages::{ApiKey, FetchResponse, ResponseHeader};
 use kafka_protocol::protocol::Decodable;
 use rdkafka::ClientContext;

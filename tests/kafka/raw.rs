@@ -653,7 +653,7 @@ async fn every_advertised_version_is_answered_in_a_form_it_decodes() {
     let broker = KafkaServer::start().await;
     let mut raw = Raw::connect(broker.addr).await;
     let mut checked = 0;
-    for &(api, min, max) in ferry_kafka::api::SUPPORTED {
+    for &(api, min, max) in ferry_kafka::SUPPORTED {
         for version in min..=max {
             if api == ApiKey::Produce && version < 3 {
                 // kafka-protocol encodes Produce v3+ only: v0–v2 are Ferry's own, checked

@@ -169,7 +169,7 @@ impl std::fmt::Display for Refusal {
 
 /// The listener a connection came in on.
 #[derive(Debug, Clone, Copy)]
-pub struct Arrival {
+pub(crate) struct Arrival {
     /// The listener's security protocol, which names it.
     pub listener: SecurityProtocol,
     /// Whether its clients must authenticate with SASL first.
@@ -177,7 +177,7 @@ pub struct Arrival {
 }
 
 /// Serves one connection until the client closes it, Ferry refuses it, or `shutdown`.
-pub async fn serve(
+pub(crate) async fn serve(
     ctx: Arc<Context>,
     stream: Stream,
     peer: Peer,

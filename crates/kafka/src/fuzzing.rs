@@ -1,10 +1,27 @@
 //! What the fuzz targets (`fuzz/`, see `docs/fuzzing.md`, through `ferry::fuzzing`) drive
 //! of this crate that is not public API: pure decoders and state machines of private
 //! modules, each re-exported or wrapped as it is, with no logic of its own. Not for Ferry's
-//! own code; hidden from the docs.
+//! own code; hidden from the docs. The `pub use`s are the private types and modules the
+//! targets build their inputs from.
+
+pub use crate::acls::model::{Acl, AclCodes, AclFilter, FilterCodes};
+pub use crate::api::{SUPPORTED, supported};
+pub use crate::coordinator::groups::consumer::ConsumerSettings;
+pub use crate::coordinator::groups::state::{Group, GroupSettings, JoinRequest, MemberRef};
+pub use crate::coordinator::groups::store::{
+    CommittedOffset, decode_member, decode_meta, decode_offset, encode_offset,
+};
+pub use crate::keys::{KafkaKeys, decode_i64};
+pub use crate::metadata::settings::{CompressionType, TimestampType, TopicConfig};
+pub use crate::partition::lease::Lease;
+pub use crate::partition::producers::{ProducerState, WrittenBatch};
+pub use crate::partition::{append_format, staged};
+pub use crate::wire::codec::{FrameDecoder, decode_request};
+pub use crate::wire::{batch, legacy};
 
 use crate::api::{Session, sasl_handshake};
-use crate::partition::log::{Aborted, LogError};
+pub use crate::partition::log::Aborted;
+use crate::partition::log::LogError;
 use crate::port::CommittedRead;
 use kafka_protocol::messages::{ResponseKind, SaslHandshakeRequest};
 

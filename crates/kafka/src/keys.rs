@@ -65,7 +65,7 @@ use ferry_store::keys::prefix_range;
 use foundationdb_tuple::Subspace;
 
 /// The name of the stage holding a partition's staged batches.
-pub fn stage_name(topic_id: u64, partition: i32) -> String {
+pub(crate) fn stage_name(topic_id: u64, partition: i32) -> String {
     format!("kafka/{topic_id}/{partition}")
 }
 
@@ -500,7 +500,7 @@ impl GroupKeys {
 }
 
 /// Encodes an 8-byte little-endian counter or offset value.
-pub fn encode_i64(v: i64) -> [u8; 8] {
+pub(crate) fn encode_i64(v: i64) -> [u8; 8] {
     v.to_le_bytes()
 }
 

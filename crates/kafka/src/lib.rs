@@ -11,29 +11,36 @@
 //! leases at start), [`port`] (what the bridge may use of the front) and [`admin`] (what
 //! the management API may see of it).
 //!
+//! Only `port` and `admin` are public, with the items at this root the daemon starts the
+//! front with and the constants the tests measure against (and the hidden `fuzzing` and
+//! `test_fixture`); every other module is private to the crate.
+//!
 //! Produce path: a batch is validated and appended as sent to its partition's stage
 //! (conflict-free, any instance); the partition's sequencer moves staged batches into the
 //! log, assigning dense offsets in the same transaction; the producer is answered with its
 //! offset after that commit. Fetchers long-poll on watches of the high watermark.
 
-pub mod acls;
+mod acls;
 pub mod admin;
-pub mod api;
-pub mod connection;
-pub mod coordinator;
+mod api;
+mod connection;
+mod coordinator;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod keys;
-pub mod metadata;
-pub mod partition;
+mod keys;
+mod metadata;
+mod partition;
 pub mod port;
-pub mod recovery;
+mod recovery;
 /// An in-process front over its own store, for tests: this crate's API tests and the
 /// bridge's (through the feature `test-fixture`).
 #[cfg(any(test, feature = "test-fixture"))]
 #[doc(hidden)]
 pub mod test_fixture;
-pub mod wire;
+mod wire;
+
+pub use api::SUPPORTED;
+pub use connection::PRODUCE_THROTTLE;
 
 use acls::store::AclStore;
 use acls::{Acls, AuthorizerSettings};

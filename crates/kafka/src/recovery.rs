@@ -21,7 +21,7 @@ const BATCH: usize = 500;
 
 /// What a start freed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Freed {
+pub(crate) struct Freed {
     /// Partition sequencer leases.
     pub partitions: usize,
     /// Group coordinator leases.
@@ -36,7 +36,7 @@ pub struct Freed {
 ///
 /// # Errors
 /// The store's error, or an undecodable lease.
-pub async fn release_outlived(
+pub(crate) async fn release_outlived(
     db: &Database,
     keys: &KafkaKeys,
     topics: &Topics,

@@ -11,6 +11,11 @@
 //! PLAINTEXT one, and an SSL one for clients of a TLS peer) are bound on 127.0.0.1:0 and
 //! dropped unserved.
 
+/// The topic settings, for tests that set a topic's.
+pub mod topic_settings {
+    pub use crate::metadata::settings::{CompressionType, TimestampType, TopicConfig};
+}
+
 use crate::api::{self, Reply, Session};
 use crate::wire::codec::{decode_request, encode_response};
 use crate::wire::legacy::PRODUCE_WITH_MESSAGE_SETS_BELOW;
@@ -173,7 +178,7 @@ pub struct Client {
     /// What the handlers share.
     ctx: Arc<Context>,
     /// What the connection knows about its client.
-    pub session: Session,
+    pub(crate) session: Session,
     /// The last request's correlation id.
     correlation_id: i32,
 }

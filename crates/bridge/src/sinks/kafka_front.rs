@@ -357,10 +357,10 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn records_a_route_appends_take_the_topic_timestamp_type_and_codec() {
-        use ferry_kafka::metadata::settings::{CompressionType, TimestampType};
+        use ferry_kafka::test_fixture::topic_settings::{CompressionType, TimestampType};
         let route = Route::start().await;
         let formatted = |c| {
-            Ok(ferry_kafka::metadata::settings::TopicConfig {
+            Ok(ferry_kafka::test_fixture::topic_settings::TopicConfig {
                 message_timestamp_type: Some(TimestampType::LogAppendTime),
                 compression_type: Some(CompressionType::Zstd),
                 ..c

@@ -183,7 +183,7 @@ const CLUSTER_OPERATIONS: &[Operation] = &[
 /// One request's caller with the authorizer: the checks an API handler makes. Cheap to
 /// clone, and `'static`, so a handler's future may keep it.
 #[derive(Clone)]
-pub struct Access {
+pub(crate) struct Access {
     /// The authorizer.
     acls: Acls,
     /// Who asks.
@@ -192,42 +192,42 @@ pub struct Access {
 
 impl Access {
     /// `caller`'s access by `acls`.
-    pub fn new(acls: Acls, caller: Caller) -> Self {
+    pub(crate) fn new(acls: Acls, caller: Caller) -> Self {
         Self { acls, caller }
     }
 
     /// Whether the caller may do `operation` to topic `name`.
-    pub fn topic(&self, operation: Operation, name: &str) -> bool {
+    pub(crate) fn topic(&self, operation: Operation, name: &str) -> bool {
         self.acls
             .allows(&self.caller, operation, ResourceType::Topic, name)
     }
 
     /// Whether the caller may do `operation` to group `name`.
-    pub fn group(&self, operation: Operation, name: &str) -> bool {
+    pub(crate) fn group(&self, operation: Operation, name: &str) -> bool {
         self.acls
             .allows(&self.caller, operation, ResourceType::Group, name)
     }
 
     /// Whether the caller may do `operation` to transactional id `name`.
-    pub fn transactional_id(&self, operation: Operation, name: &str) -> bool {
+    pub(crate) fn transactional_id(&self, operation: Operation, name: &str) -> bool {
         self.acls
             .allows(&self.caller, operation, ResourceType::TransactionalId, name)
     }
 
     /// Whether the caller may do `operation` to the cluster.
-    pub fn cluster(&self, operation: Operation) -> bool {
+    pub(crate) fn cluster(&self, operation: Operation) -> bool {
         self.acls
             .allows(&self.caller, operation, ResourceType::Cluster, CLUSTER_NAME)
     }
 
     /// Whether the caller may create topic `name`: Create on the cluster or on the topic.
-    pub fn create_topic(&self, name: &str) -> bool {
+    pub(crate) fn create_topic(&self, name: &str) -> bool {
         self.cluster(Operation::Create) || self.topic(Operation::Create, name)
     }
 
     /// Whether the caller may use an idempotent producer (KIP-679): IdempotentWrite on the
     /// cluster, or Write on some topic.
-    pub fn idempotent_write(&self) -> bool {
+    pub(crate) fn idempotent_write(&self) -> bool {
         self.cluster(Operation::IdempotentWrite)
             || self
                 .acls
@@ -236,13 +236,13 @@ impl Access {
 
     /// The operations the caller may do to topic `name`, as KIP-430's bit field (bit
     /// `1 << code` per operation) of the operations Kafka reports for a topic.
-    pub fn topic_operations(&self, name: &str) -> i32 {
+    pub(crate) fn topic_operations(&self, name: &str) -> i32 {
         self.operations(TOPIC_OPERATIONS, |op| self.topic(op, name))
     }
 
     /// The operations the caller may do to the cluster, as [`Access::topic_operations`]:
     /// 0 without Describe on the cluster, as Kafka answers.
-    pub fn cluster_operations(&self) -> i32 {
+    pub(crate) fn cluster_operations(&self) -> i32 {
         if !self.cluster(Operation::Describe) {
             return 0;
         }
@@ -258,7 +258,7 @@ impl Access {
     }
 
     /// Who asks.
-    pub fn caller(&self) -> &Caller {
+    pub(crate) fn caller(&self) -> &Caller {
         &self.caller
     }
 }

@@ -4,9 +4,9 @@
 //! them; `kafka.super_users` and `kafka.allow_everyone_if_no_acl_found` configure the
 //! checks (`docs/security.md`, "Kafka ACLs").
 
-pub mod authorizer;
-pub mod model;
-pub mod store;
+pub(crate) mod authorizer;
+pub(crate) mod model;
+pub(crate) mod store;
 
-pub use authorizer::{Access, Acls, AuthorizerSettings, Caller};
-pub use model::{Operation, ResourceType};
+pub(crate) use authorizer::{Access, Acls, AuthorizerSettings, Caller};
+pub(crate) use model::Operation;

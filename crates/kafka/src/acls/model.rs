@@ -17,17 +17,17 @@
 use std::net::IpAddr;
 
 /// The name of the cluster resource, the only one Kafka accepts.
-pub const CLUSTER_NAME: &str = "kafka-cluster";
+pub(crate) const CLUSTER_NAME: &str = "kafka-cluster";
 
 /// The literal resource name every resource matches, and the principal or host every
 /// principal or host matches.
-pub const WILDCARD: &str = "*";
+pub(crate) const WILDCARD: &str = "*";
 
 /// The principal every principal matches.
-pub const ANY_USER: &str = "User:*";
+pub(crate) const ANY_USER: &str = "User:*";
 
 /// The principal prefix Ferry's principals carry.
-pub const USER_PREFIX: &str = "User:";
+pub(crate) const USER_PREFIX: &str = "User:";
 
 /// Declares a Kafka enum with its wire codes, `code()` and `from_code()`.
 macro_rules! wire_enum {
@@ -124,9 +124,9 @@ wire_enum! {
 }
 
 /// Kafka's `ANY` code in filters (resource type, pattern type, operation, permission).
-pub const ANY: i8 = 1;
+pub(crate) const ANY: i8 = 1;
 /// Kafka's `MATCH` pattern type filter.
-pub const MATCH: i8 = 2;
+pub(crate) const MATCH: i8 = 2;
 
 impl Operation {
     /// Whether an allow ACL for `self` allows `wanted`: the same operation, `All`, or one

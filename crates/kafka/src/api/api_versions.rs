@@ -14,7 +14,7 @@ pub(super) fn handle(_version: i16) -> ResponseKind {
 
 /// The answer to an ApiVersions request of a version Ferry does not answer; encode it at
 /// version 0.
-pub fn unsupported_version() -> ResponseKind {
+pub(crate) fn unsupported_version() -> ResponseKind {
     ResponseKind::ApiVersions(table().with_error_code(ResponseError::UnsupportedVersion.code()))
 }
 

@@ -54,7 +54,7 @@ mod txn_offset_commit;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use api_versions::unsupported_version;
+pub(crate) use api_versions::unsupported_version;
 
 use super::Context;
 use crate::acls::model::USER_PREFIX;
@@ -125,7 +125,7 @@ pub fn supported(api: ApiKey, version: i16) -> bool {
 
 /// What one connection knows about its client.
 #[derive(Debug, Clone)]
-pub struct Session {
+pub(crate) struct Session {
     /// The client: its address, and its TLS session when it has one.
     pub peer: Peer,
     /// The listener the client came in on (named by its security protocol); Metadata and
@@ -156,7 +156,7 @@ pub struct Session {
 /// as Kafka requires) and when it ends (`kafka.connections_max_reauth_ms`, KIP-368;
 /// `None`: with the connection).
 #[derive(Debug, Clone, Copy)]
-pub struct Login {
+pub(crate) struct Login {
     /// The mechanism it used.
     pub mechanism: sasl_handshake::SaslMechanism,
     /// When it ends: the connection may then only authenticate again.
@@ -165,7 +165,7 @@ pub struct Login {
 
 /// Where a connection's SASL exchange stands.
 #[derive(Debug, Clone)]
-pub enum SaslState {
+pub(crate) enum SaslState {
     /// No mechanism chosen (or the exchange is over).
     None,
     /// SaslHandshake chose this mechanism; SaslAuthenticate comes next.
@@ -177,7 +177,7 @@ pub enum SaslState {
 impl Session {
     /// A session of a client `peer` on `listener`, not authenticated; its certificate's
     /// principal, if it has one, by `rules`.
-    pub fn new(
+    pub(crate) fn new(
         peer: Peer,
         listener: SecurityProtocol,
         require_sasl: bool,
@@ -199,20 +199,20 @@ impl Session {
 
     /// Who the client is for authorization: the SASL user, else the certificate's
     /// principal.
-    pub fn principal(&self) -> Option<&str> {
+    pub(crate) fn principal(&self) -> Option<&str> {
         self.user
             .as_deref()
             .or(self.certificate_principal.as_deref())
     }
 
     /// The client's access by the ACLs of `ctx`.
-    pub fn access(&self, ctx: &Context) -> Access {
+    pub(crate) fn access(&self, ctx: &Context) -> Access {
         Access::new(ctx.acls.clone(), self.caller())
     }
 
     /// The client as ACLs name it: `User:<SASL user>`, else `User:<certificate
     /// principal>`, else `User:ANONYMOUS` (as Kafka), from its IP address.
-    pub fn caller(&self) -> Caller {
+    pub(crate) fn caller(&self) -> Caller {
         Caller {
             principal: format!("{USER_PREFIX}{}", self.principal().unwrap_or(ANONYMOUS)),
             host: self.peer.addr.ip().to_string(),
@@ -221,10 +221,10 @@ impl Session {
 }
 
 /// The principal name of a client that neither authenticated nor showed a certificate.
-pub const ANONYMOUS: &str = "ANONYMOUS";
+pub(crate) const ANONYMOUS: &str = "ANONYMOUS";
 
 /// How a request is answered.
-pub enum Reply {
+pub(crate) enum Reply {
     /// With this response.
     Now(ResponseKind),
     /// With the response this future produces.
@@ -243,7 +243,7 @@ pub enum Reply {
 /// make none (as Kafka closes such a connection); once a SASL login has expired
 /// (`kafka.connections_max_reauth_ms`), only a re-authentication may come (KIP-368: Kafka
 /// closes the connection on any other request).
-pub fn refusal(session: &Session, api: ApiKey) -> Option<String> {
+pub(crate) fn refusal(session: &Session, api: ApiKey) -> Option<String> {
     if session.peer.certificate().is_some() && session.certificate_principal.is_none() {
         return Some(
             "the client certificate's subject matches no kafka.ssl_principal_mapping_rules rule"
@@ -275,7 +275,7 @@ pub fn refusal(session: &Session, api: ApiKey) -> Option<String> {
 
 /// Answers a burst of produce requests the connection read back to back (their batches are
 /// staged together); one reply per request, in order. Check [`refusal`] first.
-pub async fn produce_burst(
+pub(crate) async fn produce_burst(
     ctx: &Arc<Context>,
     session: &Session,
     requests: Vec<(i16, ProduceRequest)>,
@@ -288,7 +288,11 @@ pub async fn produce_burst(
 /// v0 answers its bytes: with the server's token, or [`Reply::Last`] when the login fails
 /// (Kafka then closes the connection without a word). The exchange goes on in tokens while
 /// it has a further step.
-pub async fn sasl_token(ctx: &Arc<Context>, session: &mut Session, token: bytes::Bytes) -> Reply {
+pub(crate) async fn sasl_token(
+    ctx: &Arc<Context>,
+    session: &mut Session,
+    token: bytes::Bytes,
+) -> Reply {
     let request =
         kafka_protocol::messages::SaslAuthenticateRequest::default().with_auth_bytes(token);
     let reply = sasl_authenticate::handle(ctx, session, 0, request).await;
@@ -297,7 +301,7 @@ pub async fn sasl_token(ctx: &Arc<Context>, session: &mut Session, token: bytes:
 }
 
 /// Answers one request.
-pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request) -> Reply {
+pub(crate) async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request) -> Reply {
     let version = request.version();
     if let Some(reason) = refusal(session, request.api) {
         return Reply::Close(reason);
@@ -404,7 +408,7 @@ pub async fn handle(ctx: &Arc<Context>, session: &mut Session, request: Request)
 }
 
 /// The first error code in `response` (0 when none), for the requests metric.
-pub fn first_error(response: &ResponseKind) -> i16 {
+pub(crate) fn first_error(response: &ResponseKind) -> i16 {
     match response {
         ResponseKind::ApiVersions(r) => r.error_code,
         ResponseKind::Metadata(r) => first(r.topics.iter().flat_map(|t| {

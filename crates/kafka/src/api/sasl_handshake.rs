@@ -13,7 +13,7 @@ pub(crate) const PLAIN: &str = "PLAIN";
 
 /// A mechanism a client may choose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SaslMechanism {
+pub(crate) enum SaslMechanism {
     /// `PLAIN`: one message with the name and password.
     Plain,
     /// `SCRAM-SHA-256` or `SCRAM-SHA-512`: two round trips.
@@ -29,7 +29,7 @@ impl SaslMechanism {
     ];
 
     /// The SASL name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Plain => PLAIN,
             Self::Scram(m) => m.name(),

@@ -1,5 +1,5 @@
 //! The coordinators: consumer groups of both protocols ([`groups`]) and transactions
 //! ([`transactions`]).
 
-pub mod groups;
-pub mod transactions;
+pub(crate) mod groups;
+pub(crate) mod transactions;

@@ -44,7 +44,7 @@ use tracing::{info, warn};
 /// Format version of [`TxnState`] values.
 const FORMAT: u16 = 1;
 /// How often open transactions are checked against their timeouts.
-pub const EXPIRY_CHECK: Duration = Duration::from_secs(1);
+pub(crate) const EXPIRY_CHECK: Duration = Duration::from_secs(1);
 /// Deadline entries read per expiry transaction.
 const EXPIRY_BATCH: usize = 1_000;
 /// Most `transaction.timeout.ms` a producer may ask for (Kafka's

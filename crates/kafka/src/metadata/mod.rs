@@ -3,7 +3,7 @@
 //! ([`settings`]), manual replica assignments ([`replica_assignment`]) and the live
 //! brokers ([`brokers`]).
 
-pub mod brokers;
-pub mod replica_assignment;
-pub mod settings;
-pub mod topics;
+pub(crate) mod brokers;
+pub(crate) mod replica_assignment;
+pub(crate) mod settings;
+pub(crate) mod topics;

@@ -13,11 +13,11 @@ use std::collections::HashSet;
 /// Why an assignment is refused: Kafka's `INVALID_REPLICA_ASSIGNMENT`, with its message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct InvalidAssignment(pub String);
+pub(crate) struct InvalidAssignment(pub String);
 
 impl InvalidAssignment {
     /// The Kafka error code for an answer.
-    pub fn code(&self) -> i16 {
+    pub(crate) fn code(&self) -> i16 {
         ResponseError::InvalidReplicaAssignment.code()
     }
 }
@@ -27,7 +27,10 @@ impl InvalidAssignment {
 ///
 /// # Errors
 /// [`InvalidAssignment`] naming the first rule broken.
-pub fn check_topic(assignment: &[(i32, Vec<i32>)], live: &[i32]) -> Result<i32, InvalidAssignment> {
+pub(crate) fn check_topic(
+    assignment: &[(i32, Vec<i32>)],
+    live: &[i32],
+) -> Result<i32, InvalidAssignment> {
     let mut indexes = HashSet::with_capacity(assignment.len());
     for (index, _) in assignment {
         if !indexes.insert(*index) {
@@ -54,7 +57,7 @@ pub fn check_topic(assignment: &[(i32, Vec<i32>)], live: &[i32]) -> Result<i32, 
 ///
 /// # Errors
 /// [`InvalidAssignment`] naming the first rule broken.
-pub fn check_new_partitions(
+pub(crate) fn check_new_partitions(
     lists: &[Vec<i32>],
     added: i32,
     live: &[i32],

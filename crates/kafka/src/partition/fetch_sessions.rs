@@ -24,16 +24,16 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Most sessions an instance keeps.
-pub const SLOTS: usize = 1000;
+pub(crate) const SLOTS: usize = 1000;
 /// How long a session must have been idle before a new one may evict it.
-pub const EVICTABLE_AFTER: Duration = Duration::from_secs(120);
+pub(crate) const EVICTABLE_AFTER: Duration = Duration::from_secs(120);
 /// The epoch of a fetch that opens a session.
 const INITIAL_EPOCH: i32 = 0;
 /// The epoch of a fetch that closes its session (or uses none).
 const FINAL_EPOCH: i32 = -1;
 
 /// A partition, by topic name and index.
-pub type PartitionId = (String, i32);
+pub(crate) type PartitionId = (String, i32);
 
 /// Where a fetch reads one partition from, and how much of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

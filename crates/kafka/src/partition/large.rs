@@ -34,7 +34,7 @@ use tracing::warn;
 /// Batches larger than this many bytes are spilled: 4 MiB, the most one Produce staging
 /// transaction and one sequencer transaction carry, so every batch at most this large
 /// still takes the one-transaction path.
-pub const SPILL_ABOVE: usize = 4 * 1024 * 1024;
+pub(crate) const SPILL_ABOVE: usize = 4 * 1024 * 1024;
 
 /// The front's writer of large batches; cheap to share.
 #[derive(Clone)]

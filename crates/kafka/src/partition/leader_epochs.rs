@@ -17,16 +17,16 @@ use ferry_store::{RangeOption, StoreError, Transaction};
 use kafka_protocol::ResponseError;
 
 /// Kafka's "no epoch".
-pub const UNDEFINED_EPOCH: i32 = -1;
+pub(crate) const UNDEFINED_EPOCH: i32 = -1;
 /// Kafka's "no end offset".
-pub const UNDEFINED_OFFSET: i64 = -1;
+pub(crate) const UNDEFINED_OFFSET: i64 = -1;
 /// Epoch records kept per partition; older ones are dropped at a claim. An epoch older
 /// than every record is answered with the first record's start, as Kafka answers an epoch
 /// older than its cache.
 const KEPT: usize = 256;
 
 /// A lease epoch as the leader epoch Kafka's wire carries (an int32).
-pub fn leader_epoch(lease_epoch: i64) -> i32 {
+pub(crate) fn leader_epoch(lease_epoch: i64) -> i32 {
     i32::try_from(lease_epoch).unwrap_or(i32::MAX)
 }
 
@@ -35,7 +35,7 @@ pub fn leader_epoch(lease_epoch: i64) -> i32 {
 ///
 /// # Errors
 /// The store's error.
-pub async fn begin_in(
+pub(crate) async fn begin_in(
     tx: &Transaction,
     keys: &PartitionKeys,
     epoch: i64,
@@ -64,7 +64,10 @@ pub async fn begin_in(
 ///
 /// # Errors
 /// The store's error, or an undecodable lease.
-pub async fn current(tx: &Transaction, keys: &PartitionKeys) -> Result<Option<i32>, StoreError> {
+pub(crate) async fn current(
+    tx: &Transaction,
+    keys: &PartitionKeys,
+) -> Result<Option<i32>, StoreError> {
     Ok(Lease::read(tx, &keys.lease(), true)
         .await?
         .map(|l| leader_epoch(l.epoch)))
@@ -76,7 +79,7 @@ pub async fn current(tx: &Transaction, keys: &PartitionKeys) -> Result<Option<i3
 /// # Errors
 /// `FENCED_LEADER_EPOCH` for an older epoch than the current one, `UNKNOWN_LEADER_EPOCH`
 /// for a newer one (or for any epoch while the partition has none yet).
-pub fn check(requested: i32, current: Option<i32>) -> Result<(), ResponseError> {
+pub(crate) fn check(requested: i32, current: Option<i32>) -> Result<(), ResponseError> {
     if requested < 0 {
         return Ok(());
     }
@@ -95,7 +98,7 @@ pub fn check(requested: i32, current: Option<i32>) -> Result<(), ResponseError> 
 ///
 /// # Errors
 /// The store's error, or an undecodable record.
-pub async fn end_offset(
+pub(crate) async fn end_offset(
     tx: &Transaction,
     keys: &PartitionKeys,
     requested: i32,
@@ -132,7 +135,7 @@ pub async fn end_offset(
 ///
 /// # Errors
 /// The store's error.
-pub async fn epoch_at(
+pub(crate) async fn epoch_at(
     tx: &Transaction,
     keys: &PartitionKeys,
     offset: i64,

@@ -146,7 +146,7 @@ impl BatchIndex {
 
 /// Where the bytes of a batch to append are.
 #[derive(Debug, Clone)]
-pub enum Stored {
+pub(crate) enum Stored {
     /// Here: the batch, its base offset rewritten; the log keeps it in chunks.
     Inline(Bytes),
     /// In this spill, which a stage entry popped in the same transaction referenced: the
@@ -200,7 +200,7 @@ impl Aborted {
 
 /// Whether the batch with `header` belongs to one of the `aborted` transactions (which
 /// `read_committed` readers drop).
-pub fn is_aborted(aborted: &[Aborted], header: &BatchHeader) -> bool {
+pub(crate) fn is_aborted(aborted: &[Aborted], header: &BatchHeader) -> bool {
     header.is_transactional()
         && aborted
             .iter()
@@ -275,14 +275,14 @@ impl SpilledBatch {
 
 /// One partition's log.
 #[derive(Debug, Clone, Copy)]
-pub struct Log<'a> {
+pub(crate) struct Log<'a> {
     /// The partition's keys.
     pub keys: &'a PartitionKeys,
 }
 
 impl<'a> Log<'a> {
     /// The log of the partition with `keys`.
-    pub fn new(keys: &'a PartitionKeys) -> Self {
+    pub(crate) fn new(keys: &'a PartitionKeys) -> Self {
         Self { keys }
     }
 
@@ -290,7 +290,11 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn bounds(&self, tx: &Transaction, snapshot: bool) -> Result<Bounds, LogError> {
+    pub(crate) async fn bounds(
+        &self,
+        tx: &Transaction,
+        snapshot: bool,
+    ) -> Result<Bounds, LogError> {
         let (start_key, hw_key) = (self.keys.log_start(), self.keys.high_watermark());
         let (start, hw) =
             futures::try_join!(tx.get(&start_key, snapshot), tx.get(&hw_key, snapshot))?;
@@ -304,7 +308,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn readable(&self, tx: &Transaction) -> Result<Readable, LogError> {
+    pub(crate) async fn readable(&self, tx: &Transaction) -> Result<Readable, LogError> {
         let bounds = self.bounds(tx, true).await?;
         let stable = self.last_stable(tx, bounds.high_watermark).await?;
         Ok(Readable { bounds, stable })
@@ -316,7 +320,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error, or a corrupt index.
-    pub async fn read_committed(
+    pub(crate) async fn read_committed(
         &self,
         tx: &Transaction,
         from: i64,
@@ -334,7 +338,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn size(&self, tx: &Transaction) -> Result<i64, LogError> {
+    pub(crate) async fn size(&self, tx: &Transaction) -> Result<i64, LogError> {
         Ok(decode_i64(
             tx.get(&self.keys.bytes(), true).await?.as_deref(),
         ))
@@ -344,7 +348,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn newest_timestamp(&self, tx: &Transaction) -> Result<i64, LogError> {
+    pub(crate) async fn newest_timestamp(&self, tx: &Transaction) -> Result<i64, LogError> {
         match tx.get(&self.keys.max_timestamp(), false).await? {
             Some(v) => unpack::<(i64,)>(&v)
                 .map(|(t,)| t)
@@ -358,7 +362,7 @@ impl<'a> Log<'a> {
     /// log's newest timestamp so far, a time index entry. `newest` is the log's newest
     /// timestamp before it; returns the one after. The caller (the sequencer) sets the
     /// high watermark once per transaction.
-    pub fn append(
+    pub(crate) fn append(
         &self,
         tx: &Transaction,
         spills: &Spills,
@@ -410,7 +414,7 @@ impl<'a> Log<'a> {
 
     /// Records the end of an append transaction: the new high watermark and newest
     /// timestamp.
-    pub fn seal(&self, tx: &Transaction, high_watermark: i64, newest: i64) {
+    pub(crate) fn seal(&self, tx: &Transaction, high_watermark: i64, newest: i64) {
         tx.set(&self.keys.high_watermark(), &encode_i64(high_watermark));
         tx.set(&self.keys.max_timestamp(), pack(&(newest,)));
     }
@@ -420,7 +424,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn last_stable(
+    pub(crate) async fn last_stable(
         &self,
         tx: &Transaction,
         high_watermark: i64,
@@ -439,7 +443,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn aborted(
+    pub(crate) async fn aborted(
         &self,
         tx: &Transaction,
         from: i64,
@@ -477,7 +481,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error, or a corrupt index.
-    pub async fn read(
+    pub(crate) async fn read(
         &self,
         tx: &Transaction,
         from: i64,
@@ -572,7 +576,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error, or a corrupt index.
-    pub async fn batches(
+    pub(crate) async fn batches(
         &self,
         tx: &Transaction,
         (from, to): (i64, i64),
@@ -617,7 +621,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error, or a corrupt index.
-    pub async fn index(
+    pub(crate) async fn index(
         &self,
         tx: &Transaction,
         (from, to): (i64, i64),
@@ -638,7 +642,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error, or a corrupt index.
-    pub async fn newest_base(
+    pub(crate) async fn newest_base(
         &self,
         tx: &Transaction,
         high_watermark: i64,
@@ -655,7 +659,12 @@ impl<'a> Log<'a> {
     /// base offset and index entry's last offset and newest timestamp kept; `None`,
     /// deleted (nothing is left; the caller then hands its time index entries on with
     /// [`Log::pass_on_time_entries`]). Adjusts the log's byte count.
-    pub fn replace(&self, tx: &Transaction, entry: &BatchIndex, left: Option<(&Bytes, i32)>) {
+    pub(crate) fn replace(
+        &self,
+        tx: &Transaction,
+        entry: &BatchIndex,
+        left: Option<(&Bytes, i32)>,
+    ) {
         let (b, e) = self.keys.log_range(entry.base, entry.base + 1);
         tx.clear_range(&b, &e);
         let Some((batch, records)) = left else {
@@ -688,7 +697,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error, or a corrupt index.
-    pub async fn pass_on_time_entries(
+    pub(crate) async fn pass_on_time_entries(
         &self,
         tx: &Transaction,
         entry: &BatchIndex,
@@ -728,13 +737,13 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn cleaned(&self, tx: &Transaction, start: i64) -> Result<i64, LogError> {
+    pub(crate) async fn cleaned(&self, tx: &Transaction, start: i64) -> Result<i64, LogError> {
         let cleaned = tx.get(&self.keys.cleaned(), true).await?;
         Ok(decode_i64(cleaned.as_deref()).max(start))
     }
 
     /// Sets compaction's checkpoint.
-    pub fn set_cleaned(&self, tx: &Transaction, offset: i64) {
+    pub(crate) fn set_cleaned(&self, tx: &Transaction, offset: i64) {
         tx.set(&self.keys.cleaned(), &encode_i64(offset));
     }
 
@@ -744,7 +753,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn offset_for_timestamp(
+    pub(crate) async fn offset_for_timestamp(
         &self,
         tx: &Transaction,
         at: i64,
@@ -775,7 +784,7 @@ impl<'a> Log<'a> {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn trim(
+    pub(crate) async fn trim(
         &self,
         tx: &Transaction,
         spills: &Spills,

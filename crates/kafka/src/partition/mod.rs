@@ -8,14 +8,14 @@
 //! logs ([`reads`]), and consumers' fetch sessions ([`fetch_sessions`]).
 
 pub mod append_format;
-pub mod compaction;
-pub mod fetch_sessions;
-pub mod large;
-pub mod leader_epochs;
-pub mod lease;
-pub mod log;
-pub mod producers;
-pub mod reads;
-pub mod sequencer;
+pub(crate) mod compaction;
+pub(crate) mod fetch_sessions;
+pub(crate) mod large;
+pub(crate) mod leader_epochs;
+pub(crate) mod lease;
+pub(crate) mod log;
+pub(crate) mod producers;
+pub(crate) mod reads;
+pub(crate) mod sequencer;
 pub mod staged;
-pub mod waiters;
+pub(crate) mod waiters;

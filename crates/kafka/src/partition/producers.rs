@@ -181,7 +181,7 @@ pub struct ActiveProducer {
 ///
 /// # Errors
 /// The store's error; states that do not decode are skipped.
-pub async fn active(
+pub(crate) async fn active(
     tx: &Transaction,
     keys: &PartitionKeys,
 ) -> Result<Vec<ActiveProducer>, StoreError> {
@@ -214,7 +214,7 @@ pub async fn active(
 ///
 /// # Errors
 /// The store's error.
-pub async fn allocate_in(tx: &Transaction, keys: &KafkaKeys) -> Result<i64, StoreError> {
+pub(crate) async fn allocate_in(tx: &Transaction, keys: &KafkaKeys) -> Result<i64, StoreError> {
     let key = keys.next_producer_id();
     let id = match tx.get(&key, false).await? {
         Some(v) => unpack::<(i64,)>(&v)

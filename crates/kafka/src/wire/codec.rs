@@ -193,7 +193,7 @@ pub fn decode_request(
 ///
 /// # Errors
 /// [`CodecError::Encode`] when the response holds a field its version lacks.
-pub fn encode_response(
+pub(crate) fn encode_response(
     api: ApiKey,
     version: i16,
     correlation_id: i32,

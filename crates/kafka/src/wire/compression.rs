@@ -9,7 +9,7 @@ use kafka_protocol::compression::{Compressor, Gzip, Lz4, Snappy, Zstd};
 use kafka_protocol::records::Compression;
 
 /// The codec of attribute bits `codec`.
-pub fn compression(codec: i16) -> Option<Compression> {
+pub(crate) fn compression(codec: i16) -> Option<Compression> {
     Some(match codec {
         0 => Compression::None,
         1 => Compression::Gzip,
@@ -21,7 +21,7 @@ pub fn compression(codec: i16) -> Option<Compression> {
 }
 
 /// `raw` compressed with codec `codec`, as kafka-protocol's encoder compresses records.
-pub fn compress(codec: i16, raw: &[u8]) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn compress(codec: i16, raw: &[u8]) -> anyhow::Result<Vec<u8>> {
     let mut out = BytesMut::new();
     let put = |buf: &mut BytesMut| {
         buf.extend_from_slice(raw);
@@ -42,7 +42,7 @@ pub fn compress(codec: i16, raw: &[u8]) -> anyhow::Result<Vec<u8>> {
 /// bytes: a few kilobytes of gzip or zstd can stand for gigabytes, and a route reads
 /// whatever a producer sent (librdkafka bounds its consumers the same way, with
 /// `receive.message.max.bytes`). The output grows only as it is produced.
-pub fn decompress_bounded(
+pub(crate) fn decompress_bounded(
     records: &mut Bytes,
     compression: Compression,
     max: usize,

@@ -4,7 +4,7 @@
 //! ([`record`]), and the record compression codecs ([`compression`]).
 
 pub mod batch;
-pub mod codec;
-pub mod compression;
+pub(crate) mod codec;
+pub(crate) mod compression;
 pub mod legacy;
-pub mod record;
+pub(crate) mod record;

@@ -61,7 +61,7 @@ pub struct GroupView {
 const CONSUMER: &str = "consumer";
 
 /// What a group task can be asked.
-pub enum Command {
+pub(crate) enum Command {
     /// JoinGroup.
     Join(JoinRequest, oneshot::Sender<Joined>),
     /// SyncGroup.
@@ -118,7 +118,7 @@ pub enum Command {
 }
 
 /// The state of one group: of the protocol its members speak.
-pub enum Kind {
+pub(crate) enum Kind {
     /// JoinGroup/SyncGroup members.
     Classic(Group),
     /// ConsumerGroupHeartbeat members.
@@ -189,7 +189,7 @@ impl Kind {
 }
 
 /// What one group task works with besides its state.
-pub struct Env {
+pub(crate) struct Env {
     /// The group's id.
     pub id: String,
     /// Bounds and timeouts of members.
@@ -208,7 +208,7 @@ type Deferred = (oneshot::Sender<HeartbeatAnswer>, HeartbeatAnswer);
 /// Runs the task of group `env.id` until `commands` closes, `shutdown`, the fence no
 /// longer holds, or the group has had no members and no command for `idle` (the
 /// coordinator then lets its lease go; the next request starts a task again).
-pub async fn run(
+pub(crate) async fn run(
     env: Env,
     idle: Duration,
     mut commands: mpsc::Receiver<Command>,

@@ -15,10 +15,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A topic's UUID (the consumer protocol names topics by id).
-pub type TopicId = [u8; 16];
+pub(crate) type TopicId = [u8; 16];
 
 /// Partitions by topic: one member's assignment.
-pub type Assignment = BTreeMap<TopicId, BTreeSet<i32>>;
+pub(crate) type Assignment = BTreeMap<TopicId, BTreeSet<i32>>;
 
 /// One member as an assignor sees it.
 #[derive(Debug, Clone)]

@@ -30,11 +30,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// The member epoch a member joins (or rejoins) with.
-pub const JOIN_EPOCH: i32 = 0;
+pub(crate) const JOIN_EPOCH: i32 = 0;
 /// The member epoch a member leaves with.
-pub const LEAVE_EPOCH: i32 = -1;
+pub(crate) const LEAVE_EPOCH: i32 = -1;
 /// The member epoch a static member leaves with for a while, keeping its partitions.
-pub const STATIC_LEAVE_EPOCH: i32 = -2;
+pub(crate) const STATIC_LEAVE_EPOCH: i32 = -2;
 
 /// What the coordinator imposes on every member of a consumer group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

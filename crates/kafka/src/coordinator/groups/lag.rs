@@ -20,7 +20,12 @@ use tracing::debug;
 const INTERVAL: Duration = Duration::from_secs(5);
 
 /// Publishes lag every [`INTERVAL`] until `shutdown`.
-pub async fn run(db: Database, topics: Topics, groups: GroupStore, shutdown: CancellationToken) {
+pub(crate) async fn run(
+    db: Database,
+    topics: Topics,
+    groups: GroupStore,
+    shutdown: CancellationToken,
+) {
     loop {
         if let Err(e) = publish(&db, &topics, &groups).await {
             debug!(error = %e, "cannot measure consumer lag");
@@ -36,7 +41,7 @@ pub async fn run(db: Database, topics: Topics, groups: GroupStore, shutdown: Can
 ///
 /// # Errors
 /// The store's error.
-pub async fn publish(
+pub(crate) async fn publish(
     db: &Database,
     topics: &Topics,
     groups: &GroupStore,
@@ -85,7 +90,7 @@ pub async fn publish(
 
 /// The records between a group's `committed` offset and the partition's
 /// `high_watermark` (0 when the committed offset is ahead, as after the log started over).
-pub fn lag(high_watermark: i64, committed: i64) -> i64 {
+pub(crate) fn lag(high_watermark: i64, committed: i64) -> i64 {
     (high_watermark - committed).max(0)
 }
 

@@ -16,13 +16,13 @@
 //! Every write of a group (its state, its offsets, its deletion) checks the lease in the
 //! same transaction, so a former coordinator can no longer write once another took over.
 
-pub mod actor;
-pub mod assignors;
-pub mod consumer;
-pub mod lag;
-pub mod state;
-pub mod store;
-pub mod subscription;
+pub(crate) mod actor;
+pub(crate) mod assignors;
+pub(crate) mod consumer;
+pub(crate) mod lag;
+pub(crate) mod state;
+pub(crate) mod store;
+pub(crate) mod subscription;
 
 use crate::partition::lease::Lease;
 use actor::{Command, Env, GroupView};
@@ -45,7 +45,7 @@ use tracing::{info, warn};
 const MAILBOX: usize = 256;
 
 /// A reply that will come from a group task.
-pub type Pending<T> = oneshot::Receiver<T>;
+pub(crate) type Pending<T> = oneshot::Receiver<T>;
 
 /// This instance does not coordinate the group (another live instance holds its lease, or
 /// the store could not tell): the request is answered NOT_COORDINATOR.

@@ -5,7 +5,7 @@
 //! them, their subscription and assignment written as a classic consumer's (version 0).
 
 /// The topic names of a consumer protocol subscription; `None` when `metadata` is not one.
-pub fn topics(metadata: &[u8]) -> Option<Vec<String>> {
+pub(crate) fn topics(metadata: &[u8]) -> Option<Vec<String>> {
     let mut rest = metadata.get(2..)?; // the version: every one starts with the topics
     let count = i32::from_be_bytes(take(&mut rest, 4)?.try_into().ok()?);
     let mut topics = Vec::with_capacity(usize::try_from(count).ok()?.min(rest.len() / 2));
@@ -18,7 +18,7 @@ pub fn topics(metadata: &[u8]) -> Option<Vec<String>> {
 }
 
 /// A ConsumerProtocolSubscription (version 0, no user data) of `topics`.
-pub fn encode_subscription<'a>(topics: impl ExactSizeIterator<Item = &'a str>) -> Vec<u8> {
+pub(crate) fn encode_subscription<'a>(topics: impl ExactSizeIterator<Item = &'a str>) -> Vec<u8> {
     let mut out = vec![0, 0];
     put_strings(&mut out, topics);
     out.extend_from_slice(&(-1i32).to_be_bytes());
@@ -26,7 +26,7 @@ pub fn encode_subscription<'a>(topics: impl ExactSizeIterator<Item = &'a str>) -
 }
 
 /// A ConsumerProtocolAssignment (version 0, no user data) of `partitions` by topic name.
-pub fn encode_assignment(partitions: &[(String, Vec<i32>)]) -> Vec<u8> {
+pub(crate) fn encode_assignment(partitions: &[(String, Vec<i32>)]) -> Vec<u8> {
     let mut out = vec![0, 0];
     put_len(&mut out, partitions.len());
     for (topic, ps) in partitions {

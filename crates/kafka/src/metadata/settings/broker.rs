@@ -54,11 +54,11 @@ impl Scope {
 }
 
 /// One scope's settings, by Kafka's name, with their values as checked.
-pub type Settings = BTreeMap<String, String>;
+pub(crate) type Settings = BTreeMap<String, String>;
 
 /// What a broker setting Ferry takes is to it.
 #[derive(Debug, Clone, Copy)]
-pub enum Meaning {
+pub(crate) enum Meaning {
     /// The default of a topic setting (Kafka's synonym): the setting's row.
     TopicDefault(&'static Setting),
     /// A setting taken with no effect: its name and type.
@@ -67,7 +67,7 @@ pub enum Meaning {
 
 impl Meaning {
     /// The setting's name, as Kafka spells it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::TopicDefault(s) => s.broker,
             Self::Inert(name, _) => name,
@@ -75,7 +75,7 @@ impl Meaning {
     }
 
     /// How Kafka types the setting.
-    pub fn kind(self) -> Kind {
+    pub(crate) fn kind(self) -> Kind {
         match self {
             Self::TopicDefault(s) => s.kind,
             Self::Inert(_, kind) => kind,
@@ -84,7 +84,7 @@ impl Meaning {
 }
 
 /// What broker setting `key` is to Ferry; `None` for a setting Ferry does not take.
-pub fn meaning(key: &str) -> Option<Meaning> {
+pub(crate) fn meaning(key: &str) -> Option<Meaning> {
     table::synonym(key)
         .map(Meaning::TopicDefault)
         .or_else(|| table::broker_setting(key).map(|(name, kind)| Meaning::Inert(name, kind)))
@@ -176,7 +176,7 @@ fn check(key: &str, value: &str) -> Result<(), BrokerSettingsError> {
 ///
 /// # Errors
 /// As [`check`].
-pub fn set(
+pub(crate) fn set(
     mut settings: Settings,
     key: &str,
     value: &str,
@@ -190,7 +190,7 @@ pub fn set(
 ///
 /// # Errors
 /// [`BrokerSettingsError::InvalidConfig`] for a setting Ferry does not take.
-pub fn delete(mut settings: Settings, key: &str) -> Result<Settings, BrokerSettingsError> {
+pub(crate) fn delete(mut settings: Settings, key: &str) -> Result<Settings, BrokerSettingsError> {
     if meaning(key).is_none() {
         return Err(BrokerSettingsError::unsupported(key));
     }
@@ -205,7 +205,7 @@ pub fn delete(mut settings: Settings, key: &str) -> Result<Settings, BrokerSetti
 /// # Errors
 /// [`BrokerSettingsError::InvalidConfig`] for another setting, an unknown item, or a list
 /// left empty.
-pub fn edit_list(
+pub(crate) fn edit_list(
     mut settings: Settings,
     key: &str,
     items: &str,

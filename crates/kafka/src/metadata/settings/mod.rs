@@ -23,15 +23,15 @@
 //!    [`TopicConfig`] that applies Kafka's default, or [`TopicDefaults`] for the value
 //!    layered over the broker's).
 
-pub mod broker;
+pub(crate) mod broker;
 mod choices;
 mod defaults;
 mod table;
 mod topic_config;
 mod value;
 
-pub use choices::{CleanupPolicy, CompressionType, TimestampType};
-pub use defaults::{Layer, TopicDefaults};
-pub use table::{Kind, SETTINGS, Setting};
+pub(crate) use choices::CleanupPolicy;
+pub use choices::{CompressionType, TimestampType};
+pub(crate) use defaults::{Layer, TopicDefaults};
+pub(crate) use table::{Kind, SETTINGS, Setting};
 pub use topic_config::TopicConfig;
-pub use value::{Field, Value};

@@ -52,7 +52,7 @@ pub(super) const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: u16 = 5_000;
 
 /// Every topic setting Ferry implements, in the order errors list them and DescribeConfigs
 /// describes them.
-pub const SETTINGS: &[Setting] = &[
+pub(crate) const SETTINGS: &[Setting] = &[
     Setting {
         name: "retention.ms",
         broker: "log.retention.ms",

@@ -11,8 +11,8 @@
 mod cache;
 mod stored;
 
-pub use cache::{Partition, Topic, Topics};
-pub use stored::TopicMeta;
+pub(crate) use cache::{Partition, Topic, Topics};
+pub(crate) use stored::TopicMeta;
 
 use ferry_stage::StageError;
 use ferry_store::{StoreError, TransactionError};

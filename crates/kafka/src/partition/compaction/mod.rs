@@ -36,7 +36,7 @@
 //! tombstones expire by their batch's timestamp, not by when compaction first saw them
 //! (Kafka's KIP-534 delete horizon); `max.compaction.lag.ms` is accepted and inert.
 
-pub mod records;
+pub(crate) mod records;
 
 use crate::keys::PartitionKeys;
 use crate::metadata::settings::TopicConfig;
@@ -56,15 +56,15 @@ use tracing::{info, warn};
 
 /// Most records one pass maps (a key takes about 40 bytes of memory): a longer dirty
 /// section is compacted over several passes.
-pub const MAX_KEYS: i64 = 100_000;
+pub(crate) const MAX_KEYS: i64 = 100_000;
 /// Most batches one compaction transaction reads or rewrites.
-pub const TRANSACTION_BATCHES: usize = 128;
+pub(crate) const TRANSACTION_BATCHES: usize = 128;
 /// Most batch bytes one compaction transaction reads or rewrites (at least one batch).
-pub const TRANSACTION_BYTES: usize = 1 << 20;
+pub(crate) const TRANSACTION_BYTES: usize = 1 << 20;
 
 /// Why a compaction pass stopped.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum CompactionError {
+pub(crate) enum CompactionError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -87,7 +87,7 @@ impl TransactionError for CompactionError {
 
 /// What one pass removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Pass {
+pub(crate) struct Pass {
     /// Records removed.
     pub records: i64,
     /// Batches removed whole.
@@ -118,7 +118,7 @@ struct Rules<'a> {
 }
 
 /// The compactor of one partition, working for the sequencer lease `holder`.
-pub struct Compactor {
+pub(crate) struct Compactor {
     /// The store.
     db: Database,
     /// The partition.
@@ -132,7 +132,7 @@ pub struct Compactor {
 
 impl Compactor {
     /// The compactor of `partition` for the sequencer holding its lease as `holder`.
-    pub fn new(
+    pub(crate) fn new(
         db: Database,
         partition: Partition,
         holder: (i32, i64),
@@ -149,7 +149,7 @@ impl Compactor {
     /// Compacts the partition every `interval` while its topic's policy (its own, else the
     /// broker default of `broker_settings`) says so, until `stop` or until the lease
     /// changes hands.
-    pub async fn run(
+    pub(crate) async fn run(
         self,
         topics: Topics,
         broker_settings: BrokerSettings,
@@ -201,7 +201,7 @@ impl Compactor {
     ///
     /// # Errors
     /// [`CompactionError`]; what the pass committed before stays.
-    pub async fn pass(
+    pub(crate) async fn pass(
         &self,
         config: &TopicConfig,
         now: i64,

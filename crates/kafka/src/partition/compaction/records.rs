@@ -16,12 +16,12 @@ use std::ops::Range;
 
 /// A record key as compaction compares it: the first 16 bytes of its SHA-256 (as Kafka's
 /// cleaner keeps a hash per key, so its map's memory does not grow with key sizes).
-pub type KeyHash = [u8; 16];
+pub(crate) type KeyHash = [u8; 16];
 
 /// Why a stored batch cannot be compacted (it is then kept whole).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("cannot compact the batch at offset {base}: {reason}")]
-pub struct RecordsError {
+pub(crate) struct RecordsError {
     /// The batch's base offset.
     pub base: i64,
     /// What is wrong.
@@ -30,7 +30,7 @@ pub struct RecordsError {
 
 /// One record of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Record {
+pub(crate) struct Record {
     /// Its offset.
     pub offset: i64,
     /// Its key's hash; `None` for a keyless record (kept by compaction).
@@ -41,7 +41,7 @@ pub struct Record {
 
 /// A batch's records, decoded.
 #[derive(Debug)]
-pub struct Records {
+pub(crate) struct Records {
     /// The batch's header.
     pub header: BatchHeader,
     /// Its records, in order.
@@ -54,7 +54,7 @@ pub struct Records {
 
 /// What is left of a batch after compaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Retained {
+pub(crate) enum Retained {
     /// Every record: the batch stays as it is.
     All,
     /// No record: the batch goes.
@@ -64,7 +64,7 @@ pub enum Retained {
 }
 
 /// Hashes a record key.
-pub fn key_hash(key: &[u8]) -> KeyHash {
+pub(crate) fn key_hash(key: &[u8]) -> KeyHash {
     let digest = Sha256::digest(key);
     let mut hash = [0; 16];
     hash.copy_from_slice(&digest[..16]);
@@ -77,7 +77,7 @@ impl Records {
     ///
     /// # Errors
     /// [`RecordsError`] when the batch or a record does not parse, or decompresses to more.
-    pub fn decode(batch: &[u8], max_decompressed: usize) -> Result<Self, RecordsError> {
+    pub(crate) fn decode(batch: &[u8], max_decompressed: usize) -> Result<Self, RecordsError> {
         let header = BatchHeader::parse(batch).map_err(|e| RecordsError {
             base: -1,
             reason: e.to_string(),
@@ -118,7 +118,7 @@ impl Records {
     ///
     /// # Errors
     /// [`RecordsError`] when the records do not compress.
-    pub fn retain(&self, batch: &[u8], keep: &[bool]) -> Result<Retained, RecordsError> {
+    pub(crate) fn retain(&self, batch: &[u8], keep: &[bool]) -> Result<Retained, RecordsError> {
         let kept = keep.iter().filter(|k| **k).count();
         if kept == self.records.len() {
             return Ok(Retained::All);
@@ -147,7 +147,7 @@ impl Records {
 ///
 /// # Errors
 /// As [`Records::decode`].
-pub fn keyless(batch: &[u8], max_decompressed: usize) -> Result<Vec<i32>, RecordsError> {
+pub(crate) fn keyless(batch: &[u8], max_decompressed: usize) -> Result<Vec<i32>, RecordsError> {
     let records = Records::decode(batch, max_decompressed)?;
     Ok(records
         .records

@@ -25,8 +25,8 @@ mod balance;
 mod delete_records;
 mod retention;
 
-pub use balance::Leader;
-pub use delete_records::DeleteRecordsError;
+pub(crate) use balance::Leader;
+pub(crate) use delete_records::DeleteRecordsError;
 
 use crate::keys::PartitionKeys;
 use crate::metadata::brokers::Brokers;
