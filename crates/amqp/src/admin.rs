@@ -4,15 +4,15 @@
 //! operations RabbitMQ's API has — publish to an exchange, get messages from a queue, and
 //! purge a queue — done here with the same stage operations the channels use.
 
-use super::broker::Broker;
-use super::codec::decode_properties;
-use super::errors::{AmqpError, TxError};
-use super::large::Prespill;
-use super::message::StoredMessage;
 use super::port::{AmqpMessage, AmqpPort, RouteError};
-use super::registry::Connections;
-use super::topology::{Queue, VHost};
-use super::vhosts::VHosts;
+use crate::message::large::Prespill;
+use crate::message::stored::StoredMessage;
+use crate::state::broker::Broker;
+use crate::state::registry::Connections;
+use crate::state::topology::{Queue, VHost};
+use crate::state::vhosts::VHosts;
+use crate::wire::codec::decode_properties;
+use crate::wire::errors::{AmqpError, TxError};
 use amq_protocol::protocol::BasicProperties;
 use bytes::Bytes;
 use ferry_stage::{Release, now_ms, spill};

@@ -8,7 +8,7 @@
 //! `docs/security.md`, "Authorization"; a refusal is `403 ACCESS_REFUSED` with RabbitMQ's
 //! text and closes the channel.
 
-use super::errors::AmqpError;
+use crate::wire::errors::AmqpError;
 use ferry_auth::access::{LiveAccess, Refused, Resource, VhostAccess};
 use ferry_auth::permissions::Access;
 use std::collections::{HashMap, HashSet};

@@ -24,7 +24,7 @@ use bytes::Bytes;
 use ferry_amqp::admin::{GetMode, GotMessage};
 use ferry_amqp::authorize::Authorize;
 use ferry_amqp::port::AmqpMessage;
-use ferry_amqp::topology::ExchangeKind;
+use ferry_amqp::state::topology::ExchangeKind;
 use ferry_auth::access::Resource;
 use ferry_auth::permissions::Access;
 use serde_json::{Map, Value, json};

@@ -11,11 +11,11 @@
 //! (RabbitMQ's `access to vhost '/' refused for user 'u'`).
 
 use super::sasl::{self, Response};
-use crate::broker::Broker;
-use crate::codec::{self, Frame, PROTOCOL_HEADER};
-use crate::context::Capabilities;
-use crate::errors::AmqpError;
-use crate::topology::VHost;
+use crate::state::broker::Broker;
+use crate::state::context::Capabilities;
+use crate::state::topology::VHost;
+use crate::wire::codec::{self, Frame, PROTOCOL_HEADER};
+use crate::wire::errors::AmqpError;
 use amq_protocol::protocol::{AMQPClass, connection};
 use amq_protocol::types::{AMQPValue, FieldTable};
 use bytes::{Buf, BytesMut};

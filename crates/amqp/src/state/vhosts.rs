@@ -13,10 +13,10 @@
 //! and its record in the store; its users' permissions there go with it (the management
 //! API clears them, as RabbitMQ does).
 
-use super::errors::{AmqpError, TxError};
 use super::registry::Connections;
 use super::topology::records::TopologyKeys;
 use super::topology::{Queue, VHost};
+use crate::wire::errors::{AmqpError, TxError};
 use ferry_stage::Stages;
 use ferry_store::{ChangeCounter, Database, RangeOption, StoreError, Transaction};
 use parking_lot::RwLock;

@@ -12,7 +12,7 @@ use super::records::{self, QueueRecord, TopologyKeys};
 use super::routing::{Binding, Destination};
 use super::{Removal, Topology};
 use crate::authorize::Authorize;
-use crate::errors::{AmqpError, TxError};
+use crate::wire::errors::{AmqpError, TxError};
 use base64::Engine as _;
 use ferry_auth::access::Resource;
 use ferry_auth::permissions::Access;
@@ -931,7 +931,7 @@ mod tests {
             max_priority: Some(9),
             message_ttl: Some(1000),
             dead_letter_exchange: Some("dlx".into()),
-            overflow: crate::topology::args::Overflow::RejectPublish,
+            overflow: crate::state::topology::args::Overflow::RejectPublish,
             single_active_consumer: true,
             ..QueueArgs::default()
         };

@@ -10,7 +10,7 @@
 //! because a write failed or stalled resets the connection
 //! ([`Resettable::reset_on_close`]), so a client that reads nothing learns of it at once.
 
-use crate::codec::HEARTBEAT;
+use crate::wire::codec::HEARTBEAT;
 use ferry_tls::stream::Resettable;
 use std::future::Future;
 use std::sync::Arc;

@@ -5,7 +5,7 @@ use super::Topology;
 use super::args::{integer, text};
 use super::exchange::{ExchangeKind, delay_of};
 use super::queue::Queue;
-use crate::errors::AmqpError;
+use crate::wire::errors::AmqpError;
 use amq_protocol::types::{AMQPValue, FieldTable};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -51,7 +51,7 @@ pub struct Routes {
     /// The queues it is stored in now, each once.
     pub queues: Vec<Arc<Queue>>,
     /// The delayed-message exchanges that hold it for its `x-delay` first, each routing it
-    /// on when it is due ([`crate::delayed`]).
+    /// on when it is due ([`crate::publishing::delayed`]).
     pub delayed: Vec<String>,
 }
 

@@ -19,14 +19,14 @@
 //! hold bumps), and looks again at least every [`RESCAN`] for exchanges its instance had not
 //! loaded when the counter moved.
 
-use super::broker::Broker;
-use super::codec;
 use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries, parse_expiration};
-use super::large::Prespill;
-use super::message::StoredMessage;
-use super::topology::VHost;
-use super::topology::exchange::{DELAY_HEADER, delay_of};
-use super::topology::records::{self, TopologyKeys};
+use crate::message::large::Prespill;
+use crate::message::stored::StoredMessage;
+use crate::state::broker::Broker;
+use crate::state::topology::VHost;
+use crate::state::topology::exchange::{DELAY_HEADER, delay_of};
+use crate::state::topology::records::{self, TopologyKeys};
+use crate::wire::codec;
 use amq_protocol::types::AMQPValue;
 use bytes::Bytes;
 use ferry_stage::{NewMessage, Spill, Spills, StageError, now_ms, spill};

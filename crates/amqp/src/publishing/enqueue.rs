@@ -9,8 +9,8 @@
 //! idempotently but does not drop the head again, so a limit may be overshot by that
 //! batch rather than messages being dropped twice.
 
-use super::topology::Queue;
-use super::topology::args::Overflow;
+use crate::state::topology::Queue;
+use crate::state::topology::args::Overflow;
 use ferry_stage::{AppendOutcome, NewMessage, StageError};
 use ferry_store::Transaction;
 use std::sync::Arc;
@@ -143,7 +143,7 @@ pub fn expires_at(queue: &Queue, message_ttl: Option<u64>, now: u64) -> u64 {
 /// Tells the expiry sweeper the soonest expiry among each batch's messages, so it looks
 /// at those queues' heads in time. Only a hint: giving it for a transaction that is then
 /// retried just makes the sweeper look early.
-pub fn hint_expiries(expiry: &super::expiry::ExpiryHints, batches: &[QueueBatch]) {
+pub fn hint_expiries(expiry: &crate::state::expiry::ExpiryHints, batches: &[QueueBatch]) {
     for batch in batches {
         let soonest = batch
             .messages

@@ -5,7 +5,7 @@
 //! small stage entry that holds the rest of the message (exchange, routing key,
 //! properties).
 //!
-//! **Publishing.** Content assembly ([`super::channel`]) hands the body on in segments as
+//! **Publishing.** Content assembly ([`crate::channel`]) hands the body on in segments as
 //! its frames arrive; the channel writes each to the message's spill in a transaction of
 //! its own, held by the channel's lease holder, so at most one segment of the body is in
 //! memory. The message is then routed and stored like any other, by the publish's ordinary
@@ -30,10 +30,10 @@
 //!
 //! [`SPILL_ABOVE`]: ferry_stage::spill::SPILL_ABOVE
 
-use super::broker::Broker;
-use super::codec;
-use super::context::ConnectionContext;
-use super::errors::AmqpError;
+use crate::state::broker::Broker;
+use crate::state::context::ConnectionContext;
+use crate::wire::codec;
+use crate::wire::errors::AmqpError;
 use bytes::Bytes;
 use ferry_stage::{Spill, StageError};
 use ferry_store::chunked;

@@ -2,7 +2,7 @@
 //! when two declarations are equivalent (RabbitMQ's rule: a redeclare must repeat the
 //! recognised arguments exactly, or it fails with 406).
 
-use crate::errors::AmqpError;
+use crate::wire::errors::AmqpError;
 use amq_protocol::frame::WriteContext;
 use amq_protocol::types::generation::gen_field_table;
 use amq_protocol::types::parsing::parse_field_table;

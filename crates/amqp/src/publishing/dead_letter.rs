@@ -13,17 +13,17 @@
 //! a message that would go back to a queue it already died in, with no rejection on the
 //! way, is dropped (a cycle).
 
-use super::broker::Broker;
-use super::codec::encode_properties;
 use super::delayed::{self, Hold};
 use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at};
-use super::errors::TxError;
-use super::large::Prespill;
-use super::message::StoredMessage;
-use super::topology::args::text;
-use super::topology::exchange::delay_of;
-use super::topology::routing::Routes;
-use super::topology::{Queue, VHost};
+use crate::message::large::Prespill;
+use crate::message::stored::StoredMessage;
+use crate::state::broker::Broker;
+use crate::state::topology::args::text;
+use crate::state::topology::exchange::delay_of;
+use crate::state::topology::routing::Routes;
+use crate::state::topology::{Queue, VHost};
+use crate::wire::codec::encode_properties;
+use crate::wire::errors::TxError;
 use amq_protocol::protocol::basic::AMQPProperties;
 use amq_protocol::types::{AMQPValue, FieldArray, FieldTable};
 use bytes::Bytes;
@@ -307,7 +307,7 @@ fn with_death(
             count += t
                 .inner()
                 .get("count")
-                .and_then(super::topology::args::integer)
+                .and_then(crate::state::topology::args::integer)
                 .unwrap_or(0);
         }
     }

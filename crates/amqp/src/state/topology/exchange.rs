@@ -1,12 +1,12 @@
 //! Exchanges: their kinds, their settings, and the ones every virtual host has from the
 //! start (the default exchange and the `amq.*` exchanges).
 
-use crate::errors::AmqpError;
+use crate::wire::errors::AmqpError;
 use amq_protocol::types::FieldTable;
 
 /// The type of a delayed-message exchange (the archived RabbitMQ plugin's): it holds a
 /// message with a positive `x-delay` header for that many milliseconds, then routes it as
-/// an exchange of its `x-delayed-type` argument would ([`crate::delayed`]).
+/// an exchange of its `x-delayed-type` argument would ([`crate::publishing::delayed`]).
 pub const DELAYED_TYPE: &str = "x-delayed-message";
 
 /// The argument naming how a delayed-message exchange routes.

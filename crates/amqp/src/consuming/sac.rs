@@ -7,7 +7,7 @@
 //! dies without giving up is noticed when its lease would have expired: the waiter looks
 //! again after one lease TTL.
 
-use super::broker::Broker;
+use crate::state::broker::Broker;
 use ferry_stage::{StageError, now_ms};
 use foundationdb_tuple::{pack, unpack};
 use tokio_util::sync::CancellationToken;

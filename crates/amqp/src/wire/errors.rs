@@ -232,9 +232,9 @@ impl AmqpError {
     }
 }
 
-impl From<crate::codec::CodecError> for AmqpError {
-    fn from(e: crate::codec::CodecError) -> Self {
-        use crate::codec::CodecError as C;
+impl From<crate::wire::codec::CodecError> for AmqpError {
+    fn from(e: crate::wire::codec::CodecError) -> Self {
+        use crate::wire::codec::CodecError as C;
         let code = match e {
             C::UnknownMethod { .. } => ReplyCode::NotImplemented,
             C::MalformedMethod { .. } => ReplyCode::SyntaxError,

@@ -20,13 +20,13 @@
 //! expression per message.
 //!
 //! **Transactions.** After tx.select, publishes (and acknowledgements, see
-//! [`super::consume`]) are held until tx.commit stores them all in one store transaction.
+//! [`crate::consuming::consumers`]) are held until tx.commit stores them all in one store transaction.
 //! A held publish whose copies would take that transaction's copied bodies past
 //! [`spill::COMMIT_BUDGET`] is spilled first ([`spill::spills_beside`]), as a large fanout
 //! is, so the commit stays one transaction — all of them visible, or none.
 //!
 //! **Large messages.** A body written to a spill before the message arrived here
-//! ([`super::large`]) is held by the channel's lease holder until the commit that stores
+//! ([`crate::message::large`]) is held by the channel's lease holder until the commit that stores
 //! the message, which lets go of it (a spill the holder no longer holds fails the commit:
 //! it may have been freed). A message discarded before its commit (tx.rollback, a failed
 //! commit) lets go in the channel's next commit, or when its holder is released. A
@@ -35,20 +35,20 @@
 //! ([`Answer::spill_first`]); a commit takes messages while their copied bodies stay
 //! within [`spill::RUN_BYTES`] (a message alone, up to [`spill::COMMIT_BUDGET`]).
 
-use super::authorize::PublishGate;
-use super::broker::Broker;
-use super::codec::{self, ContentHeader};
-use super::context::ConnectionContext;
 use super::delayed::{self, Hold};
-use super::direct_reply::{self, Reply};
 use super::enqueue::{
     Entry, QueueBatch, Stored, enqueue_in, expires_at, hint_expiries, parse_expiration,
 };
-use super::errors::{AmqpError, TxError};
-use super::message::StoredMessage;
-use super::settle::{Settlement, settle_in};
-use super::topology::exchange::delay_of;
-use super::topology::{ExchangeKind, Queue};
+use crate::authorize::PublishGate;
+use crate::consuming::settle::{Settlement, settle_in};
+use crate::message::stored::StoredMessage;
+use crate::state::broker::Broker;
+use crate::state::context::ConnectionContext;
+use crate::state::direct_reply::{self, Reply};
+use crate::state::topology::exchange::delay_of;
+use crate::state::topology::{ExchangeKind, Queue};
+use crate::wire::codec::{self, ContentHeader};
+use crate::wire::errors::{AmqpError, TxError};
 use amq_protocol::protocol::{AMQPClass, basic};
 use bytes::Bytes;
 use ferry_stage::GroupCommit;
@@ -85,12 +85,12 @@ pub struct Answer {
     /// Frames to send (basic.return for an unroutable mandatory message).
     pub frames: Vec<u8>,
     /// For a returned large message: its properties and spill, whose content follows the
-    /// frames ([`super::large::send_content`]).
+    /// frames ([`crate::message::large::send_content`]).
     pub returned: Option<(Bytes, Spill)>,
     /// A message whose copies in the queues (and delayed-message exchanges) it routes to
     /// would not fit one transaction together ([`spill::spills`]), handed back untouched:
     /// the channel writes its body to a spill and accepts it again, so its commit stores
-    /// it once, by reference ([`super::large`]).
+    /// it once, by reference ([`crate::message::large`]).
     pub spill_first: Option<Incoming>,
 }
 
@@ -231,7 +231,7 @@ impl Publisher {
     }
 
     /// Routes a complete message of channel `channel` of the connection `ctx` and queues
-    /// it for storing, or hands a direct reply to its channel ([`super::direct_reply`]:
+    /// it for storing, or hands a direct reply to its channel ([`crate::state::direct_reply`]:
     /// `reply_address` is this channel's own, while it consumes replies); returns frames to
     /// send at once (basic.return for an unroutable mandatory message), or the message
     /// itself when its body must be spilled first ([`Answer::spill_first`]).
@@ -410,7 +410,7 @@ impl Publisher {
             return;
         }
         // The first run of messages that fits one transaction (a fanout too large for one
-        // was spilled before it was accepted, `super::large`).
+        // was spilled before it was accepted, `crate::message::large`).
         let sizes: Vec<u64> = self
             .commits
             .pending()
@@ -686,7 +686,7 @@ fn confirms(batch: &[Accepted], rejected: Option<&[usize]>, vhost: &str, channel
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::{Frame, decode};
+    use crate::wire::codec::{Frame, decode};
     use bytes::BytesMut;
 
     fn routed(tag: u64) -> Accepted {

@@ -7,8 +7,8 @@
 //! One task per front sleeps on the user store's version watch, so a change made through
 //! any instance's management API (or a definitions import) reaches every instance at once.
 
-use super::broker::Broker;
-use super::registry::LiveConnection;
+use crate::state::broker::Broker;
+use crate::state::registry::LiveConnection;
 use ferry_auth::AuthError;
 use ferry_auth::access::VhostAccess;
 use ferry_auth::permissions::TopicVariables;

@@ -8,7 +8,7 @@
 //! them (priority and expiry at publish, `x-death` at dead-lettering). The layout is also
 //! in `docs/keyspace.md`.
 
-use super::codec::{self, CodecError};
+use crate::wire::codec::{self, CodecError};
 use amq_protocol::protocol::basic::AMQPProperties;
 use amq_protocol::types::AMQPValue;
 use bytes::{BufMut, Bytes};

@@ -7,7 +7,7 @@
 //! record themselves as they start and stop. Nothing here is stored: a connection lives on
 //! one instance, and so does what is known about it (as RabbitMQ's per-node statistics).
 
-use super::errors::{AmqpError, ReplyCode};
+use crate::wire::errors::{AmqpError, ReplyCode};
 use amq_protocol::types::FieldTable;
 use ferry_auth::access::LiveAccess;
 use parking_lot::Mutex;

@@ -3,14 +3,14 @@
 //! socket's writer, and the line back to the connection loop ([`Control`]).
 //!
 //! Its own module so the connection, its channels and their consumers all depend on it
-//! and none on another: the AMQP modules form a tree (connection → channel → consume and
-//! publish → settle).
+//! and none on another: the AMQP modules form a tree (connection → channel → consumers
+//! and publish → settle).
 
 use super::broker::Broker;
-use super::errors::AmqpError;
 use super::registry::LiveConnection;
 use super::topology::VHost;
-use super::writer::Writer;
+use crate::wire::errors::AmqpError;
+use crate::wire::writer::Writer;
 use ferry_auth::access::LiveAccess;
 use std::sync::Arc;
 use tokio::sync::mpsc;

@@ -13,9 +13,9 @@
 //! only releases the lock: memory changes only after a commit.
 
 use super::{VHost, records};
-use crate::errors::{AmqpError, TxError};
-use crate::topology::exchange::RESERVED_PREFIX;
-use crate::topology::{Binding, Destination, Exchange, QueueSpec};
+use crate::state::topology::exchange::RESERVED_PREFIX;
+use crate::state::topology::{Binding, Destination, Exchange, QueueSpec};
+use crate::wire::errors::{AmqpError, TxError};
 use ferry_store::Transaction;
 use std::collections::HashMap;
 use tokio::sync::MutexGuard;

@@ -2,7 +2,7 @@
 //! dead-lettering them, inside a caller's store transaction. Consumers settle what their
 //! clients acknowledge; tx.commit settles what a transactional channel held.
 
-use super::topology::Queue;
+use crate::state::topology::Queue;
 use ferry_stage::{MessageId, Release, StageError};
 use ferry_store::Transaction;
 use std::sync::Arc;
