@@ -12,11 +12,11 @@
 use amq_protocol::protocol::{AMQPClass, basic, channel, confirm, connection, exchange, queue};
 use amq_protocol::types::{AMQPValue, DecimalValue, FieldArray, FieldTable};
 use bytes::{Bytes, BytesMut};
-use ferry_amqp::wire::codec::{encode_content, encode_method, encode_properties};
-use ferry_amqp::message::stored::StoredMessage;
-use ferry_amqp::state::topology::Exchange;
-use ferry_amqp::state::topology::args::encode_table;
-use ferry_amqp::state::topology::records::{QueueRecord, encode_exchange};
+use ferry_amqp::codec::{encode_content, encode_method, encode_properties};
+use ferry_amqp::StoredMessage;
+use ferry_amqp::Exchange;
+use ferry_amqp::encode_table;
+use ferry_amqp::{QueueRecord, encode_exchange};
 use ferry_kafka::api::SUPPORTED;
 use ferry_kafka::wire::batch;
 use ferry_kafka::coordinator::groups::store::{CommittedOffset, encode_offset};
@@ -217,7 +217,7 @@ fn amqp_frames() -> Vec<(String, Vec<u8>)> {
     );
     publish(&mut full, 1, &rich_properties(), &[b'x'; 5000]);
     publish(&mut full, 1, &basic::AMQPProperties::default(), b"");
-    full.extend_from_slice(&ferry_amqp::wire::codec::HEARTBEAT);
+    full.extend_from_slice(&ferry_amqp::codec::HEARTBEAT);
     method(
         &mut full,
         1,

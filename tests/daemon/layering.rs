@@ -1,7 +1,8 @@
 //! What of the layering the compiler cannot check: inside each crate of the workspace no
-//! module imports another that imports it back (at any depth of the module tree), and the
-//! bridge (`crates/bridge/`) reaches the fronts only through their ports. A change that
-//! breaks one of these fails here, naming the import. Between the workspace's crates the
+//! module imports another that imports it back (at any depth of the module tree), the
+//! bridge (`crates/bridge/`) reaches the fronts only through their ports, and management
+//! (`crates/management/`) reaches the AMQP front only through its admin interface. A
+//! change that breaks one of these fails here, naming the import. Between the workspace's crates the
 //! compiler refuses an import against an arrow, so that needs no test.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -163,26 +164,53 @@ fn no_module_imports_one_that_imports_it_back() {
     assert!(found > 200, "the crates' modules were found");
 }
 
-#[test]
-fn the_bridge_reaches_the_fronts_only_through_their_ports() {
-    let bridge = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/bridge/src");
-    let files = rust_files(&bridge);
-    assert!(files.len() > 10, "the bridge's modules were found");
+/// Every path `crates/<krate>/src` names that begins with one of `prefixes`
+/// (`ferry_amqp::`), outside unit tests and comments, with the file that names it.
+fn paths_named(krate: &str, prefixes: &[&str]) -> Vec<(PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates")
+        .join(krate)
+        .join("src");
+    let files = rust_files(&src);
+    assert!(files.len() > 10, "the {krate} crate's modules were found");
+    let mut named = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         // Unit tests may reach anywhere; they sit at the end of their file.
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
         for line in code.lines().map(str::trim).filter(|l| !l.starts_with("//")) {
             let words = line.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'));
-            for word in
-                words.filter(|w| w.starts_with("ferry_amqp::") || w.starts_with("ferry_kafka::"))
-            {
-                assert!(
-                    word.split("::").nth(1) == Some("port"),
-                    "{} uses {word}, which is not a front's port",
-                    file.display()
-                );
+            for word in words.filter(|w| prefixes.iter().any(|p| w.starts_with(p))) {
+                named.push((file.clone(), word.to_owned()));
             }
         }
+    }
+    named
+}
+
+#[test]
+fn the_bridge_reaches_the_fronts_only_through_their_ports() {
+    for (file, word) in paths_named("bridge", &["ferry_amqp::", "ferry_kafka::"]) {
+        assert!(
+            word.split("::").nth(1) == Some("port"),
+            "{} uses {word}, which is not a front's port",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn management_reaches_the_amqp_front_only_through_its_admin_interface() {
+    let named = paths_named("management", &["ferry_amqp::"]);
+    assert!(
+        !named.is_empty(),
+        "management's uses of the AMQP front were found"
+    );
+    for (file, word) in named {
+        assert!(
+            word.split("::").nth(1) == Some("admin"),
+            "{} uses {word}, which is not the AMQP front's admin interface (ferry_amqp::admin)",
+            file.display()
+        );
     }
 }

@@ -8,8 +8,8 @@
 
 use crate::common::store::TestStore;
 use crate::for_each_engine;
-use ferry_amqp::state::topology::records::TopologyKeys;
-use ferry_amqp::state::vhosts::VHosts;
+use ferry_amqp::TopologyKeys;
+use ferry_amqp::VHosts;
 use ferry_auth::store::UserStore;
 use ferry_management::definitions::{Definitions, ImportError, Target, export_all};
 use ferry_stage::Stages;

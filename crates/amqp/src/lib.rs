@@ -17,17 +17,39 @@
 //! they had accepted and returned their unacknowledged deliveries.
 
 pub mod admin;
-pub mod authorize;
-pub(crate) mod channel;
-pub mod connection;
-pub mod consuming;
+mod authorize;
+mod channel;
+mod connection;
+mod consuming;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod message;
+mod message;
 pub mod port;
-pub mod publishing;
-pub mod state;
-pub mod wire;
+mod publishing;
+mod state;
+mod wire;
+
+// Beside the seams (`admin`, `port`) and what starts the front (below), what others need:
+/// How many messages one lease takes at most (the tests bound redeliveries with it).
+pub use consuming::consumers::LEASE_BATCH;
+/// A header value read as an integer, as the front reads `x-delivery-count`.
+pub use state::topology::args::integer;
+/// The virtual hosts over a store, with their topology's keys: the tests import
+/// definitions into them without a running front.
+pub use state::{topology::records::TopologyKeys, vhosts::VHosts};
+/// The frame codec, free of I/O: the load tools (`ferry bench`) and the fuzz targets speak
+/// AMQP with it.
+pub use wire::codec;
+// The stored forms and models the fuzz targets (`fuzz/`) decode and build.
+#[doc(hidden)]
+pub use {
+    message::stored::StoredMessage,
+    publishing::publish::Incoming,
+    state::topology::args::{QueueArgs, decode_table, encode_table},
+    state::topology::exchange::delay_of,
+    state::topology::records::{QueueRecord, decode_exchange, encode_exchange, entity_name},
+    state::topology::{Binding, Destination, Exchange, ExchangeKind},
+};
 
 use ferry_auth::Authenticator;
 use ferry_config::AmqpConfig;
@@ -38,7 +60,7 @@ use ferry_telemetry::memory_watermark::MemoryWatermark;
 use ferry_tls::server::Listener;
 use state::broker::Broker;
 use state::expiry::{self, ExpiryHints};
-use state::topology::{self, VHost, records::TopologyKeys};
+use state::topology::{self, VHost};
 use state::{janitor, registry, resources, vhosts};
 use std::sync::Arc;
 use std::time::Duration;

@@ -11,9 +11,9 @@
 //! so the client's channel.close-ok can never overtake the news; the same holds for a
 //! channel's close-ok after a client's channel.close.
 
-pub mod handshake;
+pub(crate) mod handshake;
 pub(crate) mod sasl;
-pub mod user_changes;
+pub(crate) mod user_changes;
 
 use super::channel::{self, ChannelHandle};
 use crate::state::broker::Broker;
@@ -89,7 +89,12 @@ impl Drop for Counted {
 }
 
 /// Serves one client until it leaves or `shutdown` is cancelled.
-pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: CancellationToken) {
+pub(crate) async fn serve(
+    broker: Arc<Broker>,
+    stream: Stream,
+    client: Peer,
+    shutdown: CancellationToken,
+) {
     let peer = client.addr;
     let local = stream.local_addr().ok();
     let (mut reader, mut write_half) = stream.into_split();

@@ -22,7 +22,7 @@ const STORE_RETRY: Duration = Duration::from_secs(1);
 
 /// Applies every change of users and permissions to this instance's connections until
 /// `shutdown`.
-pub async fn run(broker: Arc<Broker>, shutdown: CancellationToken) {
+pub(crate) async fn run(broker: Arc<Broker>, shutdown: CancellationToken) {
     let store = broker.users.store().clone();
     let mut seen = match store.version().await {
         Ok(v) => v,
@@ -53,7 +53,7 @@ pub async fn run(broker: Arc<Broker>, shutdown: CancellationToken) {
 /// Applies to `connection`, just registered, a change made since its permissions were read
 /// at user store version `read_at`: the watch may have run before the connection was
 /// listed.
-pub async fn catch_up(broker: &Broker, connection: &LiveConnection, read_at: i64) {
+pub(crate) async fn catch_up(broker: &Broker, connection: &LiveConnection, read_at: i64) {
     if broker.users.store().version().await.unwrap_or(read_at) != read_at {
         apply(broker, connection).await;
     }

@@ -49,7 +49,7 @@ struct Unacked {
 }
 
 /// News from a consumer's background work.
-pub enum Event {
+pub(crate) enum Event {
     /// A lease step finished.
     Stepped {
         tag: String,
@@ -97,7 +97,7 @@ struct ConsumerState {
 }
 
 /// What [`Consumers::next_work`] found.
-pub enum Work {
+pub(crate) enum Work {
     /// A consumer event.
     Event(Event),
     /// The settle commit finished.
@@ -112,7 +112,7 @@ pub enum Work {
 }
 
 /// One channel's consumers and unacknowledged deliveries.
-pub struct Consumers {
+pub(crate) struct Consumers {
     ctx: Arc<ConnectionContext>,
     channel: u16,
     consumers: HashMap<String, ConsumerState>,
@@ -151,7 +151,7 @@ pub struct Consumers {
 
 impl Consumers {
     /// No consumers yet.
-    pub fn new(ctx: Arc<ConnectionContext>, channel: u16) -> Self {
+    pub(crate) fn new(ctx: Arc<ConnectionContext>, channel: u16) -> Self {
         let (events_tx, events) = mpsc::unbounded_channel();
         Self {
             ctx,
@@ -177,7 +177,7 @@ impl Consumers {
     }
 
     /// Waits for the next consumer event or the end of the settle commit under way.
-    pub async fn next_work(&mut self) -> Work {
+    pub(crate) async fn next_work(&mut self) -> Work {
         let due = self.due();
         let ack_deadline = self.next_ack_deadline();
         let (settlements, events, reply) =
@@ -226,12 +226,12 @@ impl Consumers {
     }
 
     /// Every holder of the channel, to renew.
-    pub fn holders(&self) -> &[u64] {
+    pub(crate) fn holders(&self) -> &[u64] {
         &self.holders
     }
 
     /// basic.qos.
-    pub fn qos(&mut self, prefetch: u16, global: bool) {
+    pub(crate) fn qos(&mut self, prefetch: u16, global: bool) {
         self.ctx.live.set_prefetch(self.channel, prefetch, global);
         if global {
             self.channel_prefetch = prefetch.into();
@@ -241,20 +241,15 @@ impl Consumers {
     }
 
     /// channel.flow: pauses or resumes deliveries.
-    pub fn flow(&mut self, active: bool) {
+    pub(crate) fn flow(&mut self, active: bool) {
         self.flowing = active;
         self.kick_all();
-    }
-
-    /// Whether `tag` names a consumer of this channel.
-    pub fn has(&self, tag: &str) -> bool {
-        self.consumers.contains_key(tag)
     }
 
     /// Closes every consumer and returns every unacknowledged delivery: pending
     /// settlements are committed first (the client acknowledged those), then each holder
     /// is released.
-    pub async fn close(&mut self) {
+    pub(crate) async fn close(&mut self) {
         if let Some(r) = self.reply.take() {
             self.ctx.broker.direct_replies.unregister(&r.address);
         }

@@ -2,6 +2,6 @@
 //! consumer timeouts and batched acknowledgements ([`consumers`]); settling deliveries in
 //! a store transaction ([`settle`]); single active consumer ([`sac`]).
 
-pub mod consumers;
-pub mod sac;
-pub mod settle;
+pub(crate) mod consumers;
+pub(crate) mod sac;
+pub(crate) mod settle;

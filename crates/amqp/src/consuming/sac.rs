@@ -23,7 +23,7 @@ enum Attempt {
 
 /// Waits until `holder` has the turn of the claim at `key`; `false` if `stop` fired first
 /// or the store failed.
-pub async fn await_turn(
+pub(crate) async fn await_turn(
     broker: &Broker,
     key: &[u8],
     holder: u64,
@@ -73,7 +73,7 @@ pub async fn await_turn(
 
 /// Gives up `holder`'s turn of the claim at `key`, if it has it, so the next consumer
 /// wakes.
-pub async fn give_up_turn(broker: &Broker, key: &[u8], holder: u64) {
+pub(crate) async fn give_up_turn(broker: &Broker, key: &[u8], holder: u64) {
     let result = broker
         .db
         .run(|tx| async move {

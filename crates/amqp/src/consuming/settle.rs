@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 /// What to do with settled deliveries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum How {
+pub(crate) enum How {
     /// Acknowledged: removed for good.
     Ack,
     /// Back to its original position (nack/reject with requeue, recover).
@@ -20,7 +20,7 @@ pub enum How {
 
 /// Deliveries of one queue and holder, settled the same way.
 #[derive(Debug, Clone)]
-pub struct Settlement {
+pub(crate) struct Settlement {
     /// The queue.
     pub queue: Arc<Queue>,
     /// The holder they are leased to.
@@ -38,7 +38,11 @@ pub struct Settlement {
 ///
 /// # Errors
 /// The stage's error.
-pub async fn settle_in(tx: &Transaction, s: &Settlement, now: u64) -> Result<(), StageError> {
+pub(crate) async fn settle_in(
+    tx: &Transaction,
+    s: &Settlement,
+    now: u64,
+) -> Result<(), StageError> {
     let stage = &s.queue.stage;
     match s.how {
         How::Ack => stage.ack_in(tx, s.holder, &s.ids).await.map(|_| ()),

@@ -46,7 +46,7 @@ const PIECE: u64 = 10 * chunked::CHUNK as u64;
 ///
 /// # Errors
 /// 541 when the store fails or the connection's socket is closed.
-pub async fn send_content(
+pub(crate) async fn send_content(
     ctx: &ConnectionContext,
     channel: u16,
     mut out: Vec<u8>,
@@ -71,7 +71,7 @@ pub async fn send_content(
 /// A body written to a spill before the transaction that fans its message out, held by a
 /// holder registered for it.
 #[derive(Debug, Clone, Copy)]
-pub struct Prespill {
+pub(crate) struct Prespill {
     /// The spill.
     pub spill: Spill,
     /// Its holder.
@@ -83,7 +83,7 @@ impl Prespill {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn write(broker: &Broker, body: &Bytes) -> Result<Self, StageError> {
+    pub(crate) async fn write(broker: &Broker, body: &Bytes) -> Result<Self, StageError> {
         let holder = broker.holders.register(broker.liveness.ttl()).await?;
         let spill = broker.stages.spills().write_all(holder, body).await?;
         Ok(Self { spill, holder })
@@ -91,7 +91,7 @@ impl Prespill {
 
     /// Releases the holder, after the transaction that referenced the spill (or did not:
     /// then the spill is freed).
-    pub async fn release(self, broker: &Broker) {
+    pub(crate) async fn release(self, broker: &Broker) {
         if let Err(e) = broker.holders.release(self.holder).await {
             tracing::warn!(error = %e, "cannot release a spill's holder; it is released when this instance's incarnation ends");
         }

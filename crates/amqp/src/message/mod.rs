@@ -2,5 +2,5 @@
 //! body too large for one transaction, kept in a spill as it is published, fanned out and
 //! delivered ([`large`]).
 
-pub mod large;
-pub mod stored;
+pub(crate) mod large;
+pub(crate) mod stored;

@@ -49,7 +49,7 @@ enum Pass {
 }
 
 /// Routes `queue`'s dead-lettered messages until the queue is deleted or `shutdown`.
-pub async fn run(
+pub(crate) async fn run(
     broker: Arc<Broker>,
     vhost: Arc<VHost>,
     queue: Arc<Queue>,

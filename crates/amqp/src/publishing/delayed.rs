@@ -52,7 +52,7 @@ const RETRY: Duration = Duration::from_secs(1);
 
 /// A message for a delayed-message exchange to hold.
 #[derive(Debug, Clone, Copy)]
-pub struct Hold<'a> {
+pub(crate) struct Hold<'a> {
     /// The delayed-message exchange.
     pub exchange: &'a str,
     /// When it is due, ms since the epoch.
@@ -70,7 +70,7 @@ pub struct Hold<'a> {
 ///
 /// # Errors
 /// The store's error.
-pub async fn hold_in(
+pub(crate) async fn hold_in(
     tx: &Transaction,
     keys: &TopologyKeys,
     spills: &Spills,
@@ -128,7 +128,7 @@ pub async fn hold_in(
 ///
 /// # Errors
 /// The store's error.
-pub async fn held(
+pub(crate) async fn held(
     tx: &Transaction,
     keys: &TopologyKeys,
     vhost: &str,
@@ -142,7 +142,7 @@ pub async fn held(
 }
 
 /// Releases due messages on this instance until `shutdown`.
-pub async fn run(broker: Arc<Broker>, shutdown: CancellationToken) {
+pub(crate) async fn run(broker: Arc<Broker>, shutdown: CancellationToken) {
     let keys = broker.vhosts.keys().clone();
     let counter = ChangeCounter::new(keys.delayed_version());
     // The (vhost, exchange) gauges set last time, so a deleted exchange's goes to 0.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 /// One message for one queue.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// Which message of the batch it is (confirms are per message, not per queue).
     pub item: usize,
     /// What to append (body, priority, expiry, idempotency key).
@@ -26,7 +26,7 @@ pub struct Entry {
 
 /// The messages of a batch for one queue, in order.
 #[derive(Debug, Clone)]
-pub struct QueueBatch {
+pub(crate) struct QueueBatch {
     /// The queue.
     pub queue: Arc<Queue>,
     /// Its messages.
@@ -35,7 +35,7 @@ pub struct QueueBatch {
 
 /// What storing a batch did, per queue and per message.
 #[derive(Debug, Clone, Default)]
-pub struct Stored {
+pub(crate) struct Stored {
     /// Items refused by a queue with `x-overflow: reject-publish` at its limit.
     pub rejected: Vec<usize>,
     /// Per queue (index into the batches): messages appended.
@@ -46,7 +46,7 @@ pub struct Stored {
 ///
 /// # Errors
 /// The stage's error.
-pub async fn enqueue_in(
+pub(crate) async fn enqueue_in(
     tx: &Transaction,
     batches: &[QueueBatch],
     now: u64,
@@ -122,7 +122,7 @@ pub async fn enqueue_in(
 ///
 /// # Errors
 /// The reason a publish is refused (RabbitMQ's precondition-failed text).
-pub fn parse_expiration(expiration: &str) -> Result<u64, String> {
+pub(crate) fn parse_expiration(expiration: &str) -> Result<u64, String> {
     expiration
         .parse::<u64>()
         .ok()
@@ -133,7 +133,7 @@ pub fn parse_expiration(expiration: &str) -> Result<u64, String> {
 /// The expiry of a message arriving at `now` in `queue` whose own TTL (the
 /// `expiration` property) is `message_ttl` ms: the sooner of it and the queue's
 /// `x-message-ttl`; 0 when neither applies.
-pub fn expires_at(queue: &Queue, message_ttl: Option<u64>, now: u64) -> u64 {
+pub(crate) fn expires_at(queue: &Queue, message_ttl: Option<u64>, now: u64) -> u64 {
     match (queue.spec.args.message_ttl, message_ttl) {
         (None, None) => 0,
         (a, b) => now.saturating_add(a.unwrap_or(u64::MAX).min(b.unwrap_or(u64::MAX))),
@@ -143,7 +143,7 @@ pub fn expires_at(queue: &Queue, message_ttl: Option<u64>, now: u64) -> u64 {
 /// Tells the expiry sweeper the soonest expiry among each batch's messages, so it looks
 /// at those queues' heads in time. Only a hint: giving it for a transaction that is then
 /// retried just makes the sweeper look early.
-pub fn hint_expiries(expiry: &crate::state::expiry::ExpiryHints, batches: &[QueueBatch]) {
+pub(crate) fn hint_expiries(expiry: &crate::state::expiry::ExpiryHints, batches: &[QueueBatch]) {
     for batch in batches {
         let soonest = batch
             .messages

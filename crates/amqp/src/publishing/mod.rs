@@ -3,7 +3,7 @@
 //! rules, inside a caller's transaction ([`enqueue`]); `x-delayed-message` exchanges
 //! ([`delayed`]); the dead-letter router ([`dead_letter`]).
 
-pub mod dead_letter;
-pub mod delayed;
-pub mod enqueue;
-pub mod publish;
+pub(crate) mod dead_letter;
+pub(crate) mod delayed;
+pub(crate) mod enqueue;
+pub(crate) mod publish;

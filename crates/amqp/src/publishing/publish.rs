@@ -81,7 +81,7 @@ pub struct Incoming {
 
 /// What a publish answers at once.
 #[derive(Debug, Default)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// Frames to send (basic.return for an unroutable mandatory message).
     pub frames: Vec<u8>,
     /// For a returned large message: its properties and spill, whose content follows the
@@ -118,14 +118,14 @@ struct Accepted {
 }
 
 /// A finished commit of the confirm pipeline.
-pub struct Committed {
+pub(crate) struct Committed {
     batch: Vec<Accepted>,
     batches: Vec<QueueBatch>,
     result: Result<Stored, AmqpError>,
 }
 
 /// One channel's publishing state.
-pub struct Publisher {
+pub(crate) struct Publisher {
     /// Random per channel: with `sequence`, the idempotency key of every append.
     producer: u64,
     /// The last publish's sequence.
@@ -174,7 +174,7 @@ impl Publisher {
     ///
     /// # Errors
     /// 406 on a transactional channel.
-    pub fn select_confirm(&mut self) -> Result<(), AmqpError> {
+    pub(crate) fn select_confirm(&mut self) -> Result<(), AmqpError> {
         if self.transactional {
             return Err(AmqpError::precondition_failed(
                 "cannot switch from tx to confirm mode",
@@ -188,7 +188,7 @@ impl Publisher {
     ///
     /// # Errors
     /// 406 on a channel in confirm mode.
-    pub fn select_tx(&mut self) -> Result<(), AmqpError> {
+    pub(crate) fn select_tx(&mut self) -> Result<(), AmqpError> {
         if self.confirm.is_some() {
             return Err(AmqpError::precondition_failed(
                 "cannot switch from confirm to tx mode",
@@ -199,22 +199,22 @@ impl Publisher {
     }
 
     /// Records the lease holder that holds the channel's spills.
-    pub fn hold_spills_as(&mut self, holder: u64) {
+    pub(crate) fn hold_spills_as(&mut self, holder: u64) {
         self.spill_holder = Some(holder);
     }
 
     /// Whether tx.select was called.
-    pub fn transactional(&self) -> bool {
+    pub(crate) fn transactional(&self) -> bool {
         self.transactional
     }
 
     /// Whether so much waits for a commit that the channel should stop reading.
-    pub fn saturated(&self) -> bool {
+    pub(crate) fn saturated(&self) -> bool {
         self.pending_bytes > PENDING_BYTES_MAX
     }
 
     /// Whether nothing waits for or is in a commit (tx.select's held publishes aside).
-    pub fn idle(&self) -> bool {
+    pub(crate) fn idle(&self) -> bool {
         self.commits.is_idle()
     }
 
@@ -223,7 +223,7 @@ impl Publisher {
     ///
     /// # Errors
     /// 541 when the commit task panicked.
-    pub async fn committed(&mut self) -> Result<Committed, AmqpError> {
+    pub(crate) async fn committed(&mut self) -> Result<Committed, AmqpError> {
         self.commits
             .committed()
             .await
@@ -240,7 +240,7 @@ impl Publisher {
     /// 404 for a missing exchange, 403 for an internal one or a refused permission, 406
     /// for an invalid `expiration` or a `reply_to` of `amq.rabbitmq.reply-to` on a channel
     /// that does not consume replies, 540 for `immediate`.
-    pub fn accept(
+    pub(crate) fn accept(
         &mut self,
         ctx: &ConnectionContext,
         channel: u16,
@@ -405,7 +405,7 @@ impl Publisher {
 
     /// Starts a commit of what is pending (at most [`spill::RUN_BYTES`] of copied
     /// bodies, or one message), unless one is under way.
-    pub fn start_commit(&mut self, broker: &Arc<Broker>, vhost: &str) {
+    pub(crate) fn start_commit(&mut self, broker: &Arc<Broker>, vhost: &str) {
         if self.commits.is_committing() || self.commits.pending().is_empty() {
             return;
         }
@@ -458,7 +458,7 @@ impl Publisher {
 
     /// Takes the finished commit: records its metrics, hints the expiry sweeper, and
     /// returns the confirms to send. A batch the store refused is nacked.
-    pub fn finish_commit(
+    pub(crate) fn finish_commit(
         &mut self,
         broker: &Broker,
         vhost: &str,
@@ -488,7 +488,7 @@ impl Publisher {
     ///
     /// # Errors
     /// 541 when the store fails.
-    pub async fn commit_tx(
+    pub(crate) async fn commit_tx(
         &mut self,
         broker: &Broker,
         vhost: &str,
@@ -522,7 +522,7 @@ impl Publisher {
     }
 
     /// tx.rollback: forgets the held publishes.
-    pub fn rollback_tx(&mut self) {
+    pub(crate) fn rollback_tx(&mut self) {
         let held = std::mem::take(&mut self.held);
         self.held_bytes = 0;
         self.abandoned.extend(held.iter().filter_map(|r| r.spill));

@@ -25,7 +25,7 @@ pub struct Capabilities {
 }
 
 /// What every channel of a connection shares.
-pub struct ConnectionContext {
+pub(crate) struct ConnectionContext {
     /// The instance's shared state.
     pub broker: Arc<Broker>,
     /// The opened virtual host.
@@ -62,7 +62,7 @@ impl std::fmt::Debug for ConnectionContext {
 
 /// News from a channel task.
 #[derive(Debug)]
-pub enum Control {
+pub(crate) enum Control {
     /// The channel failed with a channel exception and sent channel.close; its frames are
     /// dropped until the client's close-ok.
     ChannelFailed(u16),

@@ -15,12 +15,12 @@ use std::collections::HashMap;
 use tokio::sync::mpsc;
 
 /// The pseudo-queue a client consumes from and names in `reply_to`.
-pub const PSEUDO_QUEUE: &str = "amq.rabbitmq.reply-to";
+pub(crate) const PSEUDO_QUEUE: &str = "amq.rabbitmq.reply-to";
 /// The prefix of every channel's reply address.
-pub const ADDRESS_PREFIX: &str = "amq.rabbitmq.reply-to.";
+pub(crate) const ADDRESS_PREFIX: &str = "amq.rabbitmq.reply-to.";
 
 /// Whether `name` is the pseudo-queue or a reply address.
-pub fn is_reply_queue(name: &str) -> bool {
+pub(crate) fn is_reply_queue(name: &str) -> bool {
     name == PSEUDO_QUEUE || name.starts_with(ADDRESS_PREFIX)
 }
 

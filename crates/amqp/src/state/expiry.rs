@@ -40,7 +40,7 @@ impl ExpiryHints {
 }
 
 /// Runs the sweeper until `shutdown`.
-pub async fn run(
+pub(crate) async fn run(
     db: Database,
     mut hints: mpsc::UnboundedReceiver<(u64, Weak<Queue>)>,
     shutdown: CancellationToken,

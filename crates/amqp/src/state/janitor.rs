@@ -11,7 +11,11 @@ use tracing::{info, warn};
 
 /// Deletes `queue` once it has had no consumer and no use for its `x-expires` (RabbitMQ's
 /// rule: declare, consume and get count as use). Ends when the queue is deleted.
-pub async fn expire_unused(vhost: Arc<VHost>, queue: Arc<Queue>, shutdown: CancellationToken) {
+pub(crate) async fn expire_unused(
+    vhost: Arc<VHost>,
+    queue: Arc<Queue>,
+    shutdown: CancellationToken,
+) {
     let Some(ttl) = queue.spec.args.expires.map(Duration::from_millis) else {
         return;
     };
@@ -46,7 +50,7 @@ pub async fn expire_unused(vhost: Arc<VHost>, queue: Arc<Queue>, shutdown: Cance
 
 /// Every lease TTL, removes transient entities of dead owners in every virtual host (so
 /// after a crash they go one TTL after the restart, when the old holders expire).
-pub async fn reap_orphans(broker: Arc<Broker>, shutdown: CancellationToken) {
+pub(crate) async fn reap_orphans(broker: Arc<Broker>, shutdown: CancellationToken) {
     loop {
         for vhost in broker.vhosts.list() {
             if let Err(e) = vhost.reap_orphans(&broker.holders).await {

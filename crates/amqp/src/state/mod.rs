@@ -6,12 +6,12 @@
 //! head expiry without consumers ([`expiry`]), `x-expires` and transient entities of dead
 //! owners ([`janitor`]), queue-depth gauges and the publisher alarm ([`resources`]).
 
-pub mod broker;
-pub mod context;
-pub mod direct_reply;
-pub mod expiry;
-pub mod janitor;
-pub mod registry;
-pub mod resources;
-pub mod topology;
-pub mod vhosts;
+pub(crate) mod broker;
+pub(crate) mod context;
+pub(crate) mod direct_reply;
+pub(crate) mod expiry;
+pub(crate) mod janitor;
+pub(crate) mod registry;
+pub(crate) mod resources;
+pub(crate) mod topology;
+pub(crate) mod vhosts;

@@ -89,7 +89,7 @@ pub struct LiveConnection {
 }
 
 /// How a [`LiveConnection`] is made to fail.
-pub type Fail = Box<dyn Fn(AmqpError) + Send + Sync>;
+pub(crate) type Fail = Box<dyn Fn(AmqpError) + Send + Sync>;
 
 impl std::fmt::Debug for LiveConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 /// Runs the monitor until `shutdown`, publishing the alarm on `alarm`.
-pub async fn run(
+pub(crate) async fn run(
     broker: Arc<Broker>,
     mut memory: MemoryWatermark,
     alarm: watch::Sender<Option<String>>,

@@ -323,7 +323,7 @@ impl VHosts {
 /// Follows the set of vhosts until `shutdown`: syncs on every change, runs `watch` (the
 /// topology watch) for each served vhost, and closes the connections of a vhost that is
 /// gone.
-pub async fn follow<W, F>(
+pub(crate) async fn follow<W, F>(
     vhosts: &VHosts,
     connections: &Connections,
     watch: W,

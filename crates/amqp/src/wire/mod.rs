@@ -3,5 +3,5 @@
 //! and puts encoded frames on it ([`writer`]). Nothing here knows queues or the store.
 
 pub mod codec;
-pub mod errors;
-pub mod writer;
+pub(crate) mod errors;
+pub(crate) mod writer;

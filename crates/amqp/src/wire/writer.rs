@@ -23,7 +23,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 const QUEUE: usize = 256;
 /// Bytes queued for the socket or being written before senders wait; a larger write waits
 /// for the queue to empty and then goes alone.
-pub const QUEUE_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const QUEUE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Encoded frames and their share of [`QUEUE_BYTES`], returned once written.
 type Queued = (Vec<u8>, OwnedSemaphorePermit);
@@ -32,7 +32,7 @@ const BUFFER: usize = 128 * 1024;
 
 /// The sending side: clone it into every channel.
 #[derive(Debug, Clone)]
-pub struct Writer {
+pub(crate) struct Writer {
     tx: mpsc::Sender<Queued>,
     /// Bytes that may still be queued.
     room: Arc<Semaphore>,
@@ -41,14 +41,14 @@ pub struct Writer {
 /// The writer task is gone (the socket failed or the connection ended).
 #[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("the connection's socket is closed")]
-pub struct WriterClosed;
+pub(crate) struct WriterClosed;
 
 impl Writer {
     /// Queues encoded frames, waiting while the queue is full (in writes or in bytes).
     ///
     /// # Errors
     /// [`WriterClosed`] when the writer task has ended.
-    pub async fn send(&self, frames: Vec<u8>) -> Result<(), WriterClosed> {
+    pub(crate) async fn send(&self, frames: Vec<u8>) -> Result<(), WriterClosed> {
         if frames.is_empty() {
             return Ok(());
         }
@@ -67,14 +67,14 @@ impl Writer {
 
     /// Resolves once the writer task has ended: the socket failed, or a write made no
     /// progress within the send timeout.
-    pub async fn closed(&self) {
+    pub(crate) async fn closed(&self) {
         self.tx.closed().await;
     }
 }
 
 /// How the writer treats its socket.
 #[derive(Debug, Clone, Copy)]
-pub struct Timing {
+pub(crate) struct Timing {
     /// The negotiated heartbeat interval, if any.
     pub heartbeat: Option<Duration>,
     /// The longest a write may make no progress (`amqp.send_timeout_ms`), if bounded.
@@ -83,7 +83,7 @@ pub struct Timing {
 
 /// Starts a writer over `socket`; it ends when every [`Writer`] is dropped (after writing
 /// what was queued) or the socket fails.
-pub fn spawn<W>(socket: W, timing: Timing) -> (Writer, tokio::task::JoinHandle<()>)
+pub(crate) fn spawn<W>(socket: W, timing: Timing) -> (Writer, tokio::task::JoinHandle<()>)
 where
     W: AsyncWrite + Resettable + Unpin + Send + 'static,
 {

@@ -12,7 +12,7 @@ use super::many::open_many;
 use super::raw::AmqpTarget;
 use super::{Observer, OverloadBench, connections, seconds};
 use crate::Percentiles;
-use ferry_amqp::wire::codec::PROTOCOL_HEADER;
+use ferry_amqp::codec::PROTOCOL_HEADER;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

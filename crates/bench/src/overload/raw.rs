@@ -11,7 +11,7 @@
 
 use anyhow::Context;
 use bytes::BytesMut;
-use ferry_amqp::wire::codec::{self, Frame, PROTOCOL_HEADER};
+use ferry_amqp::codec::{self, Frame, PROTOCOL_HEADER};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, FetchRequest, RequestHeader,

@@ -22,7 +22,7 @@ use std::time::Instant;
 const SETTLE_BATCH: usize = 256;
 
 /// A finished settle commit.
-pub struct Settled {
+pub(crate) struct Settled {
     settlements: Vec<Settlement>,
     result: Result<(), AmqpError>,
 }
@@ -34,7 +34,7 @@ impl Consumers {
     ///
     /// # Errors
     /// 406 for an unknown delivery tag.
-    pub fn settle(
+    pub(crate) fn settle(
         &mut self,
         tag: u64,
         multiple: bool,
@@ -58,7 +58,7 @@ impl Consumers {
     }
 
     /// basic.recover with requeue: every unacknowledged delivery goes back.
-    pub fn recover(&mut self) -> Vec<Settlement> {
+    pub(crate) fn recover(&mut self) -> Vec<Settlement> {
         let entries: Vec<Unacked> = std::mem::take(&mut self.unacked).into_values().collect();
         self.group(entries, How::Requeue)
     }
@@ -101,7 +101,7 @@ impl Consumers {
     /// quarter of its prefetch, so leasing overlaps settling. Room freed by a requeue waits
     /// for its commit (which follows at once): the requeued message must be back in its
     /// place first, to be delivered again before every later message, as RabbitMQ does.
-    pub fn queue_settlements(&mut self, settlements: Vec<Settlement>) {
+    pub(crate) fn queue_settlements(&mut self, settlements: Vec<Settlement>) {
         let requeues = settlements.iter().any(|s| s.how == How::Requeue);
         self.queue_pending(settlements);
         if !requeues {
@@ -128,7 +128,7 @@ impl Consumers {
     /// settlements are a few recent acknowledgements ([`BATCH_DELAY`]). Requeues and
     /// rejections commit at once: the message is back in its place (or dead-lettered) for
     /// whatever the client does next.
-    pub fn start_commit(&mut self) {
+    pub(crate) fn start_commit(&mut self) {
         let pending = self.settlements.pending();
         let ids: usize = pending.iter().map(|s| s.ids.len()).sum();
         let only_acks = pending.iter().all(|s| s.how == How::Ack);
@@ -178,14 +178,14 @@ impl Consumers {
     ///
     /// # Errors
     /// 541 when the commit failed.
-    pub fn finish_commit(&mut self, done: Settled) -> Result<(), AmqpError> {
+    pub(crate) fn finish_commit(&mut self, done: Settled) -> Result<(), AmqpError> {
         done.result?;
         self.settled(&done.settlements);
         Ok(())
     }
 
     /// Accounts for committed settlements (also those of tx.commit).
-    pub fn settled(&mut self, settlements: &[Settlement]) {
+    pub(crate) fn settled(&mut self, settlements: &[Settlement]) {
         for s in settlements {
             let n = s.ids.len() as u64;
             // A no-ack consumer's deliveries settle as acks too; RabbitMQ counts only the
@@ -226,7 +226,7 @@ impl Consumers {
     ///
     /// # Errors
     /// 541 when a commit fails.
-    pub async fn flush(&mut self) -> Result<(), AmqpError> {
+    pub(crate) async fn flush(&mut self) -> Result<(), AmqpError> {
         loop {
             if self.settlements.is_committing() {
                 let done =
@@ -241,10 +241,5 @@ impl Consumers {
             }
             self.commit_pending();
         }
-    }
-
-    /// Takes every pending settlement (tx.commit applies them itself).
-    pub fn take_pending(&mut self) -> Vec<Settlement> {
-        self.settlements.take_pending()
     }
 }

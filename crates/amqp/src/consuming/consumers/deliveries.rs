@@ -38,7 +38,7 @@ impl Consumers {
     /// # Errors
     /// 530 for a consumer tag in use, 403 for exclusivity conflicts, 541 when the store
     /// fails.
-    pub async fn consume(
+    pub(crate) async fn consume(
         &mut self,
         queue: Arc<Queue>,
         tag: &str,
@@ -127,7 +127,7 @@ impl Consumers {
     }
 
     /// Starts delivering to a consumer registered by [`Consumers::consume`].
-    pub fn start(&mut self, tag: &str) {
+    pub(crate) fn start(&mut self, tag: &str) {
         self.kick(tag);
     }
 
@@ -218,7 +218,7 @@ impl Consumers {
 
     /// The frames returned so far were taken by the connection's writer: consumers whose
     /// batch was among them may lease their next.
-    pub fn sent(&mut self) {
+    pub(crate) fn sent(&mut self) {
         let tags: Vec<String> = self
             .consumers
             .iter_mut()
@@ -230,7 +230,7 @@ impl Consumers {
     }
 
     /// Handles [`Work::Due`]: consumers that waited for more room lease what they have.
-    pub fn on_due(&mut self) {
+    pub(crate) fn on_due(&mut self) {
         if self.lease_due.is_some_and(|due| due <= Instant::now()) {
             self.lease_due = None;
             self.kick_all();
@@ -241,7 +241,7 @@ impl Consumers {
     ///
     /// # Errors
     /// 541 when the store fails or a stored message cannot be read.
-    pub async fn on_event(&mut self, event: Event) -> Result<Vec<u8>, AmqpError> {
+    pub(crate) async fn on_event(&mut self, event: Event) -> Result<Vec<u8>, AmqpError> {
         match event {
             Event::Stepped {
                 tag,
@@ -427,7 +427,7 @@ impl Consumers {
     ///
     /// # Errors
     /// 541 when the store fails.
-    pub async fn cancel(&mut self, tag: &str) -> Result<Vec<u8>, AmqpError> {
+    pub(crate) async fn cancel(&mut self, tag: &str) -> Result<Vec<u8>, AmqpError> {
         let mut out = Vec::new();
         if self.cancel_replies(tag) {
             return Ok(out);

@@ -18,7 +18,11 @@ impl Consumers {
     ///
     /// # Errors
     /// 541 when the store fails.
-    pub async fn get(&mut self, queue: Arc<Queue>, no_ack: bool) -> Result<Vec<u8>, AmqpError> {
+    pub(crate) async fn get(
+        &mut self,
+        queue: Arc<Queue>,
+        no_ack: bool,
+    ) -> Result<Vec<u8>, AmqpError> {
         queue.touch();
         let mut got = if no_ack {
             self.pop_holding_spill(&queue).await?
@@ -103,7 +107,7 @@ impl Consumers {
     ///
     /// # Errors
     /// 541 when the store fails.
-    pub async fn channel_holder(&mut self) -> Result<u64, AmqpError> {
+    pub(crate) async fn channel_holder(&mut self) -> Result<u64, AmqpError> {
         if let Some(h) = self.channel_holder {
             return Ok(h);
         }

@@ -26,7 +26,7 @@ impl Consumers {
     /// # Errors
     /// 406 when `no_ack` is off or the channel has a reply consumer already (RabbitMQ's
     /// words), 530 for a tag in use.
-    pub fn consume_replies(&mut self, tag: &str, no_ack: bool) -> Result<String, AmqpError> {
+    pub(crate) fn consume_replies(&mut self, tag: &str, no_ack: bool) -> Result<String, AmqpError> {
         if !no_ack {
             return Err(AmqpError::precondition_failed(
                 "reply consumer cannot acknowledge",
@@ -46,12 +46,12 @@ impl Consumers {
     }
 
     /// The channel's reply address, while it consumes direct replies.
-    pub fn reply_address(&self) -> Option<&str> {
+    pub(crate) fn reply_address(&self) -> Option<&str> {
         self.reply.as_ref().map(|r| r.address.as_str())
     }
 
     /// Encodes `reply` as a delivery to the reply consumer (no acknowledgement expected).
-    pub fn deliver_reply(&mut self, reply: &Reply) -> Vec<u8> {
+    pub(crate) fn deliver_reply(&mut self, reply: &Reply) -> Vec<u8> {
         let mut out = Vec::new();
         let Some(consumer) = &self.reply else {
             return out;

@@ -23,7 +23,7 @@ impl Consumers {
 
     /// The timeout (ms) of an unacknowledged delivery whose deadline has passed, if any:
     /// the channel is then closed, as RabbitMQ closes it.
-    pub fn ack_timed_out(&mut self) -> Option<u64> {
+    pub(crate) fn ack_timed_out(&mut self) -> Option<u64> {
         let due = self.next_ack_deadline()? <= Instant::now();
         let std::cmp::Reverse((_, _, timeout)) = self.ack_deadlines.peek()?;
         due.then_some(*timeout)

@@ -214,7 +214,7 @@ impl QueueArgs {
 }
 
 /// A quorum queue's delivery limit when it names none: RabbitMQ 4's default.
-pub const QUORUM_DELIVERY_LIMIT: i64 = 20;
+pub(crate) const QUORUM_DELIVERY_LIMIT: i64 = 20;
 
 impl QueueArgs {
     /// The priority lanes of the queue's stage: `x-max-priority`; a quorum queue without it
@@ -321,7 +321,7 @@ pub fn integer(value: &AMQPValue) -> Option<i64> {
 }
 
 /// The text of a short or long string value (long strings must be UTF-8).
-pub fn text(value: &AMQPValue) -> Option<String> {
+pub(crate) fn text(value: &AMQPValue) -> Option<String> {
     match value {
         AMQPValue::ShortString(s) => Some(s.as_str().to_owned()),
         AMQPValue::LongString(s) => String::from_utf8(s.as_bytes().to_vec()).ok(),

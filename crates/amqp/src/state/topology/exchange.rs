@@ -7,13 +7,13 @@ use amq_protocol::types::FieldTable;
 /// The type of a delayed-message exchange (the archived RabbitMQ plugin's): it holds a
 /// message with a positive `x-delay` header for that many milliseconds, then routes it as
 /// an exchange of its `x-delayed-type` argument would ([`crate::publishing::delayed`]).
-pub const DELAYED_TYPE: &str = "x-delayed-message";
+pub(crate) const DELAYED_TYPE: &str = "x-delayed-message";
 
 /// The argument naming how a delayed-message exchange routes.
 const DELAYED_TYPE_ARG: &str = "x-delayed-type";
 
 /// The header that delays a message published to a delayed-message exchange.
-pub const DELAY_HEADER: &str = "x-delay";
+pub(crate) const DELAY_HEADER: &str = "x-delay";
 
 /// The longest delay, ms (the plugin's, Erlang's longest timer: about 49.7 days); a longer
 /// one, like a delay of zero or less, routes the message at once.
@@ -124,7 +124,7 @@ pub struct Exchange {
 }
 
 /// The name prefix reserved for the server's exchanges and queues.
-pub const RESERVED_PREFIX: &str = "amq.";
+pub(crate) const RESERVED_PREFIX: &str = "amq.";
 
 impl Exchange {
     /// The exchanges every virtual host has: the default exchange and the `amq.*` ones.

@@ -11,12 +11,12 @@
 //! [`routing`] (matching and routing), [`records`] (keys and stored values), [`vhost`]
 //! (the operations).
 
-pub mod args;
-pub mod exchange;
-pub mod queue;
-pub mod records;
-pub mod routing;
-pub mod vhost;
+pub(crate) mod args;
+pub(crate) mod exchange;
+pub(crate) mod queue;
+pub(crate) mod records;
+pub(crate) mod routing;
+pub(crate) mod vhost;
 
 pub use exchange::{Exchange, ExchangeKind};
 pub use queue::{Queue, QueueSpec};

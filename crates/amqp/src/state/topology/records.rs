@@ -247,7 +247,7 @@ pub struct RecordError(&'static str);
 
 /// The index value of a message a delayed-message exchange holds: the length of its stored
 /// bytes, and the spill its body is in, for a large one.
-pub fn encode_delayed(len: usize, spill: Option<Spill>) -> Vec<u8> {
+pub(crate) fn encode_delayed(len: usize, spill: Option<Spill>) -> Vec<u8> {
     match spill {
         None => pack(&(DELAYED_FORMAT, len as u64)),
         Some(spill) => pack(&(SPILLED_FORMAT, len as u64, spill.id, spill.len)),
@@ -255,7 +255,7 @@ pub fn encode_delayed(len: usize, spill: Option<Spill>) -> Vec<u8> {
 }
 
 /// Decodes [`encode_delayed`]'s value (a damaged one as 0 bytes, no spill).
-pub fn decode_delayed(value: &[u8]) -> (usize, Option<Spill>) {
+pub(crate) fn decode_delayed(value: &[u8]) -> (usize, Option<Spill>) {
     if let Ok((_, len, id, spill_len)) = unpack::<(u16, u64, u64, u64)>(value) {
         return (len as usize, Some(Spill { id, len: spill_len }));
     }
@@ -270,7 +270,7 @@ pub fn decode_delayed(value: &[u8]) -> (usize, Option<Spill>) {
 ///
 /// # Errors
 /// The store's error.
-pub async fn drop_delayed_in(
+pub(crate) async fn drop_delayed_in(
     tx: &Transaction,
     keys: &TopologyKeys,
     spills: &Spills,

@@ -175,7 +175,7 @@ fn matches(
 
 /// Topic matching: both are dot-separated words; in the pattern `*` stands for exactly one
 /// word and `#` for zero or more. An empty key or pattern has no words.
-pub fn topic_matches(pattern: &str, key: &str) -> bool {
+pub(crate) fn topic_matches(pattern: &str, key: &str) -> bool {
     let (p, k) = (words(pattern), words(key));
     // can[j]: the pattern's first i words match the key's first j words.
     let mut can = vec![false; k.len() + 1];
@@ -206,7 +206,7 @@ fn words(s: &str) -> Vec<&str> {
 /// Headers matching, RabbitMQ's way: `x-match` is `all` (the default) or `any`
 /// (`all-with-x`/`any-with-x` also compare `x-` arguments); an argument with no value
 /// (void) matches a header's presence; values compare by content, integers by number.
-pub fn headers_match(arguments: &FieldTable, headers: Option<&FieldTable>) -> bool {
+pub(crate) fn headers_match(arguments: &FieldTable, headers: Option<&FieldTable>) -> bool {
     let mode = arguments
         .inner()
         .get("x-match")
