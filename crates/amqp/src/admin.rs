@@ -11,10 +11,10 @@
 //!
 //! The views and values those operations take and give are re-exported here, and only
 //! these: the topology's [`Exchange`], [`Queue`], [`Binding`] and their declarations
-//! ([`QueueSpec`], [`QueueArgs`], [`Declarations`] and their [`PlannedDeclarations`]), a vhost's [`VhostMeta`], live
-//! [`LiveConnection`]s and [`LiveChannel`]s, a message as [`AmqpMessage`], the
-//! [`AmqpError`] with its [`ReplyCode`], and the [`Authorize`] check that asks a user's
-//! permissions as the channels do.
+//! ([`QueueSpec`], [`QueueArgs`], [`Declarations`], planned as [`PlannedDeclarations`]),
+//! a vhost's [`VhostMeta`], live [`LiveConnection`]s and [`LiveChannel`]s, a message as
+//! [`AmqpMessage`], the [`AmqpError`] with its [`ReplyCode`], and the [`Authorize`] check
+//! that asks a user's permissions as the channels do.
 
 pub use crate::authorize::Authorize;
 pub use crate::port::AmqpMessage;

@@ -331,8 +331,8 @@ impl Channel {
 
     /// Writes an assembled body to a spill, held by the channel's lease holder until the
     /// commit that stores its message: for a message whose copies in the queues it routes
-    /// to would not fit one transaction ([`crate::publishing::publish::Answer::spill_first`],
-    /// [`crate::message::large`]).
+    /// to would not fit one transaction
+    /// ([`crate::publishing::publish::Answer::spill_first`], [`crate::message::large`]).
     async fn spill_body(&mut self, incoming: &mut Incoming) -> Result<(), AmqpError> {
         let holder = self.consumers.channel_holder().await?;
         self.publisher.hold_spills_as(holder);

@@ -20,20 +20,20 @@
 //! expression per message.
 //!
 //! **Transactions.** After tx.select, publishes (and acknowledgements, see
-//! [`crate::consuming::consumers`]) are held until tx.commit stores them all in one store transaction.
-//! A held publish whose copies would take that transaction's copied bodies past
-//! [`spill::COMMIT_BUDGET`] is spilled first ([`spill::spills_beside`]), as a large fanout
-//! is, so the commit stays one transaction — all of them visible, or none.
+//! [`crate::consuming::consumers`]) are held until tx.commit stores them all in one store
+//! transaction. A held publish whose copies would take that transaction's copied bodies
+//! past [`spill::COMMIT_BUDGET`] is spilled first ([`spill::spills_beside`]), as a large
+//! fanout is, so the commit stays one transaction — all of them visible, or none.
 //!
 //! **Large messages.** A body written to a spill before the message arrived here
-//! ([`crate::message::large`]) is held by the channel's lease holder until the commit that stores
-//! the message, which lets go of it (a spill the holder no longer holds fails the commit:
-//! it may have been freed). A message discarded before its commit (tx.rollback, a failed
-//! commit) lets go in the channel's next commit, or when its holder is released. A
+//! ([`crate::message::large`]) is held by the channel's lease holder until the commit that
+//! stores the message, which lets go of it (a spill the holder no longer holds fails the
+//! commit: it may have been freed). A message discarded before its commit (tx.rollback, a
+//! failed commit) lets go in the channel's next commit, or when its holder is released. A
 //! smaller body whose copies in the queues it routes to would not fit one transaction
 //! together is handed back to the channel to be spilled the same way first
-//! ([`Answer::spill_first`]); a commit takes messages while their copied bodies stay
-//! within [`spill::RUN_BYTES`] (a message alone, up to [`spill::COMMIT_BUDGET`]).
+//! ([`Answer::spill_first`]); a commit takes messages while their copied bodies stay within
+//! [`spill::RUN_BYTES`] (a message alone, up to [`spill::COMMIT_BUDGET`]).
 
 use super::delayed::{self, Hold};
 use super::enqueue::{
@@ -231,10 +231,11 @@ impl Publisher {
     }
 
     /// Routes a complete message of channel `channel` of the connection `ctx` and queues
-    /// it for storing, or hands a direct reply to its channel ([`crate::state::direct_reply`]:
-    /// `reply_address` is this channel's own, while it consumes replies); returns frames to
-    /// send at once (basic.return for an unroutable mandatory message), or the message
-    /// itself when its body must be spilled first ([`Answer::spill_first`]).
+    /// it for storing, or hands a direct reply to its channel
+    /// ([`crate::state::direct_reply`]: `reply_address` is this channel's own, while it
+    /// consumes replies); returns frames to send at once (basic.return for an unroutable
+    /// mandatory message), or the message itself when its body must be spilled first
+    /// ([`Answer::spill_first`]).
     ///
     /// # Errors
     /// 404 for a missing exchange, 403 for an internal one or a refused permission, 406

@@ -18,7 +18,7 @@ use ferry_telemetry::compat::rabbitmq::state as rabbitmq;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Settlements commit once this many deliveries are pending, or after [`BATCH_DELAY`](super::BATCH_DELAY).
+/// Settlements commit once this many deliveries are pending, or after [`BATCH_DELAY`].
 const SETTLE_BATCH: usize = 256;
 
 /// A finished settle commit.
