@@ -23,12 +23,12 @@ pub struct Connections {
 
 impl Connections {
     /// Registers `connection` (under its id) until [`Connections::remove`].
-    pub fn add(&self, connection: Arc<LiveConnection>) {
+    pub(crate) fn add(&self, connection: Arc<LiveConnection>) {
         self.live.lock().insert(connection.id, connection);
     }
 
     /// Forgets the connection `id` (it ended).
-    pub fn remove(&self, id: u64) {
+    pub(crate) fn remove(&self, id: u64) {
         self.live.lock().remove(&id);
     }
 
@@ -129,7 +129,7 @@ pub struct LiveConsumer {
 impl LiveConnection {
     /// A connection with no channels yet, whose user may do `access`, which `fail` ends
     /// with an exception.
-    pub fn new(id: u64, info: ConnectionInfo, access: Arc<LiveAccess>, fail: Fail) -> Self {
+    pub(crate) fn new(id: u64, info: ConnectionInfo, access: Arc<LiveAccess>, fail: Fail) -> Self {
         Self {
             id,
             name: format!("{} -> {}", info.peer, info.local),
@@ -147,17 +147,17 @@ impl LiveConnection {
     }
 
     /// Records channel `number` as open.
-    pub fn channel_opened(&self, number: u16) {
+    pub(crate) fn channel_opened(&self, number: u16) {
         self.channels.lock().insert(number, LiveChannel::default());
     }
 
     /// Records channel `number` as closed.
-    pub fn channel_closed(&self, number: u16) {
+    pub(crate) fn channel_closed(&self, number: u16) {
         self.channels.lock().remove(&number);
     }
 
     /// Records channel `number`'s basic.qos.
-    pub fn set_prefetch(&self, number: u16, prefetch: u16, global: bool) {
+    pub(crate) fn set_prefetch(&self, number: u16, prefetch: u16, global: bool) {
         if let Some(channel) = self.channels.lock().get_mut(&number) {
             if global {
                 channel.global_prefetch = prefetch;
@@ -168,14 +168,14 @@ impl LiveConnection {
     }
 
     /// Records a consumer of channel `number`.
-    pub fn consumer_started(&self, number: u16, consumer: LiveConsumer) {
+    pub(crate) fn consumer_started(&self, number: u16, consumer: LiveConsumer) {
         if let Some(channel) = self.channels.lock().get_mut(&number) {
             channel.consumers.push(consumer);
         }
     }
 
     /// Forgets consumer `tag` of channel `number`.
-    pub fn consumer_stopped(&self, number: u16, tag: &str) {
+    pub(crate) fn consumer_stopped(&self, number: u16, tag: &str) {
         if let Some(channel) = self.channels.lock().get_mut(&number) {
             channel.consumers.retain(|c| c.tag != tag);
         }

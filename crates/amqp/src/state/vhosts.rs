@@ -137,7 +137,7 @@ impl VHosts {
     }
 
     /// The front's keys.
-    pub fn keys(&self) -> &TopologyKeys {
+    pub(crate) fn keys(&self) -> &TopologyKeys {
         &self.keys
     }
 
@@ -170,7 +170,7 @@ impl VHosts {
     }
 
     /// Whether `name` is in `amqp.vhosts`.
-    pub fn is_configured(&self, name: &str) -> bool {
+    pub(crate) fn is_configured(&self, name: &str) -> bool {
         self.configured.iter().any(|c| c == name)
     }
 
@@ -244,7 +244,7 @@ impl VHosts {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn version(&self) -> Result<i64, StoreError> {
+    pub(crate) async fn version(&self) -> Result<i64, StoreError> {
         self.version.read(&self.db).await
     }
 
@@ -252,7 +252,7 @@ impl VHosts {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn changed_since(&self, seen: i64) -> Result<(), StoreError> {
+    pub(crate) async fn changed_since(&self, seen: i64) -> Result<(), StoreError> {
         self.version.changed_since(&self.db, seen).await
     }
 

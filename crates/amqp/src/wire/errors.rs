@@ -110,7 +110,7 @@ impl ReplyCode {
 
     /// Whether the specification makes this a connection exception (closing every channel)
     /// rather than a channel exception.
-    pub fn closes_connection(self) -> bool {
+    pub(crate) fn closes_connection(self) -> bool {
         !matches!(
             self,
             Self::ContentTooLarge
@@ -158,7 +158,7 @@ impl AmqpError {
     }
 
     /// The reply text sent to the client: `CODE_NAME - text`, at most 255 bytes.
-    pub fn reply_text(&self) -> String {
+    pub(crate) fn reply_text(&self) -> String {
         let mut text = self.to_string();
         if text.len() > 255 {
             let mut cut = 255;
@@ -173,7 +173,7 @@ impl AmqpError {
     /// Exports `ferry_amqp_errors_total` at 0 for every exception code, so an alert on its
     /// increase sees the first exception after a start (a series born at 1 has no
     /// increase).
-    pub fn export_counters() {
+    pub(crate) fn export_counters() {
         for code in ReplyCode::EXCEPTIONS {
             metrics::counter!(metric::ERRORS_TOTAL, metric::LABEL_CODE => code.code().to_string())
                 .increment(0);
@@ -197,7 +197,7 @@ impl AmqpError {
     }
 
     /// 405.
-    pub fn resource_locked(text: impl Into<String>) -> Self {
+    pub(crate) fn resource_locked(text: impl Into<String>) -> Self {
         Self::new(ReplyCode::ResourceLocked, text)
     }
 
@@ -207,22 +207,22 @@ impl AmqpError {
     }
 
     /// 503.
-    pub fn command_invalid(text: impl Into<String>) -> Self {
+    pub(crate) fn command_invalid(text: impl Into<String>) -> Self {
         Self::new(ReplyCode::CommandInvalid, text)
     }
 
     /// 505.
-    pub fn unexpected_frame(text: impl Into<String>) -> Self {
+    pub(crate) fn unexpected_frame(text: impl Into<String>) -> Self {
         Self::new(ReplyCode::UnexpectedFrame, text)
     }
 
     /// 530.
-    pub fn not_allowed(text: impl Into<String>) -> Self {
+    pub(crate) fn not_allowed(text: impl Into<String>) -> Self {
         Self::new(ReplyCode::NotAllowed, text)
     }
 
     /// 540.
-    pub fn not_implemented(text: impl Into<String>) -> Self {
+    pub(crate) fn not_implemented(text: impl Into<String>) -> Self {
         Self::new(ReplyCode::NotImplemented, text)
     }
 

@@ -159,7 +159,7 @@ impl QueueArgs {
     /// # Errors
     /// 406 naming the first argument that differs, RabbitMQ's way:
     /// `inequivalent arg 'x-max-priority' for queue 'q' in vhost '/': received '5' but current is none`.
-    pub fn check_equivalent(
+    pub(crate) fn check_equivalent(
         &self,
         wanted: &Self,
         queue: &str,

@@ -162,7 +162,7 @@ impl Exchange {
     }
 
     /// The exchange messages go to when this one routes them nowhere.
-    pub fn alternate(&self) -> Option<String> {
+    pub(crate) fn alternate(&self) -> Option<String> {
         self.arguments
             .inner()
             .get("alternate-exchange")
@@ -173,7 +173,7 @@ impl Exchange {
     ///
     /// # Errors
     /// 406 naming the first setting that differs, RabbitMQ's way.
-    pub fn check_equivalent(&self, wanted: &Self, vhost: &str) -> Result<(), AmqpError> {
+    pub(crate) fn check_equivalent(&self, wanted: &Self, vhost: &str) -> Result<(), AmqpError> {
         let differ = |arg: &str,
                       received: &dyn std::fmt::Display,
                       current: &dyn std::fmt::Display| {

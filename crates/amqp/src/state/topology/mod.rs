@@ -39,18 +39,18 @@ pub struct Topology {
 
 /// What removing some entities takes with it.
 #[derive(Debug, Default)]
-pub struct Removal {
+pub(crate) struct Removal {
     /// Exchanges removed (asked for, or auto-deleted after losing their last binding).
-    pub exchanges: BTreeSet<String>,
+    pub(crate) exchanges: BTreeSet<String>,
     /// Queues removed.
-    pub queues: Vec<Arc<Queue>>,
+    pub(crate) queues: Vec<Arc<Queue>>,
     /// Bindings removed.
-    pub bindings: Vec<Binding>,
+    pub(crate) bindings: Vec<Binding>,
 }
 
 impl Topology {
     /// Every binding whose destination is `destination`.
-    pub fn bindings_to<'a>(
+    pub(crate) fn bindings_to<'a>(
         &'a self,
         destination: &'a Destination,
     ) -> impl Iterator<Item = &'a Binding> {
@@ -61,7 +61,7 @@ impl Topology {
     }
 
     /// Whether `binding` exists.
-    pub fn has_binding(&self, binding: &Binding) -> bool {
+    pub(crate) fn has_binding(&self, binding: &Binding) -> bool {
         self.bindings
             .get(&binding.source)
             .is_some_and(|bs| bs.contains(binding))
@@ -70,7 +70,7 @@ impl Topology {
     /// Plans removing `exchanges`, `queues` and `bindings`: every binding to or from a
     /// removed entity goes too, and so does every auto-delete exchange left without
     /// bindings as a source (repeatedly, since its own removal removes more bindings).
-    pub fn plan_removal(
+    pub(crate) fn plan_removal(
         &self,
         exchanges: &[String],
         queues: &[String],
@@ -136,7 +136,7 @@ impl Topology {
     }
 
     /// Applies a committed removal.
-    pub fn apply_removal(&mut self, removal: &Removal) {
+    pub(crate) fn apply_removal(&mut self, removal: &Removal) {
         for b in &removal.bindings {
             if let Some(list) = self.bindings.get_mut(&b.source) {
                 list.retain(|x| x != b);
@@ -160,7 +160,7 @@ impl Topology {
     }
 
     /// Adds a binding (once).
-    pub fn add_binding(&mut self, binding: Binding) {
+    pub(crate) fn add_binding(&mut self, binding: Binding) {
         let list = self.bindings.entry(binding.source.clone()).or_default();
         if !list.contains(&binding) {
             list.push(binding);

@@ -60,7 +60,7 @@ pub struct LocalUse {
 
 impl Queue {
     /// Whether it was declared with `x-queue-type` `quorum`.
-    pub fn is_quorum(&self) -> bool {
+    pub(crate) fn is_quorum(&self) -> bool {
         self.spec.args.queue_type == super::args::QueueType::Quorum
     }
 
@@ -89,7 +89,7 @@ impl Queue {
     }
 
     /// The `vhost` and `queue` labels of its metrics.
-    pub fn labels(&self) -> [(&'static str, String); 2] {
+    pub(crate) fn labels(&self) -> [(&'static str, String); 2] {
         [
             (metric::LABEL_VHOST, self.vhost.clone()),
             (metric::LABEL_QUEUE, self.name.clone()),
@@ -97,14 +97,14 @@ impl Queue {
     }
 
     /// Whether `connection` may use it (it is not exclusive to another connection).
-    pub fn accessible_by(&self, connection: u64) -> bool {
+    pub(crate) fn accessible_by(&self, connection: u64) -> bool {
         self.spec
             .exclusive_owner
             .is_none_or(|owner| owner == connection)
     }
 
     /// Notes a use (declare, consume, get) for `x-expires`.
-    pub fn touch(&self) {
+    pub(crate) fn touch(&self) {
         self.local.lock().last_used = Instant::now();
     }
 
@@ -114,7 +114,7 @@ impl Queue {
     }
 
     /// Publishes the consumer gauge.
-    pub fn publish_consumers(&self, consumers: usize) {
+    pub(crate) fn publish_consumers(&self, consumers: usize) {
         metrics::gauge!(metric::CONSUMERS, &self.labels()).set(consumers as f64);
     }
 }

@@ -126,7 +126,7 @@ impl TopologyKeys {
     }
 
     /// Everything of a virtual host's topology (exchanges, queues, bindings, version).
-    pub fn vhost_topology(&self, vhost: &str) -> (Vec<u8>, Vec<u8>) {
+    pub(crate) fn vhost_topology(&self, vhost: &str) -> (Vec<u8>, Vec<u8>) {
         prefix_range(&self.space.pack(&("v", vhost)))
     }
 
@@ -136,7 +136,7 @@ impl TopologyKeys {
     }
 
     /// Every virtual host record.
-    pub fn vhost_records(&self) -> (Vec<u8>, Vec<u8>) {
+    pub(crate) fn vhost_records(&self) -> (Vec<u8>, Vec<u8>) {
         prefix_range(&self.space.pack(&("vhost",)))
     }
 
@@ -149,13 +149,13 @@ impl TopologyKeys {
     }
 
     /// The change counter of the set of virtual hosts.
-    pub fn vhosts_version(&self) -> Vec<u8> {
+    pub(crate) fn vhosts_version(&self) -> Vec<u8> {
         self.space.pack(&("vhosts-ver",))
     }
 
     /// A message a delayed-message exchange holds until `due_ms`, written by the current
     /// transaction (versionstamped).
-    pub fn new_delayed(
+    pub(crate) fn new_delayed(
         &self,
         vhost: &str,
         exchange: &str,
@@ -196,7 +196,7 @@ impl TopologyKeys {
 
     /// A chunk of a held message's stored bytes (`stamp` incomplete: written by the
     /// current transaction).
-    pub fn delayed_chunk(
+    pub(crate) fn delayed_chunk(
         &self,
         vhost: &str,
         exchange: &str,
@@ -212,28 +212,28 @@ impl TopologyKeys {
     }
 
     /// How many messages a delayed-message exchange holds (an i64 counter).
-    pub fn delayed_count(&self, vhost: &str, exchange: &str) -> Vec<u8> {
+    pub(crate) fn delayed_count(&self, vhost: &str, exchange: &str) -> Vec<u8> {
         self.space.pack(&("v", vhost, "dn", exchange))
     }
 
     /// The last sequence a publisher's channel had held by a delayed-message exchange.
-    pub fn delayed_producer(&self, vhost: &str, exchange: &str, producer: u64) -> Vec<u8> {
+    pub(crate) fn delayed_producer(&self, vhost: &str, exchange: &str, producer: u64) -> Vec<u8> {
         self.space.pack(&("v", vhost, "dp", exchange, producer))
     }
 
     /// The ranges of what a delayed-message exchange holds besides its count: its
     /// messages, their bytes and the publishers' sequences.
-    pub fn delayed_ranges(&self, vhost: &str, exchange: &str) -> [(Vec<u8>, Vec<u8>); 3] {
+    pub(crate) fn delayed_ranges(&self, vhost: &str, exchange: &str) -> [(Vec<u8>, Vec<u8>); 3] {
         ["d", "db", "dp"].map(|kind| prefix_range(&self.space.pack(&("v", vhost, kind, exchange))))
     }
 
     /// The change counter every held message bumps (every instance's mover watches it).
-    pub fn delayed_version(&self) -> Vec<u8> {
+    pub(crate) fn delayed_version(&self) -> Vec<u8> {
         self.space.pack(&("delayed-ver",))
     }
 
     /// The single-active-consumer claim of a queue's stage.
-    pub fn active_consumer(&self, stage_id: u64) -> Vec<u8> {
+    pub(crate) fn active_consumer(&self, stage_id: u64) -> Vec<u8> {
         self.space.pack(&("sac", stage_id))
     }
 }

@@ -97,7 +97,7 @@ impl Topology {
     /// exist): through its bindings, exchange-to-exchange bindings and alternate exchanges.
     /// A delayed-message exchange holds a message with a positive `x-delay` instead of
     /// routing it.
-    pub fn route_from(
+    pub(crate) fn route_from(
         &self,
         exchange: &str,
         routing_key: &str,

@@ -263,7 +263,7 @@ impl VHost {
     ///
     /// # Errors
     /// 403 for the default exchange, 404 for a missing exchange.
-    pub fn check_exchange(&self, name: &str) -> Result<(), AmqpError> {
+    pub(crate) fn check_exchange(&self, name: &str) -> Result<(), AmqpError> {
         if name.is_empty() {
             return Err(Self::default_exchange_refused());
         }
@@ -703,7 +703,7 @@ impl VHost {
     ///
     /// # Errors
     /// 541 when the store fails.
-    pub async fn remove_queues(&self, queues: &[Arc<Queue>]) -> Result<(), AmqpError> {
+    pub(crate) async fn remove_queues(&self, queues: &[Arc<Queue>]) -> Result<(), AmqpError> {
         let _guard = self.changes.lock().await;
         let names: Vec<String> = {
             let state = self.state.read();
@@ -720,7 +720,7 @@ impl VHost {
     }
 
     /// The queues exclusive to `connection`.
-    pub fn exclusive_queues_of(&self, connection: u64) -> Vec<Arc<Queue>> {
+    pub(crate) fn exclusive_queues_of(&self, connection: u64) -> Vec<Arc<Queue>> {
         self.state
             .read()
             .queues
@@ -735,7 +735,7 @@ impl VHost {
     ///
     /// # Errors
     /// 541 when the store fails.
-    pub async fn reap_orphans(&self, holders: &Holders) -> Result<(), AmqpError> {
+    pub(crate) async fn reap_orphans(&self, holders: &Holders) -> Result<(), AmqpError> {
         let owned: Vec<(bool, String, u64)> = {
             let state = self.state.read();
             let exchanges = state
@@ -778,7 +778,7 @@ impl VHost {
     ///
     /// # Errors
     /// 541 when the store fails.
-    pub async fn remove_all(&self) -> Result<(), AmqpError> {
+    pub(crate) async fn remove_all(&self) -> Result<(), AmqpError> {
         let _guard = self.changes.lock().await;
         let (exchanges, queues): (Vec<String>, Vec<String>) = {
             let state = self.state.read();
@@ -855,7 +855,7 @@ impl VHost {
     ///
     /// # Errors
     /// 403 when `exclusive` and the queue has consumers, or it has an exclusive consumer.
-    pub fn add_consumer(&self, queue: &Queue, exclusive: bool) -> Result<(), AmqpError> {
+    pub(crate) fn add_consumer(&self, queue: &Queue, exclusive: bool) -> Result<(), AmqpError> {
         let consumers = {
             let mut local = queue.local.lock();
             if local.exclusive_consumer || (exclusive && local.consumers > 0) {
@@ -878,7 +878,7 @@ impl VHost {
     ///
     /// # Errors
     /// 541 when the store fails while deleting the queue.
-    pub async fn remove_consumer(
+    pub(crate) async fn remove_consumer(
         &self,
         queue: &Arc<Queue>,
         exclusive: bool,
