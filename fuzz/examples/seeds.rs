@@ -13,10 +13,10 @@ use amq_protocol::protocol::{AMQPClass, basic, channel, confirm, connection, exc
 use amq_protocol::types::{AMQPValue, DecimalValue, FieldArray, FieldTable};
 use bytes::{Bytes, BytesMut};
 use ferry_amqp::codec::{encode_content, encode_method, encode_properties};
-use ferry_amqp::message::StoredMessage;
-use ferry_amqp::topology::Exchange;
-use ferry_amqp::topology::args::encode_table;
-use ferry_amqp::topology::records::{QueueRecord, encode_exchange};
+use ferry_amqp::StoredMessage;
+use ferry_amqp::Exchange;
+use ferry_amqp::encode_table;
+use ferry_amqp::{QueueRecord, encode_exchange};
 use ferry_kafka::fuzzing::SUPPORTED;
 use ferry_kafka::fuzzing::batch;
 use ferry_kafka::fuzzing::{CommittedOffset, encode_offset};

@@ -29,11 +29,11 @@ use bytes::BytesMut;
 use ferry::fuzzing::{
     AmqpContent, amqp_capabilities, amqp_negotiate_frame_max, amqp_sasl_response,
 };
+use ferry_amqp::ExchangeKind;
+use ferry_amqp::QueueArgs;
+use ferry_amqp::StoredMessage;
 use ferry_amqp::codec::{self, Frame};
-use ferry_amqp::message::StoredMessage;
-use ferry_amqp::topology::ExchangeKind;
-use ferry_amqp::topology::args::QueueArgs;
-use ferry_amqp::topology::exchange::delay_of;
+use ferry_amqp::delay_of;
 use ferry_auth::peer::Peer;
 use std::collections::HashMap;
 
@@ -165,7 +165,7 @@ fn on_channel_method(content: &mut AmqpContent, method: &AMQPClass) {
 }
 
 /// A completed basic.publish: what `Publisher::accept` reads of it, and its stored form.
-fn on_message(message: ferry_amqp::publish::Incoming) {
+fn on_message(message: ferry_amqp::Incoming) {
     let properties = &message.header.properties;
     if let Some(e) = properties.expiration() {
         let _ = e.as_str().parse::<u64>();

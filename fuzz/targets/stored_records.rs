@@ -30,13 +30,11 @@ use ferry::fuzzing::{
     kafka_broker_registration, kafka_decode_committed, kafka_topic_meta, kafka_txn_state,
     user_permissions, user_topic_permission,
 };
-use ferry_amqp::message::StoredMessage;
+use ferry_amqp::StoredMessage;
 use ferry_amqp::port::AmqpMessage;
-use ferry_amqp::topology::args::{QueueArgs, decode_table};
-use ferry_amqp::topology::records::{
-    QueueRecord, TopologyKeys, decode_exchange, encode_exchange, entity_name,
-};
-use ferry_amqp::topology::{Binding, Destination};
+use ferry_amqp::{Binding, Destination};
+use ferry_amqp::{QueueArgs, decode_table};
+use ferry_amqp::{QueueRecord, TopologyKeys, decode_exchange, encode_exchange, entity_name};
 use ferry_auth::User;
 use ferry_bridge::mapping::{amqp_to_kafka, kafka_to_amqp, values};
 use ferry_config::KeySource;

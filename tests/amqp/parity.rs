@@ -130,7 +130,7 @@ async fn return_until_gone(ch: &Channel, queue: &str, most: usize) -> Vec<Option
             .headers()
             .as_ref()
             .and_then(|h| h.inner().get("x-delivery-count").cloned())
-            .and_then(|v| ferry_amqp::topology::args::integer(&v));
+            .and_then(|v| ferry_amqp::integer(&v));
         counts.push(count);
         ch.basic_nack(
             got.delivery.delivery_tag,

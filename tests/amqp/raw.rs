@@ -12,7 +12,7 @@ use crate::common::sockets::{Ending, read_to_the_end};
 use amq_protocol::frame::{AMQPFrame, WriteContext, gen_frame, parse_frame};
 use amq_protocol::protocol::{AMQPClass, basic, channel, connection, queue};
 use amq_protocol::types::FieldTable;
-use ferry_amqp::consume::LEASE_BATCH;
+use ferry_amqp::LEASE_BATCH;
 use futures::StreamExt;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,9 +1,9 @@
 //! What of the layering the compiler cannot check: inside each crate of the workspace no
 //! module imports another that imports it back (at any depth of the module tree), the
-//! bridge (`crates/bridge/`) reaches the fronts only through their ports, the management
-//! API reaches the Kafka front only through its admin module, and the Kafka API handlers
-//! (`crates/kafka/src/api/`) leave the store to the front's operations. A change that
-//! breaks one of these fails here, naming the import. Between the workspace's crates the
+//! bridge (`crates/bridge/`) reaches the fronts only through their ports, management
+//! (`crates/management/`) reaches them only through their admin modules, and the Kafka API
+//! handlers (`crates/kafka/src/api/`) leave the store to the front's operations. A change
+//! that breaks one of these fails here, naming the import. Between the workspace's crates the
 //! compiler refuses an import against an arrow, so that needs no test.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -165,27 +165,56 @@ fn no_module_imports_one_that_imports_it_back() {
     assert!(found > 200, "the crates' modules were found");
 }
 
-#[test]
-fn the_bridge_reaches_the_fronts_only_through_their_ports() {
-    let bridge = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/bridge/src");
-    let files = rust_files(&bridge);
-    assert!(files.len() > 10, "the bridge's modules were found");
+/// Every path `crates/<krate>/src` names that begins with one of `prefixes`
+/// (`ferry_amqp::`), outside unit tests and comments, with the file that names it.
+fn paths_named(krate: &str, prefixes: &[&str]) -> Vec<(PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates")
+        .join(krate)
+        .join("src");
+    let files = rust_files(&src);
+    assert!(files.len() > 10, "the {krate} crate's modules were found");
+    let mut named = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         // Unit tests may reach anywhere; they sit at the end of their file.
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
         for line in code.lines().map(str::trim).filter(|l| !l.starts_with("//")) {
             let words = line.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'));
-            for word in
-                words.filter(|w| w.starts_with("ferry_amqp::") || w.starts_with("ferry_kafka::"))
-            {
-                assert!(
-                    word.split("::").nth(1) == Some("port"),
-                    "{} uses {word}, which is not a front's port",
-                    file.display()
-                );
+            for word in words.filter(|w| prefixes.iter().any(|p| w.starts_with(p))) {
+                named.push((file.clone(), word.to_owned()));
             }
         }
+    }
+    named
+}
+
+#[test]
+fn the_bridge_reaches_the_fronts_only_through_their_ports() {
+    for (file, word) in paths_named("bridge", &["ferry_amqp::", "ferry_kafka::"]) {
+        assert!(
+            word.split("::").nth(1) == Some("port"),
+            "{} uses {word}, which is not a front's port",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn management_reaches_the_fronts_only_through_their_admin_modules() {
+    let named = paths_named("management", &["ferry_amqp::", "ferry_kafka::"]);
+    for front in ["ferry_amqp::", "ferry_kafka::"] {
+        assert!(
+            named.iter().any(|(_, word)| word.starts_with(front)),
+            "management's uses of {front} were found"
+        );
+    }
+    for (file, word) in named {
+        assert!(
+            word.split("::").nth(1) == Some("admin"),
+            "{} uses {word}, which is not a front's admin module",
+            file.display()
+        );
     }
 }
 
@@ -229,30 +258,4 @@ fn kafka_api_handlers_leave_the_store_to_the_fronts_operations() {
             );
         }
     }
-}
-
-#[test]
-fn management_reaches_the_kafka_front_only_through_its_admin_module() {
-    let management = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/management/src");
-    let files = rust_files(&management);
-    assert!(files.len() > 5, "the management API's modules were found");
-    let mut uses = 0;
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        for line in text.lines().map(str::trim).filter(|l| !l.starts_with("//")) {
-            let words = line.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'));
-            for word in words.filter(|w| w.starts_with("ferry_kafka::")) {
-                uses += 1;
-                assert!(
-                    word.split("::").nth(1) == Some("admin"),
-                    "{} uses {word}, which is not the Kafka front's admin module",
-                    file.display()
-                );
-            }
-        }
-    }
-    assert!(
-        uses > 0,
-        "the management API's uses of the Kafka front were found"
-    );
 }

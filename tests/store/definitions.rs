@@ -7,8 +7,8 @@
 //! store.
 
 use crate::common::store::TestStore;
-use ferry_amqp::topology::records::TopologyKeys;
-use ferry_amqp::vhosts::VHosts;
+use ferry_amqp::TopologyKeys;
+use ferry_amqp::VHosts;
 use ferry_auth::store::UserStore;
 use ferry_management::definitions::{Definitions, ImportError, Target, export_all};
 use ferry_stage::Stages;

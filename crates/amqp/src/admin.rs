@@ -1,18 +1,37 @@
-//! What the management API may use of the AMQP front, and nothing else of its internals:
-//! the virtual hosts (whose topology operations it calls as a channel would, as a
-//! connection of its own), the registry of live connections, and the three message
-//! operations RabbitMQ's API has — publish to an exchange, get messages from a queue, and
-//! purge a queue — done here with the same stage operations the channels use.
+//! What the management API may use of the AMQP front, and nothing else of its internals
+//! (`crates/management/` names `ferry_amqp::` only as `ferry_amqp::admin`, which
+//! `tests/daemon/layering.rs` checks).
+//!
+//! Operations are [`AmqpAdmin`]'s methods: the virtual hosts (whose topology operations it
+//! calls as a channel would, as a connection of its own, on a [`VHost`]; created, changed
+//! and deleted through [`VHosts`]), the registry of live connections ([`Connections`]),
+//! the resource alarm, and the three message operations RabbitMQ's API has — publish to an
+//! exchange, get messages from a queue, and purge a queue — done here with the same stage
+//! operations the channels use.
+//!
+//! The views and values those operations take and give are re-exported here, and only
+//! these: the topology's [`Exchange`], [`Queue`], [`Binding`] and their declarations
+//! ([`QueueSpec`], [`QueueArgs`], [`Declarations`], planned as [`PlannedDeclarations`]),
+//! a vhost's [`VhostMeta`], live [`LiveConnection`]s and [`LiveChannel`]s, a message as
+//! [`AmqpMessage`], the [`AmqpError`] with its [`ReplyCode`], and the [`Authorize`] check
+//! that asks a user's permissions as the channels do.
 
-use super::broker::Broker;
-use super::codec::decode_properties;
-use super::errors::{AmqpError, TxError};
-use super::large::Prespill;
-use super::message::StoredMessage;
-use super::port::{AmqpMessage, AmqpPort, RouteError};
-use super::registry::Connections;
-use super::topology::{Queue, VHost};
-use super::vhosts::VHosts;
+pub use crate::authorize::Authorize;
+pub use crate::port::AmqpMessage;
+pub use crate::state::registry::{Connections, LiveChannel, LiveConnection};
+pub use crate::state::topology::args::{QueueArgs, QueueType, encode_table};
+pub use crate::state::topology::{
+    Binding, Declarations, Destination, Exchange, ExchangeKind, PlannedDeclarations, Queue,
+    QueueSpec, VHost,
+};
+pub use crate::state::vhosts::{VHosts, VhostError, VhostMeta};
+pub use crate::wire::errors::{AmqpError, ReplyCode, TxError};
+
+use crate::message::large::Prespill;
+use crate::message::stored::StoredMessage;
+use crate::port::{AmqpPort, RouteError};
+use crate::state::broker::Broker;
+use crate::wire::codec::decode_properties;
 use amq_protocol::protocol::BasicProperties;
 use bytes::Bytes;
 use ferry_stage::{Release, now_ms, spill};
@@ -59,7 +78,7 @@ pub struct AmqpAdmin {
 
 impl AmqpAdmin {
     /// The admin side of the front whose connections share `broker`.
-    pub fn new(broker: Arc<Broker>) -> Self {
+    pub(crate) fn new(broker: Arc<Broker>) -> Self {
         Self { broker }
     }
 

@@ -8,7 +8,7 @@
 //! `docs/security.md`, "Authorization"; a refusal is `403 ACCESS_REFUSED` with RabbitMQ's
 //! text and closes the channel.
 
-use super::errors::AmqpError;
+use crate::wire::errors::AmqpError;
 use ferry_auth::access::{LiveAccess, Refused, Resource, VhostAccess};
 use ferry_auth::permissions::Access;
 use std::collections::{HashMap, HashSet};
@@ -59,7 +59,7 @@ impl Authorize for VhostAccess {
 
 /// Allows everything: the bridge's declares, which no user makes.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Unrestricted;
+pub(crate) struct Unrestricted;
 
 impl Authorize for Unrestricted {
     fn check(&self, _: Access, _: Resource<'_>) -> Result<(), AmqpError> {
@@ -76,7 +76,7 @@ impl Authorize for Unrestricted {
 /// decisions are kept: a refusal closes the channel. They are forgotten when the user's
 /// permissions change ([`PublishGate::follow`]).
 #[derive(Debug, Default)]
-pub struct PublishGate {
+pub(crate) struct PublishGate {
     /// The access the decisions were made with, and its generation.
     access: Option<(u64, Arc<VhostAccess>)>,
     exchanges: HashSet<String>,
@@ -89,7 +89,7 @@ pub struct PublishGate {
 impl PublishGate {
     /// The access to decide with: `live`'s current one. When it was replaced since the
     /// last call (the user's permissions changed), every kept decision is forgotten.
-    pub fn follow(&mut self, live: &LiveAccess) -> Arc<VhostAccess> {
+    pub(crate) fn follow(&mut self, live: &LiveAccess) -> Arc<VhostAccess> {
         let generation = live.generation();
         match &self.access {
             Some((seen, access)) if *seen == generation => access.clone(),
@@ -108,7 +108,7 @@ impl PublishGate {
     ///
     /// # Errors
     /// 403 with RabbitMQ's text.
-    pub fn check_exchange(
+    pub(crate) fn check_exchange(
         &mut self,
         access: &VhostAccess,
         exchange: &str,
@@ -125,7 +125,7 @@ impl PublishGate {
     ///
     /// # Errors
     /// 403 with RabbitMQ's text.
-    pub fn check_topic(
+    pub(crate) fn check_topic(
         &mut self,
         access: &VhostAccess,
         exchange: &str,

@@ -15,16 +15,19 @@ pub use crate::connection::sasl::{
 ///
 /// # Errors
 /// The connection exception the handshake raises.
-pub fn amqp_negotiate_frame_max(asked: u32, ours: u32) -> Result<u32, crate::errors::AmqpError> {
+pub fn amqp_negotiate_frame_max(
+    asked: u32,
+    ours: u32,
+) -> Result<u32, crate::wire::errors::AmqpError> {
     crate::connection::handshake::negotiate_frame_max(asked, ours)
 }
 
 /// What a client's connection.start-ok client properties say it supports.
-pub fn amqp_capabilities(client_properties: &FieldTable) -> crate::context::Capabilities {
+pub fn amqp_capabilities(client_properties: &FieldTable) -> crate::state::context::Capabilities {
     crate::connection::handshake::capabilities_of(client_properties)
 }
 
 /// Decodes a virtual host's stored metadata.
-pub fn amqp_vhost_meta(bytes: &[u8]) -> Option<crate::vhosts::VhostMeta> {
-    crate::vhosts::VhostMeta::decode(bytes)
+pub fn amqp_vhost_meta(bytes: &[u8]) -> Option<crate::state::vhosts::VhostMeta> {
+    crate::state::vhosts::VhostMeta::decode(bytes)
 }

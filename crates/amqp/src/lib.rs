@@ -1,61 +1,58 @@
 //! The AMQP 0-9-1 front: a RabbitMQ-compatible server over the stage.
 //!
 //! An AMQP queue *is* a stage; exchanges and bindings live in the front's own subspace.
-//! Modules, from the wire inwards: [`codec`] (frames, sans-io), [`errors`] (reply codes),
-//! [`connection`] (handshake, heartbeats, the per-connection loop), [`writer`] (the
-//! socket's write half), [`context`] (what a connection's channels share), [`channel`]
-//! (the per-channel state machine); publishing: [`publish`] (group-committed publishes
-//! with confirms), [`enqueue`] (storing into queues with their TTL and length rules),
-//! [`large`] (bodies stored in spills), [`delayed`] (`x-delayed-message` exchanges),
-//! [`dead_letter`] (the dead-letter router); consuming: [`consume`] (leased deliveries
-//! with batched acknowledgements), [`settle`] (acks, nacks and rejects in a store
-//! transaction), [`direct_reply`] (`amq.rabbitmq.reply-to`), [`sac`] (single active
-//! consumer), [`expiry`] (head expiry without consumers); state: [`message`] (a message's
-//! stored form), [`topology`] (exchanges, queues, bindings, routing), [`vhosts`] (virtual
-//! hosts), [`janitor`] (`x-expires` and transient entities of dead owners), [`broker`]
-//! (shared state), [`registry`] (live connections, channels and consumers),
-//! [`resources`] (queue-depth gauges and the publisher alarm); access: [`authorize`]
-//! (RabbitMQ's permissions on each operation), [`user_changes`] (users and permissions
-//! changed in the store applied to open connections); seams: [`admin`] (what the
-//! management API may use of the front) and [`port`] (what the bridge may use of it).
+//! Folders, by job, from the wire inwards: [`wire`] (the frame codec, sans-io; reply
+//! codes; the socket's writer), [`state`] (what the instance's connections share: the
+//! broker, virtual hosts and their topology, live connections, direct reply-to, a
+//! connection's context for its channels, and the upkeep of queues), [`authorize`] (RabbitMQ's permissions on each operation),
+//! [`message`] (a message's stored form and large bodies in spills), [`connection`] (the
+//! handshake, heartbeats, the per-connection loop, users changed in the store),
+//! [`channel`] (the per-channel state machine), [`publishing`] (publishes, storing into
+//! queues, delayed-message exchanges, dead-lettering) and [`consuming`] (consumers,
+//! basic.get, acknowledgements, single active consumer). Seams, the only public modules:
+//! [`admin`] (what the management API may use of the front) and [`port`] (what the bridge
+//! may use of it); the root re-exports the few items the load tools, tests and fuzz
+//! targets need besides.
 //!
 //! [`start`] loads the topology, then [`Started::run`] serves until shutdown, then drains:
 //! every connection is closed with 320 CONNECTION_FORCED after its channels stored what
 //! they had accepted and returned their unacknowledged deliveries.
 
 pub mod admin;
-pub mod authorize;
-pub mod broker;
-pub(crate) mod channel;
-pub mod codec;
-pub mod connection;
-pub mod consume;
-pub mod context;
-pub mod dead_letter;
-pub mod delayed;
-pub mod direct_reply;
-pub mod enqueue;
-pub mod errors;
-pub mod expiry;
+mod authorize;
+mod channel;
+mod connection;
+mod consuming;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod janitor;
-pub mod large;
-pub mod message;
+mod message;
 pub mod port;
-pub mod publish;
-pub mod registry;
-pub mod resources;
-pub mod sac;
-pub mod settle;
-pub mod topology;
-pub mod user_changes;
-pub mod vhosts;
-pub mod writer;
+mod publishing;
+mod state;
+mod wire;
 
-use broker::Broker;
-use errors::AmqpError;
-use expiry::ExpiryHints;
+// Beside the seams (`admin`, `port`) and what starts the front (below), what others need:
+/// How many messages one lease takes at most (the tests bound redeliveries with it).
+pub use consuming::consumers::LEASE_BATCH;
+/// A header value read as an integer, as the front reads `x-delivery-count`.
+pub use state::topology::args::integer;
+/// The virtual hosts over a store, with their topology's keys: the tests import
+/// definitions into them without a running front.
+pub use state::{topology::records::TopologyKeys, vhosts::VHosts};
+/// The frame codec, free of I/O: the load tools (`ferry bench`) and the fuzz targets speak
+/// AMQP with it.
+pub use wire::codec;
+// The stored forms and models the fuzz targets (`fuzz/`) decode and build.
+#[doc(hidden)]
+pub use {
+    message::stored::StoredMessage,
+    publishing::publish::Incoming,
+    state::topology::args::{QueueArgs, decode_table, encode_table},
+    state::topology::exchange::delay_of,
+    state::topology::records::{QueueRecord, decode_exchange, encode_exchange, entity_name},
+    state::topology::{Binding, Destination, Exchange, ExchangeKind},
+};
+
 use ferry_auth::Authenticator;
 use ferry_config::AmqpConfig;
 use ferry_stage::Liveness;
@@ -63,14 +60,17 @@ use ferry_stage::{Holders, StageError, Stages, now_ms};
 use ferry_store::{Database, StoreError};
 use ferry_telemetry::memory_watermark::MemoryWatermark;
 use ferry_tls::server::Listener;
+use state::broker::Broker;
+use state::expiry::{self, ExpiryHints};
+use state::topology::{self, VHost};
+use state::{janitor, registry, resources, vhosts};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use topology::VHost;
-use topology::records::TopologyKeys;
 use tracing::warn;
+use wire::errors::{self, AmqpError};
 
 /// Pause before watching a virtual host's version key again after the store failed.
 const WATCH_RETRY: Duration = Duration::from_secs(1);
@@ -216,9 +216,12 @@ impl Started {
             background.clone(),
         ));
         tasks.spawn(janitor::reap_orphans(broker.clone(), background.clone()));
-        tasks.spawn(delayed::run(broker.clone(), background.clone()));
+        tasks.spawn(publishing::delayed::run(broker.clone(), background.clone()));
         tasks.spawn(renew_instance(broker.clone(), background.clone()));
-        tasks.spawn(user_changes::run(broker.clone(), background.clone()));
+        tasks.spawn(connection::user_changes::run(
+            broker.clone(),
+            background.clone(),
+        ));
         let (following, token) = (broker.clone(), background.clone());
         tasks.spawn(async move {
             vhosts::follow(
@@ -283,7 +286,7 @@ async fn supervise_queues(
         };
         broker.expiry.hint(&queue, now_ms());
         if queue.dead_letter_stage.is_some() {
-            per_queue.spawn(dead_letter::run(
+            per_queue.spawn(publishing::dead_letter::run(
                 broker.clone(),
                 vhost.clone(),
                 queue.clone(),

@@ -18,17 +18,19 @@
 //! [`AmqpMessage::to_stage_body`] / [`AmqpMessage::from_stage_body`] give the stage body
 //! the front stores a message as (`docs/keyspace.md`), so one encoding serves every stage.
 
-use super::broker::Broker;
-use super::codec::{decode_properties, encode_properties};
-use super::delayed::{self, Hold};
-use super::enqueue::{Entry, QueueBatch, enqueue_in, expires_at, hint_expiries, parse_expiration};
-use super::errors::AmqpError;
-use super::message::StoredMessage;
-use super::topology::args::{Overflow, QueueArgs};
-use super::topology::exchange::{Exchange, ExchangeKind, delay_of};
-use super::topology::queue::QueueSpec;
-use super::topology::routing::{Binding, Destination};
-use super::topology::{Queue, VHost};
+use crate::message::stored::StoredMessage;
+use crate::publishing::delayed::{self, Hold};
+use crate::publishing::enqueue::{
+    Entry, QueueBatch, enqueue_in, expires_at, hint_expiries, parse_expiration,
+};
+use crate::state::broker::Broker;
+use crate::state::topology::args::{Overflow, QueueArgs};
+use crate::state::topology::exchange::{Exchange, ExchangeKind, delay_of};
+use crate::state::topology::queue::QueueSpec;
+use crate::state::topology::routing::{Binding, Destination};
+use crate::state::topology::{Queue, VHost};
+use crate::wire::codec::{decode_properties, encode_properties};
+use crate::wire::errors::AmqpError;
 use amq_protocol::protocol::BasicProperties;
 use bytes::Bytes;
 use ferry_stage::{NewMessage, Spill, Stage, StageError};

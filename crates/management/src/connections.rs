@@ -11,7 +11,7 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
-use ferry_amqp::registry::{LiveChannel, LiveConnection};
+use ferry_amqp::admin::{LiveChannel, LiveConnection};
 use serde_json::{Value, json};
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 use super::reply::Json;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ferry_amqp::errors::{AmqpError, ReplyCode};
+use ferry_amqp::admin::{AmqpError, ReplyCode};
 use serde_json::json;
 
 /// The realm RabbitMQ's basic-auth challenge names.

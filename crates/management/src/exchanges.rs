@@ -12,7 +12,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use bytes::Bytes;
-use ferry_amqp::topology::{Exchange, ExchangeKind, VHost};
+use ferry_amqp::admin::{Exchange, ExchangeKind, VHost};
 use serde_json::{Value, json};
 use std::sync::Arc;
 

@@ -29,7 +29,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use bytes::Bytes;
-use ferry_amqp::port::AmqpMessage;
+use ferry_amqp::admin::AmqpMessage;
 use ferry_bridge::RunState;
 use ferry_bridge::admin::{Connection, DestinationView, EndpointView, RouteAdminError, RouteView};
 use ferry_config::RouteConfig;

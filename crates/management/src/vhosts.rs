@@ -20,7 +20,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use bytes::Bytes;
-use ferry_amqp::vhosts::{VhostError, VhostMeta};
+use ferry_amqp::admin::{VhostError, VhostMeta};
 use ferry_auth::permissions::{Permissions, VhostPermissions};
 use serde_json::{Value, json};
 

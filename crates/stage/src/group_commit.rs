@@ -71,12 +71,6 @@ impl<I, O: Send + 'static> GroupCommit<I, O> {
         self.pending.is_empty() && self.in_flight.is_none()
     }
 
-    /// Takes every queued item out of the pipeline (to commit them some other way).
-    pub fn take_pending(&mut self) -> Vec<I> {
-        self.since = None;
-        std::mem::take(&mut self.pending)
-    }
-
     /// Starts a commit of the first `count` queued items (every one, when fewer are
     /// queued) with `commit`, unless a commit is under way or nothing is queued. Returns
     /// whether a commit started.

@@ -7,12 +7,12 @@
 //!
 //! A body larger than [`spill::SPILL_ABOVE`] is not assembled: it is handed on in segments of
 //! [`SEGMENT`] bytes as its frames arrive, for the channel to write to the message's spill
-//! ([`crate::large`]); the message completes without a body, naming its spill.
+//! ([`crate::message::large`]); the message completes without a body, naming its spill.
 
-use crate::codec::{BASIC_CLASS, ContentHeader};
-use crate::direct_reply;
-use crate::errors::{AmqpError, ReplyCode};
-use crate::publish::Incoming;
+use crate::publishing::publish::Incoming;
+use crate::state::direct_reply;
+use crate::wire::codec::{BASIC_CLASS, ContentHeader};
+use crate::wire::errors::{AmqpError, ReplyCode};
 use amq_protocol::protocol::basic;
 use bytes::{Bytes, BytesMut};
 use ferry_stage::spill::{self, SEGMENT};

@@ -4,11 +4,11 @@
 //! depends on what exists), here for consume, get, purge and queue.delete.
 
 use super::{Channel, Exit};
-use crate::direct_reply;
-use crate::errors::AmqpError;
-use crate::settle::How;
-use crate::topology::args::QueueArgs;
-use crate::topology::{Binding, Destination, Exchange, ExchangeKind, QueueSpec};
+use crate::consuming::settle::How;
+use crate::state::direct_reply;
+use crate::state::topology::args::QueueArgs;
+use crate::state::topology::{Binding, Destination, Exchange, ExchangeKind, QueueSpec};
+use crate::wire::errors::AmqpError;
 use amq_protocol::protocol::{
     AMQPClass, access, basic, channel as ch, confirm, exchange, queue, tx,
 };
@@ -185,7 +185,7 @@ impl Channel {
     fn readable_queue(
         &self,
         name: &str,
-    ) -> Result<std::sync::Arc<crate::topology::Queue>, AmqpError> {
+    ) -> Result<std::sync::Arc<crate::state::topology::Queue>, AmqpError> {
         let name = self.queue_name(name)?;
         self.authorize(Access::Read, Resource::Queue(&name))?;
         self.ctx.vhost.queue(&name, self.ctx.id)
@@ -456,7 +456,7 @@ impl Channel {
             return Ok(None);
         }
         let mut out = Vec::new();
-        crate::codec::encode_method(&mut out, self.id, method);
+        crate::wire::codec::encode_method(&mut out, self.id, method);
         self.write(out).await
     }
 }

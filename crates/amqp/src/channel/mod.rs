@@ -1,6 +1,6 @@
 //! One AMQP channel: a task that takes the channel's frames in order and runs its state
-//! machine — content assembly ([`content`]), publishing ([`crate::publish`]),
-//! consuming ([`crate::consume`]), and the synchronous methods ([`methods`]).
+//! machine — content assembly ([`content`]), publishing ([`crate::publishing::publish`]),
+//! consuming ([`crate::consuming::consumers`]), and the synchronous methods ([`methods`]).
 //!
 //! Publishes and acknowledgements are pipelined: they are committed in the background
 //! while the channel reads on. Any other method first waits until every publish received
@@ -15,13 +15,13 @@
 pub(crate) mod content;
 mod methods;
 
-use super::codec::{self, Frame};
-use super::consume::{Consumers, Work};
-use super::context::{ConnectionContext, Control};
-use super::errors::AmqpError;
-use super::large;
-use super::publish::{Committed, Incoming, Publisher};
-use super::settle::Settlement;
+use crate::consuming::consumers::{Consumers, Work};
+use crate::consuming::settle::Settlement;
+use crate::message::large;
+use crate::publishing::publish::{Committed, Incoming, Publisher};
+use crate::state::context::{ConnectionContext, Control};
+use crate::wire::codec::{self, Frame};
+use crate::wire::errors::AmqpError;
 use amq_protocol::protocol::{AMQPClass, basic, channel as ch};
 use bytes::Bytes;
 use content::{Content, Segment};
@@ -331,8 +331,8 @@ impl Channel {
 
     /// Writes an assembled body to a spill, held by the channel's lease holder until the
     /// commit that stores its message: for a message whose copies in the queues it routes
-    /// to would not fit one transaction ([`super::publish::Answer::spill_first`],
-    /// [`super::large`]).
+    /// to would not fit one transaction
+    /// ([`crate::publishing::publish::Answer::spill_first`], [`crate::message::large`]).
     async fn spill_body(&mut self, incoming: &mut Incoming) -> Result<(), AmqpError> {
         let holder = self.consumers.channel_holder().await?;
         self.publisher.hold_spills_as(holder);
@@ -343,7 +343,7 @@ impl Channel {
     }
 
     /// Writes a segment of a large body to its spill, held by the channel's lease holder
-    /// until the commit that stores its message ([`super::large`]).
+    /// until the commit that stores its message ([`crate::message::large`]).
     async fn spill(&mut self, segment: Segment) -> Result<(), AmqpError> {
         let holder = self.consumers.channel_holder().await?;
         self.publisher.hold_spills_as(holder);

@@ -11,11 +11,11 @@
 //! (RabbitMQ's `access to vhost '/' refused for user 'u'`).
 
 use super::sasl::{self, Response};
-use crate::broker::Broker;
-use crate::codec::{self, Frame, PROTOCOL_HEADER};
-use crate::context::Capabilities;
-use crate::errors::AmqpError;
-use crate::topology::VHost;
+use crate::state::broker::Broker;
+use crate::state::context::Capabilities;
+use crate::state::topology::VHost;
+use crate::wire::codec::{self, Frame, PROTOCOL_HEADER};
+use crate::wire::errors::AmqpError;
 use amq_protocol::protocol::{AMQPClass, connection};
 use amq_protocol::types::{AMQPValue, FieldTable};
 use bytes::{Buf, BytesMut};
@@ -27,7 +27,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// What the handshake settled.
 #[derive(Debug)]
-pub struct Negotiated {
+pub(crate) struct Negotiated {
     /// The logged-in user.
     pub user: String,
     /// The opened virtual host.
@@ -53,7 +53,7 @@ pub struct Negotiated {
 
 /// How a handshake failed.
 #[derive(Debug)]
-pub enum HandshakeError {
+pub(crate) enum HandshakeError {
     /// The client sent another protocol header; it was answered with ours.
     ProtocolHeader,
     /// The client opened with a TLS ClientHello (a TLS client on the plaintext port); it
@@ -82,7 +82,7 @@ impl From<AmqpError> for HandshakeError {
 ///
 /// # Errors
 /// [`HandshakeError`]; for `Refused` the caller sends connection.close.
-pub async fn run<R, W>(
+pub(crate) async fn run<R, W>(
     broker: &Broker,
     peer: &Peer,
     reader: &mut R,

@@ -3,22 +3,25 @@
 //! the peer's heartbeats, tells capable clients when publishing is blocked, and closes
 //! the connection on a connection exception, a client close, a dead peer or shutdown.
 //!
+//! Users and permissions changed in the store reach the open connections through
+//! [`user_changes`].
+//!
 //! The socket's write half belongs to a writer task ([`writer`]); channels queue encoded
 //! frames to it. A channel that fails tells this loop *before* it writes channel.close,
 //! so the client's channel.close-ok can never overtake the news; the same holds for a
 //! channel's close-ok after a client's channel.close.
 
-pub mod handshake;
+pub(crate) mod handshake;
 pub(crate) mod sasl;
+pub(crate) mod user_changes;
 
-use super::broker::Broker;
 use super::channel::{self, ChannelHandle};
-use super::codec::{self, Frame};
-use super::context::{ConnectionContext, Control};
-use super::errors::{AmqpError, ReplyCode};
-use super::registry::{ConnectionInfo, LiveConnection};
-use super::user_changes;
-use super::writer;
+use crate::state::broker::Broker;
+use crate::state::context::{ConnectionContext, Control};
+use crate::state::registry::{ConnectionInfo, LiveConnection};
+use crate::wire::codec::{self, Frame};
+use crate::wire::errors::{AmqpError, ReplyCode};
+use crate::wire::writer;
 use amq_protocol::protocol::{AMQPClass, channel as ch, connection};
 use bytes::BytesMut;
 use ferry_auth::peer::Peer;
@@ -86,7 +89,12 @@ impl Drop for Counted {
 }
 
 /// Serves one client until it leaves or `shutdown` is cancelled.
-pub async fn serve(broker: Arc<Broker>, stream: Stream, client: Peer, shutdown: CancellationToken) {
+pub(crate) async fn serve(
+    broker: Arc<Broker>,
+    stream: Stream,
+    client: Peer,
+    shutdown: CancellationToken,
+) {
     let peer = client.addr;
     let local = stream.local_addr().ok();
     let (mut reader, mut write_half) = stream.into_split();

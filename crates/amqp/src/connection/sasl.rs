@@ -95,7 +95,7 @@ fn credentials(mechanism: &str, response: &[u8]) -> Result<Credentials, SaslErro
                 table
                     .inner()
                     .get(name)
-                    .and_then(crate::topology::args::text)
+                    .and_then(crate::state::topology::args::text)
                     .ok_or(SaslError::Malformed("AMQPLAIN"))
             };
             Ok(Credentials {

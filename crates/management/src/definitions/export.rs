@@ -11,8 +11,8 @@ use super::model::{
 };
 use crate::tables;
 use amq_protocol::types::FieldTable;
-use ferry_amqp::topology::{Destination, VHost};
-use ferry_amqp::vhosts::{VHosts, VhostMeta};
+use ferry_amqp::admin::{Destination, VHost};
+use ferry_amqp::admin::{VHosts, VhostMeta};
 use ferry_auth::User;
 use ferry_auth::store::{Scope, UserStore, UserStoreError};
 use serde_json::{Map, Value};

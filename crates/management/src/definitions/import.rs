@@ -18,12 +18,12 @@
 
 use super::model::{Definitions, UserDefinition};
 use crate::tables;
-use ferry_amqp::errors::{AmqpError, TxError};
-use ferry_amqp::topology::args::QueueArgs;
-use ferry_amqp::topology::{
+use ferry_amqp::admin::QueueArgs;
+use ferry_amqp::admin::{AmqpError, TxError};
+use ferry_amqp::admin::{
     Binding, Declarations, Destination, Exchange, ExchangeKind, QueueSpec, VHost,
 };
-use ferry_amqp::vhosts::{VHosts, VhostMeta};
+use ferry_amqp::admin::{VHosts, VhostMeta};
 use ferry_auth::User;
 use ferry_auth::password::PasswordHash;
 use ferry_auth::permissions::{Permissions, TopicPermission, VhostPermissions};

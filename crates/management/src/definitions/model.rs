@@ -140,7 +140,7 @@ pub struct VhostDefinition {
 impl VhostDefinition {
     /// The metadata a vhost created from this definition gets (values of another shape
     /// are left out).
-    pub fn meta(&self) -> ferry_amqp::vhosts::VhostMeta {
+    pub fn meta(&self) -> ferry_amqp::admin::VhostMeta {
         let field = |name: &str| {
             let own = match name {
                 "description" => self.description.as_ref(),
@@ -149,7 +149,7 @@ impl VhostDefinition {
             own.or_else(|| self.metadata.as_ref().and_then(|m| m.get(name)))
                 .cloned()
         };
-        ferry_amqp::vhosts::VhostMeta {
+        ferry_amqp::admin::VhostMeta {
             description: field("description")
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),

@@ -1,0 +1,9 @@
+//! Messages into queues: a channel's publishes, group-committed with confirms and
+//! transactions ([`publish`]); storing into queues with their TTL, priority and length
+//! rules, inside a caller's transaction ([`enqueue`]); `x-delayed-message` exchanges
+//! ([`delayed`]); the dead-letter router ([`dead_letter`]).
+
+pub(crate) mod dead_letter;
+pub(crate) mod delayed;
+pub(crate) mod enqueue;
+pub(crate) mod publish;
