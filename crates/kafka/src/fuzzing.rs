@@ -12,7 +12,7 @@ pub use crate::coordinator::groups::store::{
     CommittedOffset, decode_member, decode_meta, decode_offset, encode_offset,
 };
 pub use crate::keys::{KafkaKeys, decode_i64};
-pub use crate::metadata::settings::{CompressionType, TimestampType, TopicConfig};
+pub use crate::metadata::settings::{CompressionType, InvalidSetting, TimestampType, TopicConfig};
 pub use crate::partition::lease::Lease;
 pub use crate::partition::producers::{ProducerState, WrittenBatch};
 pub use crate::partition::{append_format, staged};

@@ -12,6 +12,7 @@ use crate::Context;
 use crate::acls::{Access, Operation};
 use crate::metadata::settings::TopicConfig;
 use crate::metadata::settings::broker::{self, BrokerSettingsError, Scope, Settings};
+use crate::metadata::topics::TopicError;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ResponseKind};
@@ -49,7 +50,10 @@ pub(super) async fn handle(
                     .set_config(name, |_| Ok(config), request.validate_only)
                     .await
                     .map_err(|e| (e.code(), e.to_string())),
-                Err(e) => Err((e.code(), e.to_string())),
+                Err(e) => {
+                    let e = TopicError::from(e);
+                    Err((e.code(), e.to_string()))
+                }
             },
         };
         responses.push(answer(r.resource_type, r.resource_name, outcome));

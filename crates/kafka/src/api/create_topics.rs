@@ -39,7 +39,7 @@ pub(super) async fn handle(
                     .iter()
                     .map(|c| (c.name.as_str(), c.value.as_ref().map(|v| v.as_str()))),
             )
-            .map_err(refused)?;
+            .map_err(|e| refused(e.into()))?;
             let partitions = partition_count(ctx, &t).await?;
             let topic = if request.validate_only {
                 ctx.topics.create(name, partitions, config, true).await

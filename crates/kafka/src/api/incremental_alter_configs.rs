@@ -15,6 +15,7 @@ use super::describe_configs::BROKER;
 use super::{Refused, Session, str_bytes};
 use crate::Context;
 use crate::metadata::settings::broker;
+use crate::metadata::topics::TopicError;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -68,6 +69,7 @@ pub(super) async fn handle(
                                     Change::Append(items) => c.edit_list(key, items, true),
                                     Change::Subtract(items) => c.edit_list(key, items, false),
                                 })
+                                .map_err(TopicError::from)
                         },
                         request.validate_only,
                     )

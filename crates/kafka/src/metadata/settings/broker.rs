@@ -17,9 +17,8 @@
 //! stored and described with no effect. Any other name is `INVALID_CONFIG`.
 
 use super::table::{self, Kind, SETTINGS, Setting};
-use super::{TopicConfig, TopicDefaults};
+use super::{InvalidSetting, TopicConfig, TopicDefaults};
 use crate::keys::KafkaKeys;
-use crate::metadata::topics::TopicError;
 use ferry_store::{ChangeCounter, Database, RangeOption, StoreError, TransactionError};
 use foundationdb_tuple::{pack, unpack};
 use parking_lot::RwLock;
@@ -136,11 +135,8 @@ impl BrokerSettingsError {
     }
 
     /// A topic setting's refusal, said of broker setting `key`.
-    fn of_topic(key: &str, e: TopicError) -> Self {
-        match e {
-            TopicError::InvalidConfig { message, .. } => Self::invalid(key, message),
-            other => Self::invalid(key, other.to_string()),
-        }
+    fn of_topic(key: &str, e: InvalidSetting) -> Self {
+        Self::invalid(key, e.message)
     }
 
     /// The refusal of a setting Ferry does not take.

@@ -1,7 +1,10 @@
 //! The settings of topics and brokers: one table of the topic settings Ferry implements
 //! ([`SETTINGS`], beside the settings taken with no effect: `table`), what a topic sets
-//! ([`TopicConfig`]), the values of settings (`value`, `choices`), their layered defaults
+//! ([`TopicConfig`]) and how Kafka's (name, value) pairs set it (`apply`, refusing with an
+//! [`InvalidSetting`]), the values of settings (`value`, `choices`), their layered defaults
 //! ([`TopicDefaults`]) and the dynamic broker settings kept in the store ([`broker`]).
+//! Below `topics`: a refused setting is an [`InvalidSetting`], which a topic operation
+//! reports as its `TopicError::InvalidConfig`.
 //!
 //! Everything about a setting but what it does is derived from its row: how a value is
 //! parsed and checked (and the refusal's wording), the list of supported settings in
@@ -23,6 +26,7 @@
 //!    [`TopicConfig`] that applies Kafka's default, or [`TopicDefaults`] for the value
 //!    layered over the broker's).
 
+mod apply;
 pub(crate) mod broker;
 mod choices;
 mod defaults;
@@ -30,6 +34,7 @@ mod table;
 mod topic_config;
 mod value;
 
+pub use apply::InvalidSetting;
 pub(crate) use choices::CleanupPolicy;
 pub use choices::{CompressionType, TimestampType};
 pub(crate) use defaults::{Layer, TopicDefaults};

@@ -19,6 +19,9 @@
 //! DescribeConfigs shows them back as set; they change nothing.
 
 use super::choices::{CleanupPolicy, CompressionType, TimestampType};
+use super::topic_config::{
+    DEFAULT_DELETE_RETENTION_MS, DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, DEFAULT_MIN_COMPACTION_LAG_MS,
+};
 use super::value::{Field, Value};
 use ferry_config::kafka::{
     DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_RETENTION_MS, MAX_MESSAGE_BYTES_LIMIT,
@@ -43,12 +46,6 @@ pub struct Setting {
 
 /// Kafka's default `retention.bytes`: no limit.
 pub(super) const DEFAULT_RETENTION_BYTES: i64 = -1;
-/// Kafka's default `delete.retention.ms`: one day.
-pub(super) const DEFAULT_DELETE_RETENTION_MS: i64 = 86_400_000;
-/// Kafka's default `min.compaction.lag.ms`: none.
-pub(super) const DEFAULT_MIN_COMPACTION_LAG_MS: i64 = 0;
-/// Kafka's default `min.cleanable.dirty.ratio` (0.5), in ten-thousandths.
-pub(super) const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: u16 = 5_000;
 
 /// Every topic setting Ferry implements, in the order errors list them and DescribeConfigs
 /// describes them.

@@ -1,17 +1,21 @@
 //! A topic's settings ([`TopicConfig`]): one typed field per setting, which the partition
-//! log reads, set from Kafka's (name, value) pairs as the table ([`SETTINGS`]) says.
+//! log reads, with Kafka's defaults; `apply` sets them from Kafka's (name, value) pairs as
+//! the table says.
 
 use super::choices::{CleanupPolicy, CompressionType, TimestampType};
-use super::table::{
-    self, DEFAULT_DELETE_RETENTION_MS, DEFAULT_MIN_CLEANABLE_DIRTY_RATIO,
-    DEFAULT_MIN_COMPACTION_LAG_MS, SETTINGS,
-};
-use super::value::ratio;
-use crate::metadata::topics::TopicError;
+
+/// Kafka's default `delete.retention.ms`: one day.
+pub(super) const DEFAULT_DELETE_RETENTION_MS: i64 = 86_400_000;
+/// Kafka's default `min.compaction.lag.ms`: none.
+pub(super) const DEFAULT_MIN_COMPACTION_LAG_MS: i64 = 0;
+/// Kafka's default `min.cleanable.dirty.ratio` (0.5), in ten-thousandths.
+pub(super) const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: u16 = 5_000;
+/// `min.cleanable.dirty.ratio` is kept in ten-thousandths: 1 is this.
+pub(super) const RATIO_ONE: u16 = 10_000;
 
 /// A topic's overrides of the broker defaults; `None` follows the `[kafka]` default.
 ///
-/// Each field is the value of one row of [`SETTINGS`]; the row says how it is parsed,
+/// Each field is the value of one row of the settings table (`SETTINGS`); the row says how it is parsed,
 /// checked, defaulted and described.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TopicConfig {
@@ -39,36 +43,6 @@ impl TopicConfig {
     /// The topic's `cleanup.policy`.
     pub fn cleanup_policy(&self) -> CleanupPolicy {
         self.cleanup_policy.unwrap_or(CleanupPolicy::Delete)
-    }
-
-    /// This config with the items of `items` added to (`append`: IncrementalAlterConfigs
-    /// APPEND) or taken from (SUBTRACT) the list setting `key` — `cleanup.policy`, the only
-    /// list Ferry has.
-    ///
-    /// # Errors
-    /// [`TopicError::InvalidConfig`] for another setting, an unknown item, or a list left
-    /// empty.
-    pub fn edit_list(self, key: &str, items: &str, append: bool) -> Result<Self, TopicError> {
-        let invalid = |message: String| TopicError::InvalidConfig {
-            key: key.to_owned(),
-            message,
-        };
-        if !table::lists().any(|s| s.name == key) {
-            return Err(invalid(format!(
-                "APPEND and SUBTRACT apply to list settings only ({})",
-                table::lists()
-                    .map(|s| s.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        let policy = self.cleanup_policy().edit(items, append).ok_or_else(|| {
-            invalid("the items must be delete or compact, and leave at least one".into())
-        })?;
-        Ok(Self {
-            cleanup_policy: Some(policy),
-            ..self
-        })
     }
 
     /// The topic's `message.timestamp.type`.
@@ -101,164 +75,9 @@ impl TopicConfig {
                 .unwrap_or(DEFAULT_MIN_CLEANABLE_DIRTY_RATIO),
         )
     }
-
-    /// Settings from Kafka's (name, value) pairs, as CreateTopics and AlterConfigs carry
-    /// them; a `None` value restores the default.
-    ///
-    /// # Errors
-    /// [`TopicError::InvalidConfig`] for an unknown setting or a bad value.
-    pub fn parse<'a>(
-        pairs: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
-    ) -> Result<Self, TopicError> {
-        Self::default().with(pairs)
-    }
-
-    /// These settings with the (name, value) pairs applied (a `None` value restores the
-    /// default), the settings not named kept, as IncrementalAlterConfigs changes them.
-    /// A setting Kafka has and Ferry takes with no effect is checked, then dropped.
-    ///
-    /// # Errors
-    /// As [`TopicConfig::parse`].
-    pub fn with<'a>(
-        self,
-        pairs: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
-    ) -> Result<Self, TopicError> {
-        let mut config = self;
-        for (key, value) in pairs {
-            let checked = match table::setting(key) {
-                Some(setting) => setting.value.set(&mut config, value),
-                None if table::is_inert(key) => table::check_inert(key, value),
-                None => Err(format!(
-                    "is not a setting Ferry supports ({}; Kafka's segment, flush, replica and format settings are taken with no effect)",
-                    SETTINGS
-                        .iter()
-                        .map(|s| s.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            };
-            checked.map_err(|message| TopicError::InvalidConfig {
-                key: key.to_owned(),
-                message,
-            })?;
-        }
-        Ok(config)
-    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn supported_settings_parse_and_others_are_named() {
-        let c = TopicConfig::parse([
-            ("retention.ms", Some("1000")),
-            ("retention.bytes", Some("-1")),
-            ("cleanup.policy", Some("delete")),
-        ])
-        .unwrap();
-        assert_eq!(c.retention_ms, Some(1000));
-        assert_eq!(c.retention_bytes, Some(-1));
-        assert_eq!(
-            TopicConfig::parse([("retention.ms", Some("soon"))])
-                .unwrap_err()
-                .to_string(),
-            "retention.ms: 'soon' must be an integer from -1 to 9223372036854775807"
-        );
-        assert_eq!(
-            TopicConfig::parse([("max.message.bytes", Some("134217728"))])
-                .unwrap()
-                .max_message_bytes,
-            Some(128 << 20),
-            "a topic may take batches of up to 128 MiB"
-        );
-        assert_eq!(
-            TopicConfig::parse([("max.message.bytes", Some("134217729"))])
-                .unwrap_err()
-                .to_string(),
-            "max.message.bytes: '134217729' must be an integer from 0 to 134217728"
-        );
-        for (value, policy) in [
-            ("compact", CleanupPolicy::Compact),
-            ("compact,delete", CleanupPolicy::CompactDelete),
-            ("delete, compact", CleanupPolicy::CompactDelete),
-            ("delete", CleanupPolicy::Delete),
-        ] {
-            let c = TopicConfig::parse([("cleanup.policy", Some(value))]).unwrap();
-            assert_eq!(c.cleanup_policy(), policy, "{value}");
-        }
-        assert_eq!(
-            TopicConfig::parse([("cleanup.policy", Some("compress"))])
-                .unwrap_err()
-                .to_string(),
-            "cleanup.policy: 'compress' must be delete, compact, or compact,delete"
-        );
-        let c = TopicConfig::parse([
-            ("delete.retention.ms", Some("100")),
-            ("min.compaction.lag.ms", Some("5")),
-            ("min.cleanable.dirty.ratio", Some("0.01")),
-        ])
-        .unwrap();
-        assert_eq!(
-            (c.delete_retention_ms(), c.min_compaction_lag_ms()),
-            (100, 5)
-        );
-        assert!((c.min_cleanable_dirty_ratio() - 0.01).abs() < 1e-9);
-        assert_eq!(
-            TopicConfig::default().min_cleanable_dirty_ratio(),
-            0.5,
-            "Kafka's default"
-        );
-        assert!(TopicConfig::parse([("min.cleanable.dirty.ratio", Some("1.5"))]).is_err());
-        assert!(
-            TopicConfig::parse([("segment.bytez", Some("1"))])
-                .unwrap_err()
-                .to_string()
-                .starts_with("segment.bytez: is not a setting")
-        );
-        assert_eq!(
-            TopicConfig::parse([("segment.bytes", Some("1"))])
-                .unwrap_err()
-                .to_string(),
-            "segment.bytes: '1' must be an integer of at least 14"
-        );
-        assert_eq!(
-            TopicConfig::parse([
-                ("segment.bytes", Some("20000")),
-                ("retention.ms", Some("5"))
-            ])
-            .unwrap(),
-            TopicConfig {
-                retention_ms: Some(5),
-                ..TopicConfig::default()
-            },
-            "taken, with no effect"
-        );
-    }
-
-    #[test]
-    fn timestamp_and_compression_types_parse_and_bad_values_are_named() {
-        let c = TopicConfig::parse([
-            ("message.timestamp.type", Some("LogAppendTime")),
-            ("compression.type", Some("lz4")),
-        ])
-        .unwrap();
-        assert_eq!(
-            (c.message_timestamp_type(), c.compression_type()),
-            (TimestampType::LogAppendTime, CompressionType::Lz4)
-        );
-        assert_eq!(
-            TopicConfig::parse([("message.timestamp.type", Some("NowTime"))])
-                .unwrap_err()
-                .to_string(),
-            "message.timestamp.type: 'NowTime' must be CreateTime or LogAppendTime"
-        );
-        assert_eq!(
-            TopicConfig::parse([("compression.type", Some("brotli"))])
-                .unwrap_err()
-                .to_string(),
-            "compression.type: 'brotli' must be producer, uncompressed, gzip, snappy, lz4 or zstd"
-        );
-    }
+/// A share kept in ten-thousandths, from 0 to 1.
+pub(super) fn ratio(ten_thousandths: u16) -> f64 {
+    f64::from(ten_thousandths) / f64::from(RATIO_ONE)
 }

@@ -4,10 +4,7 @@
 //! the caller prefixes with the setting's name.
 
 use super::choices::{CleanupPolicy, CompressionType, TimestampType};
-use super::topic_config::TopicConfig;
-
-/// `min.cleanable.dirty.ratio` is kept in ten-thousandths: 1 is this.
-const RATIO_ONE: u16 = 10_000;
+use super::topic_config::{RATIO_ONE, TopicConfig, ratio};
 
 /// Where [`TopicConfig`] keeps a setting's value, and Kafka's default of it.
 #[derive(Debug, Clone, Copy)]
@@ -152,9 +149,4 @@ impl Value {
             Self::CompressionType(field) => field.value(config).as_str().into(),
         }
     }
-}
-
-/// A share kept in ten-thousandths, from 0 to 1.
-pub(super) fn ratio(ten_thousandths: u16) -> f64 {
-    f64::from(ten_thousandths) / f64::from(RATIO_ONE)
 }

@@ -14,6 +14,7 @@ mod stored;
 pub(crate) use cache::{Partition, Topic, Topics};
 pub(crate) use stored::TopicMeta;
 
+use crate::metadata::settings::InvalidSetting;
 use ferry_stage::StageError;
 use ferry_store::{StoreError, TransactionError};
 
@@ -87,6 +88,12 @@ impl TopicError {
             Self::InvalidConfig { .. } => E::InvalidConfig.code(),
             Self::NotAuthorized(_) => E::TopicAuthorizationFailed.code(),
         }
+    }
+}
+
+impl From<InvalidSetting> for TopicError {
+    fn from(InvalidSetting { key, message }: InvalidSetting) -> Self {
+        Self::InvalidConfig { key, message }
     }
 }
 
