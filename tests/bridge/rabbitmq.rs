@@ -694,7 +694,7 @@ async fn every_message_arrives_under_repeated_kill_9_and_a_crash_resends_at_most
     );
     // A crash can resend at most what was leased and unacknowledged at that moment: the
     // sink's window of batches.
-    let per_crash = ferry_bridge::sink::IN_FLIGHT_BATCHES * BATCH;
+    let per_crash = ferry_bridge::IN_FLIGHT_BATCHES * BATCH;
     assert!(
         duplicates <= KILLS * per_crash,
         "{duplicates} duplicates: more than {per_crash} per crash"
@@ -970,7 +970,7 @@ batch = {BATCH}
             .all(|ids| ids.iter().all(|id| *id == ids[0])),
         "every copy of a record carries the same message-id"
     );
-    let per_crash = ferry_bridge::sink::IN_FLIGHT_BATCHES * BATCH;
+    let per_crash = ferry_bridge::IN_FLIGHT_BATCHES * BATCH;
     assert!(
         duplicates <= (KILLS + 1) * per_crash,
         "{duplicates} duplicates: more than {per_crash} per crash"

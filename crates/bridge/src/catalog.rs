@@ -52,7 +52,7 @@ impl TransactionError for CatalogError {
 
 /// What the store says about routes, read at one version.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Stored {
+pub(crate) struct Stored {
     /// The version counter when read (0 before the first change).
     pub version: i64,
     /// Routes added at runtime, by name.
@@ -63,7 +63,7 @@ pub struct Stored {
 
 /// The route catalog of one store.
 #[derive(Clone)]
-pub struct Catalog {
+pub(crate) struct Catalog {
     db: Database,
     added: Subspace,
     paused: Subspace,
@@ -72,7 +72,7 @@ pub struct Catalog {
 
 impl Catalog {
     /// The catalog of `db` under store prefix `prefix`.
-    pub fn new(db: Database, prefix: &str) -> Self {
+    pub(crate) fn new(db: Database, prefix: &str) -> Self {
         let space =
             |name: &str| Subspace::from_bytes(foundationdb_tuple::pack(&(prefix, "routes", name)));
         Self {
@@ -84,7 +84,7 @@ impl Catalog {
     }
 
     /// The store.
-    pub fn db(&self) -> &Database {
+    pub(crate) fn db(&self) -> &Database {
         &self.db
     }
 
@@ -92,7 +92,7 @@ impl Catalog {
     ///
     /// # Errors
     /// [`CatalogError`] when the store fails or a record does not decode.
-    pub async fn read(&self) -> Result<Stored, CatalogError> {
+    pub(crate) async fn read(&self) -> Result<Stored, CatalogError> {
         let tx = self.db.begin()?;
         self.read_in(&tx, true).await
     }
@@ -101,7 +101,11 @@ impl Catalog {
     ///
     /// # Errors
     /// As [`Catalog::read`].
-    pub async fn read_in(&self, tx: &Transaction, snapshot: bool) -> Result<Stored, CatalogError> {
+    pub(crate) async fn read_in(
+        &self,
+        tx: &Transaction,
+        snapshot: bool,
+    ) -> Result<Stored, CatalogError> {
         let version = self.version.read_in(tx).await?;
         let mut added = BTreeMap::new();
         for (name, value) in self.entries(tx, &self.added, snapshot).await? {
@@ -129,7 +133,7 @@ impl Catalog {
     /// # Errors
     /// [`CatalogError::Inequivalent`] when a route of that name is stored with another
     /// definition; the store's error.
-    pub async fn add_in(
+    pub(crate) async fn add_in(
         &self,
         tx: &Transaction,
         route: &RouteConfig,
@@ -157,7 +161,11 @@ impl Catalog {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn remove_in(&self, tx: &Transaction, name: &str) -> Result<bool, CatalogError> {
+    pub(crate) async fn remove_in(
+        &self,
+        tx: &Transaction,
+        name: &str,
+    ) -> Result<bool, CatalogError> {
         let key = self.added.pack(&name);
         let existed = tx.get(&key, false).await?.is_some();
         if existed {
@@ -173,7 +181,7 @@ impl Catalog {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn set_paused_in(
+    pub(crate) async fn set_paused_in(
         &self,
         tx: &Transaction,
         name: &str,
@@ -199,7 +207,7 @@ impl Catalog {
     ///
     /// # Errors
     /// The store's error.
-    pub async fn changed_since(&self, seen: i64) -> Result<(), StoreError> {
+    pub(crate) async fn changed_since(&self, seen: i64) -> Result<(), StoreError> {
         self.version.changed_since(&self.db, seen).await
     }
 

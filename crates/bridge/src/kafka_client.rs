@@ -13,7 +13,7 @@ use rdkafka::error::KafkaError;
 
 /// Where and how a Kafka source or sink connects.
 #[derive(Debug, Clone)]
-pub struct KafkaEndpoint {
+pub(crate) struct KafkaEndpoint {
     /// The source's or sink's key path (`sources.NAME`), for errors.
     pub key: String,
     /// `bootstrap.servers`.
@@ -30,7 +30,10 @@ impl KafkaEndpoint {
     /// # Errors
     /// [`KafkaError::ClientCreation`] when the password cannot be read (naming the key,
     /// never the password).
-    pub fn client_config(&self, defaults: &[(&str, &str)]) -> Result<ClientConfig, KafkaError> {
+    pub(crate) fn client_config(
+        &self,
+        defaults: &[(&str, &str)],
+    ) -> Result<ClientConfig, KafkaError> {
         let at = |k: &str| format!("{}.{k}", self.key);
         let password = self
             .security

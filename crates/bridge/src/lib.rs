@@ -18,22 +18,24 @@
 //! endpoint), [`rabbitmq_link`] and [`kafka_client`] (how the external ones connect, with
 //! TLS and SASL), [`sink`] (the delivery worker), [`keys`] (source and sink progress),
 //! [`status`] (connection states for `/readyz`), [`replay`] (dead-letters back to their
-//! stage), [`catalog`], [`supervisor`], [`admin`].
+//! stage), [`catalog`], [`supervisor`], [`admin`]. Public are `admin` (the management
+//! API's), `mapping`, `rabbitmq_link` (the load tools connect with it), `status`, `replay`
+//! and the items at this root; the rest is private to the crate.
 
 pub mod admin;
-pub mod catalog;
-pub mod kafka_client;
-pub mod keys;
+mod catalog;
+mod kafka_client;
+mod keys;
 pub mod mapping;
 pub mod rabbitmq_link;
 pub mod replay;
-pub mod route;
-pub mod sink;
-pub mod sinks;
-pub mod sources;
-pub mod staged;
+mod route;
+mod sink;
+mod sinks;
+mod sources;
+mod staged;
 pub mod status;
-pub mod supervisor;
+mod supervisor;
 
 use ferry_amqp::port::AmqpPort;
 use ferry_config::RouteConfig;
@@ -44,6 +46,8 @@ use keys::RouteKeys;
 use route::RouteStages;
 use status::Status;
 
+pub use sink::IN_FLIGHT_BATCHES;
+pub use sources::amqp_front::queue_name as amqp_front_queue;
 pub use supervisor::{RunState, Setup, States, run};
 
 /// Why the bridge stopped.

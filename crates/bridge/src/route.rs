@@ -18,12 +18,12 @@ use ferry_stage::{NewMessage, Spill, Spills, Stage, StageError, StageOptions, St
 use ferry_store::Transaction;
 
 /// The name of destination `index`'s stage of route `route`.
-pub fn stage_name(route: &str, index: usize) -> String {
+pub(crate) fn stage_name(route: &str, index: usize) -> String {
     format!("bridge.{route}.{index}")
 }
 
 /// The name of destination `index`'s dead-letter stage of route `route`.
-pub fn dead_letter_name(route: &str, index: usize) -> String {
+pub(crate) fn dead_letter_name(route: &str, index: usize) -> String {
     format!("{}.dead", stage_name(route, index))
 }
 

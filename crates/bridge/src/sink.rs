@@ -69,7 +69,7 @@ fn count_resends(resends: &mut [Outgoing], labels: &[(&'static str, String); 2])
 
 /// What a destination said about one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// It has the message.
     Delivered,
     /// It could not take it now (connection down, broker busy); try again later.
@@ -79,10 +79,10 @@ pub enum Outcome {
 }
 
 /// The outcomes of a sent batch, one per message in order, once the broker confirmed.
-pub type Confirms = BoxFuture<'static, Vec<Outcome>>;
+pub(crate) type Confirms = BoxFuture<'static, Vec<Outcome>>;
 
 /// A destination outside the store: it confirms asynchronously.
-pub trait ExternalSink: Send {
+pub(crate) trait ExternalSink: Send {
     /// Hands over `batch`; one outcome per message, in order. Waits for the confirms.
     fn deliver<'a>(&'a mut self, batch: &'a [Outgoing]) -> BoxFuture<'a, Vec<Outcome>>;
 
@@ -110,7 +110,7 @@ pub trait ExternalSink: Send {
 }
 
 /// A destination inside the store (one of Ferry's fronts).
-pub trait InStoreSink: Send + Sync {
+pub(crate) trait InStoreSink: Send + Sync {
     /// What would happen to each message of `batch` (no side effects): messages planned
     /// [`Outcome::Delivered`] are then written with [`InStoreSink::write_in`].
     fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome>;
@@ -153,7 +153,7 @@ pub trait InStoreSink: Send + Sync {
 /// The form an in-store sink stores a message in, too large for one transaction
 /// ([`InStoreSink::large_form`]).
 #[derive(Debug, Clone)]
-pub struct LargeForm {
+pub(crate) struct LargeForm {
     /// The whole form, written to a spill.
     pub bytes: Bytes,
     /// How many of its first bytes the sink keeps besides the reference to the spill
@@ -162,7 +162,7 @@ pub struct LargeForm {
 }
 
 /// A route destination's way out.
-pub enum Sink {
+pub(crate) enum Sink {
     /// An external broker.
     External(Box<dyn ExternalSink>),
     /// One of Ferry's fronts.
@@ -171,7 +171,7 @@ pub enum Sink {
 
 /// Retry delays: exponential from `initial` to `max`, each with up to 50 % jitter.
 #[derive(Debug, Clone)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     initial: Duration,
     max: Duration,
     next: Duration,
@@ -179,7 +179,7 @@ pub struct Backoff {
 
 impl Backoff {
     /// Delays starting at `initial`, doubling up to `max`.
-    pub fn new(initial: Duration, max: Duration) -> Self {
+    pub(crate) fn new(initial: Duration, max: Duration) -> Self {
         Self {
             initial,
             max,
@@ -188,14 +188,14 @@ impl Backoff {
     }
 
     /// The next delay (and doubles the one after).
-    pub fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self) -> Duration {
         let base = self.next;
         self.next = (self.next * 2).min(self.max);
         base.mul_f64(0.5 + fastrand::f64() * 0.5)
     }
 
     /// Starts over after a success.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.next = self.initial;
     }
 }
@@ -212,7 +212,7 @@ struct InFlight {
 }
 
 /// Everything a destination worker needs.
-pub struct Worker {
+pub(crate) struct Worker {
     /// The route's name (a metric label).
     pub route: String,
     /// The destination.
@@ -238,7 +238,7 @@ const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// there were since the last line: a destination that refuses everything would otherwise
 /// log a line per message per attempt (hundreds of thousands a minute).
 #[derive(Debug, Default)]
-pub struct RefusalLog {
+pub(crate) struct RefusalLog {
     /// When the last line was logged.
     last: Option<std::time::Instant>,
     /// Refusals since then.
@@ -266,7 +266,7 @@ impl Worker {
     ///
     /// # Errors
     /// The store's error when the store itself fails.
-    pub async fn run(mut self, shutdown: CancellationToken) -> Result<(), StageError> {
+    pub(crate) async fn run(mut self, shutdown: CancellationToken) -> Result<(), StageError> {
         let stage = self.destination.stage.clone();
         let mut consumer =
             Consumer::new(stage.clone(), self.holders.clone(), self.holder, self.batch);
@@ -621,7 +621,7 @@ async fn write_in_store(
 }
 
 /// The metric label of an endpoint.
-pub fn endpoint_label(e: &ferry_config::Endpoint) -> String {
+pub(crate) fn endpoint_label(e: &ferry_config::Endpoint) -> String {
     use ferry_config::Endpoint;
     match e {
         Endpoint::Source(n) => format!("source:{n}"),

@@ -11,13 +11,13 @@ use ferry_kafka::port::KafkaRecord;
 use ferry_stage::{Delivery, MessageId, NewMessage, Spill};
 
 /// The stage message for an AMQP message; its priority picks the lane.
-pub fn from_amqp(m: &AmqpMessage) -> NewMessage {
+pub(crate) fn from_amqp(m: &AmqpMessage) -> NewMessage {
     NewMessage::new(m.to_stage_body()).priority(m.properties.priority().unwrap_or(0))
 }
 
 /// The stage message for a Kafka record (through its AMQP mapping), with the header
 /// values that followed the fallback rule.
-pub fn from_kafka(r: &KafkaRecord) -> Mapped<NewMessage> {
+pub(crate) fn from_kafka(r: &KafkaRecord) -> Mapped<NewMessage> {
     let mapped = kafka_to_amqp(r, "");
     Mapped {
         message: from_amqp(&mapped.message),
@@ -27,7 +27,7 @@ pub fn from_kafka(r: &KafkaRecord) -> Mapped<NewMessage> {
 
 /// A staged message on its way to a destination.
 #[derive(Debug, Clone)]
-pub struct Outgoing {
+pub(crate) struct Outgoing {
     /// Its place in the destination stage.
     pub id: MessageId,
     /// The message.
@@ -52,7 +52,7 @@ pub struct Outgoing {
 
 /// A message's stored form, kept in a spill held by the route's lease holder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpilledForm {
+pub(crate) struct SpilledForm {
     /// The spill holding the whole form.
     pub spill: Spill,
     /// Its first bytes, which the destination keeps besides the reference (a batch's
@@ -65,7 +65,7 @@ impl Outgoing {
     ///
     /// # Errors
     /// [`UndecodableMessage`] when the body is not a stored message.
-    pub fn decode(d: &Delivery) -> Result<Self, UndecodableMessage> {
+    pub(crate) fn decode(d: &Delivery) -> Result<Self, UndecodableMessage> {
         Ok(Self {
             id: d.id,
             message: AmqpMessage::from_stage_body(d.body.clone())?,
@@ -80,7 +80,7 @@ impl Outgoing {
     /// The message-id a destination can deduplicate by: the message's own, or one
     /// derived from its place in the stage (`ferry-LANE-VERSIONSTAMP` in hex), which is
     /// the same on every attempt.
-    pub fn message_id(&self) -> String {
+    pub(crate) fn message_id(&self) -> String {
         match self.message.properties.message_id() {
             Some(id) => id.as_str().to_owned(),
             None => {
@@ -91,29 +91,24 @@ impl Outgoing {
     }
 
     /// The message as a Kafka record, its key made as `key` says.
-    pub fn to_kafka(&self, key: KeySource) -> KafkaRecord {
+    pub(crate) fn to_kafka(&self, key: KeySource) -> KafkaRecord {
         amqp_to_kafka(&self.message, key)
     }
 
     /// The spills the route's lease holder holds for this delivery, which the transaction
     /// that stores the message lets go of (or the worker, when the message is refused).
-    pub fn held_spills(&self) -> impl Iterator<Item = Spill> + '_ {
+    pub(crate) fn held_spills(&self) -> impl Iterator<Item = Spill> + '_ {
         let body = self.spill.filter(|_| self.holds_spill);
         body.into_iter()
             .chain(self.stored.as_ref().map(|s| s.spill))
     }
 
     /// Body bytes, for the byte counters (a spilled body's too).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self.spill {
             Some(spill) => spill.len as usize,
             None => self.message.body.len(),
         }
-    }
-
-    /// Whether the body is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

@@ -12,7 +12,7 @@
 
 /// What one user's tags and vhosts allow.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Access {
+pub(crate) struct Access {
     /// The user.
     user: String,
     /// `administrator`.
@@ -30,7 +30,7 @@ const MANAGEMENT_TAGS: [&str; 4] = ["administrator", "monitoring", "policymaker"
 
 impl Access {
     /// What `user` with `tags`, who has permissions in `vhosts`, may do.
-    pub fn new(user: &str, tags: &[String], vhosts: &[String]) -> Self {
+    pub(crate) fn new(user: &str, tags: &[String], vhosts: &[String]) -> Self {
         let has = |tag: &str| tags.iter().any(|t| t == tag);
         Self {
             user: user.to_owned(),
@@ -42,33 +42,33 @@ impl Access {
     }
 
     /// Whether the user may use the API at all.
-    pub fn is_management_user(&self) -> bool {
+    pub(crate) fn is_management_user(&self) -> bool {
         self.management
     }
 
     /// Whether the user is an administrator (vhosts, every object, every connection).
-    pub fn is_administrator(&self) -> bool {
+    pub(crate) fn is_administrator(&self) -> bool {
         self.administrator
     }
 
     /// Whether the user is `monitoring` or `administrator` (sees everything, as the Kafka
     /// front's topics and groups).
-    pub fn is_monitoring(&self) -> bool {
+    pub(crate) fn is_monitoring(&self) -> bool {
         self.monitoring
     }
 
     /// Whether the user may see the objects of `vhost`.
-    pub fn sees_vhost(&self, vhost: &str) -> bool {
+    pub(crate) fn sees_vhost(&self, vhost: &str) -> bool {
         self.monitoring || self.vhosts.iter().any(|v| v == vhost)
     }
 
     /// Whether the user may see a connection (or its channels) of `owner`.
-    pub fn sees_connection_of(&self, owner: &str) -> bool {
+    pub(crate) fn sees_connection_of(&self, owner: &str) -> bool {
         self.monitoring || owner == self.user
     }
 
     /// Whether the user may close a connection of `owner`.
-    pub fn closes_connection_of(&self, owner: &str) -> bool {
+    pub(crate) fn closes_connection_of(&self, owner: &str) -> bool {
         self.administrator || owner == self.user
     }
 }

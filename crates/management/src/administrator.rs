@@ -9,7 +9,7 @@ use super::login::Principal;
 ///
 /// # Errors
 /// 401 "Not administrator user".
-pub fn administrator(principal: &Principal) -> ApiResult<()> {
+pub(crate) fn administrator(principal: &Principal) -> ApiResult<()> {
     if principal.access.is_administrator() {
         return Ok(());
     }
@@ -21,7 +21,7 @@ pub fn administrator(principal: &Principal) -> ApiResult<()> {
 ///
 /// # Errors
 /// 401 "Not monitor user".
-pub fn monitor(principal: &Principal) -> ApiResult<()> {
+pub(crate) fn monitor(principal: &Principal) -> ApiResult<()> {
     if principal.access.is_monitoring() {
         return Ok(());
     }
@@ -29,6 +29,6 @@ pub fn monitor(principal: &Principal) -> ApiResult<()> {
 }
 
 /// A store failure as a 500 (its text names no secret).
-pub fn store_failed(e: impl std::fmt::Display) -> ApiError {
+pub(crate) fn store_failed(e: impl std::fmt::Display) -> ApiError {
     ApiError::internal(e.to_string())
 }

@@ -40,7 +40,7 @@ const BIND_FIELDS: &[&str] = &[
 ];
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/bindings", get(list_all))
         .route("/api/bindings/{vhost}", get(list_vhost))
@@ -60,7 +60,7 @@ pub fn routes() -> Router<Api> {
 }
 
 /// A binding's `properties_key`.
-pub fn properties_key(binding: &Binding) -> String {
+pub(crate) fn properties_key(binding: &Binding) -> String {
     let key = if binding.routing_key.is_empty() {
         "~".to_owned()
     } else {

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 ///
 /// # Errors
 /// 400 when it is not JSON or not an object.
-pub fn object(bytes: &[u8]) -> ApiResult<Map<String, Value>> {
+pub(crate) fn object(bytes: &[u8]) -> ApiResult<Map<String, Value>> {
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
     match value {
@@ -25,7 +25,7 @@ pub fn object(bytes: &[u8]) -> ApiResult<Map<String, Value>> {
 
 /// A request body being read.
 #[derive(Debug)]
-pub struct Body {
+pub(crate) struct Body {
     fields: Map<String, Value>,
 }
 
@@ -35,7 +35,7 @@ impl Body {
     ///
     /// # Errors
     /// 400 naming what is wrong: not JSON, not an object, or an unknown field.
-    pub fn parse(bytes: &[u8], accepted: &[&str]) -> ApiResult<Self> {
+    pub(crate) fn parse(bytes: &[u8], accepted: &[&str]) -> ApiResult<Self> {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Self { fields: Map::new() });
         }
@@ -51,12 +51,12 @@ impl Body {
 
     /// The value of field `name` as sent, for a field of a shape of its own (a list, a
     /// string or a list).
-    pub fn value(&self, name: &str) -> Option<&Value> {
+    pub(crate) fn value(&self, name: &str) -> Option<&Value> {
         self.fields.get(name)
     }
 
     /// Whether field `name` is present.
-    pub fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         self.fields.contains_key(name)
     }
 
@@ -64,7 +64,7 @@ impl Body {
     ///
     /// # Errors
     /// 400 naming the field when it holds anything else.
-    pub fn bool(&self, name: &str, default: bool) -> ApiResult<bool> {
+    pub(crate) fn bool(&self, name: &str, default: bool) -> ApiResult<bool> {
         match self.fields.get(name) {
             None | Some(Value::Null) => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
@@ -79,7 +79,7 @@ impl Body {
     ///
     /// # Errors
     /// 400 naming the field when it holds anything else.
-    pub fn u64(&self, name: &str, default: u64) -> ApiResult<u64> {
+    pub(crate) fn u64(&self, name: &str, default: u64) -> ApiResult<u64> {
         match self.fields.get(name) {
             None | Some(Value::Null) => Ok(default),
             Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64().unwrap_or(default)),
@@ -92,7 +92,7 @@ impl Body {
     ///
     /// # Errors
     /// 400 naming the field when it holds anything but a string.
-    pub fn string(&self, name: &str) -> ApiResult<Option<String>> {
+    pub(crate) fn string(&self, name: &str) -> ApiResult<Option<String>> {
         match self.fields.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -104,7 +104,7 @@ impl Body {
     ///
     /// # Errors
     /// 400 naming the field when it is missing or not a string.
-    pub fn required_string(&self, name: &str) -> ApiResult<String> {
+    pub(crate) fn required_string(&self, name: &str) -> ApiResult<String> {
         self.string(name)?
             .ok_or_else(|| ApiError::bad_request(format!("field '{name}' is missing")))
     }
@@ -113,7 +113,7 @@ impl Body {
     ///
     /// # Errors
     /// 400 naming the field when it holds anything but an object.
-    pub fn object(&self, name: &str) -> ApiResult<Map<String, Value>> {
+    pub(crate) fn object(&self, name: &str) -> ApiResult<Map<String, Value>> {
         match self.fields.get(name) {
             None | Some(Value::Null) => Ok(Map::new()),
             Some(Value::Object(o)) => Ok(o.clone()),

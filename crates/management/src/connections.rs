@@ -19,7 +19,7 @@ use std::sync::Arc;
 const DEFAULT_REASON: &str = "Closed via management plugin";
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/connections", get(list))
         .route("/api/connections/{name}", get(show).delete(close))

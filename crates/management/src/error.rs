@@ -13,7 +13,7 @@ const REALM: &str = "Basic realm=\"RabbitMQ Management\"";
 
 /// A refused request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     /// The HTTP status.
     pub status: StatusCode,
     /// RabbitMQ's `error` word (`bad_request`, `not_authorized`, `Object Not Found`, ...).
@@ -24,7 +24,7 @@ pub struct ApiError {
 
 impl ApiError {
     /// 400: the request is malformed or asks for something impossible.
-    pub fn bad_request(reason: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(reason: impl Into<String>) -> Self {
         Self {
             status: StatusCode::BAD_REQUEST,
             error: "bad_request",
@@ -33,7 +33,7 @@ impl ApiError {
     }
 
     /// 404, in RabbitMQ's words.
-    pub fn not_found() -> Self {
+    pub(crate) fn not_found() -> Self {
         Self {
             status: StatusCode::NOT_FOUND,
             error: "Object Not Found",
@@ -42,7 +42,7 @@ impl ApiError {
     }
 
     /// 401 `not_authorized`: the login failed.
-    pub fn not_authorized(reason: impl Into<String>) -> Self {
+    pub(crate) fn not_authorized(reason: impl Into<String>) -> Self {
         Self {
             status: StatusCode::UNAUTHORIZED,
             error: "not_authorized",
@@ -52,7 +52,7 @@ impl ApiError {
 
     /// 401 with no body: no credentials were sent (RabbitMQ answers so, with the
     /// challenge).
-    pub fn no_credentials() -> Self {
+    pub(crate) fn no_credentials() -> Self {
         Self::not_authorized(String::new())
     }
 
@@ -60,7 +60,7 @@ impl ApiError {
     /// successful login): the user may not use the API, this endpoint, the vhost or the
     /// object. RabbitMQ's reasons are short ([`Self::ACCESS_REFUSED`], ...); Ferry uses
     /// the same words, so scripts that match them keep working.
-    pub fn not_authorised(reason: impl Into<String>) -> Self {
+    pub(crate) fn not_authorised(reason: impl Into<String>) -> Self {
         Self {
             status: StatusCode::UNAUTHORIZED,
             error: "not_authorised",
@@ -69,26 +69,17 @@ impl ApiError {
     }
 
     /// RabbitMQ's reason when a permission (configure, write, read) refuses an operation.
-    pub const ACCESS_REFUSED: &'static str = "Access refused.";
+    pub(crate) const ACCESS_REFUSED: &'static str = "Access refused.";
     /// RabbitMQ's reason when the user has no permissions in the vhost.
-    pub const VHOST_REFUSED: &'static str = "User not authorised to access virtual host";
+    pub(crate) const VHOST_REFUSED: &'static str = "User not authorised to access virtual host";
     /// RabbitMQ's reason when the object (a connection) belongs to another user.
-    pub const OBJECT_REFUSED: &'static str = "User not authorised to access object";
+    pub(crate) const OBJECT_REFUSED: &'static str = "User not authorised to access object";
 
     /// 500: the store or the front failed.
-    pub fn internal(reason: impl Into<String>) -> Self {
+    pub(crate) fn internal(reason: impl Into<String>) -> Self {
         Self {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             error: "internal_server_error",
-            reason: reason.into(),
-        }
-    }
-
-    /// 503: a health check failed.
-    pub fn unavailable(reason: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            error: "service_unavailable",
             reason: reason.into(),
         }
     }
@@ -121,7 +112,7 @@ impl IntoResponse for ApiError {
 }
 
 /// What a handler returns.
-pub type ApiResult<T> = Result<T, ApiError>;
+pub(crate) type ApiResult<T> = Result<T, ApiError>;
 
 #[cfg(test)]
 mod tests {

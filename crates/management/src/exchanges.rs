@@ -29,7 +29,7 @@ const DECLARE_FIELDS: &[&str] = &[
 ];
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/exchanges", get(list_all))
         .route("/api/exchanges/{vhost}", get(list_vhost))
@@ -44,7 +44,7 @@ pub fn routes() -> Router<Api> {
 ///
 /// # Errors
 /// 404 when it does not exist.
-pub fn find(vhost: &VHost, name: &str) -> ApiResult<Exchange> {
+pub(crate) fn find(vhost: &VHost, name: &str) -> ApiResult<Exchange> {
     let name = url_name(name);
     vhost
         .topology()
@@ -56,7 +56,7 @@ pub fn find(vhost: &VHost, name: &str) -> ApiResult<Exchange> {
 
 /// The exchange name a URL segment means: RabbitMQ's URLs call the default exchange
 /// `amq.default`.
-pub fn url_name(segment: &str) -> &str {
+pub(crate) fn url_name(segment: &str) -> &str {
     if segment == "amq.default" {
         ""
     } else {
@@ -65,7 +65,7 @@ pub fn url_name(segment: &str) -> &str {
 }
 
 /// One exchange as RabbitMQ's API shows it.
-pub fn exchange_json(vhost: &str, x: &Exchange) -> Value {
+pub(crate) fn exchange_json(vhost: &str, x: &Exchange) -> Value {
     json!({
         "name": x.name,
         "vhost": vhost,

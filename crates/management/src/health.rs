@@ -31,7 +31,7 @@ const ALIVENESS_QUEUE: &str = "aliveness-test";
 const ALIVENESS_MESSAGE: &[u8] = b"test_message";
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/health/checks/alarms", get(alarms))
         .route("/api/health/checks/local-alarms", get(alarms))

@@ -16,7 +16,7 @@ use ferry_kafka::admin::{Acl, GroupSummary, TopicView};
 use serde_json::{Value, json};
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/ferry/kafka/topics", get(topics))
         .route("/api/ferry/kafka/topics/{topic}", get(topic))

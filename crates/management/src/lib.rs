@@ -19,28 +19,28 @@
 //! ACLs (through [`KafkaAdmin`]); the bridge's routes with their stages, dead letters and
 //! runtime changes (through [`RouteAdmin`]).
 
-pub mod access;
-pub mod administrator;
-pub mod bindings;
-pub mod body;
-pub mod connections;
+mod access;
+mod administrator;
+mod bindings;
+mod body;
+mod connections;
 pub mod definitions;
-pub mod error;
-pub mod exchanges;
-pub mod health;
-pub mod kafka;
-pub mod login;
-pub mod messages;
-pub mod overview;
-pub mod permissions;
-pub mod queues;
-pub mod rates;
-pub mod reply;
-pub mod routes;
-pub mod tables;
-pub mod ui;
-pub mod users;
-pub mod vhosts;
+mod error;
+mod exchanges;
+mod health;
+mod kafka;
+mod login;
+mod messages;
+mod overview;
+mod permissions;
+mod queues;
+mod rates;
+mod reply;
+mod routes;
+mod tables;
+mod ui;
+mod users;
+mod vhosts;
 
 use axum::Router;
 use error::ApiError;

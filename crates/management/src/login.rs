@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 
 /// The logged-in user of a request.
 #[derive(Debug, Clone)]
-pub struct Principal {
+pub(crate) struct Principal {
     /// The user, as the user store holds it.
     pub user: User,
     /// What its tags let it do.
@@ -36,7 +36,7 @@ impl Principal {
     ///
     /// # Errors
     /// 401 `not_authorised` when it has none there, in RabbitMQ's words.
-    pub fn permissions(&self, vhost: &str) -> Result<&VhostAccess, ApiError> {
+    pub(crate) fn permissions(&self, vhost: &str) -> Result<&VhostAccess, ApiError> {
         self.permissions
             .get(vhost)
             .ok_or_else(|| ApiError::not_authorised(ApiError::VHOST_REFUSED))

@@ -49,7 +49,7 @@ const PUBLISH_FIELDS: &[&str] = &[
 ];
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/queues/{vhost}/{name}/get", post(get))
         .route("/api/queues/{vhost}/{name}/contents", delete(purge))
@@ -127,7 +127,7 @@ fn got_json(m: &GotMessage, base64_only: bool, truncate: u64) -> Value {
 /// A message's own fields as RabbitMQ's get shows them: `exchange`, `routing_key`,
 /// `properties`, `payload` (text when it is UTF-8 and `base64_only` is off, else base64;
 /// its first `truncate` bytes), `payload_encoding` and `payload_bytes`.
-pub fn message_json(
+pub(crate) fn message_json(
     exchange: &str,
     routing_key: &str,
     properties: &BasicProperties,
@@ -155,7 +155,7 @@ pub fn message_json(
 }
 
 /// Properties as RabbitMQ's API shows them (`[]` when there are none).
-pub fn properties_json(p: &BasicProperties) -> Value {
+pub(crate) fn properties_json(p: &BasicProperties) -> Value {
     let mut out = Map::new();
     let mut text = |name: &str, v: &Option<ShortString>| {
         if let Some(v) = v {
@@ -195,7 +195,7 @@ pub fn properties_json(p: &BasicProperties) -> Value {
 ///
 /// # Errors
 /// 400 naming `properties.KEY` for an unknown property or a value of the wrong type.
-pub fn properties_from_json(object: &Map<String, Value>) -> ApiResult<BasicProperties> {
+pub(crate) fn properties_from_json(object: &Map<String, Value>) -> ApiResult<BasicProperties> {
     let mut p = BasicProperties::default();
     for (key, value) in object {
         let wrong = |expected: &str| {

@@ -15,10 +15,10 @@ use std::time::Instant;
 /// The RabbitMQ version whose management API this one follows, in the version fields
 /// tools read (`rabbitmq_version`, `management_version`); `product_name` and
 /// `product_version` say it is Ferry.
-pub const COMPATIBLE_RABBITMQ_VERSION: &str = "3.10.8";
+pub(crate) const COMPATIBLE_RABBITMQ_VERSION: &str = "3.10.8";
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/overview", get(overview))
         .route("/api/whoami", get(whoami))

@@ -24,7 +24,7 @@ use ferry_auth::permissions::{Permissions, TopicPermission, VhostPermissions};
 use ferry_auth::store::{Scope, UserStoreError};
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/permissions", get(list_all))
         .route(

@@ -40,7 +40,7 @@ const DECLARE_FIELDS: &[&str] = &[
 ];
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/queues", get(list_all))
         .route("/api/queues/{vhost}", get(list_vhost))
@@ -54,7 +54,7 @@ pub fn routes() -> Router<Api> {
 ///
 /// # Errors
 /// 404.
-pub fn visible_vhost(api: &Api, principal: &Principal, name: &str) -> ApiResult<Arc<VHost>> {
+pub(crate) fn visible_vhost(api: &Api, principal: &Principal, name: &str) -> ApiResult<Arc<VHost>> {
     match api.amqp.vhost(name) {
         Some(v) if principal.access.sees_vhost(name) => Ok(v),
         _ => Err(ApiError::not_found()),
@@ -65,7 +65,7 @@ pub fn visible_vhost(api: &Api, principal: &Principal, name: &str) -> ApiResult<
 ///
 /// # Errors
 /// 404 for a vhost it cannot see, 401 for one it has no permissions in.
-pub fn changeable_vhost(
+pub(crate) fn changeable_vhost(
     api: &Api,
     principal: &Principal,
     name: &str,
@@ -79,12 +79,16 @@ pub fn changeable_vhost(
 ///
 /// # Errors
 /// 401 in RabbitMQ's words.
-pub fn check(permissions: &VhostAccess, access: Access, resource: Resource<'_>) -> ApiResult<()> {
+pub(crate) fn check(
+    permissions: &VhostAccess,
+    access: Access,
+    resource: Resource<'_>,
+) -> ApiResult<()> {
     Authorize::check(permissions, access, resource).map_err(ApiError::from)
 }
 
 /// Every vhost `principal` may see.
-pub fn visible_vhosts(api: &Api, principal: &Principal) -> Vec<Arc<VHost>> {
+pub(crate) fn visible_vhosts(api: &Api, principal: &Principal) -> Vec<Arc<VHost>> {
     api.amqp
         .vhosts()
         .into_iter()
@@ -96,7 +100,7 @@ pub fn visible_vhosts(api: &Api, principal: &Principal) -> Vec<Arc<VHost>> {
 ///
 /// # Errors
 /// 404 when it does not exist.
-pub fn find(vhost: &VHost, name: &str) -> ApiResult<Arc<Queue>> {
+pub(crate) fn find(vhost: &VHost, name: &str) -> ApiResult<Arc<Queue>> {
     vhost
         .topology()
         .queues
@@ -106,13 +110,13 @@ pub fn find(vhost: &VHost, name: &str) -> ApiResult<Arc<Queue>> {
 }
 
 /// `{"rate": r}`.
-pub fn details(rate: f64) -> Value {
+pub(crate) fn details(rate: f64) -> Value {
     json!({ "rate": rate })
 }
 
 /// A queue's counters as RabbitMQ's API shows them.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Ready messages.
     pub ready: i64,
     /// Delivered, not yet acknowledged.
@@ -128,7 +132,7 @@ impl Counts {
     ///
     /// # Errors
     /// 500 when the store fails.
-    pub async fn of(queue: &Queue) -> ApiResult<Self> {
+    pub(crate) async fn of(queue: &Queue) -> ApiResult<Self> {
         let depth = queue
             .stage
             .depth()
@@ -143,13 +147,13 @@ impl Counts {
     }
 
     /// Delivered or fetched, first deliveries only.
-    pub fn deliver_get(&self) -> i64 {
+    pub(crate) fn deliver_get(&self) -> i64 {
         self.ack + self.unacked
     }
 
     /// `messages`, `messages_ready`, `messages_unacknowledged` with their rates, under
     /// `key` for the rates.
-    pub fn depth_fields(
+    pub(crate) fn depth_fields(
         &self,
         api: &Api,
         key: &str,
@@ -169,7 +173,7 @@ impl Counts {
     }
 
     /// `message_stats` with each count's rate, under `key` for the rates.
-    pub fn message_stats(&self, api: &Api, key: &str, now: Instant) -> Value {
+    pub(crate) fn message_stats(&self, api: &Api, key: &str, now: Instant) -> Value {
         let mut stats = serde_json::Map::new();
         for (name, value) in [
             ("publish", self.publish),
@@ -189,7 +193,7 @@ impl Counts {
 ///
 /// # Errors
 /// 500 when the store fails.
-pub async fn queue_json(api: &Api, queue: &Queue) -> ApiResult<Value> {
+pub(crate) async fn queue_json(api: &Api, queue: &Queue) -> ApiResult<Value> {
     let counts = Counts::of(queue).await?;
     let now = Instant::now();
     let key = format!("queue/{}", queue.stage.id());

@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// How far back a rate looks.
-pub const WINDOW: Duration = Duration::from_secs(30);
+pub(crate) const WINDOW: Duration = Duration::from_secs(30);
 
 /// The readings of every counter, by key.
 #[derive(Debug, Default)]

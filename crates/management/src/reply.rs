@@ -8,7 +8,7 @@ use serde::Serialize;
 
 /// A JSON answer.
 #[derive(Debug, Clone)]
-pub struct Json<T>(pub T);
+pub(crate) struct Json<T>(pub T);
 
 impl<T: Serialize> IntoResponse for Json<T> {
     fn into_response(self) -> Response {
@@ -25,13 +25,13 @@ impl<T: Serialize> IntoResponse for Json<T> {
 
 /// The boolean parameters of a query string.
 #[derive(Debug, Clone, Default)]
-pub struct Flags {
+pub(crate) struct Flags {
     set: Vec<String>,
 }
 
 impl Flags {
     /// The parameters of `query` (the part after `?`) whose value is `true`.
-    pub fn parse(query: Option<&str>) -> Self {
+    pub(crate) fn parse(query: Option<&str>) -> Self {
         let set = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
             .filter(|(_, value)| value == "true")
             .map(|(name, _)| name.into_owned())
@@ -40,14 +40,14 @@ impl Flags {
     }
 
     /// Whether `name=true` was given.
-    pub fn on(&self, name: &str) -> bool {
+    pub(crate) fn on(&self, name: &str) -> bool {
         self.set.iter().any(|s| s == name)
     }
 }
 
 /// The status of a `PUT`, as RabbitMQ answers it: 201 when it created the object, 204 when
 /// the object was there already.
-pub fn put_status(existed: bool) -> StatusCode {
+pub(crate) fn put_status(existed: bool) -> StatusCode {
     if existed {
         StatusCode::NO_CONTENT
     } else {

@@ -43,7 +43,7 @@ const DEFAULT_COUNT: usize = 100;
 const MAX_COUNT: usize = 10_000;
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/ferry/routes", get(list))
         .route(

@@ -13,7 +13,7 @@ use base64::Engine as _;
 use serde_json::{Map, Number, Value};
 
 /// `table` as a JSON object.
-pub fn to_json(table: &FieldTable) -> Value {
+pub(crate) fn to_json(table: &FieldTable) -> Value {
     Value::Object(
         table
             .inner()
@@ -24,7 +24,7 @@ pub fn to_json(table: &FieldTable) -> Value {
 }
 
 /// One AMQP value as JSON.
-pub fn value_to_json(value: &AMQPValue) -> Value {
+pub(crate) fn value_to_json(value: &AMQPValue) -> Value {
     let number = |f: f64| Number::from_f64(f).map_or(Value::Null, Value::Number);
     match value {
         AMQPValue::Boolean(b) => Value::Bool(*b),
@@ -57,7 +57,7 @@ pub fn value_to_json(value: &AMQPValue) -> Value {
 ///
 /// # Errors
 /// 400 naming the field and key of a value that has no AMQP form (a number too large).
-pub fn from_json(field: &str, object: &Map<String, Value>) -> ApiResult<FieldTable> {
+pub(crate) fn from_json(field: &str, object: &Map<String, Value>) -> ApiResult<FieldTable> {
     let mut table = FieldTable::default();
     for (key, value) in object {
         table.insert(key.as_str().into(), value_from_json(field, key, value)?);

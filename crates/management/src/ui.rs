@@ -71,7 +71,7 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
 
 /// The UI's routes (`GET` and `HEAD` of each file), to merge into the management router
 /// outside its authentication.
-pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
+pub(crate) fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     ASSETS.iter().fold(Router::new(), |router, asset| {
         let tag = entity_tag(asset.body);
         router.route(

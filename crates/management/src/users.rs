@@ -51,7 +51,7 @@ const PUT_FIELDS: &[&str] = &[
 ];
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/users", get(list))
         .route("/api/users/without-permissions", get(without_permissions))
@@ -182,7 +182,7 @@ fn tags_of(body: &Body) -> ApiResult<Vec<String>> {
 ///
 /// # Errors
 /// 400 naming field `tags` for anything else.
-pub fn tags_in(value: Option<&serde_json::Value>) -> ApiResult<Vec<String>> {
+pub(crate) fn tags_in(value: Option<&serde_json::Value>) -> ApiResult<Vec<String>> {
     let value = value.cloned().unwrap_or_default();
     if value.is_null() {
         return Ok(Vec::new());

@@ -36,7 +36,7 @@ const PUT_FIELDS: &[&str] = &[
 ];
 
 /// The routes of this family.
-pub fn routes() -> Router<Api> {
+pub(crate) fn routes() -> Router<Api> {
     Router::new()
         .route("/api/vhosts", get(list))
         .route("/api/vhosts/{name}", get(show).put(put).delete(delete))

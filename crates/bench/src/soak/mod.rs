@@ -32,7 +32,6 @@ use crate::broker::watch::{self, Phase, Reading, mib};
 use crate::broker::{delete_queue, delete_topic, describe_broker, fresh_queue, kafka_bench};
 use anyhow::Context;
 use clients::{AmqpConsumer, Publisher, Shared, consume_kafka, publish};
-use ferry_bridge::sources::amqp_front;
 use ferry_config::AmqpTlsConfig;
 use lapin::ExchangeKind;
 use lapin::options::{ExchangeDeclareOptions, QueueDeclareOptions};
@@ -261,7 +260,7 @@ async fn check_route(uri: &str) -> anyhow::Result<()> {
         )
         .await?;
     let _ = connection.close(200, "declared".into()).await;
-    let queue = amqp_front::queue_name(ROUTE);
+    let queue = ferry_bridge::amqp_front_queue(ROUTE);
     let deadline = Instant::now() + ROUTE_WAIT;
     let mut pause = Duration::from_secs(1);
     // Bounded by `deadline`; each miss is logged by lapin as an error, so the tries

@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 
 /// Where a route delivers on the AMQP front.
-pub struct AmqpFrontSink {
+pub(crate) struct AmqpFrontSink {
     /// The front.
     amqp: AmqpPort,
     /// The vhost.
@@ -45,7 +45,7 @@ pub struct AmqpFrontSink {
 
 impl AmqpFrontSink {
     /// A sink publishing to `exchange` in `vhost` of the front behind `amqp`.
-    pub fn new(
+    pub(crate) fn new(
         amqp: AmqpPort,
         vhost: String,
         exchange: String,

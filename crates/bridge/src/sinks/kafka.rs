@@ -51,10 +51,10 @@ use tracing::{info, warn};
 const TXN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most committed-but-unacknowledged ids carried from record to record; the oldest are
 /// dropped first (by then the stage has long redelivered them).
-pub const MAX_CARRIED: usize = 4_096;
+pub(crate) const MAX_CARRIED: usize = 4_096;
 
 /// A sink's configuration (`[sinks.NAME]`) and where it keeps its transaction record.
-pub struct KafkaSinkConfig {
+pub(crate) struct KafkaSinkConfig {
     /// `sink:NAME`, the status and log label.
     pub label: String,
     /// The brokers, and how to connect to them.
@@ -97,7 +97,7 @@ struct Txn {
 }
 
 /// A Kafka topic as a route destination.
-pub struct KafkaSink {
+pub(crate) struct KafkaSink {
     config: KafkaSinkConfig,
     status: Status,
     db: Database,
@@ -112,7 +112,12 @@ pub struct KafkaSink {
 impl KafkaSink {
     /// A sink that connects on its first delivery (until then `/readyz` does not list it,
     /// as for the RabbitMQ sink: an idle sink is not a broker that is down).
-    pub fn new(config: KafkaSinkConfig, status: Status, db: Database, space: &Subspace) -> Self {
+    pub(crate) fn new(
+        config: KafkaSinkConfig,
+        status: Status,
+        db: Database,
+        space: &Subspace,
+    ) -> Self {
         let index = config.index as i64;
         Self {
             txn_key: space.pack(&("kafka-txn", index)),

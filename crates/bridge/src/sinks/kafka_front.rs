@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tracing::warn;
 
 /// Where a route delivers on the Kafka front.
-pub struct KafkaFrontSink {
+pub(crate) struct KafkaFrontSink {
     /// The front.
     kafka: KafkaPort,
     /// The topic.
@@ -54,7 +54,7 @@ pub struct KafkaFrontSink {
 impl KafkaFrontSink {
     /// A sink producing to `topic` of `kafka`'s front, creating the topic now if it is
     /// missing and `kafka.auto_create_topics` allows it.
-    pub async fn open(kafka: KafkaPort, topic: String, key: KeySource) -> Self {
+    pub(crate) async fn open(kafka: KafkaPort, topic: String, key: KeySource) -> Self {
         if let Err(e) = kafka.open_topic(&topic).await {
             warn!(topic = %topic, error = %e, "the route's Kafka topic is not there yet; deliveries wait for it");
         }
@@ -80,7 +80,7 @@ impl KafkaFrontSink {
 }
 
 /// Java Kafka's murmur2 hash (`org.apache.kafka.common.utils.Utils.murmur2`).
-pub fn murmur2(data: &[u8]) -> i32 {
+pub(crate) fn murmur2(data: &[u8]) -> i32 {
     const SEED: u32 = 0x9747_b28c;
     const M: u32 = 0x5bd1_e995;
     const R: u32 = 24;
@@ -112,7 +112,7 @@ pub fn murmur2(data: &[u8]) -> i32 {
 }
 
 /// The partition Java's default partitioner picks for `key` among `partitions`.
-pub fn partition_for_key(key: &[u8], partitions: usize) -> usize {
+pub(crate) fn partition_for_key(key: &[u8], partitions: usize) -> usize {
     (murmur2(key) & 0x7fff_ffff) as usize % partitions.max(1)
 }
 

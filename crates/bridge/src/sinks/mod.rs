@@ -4,10 +4,10 @@
 //! [`kafka`] (external Kafka topics), [`amqp_front`] and [`kafka_front`] (Ferry's own
 //! fronts).
 
-pub mod amqp_front;
-pub mod kafka;
-pub mod kafka_front;
-pub mod rabbitmq;
+pub(crate) mod amqp_front;
+pub(crate) mod kafka;
+pub(crate) mod kafka_front;
+pub(crate) mod rabbitmq;
 
 use super::kafka_client::KafkaEndpoint;
 use super::route::Destination;
@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 ///
 /// # Errors
 /// [`BridgeError::Config`] for a destination on a front this process does not run.
-pub async fn open(
+pub(crate) async fn open(
     ctx: &RouteContext,
     destination: &Destination,
     sinks: &BTreeMap<String, SinkConfig>,

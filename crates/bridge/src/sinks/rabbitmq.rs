@@ -27,10 +27,10 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 /// Longest wait for a batch's confirms before the connection is considered broken.
-pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A `[sinks.NAME] kind = "rabbitmq"`.
-pub struct RabbitmqSink {
+pub(crate) struct RabbitmqSink {
     /// Endpoint label, `sink:NAME`.
     label: String,
     /// AMQP URI of the downstream broker.
@@ -53,7 +53,7 @@ pub struct RabbitmqSink {
 impl RabbitmqSink {
     /// A sink labelled `label` that publishes to `exchange` at `uri` (with `tls` when it
     /// is `amqps://`); it connects on its first batch.
-    pub fn new(
+    pub(crate) fn new(
         label: String,
         (uri, tls): (AmqpUri, AmqpTlsConfig),
         exchange: String,

@@ -34,7 +34,7 @@ pub fn queue_name(route: &str) -> String {
 }
 
 /// Where the source reads from.
-pub struct Exchange {
+pub(crate) struct Exchange {
     /// The vhost.
     pub vhost: String,
     /// The exchange.
@@ -47,7 +47,7 @@ pub struct Exchange {
 ///
 /// # Errors
 /// [`BridgeError`] when the store fails.
-pub async fn run(
+pub(crate) async fn run(
     ctx: Arc<RouteContext>,
     amqp: AmqpPort,
     from: Exchange,

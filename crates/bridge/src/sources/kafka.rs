@@ -52,7 +52,7 @@ use tracing::{info, warn};
 const BATCH_LINGER: Duration = Duration::from_millis(5);
 
 /// A source's configuration (`[sources.NAME]`).
-pub struct KafkaSource {
+pub(crate) struct KafkaSource {
     /// The source's name.
     pub name: String,
     /// The brokers, and how to connect to them.
@@ -140,7 +140,7 @@ impl ConsumerContext for SourceContext {
 }
 
 /// The task that consumes `source` into `ctx`'s route until `shutdown`.
-pub fn start(
+pub(crate) fn start(
     ctx: Arc<RouteContext>,
     source: KafkaSource,
     shutdown: CancellationToken,

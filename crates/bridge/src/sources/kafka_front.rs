@@ -74,7 +74,7 @@ impl From<MoveError> for BridgeError {
 ///
 /// # Errors
 /// [`BridgeError`] when the store fails.
-pub async fn run(
+pub(crate) async fn run(
     ctx: Arc<RouteContext>,
     kafka: KafkaPort,
     topic: String,

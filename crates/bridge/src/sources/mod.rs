@@ -6,10 +6,10 @@
 //! [`kafka`] (external Kafka topics), [`amqp_front`] and [`kafka_front`] (Ferry's own
 //! fronts).
 
-pub mod amqp_front;
-pub mod kafka;
-pub mod kafka_front;
-pub mod rabbitmq;
+pub(crate) mod amqp_front;
+pub(crate) mod kafka;
+pub(crate) mod kafka_front;
+pub(crate) mod rabbitmq;
 
 use super::kafka_client::KafkaEndpoint;
 use super::{BridgeError, RouteContext};
@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 ///
 /// # Errors
 /// [`BridgeError::Config`] for an endpoint on a front this process does not run.
-pub fn start(
+pub(crate) fn start(
     ctx: Arc<RouteContext>,
     endpoint: Endpoint,
     sources: &BTreeMap<String, SourceConfig>,

@@ -55,17 +55,17 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 /// How long a batch waits for more deliveries after its first one.
-pub const GATHER: Duration = Duration::from_millis(5);
+pub(crate) const GATHER: Duration = Duration::from_millis(5);
 /// Longest time between two expiries of old message-ids.
-pub const CLEANUP_EVERY: Duration = Duration::from_secs(60);
+pub(crate) const CLEANUP_EVERY: Duration = Duration::from_secs(60);
 /// Body bytes after which a batch stops gathering, well inside a store transaction.
-pub const BATCH_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const BATCH_BYTES: usize = 4 * 1024 * 1024;
 /// Expired message-ids removed per cleanup transaction.
 const CLEANUP_BATCH: usize = 1_000;
 
 /// A `[sources.NAME] kind = "rabbitmq"` as configured.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The source's name (its endpoint label is `source:NAME`).
     pub name: String,
     /// AMQP URI of the upstream broker.
@@ -91,7 +91,7 @@ enum SessionEnd {
 }
 
 /// The task that consumes `settings.queue` for `ctx`'s route until `shutdown`.
-pub fn run(
+pub(crate) fn run(
     ctx: Arc<RouteContext>,
     settings: Settings,
     shutdown: CancellationToken,
