@@ -4,6 +4,7 @@
 use ferry_test_support as common;
 
 mod clients;
+mod confirm_order;
 mod delayed;
 mod differential;
 mod disk_faults;

@@ -28,7 +28,7 @@ pub(crate) struct Raw {
 
 /// What the server did next.
 #[derive(Debug, PartialEq)]
-enum Seen {
+pub(crate) enum Seen {
     Frame(Box<AMQPFrame>),
     /// It closed the socket.
     Eof,
@@ -47,7 +47,7 @@ impl Raw {
         }
     }
 
-    async fn send(&mut self, bytes: &[u8]) {
+    pub(crate) async fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).await.unwrap();
     }
 
@@ -61,7 +61,7 @@ impl Raw {
     }
 
     /// The next frame (heartbeats included), or EOF.
-    async fn next(&mut self) -> Seen {
+    pub(crate) async fn next(&mut self) -> Seen {
         tokio::time::timeout(WAIT, async {
             loop {
                 if !self.buf.is_empty() {
@@ -83,7 +83,7 @@ impl Raw {
     }
 
     /// The next method, skipping heartbeats.
-    async fn next_method(&mut self) -> Option<(u16, AMQPClass)> {
+    pub(crate) async fn next_method(&mut self) -> Option<(u16, AMQPClass)> {
         loop {
             match self.next().await {
                 Seen::Frame(frame) => match *frame {
@@ -204,7 +204,7 @@ fn encode(frame: &AMQPFrame) -> Vec<u8> {
 
 /// basic.publish of `body` to the default exchange with `routing_key` on `channel`: its
 /// method, header and body frames.
-fn publish_frames(channel: u16, routing_key: &str, body: &[u8]) -> Vec<u8> {
+pub(crate) fn publish_frames(channel: u16, routing_key: &str, body: &[u8]) -> Vec<u8> {
     let mut out = encode(&AMQPFrame::Method(
         channel,
         AMQPClass::Basic(basic::AMQPMethod::Publish(basic::Publish {

@@ -4,11 +4,12 @@
 //! Folders, by job, from the wire inwards: [`wire`] (the frame codec, sans-io; reply
 //! codes; the socket's writer), [`state`] (what the instance's connections share: the
 //! broker, virtual hosts and their topology, live connections, direct reply-to, a
-//! connection's context for its channels, and the upkeep of queues), [`authorize`] (RabbitMQ's permissions on each operation),
+//! connection's context for its channels and which of them consume which queues, and the upkeep of queues), [`authorize`] (RabbitMQ's permissions on each operation),
 //! [`message`] (a message's stored form and large bodies in spills), [`connection`] (the
 //! handshake, heartbeats, the per-connection loop, users changed in the store),
 //! [`channel`] (the per-channel state machine), [`publishing`] (publishes, storing into
-//! queues, delayed-message exchanges, dead-lettering) and [`consuming`] (consumers,
+//! queues, confirms in order with the connection's own deliveries, delayed-message
+//! exchanges, dead-lettering) and [`consuming`] (consumers,
 //! basic.get, acknowledgements, single active consumer). Seams, the only public modules:
 //! [`admin`] (what the management API may use of the front) and [`port`] (what the bridge
 //! may use of it); the root re-exports the few items the load tools, tests and fuzz

@@ -18,6 +18,7 @@ mod methods;
 use crate::consuming::consumers::{Consumers, Work};
 use crate::consuming::settle::Settlement;
 use crate::message::large;
+use crate::publishing::confirm_order::HeldConfirms;
 use crate::publishing::publish::{Committed, Incoming, Publisher};
 use crate::state::context::{ConnectionContext, Control};
 use crate::wire::codec::{self, Frame};
@@ -80,6 +81,7 @@ pub(crate) fn spawn(
         inbound: rx,
         content: Content::new(max),
         publisher: Publisher::default(),
+        held_confirms: HeldConfirms::default(),
         last_queue: None,
         held_settlements: Vec::new(),
     };
@@ -105,6 +107,8 @@ struct Channel {
     inbound: mpsc::Receiver<Vec<Frame>>,
     content: Content,
     publisher: Publisher,
+    /// Confirms waiting for the connection's consumers to deliver what they confirm.
+    held_confirms: HeldConfirms,
     consumers: Consumers,
     /// The last queue declared, which "" names in later methods.
     last_queue: Option<String>,
@@ -194,6 +198,7 @@ impl Channel {
                 biased;
                 () = self.stop.cancelled() => return Exit::Stopped,
                 done = self.publisher.committed() => self.on_committed(done).await,
+                frames = self.held_confirms.released() => self.write(frames).await,
                 work = self.consumers.next_work() => self.on_work(work).await,
                 _ = renew.tick() => {
                     self.renew().await;
@@ -225,14 +230,26 @@ impl Channel {
         }
     }
 
+    /// Takes a finished publish commit. Its confirms are held while the connection's own
+    /// consumers of the queues it stored to deliver what it stored
+    /// ([`crate::state::consumed`]), and behind confirms held before them.
     async fn on_committed(
         &mut self,
         done: Result<Committed, AmqpError>,
     ) -> Result<Option<Exit>, AmqpError> {
+        let done = done?;
+        let flushed = if self.publisher.confirming() {
+            self.ctx.consumed.ask(done.stored_to())
+        } else {
+            None
+        };
         let out =
             self.publisher
-                .finish_commit(&self.ctx.broker, &self.ctx.vhost.name, self.id, done?);
-        self.write(out).await
+                .finish_commit(&self.ctx.broker, &self.ctx.vhost.name, self.id, done);
+        match self.held_confirms.hold(out, flushed) {
+            Some(out) => self.write(out).await,
+            None => Ok(None),
+        }
     }
 
     async fn on_work(&mut self, work: Work) -> Result<Option<Exit>, AmqpError> {
@@ -247,6 +264,10 @@ impl Channel {
             }
             Work::Due => {
                 self.consumers.on_due();
+                Ok(None)
+            }
+            Work::DeliverNow(request) => {
+                self.consumers.deliver_now(request);
                 Ok(None)
             }
             Work::Reply(reply) => {
@@ -378,7 +399,9 @@ impl Channel {
         result.map_err(|e| e.on(&method))
     }
 
-    /// Stores every publish received so far and sends their confirms.
+    /// Stores every publish received so far and sends their confirms (or holds them,
+    /// [`Channel::on_committed`]: waiting for them here could make two channels wait on
+    /// each other).
     async fn flush_publishes(&mut self) -> Result<(), AmqpError> {
         loop {
             self.publisher

@@ -17,6 +17,7 @@ pub(crate) mod user_changes;
 
 use super::channel::{self, ChannelHandle};
 use crate::state::broker::Broker;
+use crate::state::consumed::ConsumedQueues;
 use crate::state::context::{ConnectionContext, Control};
 use crate::state::registry::{ConnectionInfo, LiveConnection};
 use crate::wire::codec::{self, Frame};
@@ -185,6 +186,7 @@ pub(crate) async fn serve(
         writer,
         control,
         live,
+        consumed: ConsumedQueues::default(),
     });
     info!(%peer, tls = client.is_tls(), user = %ctx.user, vhost = %ctx.vhost.name, "AMQP connection opened");
     let mut connection = Connection {

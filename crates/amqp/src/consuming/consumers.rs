@@ -1,8 +1,9 @@
 //! Consuming on one channel: its consumers and unacknowledged deliveries ([`Consumers`]),
 //! split by job: deliveries to consumers, leased within their prefetch ([`deliveries`]);
 //! basic.get ([`get`]); the direct reply-to consumer ([`replies`]); consumer timeouts
-//! ([`timeouts`]); and the acknowledgements that settle deliveries, committed in batches
-//! ([`batching`]). The channel's loop waits on [`Consumers::next_work`] and hands each
+//! ([`timeouts`]); the acknowledgements that settle deliveries, committed in batches
+//! ([`batching`]); and requests of the connection's publishing channels to deliver now,
+//! before they confirm ([`flushes`]). The channel's loop waits on [`Consumers::next_work`] and hands each
 //! [`Work`] to the method it names.
 //!
 //! **Closing.** When the channel closes, every holder is released: unacknowledged
@@ -10,12 +11,14 @@
 
 mod batching;
 mod deliveries;
+mod flushes;
 mod get;
 mod replies;
 mod timeouts;
 
 use super::sac;
 use super::settle::Settlement;
+use crate::state::consumed::DeliverNow;
 use crate::state::context::ConnectionContext;
 use crate::state::direct_reply::Reply;
 use crate::state::topology::Queue;
@@ -94,6 +97,8 @@ struct ConsumerState {
     stop: CancellationToken,
     /// Set once basic.cancel (or the queue's deletion) began removing it.
     cancelling: bool,
+    /// Publishing channels' requests to deliver now ([`flushes`]).
+    flushes: flushes::Flushes,
 }
 
 /// What [`Consumers::next_work`] found.
@@ -109,6 +114,9 @@ pub(crate) enum Work {
     AckDeadline,
     /// A direct reply arrived: deliver it with [`Consumers::deliver_reply`].
     Reply(Reply),
+    /// A publishing channel of the connection asks to deliver now: hand it to
+    /// [`Consumers::deliver_now`].
+    DeliverNow(DeliverNow),
 }
 
 /// One channel's consumers and unacknowledged deliveries.
@@ -147,12 +155,17 @@ pub(crate) struct Consumers {
     reply: Option<replies::ReplyConsumer>,
     events_tx: mpsc::UnboundedSender<Event>,
     events: mpsc::UnboundedReceiver<Event>,
+    /// Where the connection's publishing channels send [`DeliverNow`] requests
+    /// ([`crate::state::consumed`]).
+    mailbox_tx: mpsc::UnboundedSender<DeliverNow>,
+    mailbox: mpsc::UnboundedReceiver<DeliverNow>,
 }
 
 impl Consumers {
     /// No consumers yet.
     pub(crate) fn new(ctx: Arc<ConnectionContext>, channel: u16) -> Self {
         let (events_tx, events) = mpsc::unbounded_channel();
+        let (mailbox_tx, mailbox) = mpsc::unbounded_channel();
         Self {
             ctx,
             channel,
@@ -173,6 +186,8 @@ impl Consumers {
             reply: None,
             events_tx,
             events,
+            mailbox_tx,
+            mailbox,
         }
     }
 
@@ -180,8 +195,12 @@ impl Consumers {
     pub(crate) async fn next_work(&mut self) -> Work {
         let due = self.due();
         let ack_deadline = self.next_ack_deadline();
-        let (settlements, events, reply) =
-            (&mut self.settlements, &mut self.events, &mut self.reply);
+        let (settlements, events, reply, mailbox) = (
+            &mut self.settlements,
+            &mut self.events,
+            &mut self.reply,
+            &mut self.mailbox,
+        );
         let settled = async {
             settlements
                 .committed()
@@ -191,6 +210,8 @@ impl Consumers {
         tokio::select! {
             // The channel holds a sender, so the stream of events never ends.
             Some(event) = events.recv() => Work::Event(event),
+            // The channel holds a sender of its mailbox too.
+            Some(request) = mailbox.recv() => Work::DeliverNow(request),
             done = settled => Work::Settled(done),
             () = sleep_until(due) => Work::Due,
             () = sleep_until(ack_deadline) => Work::AckDeadline,
@@ -281,6 +302,7 @@ impl Consumers {
         let broker = self.ctx.broker.clone();
         for (tag, c) in self.consumers.drain() {
             self.ctx.live.consumer_stopped(self.channel, &tag);
+            self.ctx.consumed.remove(self.channel, &c.queue.name);
             if c.queue.spec.args.single_active_consumer {
                 sac::give_up_turn(
                     &broker,

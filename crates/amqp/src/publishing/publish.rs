@@ -8,7 +8,9 @@
 //!
 //! **Confirms after commit.** basic.ack (or basic.nack, for a message a queue refused
 //! with `x-overflow: reject-publish`) is sent only after the message's transaction
-//! committed; a run of acks goes as one `multiple` ack.
+//! committed; a run of acks goes as one `multiple` ack. The channel holds it until the
+//! connection's own consumers of the queues it stored to delivered what it stored
+//! ([`super::confirm_order`]).
 //!
 //! **Idempotency.** Every append carries (the channel's random producer id, the publish's
 //! sequence number), so the retry of a commit whose outcome was unknown stores nothing
@@ -124,6 +126,18 @@ pub(crate) struct Committed {
     result: Result<Stored, AmqpError>,
 }
 
+impl Committed {
+    /// The queues the commit stored messages to (none when it failed).
+    pub(crate) fn stored_to(&self) -> impl Iterator<Item = &str> {
+        let stored = if self.result.is_ok() {
+            &self.batches[..]
+        } else {
+            &[]
+        };
+        stored.iter().map(|b| b.queue.name.as_str())
+    }
+}
+
 /// One channel's publishing state.
 pub(crate) struct Publisher {
     /// Random per channel: with `sequence`, the idempotency key of every append.
@@ -201,6 +215,11 @@ impl Publisher {
     /// Records the lease holder that holds the channel's spills.
     pub(crate) fn hold_spills_as(&mut self, holder: u64) {
         self.spill_holder = Some(holder);
+    }
+
+    /// Whether confirm.select was called.
+    pub(crate) fn confirming(&self) -> bool {
+        self.confirm.is_some()
     }
 
     /// Whether tx.select was called.

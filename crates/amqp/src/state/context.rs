@@ -1,12 +1,13 @@
 //! What the channels of one AMQP connection share with it: the instance's state, the
 //! opened virtual host, the connection's identity, permissions and negotiated limits, the
-//! socket's writer, and the line back to the connection loop ([`Control`]).
+//! socket's writer, which channels consume which queues, and the line back to the connection loop ([`Control`]).
 //!
 //! Its own module so the connection, its channels and their consumers all depend on it
 //! and none on another: the AMQP modules form a tree (connection → channel → consumers
 //! and publish → settle).
 
 use super::broker::Broker;
+use super::consumed::ConsumedQueues;
 use super::registry::LiveConnection;
 use super::topology::VHost;
 use crate::wire::errors::AmqpError;
@@ -48,6 +49,9 @@ pub(crate) struct ConnectionContext {
     /// The connection as the management API lists it (channels and consumers record
     /// themselves in it).
     pub live: Arc<LiveConnection>,
+    /// Which channels consume which queues, asked before a confirm of a message stored to
+    /// one of them is written.
+    pub consumed: ConsumedQueues,
 }
 
 impl std::fmt::Debug for ConnectionContext {

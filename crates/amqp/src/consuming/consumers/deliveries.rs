@@ -14,7 +14,7 @@
 //! nothing — without a prefetch limit, too — holds at most one leased batch beyond what the
 //! writer holds; normal consumers lose nothing, the writer taking a batch at once.
 
-use super::{BATCH_DELAY, ConsumerState, Consumers, Event, LEASE_BATCH, Unacked};
+use super::{BATCH_DELAY, ConsumerState, Consumers, Event, LEASE_BATCH, Unacked, flushes};
 use crate::consuming::sac;
 use crate::consuming::settle::{How, Settlement};
 use crate::message::large;
@@ -103,6 +103,7 @@ impl Consumers {
                 prefetch: u16::try_from(self.consumer_prefetch).unwrap_or(u16::MAX),
             },
         );
+        let queue_name = queue.name.clone();
         self.consumers.insert(
             tag.clone(),
             ConsumerState {
@@ -121,8 +122,12 @@ impl Consumers {
                 forget_later: Vec::new(),
                 stop,
                 cancelling: false,
+                flushes: flushes::Flushes::default(),
             },
         );
+        self.ctx
+            .consumed
+            .add(self.channel, &queue_name, &self.mailbox_tx);
         Ok(tag)
     }
 
@@ -150,23 +155,33 @@ impl Consumers {
     }
 
     /// Starts a lease step for `tag` if it may receive and is not busy.
-    fn kick(&mut self, tag: &str) {
+    pub(super) fn kick(&mut self, tag: &str) {
         self.kick_at_least(tag, 1);
     }
 
     /// Starts a lease step for `tag` if it may receive at least `least` messages and is
     /// not busy.
+    ///
+    /// A request to deliver now ([`flushes`]) makes it lease at once, even while it waits
+    /// on a watch (the watch may not have fired yet), or answers the request when it
+    /// cannot.
     fn kick_at_least(&mut self, tag: &str, least: usize) {
         let Some(c) = self.consumers.get(tag) else {
             return;
         };
-        if !self.flowing || !c.active || c.cancelling || c.waiting || c.unsent || c.step.is_some() {
+        let flush = c.flushes.wanted();
+        if c.unsent || c.step.is_some() || (c.waiting && !flush) {
+            // A request waits for the step after these.
             return;
         }
         let room = self.room(c);
-        if room == 0 {
+        if !self.flowing || !c.active || c.cancelling || room == 0 {
+            if let Some(c) = self.consumers.get_mut(tag) {
+                c.flushes.cannot_step();
+            }
             return;
         }
+        let least = if flush { 1 } else { least };
         if room < least.min(self.prefetch_of(c)) {
             // Too little room for a worthwhile lease now; take what there is if no more
             // frees up soon.
@@ -179,6 +194,8 @@ impl Consumers {
             return;
         };
         consumer.set_batch(room);
+        c.flushes.step_started();
+        c.waiting = false;
         c.reserved = room;
         self.reserved += room;
         let (events, tag) = (self.events_tx.clone(), tag.to_owned());
@@ -222,7 +239,10 @@ impl Consumers {
         let tags: Vec<String> = self
             .consumers
             .iter_mut()
-            .filter_map(|(tag, c)| std::mem::take(&mut c.unsent).then(|| tag.clone()))
+            .filter_map(|(tag, c)| {
+                c.flushes.sent();
+                std::mem::take(&mut c.unsent).then(|| tag.clone())
+            })
             .collect();
         for tag in tags {
             self.kick_batched(&tag);
@@ -301,15 +321,18 @@ impl Consumers {
         let out = match result? {
             Step::Delivered(deliveries) => {
                 let out = self.deliver(tag, deliveries).await?;
-                if !out.is_empty() {
-                    if let Some(c) = self.consumers.get_mut(tag) {
-                        c.unsent = true;
-                    }
+                let unsent = !out.is_empty();
+                if let Some(c) = self.consumers.get_mut(tag) {
+                    c.flushes.step_returned(unsent);
+                    c.unsent |= unsent;
+                }
+                if unsent {
                     return Ok(out);
                 }
                 out
             }
             Step::Idle(wakeup) => {
+                c.flushes.step_returned(false);
                 c.waiting = true;
                 let (events, stop, tag) = (self.events_tx.clone(), c.stop.clone(), tag.to_owned());
                 tokio::spawn(async move {
@@ -459,6 +482,7 @@ impl Consumers {
             return Ok(out);
         };
         self.ctx.live.consumer_stopped(self.channel, tag);
+        self.ctx.consumed.remove(self.channel, &c.queue.name);
         if c.queue.spec.args.single_active_consumer {
             sac::give_up_turn(
                 &self.ctx.broker,
