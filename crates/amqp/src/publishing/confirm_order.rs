@@ -1,6 +1,6 @@
 //! Confirms held until the connection's own consumers delivered what they confirm, so a
-//! client that consumes what it publishes reads a message's delivery before its confirm,
-//! as with RabbitMQ ([`crate::state::consumed`]).
+//! client that consumes what it publishes reads a message's delivery before its confirm
+//! ([`crate::state::consumed`]; RabbitMQ 3.10 does not keep this order, docs/amqp.md).
 //!
 //! A channel's confirms leave in the order of their commits: once one is held, the later
 //! ones (held or not) queue behind it. A held confirm waits at most [`FALLBACK`]: the

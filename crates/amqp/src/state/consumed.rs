@@ -1,9 +1,10 @@
 //! Which channels of one connection consume which queues, so a publishing channel of the
 //! same connection can ask them to deliver what its commit stored before it confirms.
 //!
-//! RabbitMQ's queue hands a message to its consumers before it confirms it, so a client
-//! that consumes what it publishes reads the delivery before the confirm. Here a confirm
-//! is ready once the append committed, and each consumer leases in a transaction of its
+//! A client that consumes what it publishes should read a message's delivery before its
+//! confirm, so a connection cut between the two never leaves it a confirm for a message it
+//! was not sent (issue 33; RabbitMQ 3.10 does not keep this order). Here a confirm is
+//! ready once the append committed, and each consumer leases in a transaction of its
 //! own; so the publishing channel asks the connection's consumers of the queues it stored
 //! to ([`ConsumedQueues::ask`]) and holds the confirm until they answer
 //! ([`crate::publishing::confirm_order`]).
