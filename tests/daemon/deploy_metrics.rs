@@ -227,3 +227,57 @@ fn every_counter_the_alerts_watch_is_exported_from_the_start() {
 
 /// How long the first refresh of the stage gauges may take after start.
 const STAGE_REFRESH: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Issue 33: a queue's and a topic's counters are exported at 0 once they exist on an
+/// instance — declared or created, and loaded again after a restart — so the dashboard's
+/// `rate(...)` and an alert's `increase(...)` see their first message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queues_and_a_topics_counters_are_exported_at_zero_before_their_first_message() {
+    use crate::common::{amqp, kafka};
+    use lapin::types::{AMQPValue, FieldTable};
+    let dir = tempfile::tempdir().unwrap();
+    let mut daemon = crate::common::daemon::Setup::shipped(dir.path()).start();
+    let (_conn, ch) = amqp::channel(&daemon.amqp_uri()).await;
+    let mut args = FieldTable::default();
+    args.insert(
+        "x-dead-letter-exchange".into(),
+        AMQPValue::LongString("amq.fanout".into()),
+    );
+    amqp::declare(&ch, "counted", args).await;
+    kafka::create_topic(&daemon.kafka_bootstrap(), "counted-topic", &[]).await;
+    kafka::create_topic(
+        &daemon.kafka_bootstrap(),
+        "counted-compacted",
+        &[("cleanup.policy", "compact")],
+    )
+    .await;
+    let expected = [
+        "ferry_amqp_published_total{vhost=\"/\",queue=\"counted\"} 0",
+        "ferry_amqp_delivered_total{vhost=\"/\",queue=\"counted\"} 0",
+        "ferry_amqp_acks_total{vhost=\"/\",queue=\"counted\"} 0",
+        "ferry_amqp_dead_lettered_total{vhost=\"/\",queue=\"counted\",reason=\"expired\"} 0",
+        "ferry_kafka_produced_records_total{topic=\"counted-topic\"} 0",
+        "ferry_kafka_fetched_records_total{topic=\"counted-topic\"} 0",
+        "ferry_kafka_compaction_passes_total{topic=\"counted-compacted\"} 0",
+    ];
+    let missing = |metrics: &str| -> Vec<&str> {
+        expected
+            .iter()
+            .copied()
+            .filter(|line| !metrics.lines().any(|l| l == *line))
+            .collect()
+    };
+    for moment in ["after the declarations", "after a restart"] {
+        let metrics = daemon.metrics();
+        assert!(
+            missing(&metrics).is_empty(),
+            "{moment}, not exported at 0: {:?}",
+            missing(&metrics)
+        );
+        assert!(
+            !metrics.contains("ferry_kafka_compaction_passes_total{topic=\"counted-topic\"}"),
+            "a topic that is not compacted has no compaction counters"
+        );
+        daemon.kill_and_restart();
+    }
+}

@@ -285,6 +285,7 @@ async fn supervise_queues(
         let Some(vhost) = broker.vhosts.get(&queue.vhost) else {
             continue;
         };
+        queue.export_counters();
         broker.expiry.hint(&queue, now_ms());
         if queue.dead_letter_stage.is_some() {
             per_queue.spawn(publishing::dead_letter::run(

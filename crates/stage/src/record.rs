@@ -25,6 +25,14 @@ pub enum DeadLetterReason {
 }
 
 impl DeadLetterReason {
+    /// Every reason, as their counters are exported.
+    pub const ALL: [Self; 4] = [
+        Self::Rejected,
+        Self::DeliveryLimit,
+        Self::Expired,
+        Self::MaxLength,
+    ];
+
     fn from_code(code: u16) -> Option<Self> {
         match code {
             1 => Some(Self::Rejected),

@@ -3,7 +3,7 @@
 //! consumers, `if-unused` and `x-expires` act on.
 
 use super::args::QueueArgs;
-use ferry_stage::Stage;
+use ferry_stage::{DeadLetterReason, Stage};
 use ferry_telemetry::amqp as metric;
 use parking_lot::Mutex;
 use std::time::Instant;
@@ -94,6 +94,29 @@ impl Queue {
             (metric::LABEL_VHOST, self.vhost.clone()),
             (metric::LABEL_QUEUE, self.name.clone()),
         ]
+    }
+
+    /// Exports the queue's counters at 0 (the dead-letter counter for every reason when
+    /// it has a dead-letter exchange), so `increase(...)` sees its first event; called
+    /// once the queue is open on this instance (loaded at start or declared).
+    pub(crate) fn export_counters(&self) {
+        let labels = self.labels();
+        for name in [
+            metric::PUBLISHED_TOTAL,
+            metric::DELIVERED_TOTAL,
+            metric::REDELIVERED_TOTAL,
+            metric::ACKS_TOTAL,
+            metric::NACKS_TOTAL,
+        ] {
+            metrics::counter!(name, &labels).increment(0);
+        }
+        if self.dead_letter_stage.is_some() {
+            for reason in DeadLetterReason::ALL {
+                let mut labels = labels.to_vec();
+                labels.push((metric::LABEL_REASON, reason.as_str().to_owned()));
+                metrics::counter!(metric::DEAD_LETTERED_TOTAL, &labels).increment(0);
+            }
+        }
     }
 
     /// Whether `connection` may use it (it is not exclusive to another connection).

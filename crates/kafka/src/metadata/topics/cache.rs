@@ -14,6 +14,7 @@ use crate::metadata::settings::TopicConfig;
 use ferry_stage::Stage;
 use ferry_stage::{StageOptions, Stages};
 use ferry_store::{Database, RangeOption, Transaction};
+use ferry_telemetry::kafka as m;
 use foundationdb_tuple::{pack, unpack};
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -354,6 +355,7 @@ impl Topics {
 
     /// Builds a cached topic, opening (or creating) each partition's stage.
     async fn load(&self, meta: TopicMeta) -> Result<Topic, TopicError> {
+        export_counters(&meta);
         let name: Arc<str> = Arc::from(meta.name.as_str());
         let mut partitions = Vec::with_capacity(meta.partitions as usize);
         for index in 0..meta.partitions {
@@ -392,6 +394,34 @@ impl Topics {
 }
 
 /// Kafka's topic name rule.
+/// Exports a topic's counters at 0 (the compaction counters when it is compacted), so
+/// `increase(...)` sees its first produce, fetch or pass; done whenever the topic is
+/// loaded into the cache (at start, created, changed), which leaves a counted one as it is.
+fn export_counters(meta: &TopicMeta) {
+    let compacted = meta.config.cleanup_policy().compacts();
+    let counters = [
+        m::PRODUCED_BYTES_TOTAL,
+        m::PRODUCED_RECORDS_TOTAL,
+        m::FETCHED_BYTES_TOTAL,
+        m::FETCHED_RECORDS_TOTAL,
+        m::DUPLICATE_BATCHES_TOTAL,
+    ]
+    .into_iter()
+    .chain(
+        compacted
+            .then_some([
+                m::COMPACTION_PASSES_TOTAL,
+                m::COMPACTED_RECORDS_TOTAL,
+                m::COMPACTED_BYTES_TOTAL,
+            ])
+            .into_iter()
+            .flatten(),
+    );
+    for name in counters {
+        metrics::counter!(name, m::LABEL_TOPIC => meta.name.clone()).increment(0);
+    }
+}
+
 fn check_name(name: &str) -> Result<(), TopicError> {
     let legal = !name.is_empty()
         && name.len() <= MAX_NAME_LEN
