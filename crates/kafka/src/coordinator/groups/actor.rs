@@ -215,6 +215,8 @@ pub(crate) async fn run(
     shutdown: CancellationToken,
 ) {
     let id = env.id.clone();
+    // At 0 before the first rebalance this task completes, for increase().
+    metrics::counter!(m::GROUP_REBALANCES_TOTAL, m::LABEL_GROUP => id.clone()).increment(0);
     let mut group = load(&env).await;
     let mut joins: HashMap<String, oneshot::Sender<Joined>> = HashMap::new();
     let mut syncs: HashMap<String, oneshot::Sender<Synced>> = HashMap::new();

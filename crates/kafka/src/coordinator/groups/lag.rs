@@ -3,7 +3,8 @@
 //! (`ferry_kafka_group_lag{group,topic,partition}`). The same pass publishes the figures
 //! under kafka_exporter's names (`kafka_consumergroup_lag`, `_lag_sum`, `_current_offset`,
 //! `_current_offset_sum`, and every partition's `kafka_topic_partition_current_offset`
-//! and `_oldest_offset`), so lag alerts written for kafka_exporter work against Ferry.
+//! and `_oldest_offset`), so lag alerts written for kafka_exporter work against Ferry. It
+//! also exports each stored group's rebalance counter at 0.
 
 use super::store::GroupStore;
 use crate::metadata::topics::Topics;
@@ -48,6 +49,9 @@ pub(crate) async fn publish(
 ) -> Result<(), StoreError> {
     let high_watermarks = publish_partitions(db, topics).await?;
     for group in groups.list().await?.into_iter().map(|g| g.id) {
+        // Exported at 0 for every stored group, so a dashboard's increase() sees a
+        // restarted instance's first rebalance of it.
+        metrics::counter!(m::GROUP_REBALANCES_TOTAL, m::LABEL_GROUP => group.clone()).increment(0);
         // Per topic: the sums of committed offsets and of lag over its partitions.
         let mut sums: BTreeMap<String, (i64, i64)> = BTreeMap::new();
         for (topic, partition, committed) in groups.offsets(&group, None).await? {
