@@ -279,6 +279,9 @@ async fn a_queues_and_a_topics_counters_are_exported_at_zero_before_their_first_
         "ferry_kafka_produced_records_total{topic=\"counted-topic\"} 0",
         "ferry_kafka_fetched_records_total{topic=\"counted-topic\"} 0",
         "ferry_kafka_compaction_passes_total{topic=\"counted-compacted\"} 0",
+        "ferry_amqp_confirms_total{vhost=\"/\",outcome=\"ack\"} 0",
+        "ferry_amqp_returns_total{vhost=\"/\"} 0",
+        "ferry_kafka_requests_total{api=\"DeleteRecords\",code=\"0\"} 0",
     ];
     let missing = |metrics: &str| -> Vec<&str> {
         expected

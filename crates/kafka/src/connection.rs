@@ -95,11 +95,16 @@ enum Refusal {
     Unread(Duration),
 }
 
-/// Exports `ferry_kafka_connections_refused_total` at 0 for every reason, so an alert on
-/// its increase sees the first refusal after a start.
+/// Exports `ferry_kafka_connections_refused_total` at 0 for every reason, and
+/// `ferry_kafka_requests_total` for every API the front serves answered without error, so
+/// an alert on their increase or a dashboard's rate sees the first event after a start.
 pub(crate) fn export_counters() {
     for reason in Refusal::LABELS {
         metrics::counter!(m::CONNECTIONS_REFUSED_TOTAL, m::LABEL_REASON => reason).increment(0);
+    }
+    for &(api, _, _) in crate::api::SUPPORTED {
+        metrics::counter!(m::REQUESTS_TOTAL, m::LABEL_API => format!("{api:?}"), LABEL_CODE => "0")
+            .increment(0);
     }
 }
 

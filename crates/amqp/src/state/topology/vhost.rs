@@ -18,6 +18,7 @@ use ferry_auth::access::Resource;
 use ferry_auth::permissions::Access;
 use ferry_stage::{Holders, Spills, StageError, StageOptions, Stages, now_ms};
 use ferry_store::{Database, RangeOption, Transaction};
+use ferry_telemetry::amqp as metric;
 use ferry_telemetry::compat::rabbitmq::state as rabbitmq;
 use parking_lot::{RwLock, RwLockReadGuard};
 use std::collections::{HashMap, HashSet};
@@ -81,6 +82,12 @@ impl VHost {
         keys: TopologyKeys,
         opened: UnboundedSender<Arc<Queue>>,
     ) -> Self {
+        // At 0 from the start, so a dashboard's rate sees the first confirm and return.
+        for outcome in ["ack", "nack"] {
+            metrics::counter!(metric::CONFIRMS_TOTAL, metric::LABEL_VHOST => name.clone(), metric::LABEL_OUTCOME => outcome)
+                .increment(0);
+        }
+        metrics::counter!(metric::RETURNS_TOTAL, metric::LABEL_VHOST => name.clone()).increment(0);
         Self {
             name,
             db,
