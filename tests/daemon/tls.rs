@@ -172,3 +172,44 @@ fn healthz_and_metrics_answer_over_https_with_metrics_tls() {
         "plain HTTP answered on the HTTPS port"
     );
 }
+
+#[test]
+fn handshake_counters_are_exported_at_zero_before_the_first_handshake() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = TlsFiles::new(dir.path());
+    let (daemon, _uri) = start(dir.path(), &files, &[]);
+    let metrics = daemon.metrics();
+    let mut expected = vec![
+        "ferry_tls_handshakes_total{front=\"amqp\"} 0".to_owned(),
+        // The plaintext listeners count the TLS clients they refuse.
+        "ferry_tls_handshake_failures_total{front=\"amqp\",reason=\"client_hello_on_plaintext\"} 0"
+            .to_owned(),
+        "ferry_tls_handshake_failures_total{front=\"kafka\",reason=\"client_hello_on_plaintext\"} 0"
+            .to_owned(),
+    ];
+    for reason in [
+        "timeout",
+        "closed",
+        "not_tls",
+        "no_certificate",
+        "untrusted_certificate",
+        "expired_certificate",
+        "bad_certificate",
+        "malformed",
+        "incompatible",
+        "protocol",
+    ] {
+        expected.push(format!(
+            "ferry_tls_handshake_failures_total{{front=\"amqp\",reason=\"{reason}\"}} 0"
+        ));
+    }
+    let missing: Vec<&String> = expected
+        .iter()
+        .filter(|line| !metrics.lines().any(|l| l == line.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "not exported at 0: {missing:?}");
+    assert!(
+        !metrics.contains("ferry_tls_handshakes_total{front=\"kafka\"}"),
+        "a front without a TLS listener has no handshake counter"
+    );
+}

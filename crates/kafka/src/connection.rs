@@ -241,7 +241,7 @@ pub(crate) async fn serve(
                     // A TLS ClientHello reads as a request of hundreds of megabytes; say
                     // what it is instead.
                     if std::mem::take(&mut opening) && plaintext && looks_like_tls(&reader.buf) {
-                        ferry_tls::accept::count_failure("kafka", "client_hello_on_plaintext");
+                        ferry_tls::accept::count_failure("kafka", ferry_tls::accept::Reason::ClientHelloOnPlaintext);
                         break Some(Refusal::ClientHello);
                     }
                 }

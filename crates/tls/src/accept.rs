@@ -25,11 +25,70 @@ pub struct Acceptor {
     timeout: Duration,
 }
 
-/// Why a handshake failed: the metric's `reason` label and a sentence for the log.
+/// Why a connection was closed before its first frame: the metric's `reason` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// The handshake did not finish within `tls.handshake_timeout_ms`.
+    Timeout,
+    /// The client left before or during the handshake.
+    Closed,
+    /// Plaintext bytes on a TLS port.
+    NotTls,
+    /// The client presented no certificate where one is required.
+    NoCertificate,
+    /// The client's certificate does not chain to `tls.ca_file`.
+    UntrustedCertificate,
+    /// The client's certificate has expired.
+    ExpiredCertificate,
+    /// The client's certificate is invalid otherwise.
+    BadCertificate,
+    /// A TLS message that does not parse, or comes out of order.
+    Malformed,
+    /// No common protocol version or cipher suite.
+    Incompatible,
+    /// Any other TLS or I/O failure.
+    Protocol,
+    /// A TLS ClientHello on a plaintext port (the fronts' connection handlers spot it).
+    ClientHelloOnPlaintext,
+}
+
+impl Reason {
+    /// Every way a TLS listener's handshake can fail.
+    const HANDSHAKE: [Self; 10] = [
+        Self::Timeout,
+        Self::Closed,
+        Self::NotTls,
+        Self::NoCertificate,
+        Self::UntrustedCertificate,
+        Self::ExpiredCertificate,
+        Self::BadCertificate,
+        Self::Malformed,
+        Self::Incompatible,
+        Self::Protocol,
+    ];
+
+    /// The `reason` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Timeout => "timeout",
+            Self::Closed => "closed",
+            Self::NotTls => "not_tls",
+            Self::NoCertificate => "no_certificate",
+            Self::UntrustedCertificate => "untrusted_certificate",
+            Self::ExpiredCertificate => "expired_certificate",
+            Self::BadCertificate => "bad_certificate",
+            Self::Malformed => "malformed",
+            Self::Incompatible => "incompatible",
+            Self::Protocol => "protocol",
+            Self::ClientHelloOnPlaintext => "client_hello_on_plaintext",
+        }
+    }
+}
+
+/// Why a handshake failed: the metric's reason and a sentence for the log.
 #[derive(Debug)]
 struct Failure {
-    /// The `reason` label.
-    reason: &'static str,
+    reason: Reason,
     /// What happened.
     detail: String,
 }
@@ -65,7 +124,7 @@ impl Acceptor {
             }
             Ok(Err(failure)) => failure,
             Err(_) => Failure {
-                reason: "timeout",
+                reason: Reason::Timeout,
                 detail: format!(
                     "the handshake did not finish within {} ms (tls.handshake_timeout_ms)",
                     self.timeout.as_millis()
@@ -73,10 +132,10 @@ impl Acceptor {
             },
         };
         count_failure(front, failure.reason);
-        if failure.reason == "not_tls" {
+        if failure.reason == Reason::NotTls {
             info!(front, peer = %addr, listener = key, "closing a connection: {}", failure.detail);
         } else {
-            info!(front, peer = %addr, listener = key, reason = failure.reason, "TLS handshake failed: {}", failure.detail);
+            info!(front, peer = %addr, listener = key, reason = failure.reason.label(), "TLS handshake failed: {}", failure.detail);
         }
         None
     }
@@ -86,13 +145,13 @@ impl Acceptor {
         let seen = tcp.peek(&mut first).await.map_err(io_failure)?;
         if seen == 0 {
             return Err(Failure {
-                reason: "closed",
+                reason: Reason::Closed,
                 detail: "the client closed the connection before the handshake".to_owned(),
             });
         }
         if !looks_like_tls(&first[..seen]) {
             return Err(Failure {
-                reason: "not_tls",
+                reason: Reason::NotTls,
                 detail: "the client sent plaintext to a TLS port; plaintext clients use the plaintext listener".to_owned(),
             });
         }
@@ -114,13 +173,30 @@ impl Acceptor {
 }
 
 /// Counts a failed handshake.
-pub fn count_failure(front: &'static str, reason: &'static str) {
+pub fn count_failure(front: &'static str, reason: Reason) {
+    failures(front, reason).increment(1);
+}
+
+/// Exports a listener's handshake counters at 0, so that `rate()` and `increase()` see
+/// the first event: on a TLS listener the handshakes and every handshake failure, on a
+/// front's plaintext listener the ClientHellos it refuses.
+pub fn export_counters(front: &'static str, tls: bool) {
+    if tls {
+        metrics::counter!(metric::HANDSHAKES_TOTAL, metric::LABEL_FRONT => front).increment(0);
+        for reason in Reason::HANDSHAKE {
+            failures(front, reason).increment(0);
+        }
+    } else {
+        failures(front, Reason::ClientHelloOnPlaintext).increment(0);
+    }
+}
+
+fn failures(front: &'static str, reason: Reason) -> metrics::Counter {
     metrics::counter!(
         metric::HANDSHAKE_FAILURES_TOTAL,
         metric::LABEL_FRONT => front,
-        metric::LABEL_REASON => reason
+        metric::LABEL_REASON => reason.label()
     )
-    .increment(1);
 }
 
 /// A handshake's I/O error, classified by the TLS error inside it when there is one.
@@ -137,12 +213,12 @@ fn io_failure(e: io::Error) -> Failure {
     let reason = match e.kind() {
         io::ErrorKind::UnexpectedEof
         | io::ErrorKind::ConnectionReset
-        | io::ErrorKind::BrokenPipe => "closed",
-        _ => "protocol",
+        | io::ErrorKind::BrokenPipe => Reason::Closed,
+        _ => Reason::Protocol,
     };
     Failure {
         reason,
-        detail: if reason == "closed" {
+        detail: if reason == Reason::Closed {
             format!("the client closed the connection mid-handshake ({e})")
         } else {
             e.to_string()
@@ -150,19 +226,19 @@ fn io_failure(e: io::Error) -> Failure {
     }
 }
 
-/// The `reason` label of a TLS error.
-fn tls_reason(e: &TlsError) -> &'static str {
+/// Why a TLS error failed the handshake.
+fn tls_reason(e: &TlsError) -> Reason {
     match e {
-        TlsError::NoCertificatesPresented => "no_certificate",
+        TlsError::NoCertificatesPresented => Reason::NoCertificate,
         TlsError::InvalidCertificate(c) => match c {
-            CertificateError::UnknownIssuer => "untrusted_certificate",
+            CertificateError::UnknownIssuer => Reason::UntrustedCertificate,
             CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
-                "expired_certificate"
+                Reason::ExpiredCertificate
             }
-            _ => "bad_certificate",
+            _ => Reason::BadCertificate,
         },
-        TlsError::InvalidMessage(_) | TlsError::InappropriateMessage { .. } => "malformed",
-        TlsError::PeerIncompatible(_) => "incompatible",
-        _ => "protocol",
+        TlsError::InvalidMessage(_) | TlsError::InappropriateMessage { .. } => Reason::Malformed,
+        TlsError::PeerIncompatible(_) => Reason::Incompatible,
+        _ => Reason::Protocol,
     }
 }

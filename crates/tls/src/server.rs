@@ -55,6 +55,7 @@ pub async fn serve<H, F>(
     F: Future<Output = ()> + Send + 'static,
 {
     let Listener { tcp, key, tls } = listener;
+    crate::accept::export_counters(name, tls.is_some());
     let handle = Arc::new(handle);
     let key: Arc<str> = key.into();
     let mut connections = JoinSet::new();

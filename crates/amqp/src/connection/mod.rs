@@ -121,7 +121,10 @@ pub(crate) async fn serve(
             return;
         }
         Ok(Err(HandshakeError::ClientHello)) => {
-            ferry_tls::accept::count_failure("amqp", "client_hello_on_plaintext");
+            ferry_tls::accept::count_failure(
+                "amqp",
+                ferry_tls::accept::Reason::ClientHelloOnPlaintext,
+            );
             info!(%peer, "closing a connection: a TLS ClientHello arrived on the plaintext AMQP port; amqps clients connect to amqp.tls_listen");
             return;
         }
