@@ -26,6 +26,9 @@ fn config(path: &std::path::Path) -> StoreConfig {
     StoreConfig {
         path: path.to_owned(),
         cache_mb: 32,
+        // A small window checkpoints every few hundred commits, so kills land during
+        // checkpoints as well as during log appends.
+        window_mb: 1,
         ..StoreConfig::default()
     }
 }

@@ -1,5 +1,5 @@
 //! The store and the stage: the conformance suite on every engine, durability of the
-//! embedded engine under `kill -9`, the stage's queue semantics under concurrency and
+//! embedded engine under `kill -9`, its log, window and checkpoint against a model, the stage's queue semantics under concurrency and
 //! injected faults, and the user store (users, permissions) on every engine. One test
 //! binary; one module per subject.
 
@@ -8,6 +8,7 @@ use ferry_test_support as common;
 mod conformance;
 mod definitions;
 mod durability;
+mod engine;
 mod spill;
 mod stage;
 mod stage_concurrency;

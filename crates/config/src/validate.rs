@@ -64,6 +64,7 @@ fn validate_store(store: &StoreConfig) -> Result<(), ConfigError> {
         return Err(ConfigError::invalid("store.prefix", "must not be empty"));
     }
     at_least("store.cache_mb", store.cache_mb, 1)?;
+    at_least("store.window_mb", store.window_mb, 1)?;
     between("store.max_batch", store.max_batch, 1, MAX_BATCH_LIMIT)?;
     probability("store.inject_conflict_rate", store.inject_conflict_rate)?;
     probability(
@@ -246,16 +247,20 @@ impl Config {
     /// at start, not refused (a small store, or a cache that never fills, may be fine).
     pub fn memory_mark_warning(&self) -> Option<String> {
         let floor = match self.store.engine {
-            EngineKind::Embedded => self.store.cache_mb.saturating_add(MEMORY_BESIDES_CACHE_MB),
+            EngineKind::Embedded => self
+                .store
+                .cache_mb
+                .saturating_add(self.store.window_mb)
+                .saturating_add(MEMORY_BESIDES_CACHE_MB),
             EngineKind::Fdb => MEMORY_BESIDES_CACHE_MB,
         };
         let mark = self.daemon.max_memory_mb;
         (mark != 0 && mark < floor).then(|| {
             format!(
-                "daemon.max_memory_mb: {mark} is below store.cache_mb ({}) plus \
-                 {MEMORY_BESIDES_CACHE_MB} for the rest of the process ({floor}); the store's \
-                 cache alone may keep publishers held back",
-                self.store.cache_mb
+                "daemon.max_memory_mb: {mark} is below store.cache_mb ({}) plus store.window_mb \
+                 ({}) plus {MEMORY_BESIDES_CACHE_MB} for the rest of the process ({floor}); the \
+                 store alone may keep publishers held back",
+                self.store.cache_mb, self.store.window_mb
             )
         })
     }
@@ -501,13 +506,14 @@ mod tests {
             ..Config::default()
         };
         assert_eq!(
-            with_mark(500).memory_mark_warning().as_deref(),
+            with_mark(700).memory_mark_warning().as_deref(),
             Some(
-                "daemon.max_memory_mb: 500 is below store.cache_mb (256) plus 256 for the rest \
-                 of the process (512); the store's cache alone may keep publishers held back"
+                "daemon.max_memory_mb: 700 is below store.cache_mb (256) plus store.window_mb \
+                 (256) plus 256 for the rest of the process (768); the store alone may keep \
+                 publishers held back"
             )
         );
-        assert_eq!(with_mark(512).memory_mark_warning(), None);
+        assert_eq!(with_mark(768).memory_mark_warning(), None);
         assert_eq!(with_mark(0).memory_mark_warning(), None);
     }
 

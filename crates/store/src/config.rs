@@ -27,6 +27,9 @@ pub struct StoreConfig {
     pub prefix: String,
     /// Embedded engine: page cache size in MiB.
     pub cache_mb: u64,
+    /// Embedded engine: the most memory (MiB) the window of changes not yet checkpointed
+    /// may hold; a checkpoint starts at half, commits wait at all of it.
+    pub window_mb: u64,
     /// Embedded engine: the most transactions one group commit (one fsync) may hold.
     pub max_batch: u32,
     /// Embedded engine: the free space (MiB) on the data directory's file system below
@@ -51,6 +54,8 @@ pub const DEFAULT_STORE_PATH: &str = "data";
 pub const DEFAULT_STORE_PREFIX: &str = "ferry";
 /// Default for `store.cache_mb`.
 pub const DEFAULT_CACHE_MB: u64 = 256;
+/// Default for `store.window_mb`.
+pub const DEFAULT_WINDOW_MB: u64 = 256;
 /// Default for `store.max_batch`.
 pub const DEFAULT_MAX_BATCH: u32 = 8192;
 /// Default for `store.min_free_disk_mb` (RabbitMQ's `disk_free_limit`).
@@ -65,6 +70,7 @@ impl Default for StoreConfig {
             path: PathBuf::from(DEFAULT_STORE_PATH),
             prefix: DEFAULT_STORE_PREFIX.to_owned(),
             cache_mb: DEFAULT_CACHE_MB,
+            window_mb: DEFAULT_WINDOW_MB,
             max_batch: DEFAULT_MAX_BATCH,
             min_free_disk_mb: DEFAULT_MIN_FREE_DISK_MB,
             fdb_cluster_file: String::new(),

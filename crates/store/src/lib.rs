@@ -31,7 +31,7 @@ mod value;
 pub use change_counter::ChangeCounter;
 pub use config::{
     DEFAULT_CACHE_MB, DEFAULT_FDB_API_VERSION, DEFAULT_MAX_BATCH, DEFAULT_MIN_FREE_DISK_MB,
-    DEFAULT_STORE_PATH, DEFAULT_STORE_PREFIX, EngineKind, StoreConfig,
+    DEFAULT_STORE_PATH, DEFAULT_STORE_PREFIX, DEFAULT_WINDOW_MB, EngineKind, StoreConfig,
 };
 pub use error::{OpenError, StoreError, TransactionError};
 pub use value::Value;
@@ -282,6 +282,19 @@ impl Database {
             Self::Embedded(_) => EngineKind::Embedded,
             #[cfg(feature = "fdb")]
             Self::Fdb(_) => EngineKind::Fdb,
+        }
+    }
+
+    /// Makes the embedded engine write its window into the data file now and waits for
+    /// it (tests of checkpoints); FoundationDB has nothing to do.
+    ///
+    /// # Errors
+    /// The checkpoint's failure, which stops the embedded engine.
+    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        match self {
+            Self::Embedded(db) => db.checkpoint().await,
+            #[cfg(feature = "fdb")]
+            Self::Fdb(_) => Ok(()),
         }
     }
 

@@ -3,25 +3,36 @@
 //!
 //! Each round it takes every waiting request (up to `max_batch`), gives the batch one
 //! commit version, resolves each transaction in arrival order against recent commits and
-//! against the transactions accepted before it in the same batch, applies the accepted
-//! ones in one redb write transaction with a single fsync (group commit), publishes the
-//! new snapshot, fires watches, and only then answers the callers. Transaction `i` of the
-//! batch receives versionstamp `version (8 bytes, big-endian) ++ i (2 bytes, big-endian)`,
-//! so versionstamp order is commit order. Versions are `max(last + 1, now in µs)` and the
-//! last one is stored with every batch, so they keep increasing across restarts.
+//! against the transactions accepted before it in the same batch, resolves the accepted
+//! ones' mutations into the batch's net effect ([`Batch`]), appends it to the commit log
+//! with one write and one fsync (group commit), adds it to the window, and hands the new
+//! snapshot to the finisher, which publishes it, fires watches, and only then answers the
+//! callers. No B-tree is written on this path: the checkpointer writes the data file
+//! later. Transaction `i` of the batch receives versionstamp `version (8 bytes,
+//! big-endian) ++ i (2 bytes, big-endian)`, so versionstamp order is commit order.
+//! Versions are `max(last + 1, now in µs)` and every record in the log and every
+//! checkpoint holds its version, so they keep increasing across restarts.
+//!
+//! While the window holds more than `store.window_mb`, the committer waits for the
+//! checkpointer before it commits the next batch, so memory stays within the budget.
 
 use super::Shared;
-use super::apply::BatchWriter;
-use super::disk::{DATA, LAST_VERSION, META};
+use super::batch::Batch;
+use super::checkpoint::Signal;
+use super::commit_log::CommitLog;
 use super::history::{History, Verdict};
 use super::mutation::{Mutation, fill_versionstamp};
 use super::snapshot::{Snapshot, storage};
+use super::window::State;
 use super::write_set::WriteSet;
 use crate::keys::{VERSIONSTAMP_LEN, key_after};
 use crate::{CommitInfo, StoreError};
+use bytes::Bytes;
 use ferry_telemetry::names;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// A watch created by a committing transaction, with the value that transaction saw.
@@ -51,7 +62,7 @@ pub(super) struct CommitRequest {
 pub(super) enum Request {
     /// Commit a transaction.
     Commit(CommitRequest),
-    /// Finish, release the data file, then acknowledge.
+    /// Finish, checkpoint and release the data file, then acknowledge.
     Close(oneshot::Sender<()>),
 }
 
@@ -80,13 +91,20 @@ pub(super) enum Completion {
 
 /// The committer's state; lives on its own thread.
 pub(super) struct Committer {
-    pub(super) db: redb::Database,
+    pub(super) log: CommitLog,
     pub(super) shared: Arc<Shared>,
     pub(super) history: History,
+    /// The newest committed version.
     pub(super) last_version: u64,
+    /// The newest version in the log (batches that write nothing are not logged).
+    pub(super) last_logged: u64,
     pub(super) max_batch: usize,
+    /// `store.window_mb`, in bytes.
+    pub(super) window_budget: usize,
     /// Where decided batches go.
     pub(super) finisher: Sender<Completion>,
+    /// The checkpointer's inbox.
+    pub(super) checkpointer: Sender<Signal>,
 }
 
 impl Committer {
@@ -117,7 +135,11 @@ impl Committer {
                 let _ = c.reply.send(Err(StoreError::Closed));
             }
         }
-        drop(self.db);
+        // A last checkpoint, so the next start replays nothing; then the file is released.
+        let (checkpointed, done) = std::sync::mpsc::channel();
+        if self.checkpointer.send(Signal::Close(checkpointed)).is_ok() {
+            let _ = done.recv();
+        }
         if let Some(ack) = closing {
             let _ = ack.send(());
         }
@@ -178,16 +200,30 @@ impl Committer {
         metrics::histogram!(names::STORE_COMMIT_BATCH_SIZE, names::LABEL_ENGINE => "embedded")
             .record(accepted.len() as f64);
 
-        // The snapshot is captured here, before the next batch can commit, so it shows
-        // exactly this version.
-        let applied = self
-            .apply(version, &accepted)
-            .and_then(|()| Snapshot::capture(&self.db, version));
-        let completion = match applied {
-            Ok(snapshot) => {
+        self.wait_for_room();
+        let logged = self.resolve(version, &accepted).and_then(|batch| {
+            if !batch.is_empty() {
+                let checkpoint = self.shared.checkpoint.read().version;
+                self.log.append(&batch, checkpoint).map_err(storage)?;
+                self.last_logged = version;
+            }
+            Ok(batch)
+        });
+        let completion = match logged {
+            Ok(batch) => {
+                {
+                    let _structure = self.shared.window.structure.read();
+                    let oldest_read = self.shared.oldest_live_read();
+                    self.shared.window.apply(&batch, oldest_read);
+                }
                 self.last_version = version;
                 let writes = Arc::new(batch_writes);
                 self.history.record(version, writes.clone());
+                let snapshot = Snapshot {
+                    version,
+                    window: self.shared.window.clone(),
+                    base: self.shared.checkpoint.read().clone(),
+                };
                 Completion::Committed {
                     version,
                     snapshot: Arc::new(snapshot),
@@ -206,21 +242,42 @@ impl Committer {
         let _ = self.finisher.send(completion);
     }
 
-    /// Applies the accepted transactions, in order, in one durable redb transaction.
-    fn apply(&self, version: u64, accepted: &[Accepted]) -> Result<(), StoreError> {
-        let tx = self.db.begin_write().map_err(storage)?;
-        {
-            let mut writer = BatchWriter::new(tx.open_table(DATA).map_err(storage)?);
-            for a in accepted {
-                for m in &a.request.mutations {
-                    writer.apply(m, &a.stamp)?;
-                }
+    /// The accepted transactions' mutations, in order, as one batch at `version`.
+    fn resolve(&self, version: u64, accepted: &[Accepted]) -> Result<Batch, StoreError> {
+        let mut batch = Batch::new(version, self.last_logged);
+        let shared = &self.shared;
+        let last = self.last_version;
+        let mut committed = |key: &[u8]| match shared.window.state(key, last) {
+            State::Decided(value) => Ok(value),
+            State::Below => Ok(shared.checkpoint.read().get(key)?.map(Bytes::from)),
+        };
+        for a in accepted {
+            for m in &a.request.mutations {
+                batch.resolve(m, &a.stamp, &mut committed)?;
             }
-            writer.finish()?;
-            let mut meta = tx.open_table(META).map_err(storage)?;
-            meta.insert(LAST_VERSION, version).map_err(storage)?;
         }
-        tx.commit().map_err(storage)
+        Ok(batch)
+    }
+
+    /// Asks for a checkpoint once the window holds half its budget, and waits while it
+    /// holds more than all of it.
+    fn wait_for_room(&self) {
+        let window = &self.shared.window;
+        if window.bytes() < self.window_budget / 2 {
+            return;
+        }
+        self.ask_for_checkpoint();
+        while window.bytes() >= self.window_budget && self.shared.failure.lock().is_none() {
+            std::thread::sleep(Duration::from_millis(1));
+            self.ask_for_checkpoint();
+        }
+    }
+
+    /// Signals the checkpointer unless a request is already pending.
+    fn ask_for_checkpoint(&self) {
+        if !self.shared.checkpoint_asked.swap(true, Ordering::AcqRel) {
+            let _ = self.checkpointer.send(Signal::Full);
+        }
     }
 }
 

@@ -48,17 +48,17 @@ impl StorageBackend for DataFile {
     }
 
     fn set_len(&self, len: u64) -> Result<(), io::Error> {
-        self.faults.on_write()?;
+        self.faults.on_checkpoint_write()?;
         self.file.set_len(len)
     }
 
     fn sync_data(&self) -> Result<(), io::Error> {
-        self.faults.on_sync()?;
+        self.faults.on_checkpoint_sync()?;
         self.file.sync_data()
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> Result<(), io::Error> {
-        self.faults.on_write()?;
+        self.faults.on_checkpoint_write()?;
         self.file.write(offset, data)
     }
 

@@ -4,8 +4,13 @@
 //! Layout of `store.path`:
 //! - `FERRY_STORE`: the format marker (one line, [`FORMAT`]); a directory without it that
 //!   holds other files is refused as foreign, so Ferry never writes into a stranger's data.
-//! - `data.redb`: the redb file holding every key (table `kv`) and the engine's own
-//!   metadata (table `meta`: the last commit version).
+//! - `data.redb`: the checkpoint, a redb file holding every key (table `kv`) as of the
+//!   checkpoint's version, and the engine's own metadata (table `meta`: that version).
+//! - `log/`: the commit log, the commits after the checkpoint ([`super::commit_log`]).
+//!
+//! Format 2 added the log. A format 1 store (a `data.redb` holding every commit, no log)
+//! is a format 2 store whose log is empty: its marker is rewritten on open. A build that
+//! only knows format 1 refuses a format 2 store, whose newest commits it could not see.
 
 use super::data_file::DataFile;
 use super::faults::Faults;
@@ -26,7 +31,9 @@ pub const MARKER: &str = "FERRY_STORE";
 /// Name of the data file.
 pub const DATA_FILE: &str = "data.redb";
 /// The marker's content for the format this build reads and writes.
-pub const FORMAT: &str = "ferry embedded store, format 1";
+pub const FORMAT: &str = "ferry embedded store, format 2";
+/// Earlier formats this build opens and upgrades.
+const UPGRADED: &[&str] = &["ferry embedded store, format 1"];
 
 /// An opened data file and the last version committed to it.
 pub(super) struct Opened {
@@ -44,7 +51,7 @@ pub(super) fn open(
     cache_bytes: usize,
     faults: Arc<Faults>,
 ) -> Result<Opened, StoreError> {
-    let data_file = prepare_dir(dir)?;
+    let (data_file, upgrade) = prepare_dir(dir)?;
     let mut builder = redb::Builder::new();
     builder.set_cache_size(cache_bytes);
     let db = DataFile::open(&data_file, faults)
@@ -54,11 +61,19 @@ pub(super) fn open(
         file: data_file.clone(),
         reason: e,
     })?;
+    if upgrade {
+        // Only now, with the store locked by this process.
+        write_marker(dir, &dir.join(MARKER)).map_err(|e| OpenError::NotWritable {
+            path: dir.to_owned(),
+            reason: e.to_string(),
+        })?;
+    }
     Ok(Opened { db, last_version })
 }
 
-/// Checks `dir` and returns the data file's path; creates and marks a new store.
-fn prepare_dir(dir: &Path) -> Result<PathBuf, OpenError> {
+/// Checks `dir` and returns the data file's path, and whether the store is of an earlier
+/// format to upgrade once it is open; creates and marks a new store.
+fn prepare_dir(dir: &Path) -> Result<(PathBuf, bool), OpenError> {
     let not_writable = |e: std::io::Error| OpenError::NotWritable {
         path: dir.to_owned(),
         reason: e.to_string(),
@@ -73,7 +88,9 @@ fn prepare_dir(dir: &Path) -> Result<PathBuf, OpenError> {
     std::fs::create_dir_all(dir).map_err(not_writable)?;
     match std::fs::read_to_string(&marker) {
         Ok(found) => {
-            if found.trim() != FORMAT {
+            if UPGRADED.contains(&found.trim()) && data_file.exists() {
+                return Ok((data_file, true));
+            } else if found.trim() != FORMAT {
                 return Err(OpenError::WrongFormat {
                     path: dir.to_owned(),
                     found: found.trim().to_owned(),
@@ -94,11 +111,20 @@ fn prepare_dir(dir: &Path) -> Result<PathBuf, OpenError> {
                     path: dir.to_owned(),
                 });
             }
-            std::fs::write(&marker, format!("{FORMAT}\n")).map_err(not_writable)?;
+            write_marker(dir, &marker).map_err(not_writable)?;
         }
         Err(e) => return Err(not_writable(e)),
     }
-    Ok(data_file)
+    Ok((data_file, false))
+}
+
+/// Writes the marker of [`FORMAT`] durably (a new file renamed over the old one).
+fn write_marker(dir: &Path, marker: &Path) -> std::io::Result<()> {
+    let fresh = dir.join(format!("{MARKER}.new"));
+    std::fs::write(&fresh, format!("{FORMAT}\n"))?;
+    std::fs::File::open(&fresh)?.sync_all()?;
+    std::fs::rename(&fresh, marker)?;
+    std::fs::File::open(dir)?.sync_all()
 }
 
 fn map_open_error(dir: &Path, file: &Path, e: redb::DatabaseError) -> OpenError {
@@ -147,6 +173,22 @@ mod tests {
         drop(open(&path, 1 << 20, Arc::default()).unwrap());
         assert!(path.join(MARKER).exists());
         drop(open(&path, 1 << 20, Arc::default()).unwrap());
+    }
+
+    #[test]
+    fn a_format_1_store_is_upgraded_and_a_newer_format_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(open(dir.path(), 1 << 20, Arc::default()).unwrap());
+        let marker = dir.path().join(MARKER);
+        std::fs::write(&marker, "ferry embedded store, format 1\n").unwrap();
+        drop(open(dir.path(), 1 << 20, Arc::default()).unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&marker).unwrap(),
+            format!("{FORMAT}\n")
+        );
+        std::fs::write(&marker, "ferry embedded store, format 3\n").unwrap();
+        let err = open(dir.path(), 1 << 20, Arc::default()).err().unwrap();
+        assert!(err.to_string().contains("format 3"), "{err}");
     }
 
     #[test]

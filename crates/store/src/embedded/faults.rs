@@ -1,7 +1,8 @@
 //! Fault injection for tests: spurious conflicts, commits that applied but report
-//! `commit_unknown_result`, the failures a disk gives on a write or an fsync (which the
-//! data file's I/O seam, [`super::data_file`], raises), and a pretended free space for the
-//! free-disk alarm ([`super::free_space`]).
+//! `commit_unknown_result`, the failures a disk gives on a write or an fsync of the commit
+//! log (which [`super::commit_log`] raises) or of the data file a checkpoint writes (which
+//! the data file's I/O seam, [`super::data_file`], raises), and a pretended free space for
+//! the free-disk alarm ([`super::free_space`]).
 
 use std::io;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
@@ -40,10 +41,14 @@ pub struct Faults {
     conflict: AtomicU64,
     /// Probability (as `f64` bits) that an applied commit reports `commit_unknown_result`.
     unknown_result: AtomicU64,
-    /// The failure the data file's next write (or resize) gets, once ([`DiskFault::code`]).
+    /// The failure the commit log's next write gets, once ([`DiskFault::code`]).
     write: AtomicU8,
-    /// The failure the data file's next fsync gets, once.
+    /// The failure the commit log's next fsync gets, once.
     sync: AtomicU8,
+    /// The failure the data file's next write (or resize) gets, once.
+    checkpoint_write: AtomicU8,
+    /// The failure the data file's next fsync gets, once.
+    checkpoint_sync: AtomicU8,
     /// Free bytes the free-disk alarm reads instead of the file system's, plus one (0:
     /// read the file system).
     free_bytes: AtomicU64,
@@ -62,14 +67,24 @@ impl Faults {
         self.unknown_result.store(p.to_bits(), Ordering::Relaxed);
     }
 
-    /// Makes the data file's next write (or resize) fail with `fault`.
+    /// Makes the next commit's write to the commit log fail with `fault`.
     pub fn fail_next_write(&self, fault: DiskFault) {
         self.write.store(fault.code(), Ordering::Relaxed);
     }
 
-    /// Makes the data file's next fsync fail with `fault`.
+    /// Makes the next commit's fsync of the commit log fail with `fault`.
     pub fn fail_next_sync(&self, fault: DiskFault) {
         self.sync.store(fault.code(), Ordering::Relaxed);
+    }
+
+    /// Makes the next checkpoint's write to the data file fail with `fault`.
+    pub fn fail_next_checkpoint_write(&self, fault: DiskFault) {
+        self.checkpoint_write.store(fault.code(), Ordering::Relaxed);
+    }
+
+    /// Makes the next checkpoint's fsync of the data file fail with `fault`.
+    pub fn fail_next_checkpoint_sync(&self, fault: DiskFault) {
+        self.checkpoint_sync.store(fault.code(), Ordering::Relaxed);
     }
 
     /// Makes the free-disk alarm read `free` bytes (`None`: the file system's again).
@@ -83,14 +98,24 @@ impl Faults {
         self.free_bytes.load(Ordering::Relaxed).checked_sub(1)
     }
 
-    /// Before a write: the injected failure, if one is due (once).
+    /// Before a write to the commit log: the injected failure, if one is due (once).
     pub(super) fn on_write(&self) -> Result<(), io::Error> {
-        DiskFault::error(self.write.swap(0, Ordering::Relaxed)).map_or(Ok(()), Err)
+        take(&self.write)
     }
 
-    /// Before an fsync: the injected failure, if one is due (once).
+    /// Before an fsync of the commit log: the injected failure, if one is due (once).
     pub(super) fn on_sync(&self) -> Result<(), io::Error> {
-        DiskFault::error(self.sync.swap(0, Ordering::Relaxed)).map_or(Ok(()), Err)
+        take(&self.sync)
+    }
+
+    /// Before a write to the data file: the injected failure, if one is due (once).
+    pub(super) fn on_checkpoint_write(&self) -> Result<(), io::Error> {
+        take(&self.checkpoint_write)
+    }
+
+    /// Before an fsync of the data file: the injected failure, if one is due (once).
+    pub(super) fn on_checkpoint_sync(&self) -> Result<(), io::Error> {
+        take(&self.checkpoint_sync)
     }
 
     /// Draws whether to inject a conflict now.
@@ -102,6 +127,10 @@ impl Faults {
     pub(super) fn unknown_result(&self) -> bool {
         draw(&self.unknown_result)
     }
+}
+
+fn take(fault: &AtomicU8) -> Result<(), io::Error> {
+    DiskFault::error(fault.swap(0, Ordering::Relaxed)).map_or(Ok(()), Err)
 }
 
 fn draw(p: &AtomicU64) -> bool {

@@ -1,8 +1,15 @@
-//! The embedded engine: FoundationDB's transaction semantics on one node, stored in redb.
+//! The embedded engine: FoundationDB's transaction semantics on one node — a commit log,
+//! an in-memory versioned window and a checkpoint in redb.
 //!
-//! - **Reads** come from a [`snapshot::Snapshot`]: redb's MVCC view at the newest commit
-//!   version when the transaction began (its read version), overlaid with the
-//!   transaction's own writes ([`overlay`]).
+//! - **Commits** ([`committer`]) are appended to the [`commit_log`] (one write, one
+//!   `fdatasync` per group commit) and added to the [`window`], and answered then: no
+//!   B-tree is written on a commit's path.
+//! - **Checkpoints** ([`checkpoint`]): a background thread writes the window's net effect
+//!   into redb in large transactions; the window and the log then forget what redb holds.
+//!   Opening replays the log after the checkpoint into the window.
+//! - **Reads** come from a [`snapshot::Snapshot`]: the window at the newest commit version
+//!   when the transaction began (its read version) over the checkpoint it began on,
+//!   overlaid with the transaction's own writes ([`overlay`]).
 //! - **Optimistic concurrency**: non-snapshot reads record conflict ranges; at commit the
 //!   [`committer`] refuses a transaction whose read ranges a newer commit wrote
 //!   ([`history`]), with FoundationDB's retryable `not_committed`.
@@ -15,17 +22,21 @@
 //! - **Free-disk alarm** ([`free_space`]): raised while the data directory's file system
 //!   has less than `store.min_free_disk_mb` free; the fronts block publishers meanwhile.
 //! - **Faults** ([`Faults`]) inject conflicts, `commit_unknown_result`, and a disk's
-//!   `ENOSPC` or `EIO` on a write or an fsync of the data file ([`data_file`]).
+//!   `ENOSPC` or `EIO` on a write or an fsync of the commit log or of the data file
+//!   ([`data_file`]).
 //! - **A failed write or fsync stops the engine.** The batch it belonged to fails (every
 //!   caller gets [`StoreError::Failed`]), and so does every later transaction, until the
-//!   process restarts and redb recovers the file to its last durable commit. A failed
+//!   process restarts and recovers the checkpoint and the log's whole records. A failed
 //!   fsync is never retried: after one, the kernel may have dropped the unwritten pages
 //!   and a second fsync could succeed without them (PostgreSQL's "fsyncgate").
 //!
-//! Durability: redb commits with `Durability::Immediate`, so a commit reported successful
-//! survives `kill -9`, and a batch is applied entirely or not at all.
+//! Durability: a commit is answered after its log record's `fdatasync`, so a commit
+//! reported successful survives `kill -9`; a batch is one record, replayed entirely or
+//! not at all; checkpoints commit with redb's `Durability::Immediate`.
 
-mod apply;
+mod batch;
+mod checkpoint;
+mod commit_log;
 mod committer;
 mod data_file;
 mod disk;
@@ -37,8 +48,10 @@ mod overlay;
 mod snapshot;
 mod transaction;
 mod watches;
+mod window;
 mod write_set;
 
+pub use commit_log::LOG_DIR;
 pub use disk::{DATA_FILE, FORMAT, MARKER};
 pub use faults::{DiskFault, Faults};
 pub use transaction::Transaction;
@@ -47,14 +60,19 @@ use crate::StoreConfig;
 use crate::StoreError;
 use crate::engine::Engine;
 use crate::error::MAX_TRANSACTION_AGE;
+use checkpoint::{Checkpointer, Signal};
+use commit_log::CommitLog;
 use committer::{Committer, PendingWatch, Request};
 use parking_lot::{Mutex, RwLock};
-use snapshot::Snapshot;
+use snapshot::{Checkpoint, Snapshot};
+use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
-use std::time::Duration;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 use watches::Watches;
+use window::Window;
 use write_set::WriteSet;
 
 /// How to open the embedded engine.
@@ -64,6 +82,8 @@ pub struct Options {
     pub path: PathBuf,
     /// redb's page cache, in bytes.
     pub cache_bytes: usize,
+    /// The most bytes the window may hold (`store.window_mb`); a checkpoint starts at half.
+    pub window_bytes: usize,
     /// Most transactions per group commit (at most 65,536: the versionstamp's order field
     /// has two bytes).
     pub max_batch: usize,
@@ -95,6 +115,7 @@ impl Options {
         Self {
             path: config.path.clone(),
             cache_bytes: (config.cache_mb as usize).saturating_mul(1 << 20),
+            window_bytes: (config.window_mb as usize).saturating_mul(1 << 20),
             max_batch: (config.max_batch as usize).clamp(1, 1 << 16),
             conflict_rate: config.inject_conflict_rate,
             unknown_result_rate: config.inject_unknown_result_rate,
@@ -104,10 +125,26 @@ impl Options {
     }
 }
 
+/// A snapshot handed out, for finding the oldest one a live reader may still use.
+struct Issued {
+    snapshot: Weak<Snapshot>,
+    published_at: Instant,
+}
+
 /// State shared by transactions and the committer thread.
 struct Shared {
     /// The newest committed snapshot; transactions take their read version from it.
     published: RwLock<Arc<Snapshot>>,
+    /// Snapshots published, oldest first, while a reader may use them.
+    issued: Mutex<VecDeque<Issued>>,
+    /// The window of changes since the checkpoint.
+    window: Arc<Window>,
+    /// The newest checkpoint; new snapshots read below the window from it.
+    checkpoint: RwLock<Arc<Checkpoint>>,
+    /// The checkpointer's inbox; `None` once the store is closed.
+    checkpointer: Mutex<Option<Sender<Signal>>>,
+    /// Set while the committer's request for a checkpoint is pending.
+    checkpoint_asked: AtomicBool,
     /// Active watches.
     watches: Mutex<Watches>,
     /// Injected failures (shared with the data file's I/O).
@@ -123,7 +160,8 @@ struct Shared {
     disk: Mutex<free_space::Reading>,
     /// Dropped on close: the free-disk monitor then stops.
     stop_monitor: Mutex<Option<Sender<()>>>,
-    /// The committer, finisher and free-disk monitor threads, joined on close.
+    /// The committer, finisher, checkpointer and free-disk monitor threads, joined on
+    /// close.
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
@@ -134,8 +172,65 @@ impl Shared {
 
     /// Makes `snapshot` the newest and fires the watches its batch (`writes`) touched.
     fn publish(&self, snapshot: Arc<Snapshot>, writes: &WriteSet) {
+        self.issue(&snapshot);
         *self.published.write() = snapshot.clone();
         self.watches.lock().fire(writes, &snapshot);
+    }
+
+    /// Records a snapshot handed out.
+    fn issue(&self, snapshot: &Arc<Snapshot>) {
+        self.issued.lock().push_back(Issued {
+            snapshot: Arc::downgrade(snapshot),
+            published_at: Instant::now(),
+        });
+    }
+
+    /// Makes `base` the checkpoint new snapshots read, and gives the newest snapshot its
+    /// view, so the previous one is freed as soon as its readers end.
+    fn use_checkpoint(&self, base: Arc<Checkpoint>) {
+        *self.checkpoint.write() = base.clone();
+        let mut published = self.published.write();
+        if published.base.version < base.version {
+            let snapshot = Arc::new(Snapshot {
+                version: published.version,
+                window: published.window.clone(),
+                base,
+            });
+            self.issue(&snapshot);
+            *published = snapshot;
+        }
+    }
+
+    /// The oldest snapshot a live reader may use: dropped ones are forgotten, and so are
+    /// ones superseded longer ago than a transaction may live (any reader still holding
+    /// one fails with `transaction_too_old`).
+    fn oldest_live(&self) -> Option<Arc<Snapshot>> {
+        let mut issued = self.issued.lock();
+        let limit = self.max_transaction_age + Duration::from_secs(1);
+        loop {
+            let superseded_long_ago = issued
+                .get(1)
+                .is_some_and(|next| next.published_at.elapsed() > limit);
+            let front = issued.front()?;
+            match front.snapshot.upgrade() {
+                Some(snapshot) if !superseded_long_ago => return Some(snapshot),
+                _ => {
+                    issued.pop_front();
+                }
+            }
+        }
+    }
+
+    /// The oldest read version a live reader may use.
+    fn oldest_live_read(&self) -> u64 {
+        self.oldest_live()
+            .map_or_else(|| self.latest().version, |s| s.version)
+    }
+
+    /// The oldest checkpoint a live reader may use.
+    fn oldest_live_checkpoint(&self) -> u64 {
+        self.oldest_live()
+            .map_or_else(|| self.checkpoint.read().version, |s| s.base.version)
     }
 
     /// Activates the watches of a committed transaction.
@@ -174,12 +269,37 @@ impl EmbeddedDb {
     pub fn open(options: Options) -> Result<Self, StoreError> {
         let faults = Arc::new(Faults::default());
         let opened = disk::open(&options.path, options.cache_bytes, faults.clone())?;
-        let snapshot = Arc::new(Snapshot::capture(&opened.db, opened.last_version)?);
+        let recovered = CommitLog::open(&options.path, opened.last_version, faults.clone())?;
+        let window = Arc::new(Window::default());
+        let mut last_version = opened.last_version;
+        for batch in &recovered.batches {
+            window.apply(batch, batch.version);
+            last_version = batch.version;
+        }
+        if !recovered.batches.is_empty() {
+            tracing::info!(
+                batches = recovered.batches.len(),
+                checkpoint = opened.last_version,
+                "replayed the commit log after the checkpoint"
+            );
+        }
+        let base = Arc::new(Checkpoint::capture(&opened.db, opened.last_version)?);
+        let snapshot = Arc::new(Snapshot {
+            version: last_version,
+            window: window.clone(),
+            base: base.clone(),
+        });
         faults.set_conflict_rate(options.conflict_rate);
         faults.set_unknown_result_rate(options.unknown_result_rate);
         let (tx, rx) = std::sync::mpsc::channel();
+        let (signal, signals) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared {
-            published: RwLock::new(snapshot),
+            published: RwLock::new(snapshot.clone()),
+            issued: Mutex::new(VecDeque::new()),
+            window,
+            checkpoint: RwLock::new(base),
+            checkpointer: Mutex::new(Some(signal.clone())),
+            checkpoint_asked: AtomicBool::new(false),
             watches: Mutex::new(Watches::default()),
             faults,
             max_transaction_age: options.max_transaction_age,
@@ -189,6 +309,7 @@ impl EmbeddedDb {
             stop_monitor: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
         });
+        shared.issue(&snapshot);
         let monitor = free_space::Monitor {
             path: options.path.clone(),
             min_free_bytes: options.min_free_disk_bytes,
@@ -198,16 +319,21 @@ impl EmbeddedDb {
         let (stop_monitor, stopped) = std::sync::mpsc::channel();
         *shared.stop_monitor.lock() = Some(stop_monitor);
         let (finisher, completions) = std::sync::mpsc::channel();
+        let last_logged = recovered.batches.last().map_or(0, |b| b.version);
         let committer = Committer {
+            log: recovered.log,
+            shared: shared.clone(),
+            history: history::History::starting_at(last_version, options.max_transaction_age),
+            last_version,
+            last_logged,
+            max_batch: options.max_batch,
+            window_budget: options.window_bytes.max(1 << 20),
+            finisher,
+            checkpointer: signal,
+        };
+        let checkpointer = Checkpointer {
             db: opened.db,
             shared: shared.clone(),
-            history: history::History::starting_at(
-                opened.last_version,
-                options.max_transaction_age,
-            ),
-            last_version: opened.last_version,
-            max_batch: options.max_batch,
-            finisher,
         };
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
@@ -224,12 +350,35 @@ impl EmbeddedDb {
                 Box::new(move || committer::finish(&finisher_shared, completions)),
             )?,
             spawn(
+                "ferry-checkpoint",
+                Box::new(move || checkpointer.run(signals)),
+            )?,
+            spawn(
                 "ferry-disk-monitor",
                 Box::new(move || monitor.run(&monitor_shared, &stopped)),
             )?,
         ];
         *shared.threads.lock() = threads;
         Ok(Self { shared })
+    }
+
+    /// Writes a checkpoint now and waits for it (tests: a reader older than a checkpoint,
+    /// faults on the data file, recovery from a checkpoint plus a log).
+    ///
+    /// # Errors
+    /// The checkpoint's failure (the engine then stops), or [`StoreError::Closed`].
+    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        let (done, outcome) = tokio::sync::oneshot::channel();
+        let sent = self
+            .shared
+            .checkpointer
+            .lock()
+            .as_ref()
+            .is_some_and(|c| c.send(Signal::Now(done)).is_ok());
+        if !sent {
+            return Err(StoreError::Closed);
+        }
+        outcome.await.map_err(|_| StoreError::Closed)?
     }
 
     /// The fault injector; tests switch faults on and off through it.
@@ -276,6 +425,7 @@ impl Engine for EmbeddedDb {
             return;
         };
         drop(self.shared.stop_monitor.lock().take());
+        drop(self.shared.checkpointer.lock().take());
         let (ack, done) = tokio::sync::oneshot::channel();
         if requests.send(Request::Close(ack)).is_ok() {
             let _ = done.await;

@@ -6,13 +6,12 @@ use super::Shared;
 use super::committer::{CommitRequest, PendingWatch, Request};
 use super::mutation::Mutation;
 use super::overlay::{Local, Overlay};
-use super::snapshot::{Pair, Snapshot};
+use super::snapshot::{Snapshot, merge};
 use crate::engine::EngineTransaction;
 use crate::error::{MAX_KEY_SIZE, MAX_TRANSACTION_SIZE, MAX_VALUE_SIZE};
 use crate::keys::{key_after, split_versionstamp_offset};
 use crate::{CommitInfo, KeyValue, RangeOption, StoreError, Value, Watch};
 use parking_lot::Mutex;
-use std::cmp::Ordering as KeyOrder;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::oneshot;
@@ -338,35 +337,6 @@ impl EngineTransaction for Transaction {
         }))?;
         outcome.await.map_err(|_| StoreError::Closed)?
     }
-}
-
-/// Merges two key-ordered streams of pairs (descending when `reverse`); keys never repeat
-/// across them.
-fn merge<'a>(
-    a: impl Iterator<Item = Pair> + 'a,
-    b: impl Iterator<Item = Pair> + 'a,
-    reverse: bool,
-) -> impl Iterator<Item = Pair> + 'a {
-    let mut a = a.peekable();
-    let mut b = b.peekable();
-    std::iter::from_fn(move || {
-        let take_a = match (a.peek(), b.peek()) {
-            (None, None) => return None,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(Err(_)), _) => true,
-            (_, Some(Err(_))) => false,
-            (Some(Ok((ka, _))), Some(Ok((kb, _)))) => {
-                let order = ka.cmp(kb);
-                if reverse {
-                    order == KeyOrder::Greater
-                } else {
-                    order == KeyOrder::Less
-                }
-            }
-        };
-        if take_a { a.next() } else { b.next() }
-    })
 }
 
 #[cfg(test)]
