@@ -4,7 +4,11 @@
 # binary's `ferry run` (fresh store, loopback ports, server CPU per message from
 # --broker-pid), then `ferry bench bridge` run by each binary (its bridge runs in the bench
 # process) between two queues of a private RabbitMQ node, with RabbitMQ's Shovel and a
-# RabbitMQ quorum queue measured in the same rounds for reference.
+# RabbitMQ quorum queue measured in the same rounds for reference; then `ferry bench stage`
+# of each binary. For each daemon it also prints the bytes it wrote to disk during the AMQP
+# bench (`/proc/PID/io` write_bytes, per message published), the size of its data
+# directory once the bench's queue is empty again, and its threads' voluntary context
+# switches per message over the AMQP bench (publish, consume and the latency phase).
 #
 #   scripts/bench-ab.sh BEFORE_BIN AFTER_BIN [ROUNDS]
 #
@@ -68,6 +72,16 @@ start_daemon() {
   exit 1
 }
 
+# Bytes the process has written to storage (`/proc/PID/io` write_bytes).
+written() { sed -n 's/^write_bytes: //p' "/proc/$1/io"; }
+
+# Voluntary context switches of the process's live threads, summed: how often its threads
+# went to sleep to wait for another (a thread that ended takes its count with it).
+switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk '/^voluntary_ctxt_switches/ { n += $2 } END { print n + 0 }'
+}
+
 stop_daemon() {
   kill "$daemon_pid" && wait "$daemon_pid" 2>/dev/null || true
   daemon_pid=
@@ -80,9 +94,16 @@ for round in $(seq "$rounds"); do
     bin=${!side}
     if [[ $side == before ]]; then config=${BEFORE_CONFIG:-config/ferry.toml}; else config=${AFTER_CONFIG:-config/ferry.toml}; fi
     start_daemon "$bin" "$config"
+    written_before=$(written "$daemon_pid") switched_before=$(switches "$daemon_pid")
     "$after" bench amqp --uri "amqp://guest:guest@127.0.0.1:$amqp_port/%2f" \
       --messages "$MESSAGES" --latency-messages 2000 --broker-pid "$daemon_pid" |
       label "round $round $side amqp"
+    written_after=$(written "$daemon_pid") switched_after=$(switches "$daemon_pid")
+    echo "disk written during the amqp bench: $((written_after - written_before)) bytes," \
+      "$(((written_after - written_before) / (MESSAGES + 2000))) per message;" \
+      "data directory $(du -sb "$work/store" | cut -f1) bytes;" \
+      "voluntary context switches per message $(awk "BEGIN { printf \"%.2f\", ($switched_after - $switched_before) / ($MESSAGES + 2000) }")" |
+      label "round $round $side disk"
     "$after" bench kafka --bootstrap "127.0.0.1:$kafka_port" --records "$RECORDS" \
       --latency-seconds 5 --broker-pid "$daemon_pid" | label "round $round $side kafka"
     stop_daemon
@@ -91,7 +112,7 @@ for round in $(seq "$rounds"); do
     --queue-type quorum --broker-pid "$beam" | label "round $round rabbitmq-quorum amqp"
   for side in before after; do
     bin=${!side}
-    # The bridge bench of BEFORE_BIN predates --rabbitmqctl: its Shovel phase is skipped.
+    # Shovel is measured once per round, with AFTER_BIN's bench.
     if [[ $side == after ]]; then
       shovel=(--rabbitmqctl "scripts/rabbitmq-node.sh ctl $work/rabbitmq")
     else
@@ -99,5 +120,10 @@ for round in $(seq "$rounds"); do
     fi
     "$bin" bench bridge --uri "$uri" --messages "$MESSAGES" --queue-type quorum \
       --broker-pid "$beam" "${shovel[@]}" | label "round $round $side bridge"
+  done
+  for side in before after; do
+    bin=${!side}
+    rm -rf "$work/stage-bench"
+    "$bin" bench stage --path "$work/stage-bench" | label "round $round $side stage"
   done
 done

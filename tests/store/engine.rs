@@ -92,7 +92,11 @@ async fn commit_random(db: &Database, model: &mut Model, rng: &mut fastrand::Rng
     let mut next = model.clone();
     let mut stamped = Vec::new();
     for _ in 0..rng.usize(1..6) {
-        match rng.u8(0..10) {
+        let stamped_keys: Vec<Vec<u8>> = next
+            .range(b"kv".to_vec()..b"kw".to_vec())
+            .map(|(k, _)| k.clone())
+            .collect();
+        match rng.u8(0..12) {
             0..=3 => {
                 let (k, len) = (key(rng.usize(0..KEYS)), rng.usize(0..400));
                 let value = vec![rng.u8(..); len];
@@ -116,6 +120,27 @@ async fn commit_random(db: &Database, model: &mut Model, rng: &mut fastrand::Rng
                 tx.atomic_add(&k, delta);
                 let sum = add(next.get(&k), &delta.to_le_bytes());
                 next.insert(k, sum);
+            }
+            10 if !stamped_keys.is_empty() => {
+                // A message's key taken: one stamped key cleared.
+                let k = stamped_keys[rng.usize(0..stamped_keys.len())].clone();
+                tx.clear(&k);
+                next.remove(&k);
+            }
+            11 => {
+                // The head of a queue taken: the first few stamped keys, by one range clear.
+                let n = rng.usize(0..=stamped_keys.len().min(4));
+                let end = stamped_keys
+                    .get(n)
+                    .cloned()
+                    .unwrap_or_else(|| b"kw".to_vec());
+                tx.clear_range(b"kv", &end);
+                next.retain(|k, _| !(b"kv".as_slice() <= k.as_slice() && *k < end));
+                if end == b"kw" {
+                    // This transaction's own stamped keys sort after every earlier one:
+                    // a clear to the end of the queue takes them too.
+                    stamped.clear();
+                }
             }
             _ => {
                 // A versionstamped key inside the key space read ("kv" ‖ stamp ‖ its index),

@@ -506,14 +506,14 @@ mod tests {
             ..Config::default()
         };
         assert_eq!(
-            with_mark(700).memory_mark_warning().as_deref(),
+            with_mark(1000).memory_mark_warning().as_deref(),
             Some(
-                "daemon.max_memory_mb: 700 is below store.cache_mb (256) plus store.window_mb \
-                 (256) plus 256 for the rest of the process (768); the store alone may keep \
+                "daemon.max_memory_mb: 1000 is below store.cache_mb (256) plus store.window_mb \
+                 (512) plus 256 for the rest of the process (1024); the store alone may keep \
                  publishers held back"
             )
         );
-        assert_eq!(with_mark(768).memory_mark_warning(), None);
+        assert_eq!(with_mark(1024).memory_mark_warning(), None);
         assert_eq!(with_mark(0).memory_mark_warning(), None);
     }
 

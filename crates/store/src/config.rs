@@ -55,7 +55,7 @@ pub const DEFAULT_STORE_PREFIX: &str = "ferry";
 /// Default for `store.cache_mb`.
 pub const DEFAULT_CACHE_MB: u64 = 256;
 /// Default for `store.window_mb`.
-pub const DEFAULT_WINDOW_MB: u64 = 256;
+pub const DEFAULT_WINDOW_MB: u64 = 512;
 /// Default for `store.max_batch`.
 pub const DEFAULT_MAX_BATCH: u32 = 8192;
 /// Default for `store.min_free_disk_mb` (RabbitMQ's `disk_free_limit`).

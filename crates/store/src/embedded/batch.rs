@@ -27,7 +27,7 @@ use super::mutation::{Mutation, apply_add, fill_versionstamp};
 use crate::StoreError;
 use crate::keys::VERSIONSTAMP_LEN;
 use bytes::{Buf, Bytes};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
 /// One group commit's net effect at `version`.
@@ -41,6 +41,9 @@ pub(super) struct Batch {
     pub(super) cleared: Vec<(Vec<u8>, Vec<u8>)>,
     /// Each written key's final value in the batch (`None`: cleared), in key order.
     pub(super) points: BTreeMap<Vec<u8>, Option<Bytes>>,
+    /// Keys a versionstamp made: new keys, which no checkpoint holds (not logged: a
+    /// replayed batch has none, which only keeps its keys in the window longer).
+    pub(super) fresh: BTreeSet<Vec<u8>>,
 }
 
 impl Batch {
@@ -92,8 +95,9 @@ impl Batch {
                 self.points.insert(key.clone(), Some(sum.into()));
             }
             Mutation::SetVersionstampedKey { key, offset, value } => {
-                self.points
-                    .insert(fill_versionstamp(key, *offset, stamp), Some(value.clone()));
+                let key = fill_versionstamp(key, *offset, stamp);
+                self.fresh.insert(key.clone());
+                self.points.insert(key, Some(value.clone()));
             }
             Mutation::SetVersionstampedValue { key, value, offset } => {
                 let filled = fill_versionstamp(value, *offset, stamp);

@@ -152,13 +152,16 @@ impl Iterator for Below<'_> {
                 Ok(pair) => pair,
                 Err(e) => return Some(Err(e)),
             };
-            if let Some(skip) = snapshot.window.clears(&key, snapshot.version) {
-                // A range clear removed the checkpoint's keys of this span (the window's
-                // side yields what was written since): seek past it.
+            if let Some(bound) = snapshot
+                .window
+                .skip(&key, snapshot.version, self.reverse, false)
+            {
+                // Range clears removed the checkpoint's keys of these spans (the window's
+                // side yields what was written since): seek past them.
                 if self.reverse {
-                    self.end = skip.begin.max(self.begin.clone());
+                    self.end = bound.max(self.begin.clone());
                 } else {
-                    self.begin = skip.end.min(self.end.clone());
+                    self.begin = bound.min(self.end.clone());
                 }
                 match snapshot.base.range(&self.begin, &self.end, self.reverse) {
                     Ok(cursor) => self.cursor = Some(cursor),
@@ -169,7 +172,7 @@ impl Iterator for Below<'_> {
                 }
                 continue;
             }
-            if snapshot.window.state(&key, snapshot.version) == State::Below {
+            if !snapshot.window.holds(&key, snapshot.version) {
                 return Some(Ok((key, value)));
             }
             // Otherwise the window decides this key, and its side yields it if present.

@@ -7,26 +7,30 @@
 //!   chain they read, for a moment. No reader copies anything per commit, and a commit
 //!   copies nothing a reader holds.
 //! - **Cleared ranges**: disjoint key spans, each with the versions at which a range clear
-//!   covered it, so a read at the head of a queue (whose taken keys one range clear
-//!   removed) steps over a cleared span in one seek instead of visiting each key in it.
-//!   Each span also remembers the newest version of a point written inside it, so a
+//!   covered it. A read at the head of a queue (whose taken keys range clears removed)
+//!   steps over a run of adjacent cleared spans in one seek instead of visiting each key in
+//!   them. Each span also remembers the newest version of a point written inside it, so a
 //!   reader knows when no later write hides inside a span it skips.
 //! - **State of a key at version `v`**: its newest entry at or below `v`, unless a range
 //!   clear at or below `v` is newer (a point and a range clear of the same batch: the point
 //!   was written after the clear, see [`super::batch`]); neither: the checkpoint below
 //!   decides ([`State::Below`]).
 //! - **Pruning**: entries a newer entry of the same key hides from every live reader go as
-//!   commits add entries (a stage's push counter gains one version per commit); entries
-//!   and cleared versions at or below the oldest checkpoint a live reader uses go after
-//!   each checkpoint, and keys left without entries leave the map.
+//!   commits add entries (a stage's push counter gains one version per commit). A *fresh*
+//!   key — one no checkpoint holds, such as a versionstamped key (a new message) — goes
+//!   from the map as soon as no live reader is older than the clear that removed it, so a
+//!   message published and consumed between two checkpoints leaves nothing behind. The
+//!   rest (entries and cleared versions at or below the oldest checkpoint a live reader
+//!   uses) goes after each checkpoint, and keys left without entries leave the map.
 //! - **Size**: the bytes of keys and values held, which the checkpoint keeps within
 //!   `store.window_mb`.
 
 use super::batch::Batch;
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
+use crossbeam_skiplist::map::Entry;
 use parking_lot::{Mutex, RwLock};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -42,8 +46,17 @@ pub(super) enum State {
 /// Bytes a key's map node and chain cost beyond its key and values, roughly.
 const ENTRY_OVERHEAD: usize = 96;
 
-/// One key's versions, oldest first.
-type Chain = Mutex<Vec<(u64, Option<Bytes>)>>;
+/// One key's versions.
+#[derive(Debug, Default)]
+struct Versions {
+    /// Oldest first.
+    entries: Vec<(u64, Option<Bytes>)>,
+    /// No checkpoint holds the key (it was created by a versionstamp, and no checkpoint
+    /// has written it since).
+    fresh: bool,
+}
+
+type Chain = Mutex<Versions>;
 
 /// A span of keys some range clears covered.
 #[derive(Debug, Clone)]
@@ -55,11 +68,18 @@ struct Span {
     newest_point: u64,
 }
 
-/// A cleared span `[begin, end)` a reader may step over.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Skip {
-    pub(super) begin: Vec<u8>,
-    pub(super) end: Vec<u8>,
+impl Span {
+    /// The newest clear at or below `version`.
+    fn cleared_at(&self, version: u64) -> Option<u64> {
+        self.versions.iter().rev().find(|v| **v <= version).copied()
+    }
+
+    /// Whether a reader at `version` may step over the whole span: a clear it sees covers
+    /// it, and (when `points` matter) no point was written inside since.
+    fn skippable(&self, version: u64, points: bool) -> bool {
+        self.cleared_at(version)
+            .is_some_and(|at| !points || self.newest_point < at)
+    }
 }
 
 /// One thing a checkpoint writes.
@@ -81,6 +101,8 @@ pub(super) struct Window {
     points: SkipMap<Vec<u8>, Chain>,
     /// Disjoint spans by their first key.
     cleared: RwLock<BTreeMap<Vec<u8>, Span>>,
+    /// Fresh keys a clear removed, with the clear's version, in commit order.
+    dead: Mutex<VecDeque<(Vec<u8>, u64)>>,
     /// Bytes of keys and values held.
     bytes: AtomicUsize,
 }
@@ -91,33 +113,52 @@ impl Window {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    /// Adds `batch`; entries that no reader at or above `oldest_read` can see any more are
-    /// dropped from the chains it touches. Only the committer (and recovery) call this.
+    /// Adds `batch`, whose keys in `fresh` no checkpoint can hold; entries no reader at
+    /// or above `oldest_read` can see any more are dropped first. Only the committer (and
+    /// recovery) call this, holding the structure lock shared.
     pub(super) fn apply(&self, batch: &Batch, oldest_read: u64) {
+        self.drop_dead(oldest_read);
         let v = batch.version;
         if !batch.cleared.is_empty() {
             let mut cleared = self.cleared.write();
+            let mut dead = self.dead.lock();
             for (b, e) in &batch.cleared {
                 insert_span(&mut cleared, b, e, v);
                 self.bytes.fetch_add(b.len() + e.len(), Ordering::Relaxed);
+                for entry in self
+                    .points
+                    .range::<[u8], _>((Bound::Included(&b[..]), Bound::Excluded(&e[..])))
+                {
+                    if entry.value().lock().fresh {
+                        dead.push_back((entry.key().clone(), v));
+                    }
+                }
             }
         }
         let mut grown = 0usize;
+        let mut freed = 0usize;
         let mut written = Vec::new();
         for (key, value) in &batch.points {
             let entry = self.points.get_or_insert_with(key.clone(), || {
                 grown += key.len() + ENTRY_OVERHEAD;
-                Mutex::new(Vec::new())
+                Mutex::new(Versions {
+                    entries: Vec::new(),
+                    fresh: batch.fresh.contains(key),
+                })
             });
             let mut chain = entry.value().lock();
             grown += value.as_ref().map_or(0, Bytes::len);
-            chain.push((v, value.clone()));
-            if chain.len() > 2 {
-                grown = grown.saturating_sub(trim(&mut chain, oldest_read));
+            chain.entries.push((v, value.clone()));
+            if chain.entries.len() > 2 {
+                freed += trim(&mut chain.entries, oldest_read);
+            }
+            if value.is_none() && chain.fresh {
+                self.dead.lock().push_back((key.clone(), v));
             }
             written.push(key);
         }
         self.bytes.fetch_add(grown, Ordering::Relaxed);
+        self.release(freed);
         let has_spans = !self.cleared.read().is_empty();
         if has_spans {
             let mut cleared = self.cleared.write();
@@ -129,105 +170,179 @@ impl Window {
         }
     }
 
+    /// Removes the fresh keys cleared at or below `oldest_read` that nothing set again:
+    /// every live reader sees them absent, and no checkpoint holds them.
+    fn drop_dead(&self, oldest_read: u64) {
+        let mut freed = 0;
+        let mut dead = self.dead.lock();
+        while dead.front().is_some_and(|(_, at)| *at <= oldest_read) {
+            let Some((key, cleared_at)) = dead.pop_front() else {
+                break;
+            };
+            let Some(entry) = self.points.get(&key) else {
+                continue;
+            };
+            let gone = {
+                let chain = entry.value().lock();
+                chain.fresh
+                    && chain.entries.last().is_none_or(|(v, value)| {
+                        *v <= oldest_read && (value.is_none() || *v < cleared_at)
+                    })
+            };
+            if gone {
+                freed += weight(&entry);
+                entry.remove();
+            }
+        }
+        drop(dead);
+        self.release(freed);
+    }
+
+    fn release(&self, freed: usize) {
+        if freed > 0 {
+            let _ = self
+                .bytes
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                    Some(b.saturating_sub(freed))
+                });
+        }
+    }
+
     /// The state of `key` at `version`.
     pub(super) fn state(&self, key: &[u8], version: u64) -> State {
         let point = self.points.get(key).and_then(|e| {
             let chain = e.value().lock();
-            newest_at(&chain, version).map(|(v, value)| (*v, value.clone()))
+            newest_at(&chain.entries, version).map(|(v, value)| (*v, value.clone()))
         });
-        let clear = self.cleared_at(key, version).map(|(v, _, _)| v);
-        decide(point, clear)
+        decide(point, self.clear_version(key, version))
     }
 
-    /// The newest range clear at or below `version` that covers `key`: its version, and
-    /// the span it belongs to with whether a point was written inside since.
-    fn cleared_at(&self, key: &[u8], version: u64) -> Option<(u64, Skip, bool)> {
+    /// Whether the window holds an entry of `key` at or below `version`.
+    pub(super) fn holds(&self, key: &[u8], version: u64) -> bool {
+        self.points.get(key).is_some_and(|e| {
+            let chain = e.value().lock();
+            newest_at(&chain.entries, version).is_some()
+        })
+    }
+
+    /// The version of the newest range clear at or below `version` that covers `key`.
+    fn clear_version(&self, key: &[u8], version: u64) -> Option<u64> {
+        let cleared = self.cleared.read();
+        let (_, span) = cleared
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back()?;
+        (key < span.end.as_slice())
+            .then(|| span.cleared_at(version))
+            .flatten()
+    }
+
+    /// Where a reader at `version` going forwards (or backwards, when `reverse`) from
+    /// `key` may resume when a cleared span covers `key`: past the run of adjacent spans
+    /// it may step over (when `points` matter, only spans with no point written inside
+    /// since their clear). `None`: no such span covers `key`.
+    pub(super) fn skip(
+        &self,
+        key: &[u8],
+        version: u64,
+        reverse: bool,
+        points: bool,
+    ) -> Option<Vec<u8>> {
         let cleared = self.cleared.read();
         let (begin, span) = cleared
             .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
             .next_back()?;
-        if key >= span.end.as_slice() {
+        if key >= span.end.as_slice() || !span.skippable(version, points) {
             return None;
         }
-        let at = span
-            .versions
-            .iter()
-            .rev()
-            .find(|v| **v <= version)
-            .copied()?;
-        let skip = Skip {
-            begin: begin.clone(),
-            end: span.end.clone(),
-        };
-        Some((at, skip, span.newest_point >= at))
-    }
-
-    /// The cleared span around `key` when a range clear at or below `version` covers it:
-    /// the checkpoint's keys in it are gone for a reader at `version`.
-    pub(super) fn clears(&self, key: &[u8], version: u64) -> Option<Skip> {
-        self.cleared_at(key, version).map(|(_, skip, _)| skip)
+        if reverse {
+            let mut bound = begin;
+            for (b, s) in cleared
+                .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(&begin[..])))
+                .rev()
+            {
+                if s.end != *bound || !s.skippable(version, points) {
+                    break;
+                }
+                bound = b;
+            }
+            Some(bound.clone())
+        } else {
+            let mut bound = &span.end;
+            for (b, s) in cleared.range::<[u8], _>((Bound::Excluded(&begin[..]), Bound::Unbounded))
+            {
+                if b != bound || !s.skippable(version, points) {
+                    break;
+                }
+                bound = &s.end;
+            }
+            Some(bound.clone())
+        }
     }
 
     /// The keys in `[begin, end)` the window holds, each with its state at `version`, in
     /// key order (descending when `reverse`); keys it decides as absent are skipped, and
-    /// so are whole cleared spans.
+    /// so are whole runs of cleared spans.
     pub(super) fn range<'a>(
         &'a self,
-        begin: &'a [u8],
-        end: &'a [u8],
+        begin: &[u8],
+        end: &[u8],
         version: u64,
         reverse: bool,
-    ) -> impl Iterator<Item = (Vec<u8>, State)> + Send + 'a {
-        let mut lower: Vec<u8> = begin.to_vec();
-        let mut upper: Vec<u8> = end.to_vec();
-        let mut done = false;
+    ) -> impl Iterator<Item = (Vec<u8>, State)> + 'a {
+        let mut lower = begin.to_vec();
+        let mut upper = end.to_vec();
+        let mut cursor = Some(self.cursor(&lower, &upper, reverse));
         std::iter::from_fn(move || {
-            while !done {
-                let entry = if reverse {
-                    self.points
-                        .upper_bound(Bound::Excluded(upper.as_slice()))
-                        .filter(|e| e.key().as_slice() >= lower.as_slice())
-                } else {
-                    self.points
-                        .lower_bound(Bound::Included(lower.as_slice()))
-                        .filter(|e| e.key().as_slice() < upper.as_slice())
-                };
+            loop {
+                let entry = cursor.as_mut()?.next();
                 let Some(entry) = entry else {
-                    done = true;
-                    break;
+                    cursor = None;
+                    return None;
                 };
-                let key = entry.key().clone();
-                if reverse {
-                    upper.clone_from(&key);
-                } else {
-                    lower = crate::keys::key_after(&key);
-                }
                 let point = {
                     let chain = entry.value().lock();
-                    newest_at(&chain, version).map(|(v, value)| (*v, value.clone()))
+                    newest_at(&chain.entries, version).map(|(v, value)| (*v, value.clone()))
                 };
-                let clear = self.cleared_at(&key, version);
-                match decide(point, clear.as_ref().map(|(v, _, _)| *v)) {
+                let key = entry.key();
+                match decide(point, self.clear_version(key, version)) {
                     State::Decided(None) => {
-                        // Nothing written inside the span since it was cleared: skip it.
-                        if let Some((_, skip, false)) = clear {
+                        if let Some(bound) = self.skip(key, version, reverse, true) {
                             if reverse {
-                                upper = skip.begin.max(lower.clone());
+                                upper = bound.max(lower.clone());
                             } else {
-                                lower = skip.end.min(upper.clone());
+                                lower = bound.min(upper.clone());
                             }
+                            cursor = Some(self.cursor(&lower, &upper, reverse));
                         }
                     }
-                    state => return Some((key, state)),
+                    state => return Some((key.clone(), state)),
                 }
             }
-            None
         })
+    }
+
+    /// The map's entries in `[lower, upper)`, forwards or backwards.
+    fn cursor<'a>(
+        &'a self,
+        lower: &[u8],
+        upper: &[u8],
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = Entry<'a, Vec<u8>, Chain>> + 'a> {
+        let range = self.points.range::<Vec<u8>, _>((
+            Bound::Included(lower.to_vec()),
+            Bound::Excluded(upper.to_vec()),
+        ));
+        if reverse {
+            Box::new(range.rev())
+        } else {
+            Box::new(range)
+        }
     }
 
     /// Hands `write` what a checkpoint from `after` to `version` writes: first every
     /// cleared span a range clear in that interval touched, then the state at `version` of
-    /// every key changed in it. Stops at the first error `write` returns.
+    /// every key changed in it. A key written into the checkpoint is no longer fresh.
+    /// Stops at the first error `write` returns.
     pub(super) fn changes<E>(
         &self,
         after: u64,
@@ -247,12 +362,15 @@ impl Window {
         for entry in &self.points {
             let changed = {
                 let chain = entry.value().lock();
-                newest_at(&chain, version).is_some_and(|(v, _)| *v > after)
+                newest_at(&chain.entries, version).is_some_and(|(v, _)| *v > after)
             };
             if !changed {
                 continue;
             }
             if let State::Decided(value) = self.state(entry.key(), version) {
+                if value.is_some() {
+                    entry.value().lock().fresh = false;
+                }
                 write(Change::Point(entry.key(), value.as_ref()))?;
             }
         }
@@ -260,18 +378,18 @@ impl Window {
     }
 
     /// Forgets everything at or below `version`, which every live reader's checkpoint
-    /// holds. The caller holds the engine's structure lock exclusively, so no chain it
-    /// empties is being added to or walked by a range read.
+    /// holds. The caller holds the structure lock exclusively, so no chain it empties is
+    /// being added to or walked by a range read.
     pub(super) fn prune(&self, version: u64) {
         let mut freed = 0usize;
         for entry in &self.points {
             let empty = {
                 let mut chain = entry.value().lock();
-                let keep = chain.partition_point(|(v, _)| *v <= version);
-                for (_, value) in chain.drain(..keep) {
+                let keep = chain.entries.partition_point(|(v, _)| *v <= version);
+                for (_, value) in chain.entries.drain(..keep) {
                     freed += value.map_or(0, |v| v.len());
                 }
-                chain.is_empty()
+                chain.entries.is_empty()
             };
             if empty {
                 freed += entry.key().len() + ENTRY_OVERHEAD;
@@ -287,12 +405,20 @@ impl Window {
             }
             keep
         });
-        let _ = self
-            .bytes
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
-                Some(b.saturating_sub(freed))
-            });
+        self.release(freed);
     }
+}
+
+/// The bytes an entry counts for.
+fn weight(entry: &Entry<'_, Vec<u8>, Chain>) -> usize {
+    let values: usize = entry
+        .value()
+        .lock()
+        .entries
+        .iter()
+        .map(|(_, v)| v.as_ref().map_or(0, Bytes::len))
+        .sum();
+    entry.key().len() + ENTRY_OVERHEAD + values
 }
 
 /// The newest entry at or below `version`.
@@ -480,12 +606,79 @@ mod tests {
     }
 
     #[test]
+    fn a_fresh_key_cleared_before_every_live_reader_leaves_the_map() {
+        let w = Window::default();
+        let mut set = batch(10, &[(b"m1", Some(b"body")), (b"m2", Some(b"body"))], &[]);
+        set.fresh.extend([b"m1".to_vec(), b"m2".to_vec()]);
+        w.apply(&set, 0);
+        w.apply(&batch(20, &[(b"m1", None)], &[]), 10);
+        w.apply(&batch(30, &[], &[(b"m2", b"m3")]), 10);
+        // The oldest live reader at 25 sees m1 cleared, m2 not yet.
+        w.apply(&batch(40, &[(b"other", Some(b"x"))], &[]), 25);
+        assert!(
+            w.points.get(&b"m1"[..]).is_none(),
+            "a cleared fresh key stays"
+        );
+        assert!(
+            w.points.get(&b"m2"[..]).is_some(),
+            "a key a live reader sees went"
+        );
+        w.apply(&batch(50, &[(b"other", Some(b"y"))], &[]), 40);
+        assert!(
+            w.points.get(&b"m2"[..]).is_none(),
+            "a range-cleared fresh key stays"
+        );
+        assert_eq!(w.state(b"m1", 50), State::Below);
+    }
+
+    #[test]
+    fn a_key_the_checkpoint_may_hold_stays_until_pruned() {
+        let w = Window::default();
+        w.apply(&batch(10, &[(b"k", Some(b"v"))], &[]), 0);
+        w.apply(&batch(20, &[(b"k", None)], &[]), 10);
+        w.apply(&batch(30, &[(b"x", Some(b"v"))], &[]), 30);
+        assert_eq!(w.state(b"k", 30), State::Decided(None));
+    }
+
+    #[test]
+    fn a_run_of_adjacent_cleared_spans_is_skipped_in_one_step() {
+        let w = Window::default();
+        w.apply(
+            &batch(
+                10,
+                &[
+                    (b"a", Some(b"1")),
+                    (b"c", Some(b"1")),
+                    (b"e", Some(b"1")),
+                    (b"g", Some(b"1")),
+                ],
+                &[],
+            ),
+            0,
+        );
+        w.apply(&batch(20, &[], &[(b"a", b"b")]), 0);
+        w.apply(&batch(30, &[], &[(b"b", b"d")]), 0);
+        w.apply(&batch(40, &[], &[(b"d", b"f")]), 0);
+        assert_eq!(w.skip(b"a", 40, false, true), Some(b"f".to_vec()));
+        assert_eq!(w.skip(b"a", 30, false, true), Some(b"d".to_vec()));
+        assert_eq!(w.skip(b"e", 40, true, true), Some(b"a".to_vec()));
+        assert_eq!(w.skip(b"g", 40, false, true), None);
+    }
+
+    #[test]
     fn a_hot_key_keeps_only_what_live_readers_can_see() {
         let w = Window::default();
         for v in 1..=100 {
             w.apply(&batch(v, &[(b"counter", Some(b"x"))], &[]), v - 1);
         }
-        let len = w.points.get(&b"counter"[..]).unwrap().value().lock().len();
+        let len = w
+            .points
+            .get(&b"counter"[..])
+            .unwrap()
+            .value()
+            .lock()
+            .entries
+            .len();
         assert!(len <= 3, "{len} entries kept");
     }
 }
