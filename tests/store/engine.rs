@@ -379,3 +379,36 @@ async fn a_failed_checkpoint_stops_the_engine_and_loses_nothing_committed() {
         reopened.close().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_checkpoint_releases_the_log_segments_it_covers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let db = Database::open_embedded(Options::new(&path)).await.unwrap();
+    // About 40 MB through the log: three 16 MiB segments.
+    for i in 0..400usize {
+        db.run(|tx| async move {
+            tx.set(&key(i % KEYS), vec![7; 100_000]);
+            Ok::<_, StoreError>(())
+        })
+        .await
+        .unwrap();
+    }
+    let segments = || std::fs::read_dir(path.join(LOG_DIR)).unwrap().count();
+    assert!(segments() >= 3, "{} segments", segments());
+    db.checkpoint().await.unwrap();
+    assert!(
+        segments() <= 2,
+        "{} segments after a checkpoint: the current one and a spare at most",
+        segments()
+    );
+    db.close().await;
+    let reopened = Database::open_embedded(Options::new(&path)).await.unwrap();
+    let tx = reopened.begin().unwrap();
+    assert_eq!(
+        tx.get(&key(0), true).await.unwrap().map(|v| v.len()),
+        Some(100_000)
+    );
+    drop(tx);
+    reopened.close().await;
+}

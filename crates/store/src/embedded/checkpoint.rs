@@ -17,10 +17,12 @@
 //! write or fsync of the data file stops the engine, as a failed log write does.
 
 use super::Shared;
+use super::commit_log::CommitLog;
 use super::disk::{DATA, LAST_VERSION, META};
 use super::snapshot::{Checkpoint, Snapshot, storage};
 use super::window::Change;
 use crate::StoreError;
+use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -44,6 +46,8 @@ pub(super) enum Signal {
 pub(super) struct Checkpointer {
     pub(super) db: redb::Database,
     pub(super) shared: Arc<Shared>,
+    /// The commit log, whose covered segments each checkpoint releases.
+    pub(super) log: Arc<Mutex<CommitLog>>,
 }
 
 impl Checkpointer {
@@ -93,6 +97,10 @@ impl Checkpointer {
             }
             let base = Arc::new(Checkpoint::capture(&self.db, version)?);
             self.shared.use_checkpoint(base);
+            if let Err(e) = self.log.lock().release(version) {
+                // The segments stay; the next rotation tries again.
+                tracing::warn!(error = %e, "cannot release the commit log's checkpointed segments");
+            }
         }
         drop(snapshot);
         let _structure = self.shared.window.structure.write();

@@ -9,11 +9,12 @@
 //!   gap (its `previous` is not the last version replayed) means a record was lost, and
 //!   opening fails rather than skip it.
 //! - **Segments** are named by their first version (`00000000001234567890.log`). When the
-//!   current one passes [`SEGMENT_BYTES`] the next record starts a new one. Segments whose
-//!   every record the checkpoint holds are recycled: one is kept and renamed to become the
-//!   next segment (its blocks are already allocated, so `fdatasync` writes only data), the
-//!   others are deleted. A new or renamed segment's directory entry is synced before its
-//!   first record, so a synced record is always found.
+//!   current one passes [`SEGMENT_BYTES`] the next record starts a new one. After each
+//!   checkpoint, the segments whose every record it holds are released: the newest is kept
+//!   as a spare, renamed to become the next segment (its blocks are already allocated, so
+//!   `fdatasync` writes only data), the others are deleted — so the log holds what the
+//!   checkpoint does not, plus at most two segments. A new or renamed segment's directory
+//!   entry is synced before its first record, so a synced record is always found.
 //! - **Faults**: every write and sync passes [`Faults`], where tests inject `ENOSPC` and
 //!   `EIO`.
 
@@ -31,7 +32,7 @@ use std::sync::Arc;
 /// The log's directory inside the store's.
 pub const LOG_DIR: &str = "log";
 /// Size past which the next record starts a new segment.
-pub(super) const SEGMENT_BYTES: u64 = 64 << 20;
+pub(super) const SEGMENT_BYTES: u64 = 16 << 20;
 /// Bytes before each record: checksum and length.
 const FRAME_HEADER: usize = 8;
 
@@ -54,6 +55,8 @@ pub(super) struct CommitLog {
     offset: u64,
     /// Older segments, oldest first.
     sealed: VecDeque<Sealed>,
+    /// A released segment kept to become the next one.
+    spare: Option<PathBuf>,
     /// The version of the current segment's last record (0: none yet).
     last: u64,
     faults: Arc<Faults>,
@@ -138,6 +141,7 @@ impl CommitLog {
                 file,
                 offset,
                 sealed,
+                spare: None,
                 last,
                 faults,
             },
@@ -170,25 +174,42 @@ impl CommitLog {
         Ok(())
     }
 
-    /// Seals the current segment and starts one at `first`, recycling a segment the
-    /// checkpoint covers when there is one and deleting the other covered ones.
-    fn rotate(&mut self, first: u64, checkpoint: u64) -> io::Result<()> {
-        let next = self.dir.join(segment_name(first));
+    /// Releases the sealed segments `checkpoint` covers: the newest becomes the spare (a
+    /// spare it replaces is deleted), the others are deleted.
+    ///
+    /// # Errors
+    /// The operating system's error deleting a segment or syncing the directory.
+    pub(super) fn release(&mut self, checkpoint: u64) -> io::Result<()> {
         let mut covered: Vec<PathBuf> = Vec::new();
         while self.sealed.front().is_some_and(|s| s.last <= checkpoint) {
             covered.extend(self.sealed.pop_front().map(|s| s.path));
         }
+        let Some(newest) = covered.pop() else {
+            return Ok(());
+        };
+        covered.extend(self.spare.replace(newest));
+        for old in &covered {
+            std::fs::remove_file(old)?;
+        }
+        if !covered.is_empty() {
+            sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// Seals the current segment and starts one at `first`, from the spare when there is
+    /// one.
+    fn rotate(&mut self, first: u64, checkpoint: u64) -> io::Result<()> {
+        self.release(checkpoint)?;
+        let next = self.dir.join(segment_name(first));
         self.faults.on_write()?;
-        let file = match covered.pop() {
+        let file = match self.spare.take() {
             Some(spare) => {
                 std::fs::rename(&spare, &next)?;
                 OpenOptions::new().read(true).write(true).open(&next)?
             }
             None => create(&next)?,
         };
-        for old in covered {
-            std::fs::remove_file(old)?;
-        }
         sync_dir(&self.dir)?;
         self.file = file;
         self.sealed.push_back(Sealed {

@@ -29,6 +29,7 @@ use crate::keys::{VERSIONSTAMP_LEN, key_after};
 use crate::{CommitInfo, StoreError};
 use bytes::Bytes;
 use ferry_telemetry::names;
+use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};
@@ -91,7 +92,8 @@ pub(super) enum Completion {
 
 /// The committer's state; lives on its own thread.
 pub(super) struct Committer {
-    pub(super) log: CommitLog,
+    /// Shared with the checkpointer, which releases the segments it covers.
+    pub(super) log: Arc<Mutex<CommitLog>>,
     pub(super) shared: Arc<Shared>,
     pub(super) history: History,
     /// The newest committed version.
@@ -204,7 +206,10 @@ impl Committer {
         let logged = self.resolve(version, &accepted).and_then(|batch| {
             if !batch.is_empty() {
                 let checkpoint = self.shared.checkpoint.read().version;
-                self.log.append(&batch, checkpoint).map_err(storage)?;
+                self.log
+                    .lock()
+                    .append(&batch, checkpoint)
+                    .map_err(storage)?;
                 self.last_logged = version;
             }
             Ok(batch)

@@ -320,8 +320,9 @@ impl EmbeddedDb {
         *shared.stop_monitor.lock() = Some(stop_monitor);
         let (finisher, completions) = std::sync::mpsc::channel();
         let last_logged = recovered.batches.last().map_or(0, |b| b.version);
+        let log = Arc::new(Mutex::new(recovered.log));
         let committer = Committer {
-            log: recovered.log,
+            log: log.clone(),
             shared: shared.clone(),
             history: history::History::starting_at(last_version, options.max_transaction_age),
             last_version,
@@ -334,6 +335,7 @@ impl EmbeddedDb {
         let checkpointer = Checkpointer {
             db: opened.db,
             shared: shared.clone(),
+            log,
         };
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
