@@ -5,10 +5,10 @@
 //! commit version, resolves each transaction in arrival order against recent commits and
 //! against the transactions accepted before it in the same batch, resolves the accepted
 //! ones' mutations into the batch's net effect ([`Batch`]), appends it to the commit log
-//! with one write and one fsync (group commit), adds it to the window, and hands the new
-//! snapshot to the finisher, which publishes it, fires watches, and only then answers the
-//! callers. No B-tree is written on this path: the checkpointer writes the data file
-//! later. Transaction `i` of the batch receives versionstamp `version (8 bytes,
+//! with one write and one fsync (group commit), adds it to the window, publishes the new
+//! snapshot, fires watches, and only then answers the callers — from this thread, with no
+//! hand-off to another. No B-tree is written on this path: the checkpointer writes the
+//! data file later. Transaction `i` of the batch receives versionstamp `version (8 bytes,
 //! big-endian) ++ i (2 bytes, big-endian)`, so versionstamp order is commit order.
 //! Versions are `max(last + 1, now in µs)` and every record in the log and every
 //! checkpoint holds its version, so they keep increasing across restarts.
@@ -73,9 +73,8 @@ pub(super) struct Accepted {
     stamp: [u8; VERSIONSTAMP_LEN],
 }
 
-/// A batch whose outcome is decided, handed to the finisher thread, which publishes it
-/// and answers its callers while the committer already commits the next batch.
-pub(super) enum Completion {
+/// A batch whose outcome is decided.
+enum Completion {
     /// Applied durably at `version`; `snapshot` shows it.
     Committed {
         version: u64,
@@ -103,8 +102,6 @@ pub(super) struct Committer {
     pub(super) max_batch: usize,
     /// `store.window_mb`, in bytes.
     pub(super) window_budget: usize,
-    /// Where decided batches go.
-    pub(super) finisher: Sender<Completion>,
     /// The checkpointer's inbox.
     pub(super) checkpointer: Sender<Signal>,
 }
@@ -243,8 +240,7 @@ impl Committer {
                 Completion::Failed { error, accepted }
             }
         };
-        // The finisher only stops after the committer; a send cannot fail before that.
-        let _ = self.finisher.send(completion);
+        complete(&self.shared, completion);
     }
 
     /// The accepted transactions' mutations, in order, as one batch at `version`.
@@ -286,37 +282,34 @@ impl Committer {
     }
 }
 
-/// The finisher thread: publishes each committed batch's snapshot (firing the watches it
-/// touched), activates its transactions' watches and answers every caller, in batch
-/// order, then frees the batch — all off the committer's critical path.
-pub(super) fn finish(shared: &Shared, completions: Receiver<Completion>) {
-    for completion in completions {
-        match completion {
-            Completion::Committed {
-                version,
-                snapshot,
-                writes,
-                accepted,
-            } => {
-                shared.publish(snapshot, &writes);
-                for a in accepted {
-                    let outcome = if shared.faults.unknown_result() {
-                        // Applied, but reported as unknown; the caller's watches fail with it.
-                        Err(StoreError::CommitUnknownResult)
-                    } else {
-                        shared.register_watches(a.request.watches);
-                        Ok(CommitInfo {
-                            version,
-                            versionstamp: Some(a.stamp),
-                        })
-                    };
-                    let _ = a.request.reply.send(outcome);
-                }
+/// Publishes a committed batch's snapshot (firing the watches it touched), activates its
+/// transactions' watches and answers every caller, in batch order.
+fn complete(shared: &Shared, completion: Completion) {
+    match completion {
+        Completion::Committed {
+            version,
+            snapshot,
+            writes,
+            accepted,
+        } => {
+            shared.publish(snapshot, &writes);
+            for a in accepted {
+                let outcome = if shared.faults.unknown_result() {
+                    // Applied, but reported as unknown; the caller's watches fail with it.
+                    Err(StoreError::CommitUnknownResult)
+                } else {
+                    shared.register_watches(a.request.watches);
+                    Ok(CommitInfo {
+                        version,
+                        versionstamp: Some(a.stamp),
+                    })
+                };
+                let _ = a.request.reply.send(outcome);
             }
-            Completion::Failed { error, accepted } => {
-                for a in accepted {
-                    let _ = a.request.reply.send(Err(error.clone()));
-                }
+        }
+        Completion::Failed { error, accepted } => {
+            for a in accepted {
+                let _ = a.request.reply.send(Err(error.clone()));
             }
         }
     }

@@ -160,8 +160,7 @@ struct Shared {
     disk: Mutex<free_space::Reading>,
     /// Dropped on close: the free-disk monitor then stops.
     stop_monitor: Mutex<Option<Sender<()>>>,
-    /// The committer, finisher, checkpointer and free-disk monitor threads, joined on
-    /// close.
+    /// The committer, checkpointer and free-disk monitor threads, joined on close.
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
@@ -318,7 +317,6 @@ impl EmbeddedDb {
         monitor.read(&shared);
         let (stop_monitor, stopped) = std::sync::mpsc::channel();
         *shared.stop_monitor.lock() = Some(stop_monitor);
-        let (finisher, completions) = std::sync::mpsc::channel();
         let last_logged = recovered.batches.last().map_or(0, |b| b.version);
         let log = Arc::new(Mutex::new(recovered.log));
         let committer = Committer {
@@ -329,7 +327,6 @@ impl EmbeddedDb {
             last_logged,
             max_batch: options.max_batch,
             window_budget: options.window_bytes.max(1 << 20),
-            finisher,
             checkpointer: signal,
         };
         let checkpointer = Checkpointer {
@@ -343,14 +340,9 @@ impl EmbeddedDb {
                 .spawn(f)
                 .map_err(|e| StoreError::Storage(format!("cannot start the {name} thread: {e}")))
         };
-        let finisher_shared = shared.clone();
         let monitor_shared = shared.clone();
         let threads = vec![
             spawn("ferry-committer", Box::new(move || committer.run(rx)))?,
-            spawn(
-                "ferry-finisher",
-                Box::new(move || committer::finish(&finisher_shared, completions)),
-            )?,
             spawn(
                 "ferry-checkpoint",
                 Box::new(move || checkpointer.run(signals)),
