@@ -30,6 +30,19 @@ async fn open(path: &Path) -> Database {
     Database::open_embedded(options(path)).await.unwrap()
 }
 
+/// Commits one `set`.
+async fn set(db: &Database, key: Vec<u8>, value: Vec<u8>) {
+    db.run(|tx| {
+        let (key, value) = (key.clone(), value.clone());
+        async move {
+            tx.set(&key, value);
+            Ok::<_, StoreError>(())
+        }
+    })
+    .await
+    .unwrap();
+}
+
 /// FoundationDB's ADD, as the model applies it.
 fn add(existing: Option<&Vec<u8>>, param: &[u8]) -> Vec<u8> {
     let existing = existing.map_or(&[][..], Vec::as_slice);
@@ -253,12 +266,7 @@ async fn a_torn_last_record_recovers_to_the_last_whole_commit_at_every_byte() {
     let path = dir.path().join("store");
     let db = Database::open_embedded(Options::new(&path)).await.unwrap();
     for i in 0..3u8 {
-        db.run(|tx| async move {
-            tx.set(&key(usize::from(i)), vec![i; 100]);
-            Ok::<_, StoreError>(())
-        })
-        .await
-        .unwrap();
+        set(&db, key(usize::from(i)), vec![i; 100]).await;
     }
     let before_last = std::fs::metadata(segment(&path)).unwrap().len();
     db.run(|tx| async move {
@@ -310,13 +318,7 @@ async fn a_torn_last_record_recovers_to_the_last_whole_commit_at_every_byte() {
             }
             drop(tx);
             // Commits go on after the torn tail, and survive another reopening.
-            reopened
-                .run(|tx| async move {
-                    tx.set(b"k11", b"after".to_vec());
-                    Ok::<_, StoreError>(())
-                })
-                .await
-                .unwrap();
+            set(&reopened, b"k11".to_vec(), b"after".to_vec()).await;
             reopened.close().await;
             let again = Database::open_embedded(Options::new(&trial)).await.unwrap();
             let tx = again.begin().unwrap();
@@ -343,12 +345,7 @@ async fn a_failed_checkpoint_stops_the_engine_and_loses_nothing_committed() {
         let path = dir.path().join("store");
         let db = Database::open_embedded(Options::new(&path)).await.unwrap();
         for i in 0..KEYS {
-            db.run(|tx| async move {
-                tx.set(&key(i), vec![1; 1000]);
-                Ok::<_, StoreError>(())
-            })
-            .await
-            .unwrap();
+            set(&db, key(i), vec![1; 1000]).await;
         }
         let faults = db.faults().unwrap();
         match name {
@@ -387,12 +384,7 @@ async fn a_checkpoint_releases_the_log_segments_it_covers() {
     let db = Database::open_embedded(Options::new(&path)).await.unwrap();
     // About 40 MB through the log: three 16 MiB segments.
     for i in 0..400usize {
-        db.run(|tx| async move {
-            tx.set(&key(i % KEYS), vec![7; 100_000]);
-            Ok::<_, StoreError>(())
-        })
-        .await
-        .unwrap();
+        set(&db, key(i % KEYS), vec![7; 100_000]).await;
     }
     let segments = || std::fs::read_dir(path.join(LOG_DIR)).unwrap().count();
     assert!(segments() >= 3, "{} segments", segments());

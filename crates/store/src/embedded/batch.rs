@@ -130,28 +130,31 @@ impl Batch {
         ranges + points
     }
 
-    /// The record's bytes.
-    pub(super) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(24 + self.size() + 9 * (self.points.len() + 1));
+    /// Bytes the record takes, at most.
+    pub(super) fn encoded_len(&self) -> usize {
+        24 + self.size() + 8 * self.cleared.len() + 9 * self.points.len()
+    }
+
+    /// Appends the record's bytes to `out`.
+    pub(super) fn encode_into(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&self.previous.to_le_bytes());
         out.extend_from_slice(&(self.cleared.len() as u32).to_le_bytes());
         for (b, e) in &self.cleared {
-            put_bytes(&mut out, b);
-            put_bytes(&mut out, e);
+            put_bytes(out, b);
+            put_bytes(out, e);
         }
         out.extend_from_slice(&(self.points.len() as u32).to_le_bytes());
         for (k, v) in &self.points {
-            put_bytes(&mut out, k);
+            put_bytes(out, k);
             match v {
                 None => out.push(0),
                 Some(v) => {
                     out.push(1);
-                    put_bytes(&mut out, v);
+                    put_bytes(out, v);
                 }
             }
         }
-        out
     }
 
     /// Reads a record; values share `record`'s buffer. `None` when it does not parse.
@@ -262,7 +265,9 @@ mod tests {
         b.points
             .insert(b"k".to_vec(), Some(Bytes::from_static(b"v")));
         b.points.insert(b"x".to_vec(), None);
-        let bytes = b.encode();
+        let mut bytes = Vec::new();
+        b.encode_into(&mut bytes);
+        assert!(bytes.len() <= b.encoded_len());
         assert_eq!(Batch::decode(Bytes::from(bytes.clone())), Some(b));
         for cut in 0..bytes.len() {
             assert_eq!(Batch::decode(Bytes::copy_from_slice(&bytes[..cut])), None);

@@ -19,6 +19,7 @@
 //!   `EIO`.
 
 use super::batch::Batch;
+use super::disk::sync_dir;
 use super::faults::Faults;
 use crate::StoreError;
 use bytes::Bytes;
@@ -158,11 +159,12 @@ impl CommitLog {
         if self.offset >= SEGMENT_BYTES {
             self.rotate(batch.version, checkpoint)?;
         }
-        let record = batch.encode();
-        let mut frame = Vec::with_capacity(FRAME_HEADER + record.len());
-        frame.extend_from_slice(&[0; 4]);
-        frame.extend_from_slice(&(record.len() as u32).to_le_bytes());
-        frame.extend_from_slice(&record);
+        // The record is encoded straight into its frame: the values are copied once.
+        let mut frame = Vec::with_capacity(FRAME_HEADER + batch.encoded_len());
+        frame.extend_from_slice(&[0; FRAME_HEADER]);
+        batch.encode_into(&mut frame);
+        let len = (frame.len() - FRAME_HEADER) as u32;
+        frame[4..FRAME_HEADER].copy_from_slice(&len.to_le_bytes());
         let crc = crc32c::crc32c(&frame[4..]);
         frame[..4].copy_from_slice(&crc.to_le_bytes());
         self.faults.on_write()?;
@@ -270,9 +272,4 @@ fn create(path: &Path) -> io::Result<File> {
         .write(true)
         .create_new(true)
         .open(path)
-}
-
-/// Makes a created, renamed or removed entry of `dir` durable.
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
 }

@@ -124,6 +124,11 @@ fn write_marker(dir: &Path, marker: &Path) -> std::io::Result<()> {
     std::fs::write(&fresh, format!("{FORMAT}\n"))?;
     std::fs::File::open(&fresh)?.sync_all()?;
     std::fs::rename(&fresh, marker)?;
+    sync_dir(dir)
+}
+
+/// Makes a created, renamed or removed entry of `dir` durable.
+pub(super) fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
