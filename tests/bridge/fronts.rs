@@ -2,12 +2,13 @@
 //! lapin publishes to an exchange on the AMQP front and an rdkafka consumer reads the
 //! route's Kafka topic (properties and headers mapped as `docs/mapping.md` says); rdkafka
 //! produces to a topic on the Kafka front and lapin consumes the routed queue (key,
-//! headers and timestamp mapped); a full reject-publish queue holds records back until it
-//! has room; partitions added while a route reads a topic are read too; a route reads a
-//! topic as `read_committed` does (aborted transactions never cross, open ones wait for
-//! their commit); a batch whose
-//! records do not decode is skipped and counted; and under repeated `kill -9` every confirmed message
-//! crosses from the AMQP front to the Kafka front exactly once.
+//! headers and timestamp mapped) — both moved front to front in the source's transactions,
+//! never through the route's stage; a full reject-publish queue holds records back in the
+//! route's stage until it has room; partitions added while a route reads a topic are read
+//! too; a route reads a topic as `read_committed` does (aborted transactions never cross,
+//! open ones wait for their commit); a batch whose records do not decode is skipped and
+//! counted; and under repeated `kill -9` every confirmed message crosses from the AMQP
+//! front to the Kafka front exactly once.
 
 use crate::common::amqp::declare_exchange;
 use crate::common::crash::{
@@ -117,6 +118,43 @@ async fn receive_bodies(
     (consumer, bodies)
 }
 
+/// The sum of metric `name`'s series for stage `stage` once a stage metrics pass ran after
+/// `witness`'s popped count reached `popped` (the moves the test waited for are in it);
+/// `None` when the stage has no series.
+fn stage_metric(
+    ferry: &Daemon,
+    witness: &str,
+    popped: usize,
+    name: &str,
+    stage: &str,
+) -> Option<f64> {
+    let witness = format!("stage=\"{witness}\"");
+    ferry.wait_for("a stage metrics pass after the last move", PATIENCE, |f| {
+        f.metric("ferry_stage_popped_total", &[&witness]) >= popped as f64
+    });
+    let stage = format!("stage=\"{stage}\"");
+    ferry
+        .metrics()
+        .lines()
+        .any(|l| l.starts_with(name) && l.contains(&stage))
+        .then(|| ferry.metric(name, &[&stage]))
+}
+
+/// Asserts that route `route`'s `n` messages went from front to front in the source's
+/// transactions, never through the route's stage (`bridge.ROUTE.0`), and were counted as
+/// delivered; `witness` is a front queue whose popped count reaches `n` after the moves.
+fn assert_moved_straight(ferry: &Daemon, route: &str, witness: &str, n: usize) {
+    let stage = format!("bridge.{route}.0");
+    let pushed = stage_metric(ferry, witness, n, "ferry_stage_pushed_total", &stage);
+    assert_eq!(pushed, Some(0.0), "staged in {stage}");
+    let route = format!("route=\"{route}\"");
+    assert_eq!(
+        ferry.metric("ferry_bridge_messages_out_total", &[&route]),
+        n as f64,
+        "counted as delivered"
+    );
+}
+
 fn header<'a>(m: &'a rdkafka::message::BorrowedMessage<'_>, name: &str) -> Option<&'a [u8]> {
     m.headers()?
         .iter()
@@ -209,6 +247,7 @@ to = [{ kafka_topic = "orders-out" }]
         );
         assert_eq!(seen.len(), MESSAGES);
         assert_eq!(duplicates, 0);
+        assert_moved_straight(&ferry, "a2k", "amqp/1///ferry.bridge.a2k", MESSAGES);
     })
     .await
     .expect("the test took too long");
@@ -274,12 +313,12 @@ to = [{ kafka_topic = "early-out" }]
 async fn kafka_front_records_reach_an_amqp_front_queue_once_with_key_headers_and_timestamp() {
     tokio::time::timeout(TEST_LIMIT, async {
         let dir = tempfile::tempdir().unwrap();
-        let _ferry = Setup::shipped_with(
+        let ferry = Setup::shipped_with(
             dir.path(),
             &kafka_to_amqp_route("k2a", "events", "events-in", ""),
         )
         .start();
-        let (amqp, kafka) = (_ferry.amqp_uri(), _ferry.kafka_bootstrap());
+        let (amqp, kafka) = (ferry.amqp_uri(), ferry.kafka_bootstrap());
         let (_conn, ch) = channel(&amqp).await.unwrap();
         bound_queue(&ch, "events-in", "events", FieldTable::default()).await;
         let producer: FutureProducer = client_config(&kafka, &[])
@@ -392,6 +431,7 @@ async fn kafka_front_records_reach_an_amqp_front_queue_once_with_key_headers_and
         );
         assert_eq!(seen.len(), MESSAGES);
         assert_eq!(total, MESSAGES, "duplicates were delivered");
+        assert_moved_straight(&ferry, "k2a", "amqp/1///events", MESSAGES);
     })
     .await
     .expect("the test took too long");
@@ -480,6 +520,15 @@ async fn a_full_reject_publish_queue_holds_records_back_until_it_has_room() {
             (0..RECORDS).collect::<Vec<_>>(),
             "each once, in order"
         );
+        // What the full queue refused waited in the route's stage.
+        let staged = stage_metric(
+            &ferry,
+            "amqp/1///bounded",
+            RECORDS,
+            "ferry_stage_pushed_total",
+            "bridge.full.0",
+        );
+        assert!(staged.is_some_and(|n| n > 0.0), "staged: {staged:?}");
     })
     .await
     .expect("the test took too long");

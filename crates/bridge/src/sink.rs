@@ -42,6 +42,7 @@
 use super::route::Destination;
 use super::staged::{Outgoing, SpilledForm};
 use bytes::Bytes;
+use ferry_amqp::port::Routed;
 use ferry_stage::{
     Consumer, Delivery, Holders, MessageId, Release, Stage, StageError, Step, spill,
 };
@@ -49,6 +50,7 @@ use ferry_store::Transaction;
 use ferry_telemetry::bridge as metric;
 use futures::future::BoxFuture;
 use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
@@ -109,11 +111,12 @@ pub(crate) trait ExternalSink: Send {
     }
 }
 
-/// A destination inside the store (one of Ferry's fronts).
+/// A destination inside the store (one of Ferry's fronts). It keeps no state between
+/// planning and writing, so the route's source and its destination worker share one.
 pub(crate) trait InStoreSink: Send + Sync {
     /// What would happen to each message of `batch` (no side effects): messages planned
     /// [`Outcome::Delivered`] are then written with [`InStoreSink::write_in`].
-    fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome>;
+    fn plan(&self, batch: &[Outgoing]) -> Vec<Planned>;
 
     /// Whether it stores a large message by reference to its spill ([`Outgoing::spill`])
     /// rather than needing its whole body in memory (the default).
@@ -121,33 +124,68 @@ pub(crate) trait InStoreSink: Send + Sync {
         false
     }
 
-    /// How many copies of a message's body [`InStoreSink::write_in`] stores (one per
-    /// queue it reaches), for a message [`InStoreSink::plan`] just planned delivered: 1
-    /// by default.
-    fn copies(&self, _message: &Outgoing) -> usize {
-        1
-    }
-
-    /// For a message [`InStoreSink::plan`] just planned delivered: the form
-    /// [`InStoreSink::write_in`] would store it in, when that is too large for one
-    /// transaction ([`spill::spills`]). The worker writes it to a spill held by the route's
-    /// holder first and hands it to `write_in` as [`Outgoing::stored`], which the sink then
-    /// stores by reference; the transaction that stores it lets go of the hold. `None` (the
+    /// For a message [`InStoreSink::plan`] planned delivered and [`Planned::large`]: the
+    /// form [`InStoreSink::write_in`] would store it in, too large for one transaction
+    /// ([`spill::spills`]). The worker writes it to a spill held by the route's holder
+    /// first and hands it to `write_in` as [`Outgoing::stored`], which the sink then stores
+    /// by reference; the transaction that stores it lets go of the hold. `None` (the
     /// default): the sink stores the message as it is.
     fn large_form(&self, _message: &Outgoing) -> Option<LargeForm> {
         None
     }
 
-    /// Writes `batch` to the destination within `tx`, all of each message or none of it;
-    /// returns the positions in `batch` of the messages the destination cannot take now
-    /// (a queue at its limit that rejects publishes), with why. Those are neither written
-    /// nor acknowledged, and are retried after a backoff.
+    /// Writes `batch` (each message with its plan) to the destination within `tx`, all of
+    /// each message or none of it; returns the positions in `batch` of the messages the
+    /// destination cannot take now (a queue at its limit that rejects publishes), with
+    /// why. Those are neither written nor acknowledged, and are retried after a backoff.
     fn write_in<'a>(
         &'a self,
         tx: &'a Transaction,
-        batch: &'a [&'a Outgoing],
+        batch: &'a [(&'a Outgoing, &'a Planned)],
         now: u64,
     ) -> BoxFuture<'a, Result<Vec<(usize, String)>, StageError>>;
+}
+
+/// What an in-store sink plans for one message ([`InStoreSink::plan`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Planned {
+    /// What would happen to it.
+    pub outcome: Outcome,
+    /// How many copies of its body [`InStoreSink::write_in`] stores (one per queue it
+    /// reaches); 0 unless it is delivered.
+    pub copies: usize,
+    /// Whether the form the sink stores it in is too large for one transaction
+    /// ([`InStoreSink::large_form`]).
+    pub large: bool,
+    /// Where the AMQP front routed it (the Kafka front picks a partition as it writes).
+    pub routed: Option<Routed>,
+}
+
+impl Planned {
+    /// Delivered as `copies` copies.
+    pub(crate) fn delivered(copies: usize) -> Self {
+        Self {
+            outcome: Outcome::Delivered,
+            copies,
+            large: false,
+            routed: None,
+        }
+    }
+
+    /// Not delivered, for `outcome`.
+    pub(crate) fn not(outcome: Outcome) -> Self {
+        Self {
+            outcome,
+            copies: 0,
+            large: false,
+            routed: None,
+        }
+    }
+
+    /// Whether it is to be written.
+    pub(crate) fn delivers(&self) -> bool {
+        self.outcome == Outcome::Delivered
+    }
 }
 
 /// The form an in-store sink stores a message in, too large for one transaction
@@ -165,8 +203,9 @@ pub(crate) struct LargeForm {
 pub(crate) enum Sink {
     /// An external broker.
     External(Box<dyn ExternalSink>),
-    /// One of Ferry's fronts.
-    InStore(Box<dyn InStoreSink>),
+    /// One of Ferry's fronts (shared with the route's source, which writes to it directly
+    /// while the destination's stage is empty: [`super::route::RouteStages::stage_in`]).
+    InStore(Arc<dyn InStoreSink>),
 }
 
 /// Retry delays: exponential from `initial` to `max`, each with up to 50 % jitter.
@@ -519,21 +558,18 @@ pub(crate) async fn deliver_in_store(
     sink: &dyn InStoreSink,
     batch: &mut [Outgoing],
 ) -> Result<Vec<Outcome>, StageError> {
-    let mut outcomes = sink.plan(batch);
+    let plans = sink.plan(batch);
     let mut bytes = Vec::with_capacity(batch.len());
-    for (o, outcome) in batch.iter_mut().zip(&outcomes) {
-        let copies = match outcome {
-            Outcome::Delivered => sink.copies(o),
-            _ => 0,
-        };
+    for (o, plan) in batch.iter_mut().zip(&plans) {
         let len = o.message.body.len() as u64;
-        if sink.keeps_spills() && o.spill.is_none() && spill::spills(len, copies) {
+        if sink.keeps_spills() && o.spill.is_none() && spill::spills(len, plan.copies) {
             o.spill = Some(stage.spills().write_all(holder, &o.message.body).await?);
             o.holds_spill = true;
             o.message.body = Bytes::new();
         }
         // Spilled once, for every attempt: a retry stores the same form.
-        if copies > 0
+        if plan.delivers()
+            && plan.large
             && o.stored.is_none()
             && let Some(form) = sink.large_form(o)
         {
@@ -543,13 +579,13 @@ pub(crate) async fn deliver_in_store(
         }
         let copied = match &o.stored {
             Some(form) => form.head.len() as u64,
-            None => o.message.body.len() as u64 * copies as u64,
+            None => o.message.body.len() as u64 * plan.copies as u64,
         };
         bytes.push(copied);
     }
+    let mut outcomes: Vec<Outcome> = plans.iter().map(|p| p.outcome.clone()).collect();
     for run in spill::runs(&bytes) {
-        let refused =
-            write_in_store(stage, holder, sink, &batch[run.clone()], &outcomes[run]).await?;
+        let refused = write_in_store(stage, holder, sink, &batch[run.clone()], &plans[run]).await?;
         for (id, why) in refused {
             if let Some(at) = batch.iter().position(|o| o.id == id) {
                 outcomes[at] = Outcome::Retry(why);
@@ -568,13 +604,13 @@ async fn write_in_store(
     holder: u64,
     sink: &dyn InStoreSink,
     batch: &[Outgoing],
-    outcomes: &[Outcome],
+    plans: &[Planned],
 ) -> Result<Vec<(MessageId, String)>, StageError> {
     let now = ferry_stage::now_ms();
     let planned: Vec<MessageId> = batch
         .iter()
-        .zip(outcomes)
-        .filter(|(_, outcome)| **outcome == Outcome::Delivered)
+        .zip(plans)
+        .filter(|(_, plan)| plan.delivers())
         .map(|(o, _)| o.id)
         .collect();
     if planned.is_empty() {
@@ -593,14 +629,17 @@ async fn write_in_store(
                     .await?
                     .into_iter()
                     .collect();
-                let writes: Vec<&Outgoing> =
-                    batch.iter().filter(|o| held.contains(&o.id)).collect();
+                let writes: Vec<(&Outgoing, &Planned)> = batch
+                    .iter()
+                    .zip(plans)
+                    .filter(|(o, plan)| plan.delivers() && held.contains(&o.id))
+                    .collect();
                 let refused = sink.write_in(&tx, &writes, now).await?;
                 let taken: Vec<&Outgoing> = writes
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| !refused.iter().any(|(r, _)| r == i))
-                    .map(|(_, o)| *o)
+                    .map(|(_, (o, _))| *o)
                     .collect();
                 let ids: Vec<MessageId> = taken.iter().map(|o| o.id).collect();
                 stage.ack_in(&tx, holder, &ids).await?;
@@ -612,7 +651,7 @@ async fn write_in_store(
                 Ok::<_, StageError>(
                     refused
                         .into_iter()
-                        .map(|(i, why)| (writes[i].id, why))
+                        .map(|(i, why)| (writes[i].0.id, why))
                         .collect::<Vec<_>>(),
                 )
             }

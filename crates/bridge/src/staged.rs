@@ -3,7 +3,7 @@
 //! body), so one encoding serves every path. A Kafka record is staged as its AMQP mapping (lossless both ways, see
 //! [`super::mapping`]) and mapped back when it leaves for Kafka.
 
-use super::mapping::{Mapped, amqp_to_kafka, kafka_to_amqp};
+use super::mapping::amqp_to_kafka;
 use bytes::Bytes;
 use ferry_amqp::port::{AmqpMessage, UndecodableMessage};
 use ferry_config::KeySource;
@@ -13,16 +13,6 @@ use ferry_stage::{Delivery, MessageId, NewMessage, Spill};
 /// The stage message for an AMQP message; its priority picks the lane.
 pub(crate) fn from_amqp(m: &AmqpMessage) -> NewMessage {
     NewMessage::new(m.to_stage_body()).priority(m.properties.priority().unwrap_or(0))
-}
-
-/// The stage message for a Kafka record (through its AMQP mapping), with the header
-/// values that followed the fallback rule.
-pub(crate) fn from_kafka(r: &KafkaRecord) -> Mapped<NewMessage> {
-    let mapped = kafka_to_amqp(r, "");
-    Mapped {
-        message: from_amqp(&mapped.message),
-        fallbacks: mapped.fallbacks,
-    }
 }
 
 /// A staged message on its way to a destination.
@@ -77,6 +67,23 @@ impl Outgoing {
         })
     }
 
+    /// Message `index` of a batch a source writes straight to a destination on one of
+    /// Ferry's fronts ([`super::route::RouteStages::stage_in`]): it has no place in a stage,
+    /// so its id only tells it from the batch's others.
+    pub(crate) fn direct(index: usize, message: AmqpMessage, now: u64) -> Self {
+        let mut stamp = [0; 12];
+        stamp[4..].copy_from_slice(&(index as u64).to_be_bytes());
+        Self {
+            id: MessageId { lane: 0, stamp },
+            message,
+            redelivered: false,
+            staged_ms: now,
+            spill: None,
+            holds_spill: false,
+            stored: None,
+        }
+    }
+
     /// The message-id a destination can deduplicate by: the message's own, or one
     /// derived from its place in the stage (`ferry-LANE-VERSIONSTAMP` in hex), which is
     /// the same on every attempt.
@@ -115,6 +122,7 @@ impl Outgoing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mapping::kafka_to_amqp;
     use amq_protocol::protocol::BasicProperties;
     use bytes::Bytes;
     use ferry_stage::Envelope;
@@ -165,9 +173,9 @@ mod tests {
             headers: vec![("h".into(), None), ("h".into(), Some(b"v".to_vec()))],
             timestamp_ms: Some(42),
         };
-        let staged = from_kafka(&r);
-        assert!(staged.fallbacks.is_empty());
-        let out = Outgoing::decode(&delivered(staged.message)).unwrap();
+        let mapped = kafka_to_amqp(&r, "");
+        assert!(mapped.fallbacks.is_empty());
+        let out = Outgoing::decode(&delivered(from_amqp(&mapped.message))).unwrap();
         assert_eq!(out.to_kafka(KeySource::RoutingKey), r);
     }
 

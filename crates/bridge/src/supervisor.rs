@@ -401,7 +401,11 @@ async fn run_with_holder(
         error,
     };
     // Checked by validate_route above.
-    let endpoints = route.destinations("", &config.sinks).unwrap_or_default();
+    let mut endpoints = Vec::new();
+    for endpoint in route.destinations("", &config.sinks).unwrap_or_default() {
+        let in_store = sinks::open_in_store(&shared.fronts, route, &endpoint).await?;
+        endpoints.push((endpoint, in_store));
+    }
     let ctx = Arc::new(RouteContext {
         config: route.clone(),
         stages: RouteStages::open(&shared.stages, route, endpoints)
@@ -462,7 +466,7 @@ async fn start_tasks(
         let worker = Worker {
             route: route.name.clone(),
             destination: destination.clone(),
-            sink: sinks::open(&ctx, destination, sinks).await?,
+            sink: sinks::open(&ctx, destination, sinks)?,
             holders: ctx.holders.clone(),
             holder: ctx.holder,
             batch: route.batch,

@@ -668,6 +668,22 @@ impl Stage {
         })
     }
 
+    /// Whether the stage holds no message, ready or leased, as of `tx`'s read version
+    /// (snapshot reads of `npush` and `npop`: it conflicts with nothing). A writer that
+    /// serialises its own transactions sees its earlier appends; those are what this
+    /// answers for, e.g. whether a message may overtake the ones already waiting here.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn is_empty_in(&self, tx: &Transaction) -> Result<bool, StageError> {
+        let (push, pop) = (
+            self.keys.counter(Counter::Push),
+            self.keys.counter(Counter::Pop),
+        );
+        let (pushed, popped) = futures::try_join!(tx.get(&push, true), tx.get(&pop, true))?;
+        Ok(decode_counter(pushed.as_deref()) == decode_counter(popped.as_deref()))
+    }
+
     /// Moves up to `n` messages from the head to the dead-letter stage (or drops them)
     /// with [`DeadLetterReason::MaxLength`], making room in a stage at its length limit
     /// (AMQP `x-overflow: drop-head`). Returns how many were moved.

@@ -16,17 +16,15 @@
 //! A large message is stored by reference to its spill, one reference per queue, as the
 //! front's own fanout stores a publish: its body is never read into memory
 //! ([`InStoreSink::keeps_spills`]). [`InStoreSink::copies`] tells the worker how many
-//! queues a message reaches, so a body whose copies would not fit one transaction is
-//! spilled first ([`crate::sink`]).
+//! queues a message reaches ([`Planned::copies`]), so a body whose copies would not fit
+//! one transaction is spilled first ([`crate::sink`]).
 
-use crate::sink::{InStoreSink, Outcome};
+use crate::sink::{InStoreSink, Outcome, Planned};
 use crate::staged::Outgoing;
-use ferry_amqp::port::{AmqpPort, RouteError, Routed, ToStore};
-use ferry_stage::{MessageId, StageError};
+use ferry_amqp::port::{AmqpPort, RouteError, ToStore};
+use ferry_stage::StageError;
 use ferry_store::Transaction;
 use futures::future::BoxFuture;
-use parking_lot::Mutex;
-use std::collections::HashMap;
 
 /// Where a route delivers on the AMQP front.
 pub(crate) struct AmqpFrontSink {
@@ -38,9 +36,6 @@ pub(crate) struct AmqpFrontSink {
     exchange: String,
     /// The routing key; `None` keeps each message's own.
     routing_key: Option<String>,
-    /// Where each message of the batch being delivered was routed by
-    /// [`InStoreSink::plan`], for [`InStoreSink::write_in`].
-    planned: Mutex<HashMap<MessageId, Routed>>,
 }
 
 impl AmqpFrontSink {
@@ -56,22 +51,27 @@ impl AmqpFrontSink {
             vhost,
             exchange,
             routing_key,
-            planned: Mutex::default(),
         }
     }
 
     /// Where `o` goes, or why it cannot be published.
-    fn route(&self, o: &Outgoing) -> Result<Routed, Outcome> {
+    fn plan_one(&self, o: &Outgoing) -> Planned {
         let routing_key = self
             .routing_key
             .as_deref()
             .unwrap_or(&o.message.routing_key);
-        self.amqp
+        match self
+            .amqp
             .route(&self.vhost, &self.exchange, routing_key, &o.message)
-            .map_err(|e| match e {
-                RouteError::Unavailable(why) => Outcome::Retry(why),
-                RouteError::Refused(why) => Outcome::Rejected(why),
-            })
+        {
+            Ok(routed) => Planned {
+                copies: routed.copies(),
+                routed: Some(routed),
+                ..Planned::delivered(0)
+            },
+            Err(RouteError::Unavailable(why)) => Planned::not(Outcome::Retry(why)),
+            Err(RouteError::Refused(why)) => Planned::not(Outcome::Rejected(why)),
+        }
     }
 }
 
@@ -80,52 +80,29 @@ impl InStoreSink for AmqpFrontSink {
         true
     }
 
-    fn copies(&self, message: &Outgoing) -> usize {
-        self.planned
-            .lock()
-            .get(&message.id)
-            .map_or(0, Routed::copies)
-    }
-
-    fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome> {
-        let mut planned = self.planned.lock();
-        planned.clear();
-        batch
-            .iter()
-            .map(|o| match self.route(o) {
-                Ok(routed) => {
-                    planned.insert(o.id, routed);
-                    Outcome::Delivered
-                }
-                Err(outcome) => outcome,
-            })
-            .collect()
+    fn plan(&self, batch: &[Outgoing]) -> Vec<Planned> {
+        batch.iter().map(|o| self.plan_one(o)).collect()
     }
 
     fn write_in<'a>(
         &'a self,
         tx: &'a Transaction,
-        batch: &'a [&'a Outgoing],
+        batch: &'a [(&'a Outgoing, &'a Planned)],
         now: u64,
     ) -> BoxFuture<'a, Result<Vec<(usize, String)>, StageError>> {
-        // Positions in `batch` of the planned messages, with where they go.
-        let routed: Vec<(usize, Routed)> = {
-            let planned = self.planned.lock();
-            batch
+        Box::pin(async move {
+            // Positions in `batch` of the routed messages, with where they go.
+            let (positions, to_store): (Vec<usize>, Vec<ToStore<'_>>) = batch
                 .iter()
                 .enumerate()
-                .filter_map(|(i, o)| Some((i, planned.get(&o.id)?.clone())))
-                .collect()
-        };
-        Box::pin(async move {
-            let to_store: Vec<ToStore<'_>> = routed
-                .iter()
-                .map(|(i, r)| (r, &batch[*i].message, batch[*i].spill))
-                .collect();
+                .filter_map(|(i, (o, plan))| {
+                    Some((i, (plan.routed.as_ref()?, &o.message, o.spill)))
+                })
+                .unzip();
             let refused = self.amqp.store_in(tx, &to_store, now).await?;
             Ok(refused
                 .into_iter()
-                .map(|(n, why)| (routed[n].0, why))
+                .map(|(n, why)| (positions[n], why))
                 .collect())
         })
     }

@@ -28,7 +28,7 @@
 //! refused ([`Outcome::Rejected`], with the sizes in the reason) and, after the route's
 //! `max_attempts`, dead-lettered to the route's dead-letter stage; the route goes on.
 
-use crate::sink::{InStoreSink, LargeForm, Outcome};
+use crate::sink::{InStoreSink, LargeForm, Outcome, Planned};
 use crate::staged::Outgoing;
 use ferry_config::KeySource;
 use ferry_kafka::port::{self, BATCH_HEAD_LEN, KafkaPort, KafkaRecord, PartitionRef};
@@ -117,19 +117,22 @@ pub(crate) fn partition_for_key(key: &[u8], partitions: usize) -> usize {
 }
 
 impl InStoreSink for KafkaFrontSink {
-    fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome> {
+    fn plan(&self, batch: &[Outgoing]) -> Vec<Planned> {
         let Some(max) = self.kafka.max_message_bytes(&self.topic) else {
             let why = format!("no topic '{}' on the Kafka front", self.topic);
-            return vec![Outcome::Retry(why); batch.len()];
+            return vec![Planned::not(Outcome::Retry(why)); batch.len()];
         };
         batch
             .iter()
             .map(|o| match port::batch_len(&o.to_kafka(self.key)) {
-                size if size > max => Outcome::Rejected(format!(
+                size if size > max => Planned::not(Outcome::Rejected(format!(
                     "a record batch of {size} bytes is larger than topic '{}' takes (max.message.bytes {max})",
                     self.topic
-                )),
-                _ => Outcome::Delivered,
+                ))),
+                size => Planned {
+                    large: spill::spills(size as u64, 1),
+                    ..Planned::delivered(1)
+                },
             })
             .collect()
     }
@@ -159,7 +162,7 @@ impl InStoreSink for KafkaFrontSink {
     fn write_in<'a>(
         &'a self,
         tx: &'a Transaction,
-        batch: &'a [&'a Outgoing],
+        batch: &'a [(&'a Outgoing, &'a Planned)],
         now: u64,
     ) -> BoxFuture<'a, Result<Vec<(usize, String)>, StageError>> {
         Box::pin(async move {
@@ -172,7 +175,7 @@ impl InStoreSink for KafkaFrontSink {
             // The records of each partition not appended yet, in order: a large record's
             // batch, already in its spill, is appended after them, alone.
             let mut pending: BTreeMap<usize, Vec<KafkaRecord>> = BTreeMap::new();
-            for o in batch {
+            for (o, _) in batch {
                 let r = o.to_kafka(self.key);
                 let p = self.partition_of(&r, count);
                 let Some(partition) = partitions.get(p) else {
@@ -225,7 +228,7 @@ mod tests {
     }
 
     impl InStoreSink for Failing {
-        fn plan(&self, batch: &[Outgoing]) -> Vec<Outcome> {
+        fn plan(&self, batch: &[Outgoing]) -> Vec<Planned> {
             self.sink.plan(batch)
         }
 
@@ -236,7 +239,7 @@ mod tests {
         fn write_in<'a>(
             &'a self,
             tx: &'a Transaction,
-            batch: &'a [&'a Outgoing],
+            batch: &'a [(&'a Outgoing, &'a Planned)],
             now: u64,
         ) -> BoxFuture<'a, Result<Vec<(usize, String)>, StageError>> {
             Box::pin(async move {

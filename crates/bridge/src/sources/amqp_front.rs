@@ -5,9 +5,10 @@
 //! matching message in it (and confirms to the publisher after that commit). The source
 //! leases the queue's messages and moves each leased batch in ONE store transaction
 //! (several, in order, when the bodies it copies into the route's stages would not fit
-//! one, [`spill::runs`]): a message is acknowledged in the queue and staged for the
-//! route's destinations only if the acknowledgement removed it (`ack_in == 1`), so a
-//! transaction retried after an unknown commit result never stages a message twice. The
+//! one, [`spill::runs`]): a message is acknowledged in the queue and handed to the
+//! route's destinations (written straight to a destination on a front, or staged:
+//! [`crate::route`]) only if the acknowledgement removed it (`ack_in == 1`), so a
+//! transaction retried after an unknown commit result never hands a message over twice. The
 //! move is exactly once. A large message keeps its spill: the route's entries reference
 //! it.
 //!
@@ -16,9 +17,9 @@
 //! ([`AmqpPort::bind_queue`]); any other failure to bind is logged, shown as down in
 //! `/readyz`, and retried with backoff.
 
-use crate::route::Prepared;
+use crate::route::{Bridged, Direct, Prepared};
 use crate::sink::{Backoff, endpoint_label};
-use crate::{BridgeError, RouteContext, staged};
+use crate::{BridgeError, RouteContext};
 use ferry_amqp::port::{AmqpMessage, AmqpPort, BoundQueue};
 use ferry_config::Endpoint;
 use ferry_stage::{Consumer, Delivery, MessageId, Spill, StageError, Step, now_ms, spill};
@@ -139,7 +140,10 @@ async fn prepare(ctx: &RouteContext, d: &Delivery) -> Result<Option<Prepared>, S
     };
     Ok(Some(match d.envelope.spill {
         Some(spill) => Prepared {
-            message: staged::from_amqp(&message).spill(Some(spill)),
+            message: Bridged {
+                message,
+                spill: Some(spill),
+            },
             held: None,
         },
         None => ctx.stages.prepare(ctx.holder, &message).await?,
@@ -168,8 +172,9 @@ async fn move_batch(
         .collect();
     let (mut staged, mut bytes, mut undecodable) = (0, 0, 0);
     for run in spill::runs(&sizes) {
-        let (s, b, u) = move_run(ctx, queue, &prepared[run]).await?;
+        let (s, b, u, direct) = move_run(ctx, queue, &prepared[run]).await?;
         (staged, bytes, undecodable) = (staged + s, bytes + b, undecodable + u);
+        ctx.stages.count_direct(&direct);
     }
     if undecodable > 0 {
         warn!(route = %ctx.config.name, source = label, messages = undecodable, "dropped queued messages the AMQP front did not write");
@@ -179,18 +184,19 @@ async fn move_batch(
         (metric::LABEL_ENDPOINT, label.to_owned()),
     ];
     metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels).increment(staged as u64);
-    metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes as u64);
+    metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes);
     Ok(())
 }
 
-/// One transaction of [`move_batch`]: acknowledges `run` in the queue, stages what it
-/// removed and lets go of the spills written for it; returns the messages staged, their
-/// body bytes, and how many did not decode.
+/// One transaction of [`move_batch`]: acknowledges `run` in the queue, hands what it
+/// removed to the route and lets go of the spills written for it; returns the messages
+/// handed over, their body bytes, how many did not decode, and what went straight to a
+/// destination.
 async fn move_run(
     ctx: &RouteContext,
     queue: &BoundQueue,
     run: &[(MessageId, Option<Prepared>)],
-) -> Result<(usize, usize, usize), StageError> {
+) -> Result<(usize, u64, usize, Direct), StageError> {
     let now = now_ms();
     let held: Vec<Spill> = run
         .iter()
@@ -200,25 +206,22 @@ async fn move_run(
     ctx.db
         .run(|tx| async move {
             let mut staged = Vec::with_capacity(run.len());
-            let (mut bytes, mut undecodable) = (0usize, 0usize);
+            let (mut bytes, mut undecodable) = (0, 0);
             for (id, prepared) in run {
                 if queue.stage.ack_in(&tx, ctx.holder, &[*id]).await? != 1 {
                     continue;
                 }
                 match prepared {
                     Some(p) => {
-                        bytes += p
-                            .message
-                            .spill
-                            .map_or(p.message.body.len(), |s| s.len as usize);
-                        staged.push(p.message.clone());
+                        bytes += p.message.len();
+                        staged.push(&p.message);
                     }
                     None => undecodable += 1,
                 }
             }
-            ctx.stages.stage_in(&tx, &staged, now).await?;
+            let direct = ctx.stages.stage_in(&tx, &staged, now).await?;
             ctx.stages.let_go_in(&tx, ctx.holder, held).await?;
-            Ok::<_, StageError>((staged.len(), bytes, undecodable))
+            Ok::<_, StageError>((staged.len(), bytes, undecodable, direct))
         })
         .await
 }

@@ -23,14 +23,14 @@
 
 use crate::kafka_client::KafkaEndpoint;
 use crate::mapping::kafka_to_amqp;
-use crate::route::Prepared;
+use crate::route::{Bridged, Prepared};
 use crate::sink::Backoff;
 use crate::status::Status;
 use crate::{BridgeError, RouteContext};
 use bytes::Bytes;
 use ferry_amqp::port::AmqpMessage;
 use ferry_kafka::port::KafkaRecord;
-use ferry_stage::{NewMessage, Spill, StageError, spill};
+use ferry_stage::{Spill, StageError, spill};
 use ferry_store::RangeOption;
 use ferry_telemetry::bridge as metric;
 use foundationdb_tuple::Subspace;
@@ -372,9 +372,8 @@ async fn stage_run<'r>(
                     *at = r.offset + 1;
                 }
             }
-            let messages: Vec<NewMessage> =
-                staged.iter().map(|r| r.message.message.clone()).collect();
-            ctx.stages.stage_in(&tx, &messages, now).await?;
+            let messages: Vec<&Bridged> = staged.iter().map(|r| &r.message.message).collect();
+            let direct = ctx.stages.stage_in(&tx, &messages, now).await?;
             for ((topic, partition), offset) in &next {
                 tx.set(
                     &offset_key(space, topic, *partition),
@@ -382,9 +381,13 @@ async fn stage_run<'r>(
                 );
             }
             ctx.stages.let_go_in(&tx, ctx.holder, held).await?;
-            Ok::<_, StageError>((staged, next))
+            Ok::<_, StageError>((staged, next, direct))
         })
         .await
+        .map(|(staged, next, direct)| {
+            ctx.stages.count_direct(&direct);
+            (staged, next)
+        })
 }
 
 fn decode_offset(v: &[u8]) -> i64 {

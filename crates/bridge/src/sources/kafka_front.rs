@@ -2,7 +2,8 @@
 //!
 //! One task per partition reads the partition's log directly from the offset the route
 //! stored under `(P, "bridge", route, "front-offset", topic, partition)` and, in ONE
-//! store transaction, stages the records read and advances that offset. The offset is
+//! store transaction, hands the records read to the route (written straight to a
+//! destination on a front, or staged: [`crate::route`]) and advances that offset. The offset is
 //! read without snapshot in that transaction, so two attempts (a retry after an unknown
 //! commit result, or a second instance) cannot both stage the same records: the move is
 //! exactly once. Records are read as a `read_committed` consumer reads them: up to the
@@ -22,12 +23,12 @@
 //! them.
 
 use crate::mapping::kafka_to_amqp;
-use crate::route::RouteStages;
+use crate::route::{Bridged, Direct, RouteStages};
 use crate::sink::{Backoff, endpoint_label};
-use crate::{BridgeError, RouteContext, staged};
+use crate::{BridgeError, RouteContext};
 use ferry_config::Endpoint;
 use ferry_kafka::port::{CommittedRead, KafkaPort, KafkaPortError, PartitionRef};
-use ferry_stage::{NewMessage, Spill, StageError, now_ms, spill};
+use ferry_stage::{Spill, StageError, now_ms, spill};
 use ferry_store::{StoreError, TransactionError};
 use ferry_telemetry::bridge as metric;
 use std::sync::Arc;
@@ -193,8 +194,9 @@ async fn partition(
                     if read.records.iter().any(|r| too_large(&ctx.stages, r)) {
                         return Ok(Move::Large { from, read });
                     }
-                    let staged = Staged::of(read);
-                    ctx.stages.stage_in(&tx, &staged.messages, now).await?;
+                    let mut staged = Staged::of(read);
+                    let messages: Vec<&Bridged> = staged.messages.iter().collect();
+                    staged.direct = ctx.stages.stage_in(&tx, &messages, now).await?;
                     tx.set(key, &encode_offset(staged.next));
                     Ok::<_, MoveError>(Move::Staged(staged))
                 }
@@ -211,14 +213,11 @@ async fn partition(
         };
         match staged {
             Some(staged) => {
-                let bytes: usize = staged
-                    .messages
-                    .iter()
-                    .map(|m| m.spill.map_or(m.body.len(), |s| s.len as usize))
-                    .sum();
+                ctx.stages.count_direct(&staged.direct);
+                let bytes: u64 = staged.messages.iter().map(Bridged::len).sum();
                 metrics::counter!(metric::MESSAGES_IN_TOTAL, &labels)
                     .increment(staged.messages.len() as u64);
-                metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes as u64);
+                metrics::counter!(metric::BYTES_IN_TOTAL, &labels).increment(bytes);
                 metrics::counter!(metric::MAPPING_FALLBACKS_TOTAL, &labels)
                     .increment(staged.fallbacks as u64);
                 for (first, last, why) in &staged.undecodable {
@@ -296,45 +295,51 @@ async fn stage_large(
         .db
         .run(|tx| async move {
             let still_there = decode_offset(tx.get(key, false).await?.as_deref()) == from;
-            if still_there {
-                ctx.stages.stage_in(&tx, messages_ref, now).await?;
-                tx.set(key, &encode_offset(read.next));
+            if !still_there {
+                ctx.stages.let_go_in(&tx, ctx.holder, held).await?;
+                return Ok(None);
             }
+            let refs: Vec<&Bridged> = messages_ref.iter().collect();
+            let direct = ctx.stages.stage_in(&tx, &refs, now).await?;
+            tx.set(key, &encode_offset(read.next));
             ctx.stages.let_go_in(&tx, ctx.holder, held).await?;
-            Ok::<_, MoveError>(still_there)
+            Ok::<_, MoveError>(Some(direct))
         })
         .await?;
-    Ok(staged.then(|| Staged {
+    Ok(staged.map(|direct| Staged {
         messages,
         next: read.next,
         fallbacks,
         undecodable: read.undecodable,
+        direct,
     }))
 }
 
-/// What one read of a partition stages for the route.
+/// What one read of a partition hands to the route.
 struct Staged {
-    /// The stage messages of the records read.
-    messages: Vec<NewMessage>,
+    /// The messages of the records read.
+    messages: Vec<Bridged>,
     /// The offset to read from next.
     next: i64,
     /// Header values that followed the fallback rule.
     fallbacks: usize,
     /// Batches passed over because they do not decode: first and last offsets, and why.
     undecodable: Vec<(i64, i64, String)>,
+    /// What went straight to destinations.
+    direct: Direct,
 }
 
 impl Staged {
-    /// The route's stage messages of the records `read` found.
+    /// The route's messages of the records `read` found (nothing handed over yet).
     fn of(read: CommittedRead) -> Self {
         let mut fallbacks = 0;
         let messages = read
             .records
             .iter()
             .map(|r| {
-                let mapped = staged::from_kafka(r);
+                let mapped = kafka_to_amqp(r, "");
                 fallbacks += mapped.fallbacks.len();
-                mapped.message
+                Bridged::inline(mapped.message)
             })
             .collect();
         Self {
@@ -342,6 +347,7 @@ impl Staged {
             next: read.next,
             fallbacks,
             undecodable: read.undecodable,
+            direct: Direct::default(),
         }
     }
 }

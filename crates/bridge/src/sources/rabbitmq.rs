@@ -358,14 +358,18 @@ async fn stage(
                     tx.set(&space.pack(&("seen-at", now, id)), b"");
                 }
                 bytes += prepared.held.map_or(m.body.len() as u64, |spill| spill.len);
-                fresh.push(prepared.message.clone());
+                fresh.push(&prepared.message);
             }
-            ctx.stages.stage_in(&tx, &fresh, now).await?;
+            let direct = ctx.stages.stage_in(&tx, &fresh, now).await?;
             // A duplicate's spill is let go of too: nothing references it, and it is freed.
             ctx.stages.let_go_in(&tx, ctx.holder, held).await?;
-            Ok((fresh.len() as u64, duplicates, bytes))
+            Ok((fresh.len() as u64, duplicates, bytes, direct))
         })
         .await
+        .map(|(staged, duplicates, bytes, direct)| {
+            ctx.stages.count_direct(&direct);
+            (staged, duplicates, bytes)
+        })
 }
 
 /// Forgets the message-ids staged before `cutoff` (ms since the epoch).
