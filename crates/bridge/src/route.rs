@@ -169,17 +169,18 @@ impl RouteStages {
     ///
     /// # Errors
     /// The store's error while writing the spill.
-    pub async fn prepare(&self, holder: u64, m: &AmqpMessage) -> Result<Prepared, StageError> {
+    pub async fn prepare(&self, holder: u64, m: AmqpMessage) -> Result<Prepared, StageError> {
         if !spill::spills(m.body.len() as u64, self.destinations.len()) {
             return Ok(Prepared {
-                message: Bridged::inline(m.clone()),
+                message: Bridged::inline(m),
                 held: None,
             });
         }
         let spill = self.spills.write_all(holder, &m.body).await?;
+        // Written to its spill: the body is not held in memory any longer.
         let head = AmqpMessage {
             body: Bytes::new(),
-            ..m.clone()
+            ..m
         };
         Ok(Prepared {
             message: Bridged {

@@ -146,7 +146,7 @@ async fn prepare(ctx: &RouteContext, d: &Delivery) -> Result<Option<Prepared>, S
             },
             held: None,
         },
-        None => ctx.stages.prepare(ctx.holder, &message).await?,
+        None => ctx.stages.prepare(ctx.holder, message).await?,
     }))
 }
 

@@ -301,7 +301,7 @@ async fn stage(
     for r in batch {
         let prepared = ctx
             .stages
-            .prepare(ctx.holder, &r.message)
+            .prepare(ctx.holder, r.message)
             .await
             .map_err(stage_error)?;
         ready.push(Ready {

@@ -286,7 +286,7 @@ async fn stage_large(
     for r in &read.records {
         let mapped = kafka_to_amqp(r, "");
         fallbacks += mapped.fallbacks.len();
-        let prepared = ctx.stages.prepare(ctx.holder, &mapped.message).await?;
+        let prepared = ctx.stages.prepare(ctx.holder, mapped.message).await?;
         held.extend(prepared.held);
         messages.push(prepared.message);
     }

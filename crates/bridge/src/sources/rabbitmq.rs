@@ -35,7 +35,6 @@ use crate::rabbitmq_link::connect;
 use crate::route::Prepared;
 use crate::sink::Backoff;
 use crate::{BridgeError, RouteContext};
-use bytes::Bytes;
 use ferry_amqp::port::AmqpMessage;
 use ferry_config::limits::MAX_MESSAGE_SIZE_LIMIT;
 use ferry_config::{AmqpTlsConfig, AmqpUri};
@@ -287,7 +286,7 @@ async fn stage_and_ack(
                 .map_err(|e| SessionEnd::Broker(format!("basic.reject failed: {e}")))?;
             continue;
         }
-        let mut message = AmqpMessage {
+        let message = AmqpMessage {
             exchange: d.exchange.as_str().to_owned(),
             routing_key: d.routing_key.as_str().to_owned(),
             properties: d.properties,
@@ -296,19 +295,15 @@ async fn stage_and_ack(
         };
         let prepared = ctx
             .stages
-            .prepare(ctx.holder, &message)
+            .prepare(ctx.holder, message)
             .await
             .map_err(SessionEnd::Store)?;
-        if prepared.held.is_some() {
-            // Written to its spill: the body is not held in memory any longer.
-            message.body = Bytes::new();
-        }
-        messages.push((message, prepared));
+        messages.push(prepared);
         ackable = Some(d.acker);
     }
     let sizes: Vec<u64> = messages
         .iter()
-        .map(|(_, p)| ctx.stages.copied_bytes(&p.message))
+        .map(|p| ctx.stages.copied_bytes(&p.message))
         .collect();
     let (mut staged, mut duplicates, mut bytes) = (0, 0, 0);
     for run in spill::runs(&sizes) {
@@ -333,20 +328,18 @@ async fn stage_and_ack(
 /// Stages `messages` except those whose message-id was seen, in one transaction that lets
 /// go of their spills; returns how many were staged, how many were duplicates, and the
 /// staged body bytes.
-async fn stage(
-    ctx: &RouteContext,
-    messages: &[(AmqpMessage, Prepared)],
-) -> Result<(u64, u64, u64), StageError> {
+async fn stage(ctx: &RouteContext, messages: &[Prepared]) -> Result<(u64, u64, u64), StageError> {
     let now = now_ms();
     let space = ctx.keys.space();
-    let held: Vec<Spill> = messages.iter().filter_map(|(_, p)| p.held).collect();
+    let held: Vec<Spill> = messages.iter().filter_map(|p| p.held).collect();
     let held = &held;
     ctx.db
         .run(|tx| async move {
             let mut fresh = Vec::with_capacity(messages.len());
             let mut in_batch = HashSet::new();
             let (mut duplicates, mut bytes) = (0u64, 0u64);
-            for (m, prepared) in messages {
+            for prepared in messages {
+                let m = &prepared.message.message;
                 if let Some(id) = m.properties.message_id() {
                     let id = id.as_str();
                     let seen = space.pack(&("seen", id));
@@ -357,7 +350,7 @@ async fn stage(
                     tx.set(&seen, &now.to_be_bytes());
                     tx.set(&space.pack(&("seen-at", now, id)), b"");
                 }
-                bytes += prepared.held.map_or(m.body.len() as u64, |spill| spill.len);
+                bytes += prepared.message.len();
                 fresh.push(&prepared.message);
             }
             let direct = ctx.stages.stage_in(&tx, &fresh, now).await?;
