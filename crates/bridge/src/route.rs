@@ -7,8 +7,9 @@
 //! **Straight to a front.** A destination on one of Ferry's own fronts whose stage is
 //! empty takes the messages in the source's transaction itself: they are written to the
 //! front's queues or topic ([`InStoreSink::write_in`]) instead of the route's stage, so a
-//! route from front to front moves a batch in one transaction (read, map, store, release)
-//! and its messages never touch the route's stage. What the destination does not take as
+//! route from a Kafka front topic moves a batch in one transaction (read, map, store,
+//! advance the offset), one from an AMQP front exchange in its lease and one more, and
+//! its messages never touch the route's stage. What the destination does not take as
 //! it is — refused or not available now, a body that would be spilled, past the
 //! transaction's budget — is staged, with every message after it, and the destination's
 //! worker delivers it as it delivers any staged message (retries, dead letters). While a
