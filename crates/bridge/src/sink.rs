@@ -39,7 +39,6 @@
 //! ([`Outcome::Rejected`], e.g. too large, unroutable) returns the message to its place;
 //! the stage dead-letters it once it has been refused `max_attempts` times.
 
-use super::route::Destination;
 use super::staged::{Outgoing, SpilledForm};
 use bytes::Bytes;
 use ferry_amqp::port::Routed;
@@ -254,8 +253,12 @@ struct InFlight {
 pub(crate) struct Worker {
     /// The route's name (a metric label).
     pub route: String,
-    /// The destination.
-    pub destination: Destination,
+    /// Where the destination delivers.
+    pub endpoint: ferry_config::Endpoint,
+    /// Its stage (messages waiting for it).
+    pub stage: Stage,
+    /// Its dead-letter stage.
+    pub dead: Stage,
     /// How it delivers.
     pub sink: Sink,
     /// The lease holders of the store.
@@ -306,15 +309,12 @@ impl Worker {
     /// # Errors
     /// The store's error when the store itself fails.
     pub(crate) async fn run(mut self, shutdown: CancellationToken) -> Result<(), StageError> {
-        let stage = self.destination.stage.clone();
+        let stage = self.stage.clone();
         let mut consumer =
             Consumer::new(stage.clone(), self.holders.clone(), self.holder, self.batch);
         let labels = [
             (metric::LABEL_ROUTE, self.route.clone()),
-            (
-                metric::LABEL_ENDPOINT,
-                endpoint_label(&self.destination.endpoint),
-            ),
+            (metric::LABEL_ENDPOINT, endpoint_label(&self.endpoint)),
         ];
         // At 0 from the start, so an alert on their increase sees the first event.
         for name in [
@@ -524,7 +524,7 @@ impl Worker {
             let refused: Vec<(MessageId, String)> =
                 rejected.into_iter().map(|(o, why)| (o.id, why)).collect();
             let ids: Vec<MessageId> = refused.iter().map(|(id, _)| *id).collect();
-            let dead = &self.destination.dead;
+            let dead = &self.dead;
             let before = dead.depth().await.map(|d| d.pushed).unwrap_or(0);
             stage.release_refused(self.holder, &refused).await?;
             let after = dead.depth().await.map(|d| d.pushed).unwrap_or(before);

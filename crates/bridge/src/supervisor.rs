@@ -465,7 +465,9 @@ async fn start_tasks(
     for destination in &ctx.stages.destinations {
         let worker = Worker {
             route: route.name.clone(),
-            destination: destination.clone(),
+            endpoint: destination.endpoint.clone(),
+            stage: destination.stage.clone(),
+            dead: destination.dead.clone(),
             sink: sinks::open(&ctx, destination, sinks)?,
             holders: ctx.holders.clone(),
             holder: ctx.holder,
