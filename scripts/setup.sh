@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian machine needs to build and test Ferry.
+# Installs what a fresh Debian machine needs to build and test Ferry; with --run, only what
+# building and running the daemon needs (scripts/run.sh, the quick start).
 #
 # Idempotent and quiet: when everything is present it prints nothing and touches nothing;
 # apt-get update runs only when a package is missing. Works as root; otherwise uses sudo
@@ -26,6 +27,15 @@ APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-c
 # tests/python/kafka_scram_credentials.py).
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka [selenium]=selenium
   [confluent-kafka]=confluent_kafka)
+# What `cargo build --release` of the daemon needs: make (jemalloc), libssl-dev and
+# pkg-config (librdkafka, which `ferry bench` and the bridge's Kafka endpoints link).
+RUN_PACKAGES=(make libssl-dev pkg-config)
+run_only=false
+if [[ ${1:-} == --run ]]; then
+  run_only=true
+  APT_PACKAGES=("${RUN_PACKAGES[@]}")
+  PIP_MODULES=()
+fi
 
 log() { echo "setup.sh: $*"; }
 
@@ -41,8 +51,10 @@ as_root() {
 }
 
 command -v cargo >/dev/null 2>&1 || { echo "setup.sh: cargo not found; install Rust from https://rustup.rs" >&2; exit 1; }
-command -v python3 >/dev/null 2>&1 || APT_PACKAGES+=(python3)
-python3 -m pip --version >/dev/null 2>&1 || APT_PACKAGES+=(python3-pip)
+if ! $run_only; then
+  command -v python3 >/dev/null 2>&1 || APT_PACKAGES+=(python3)
+  python3 -m pip --version >/dev/null 2>&1 || APT_PACKAGES+=(python3-pip)
+fi
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -79,7 +91,7 @@ if ((${#pip_missing[@]})); then
   PIP_ROOT_USER_ACTION=ignore python3 -m pip "${pip_args[@]}" "${pip_missing[@]}"
 fi
 
-if ! cargo nextest --version >/dev/null 2>&1; then
+if ! $run_only && ! cargo nextest --version >/dev/null 2>&1; then
   log "installing cargo-nextest"
   cargo install --locked --quiet cargo-nextest
 fi

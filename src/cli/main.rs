@@ -7,6 +7,7 @@
 //! validate or pass preflight, 1 for anything else.
 
 mod allocator_metrics;
+mod backup;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -61,9 +62,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the daemon until SIGTERM or SIGINT.
-    Run(ConfigArgs),
+    Run(RunArgs),
     /// Check a configuration (file, FERRY__SECTION__KEY overrides, store path, addresses)
-    /// without starting.
+    /// without starting; warn about listen addresses another process holds.
     Validate(ConfigArgs),
     /// Print every credential a `[[users]]` entry can hold for a password, as TOML lines
     /// to paste into the entry: `password_hash` (RabbitMQ's format, for PLAIN and
@@ -86,6 +87,29 @@ enum Command {
         /// The destination's place in the route's `to` list.
         #[arg(long, default_value_t = 0)]
         destination: usize,
+    },
+    /// Write the whole store at one read version to FILE (a consistent backup, with
+    /// checksums). Reads the store of `--config` directly: with the embedded engine, only
+    /// while no daemon runs on it; back up a running daemon through its management API
+    /// (`GET /api/ferry/backup`). FoundationDB: use fdbbackup.
+    Backup {
+        /// The configuration whose store to back up.
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The backup file (written as FILE.partial, renamed when complete).
+        #[arg(value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Load a backup FILE into the store of `--config`, which must be empty (a new
+    /// `store.path`); then `ferry run` on it recovers as after a kill -9 at the backup's
+    /// read version.
+    Restore {
+        /// The configuration whose (empty) store to load.
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// The backup file.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
     },
     /// Run a load benchmark and print its figures.
     #[command(subcommand)]
@@ -119,6 +143,19 @@ enum Bench {
     Soak(ferry_bench::soak::SoakBench),
 }
 
+/// Arguments of `ferry run`.
+#[derive(Args)]
+struct RunArgs {
+    /// The configuration.
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Move a listener whose address another process holds to the next free port above
+    /// it, and say so on standard error, instead of stopping (the quick start,
+    /// scripts/run.sh, on a machine that runs RabbitMQ). A deployment sets its ports.
+    #[arg(long)]
+    move_taken_ports: bool,
+}
+
 /// Arguments of the subcommands that read a configuration.
 #[derive(Args)]
 struct ConfigArgs {
@@ -130,17 +167,27 @@ struct ConfigArgs {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Validate(args) => match checked_config(&args.config) {
-            Ok(_) => {
+            Ok(config) => {
+                for conflict in config.listen_conflicts() {
+                    eprintln!("warning: {conflict}");
+                }
                 println!("config OK: {}", args.config.display());
                 ExitCode::SUCCESS
             }
             Err(e) => fail(e, EXIT_CONFIG),
         },
-        Command::Run(args) => match checked_config(&args.config) {
-            Ok(config) => match run(config) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(e, EXIT_FAILURE),
-            },
+        Command::Run(args) => match checked_config(&args.config.config) {
+            Ok(mut config) => {
+                if args.move_taken_ports {
+                    for moved in config.move_taken_listeners() {
+                        eprintln!("ferry: {moved}");
+                    }
+                }
+                match run(config) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail(e, EXIT_FAILURE),
+                }
+            }
             Err(e) => fail(e, EXIT_CONFIG),
         },
         Command::HashPassword { password } => match password.map_or_else(read_password, Ok) {
@@ -172,10 +219,29 @@ fn main() -> ExitCode {
             },
             Err(e) => fail(e, EXIT_CONFIG),
         },
+        Command::Backup { config, out } => match checked_config(&config.config) {
+            Ok(config) => report(backup::backup(&config, &out)),
+            Err(e) => fail(e, EXIT_CONFIG),
+        },
+        Command::Restore { config, file } => match checked_config(&config.config) {
+            Ok(config) => report(backup::restore(&config, &file)),
+            Err(e) => fail(e, EXIT_CONFIG),
+        },
         Command::Bench(bench) => match run_bench(bench) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e, EXIT_FAILURE),
         },
+    }
+}
+
+/// Prints `line` and exits 0, or the error and exits 1.
+fn report(line: anyhow::Result<String>) -> ExitCode {
+    match line {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e, EXIT_FAILURE),
     }
 }
 

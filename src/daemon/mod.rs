@@ -108,6 +108,7 @@ pub enum DaemonError {
 /// background task fails; a shutdown that had to abort work still returns `Ok` after
 /// logging what it aborted.
 pub async fn run(config: Config) -> Result<(), DaemonError> {
+    let started = std::time::Instant::now();
     logging::init(&config.log)?;
     let metrics = recorder::install()?;
     ferry_telemetry::compat::rabbitmq::state::set_node(recorder::rabbitmq_node(&config));
@@ -281,7 +282,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         stages: stages.clone(),
         prefix: config.store.prefix.clone(),
         lease_ttl: config.stage.lease_ttl(),
-        memory,
+        memory: memory.clone(),
     };
     let amqp = ferry_amqp::start(front).await?;
     let mut listening = Vec::new();
@@ -339,6 +340,14 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             bridge_status.clone(),
             fronts.clone(),
         ),
+        resources: ferry_management::Resources {
+            started,
+            memory,
+            store: db.clone(),
+            store_dir: (db.engine_kind() == ferry_store::EngineKind::Embedded)
+                .then(|| config.store.path.clone()),
+            disk_free_limit_bytes: config.store.min_free_disk_mb.saturating_mul(1 << 20),
+        },
     });
     let token = shutdown.clone();
     loops.spawn("amqp front", async move {

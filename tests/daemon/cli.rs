@@ -7,7 +7,7 @@
 //! where no file can be created.
 
 use crate::common::daemon::shipped_config as shipped;
-use crate::common::process::{Ferry, Outcome};
+use crate::common::process::{Ferry, Outcome, Ports, free_port};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -66,7 +66,15 @@ fn shipped_config_is_ok() {
         outcome.stdout,
         format!("config OK: {}\n", shipped().display())
     );
-    assert_eq!(outcome.stderr, "");
+    // The standard ports may be taken on this machine (a RabbitMQ on 5672): warnings
+    // about them, and nothing else.
+    for line in outcome.stderr.lines() {
+        assert!(
+            line.starts_with("warning: ") && line.contains(" is in use by another process; set "),
+            "{}",
+            outcome.stderr
+        );
+    }
     // Preflight probes the store directory's parent but leaves nothing behind.
     assert_eq!(fs::read_dir(cwd.path()).unwrap().count(), 0);
 }
@@ -362,4 +370,99 @@ fn secrets_never_appear_in_validate_output() {
             );
         }
     }
+}
+
+#[test]
+fn validate_warns_about_a_listen_address_another_process_holds() {
+    let cwd = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let free = |port: u16| format!("127.0.0.1:{port}");
+    let (kafka, metrics, management) = (free_port(), free_port(), free_port());
+    let env = [
+        ("FERRY__AMQP__LISTEN", addr.as_str()),
+        ("FERRY__KAFKA__LISTEN", &free(kafka)),
+        ("FERRY__METRICS__LISTEN", &free(metrics)),
+        ("FERRY__MANAGEMENT__LISTEN", &free(management)),
+    ];
+    let outcome = validate(cwd.path(), &shipped(), &env);
+    assert_eq!(outcome.status.code(), Some(0), "{}", outcome.stderr);
+    assert_eq!(
+        outcome.stderr,
+        format!(
+            "warning: amqp.listen: {addr} is in use by another process; set amqp.listen (or \
+             FERRY__AMQP__LISTEN) to a free address\n"
+        )
+    );
+    assert_eq!(
+        outcome.stdout,
+        format!("config OK: {}\n", shipped().display())
+    );
+}
+
+/// The quick start (scripts/run.sh) on a machine where another process holds a standard
+/// port: `ferry run --move-taken-ports` listens on the next free port, says which, and
+/// serves AMQP there; without the flag the same start stops, naming the key.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_moves_a_taken_port_to_the_next_free_one_when_asked() {
+    let cwd = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let ports = Ports::free();
+    let data = cwd.path().join("data");
+    let env = [
+        ("FERRY__AMQP__LISTEN", addr.clone()),
+        ("FERRY__KAFKA__LISTEN", format!("127.0.0.1:{}", ports.kafka)),
+        (
+            "FERRY__METRICS__LISTEN",
+            format!("127.0.0.1:{}", ports.metrics),
+        ),
+        (
+            "FERRY__MANAGEMENT__LISTEN",
+            format!("127.0.0.1:{}", ports.management),
+        ),
+        ("FERRY__STORE__PATH", data.to_str().unwrap().to_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let config = shipped();
+    let config = config.to_str().unwrap();
+
+    let stopped = Ferry::spawn(cwd.path(), &["run", "--config", config], &env).wait(TIMEOUT);
+    assert_eq!(stopped.status.code(), Some(1), "{}", stopped.stderr);
+    assert!(
+        stopped
+            .stderr
+            .contains(&format!("amqp.listen: {addr} is in use")),
+        "{}",
+        stopped.stderr
+    );
+
+    let args = ["run", "--config", config, "--move-taken-ports"];
+    let mut ferry = Ferry::spawn(cwd.path(), &args, &env);
+    let moved = crate::common::wait::until_blocking("the moved listener", TIMEOUT, || {
+        let log = ferry.log();
+        let line = log
+            .lines()
+            .find(|l| l.starts_with("ferry: amqp.listen: "))?;
+        let (_, rest) = line.split_once("listening on ")?;
+        Some(rest.split_whitespace().next()?.to_owned())
+    });
+    assert_ne!(moved, addr);
+    let uri = format!("amqp://guest:guest@{moved}/%2f");
+    let (_connection, channel) =
+        crate::common::wait::until_ok("AMQP on the moved port", TIMEOUT, || {
+            let uri = uri.clone();
+            async move {
+                let connection = lapin::Connection::connect(&uri, Default::default()).await?;
+                let channel = connection.create_channel().await?;
+                Ok::<_, lapin::Error>((connection, channel))
+            }
+        })
+        .await;
+    channel
+        .queue_declare("moved".into(), Default::default(), Default::default())
+        .await
+        .unwrap();
+    ferry.signal(libc::SIGTERM);
+    assert_eq!(ferry.wait(TIMEOUT).status.code(), Some(0));
 }

@@ -1,13 +1,14 @@
 //! The `ferry` binary as an operator meets it: `ferry run`'s health, readiness, signals and
 //! startup failures, the `validate` and `hash-password` commands, and the files shipped in
 //! `deploy/`; TLS certificates reloaded and HTTPS; metrics under RabbitMQ's and
-//! kafka_exporter's names; the load tools over TLS; the management API driven by
+//! kafka_exporter's names; the load tools over TLS; online backup and restore; the management API driven by
 //! rabbitmqadmin and Python, and its web UI in headless Chromium; the source tree's
 //! layering as a newcomer reads it; and the fuzz targets' kept inputs replayed. One test
 //! binary; one module per subject.
 
 use ferry_test_support as common;
 
+mod backup;
 mod bench_tls;
 mod cli;
 mod deploy_config;

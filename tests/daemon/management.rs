@@ -9,7 +9,9 @@
 //! (tests/python/management_vhosts.py); changes to users and permissions reaching open
 //! connections as on the node (tests/python/amqp_user_changes.py); and messages up to
 //! `amqp.max_message_size` published through the API whole, a larger one refused naming
-//! the limit (a plain HTTP post).
+//! the limit (a plain HTTP post); the node endpoints monitoring tools poll (`/api/nodes`
+//! and the rest) compared with the node's, their figures with /proc, and both resource
+//! alarms raised (tests/python/management_nodes.py).
 
 use crate::common::clients::{python_script, run};
 use crate::common::daemon::{Daemon, Setup};
@@ -40,6 +42,39 @@ async fn rabbitmqadmin_and_python_manage_ferry_as_they_manage_rabbitmq() {
             &node.http_uri(),
             node.uri(),
             admin.to_str().unwrap(),
+        ],
+        b"",
+    )
+    .await;
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "OK");
+}
+
+#[tokio::test]
+async fn node_endpoints_answer_as_rabbitmqs_with_this_process_figures_and_alarms() {
+    let dir = tempfile::tempdir().unwrap();
+    let ferry = Setup::shipped(dir.path()).start();
+    let alarmed_dir = tempfile::tempdir().unwrap();
+    // A mark of 1 MiB and a free-disk limit of 1 EiB: both alarms at once.
+    let alarmed = Setup::shipped(alarmed_dir.path())
+        .env("FERRY__DAEMON__MAX_MEMORY_MB", "1")
+        .env("FERRY__STORE__MIN_FREE_DISK_MB", "1099511627776")
+        .start();
+    let node = RabbitNode::get();
+    let admin = dir.path().join("rabbitmqadmin");
+    let url = format!("{}/cli/rabbitmqadmin", node.http_uri());
+    run("curl", &["-sf", "-o", admin.to_str().unwrap(), &url], b"").await;
+    let data = dir.path().join("data");
+    let output = run(
+        "python3",
+        &[
+            &python_script("management_nodes.py"),
+            &ferry.management_uri(),
+            &ferry.pid().to_string(),
+            data.to_str().unwrap(),
+            &node.http_uri(),
+            admin.to_str().unwrap(),
+            &unique("nodes"),
+            &alarmed.management_uri(),
         ],
         b"",
     )

@@ -138,6 +138,22 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The address of the single-address listener `key` (`amqp.listen`,
+    /// `amqp.tls_listen`, `kafka.listen`, `metrics.listen`, `management.listen`), to
+    /// change it; `None` for any other key.
+    pub fn listen_mut(&mut self, key: &str) -> Option<&mut String> {
+        match key {
+            amqp::LISTEN_KEY => Some(&mut self.amqp.listen),
+            amqp::TLS_LISTEN_KEY => Some(&mut self.amqp.tls_listen),
+            kafka::LISTEN_KEY => Some(&mut self.kafka.listen),
+            metrics::LISTEN_KEY => Some(&mut self.metrics.listen),
+            management::LISTEN_KEY => Some(&mut self.management.listen),
+            _ => None,
+        }
+    }
+}
+
 /// One address Ferry listens on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListenAddress<'a> {

@@ -52,6 +52,104 @@ impl Config {
     }
 }
 
+/// A listen address another process holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenConflict {
+    /// The key that sets it (`amqp.listen`, `kafka.listeners[1]`).
+    pub key: String,
+    /// The address, as configured.
+    pub addr: String,
+}
+
+impl ListenConflict {
+    /// What to change, in words: the key, and its `FERRY__` variable when it has one.
+    fn remedy(&self) -> String {
+        if self.key.contains('[') {
+            format!("change {}", self.key)
+        } else {
+            format!("set {} (or {})", self.key, crate::env_var(&self.key))
+        }
+    }
+}
+
+impl std::fmt::Display for ListenConflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} is in use by another process; {} to a free address",
+            self.key,
+            self.addr,
+            self.remedy()
+        )
+    }
+}
+
+impl Config {
+    /// The listen addresses another process holds now: `ferry run` would stop at the
+    /// first. Found by binding each address for a moment, as the daemon binds it; an
+    /// address that does not resolve is [`Config::preflight`]'s to report. Warnings, not
+    /// errors: the other process may be gone by the time Ferry starts (a restart, or the
+    /// old Ferry itself).
+    pub fn listen_conflicts(&self) -> Vec<ListenConflict> {
+        self.listen_addresses()
+            .iter()
+            .filter(|l| {
+                l.addr
+                    .to_socket_addrs()
+                    .ok()
+                    .and_then(|mut found| found.next())
+                    .is_some_and(in_use)
+            })
+            .map(|l| ListenConflict {
+                key: l.key.clone(),
+                addr: l.addr.to_owned(),
+            })
+            .collect()
+    }
+
+    /// Moves every listener another process holds to the next free port above its own
+    /// (the quick start's `ferry run --move-taken-ports`); returns what moved, each with a
+    /// sentence saying where to. A `kafka.listeners` entry is not moved (its protocol and
+    /// advertised address go with it): it is left for the daemon to report.
+    pub fn move_taken_listeners(&mut self) -> Vec<String> {
+        let mut moved = Vec::new();
+        for conflict in self.listen_conflicts() {
+            let Some((host, port)) = conflict.addr.rsplit_once(':') else {
+                continue;
+            };
+            let Ok(port) = port.parse::<u16>() else {
+                continue;
+            };
+            let free = (port.saturating_add(1)..=port.saturating_add(100)).find_map(|p| {
+                let candidate = format!("{host}:{p}");
+                let addr = candidate.to_socket_addrs().ok()?.next()?;
+                std::net::TcpListener::bind(addr)
+                    .is_ok()
+                    .then_some(candidate)
+            });
+            let (Some(free), Some(listen)) = (free, self.listen_mut(&conflict.key)) else {
+                continue;
+            };
+            *listen = free.clone();
+            moved.push(format!(
+                "{}: {} is in use by another process; listening on {free} instead ({} to choose)",
+                conflict.key,
+                conflict.addr,
+                conflict.remedy()
+            ));
+        }
+        moved
+    }
+}
+
+/// Whether binding `addr` fails because another socket holds it.
+fn in_use(addr: std::net::SocketAddr) -> bool {
+    matches!(
+        std::net::TcpListener::bind(addr),
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse
+    )
+}
+
 /// Every file of `files` (key, path) can be read; `at` makes a key's path.
 fn readable(at: &dyn Fn(&str) -> String, files: &[(&str, &Path)]) -> Result<(), ConfigError> {
     for (key, path) in files {
@@ -199,6 +297,40 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_listen_address_another_process_holds_is_named_with_its_key() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap().to_string();
+        let mut config = Config::default();
+        for listen in [
+            &mut config.amqp.listen,
+            &mut config.kafka.listen,
+            &mut config.metrics.listen,
+            &mut config.management.listen,
+        ] {
+            *listen = "127.0.0.1:0".into();
+        }
+        assert_eq!(config.listen_conflicts(), []);
+        config.amqp.listen = addr.clone();
+        let conflicts: Vec<String> = config
+            .listen_conflicts()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            conflicts,
+            [format!(
+                "amqp.listen: {addr} is in use by another process; set amqp.listen (or \
+                 FERRY__AMQP__LISTEN) to a free address"
+            )]
+        );
+        let moved = config.move_taken_listeners();
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        assert_ne!(config.amqp.listen, addr);
+        assert!(moved[0].contains(&config.amqp.listen), "{moved:?}");
+        assert_eq!(config.listen_conflicts(), []);
     }
 
     #[test]

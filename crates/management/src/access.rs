@@ -3,7 +3,8 @@
 //! | tags | may |
 //! |---|---|
 //! | none (or only others) | nothing: 401 "Not management user" |
-//! | `management`, `policymaker` | see the objects of the vhosts they have permissions in; see and close their own connections |
+//! | `management` | see the objects of the vhosts they have permissions in; see and close their own connections |
+//! | `policymaker` | also see the (always empty) policies and runtime parameters |
 //! | `monitoring` | also see every vhost's objects, every connection, and the Kafka front's topics and groups |
 //! | `administrator` | also close any connection, manage vhosts, and see the Kafka ACLs |
 //!
@@ -19,6 +20,8 @@ pub(crate) struct Access {
     administrator: bool,
     /// `monitoring` (or `administrator`).
     monitoring: bool,
+    /// `policymaker` (or `administrator`).
+    policymaker: bool,
     /// Any tag that lets the user into the API.
     management: bool,
     /// The vhosts the user has permissions in.
@@ -36,6 +39,7 @@ impl Access {
             user: user.to_owned(),
             administrator: has("administrator"),
             monitoring: has("administrator") || has("monitoring"),
+            policymaker: has("administrator") || has("policymaker"),
             management: MANAGEMENT_TAGS.iter().any(|t| has(t)),
             vhosts: vhosts.to_vec(),
         }
@@ -55,6 +59,11 @@ impl Access {
     /// front's topics and groups).
     pub(crate) fn is_monitoring(&self) -> bool {
         self.monitoring
+    }
+
+    /// Whether the user is `policymaker` or `administrator` (sees runtime parameters).
+    pub(crate) fn is_policymaker(&self) -> bool {
+        self.policymaker
     }
 
     /// Whether the user may see the objects of `vhost`.
@@ -93,12 +102,14 @@ mod tests {
         assert!(!management.closes_connection_of("bob"));
         let policymaker = access(&["policymaker"]);
         assert!(!policymaker.sees_vhost("other"));
+        assert!(policymaker.is_policymaker() && !management.is_policymaker());
         let monitoring = access(&["monitoring"]);
         assert!(monitoring.sees_vhost("other"));
         assert!(monitoring.sees_connection_of("bob") && !monitoring.closes_connection_of("bob"));
         assert!(monitoring.is_monitoring() && !management.is_monitoring());
         let admin = access(&["administrator"]);
         assert!(admin.is_administrator() && admin.is_monitoring() && admin.sees_vhost("other"));
+        assert!(admin.is_policymaker() && !monitoring.is_policymaker());
         assert!(admin.closes_connection_of("bob"));
     }
 }

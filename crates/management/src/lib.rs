@@ -10,17 +10,21 @@
 //! whoami), [`vhosts`], [`exchanges`], [`queues`], [`messages`] (get, publish, purge),
 //! [`bindings`], [`connections`] (connections, channels, consumers), [`health`] (health
 //! checks, aliveness test), [`users`], [`permissions`] (and topic permissions),
-//! [`definitions`] (export, import in one transaction). Around them: [`login`] (basic
+//! [`definitions`] (export, import in one transaction), [`nodes`] (this instance as
+//! RabbitMQ's node, with its resources and alarms; cluster name, extensions),
+//! [`policies`] (policies and parameters, which Ferry has not). Around them: [`login`] (basic
 //! auth), [`access`] (tags), [`administrator`] (administrators-only endpoints),
 //! [`body`] (request bodies), [`tables`] (AMQP tables as JSON), [`error`] (refusals),
 //! [`reply`] (JSON answers, query flags). [`ui`] is the web UI, served at `/` without a
 //! login of its own (the page logs in to the API).
 //! [`kafka`] and [`routes`] are Ferry's own: the Kafka front's topics, groups with lag, and
 //! ACLs (through [`KafkaAdmin`]); the bridge's routes with their stages, dead letters and
-//! runtime changes (through [`RouteAdmin`]).
+//! runtime changes (through [`RouteAdmin`]); [`backup`] streams the whole store at one
+//! read version.
 
 mod access;
 mod administrator;
+mod backup;
 mod bindings;
 mod body;
 mod connections;
@@ -31,8 +35,10 @@ mod health;
 mod kafka;
 mod login;
 mod messages;
+mod nodes;
 mod overview;
 mod permissions;
+mod policies;
 mod queues;
 mod rates;
 mod reply;
@@ -48,6 +54,7 @@ use ferry_amqp::admin::AmqpAdmin;
 use ferry_auth::Authenticator;
 use ferry_bridge::admin::RouteAdmin;
 use ferry_kafka::admin::KafkaAdmin;
+pub use nodes::Resources;
 use rates::Rates;
 use std::net::SocketAddr;
 use std::ops::Deref;
@@ -88,6 +95,8 @@ pub struct Shared {
     pub rates: Rates,
     /// The bridge's routes.
     pub routes: RouteAdmin,
+    /// The process's resources and alarms (`/api/nodes`).
+    pub resources: Resources,
 }
 
 impl Api {
@@ -132,8 +141,11 @@ pub fn router(api: Api) -> Router {
         .merge(users::routes())
         .merge(permissions::routes())
         .merge(definitions::routes())
+        .merge(nodes::routes())
+        .merge(policies::routes())
         .merge(kafka::routes())
         .merge(routes::routes())
+        .merge(backup::routes())
         .merge(ui::router())
         .fallback(|| async { ApiError::not_found() })
         .with_state(api)

@@ -25,6 +25,13 @@ pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     end
 }
 
+/// The end of FoundationDB's normal keyspace, `\xff` (keys from there on are its system
+/// keys, and Ferry writes none on either engine): `["", keyspace_end())` is the whole
+/// store.
+pub fn keyspace_end() -> Vec<u8> {
+    vec![0xff]
+}
+
 /// The range of every key that starts with `prefix`.
 pub fn prefix_range(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
     (prefix.to_vec(), prefix_end(prefix))

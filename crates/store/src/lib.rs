@@ -17,6 +17,7 @@
 //! it never writes to a socket, acknowledges upstream or counts a success. Those happen
 //! after [`Database::run`] returns.
 
+pub mod backup;
 mod change_counter;
 pub mod chunked;
 mod config;

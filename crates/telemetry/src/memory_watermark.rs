@@ -22,6 +22,8 @@ const DEFAULT_SHARE: f64 = 0.4;
 pub struct MemoryWatermark {
     /// Why the alarm is raised, while it is.
     alarm: watch::Receiver<Option<String>>,
+    /// The mark, in bytes (`u64::MAX` for a mark without a monitor).
+    limit_bytes: u64,
 }
 
 impl MemoryWatermark {
@@ -29,7 +31,8 @@ impl MemoryWatermark {
     /// available memory), reading until `shutdown`.
     pub fn monitor(max_memory_mb: u64, shutdown: CancellationToken) -> Self {
         let limit_bytes = limit_bytes(max_memory_mb);
-        let (raise, watermark) = Self::manual();
+        let (raise, mut watermark) = Self::manual();
+        watermark.limit_bytes = limit_bytes;
         info!(limit_mb = limit_bytes / MIB, "memory high-water mark");
         metrics::gauge!(crate::names::MEMORY_LIMIT_BYTES).set(limit_bytes as f64);
         tokio::spawn(watch_resident(limit_bytes, raise, shutdown));
@@ -40,12 +43,18 @@ impl MemoryWatermark {
     /// and fronts run without a daemon).
     pub fn manual() -> (watch::Sender<Option<String>>, Self) {
         let (raise, alarm) = watch::channel(None);
-        (raise, Self { alarm })
+        let limit_bytes = u64::MAX;
+        (raise, Self { alarm, limit_bytes })
     }
 
     /// A mark that is never reached.
     pub fn unlimited() -> Self {
         Self::manual().1
+    }
+
+    /// The mark, in bytes: resident memory above it raises the alarm.
+    pub fn limit_bytes(&self) -> u64 {
+        self.limit_bytes
     }
 
     /// Why publishers must be held back now, if they must.

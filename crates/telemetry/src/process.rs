@@ -23,6 +23,23 @@ pub fn open_fds() -> Option<u64> {
     Some(std::fs::read_dir("/proc/self/fd").ok()?.count() as u64)
 }
 
+/// Sockets open now (the entries of `/proc/self/fd` that link to `socket:[…]`): listeners,
+/// client connections and connections to other brokers.
+pub fn open_sockets() -> Option<u64> {
+    let entries = std::fs::read_dir("/proc/self/fd").ok()?;
+    let sockets = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|target| {
+            target
+                .as_os_str()
+                .as_encoded_bytes()
+                .starts_with(b"socket:")
+        })
+        .count();
+    Some(sockets as u64)
+}
+
 /// The soft limit on open file descriptors.
 pub fn max_fds() -> Option<u64> {
     fd_limit().map(|l| l.rlim_cur)
@@ -94,6 +111,13 @@ mod tests {
         assert!(open_fds().is_some_and(|n| n >= 3));
         assert!(max_fds().is_some_and(|n| n > 0));
         assert!(available_memory_bytes().is_some_and(|b| b > resident_bytes().unwrap()));
+    }
+
+    #[test]
+    fn a_listening_socket_is_counted() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(open_sockets().is_some_and(|n| n >= 1));
+        drop(listener);
     }
 
     #[test]

@@ -162,6 +162,11 @@ impl Daemon {
         format!("127.0.0.1:{}", self.ports.kafka)
     }
 
+    /// The process's PID (the current one, after a restart).
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
     /// Sends `signal` to the process.
     pub fn signal(&self, signal: libc::c_int) {
         self.process.signal(signal);

@@ -111,6 +111,11 @@ impl Ferry {
         }
     }
 
+    /// The process's PID.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends `signal` to the process by its PID.
     pub fn signal(&self, signal: libc::c_int) {
         let pid = libc::pid_t::try_from(self.child.id()).unwrap();

@@ -137,6 +137,8 @@ struct Shared {
     published: RwLock<Arc<Snapshot>>,
     /// Snapshots published, oldest first, while a reader may use them.
     issued: Mutex<VecDeque<Issued>>,
+    /// Snapshots held by [`PinnedSnapshot`]s (backups): readable whatever their age.
+    pinned: Mutex<Vec<Weak<Snapshot>>>,
     /// The window of changes since the checkpoint.
     window: Arc<Window>,
     /// The newest checkpoint; new snapshots read below the window from it.
@@ -200,10 +202,30 @@ impl Shared {
         }
     }
 
-    /// The oldest snapshot a live reader may use: dropped ones are forgotten, and so are
+    /// The oldest snapshot a live reader may use: a transaction's or a pinned one's,
+    /// whichever is older.
+    fn oldest_live(&self) -> Option<Arc<Snapshot>> {
+        let pinned = self.oldest_pinned();
+        match (self.oldest_issued(), pinned) {
+            (Some(issued), Some(pinned)) if pinned.version < issued.version => Some(pinned),
+            (issued, pinned) => issued.or(pinned),
+        }
+    }
+
+    /// The oldest snapshot a [`PinnedSnapshot`] holds; dropped ones are forgotten.
+    fn oldest_pinned(&self) -> Option<Arc<Snapshot>> {
+        let mut pinned = self.pinned.lock();
+        pinned.retain(|p| p.strong_count() > 0);
+        pinned
+            .iter()
+            .filter_map(Weak::upgrade)
+            .min_by_key(|s| (s.version, s.base.version))
+    }
+
+    /// The oldest snapshot a transaction may use: dropped ones are forgotten, and so are
     /// ones superseded longer ago than a transaction may live (any reader still holding
     /// one fails with `transaction_too_old`).
-    fn oldest_live(&self) -> Option<Arc<Snapshot>> {
+    fn oldest_issued(&self) -> Option<Arc<Snapshot>> {
         let mut issued = self.issued.lock();
         let limit = self.max_transaction_age + Duration::from_secs(1);
         loop {
@@ -295,6 +317,7 @@ impl EmbeddedDb {
         let shared = Arc::new(Shared {
             published: RwLock::new(snapshot.clone()),
             issued: Mutex::new(VecDeque::new()),
+            pinned: Mutex::new(Vec::new()),
             window,
             checkpoint: RwLock::new(base),
             checkpointer: Mutex::new(Some(signal.clone())),
@@ -388,6 +411,60 @@ impl EmbeddedDb {
     /// Free bytes on the data directory's file system, as last read.
     pub fn disk_free_bytes(&self) -> Option<u64> {
         self.shared.disk.lock().free_bytes
+    }
+
+    /// The newest committed state, kept readable for as long as the returned handle
+    /// lives, past the age limit of transactions (a backup reads it): the window keeps
+    /// every entry it needs meanwhile, so hold it no longer than the read takes.
+    ///
+    /// # Errors
+    /// [`StoreError::Closed`], or the engine's failure.
+    pub fn pin(&self) -> Result<PinnedSnapshot, StoreError> {
+        if self.shared.requests.read().is_none() {
+            return Err(StoreError::Closed);
+        }
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
+        let snapshot = self.shared.latest();
+        self.shared.pinned.lock().push(Arc::downgrade(&snapshot));
+        Ok(PinnedSnapshot { snapshot })
+    }
+}
+
+/// A committed state held readable by [`EmbeddedDb::pin`].
+pub struct PinnedSnapshot {
+    snapshot: Arc<Snapshot>,
+}
+
+impl PinnedSnapshot {
+    /// The commit version it shows.
+    pub fn version(&self) -> u64 {
+        self.snapshot.version
+    }
+
+    /// The pairs from `begin` (inclusive) on, in key order, until about `max_bytes` of
+    /// keys and values (at least one pair while any is left); empty at the end.
+    ///
+    /// # Errors
+    /// A storage error of the data file.
+    pub fn read_from(
+        &self,
+        begin: &[u8],
+        max_bytes: usize,
+    ) -> Result<Vec<crate::KeyValue>, StoreError> {
+        let end = crate::keys::keyspace_end();
+        let mut pairs = Vec::new();
+        let mut bytes = 0;
+        for pair in self.snapshot.range(begin, &end, false)? {
+            let (key, value) = pair?;
+            bytes += key.len() + value.len();
+            pairs.push(crate::KeyValue { key, value });
+            if bytes >= max_bytes {
+                break;
+            }
+        }
+        Ok(pairs)
     }
 }
 
