@@ -1,6 +1,8 @@
 //! The `ferry` binary: parses the command line, loads and checks the configuration, and
 //! runs the daemon or reports on the configuration; `ferry bench` runs the load tools of
 //! the `ferry-bench` crate, which this binary links and the daemon's library does not.
+//! The admin commands (`ferry status`, `ferry queues …`, `ferry groups reset-offsets …`)
+//! are the `ferry-admin` crate's, a client of a running daemon's management API.
 //!
 //! This is the edge where errors become one line on standard error and an exit code:
 //! 0 on success (and after a SIGTERM drain), 2 for a configuration that does not load,
@@ -90,6 +92,9 @@ enum Command {
     /// Run a load benchmark and print its figures.
     #[command(subcommand)]
     Bench(Bench),
+    /// The admin commands, over a running daemon's management API.
+    #[command(flatten)]
+    Admin(ferry_admin::Command),
 }
 
 /// The benchmarks.
@@ -174,6 +179,13 @@ fn main() -> ExitCode {
         },
         Command::Bench(bench) => match run_bench(bench) {
             Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(e, EXIT_FAILURE),
+        },
+        Command::Admin(command) => match ferry_admin::run(command) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
             Err(e) => fail(e, EXIT_FAILURE),
         },
     }
