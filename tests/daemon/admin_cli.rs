@@ -9,6 +9,7 @@ use crate::common::amqp::{channel, declare, publish_confirmed, ready, reply_code
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
 use crate::common::rabbitmq::unique;
+use crate::common::tls::TlsFiles;
 use lapin::options::QueueDeclareOptions;
 use lapin::types::FieldTable;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
@@ -522,4 +523,97 @@ async fn users_permissions_and_definitions_round_trip_and_refusals_keep_the_pass
             .eq(["/", "amq.fanout", "fanout"])),
         "{exchanges}"
     );
+}
+
+/// A route of the config file, for `ferry routes`.
+const ROUTE: &str = r#"
+[[routes]]
+name = "admin-route"
+from = { amqp_exchange = "admin-in" }
+to = [{ kafka_topic = "admin-out" }]
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connections_are_closed_and_routes_paused_and_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Setup::shipped_with(dir.path(), ROUTE).start();
+
+    let conn = crate::common::amqp::connect(&daemon.amqp_uri()).await;
+    let listed = json(&daemon, &["connections", "list"]).await;
+    let name = listed.as_array().unwrap()[0]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let table = ok(&daemon, &["connections", "list"]).await;
+    assert!(table.starts_with("NAME "), "{table}");
+    assert!(table.contains(&name), "{table}");
+    ok(&daemon, &["connections", "close", &name]).await;
+    for _ in 0..100 {
+        if !conn.status().connected() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !conn.status().connected(),
+        "lapin sees its connection closed"
+    );
+
+    let routes = ok(&daemon, &["routes", "list"]).await;
+    assert!(routes.starts_with("NAME "), "{routes}");
+    assert!(
+        routes.lines().any(|l| l.starts_with("admin-route ")),
+        "{routes}"
+    );
+    let said = ok(&daemon, &["routes", "pause", "admin-route"]).await;
+    assert_eq!(said.trim(), "paused route 'admin-route'");
+    assert_eq!(
+        json(&daemon, &["routes", "show", "admin-route"]).await["paused"],
+        true
+    );
+    ok(&daemon, &["routes", "resume", "admin-route"]).await;
+    assert_eq!(
+        json(&daemon, &["routes", "show", "admin-route"]).await["paused"],
+        false
+    );
+    let replayed = json(
+        &daemon,
+        &["routes", "replay", "admin-route", "--destination", "0"],
+    )
+    .await;
+    assert_eq!(replayed["replayed"], 0);
+    let missing = refused(&daemon, &["routes", "pause", "no-such-route"]).await;
+    assert!(missing.contains("404"), "{missing}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn https_needs_the_ca_file_that_signed_the_api_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = TlsFiles::new(dir.path());
+    let mut setup = Setup::shipped(dir.path());
+    for (k, v) in files.env() {
+        setup = setup.env(&k, &v);
+    }
+    let daemon = setup.start();
+    let url = format!("https://127.0.0.1:{}", daemon.ports().management);
+    let ca = files.ca_file.to_str().unwrap();
+    let status = json(&daemon, &["status", "--url", &url, "--ca-file", ca]).await;
+    assert_eq!(status["product_name"], "Ferry");
+    let untrusted = refused(&daemon, &["status", "--url", &url]).await;
+    assert!(
+        untrusted.contains(&format!("cannot reach the management API at {url}")),
+        "{untrusted}"
+    );
+    let not_pem = refused(
+        &daemon,
+        &[
+            "status",
+            "--url",
+            &url,
+            "--ca-file",
+            files.key_file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(not_pem.contains("holds no PEM certificate"), "{not_pem}");
 }
