@@ -464,11 +464,18 @@ async fn users_permissions_and_definitions_round_trip_and_refusals_keep_the_pass
     let login = ["--user", user.as_str(), "--password", "p4ss"];
     let as_user = |args: &[&'static str]| -> Vec<&str> { [args, &login[..]].concat() };
     ok(&daemon, &as_user(&["status"])).await;
-    let not_admin = refused(&daemon, &as_user(&["users", "list"])).await;
-    assert!(
-        not_admin.contains("401 Not administrator user"),
-        "{not_admin}"
-    );
+    let changes: [&[&'static str]; 3] = [
+        &["users", "list"],
+        &["topics", "create", "t"],
+        &["groups", "reset-offsets", "g", "--to-latest"],
+    ];
+    for change in changes {
+        let not_admin = refused(&daemon, &as_user(change)).await;
+        assert!(
+            not_admin.contains("401 Not administrator user"),
+            "{change:?}: {not_admin}"
+        );
+    }
 
     let (_conn, ch) = channel(&daemon.amqp_uri()).await;
     let queue = unique("admin-defs");
