@@ -1,9 +1,9 @@
 //! `ferry backup` and `ferry restore`: the whole store at one read version to a file, and
 //! such a file into an empty store (docs/operations.md, "Backup and restore").
 //!
-//! `ferry backup --config` reads the store itself (the embedded engine's store belongs to
-//! one process, so only while no daemon runs on it); a running daemon is backed up
-//! through its management API (`GET /api/ferry/backup`, an administrator's login).
+//! `ferry backup` asks a running daemon's management API (`GET /api/ferry/backup`, an
+//! administrator's login); `ferry backup --config` reads the store itself (the embedded
+//! engine's store belongs to one process, so only while no daemon runs on it).
 //! Either way the file is written to `FILE.partial` and renamed once complete, so a file
 //! named `FILE` is always whole.
 
@@ -38,7 +38,19 @@ pub(crate) fn backup(config: &Config, out: &Path) -> anyhow::Result<String> {
     })
 }
 
-/// Writes `out` through `write` into `OUT.partial`, then renames it to `out`.
+/// Copies a running daemon's backup to `out`; returns the line to print.
+pub(crate) fn download(connection: &ferry_admin::Connection, out: &Path) -> anyhow::Result<String> {
+    let version = write_whole(out, |file| Ok(ferry_admin::backup(connection, file)?))?;
+    let size = std::fs::metadata(out).map_or(0, |m| m.len());
+    Ok(format!(
+        "backed up {} at read version {version} to {} ({size} bytes)",
+        connection.url,
+        out.display()
+    ))
+}
+
+/// Writes `out` through `write` into `OUT.partial`, reads it back through every frame's
+/// checksum to its end frame, then renames it to `out`.
 fn write_whole<T>(
     out: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> anyhow::Result<T>,
@@ -50,6 +62,7 @@ fn write_whole<T>(
     let result = write(&mut writer).and_then(|value| {
         let file = writer.into_inner().context("cannot write the backup")?;
         file.sync_all().context("cannot sync the backup")?;
+        verify(&partial)?;
         Ok(value)
     });
     match result {
@@ -68,6 +81,14 @@ fn write_whole<T>(
             Err(e)
         }
     }
+}
+
+/// Reads the backup at `path` to its end, checking every frame.
+fn verify(path: &Path) -> anyhow::Result<()> {
+    let input = File::open(path).with_context(|| format!("cannot open '{}'", path.display()))?;
+    let mut reader = BackupReader::open(BufReader::new(input))?;
+    while reader.next_pairs()?.is_some() {}
+    Ok(())
 }
 
 /// `FILE.partial`.

@@ -1,6 +1,8 @@
 //! The `ferry` binary: parses the command line, loads and checks the configuration, and
 //! runs the daemon or reports on the configuration; `ferry bench` runs the load tools of
 //! the `ferry-bench` crate, which this binary links and the daemon's library does not.
+//! The admin commands (`ferry status`, `ferry queues …`, `ferry groups reset-offsets …`)
+//! are the `ferry-admin` crate's, a client of a running daemon's management API.
 //!
 //! This is the edge where errors become one line on standard error and an exit code:
 //! 0 on success (and after a SIGTERM drain), 2 for a configuration that does not load,
@@ -89,13 +91,17 @@ enum Command {
         destination: usize,
     },
     /// Write the whole store at one read version to FILE (a consistent backup, with
-    /// checksums). Reads the store of `--config` directly: with the embedded engine, only
-    /// while no daemon runs on it; back up a running daemon through its management API
-    /// (`GET /api/ferry/backup`). FoundationDB: use fdbbackup.
+    /// checksums): from a running daemon through its management API (an administrator's
+    /// login), or with `--config` from that configuration's store directly (the embedded
+    /// engine's store belongs to one process: only while no daemon runs on it).
+    /// FoundationDB: use fdbbackup.
     Backup {
-        /// The configuration whose store to back up.
+        /// Read this configuration's store directly instead of asking a daemon.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The daemon to ask, and who asks.
         #[command(flatten)]
-        config: ConfigArgs,
+        connection: ferry_admin::Connection,
         /// The backup file (written as FILE.partial, renamed when complete).
         #[arg(value_name = "FILE")]
         out: PathBuf,
@@ -114,6 +120,9 @@ enum Command {
     /// Run a load benchmark and print its figures.
     #[command(subcommand)]
     Bench(Bench),
+    /// The admin commands, over a running daemon's management API.
+    #[command(flatten)]
+    Admin(ferry_admin::Command),
 }
 
 /// The benchmarks.
@@ -219,16 +228,32 @@ fn main() -> ExitCode {
             },
             Err(e) => fail(e, EXIT_CONFIG),
         },
-        Command::Backup { config, out } => match checked_config(&config.config) {
+        Command::Backup {
+            config: Some(config),
+            out,
+            ..
+        } => match checked_config(&config) {
             Ok(config) => report(backup::backup(&config, &out)),
             Err(e) => fail(e, EXIT_CONFIG),
         },
+        Command::Backup {
+            config: None,
+            connection,
+            out,
+        } => report(backup::download(&connection, &out)),
         Command::Restore { config, file } => match checked_config(&config.config) {
             Ok(config) => report(backup::restore(&config, &file)),
             Err(e) => fail(e, EXIT_CONFIG),
         },
         Command::Bench(bench) => match run_bench(bench) {
             Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(e, EXIT_FAILURE),
+        },
+        Command::Admin(command) => match ferry_admin::run(command) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
             Err(e) => fail(e, EXIT_FAILURE),
         },
     }

@@ -1,5 +1,5 @@
-//! Backup and restore as an operator runs them: `GET /api/ferry/backup` (curl) from a
-//! daemon under AMQP and Kafka load, `ferry restore` into a new store, a daemon on it
+//! Backup and restore as an operator runs them: `GET /api/ferry/backup` (curl, and `ferry
+//! backup`) from a daemon under AMQP and Kafka load, `ferry restore` into a new store, a daemon on it
 //! serving every message confirmed and every record acknowledged before the backup began,
 //! once, and the group offsets committed before it; `ferry backup --config` of a stopped
 //! store; and the refusals (a non-administrator, a store that is not empty, a damaged
@@ -134,6 +134,18 @@ async fn an_online_backup_under_load_restores_every_confirmed_message_and_commit
         "{}",
         String::from_utf8_lossy(&curl.stderr)
     );
+    // `ferry backup` asks the same endpoint, under the same load, and checks what it got.
+    let cli_file = dir.path().join("cli.backup");
+    let api = source.management_uri();
+    let args = ["backup", "--url", &api, cli_file.to_str().unwrap()];
+    let cli = Ferry::spawn(dir.path(), &args, &[]).wait(COMMAND);
+    assert_eq!(cli.status.code(), Some(0), "{}", cli.stderr);
+    assert!(
+        cli.stdout
+            .starts_with(&format!("backed up {api} at read version ")),
+        "{}",
+        cli.stdout
+    );
     assert!(
         amqp.progress() < LOAD && kafka.progress() < LOAD,
         "the load should still run after the backup ({} {})",
@@ -184,11 +196,31 @@ async fn an_online_backup_under_load_restores_every_confirmed_message_and_commit
     )
     .await;
     assert_eq!(String::from_utf8_lossy(&refused.stdout), "401");
+    let refused_file = dir.path().join("refused.backup");
+    let args = [
+        "backup",
+        "--url",
+        &api,
+        "--user",
+        "watcher",
+        refused_file.to_str().unwrap(),
+    ];
+    let refused = Ferry::spawn(dir.path(), &args, &[("FERRY_PASSWORD", "pw")]).wait(COMMAND);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        refused.stderr,
+        "error: GET /api/ferry/backup: 401 Not administrator user\n"
+    );
+    assert!(!refused_file.exists());
+    assert!(!dir.path().join("refused.backup.partial").exists());
     drop(source);
     let (code, _, stderr) = ferry_outcome(dir.path(), &["restore", file.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("the store is not empty"), "{stderr}");
 
+    // The CLI's copy restores too (into a store of its own), the curl one is checked below.
+    let cli_dir = tempfile::tempdir().unwrap();
+    ferry(cli_dir.path(), &["restore", cli_file.to_str().unwrap()]);
     let said = ferry(restored_dir.path(), &["restore", file.to_str().unwrap()]);
     assert!(said.starts_with("restored "), "{said}");
     let restored = Setup::shipped(restored_dir.path()).start();

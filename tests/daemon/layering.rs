@@ -1,8 +1,9 @@
 //! What of the layering the compiler cannot check: inside each crate of the workspace no
 //! module imports another that imports it back (at any depth of the module tree), the
 //! bridge (`crates/bridge/`) reaches the fronts only through their ports, management
-//! (`crates/management/`) reaches them only through their admin modules, and the Kafka API
-//! handlers (`crates/kafka/src/api/`) leave the store to the front's operations. A change
+//! (`crates/management/`) reaches them only through their admin modules, the Kafka API
+//! handlers (`crates/kafka/src/api/`) leave the store to the front's operations, and the
+//! admin commands (`crates/admin/`) depend on no crate of the server. A change
 //! that breaks one of these fails here, naming the import. Between the workspace's crates the
 //! compiler refuses an import against an arrow, so that needs no test.
 
@@ -214,6 +215,33 @@ fn management_reaches_the_fronts_only_through_their_admin_modules() {
             word.split("::").nth(1) == Some("admin"),
             "{} uses {word}, which is not a front's admin module",
             file.display()
+        );
+    }
+}
+
+#[test]
+fn the_admin_commands_are_a_client_of_the_http_api_only() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/admin/Cargo.toml");
+    let manifest = std::fs::read_to_string(manifest).unwrap();
+    let dependencies = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .expect("the admin crate's dependencies were found");
+    let names: Vec<&str> = dependencies
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('['))
+        .filter_map(|l| l.split(['.', ' ', '=']).next())
+        .collect();
+    assert!(
+        names.contains(&"ureq"),
+        "the admin crate's dependencies were read: {names:?}"
+    );
+    for name in names {
+        assert!(
+            !name.starts_with("ferry"),
+            "crates/admin depends on {name}: the admin commands reach the daemon through its \
+             management API only"
         );
     }
 }

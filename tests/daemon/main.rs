@@ -1,5 +1,6 @@
 //! The `ferry` binary as an operator meets it: `ferry run`'s health, readiness, signals and
-//! startup failures, the `validate` and `hash-password` commands, and the files shipped in
+//! startup failures, the `validate` and `hash-password` commands, the admin commands over
+//! the management API, and the files shipped in
 //! `deploy/`; TLS certificates reloaded and HTTPS; metrics under RabbitMQ's and
 //! kafka_exporter's names; the load tools over TLS; online backup and restore; the management API driven by
 //! rabbitmqadmin and Python, and its web UI in headless Chromium; the source tree's
@@ -8,6 +9,7 @@
 
 use ferry_test_support as common;
 
+mod admin_cli;
 mod backup;
 mod bench_tls;
 mod cli;

@@ -6,10 +6,16 @@
 //!
 //! The ACLs are shown as the front's own model of them (re-exported below): the
 //! management API names nothing of the front but this module.
+//!
+//! What the API may change — topics, their settings, a group's offsets — is in
+//! [`changes`], through the operations the front's Kafka requests use.
+
+mod changes;
 
 use super::Context;
 use crate::coordinator::groups::lag::lag;
 use crate::coordinator::groups::store::Stored;
+use crate::metadata::settings::SETTINGS;
 use crate::metadata::topics::Topic;
 use crate::partition::log::{Log, LogError};
 use ferry_store::StoreError;
@@ -22,6 +28,8 @@ pub use crate::acls::model::{
     Acl, Operation, PatternType, Permission, ResourcePattern, ResourceType,
 };
 pub use crate::acls::store::AclSet;
+pub use crate::metadata::topics::TopicError;
+pub use changes::{ResetError, ResetOffset, ResetTo};
 
 /// One partition's offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +56,9 @@ pub struct TopicView {
     /// Its effective `retention.bytes` (its own, the dynamic broker default, or
     /// `kafka.retention_bytes`).
     pub retention_bytes: i64,
+    /// Every setting Ferry supports with its effective value, as DescribeConfigs shows it
+    /// (`cleanup.policy` = `delete`, ...).
+    pub configs: Vec<(&'static str, String)>,
     /// Its partitions, by index.
     pub partitions: Vec<PartitionOffsets>,
 }
@@ -161,6 +172,10 @@ impl KafkaAdmin {
             name: topic.meta.name.clone(),
             retention_ms: defaults.retention_ms(config),
             retention_bytes: defaults.retention_bytes(config),
+            configs: SETTINGS
+                .iter()
+                .map(|s| (s.name, defaults.describe(s, config)))
+                .collect(),
             partitions,
         })
     }

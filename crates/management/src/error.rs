@@ -75,6 +75,25 @@ impl ApiError {
     /// RabbitMQ's reason when the object (a connection) belongs to another user.
     pub(crate) const OBJECT_REFUSED: &'static str = "User not authorised to access object";
 
+    /// 409: the object's state forbids the change now (a topic that exists, a consumer
+    /// group with members).
+    pub(crate) fn conflict(reason: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::CONFLICT,
+            error: "conflict",
+            reason: reason.into(),
+        }
+    }
+
+    /// 503: another instance must answer (it coordinates the object).
+    pub(crate) fn unavailable(reason: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            error: "service_unavailable",
+            reason: reason.into(),
+        }
+    }
+
     /// 500: the store or the front failed.
     pub(crate) fn internal(reason: impl Into<String>) -> Self {
         Self {

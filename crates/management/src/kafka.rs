@@ -3,6 +3,9 @@
 //! offsets and lag, and the Kafka ACLs. Like RabbitMQ's cluster-wide views, topics and
 //! groups are for users tagged `monitoring` or `administrator` (anyone else: 401 "Not
 //! monitor user"); the ACLs, which say who may do what, for administrators only.
+//! What changes the front (topics, settings, a group's offsets) is in [`changes`].
+
+mod changes;
 
 use super::Api;
 use super::administrator::{administrator, monitor, store_failed};
@@ -23,12 +26,14 @@ pub(crate) fn routes() -> Router<Api> {
         .route("/api/ferry/kafka/groups", get(groups))
         .route("/api/ferry/kafka/groups/{group}", get(group))
         .route("/api/ferry/kafka/acls", get(acls))
+        .merge(changes::routes())
 }
 
 fn topic_json(t: &TopicView) -> Value {
     json!({
         "name": t.name,
         "config": {"retention.ms": t.retention_ms, "retention.bytes": t.retention_bytes},
+        "configs": t.configs.iter().map(|(k, v)| ((*k).to_owned(), Value::from(v.as_str()))).collect::<serde_json::Map<_, _>>(),
         "partitions": t.partitions.iter().map(|p| json!({
             "partition": p.partition,
             "log_start_offset": p.log_start_offset,
