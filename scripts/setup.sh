@@ -24,8 +24,10 @@ APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-c
 # selenium: the WebDriver client that drives Chromium through the web UI.
 # confluent-kafka: librdkafka's admin API from Python (tests/python/kafka_admin.py,
 # tests/python/kafka_scram_credentials.py).
+# kubernetes-validate: the Kubernetes API's JSON schemas, offline, against which
+# tests/daemon/deploy_config.rs checks the manifests `kubectl kustomize` renders.
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka [selenium]=selenium
-  [confluent-kafka]=confluent_kafka)
+  [confluent-kafka]=confluent_kafka [kubernetes-validate]=kubernetes_validate)
 
 log() { echo "setup.sh: $*"; }
 
@@ -78,6 +80,10 @@ if ((${#pip_missing[@]})); then
   fi
   PIP_ROOT_USER_ACTION=ignore python3 -m pip "${pip_args[@]}" "${pip_missing[@]}"
 fi
+
+# kubectl renders the kustomizations for that check; it comes with the machine (Debian's own
+# kubernetes-client is too old for their `labels:`), so it is only reported when missing.
+command -v kubectl >/dev/null 2>&1 || log "kubectl not found: the Kubernetes manifest tests will fail (install kubectl 1.27 or later)"
 
 if ! cargo nextest --version >/dev/null 2>&1; then
   log "installing cargo-nextest"
