@@ -18,8 +18,11 @@ set -euo pipefail
 # test (tests/daemon/ui.rs) and scripts/ui-screenshots.sh drive.
 # g++, zlib1g-dev, libzstd-dev, rapidjson-dev: scripts/librdkafka-tests.sh builds librdkafka's
 # own test suite (C and C++ tests, gzip and zstd codecs; RapidJSON checks statistics JSON).
+# podman, runc, debootstrap: the container image test (tests/daemon/image.rs) builds the image
+# with scripts/image.sh on a Debian base debootstrap makes, and runs it; runc because crun,
+# podman's default runtime, refuses a hybrid cgroup hierarchy.
 APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config curl openssl
-  chromium chromium-driver g++ zlib1g-dev libzstd-dev rapidjson-dev)
+  chromium chromium-driver g++ zlib1g-dev libzstd-dev rapidjson-dev podman runc debootstrap)
 # Python clients for interoperability tests, and the module each one provides.
 # selenium: the WebDriver client that drives Chromium through the web UI.
 # confluent-kafka: librdkafka's admin API from Python (tests/python/kafka_admin.py,

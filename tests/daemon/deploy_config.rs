@@ -1,7 +1,8 @@
 //! The files shipped in `deploy/` fit the code and each other: the configurations of the
-//! Kubernetes base and its three-instance FoundationDB overlay load and validate (with the
-//! base's users appended, as the init container does), both kustomizations render and pass
-//! an offline schema check of the Kubernetes API, and every config key a deploy file names
+//! Kubernetes base, its three-instance FoundationDB overlay and the container image load
+//! and validate (with the base's users appended, as the init container does), both
+//! kustomizations render and pass an offline schema check of the Kubernetes API, every
+//! manifest runs the image `scripts/image.sh` tags, and every config key a deploy file names
 //! exists — so a renamed or removed key cannot break deployments silently.
 
 use crate::deploy_metrics::{deploy_dir, files_below};
@@ -57,6 +58,41 @@ fn the_fdb_overlay_config_loads_and_validates_with_the_fdb_engine() {
             "{error}"
         );
     }
+}
+
+#[test]
+fn container_config_loads_and_validates() {
+    let config = Config::load(repo_file("deploy/container/ferry.toml")).unwrap();
+    config.validate().unwrap();
+    assert_eq!(config.store.path, Path::new("/var/lib/ferry/data"));
+    for listen in [
+        &config.amqp.listen,
+        &config.kafka.listen,
+        &config.metrics.listen,
+        &config.management.listen,
+    ] {
+        assert!(listen.starts_with("0.0.0.0:"), "{listen}");
+    }
+}
+
+/// The image every manifest names: the tag `scripts/image.sh build` gives by default.
+#[test]
+fn manifests_run_the_image_scripts_image_sh_tags() {
+    let script = std::fs::read_to_string(repo_file("scripts/image.sh")).unwrap();
+    assert!(
+        script.contains("tag=${2:-localhost/ferry:$version}"),
+        "scripts/image.sh's default tag changed; change the manifests with it"
+    );
+    let image = format!("localhost/ferry:{}", env!("CARGO_PKG_VERSION"));
+    let base = kustomize("deploy/kubernetes/base");
+    let images: Vec<&str> = base
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("image: "))
+        .collect();
+    assert_eq!(images, [image.as_str(), image.as_str()], "{base}");
+    let overlay = kustomize("deploy/kubernetes/overlays/fdb-3");
+    let fdb_image = format!("image: {image}-fdb");
+    assert_eq!(overlay.matches(&fdb_image).count(), 2, "{overlay}");
 }
 
 /// Both kustomizations, rendered by `kubectl kustomize`, against the JSON schemas of the

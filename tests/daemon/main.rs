@@ -1,10 +1,10 @@
 //! The `ferry` binary as an operator meets it: `ferry run`'s health, readiness, signals and
-//! startup failures, the `validate` and `hash-password` commands, and the files shipped in
-//! `deploy/`; TLS certificates reloaded and HTTPS; metrics under RabbitMQ's and
-//! kafka_exporter's names; the load tools over TLS; the management API driven by
-//! rabbitmqadmin and Python, and its web UI in headless Chromium; the source tree's
-//! layering as a newcomer reads it; and the fuzz targets' kept inputs replayed. One test
-//! binary; one module per subject.
+//! startup failures, the `validate` and `hash-password` commands, the files shipped in
+//! `deploy/` and the container image built from them; TLS certificates reloaded and HTTPS;
+//! metrics under RabbitMQ's and kafka_exporter's names; the load tools over TLS; the
+//! management API driven by rabbitmqadmin and Python, and its web UI in headless Chromium;
+//! the source tree's layering as a newcomer reads it; and the fuzz targets' kept inputs
+//! replayed. One test binary; one module per subject.
 
 use ferry_test_support as common;
 
@@ -15,6 +15,7 @@ mod deploy_metrics;
 mod fuzz_corpus;
 #[path = "../../fuzz/targets/mod.rs"]
 mod fuzz_targets;
+mod image;
 mod layering;
 mod lifecycle;
 mod management;
