@@ -2,8 +2,8 @@
 # Builds Ferry's container image from a ferry binary built on this machine, with no container
 # registry: the runtime base is Debian made with debootstrap from the machine's own apt mirror,
 # once, cached as a tarball under $HOME/.cache/ferry/image/ and imported into the engine.
-# The image is deploy/container/Containerfile's, built with FERRY_BINARY=prebuilt
-# (docs/operations.md, "The container image").
+# The image is deploy/container/Containerfile's target "prebuilt" (docs/operations.md, "The
+# container image").
 #
 # Usage:
 #   scripts/image.sh build BINARY [TAG]   build TAG (default localhost/ferry:VERSION, VERSION
@@ -159,7 +159,7 @@ build() {
   cp "$repo/deploy/container/ferry.toml" "$repo/deploy/container/healthcheck" "$context/deploy/container/"
 
   local args=(build -f "$repo/deploy/container/Containerfile" -t "$tag"
-    --build-arg FERRY_BINARY=prebuilt --build-arg RUNTIME_BASE="$base_tag")
+    --target prebuilt --build-arg RUNTIME_BASE="$base_tag")
   # HEALTHCHECK, STOPSIGNAL's record and the like exist only in Docker's image format;
   # podman builds OCI images unless told otherwise, and would drop the health check. Without
   # intermediate images the build commits once: with the vfs storage driver every commit
