@@ -19,14 +19,19 @@ set -euo pipefail
 # test (tests/daemon/ui.rs) and scripts/ui-screenshots.sh drive.
 # g++, zlib1g-dev, libzstd-dev, rapidjson-dev: scripts/librdkafka-tests.sh builds librdkafka's
 # own test suite (C and C++ tests, gzip and zstd codecs; RapidJSON checks statistics JSON).
+# podman, runc, debootstrap: the container image test (tests/daemon/image.rs) builds the image
+# with scripts/image.sh on a Debian base debootstrap makes, and runs it; runc because crun,
+# podman's default runtime, refuses a hybrid cgroup hierarchy.
 APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-config curl openssl
-  chromium chromium-driver g++ zlib1g-dev libzstd-dev rapidjson-dev)
+  chromium chromium-driver g++ zlib1g-dev libzstd-dev rapidjson-dev podman runc debootstrap)
 # Python clients for interoperability tests, and the module each one provides.
 # selenium: the WebDriver client that drives Chromium through the web UI.
 # confluent-kafka: librdkafka's admin API from Python (tests/python/kafka_admin.py,
 # tests/python/kafka_scram_credentials.py).
+# kubernetes-validate: the Kubernetes API's JSON schemas, offline, against which
+# tests/daemon/deploy_config.rs checks the manifests `kubectl kustomize` renders.
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka [selenium]=selenium
-  [confluent-kafka]=confluent_kafka)
+  [confluent-kafka]=confluent_kafka [kubernetes-validate]=kubernetes_validate)
 # What `cargo build --release` of the daemon needs: make (jemalloc), libssl-dev and
 # pkg-config (librdkafka, which `ferry bench` and the bridge's Kafka endpoints link).
 RUN_PACKAGES=(make libssl-dev pkg-config)
@@ -89,6 +94,12 @@ if ((${#pip_missing[@]})); then
     pip_args+=(--break-system-packages)
   fi
   PIP_ROOT_USER_ACTION=ignore python3 -m pip "${pip_args[@]}" "${pip_missing[@]}"
+fi
+
+# kubectl renders the kustomizations for that check; it comes with the machine (Debian's own
+# kubernetes-client is too old for their `labels:`), so it is only reported when missing.
+if ! $run_only && ! command -v kubectl >/dev/null 2>&1; then
+  log "kubectl not found: the Kubernetes manifest tests will fail (install kubectl 1.27 or later)"
 fi
 
 if ! $run_only && ! cargo nextest --version >/dev/null 2>&1; then

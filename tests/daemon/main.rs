@@ -1,8 +1,8 @@
 //! The `ferry` binary as an operator meets it: `ferry run`'s health, readiness, signals and
 //! startup failures, the `validate` and `hash-password` commands, the admin commands over
-//! the management API, and the files shipped in
-//! `deploy/`; TLS certificates reloaded and HTTPS; metrics under RabbitMQ's and
-//! kafka_exporter's names; the load tools over TLS; online backup and restore; the management API driven by
+//! the management API, the files shipped in `deploy/` and the container image built from
+//! them; TLS certificates reloaded and HTTPS; metrics under RabbitMQ's and kafka_exporter's
+//! names; the load tools over TLS; online backup and restore; the management API driven by
 //! rabbitmqadmin and Python, and its web UI in headless Chromium; the source tree's
 //! layering as a newcomer reads it; and the fuzz targets' kept inputs replayed. One test
 //! binary; one module per subject.
@@ -18,6 +18,7 @@ mod deploy_metrics;
 mod fuzz_corpus;
 #[path = "../../fuzz/targets/mod.rs"]
 mod fuzz_targets;
+mod image;
 mod layering;
 mod lifecycle;
 mod management;
