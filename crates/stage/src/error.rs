@@ -38,6 +38,22 @@ pub enum StageError {
         "the payload of a large message (spill {0}) was freed before its commit, because its lease holder expired; publish it again"
     )]
     SpillGone(u64),
+    /// The keyspace was laid out by a newer Ferry than this one.
+    #[error(
+        "the store's keyspace is schema version {found}, written by Ferry {written_by}; this \
+         Ferry ({this}) reads schema version {reads}: run Ferry {written_by} or newer on it, or \
+         restore a backup taken before the upgrade (docs/operations.md, \"Upgrades\")"
+    )]
+    NewerSchema {
+        /// The keyspace's schema version.
+        found: u64,
+        /// The version of the Ferry that last opened it ("an unknown version" when not recorded).
+        written_by: String,
+        /// This Ferry's schema version.
+        reads: u64,
+        /// This Ferry's version.
+        this: &'static str,
+    },
     /// A stored value could not be decoded.
     #[error(
         "the store holds a stage value this ferry cannot decode ({0}); the keyspace was written by another version or damaged"

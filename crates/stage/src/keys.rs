@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! (P, "schema")                               = schema version (tuple int)
+//! (P, "schema", "ferry")                      = version of the Ferry that last opened it
 //! (P, "stages", "by_name", name)              = stage id (tuple int)
 //! (P, "stages", "next_id")                    = next stage id (tuple int)
 //! (P, "stages", "meta", id)                   = StageMeta tuple
@@ -112,6 +113,11 @@ impl RootKeys {
     /// The schema version key.
     pub fn schema(&self) -> Vec<u8> {
         self.root.pack(&("schema",))
+    }
+
+    /// The version of the Ferry that last opened the keyspace (UTF-8).
+    pub fn schema_writer(&self) -> Vec<u8> {
+        self.root.pack(&("schema", "ferry"))
     }
 
     /// Name → id.

@@ -71,26 +71,46 @@ impl Stages {
         Spills::new(self.db.clone(), self.root.clone())
     }
 
-    /// Records the schema version in a new keyspace, or checks an existing one matches.
+    /// Records the schema version in a new keyspace, or checks an existing one: a keyspace
+    /// of this schema is opened (and this Ferry's version recorded as its last writer),
+    /// one of a newer schema refused naming both versions and the Ferry that wrote it.
+    /// Record formats change within a schema by versioned values every reader decodes
+    /// (docs/keyspace.md); the schema version changes only for a layout an older Ferry
+    /// would misread.
     ///
     /// # Errors
-    /// [`StageError::Corrupt`] when the keyspace has another schema version.
+    /// [`StageError::NewerSchema`]; [`StageError::Corrupt`] for an older schema, which
+    /// no Ferry since 0.1.0 writes.
     pub async fn ensure_schema(&self) -> Result<(), StageError> {
-        let key = self.root.schema();
+        let (key, writer) = (self.root.schema(), self.root.schema_writer());
+        let this = env!("CARGO_PKG_VERSION");
         self.db
             .run(|tx| {
-                let key = key.clone();
+                let (key, writer) = (key.clone(), writer.clone());
                 async move {
-                    match tx.get(&key, false).await? {
-                        None => tx.set(&key, encode_u64(SCHEMA_VERSION as u64)),
-                        Some(v) if decode_u64(&v)? == SCHEMA_VERSION as u64 => {}
-                        Some(v) => {
-                            return Err(StageError::Corrupt(format!(
-                                "keyspace schema version {} (this ferry uses {SCHEMA_VERSION})",
-                                decode_u64(&v)?
-                            )));
-                        }
+                    let found = match tx.get(&key, false).await? {
+                        None => SCHEMA_VERSION as u64,
+                        Some(v) => decode_u64(&v)?,
+                    };
+                    if found > SCHEMA_VERSION as u64 {
+                        let written_by = tx.get(&writer, true).await?.map_or_else(
+                            || "of an unknown version".to_owned(),
+                            |v| String::from_utf8_lossy(&v).into_owned(),
+                        );
+                        return Err(StageError::NewerSchema {
+                            found,
+                            written_by,
+                            reads: SCHEMA_VERSION as u64,
+                            this,
+                        });
                     }
+                    if found < SCHEMA_VERSION as u64 {
+                        return Err(StageError::Corrupt(format!(
+                            "keyspace schema version {found} (this ferry uses {SCHEMA_VERSION})"
+                        )));
+                    }
+                    tx.set(&key, encode_u64(SCHEMA_VERSION as u64));
+                    tx.set(&writer, this.as_bytes().to_vec());
                     Ok(())
                 }
             })
