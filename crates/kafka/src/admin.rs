@@ -25,7 +25,7 @@ use std::sync::Arc;
 // The ACL model as `KafkaAdmin::acls` returns it: the set, each binding, and the values of
 // its fields.
 pub use crate::acls::model::{
-    Acl, Operation, PatternType, Permission, ResourcePattern, ResourceType,
+    Acl, AclCodes, Operation, PatternType, Permission, ResourcePattern, ResourceType,
 };
 pub use crate::acls::store::AclSet;
 pub use crate::metadata::topics::TopicError;

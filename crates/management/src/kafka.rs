@@ -67,7 +67,7 @@ fn group_json(g: &GroupSummary) -> Value {
 }
 
 /// Kafka's name of an ACL enum value: `TransactionalId` as `TRANSACTIONAL_ID`.
-fn kafka_name(value: impl std::fmt::Debug) -> String {
+pub(crate) fn kafka_name(value: impl std::fmt::Debug) -> String {
     let mut out = String::new();
     for (i, c) in format!("{value:?}").chars().enumerate() {
         if c.is_ascii_uppercase() && i > 0 {
@@ -88,6 +88,11 @@ fn acl_json(a: &Acl) -> Value {
         "operation": kafka_name(a.operation),
         "permission": kafka_name(a.permission),
     })
+}
+
+/// The value of `all` whose Kafka name ([`kafka_name`]) is `name`.
+pub(crate) fn from_kafka_name<T: Copy + std::fmt::Debug>(all: &[T], name: &str) -> Option<T> {
+    all.iter().copied().find(|v| kafka_name(v) == name)
 }
 
 /// `GET /api/ferry/kafka/topics`.

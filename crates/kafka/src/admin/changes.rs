@@ -8,7 +8,7 @@
 //! generation -1 (an admin client's), which the group's coordinator accepts only while the
 //! group has no members and fences with the group's lease.
 
-use super::KafkaAdmin;
+use super::{Acl, KafkaAdmin};
 use crate::coordinator::groups::state::MemberRef;
 use crate::coordinator::groups::store::CommittedOffset;
 use crate::metadata::settings::TopicConfig;
@@ -74,6 +74,24 @@ pub enum ResetError {
     /// The store failed.
     #[error(transparent)]
     Log(#[from] LogError),
+}
+
+/// An admin client's member: none (a commit with generation -1).
+fn admin() -> MemberRef {
+    MemberRef::new("", None)
+}
+
+/// What the coordinator's answer `code` to an admin commit means.
+fn verdict(group: &str, code: i16) -> Result<(), ResetError> {
+    match ResponseError::try_from_code(code) {
+        None => Ok(()),
+        Some(ResponseError::UnknownMemberId) => Err(ResetError::ActiveMembers(group.into())),
+        Some(ResponseError::NotCoordinator) => Err(ResetError::NotCoordinator(group.into())),
+        Some(error) => Err(ResetError::Refused {
+            group: group.into(),
+            error,
+        }),
+    }
 }
 
 impl KafkaAdmin {
@@ -152,37 +170,51 @@ impl KafkaAdmin {
                 });
             }
         }
-        // An admin client's commit: no member, generation -1, which the group's task
-        // accepts only while the group is empty.
-        let admin = || MemberRef::new("", None);
-        let code = if dry_run {
-            self.ctx.coordinator.check_member(group, admin(), -1).await
+        if dry_run {
+            let code = self.ctx.coordinator.check_member(group, admin(), -1).await;
+            verdict(group, code)?;
         } else {
-            let commits: Vec<_> = offsets
-                .iter()
-                .map(|o| {
-                    let committed = CommittedOffset {
-                        offset: o.offset,
-                        leader_epoch: -1,
-                        metadata: None,
-                    };
-                    (o.topic.clone(), o.partition, committed)
-                })
-                .collect();
-            self.ctx
-                .coordinator
-                .commit(group, admin(), -1, &commits)
-                .await
-        };
-        match ResponseError::try_from_code(code) {
-            None => Ok(offsets),
-            Some(ResponseError::UnknownMemberId) => Err(ResetError::ActiveMembers(group.into())),
-            Some(ResponseError::NotCoordinator) => Err(ResetError::NotCoordinator(group.into())),
-            Some(error) => Err(ResetError::Refused {
-                group: group.into(),
-                error,
-            }),
+            self.commit_offsets(group, &offsets).await?;
         }
+        Ok(offsets)
+    }
+
+    /// Commits `offsets` for `group` as an admin client commits them (no member,
+    /// generation -1, which the group's coordinator accepts only while the group is
+    /// empty): a reset's last step, and a definitions import's.
+    ///
+    /// # Errors
+    /// As [`Self::reset_offsets`].
+    pub async fn commit_offsets(
+        &self,
+        group: &str,
+        offsets: &[ResetOffset],
+    ) -> Result<(), ResetError> {
+        let commits: Vec<_> = offsets
+            .iter()
+            .map(|o| {
+                let committed = CommittedOffset {
+                    offset: o.offset,
+                    leader_epoch: -1,
+                    metadata: None,
+                };
+                (o.topic.clone(), o.partition, committed)
+            })
+            .collect();
+        let code = self
+            .ctx
+            .coordinator
+            .commit(group, admin(), -1, &commits)
+            .await;
+        verdict(group, code)
+    }
+
+    /// Adds `acls` (those already there are kept once), as CreateAcls does.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn add_acls(&self, acls: &[Acl]) -> Result<(), ferry_store::StoreError> {
+        self.ctx.acls.create(acls).await
     }
 
     /// The topics a reset of `group` covers: `named`, or those it has committed offsets for.

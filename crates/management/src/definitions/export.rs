@@ -1,5 +1,5 @@
 //! Exporting definitions in RabbitMQ's JSON: users (with their RabbitMQ-format password
-//! hash, never their SCRAM credentials), the configured virtual hosts, permissions, topic
+//! hash and, as fields of Ferry's own, their SCRAM credentials), the configured virtual hosts, permissions, topic
 //! permissions, and every virtual host's durable and transient exchanges (not the
 //! built-in ones), queues (not those exclusive to a connection) and bindings.
 //! `parameters` and `policies` are always empty: Ferry has neither.
@@ -97,6 +97,8 @@ pub fn user_definition(user: &User) -> UserDefinition {
         hashing_algorithm: Some(HASHING_ALGORITHM.to_owned()),
         tags: Tags(user.tags.clone()),
         limits: Some(serde_json::json!({})),
+        scram_sha_256: user.scram_sha_256.as_ref().map(ToString::to_string),
+        scram_sha_512: user.scram_sha_512.as_ref().map(ToString::to_string),
     }
 }
 

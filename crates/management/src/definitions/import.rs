@@ -27,6 +27,7 @@ use ferry_amqp::admin::{VHosts, VhostMeta};
 use ferry_auth::User;
 use ferry_auth::password::PasswordHash;
 use ferry_auth::permissions::{Permissions, TopicPermission, VhostPermissions};
+use ferry_auth::scram::{Mechanism, ScramCredential};
 use ferry_auth::store::{UserStore, UserStoreError};
 use ferry_store::{StoreError, TransactionError};
 use std::collections::{BTreeMap, HashSet};
@@ -420,23 +421,36 @@ fn user_of(index: usize, u: &UserDefinition) -> Result<User, ImportError> {
                 .map_err(|reason| refused(format!("{}: {reason}", field("password_hash"))))?,
         ),
     };
+    let scram = |mechanism: Mechanism, text: &Option<String>, name: &str| {
+        text.as_deref()
+            .map(|t| ScramCredential::parse(mechanism, t))
+            .transpose()
+            .map_err(|reason| refused(format!("{}: {reason}", field(name))))
+    };
     Ok(User {
         password_hash,
+        scram_sha_256: scram(Mechanism::Sha256, &u.scram_sha_256, "scram_sha_256")?,
+        scram_sha_512: scram(Mechanism::Sha512, &u.scram_sha_512, "scram_sha_512")?,
         ..User::new(&u.name)
     }
     .with_tags(u.tags.0.iter().cloned()))
 }
 
-/// `imported` as it is stored over `stored`: restrictions kept, SCRAM credentials kept
-/// only when the password hash is unchanged.
+/// `imported` as it is stored over `stored`: restrictions kept; SCRAM credentials the
+/// document gives replace the stored ones, which are otherwise kept only when the
+/// password hash is unchanged.
 fn merged(imported: User, stored: Option<User>) -> User {
     match stored {
         None => imported,
         Some(stored) => {
             let same_password = stored.password_hash == imported.password_hash;
             User {
-                scram_sha_256: stored.scram_sha_256.filter(|_| same_password),
-                scram_sha_512: stored.scram_sha_512.filter(|_| same_password),
+                scram_sha_256: imported
+                    .scram_sha_256
+                    .or(stored.scram_sha_256.filter(|_| same_password)),
+                scram_sha_512: imported
+                    .scram_sha_512
+                    .or(stored.scram_sha_512.filter(|_| same_password)),
                 loopback_only: stored.loopback_only,
                 require_tls: stored.require_tls,
                 ..imported

@@ -7,12 +7,15 @@
 //! - [`model`]: the JSON's serde types, exactly RabbitMQ 3.x's fields;
 //! - [`import`]: checking a document, then writing it all in one transaction;
 //! - [`export`]: the document of what the store holds;
+//! - [`ferry`]: the document's `ferry` section (Kafka topics, ACLs, committed offsets,
+//!   runtime routes), exported and imported through the fronts' own operations;
 //! - this module: the routes.
 //!
 //! Declaration arguments go between JSON and field tables as the rest of the API's do
 //! ([`super::tables`]).
 
 pub mod export;
+mod ferry;
 pub mod import;
 pub mod model;
 
@@ -42,13 +45,14 @@ pub fn routes() -> Router<Api> {
 /// `GET /api/definitions`.
 async fn export(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Definitions>> {
     administrator(&principal)?;
-    let all = export_all(
+    let mut all = export_all(
         api.users.store(),
         api.amqp.vhost_registry(),
         COMPATIBLE_RABBITMQ_VERSION,
     )
     .await
     .map_err(store_failed)?;
+    all.ferry = Some(ferry::export(&api).await?);
     Ok(Json(all))
 }
 
@@ -89,21 +93,35 @@ async fn imported(
     only_vhost: Option<&str>,
 ) -> ApiResult<StatusCode> {
     administrator(principal)?;
-    let definitions: Definitions = serde_json::from_slice(body).map_err(|e| {
+    let mut definitions: Definitions = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(if e.is_data() {
             format!("the definitions are not RabbitMQ's definitions JSON: {e}")
         } else {
             format!("the body is not valid JSON: {e}")
         })
     })?;
+    let ferry = match (definitions.ferry.take(), only_vhost) {
+        (Some(_), Some(vhost)) => {
+            return Err(ApiError::bad_request(format!(
+                "ferry: Kafka topics, ACLs, offsets and routes belong to no virtual host; \
+                 import them with POST /api/definitions, not into '{vhost}'"
+            )));
+        }
+        (Some(section), None) => Some(ferry::check(api, section).await?),
+        (None, _) => None,
+    };
     let target = Target {
         users: api.users.store(),
         vhosts: api.amqp.vhost_registry(),
         transient_owner: api.amqp.transient_owner(),
     };
     match target.import(definitions, only_vhost).await {
-        Ok(_) => Ok(StatusCode::NO_CONTENT),
-        Err(ImportError::Refused(reason)) => Err(ApiError::bad_request(reason)),
-        Err(e @ ImportError::Failed(_)) => Err(ApiError::internal(e.to_string())),
+        Ok(_) => {}
+        Err(ImportError::Refused(reason)) => return Err(ApiError::bad_request(reason)),
+        Err(e @ ImportError::Failed(_)) => return Err(ApiError::internal(e.to_string())),
     }
+    if let Some(checked) = ferry {
+        ferry::apply(api, checked).await?;
+    }
+    Ok(StatusCode::NO_CONTENT)
 }

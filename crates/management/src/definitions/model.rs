@@ -55,6 +55,76 @@ pub struct Definitions {
     /// Bindings.
     #[serde(default)]
     pub bindings: Vec<BindingDefinition>,
+    /// Ferry's own parts, which RabbitMQ's definitions have no place for (absent from
+    /// RabbitMQ's exports and from a virtual host's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ferry: Option<FerryDefinitions>,
+}
+
+/// The Kafka front's topics, ACLs and committed offsets, and the bridge's runtime routes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FerryDefinitions {
+    /// Kafka topics with their settings.
+    #[serde(default)]
+    pub kafka_topics: Vec<TopicDefinition>,
+    /// Kafka ACLs.
+    #[serde(default)]
+    pub kafka_acls: Vec<AclDefinition>,
+    /// Consumer groups' committed offsets.
+    #[serde(default)]
+    pub kafka_group_offsets: Vec<GroupOffsetDefinition>,
+    /// Routes added through the API (those of `[[routes]]` belong to the config file),
+    /// each as `PUT /api/ferry/routes/{name}` takes it.
+    #[serde(default)]
+    pub routes: Vec<Value>,
+}
+
+/// A Kafka topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicDefinition {
+    /// Its name.
+    pub name: String,
+    /// How many partitions it has.
+    pub partitions: i32,
+    /// Its settings (`retention.ms`, `cleanup.policy`, …) as DescribeConfigs names them.
+    #[serde(default)]
+    pub configs: Map<String, Value>,
+}
+
+/// A Kafka ACL, with Kafka's names for its enums (as `/api/ferry/kafka/acls` shows it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AclDefinition {
+    /// `TOPIC`, `GROUP`, `CLUSTER` or `TRANSACTIONAL_ID`.
+    pub resource_type: String,
+    /// `LITERAL` or `PREFIXED`.
+    pub pattern_type: String,
+    /// The resource's name (or prefix).
+    pub name: String,
+    /// `User:NAME` or `User:*`.
+    pub principal: String,
+    /// An IP address or `*`.
+    pub host: String,
+    /// `READ`, `WRITE`, `DESCRIBE`, …
+    pub operation: String,
+    /// `ALLOW` or `DENY`.
+    pub permission: String,
+}
+
+/// One committed offset of a consumer group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupOffsetDefinition {
+    /// The group.
+    pub group: String,
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The offset the group consumes next.
+    pub offset: i64,
 }
 
 /// A user.
@@ -75,6 +145,13 @@ pub struct UserDefinition {
     /// RabbitMQ's per-user limits: ignored (Ferry has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Value>,
+    /// Ferry's own: the user's SCRAM-SHA-256 credential for the Kafka front, in the form
+    /// `ferry hash-password` prints (absent from RabbitMQ's exports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scram_sha_256: Option<String>,
+    /// Ferry's own: the user's SCRAM-SHA-512 credential.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scram_sha_512: Option<String>,
 }
 
 /// User tags as RabbitMQ writes them: a list, or a comma-separated string (older
