@@ -503,3 +503,55 @@ async fn kafka_python_lists_describes_and_finds_no_hanging_transactions() {
     );
     broker.stop().await;
 }
+
+/// What UIs and operators' tools ask of a broker's log dirs, leaders and replicas, through
+/// kafka-python's and confluent-kafka's admin clients: one log dir whose partition sizes
+/// follow the bytes produced and deleted, moves only to it, no election needed, no
+/// reassignment but to the current replica, and the broker's own keys described.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_clients_see_one_log_dir_led_partitions_and_the_brokers_keys() {
+    let broker = KafkaServer::start().await;
+    let out = run(
+        "python3",
+        &[
+            &python_script("kafka_replicas_admin.py"),
+            &broker.bootstrap(),
+            "sized",
+        ],
+        b"",
+    )
+    .await;
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "logdirs dirs=1 absolute=yes disk=yes size=0\n\
+         grew yes\n\
+         emptied size=0\n\
+         moved here=NoError elsewhere=LogDirNotFoundError\n\
+         elected ELECTION_NOT_NEEDED\n\
+         reassignments listed=0 same=None other=InvalidReplicationAssignmentError\n\
+         broker node.id=0 log.dirs=same advertised=yes\n\
+         confluent node.id=0/STATIC_BROKER_CONFIG/ro listeners=STATIC_BROKER_CONFIG/ro \
+         retention=STATIC_BROKER_CONFIG/rw\n\
+         confluent elected ELECTION_NOT_NEEDED\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // librdkafka (rdkafka) describes the broker alike.
+    let advertised = entry(
+        &admin(&broker),
+        ResourceSpecifier::Broker(0),
+        "advertised.listeners",
+    )
+    .await
+    .expect("advertised.listeners is described");
+    assert_eq!(
+        (advertised.source, advertised.is_read_only),
+        (ConfigSource::StaticBroker, true)
+    );
+    let value = advertised.value.unwrap_or_default();
+    assert!(
+        value.starts_with(&format!("PLAINTEXT://{}", broker.bootstrap())),
+        "{value}"
+    );
+    broker.stop().await;
+}

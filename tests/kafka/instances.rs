@@ -3,7 +3,8 @@
 //! one coordinator whichever instance its members bootstrap from, and when the instance
 //! holding the group and the partitions stops, the other takes both over and the group
 //! carries on with its committed offsets; an instance lets go of the groups it does not
-//! use; a new instance takes its share of the partitions from a running one.
+//! use; a new instance takes its share of the partitions from a running one, and each lists
+//! the partitions it leads in its log dir.
 
 use crate::common::fronts::KafkaServer;
 use crate::common::kafka::raw::Raw;
@@ -11,7 +12,7 @@ use crate::common::kafka::{PATIENCE, consumer, drive, producer, send_range};
 use crate::common::wait;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
-    ApiKey, FindCoordinatorRequest, GroupId, HeartbeatRequest, ResponseKind,
+    ApiKey, DescribeLogDirsRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest, ResponseKind,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
@@ -276,6 +277,60 @@ async fn a_new_instance_takes_its_share_of_the_partitions_while_a_producer_write
     collect(&mut rx, (0..sent).collect()).await;
     drop(rx);
     let _ = task.await;
+    b.stop().await;
+    a.stop().await;
+}
+
+/// The partitions of [`TOPIC`] DescribeLogDirs (v4) at `addr` lists in the instance's one
+/// log dir, by index.
+async fn in_log_dir(addr: SocketAddr) -> BTreeSet<i32> {
+    let mut raw = Raw::connect(addr).await;
+    let request = DescribeLogDirsRequest::default().with_topics(None);
+    let ResponseKind::DescribeLogDirs(r) = raw.request(ApiKey::DescribeLogDirs, 4, &request).await
+    else {
+        panic!("not a DescribeLogDirs answer");
+    };
+    assert_eq!(r.results.len(), 1, "one log dir per instance");
+    r.results[0]
+        .topics
+        .iter()
+        .filter(|t| t.name.0.as_str() == TOPIC)
+        .flat_map(|t| t.partitions.iter().map(|p| p.partition_index))
+        .collect()
+}
+
+/// Each instance's DescribeLogDirs lists the partitions it leads, as Metadata names it their
+/// replica: summed over the brokers, as UIs sum a topic's size, each partition counts once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_instance_lists_the_partitions_it_leads_in_its_log_dir() {
+    let a = KafkaServer::start_with(|c| {
+        c.default_partitions = 4;
+        c.node_id = 0;
+        c.sequencer_lease_ms = 1_500;
+    })
+    .await;
+    let p = producer(&a.bootstrap(), &[]);
+    send_range(&p, TOPIC, 0, 20).await;
+    assert_eq!(in_log_dir(a.addr).await, BTreeSet::from([0, 1, 2, 3]));
+    let b = a.peer(1).await;
+    let (at_a, at_b) = wait::until("b takes two partitions", PATIENCE, async || {
+        let (at_a, at_b) = (in_log_dir(a.addr).await, in_log_dir(b.addr).await);
+        (at_a.len() == 2 && at_b.len() == 2).then_some((at_a, at_b))
+    })
+    .await;
+    assert!(at_a.is_disjoint(&at_b), "{at_a:?} {at_b:?}");
+    let led_by = |node| -> BTreeSet<i32> {
+        (0..)
+            .zip(leaders(&p))
+            .filter(|&(_, leader)| leader == node)
+            .map(|(partition, _)| partition)
+            .collect()
+    };
+    assert_eq!(
+        (led_by(0), led_by(1)),
+        (at_a, at_b),
+        "as Metadata names them"
+    );
     b.stop().await;
     a.stop().await;
 }

@@ -592,6 +592,19 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
             RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default())
         }
         ApiKey::DeleteRecords => RequestKind::DeleteRecords(DeleteRecordsRequest::default()),
+        // Nothing asked (ElectLeaders: every partition, none needing an election): no
+        // error.
+        ApiKey::DescribeLogDirs => RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default()),
+        ApiKey::AlterReplicaLogDirs => {
+            RequestKind::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::default())
+        }
+        ApiKey::ElectLeaders => RequestKind::ElectLeaders(ElectLeadersRequest::default()),
+        ApiKey::ListPartitionReassignments => {
+            RequestKind::ListPartitionReassignments(ListPartitionReassignmentsRequest::default())
+        }
+        ApiKey::AlterPartitionReassignments => {
+            RequestKind::AlterPartitionReassignments(AlterPartitionReassignmentsRequest::default())
+        }
         // Nothing asked: an empty answer.
         ApiKey::OffsetForLeaderEpoch => {
             RequestKind::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::default())
@@ -646,6 +659,130 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
         ),
         _ => return None,
     })
+}
+
+/// The replica administration APIs at the oldest and newest versions Ferry advertises
+/// (clients send the newest): one log dir with the partition's bytes, no move elsewhere,
+/// no election needed, no reassignment in progress nor made elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_admin_apis_answer_their_oldest_and_newest_versions() {
+    use kafka_protocol::messages::alter_partition_reassignments_request::{
+        ReassignablePartition, ReassignableTopic,
+    };
+    use kafka_protocol::messages::alter_replica_log_dirs_request::{
+        AlterReplicaLogDir, AlterReplicaLogDirTopic,
+    };
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    use kafka_protocol::messages::{
+        AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, BrokerId,
+        DescribeLogDirsRequest, ElectLeadersRequest, ListPartitionReassignmentsRequest,
+    };
+    let broker = KafkaServer::start().await;
+    let mut raw = Raw::connect(broker.addr).await;
+    create_topic(&mut raw, "ends").await;
+    let records = batch(&["a", "b"]);
+    let size = records.len() as i64;
+    assert_eq!(produce(&mut raw, "ends", records).await, (0, 0));
+
+    for version in [1, 4] {
+        let ResponseKind::DescribeLogDirs(r) = raw
+            .request(
+                ApiKey::DescribeLogDirs,
+                version,
+                &DescribeLogDirsRequest::default().with_topics(None),
+            )
+            .await
+        else {
+            panic!("not a DescribeLogDirs answer");
+        };
+        let dir = &r.results[0];
+        let partition = &dir.topics[0].partitions[0];
+        assert_eq!(
+            (
+                r.results.len(),
+                dir.topics[0].name.0.as_str(),
+                partition.partition_size
+            ),
+            (1, "ends", size),
+            "v{version}"
+        );
+        assert_eq!(dir.total_bytes > 0, version >= 4, "v{version}: {dir:?}");
+    }
+    for version in [1, 2] {
+        let request = AlterReplicaLogDirsRequest::default().with_dirs(vec![
+            AlterReplicaLogDir::default()
+                .with_path(StrBytes::from_static_str("/var/lib/kafka/data"))
+                .with_topics(vec![
+                    AlterReplicaLogDirTopic::default()
+                        .with_name(name("ends"))
+                        .with_partitions(vec![0]),
+                ]),
+        ]);
+        let ResponseKind::AlterReplicaLogDirs(r) = raw
+            .request(ApiKey::AlterReplicaLogDirs, version, &request)
+            .await
+        else {
+            panic!("not an AlterReplicaLogDirs answer");
+        };
+        assert_eq!(
+            r.results[0].partitions[0].error_code,
+            ResponseError::LogDirNotFound.code(),
+            "v{version}"
+        );
+    }
+    for version in [0, 2] {
+        let request = ElectLeadersRequest::default()
+            .with_topic_partitions(Some(vec![
+                TopicPartitions::default()
+                    .with_topic(name("ends"))
+                    .with_partitions(vec![0]),
+            ]))
+            .with_timeout_ms(5000);
+        let ResponseKind::ElectLeaders(r) =
+            raw.request(ApiKey::ElectLeaders, version, &request).await
+        else {
+            panic!("not an ElectLeaders answer");
+        };
+        assert_eq!(
+            r.replica_election_results[0].partition_result[0].error_code,
+            ResponseError::ElectionNotNeeded.code(),
+            "v{version}"
+        );
+    }
+    let ResponseKind::ListPartitionReassignments(r) = raw
+        .request(
+            ApiKey::ListPartitionReassignments,
+            0,
+            &ListPartitionReassignmentsRequest::default(),
+        )
+        .await
+    else {
+        panic!("not a ListPartitionReassignments answer");
+    };
+    assert_eq!((r.error_code, r.topics.len()), (0, 0));
+    for version in [0, 1] {
+        let request = AlterPartitionReassignmentsRequest::default().with_topics(vec![
+            ReassignableTopic::default()
+                .with_name(name("ends"))
+                .with_partitions(vec![
+                    ReassignablePartition::default()
+                        .with_partition_index(0)
+                        .with_replicas(Some(vec![BrokerId(7)])),
+                ]),
+        ]);
+        let ResponseKind::AlterPartitionReassignments(r) = raw
+            .request(ApiKey::AlterPartitionReassignments, version, &request)
+            .await
+        else {
+            panic!("not an AlterPartitionReassignments answer");
+        };
+        assert_eq!(
+            r.responses[0].partitions[0].error_code,
+            ResponseError::InvalidReplicaAssignment.code(),
+            "v{version}"
+        );
+    }
+    broker.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -135,6 +135,11 @@ pub struct Context {
     pub broker_settings: BrokerSettings,
     /// The cluster id Metadata reports.
     pub cluster_id: String,
+    /// This instance's one log directory (DescribeLogDirs, a broker's `log.dirs`).
+    pub(crate) log_dir: metadata::log_dir::LogDir,
+    /// Each listener's bound address as Kafka's `listeners` writes it
+    /// (`PLAINTEXT://127.0.0.1:9092`).
+    pub(crate) bound: Vec<String>,
     /// This instance's fetch sessions (KIP-227).
     pub fetch_sessions: partition::fetch_sessions::FetchSessions,
     /// Fires when the daemon shuts down (long polls answer early).
@@ -368,8 +373,17 @@ impl KafkaFront {
             },
         )
         .await?;
+        let bound = listeners
+            .iter()
+            .map(|l| {
+                let addr = l.socket.tcp.local_addr().map_err(KafkaError::Listener)?;
+                Ok(format!("{}://{addr}", l.protocol.name()))
+            })
+            .collect::<Result<_, KafkaError>>()?;
         let ctx = Context {
             config: config.clone(),
+            log_dir: metadata::log_dir::LogDir::of(&db),
+            bound,
             transactions,
             cluster_id: format!("ferry-{prefix}"),
             fetch_sessions: partition::fetch_sessions::FetchSessions::default(),

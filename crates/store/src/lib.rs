@@ -329,6 +329,16 @@ impl Database {
         }
     }
 
+    /// The embedded store's data directory (`store.path`, as opened); `None` on
+    /// FoundationDB, whose data lives on its own servers.
+    pub fn data_dir(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::Embedded(db) => Some(db.path()),
+            #[cfg(feature = "fdb")]
+            Self::Fdb(_) => None,
+        }
+    }
+
     /// Why the store stopped accepting transactions, if it did (a failed write on the
     /// embedded engine); the daemon exits on it so a restart recovers the store.
     pub fn failure(&self) -> Option<StoreError> {

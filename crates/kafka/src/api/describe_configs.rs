@@ -2,9 +2,11 @@
 //! they follow: a dynamic broker setting of this instance or of the cluster, else
 //! `[kafka]`'s or Kafka's) and a broker's: as Kafka, resource `""` lists the cluster's
 //! dynamic settings, this instance's id every setting it has (the dynamic ones over
-//! `[kafka]`'s, and read-only those only `ferry.toml` sets), and another id is
-//! `INVALID_REQUEST` (a broker is described by itself). Needs DescribeConfigs on the topic
-//! (else `TOPIC_AUTHORIZATION_FAILED`) or on the cluster for a broker (else
+//! `[kafka]`'s, and read-only those only `ferry.toml` sets — among them the keys tools read
+//! of a broker: `listeners`, `advertised.listeners`, `node.id`, `log.dirs`, …), and another
+//! id is `INVALID_REQUEST` (a broker is described by itself). No keys asked (null or an
+//! empty list) describes every setting, as Kafka. Needs DescribeConfigs on the topic (else
+//! `TOPIC_AUTHORIZATION_FAILED`) or on the cluster for a broker (else
 //! `CLUSTER_AUTHORIZATION_FAILED`).
 
 use super::{Refused, Session, str_bytes};
@@ -107,7 +109,8 @@ pub(super) fn handle(
                         ))));
                 }
             };
-            let wanted = r.configuration_keys;
+            // As Kafka's ConfigHelper: null or empty, every key.
+            let wanted = r.configuration_keys.filter(|keys| !keys.is_empty());
             result.with_configs(
                 entries
                     .into_iter()
@@ -163,12 +166,7 @@ fn setting_entry(
             None => DEFAULT_CONFIG,
         },
         read_only: false,
-        // A list's value is one string (`compact,delete`); described so, as it always
-        // was, though Kafka types `cleanup.policy` as a LIST.
-        kind: match s.kind {
-            Kind::List => STRING,
-            kind => config_type(kind),
-        },
+        kind: config_type(s.kind),
     }
 }
 
@@ -204,29 +202,7 @@ fn broker_entries(ctx: &Context, name: &str) -> Result<Vec<Entry>, Refused> {
             )
         })
         .collect();
-    let c = &ctx.config;
-    let fixed = |name, value: String, kind| Entry {
-        name,
-        value,
-        source: STATIC_BROKER_CONFIG,
-        read_only: true,
-        kind,
-    };
-    entries.push(fixed(
-        "num.partitions",
-        c.default_partitions.to_string(),
-        INT,
-    ));
-    entries.push(fixed(
-        "connections.max.reauth.ms",
-        c.connections_max_reauth_ms.to_string(),
-        LONG,
-    ));
-    entries.push(fixed(
-        "auto.create.topics.enable",
-        c.auto_create_topics.to_string(),
-        BOOLEAN,
-    ));
+    entries.extend(static_entries(ctx));
     // The inert settings set dynamically: this instance's own over the cluster's.
     let mine = ctx.broker_settings.of(Scope::Broker(me));
     let inert = |e: &Entry| matches!(broker::meaning(e.name), Some(broker::Meaning::Inert(..)));
@@ -236,6 +212,114 @@ fn broker_entries(ctx: &Context, name: &str) -> Result<Vec<Entry>, Refused> {
             .filter(|e| inert(e) && !mine.contains_key(e.name)),
     );
     Ok(entries)
+}
+
+/// The settings of this instance only `ferry.toml` sets (or Ferry's model fixes), under
+/// Kafka's broker keys: read-only, `STATIC_BROKER_CONFIG`.
+fn static_entries(ctx: &Context) -> Vec<Entry> {
+    let c = &ctx.config;
+    let me = ctx.brokers.me();
+    let advertised = me
+        .listeners
+        .iter()
+        .map(|l| format!("{}://{}:{}", l.name, host(&l.host), l.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    let protocols = me
+        .listeners
+        .iter()
+        .map(|l| format!("{0}:{0}", l.name))
+        .collect::<Vec<_>>()
+        .join(",");
+    let fixed = |name, value: String, kind| Entry {
+        name,
+        value,
+        source: STATIC_BROKER_CONFIG,
+        read_only: true,
+        kind,
+    };
+    vec![
+        fixed("node.id", c.node_id.to_string(), INT),
+        fixed("broker.id", c.node_id.to_string(), INT),
+        fixed("listeners", ctx.bound.join(","), STRING),
+        fixed("advertised.listeners", advertised, STRING),
+        fixed("listener.security.protocol.map", protocols, STRING),
+        fixed("log.dirs", ctx.log_dir.path.clone(), STRING),
+        fixed("log.dir", ctx.log_dir.path.clone(), STRING),
+        fixed("num.partitions", c.default_partitions.to_string(), INT),
+        // One copy per partition as Kafka sees it (the store replicates).
+        fixed("default.replication.factor", "1".to_owned(), INT),
+        fixed(
+            "auto.create.topics.enable",
+            c.auto_create_topics.to_string(),
+            BOOLEAN,
+        ),
+        fixed(
+            "socket.request.max.bytes",
+            c.max_request_size.to_string(),
+            INT,
+        ),
+        fixed(
+            "connections.max.idle.ms",
+            c.connections_max_idle_ms.to_string(),
+            LONG,
+        ),
+        fixed(
+            "connections.max.reauth.ms",
+            c.connections_max_reauth_ms.to_string(),
+            LONG,
+        ),
+        fixed(
+            "log.retention.check.interval.ms",
+            c.retention_check_interval_ms.to_string(),
+            LONG,
+        ),
+        fixed(
+            "group.min.session.timeout.ms",
+            c.group_min_session_timeout_ms.to_string(),
+            INT,
+        ),
+        fixed(
+            "group.max.session.timeout.ms",
+            c.group_max_session_timeout_ms.to_string(),
+            INT,
+        ),
+        fixed(
+            "group.initial.rebalance.delay.ms",
+            c.group_initial_rebalance_delay_ms.to_string(),
+            INT,
+        ),
+        fixed(
+            "group.consumer.session.timeout.ms",
+            c.group_consumer_session_timeout_ms.to_string(),
+            INT,
+        ),
+        fixed(
+            "group.consumer.heartbeat.interval.ms",
+            c.group_consumer_heartbeat_interval_ms.to_string(),
+            INT,
+        ),
+        fixed(
+            "allow.everyone.if.no.acl.found",
+            c.allow_everyone_if_no_acl_found.to_string(),
+            BOOLEAN,
+        ),
+        fixed("super.users", c.super_users.join(";"), STRING),
+        fixed(
+            "ssl.principal.mapping.rules",
+            c.ssl_principal_mapping_rules.clone(),
+            STRING,
+        ),
+    ]
+}
+
+/// `host` as a listener URL writes it: an IPv6 address in brackets.
+fn host(host: &str) -> String {
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    }
 }
 
 /// Dynamic broker `settings`, described with `source`.

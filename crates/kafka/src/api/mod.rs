@@ -11,6 +11,8 @@
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
+mod alter_partition_reassignments;
+mod alter_replica_log_dirs;
 mod alter_user_scram_credentials;
 mod api_versions;
 mod consumer_group_describe;
@@ -26,9 +28,11 @@ mod describe_acls;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
+mod describe_log_dirs;
 mod describe_producers;
 mod describe_transactions;
 mod describe_user_scram_credentials;
+mod elect_leaders;
 mod end_txn;
 mod fetch;
 mod find_coordinator;
@@ -39,6 +43,7 @@ mod join_group;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_partition_reassignments;
 mod list_transactions;
 mod metadata;
 mod offset_commit;
@@ -92,6 +97,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::AlterReplicaLogDirs, 1, 2),
+    (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DeleteGroups, 0, 2),
@@ -103,7 +110,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateAcls, 1, 2),
     (ApiKey::DeleteAcls, 1, 2),
     (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
@@ -362,6 +372,19 @@ pub(crate) async fn handle(ctx: &Arc<Context>, session: &mut Session, request: R
             Reply::Now(describe_configs::handle(ctx, session, version, r))
         }
         RequestKind::AlterConfigs(r) => Reply::Now(alter_configs::handle(ctx, session, r).await),
+        RequestKind::DescribeLogDirs(r) => {
+            Reply::Now(describe_log_dirs::handle(ctx, session, r).await)
+        }
+        RequestKind::AlterReplicaLogDirs(r) => {
+            Reply::Now(alter_replica_log_dirs::handle(ctx, session, r).await)
+        }
+        RequestKind::ElectLeaders(r) => Reply::Now(elect_leaders::handle(ctx, session, r).await),
+        RequestKind::ListPartitionReassignments(r) => {
+            Reply::Now(list_partition_reassignments::handle(ctx, session, r))
+        }
+        RequestKind::AlterPartitionReassignments(r) => {
+            Reply::Now(alter_partition_reassignments::handle(ctx, session, r).await)
+        }
         RequestKind::IncrementalAlterConfigs(r) => {
             Reply::Now(incremental_alter_configs::handle(ctx, session, r).await)
         }
@@ -477,6 +500,29 @@ pub(crate) fn first_error(response: &ResponseKind) -> i16 {
         ResponseKind::CreatePartitions(r) => first(r.results.iter().map(|t| t.error_code)),
         ResponseKind::DescribeConfigs(r) => first(r.results.iter().map(|t| t.error_code)),
         ResponseKind::AlterConfigs(r) => first(r.responses.iter().map(|t| t.error_code)),
+        ResponseKind::DescribeLogDirs(r) => {
+            first(std::iter::once(r.error_code).chain(r.results.iter().map(|d| d.error_code)))
+        }
+        ResponseKind::AlterReplicaLogDirs(r) => first(
+            r.results
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+        ),
+        ResponseKind::ElectLeaders(r) => first(
+            std::iter::once(r.error_code).chain(
+                r.replica_election_results
+                    .iter()
+                    .flat_map(|t| t.partition_result.iter().map(|p| p.error_code)),
+            ),
+        ),
+        ResponseKind::ListPartitionReassignments(r) => r.error_code,
+        ResponseKind::AlterPartitionReassignments(r) => first(
+            std::iter::once(r.error_code).chain(
+                r.responses
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            ),
+        ),
         ResponseKind::IncrementalAlterConfigs(r) => first(r.responses.iter().map(|t| t.error_code)),
         ResponseKind::InitProducerId(r) => r.error_code,
         ResponseKind::AddPartitionsToTxn(r) => {

@@ -164,6 +164,8 @@ struct Shared {
     stop_monitor: Mutex<Option<Sender<()>>>,
     /// The committer, checkpointer and free-disk monitor threads, joined on close.
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// The data directory (`store.path`), as opened.
+    path: PathBuf,
 }
 
 impl Shared {
@@ -330,6 +332,7 @@ impl EmbeddedDb {
             disk: Mutex::new(free_space::Reading::default()),
             stop_monitor: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
+            path: options.path.clone(),
         });
         shared.issue(&snapshot);
         let monitor = free_space::Monitor {
@@ -411,6 +414,11 @@ impl EmbeddedDb {
     /// Free bytes on the data directory's file system, as last read.
     pub fn disk_free_bytes(&self) -> Option<u64> {
         self.shared.disk.lock().free_bytes
+    }
+
+    /// The data directory (`store.path`), as opened.
+    pub fn path(&self) -> &std::path::Path {
+        &self.shared.path
     }
 
     /// The newest committed state, kept readable for as long as the returned handle

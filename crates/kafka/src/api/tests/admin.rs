@@ -603,6 +603,95 @@ async fn describe_configs_shows_the_broker_settings_read_only_and_refuses_the_re
     front.stop().await;
 }
 
+/// The keys admin tools read of a broker, as this instance has them: its listeners (bound
+/// and advertised), its id, its one log dir, Kafka's types; an empty key list is every key.
+#[tokio::test]
+async fn describe_configs_shows_the_broker_keys_tools_read_and_an_empty_key_list_is_all() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    let keys = [
+        "node.id",
+        "broker.id",
+        "log.dirs",
+        "listeners",
+        "advertised.listeners",
+        "message.max.bytes",
+        "log.retention.ms",
+        "auto.create.topics.enable",
+        "log.cleanup.policy",
+    ];
+    let broker = describe(&mut c, BROKER, "0", Some(&keys)).await;
+    let described: std::collections::HashMap<String, (String, i8, bool, i8)> = broker
+        .configs
+        .iter()
+        .map(|e| {
+            (
+                e.name.to_string(),
+                (
+                    e.value.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+                    e.config_source,
+                    e.read_only,
+                    e.config_type,
+                ),
+            )
+        })
+        .collect();
+    let ctx = &front.ctx;
+    let plaintext = ctx.bound[0].clone();
+    assert!(
+        plaintext.starts_with("PLAINTEXT://127.0.0.1:"),
+        "{plaintext}"
+    );
+    let me = &ctx.brokers.me().listeners[0];
+    let advertised = ctx
+        .brokers
+        .me()
+        .listeners
+        .iter()
+        .map(|l| format!("{}://{}:{}", l.name, l.host, l.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    assert!(advertised.starts_with(&format!("PLAINTEXT://{}:{}", me.host, me.port)));
+    // Kafka's config types: INT 3, LONG 5, STRING 2, BOOLEAN 1, LIST 7.
+    let fixed = |value: String, kind: i8| (value, STATIC_BROKER_CONFIG, true, kind);
+    assert_eq!(described["node.id"], fixed("0".into(), 3));
+    assert_eq!(described["broker.id"], fixed("0".into(), 3));
+    assert_eq!(described["log.dirs"], fixed(ctx.log_dir.path.clone(), 2));
+    assert!(ctx.log_dir.path.ends_with("/store"), "{}", ctx.log_dir.path);
+    assert!(described["listeners"].0.starts_with(&plaintext));
+    assert_eq!(described["listeners"].1, STATIC_BROKER_CONFIG);
+    assert_eq!(described["advertised.listeners"], fixed(advertised, 2));
+    assert_eq!(
+        described["auto.create.topics.enable"],
+        fixed("true".into(), 1)
+    );
+    assert_eq!(described["message.max.bytes"].3, 3);
+    assert!(
+        !described["log.retention.ms"].2,
+        "dynamic, so not read-only"
+    );
+    assert_eq!(
+        described["log.cleanup.policy"].3, 7,
+        "a LIST, as Kafka types it"
+    );
+    assert_eq!(described.len(), keys.len());
+
+    let every = describe(&mut c, BROKER, "0", None).await;
+    let empty = describe(&mut c, BROKER, "0", Some(&[])).await;
+    assert!(every.configs.len() > keys.len());
+    assert_eq!(
+        settings(&empty),
+        settings(&every),
+        "empty is every key, as Kafka"
+    );
+    let topic_keys = describe(&mut c, TOPIC, "missing", Some(&[])).await;
+    assert_eq!(
+        topic_keys.error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    front.stop().await;
+}
+
 #[tokio::test]
 async fn alter_configs_replaces_a_topics_settings() {
     let front = Front::start().await;

@@ -16,6 +16,7 @@ mod leader_epochs;
 mod metadata;
 mod produce_fetch;
 mod records;
+mod replicas;
 mod sasl;
 mod scram_credentials;
 mod transaction_admin;

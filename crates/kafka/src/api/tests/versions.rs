@@ -23,6 +23,12 @@ use crate::wire::legacy::tests::{message, set};
 use bytes::Bytes;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+use kafka_protocol::messages::alter_partition_reassignments_request::{
+    ReassignablePartition, ReassignableTopic,
+};
+use kafka_protocol::messages::alter_replica_log_dirs_request::{
+    AlterReplicaLogDir, AlterReplicaLogDirTopic,
+};
 use kafka_protocol::messages::consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
@@ -30,6 +36,7 @@ use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource as IncrementalResource, AlterableConfig as IncrementalConfig,
@@ -52,13 +59,15 @@ use kafka_protocol::messages::txn_offset_commit_request::{
 };
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
-    AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, ConsumerGroupDescribeRequest,
-    CreateAclsRequest, CreatePartitionsRequest, DeleteAclsRequest, DeleteGroupsRequest,
-    DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, DescribeGroupsRequest, DescribeProducersRequest,
-    DescribeTransactionsRequest, DescribeUserScramCredentialsRequest, EndTxnRequest,
-    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest,
+    AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest,
+    AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, BrokerId,
+    ConsumerGroupDescribeRequest, CreateAclsRequest, CreatePartitionsRequest, DeleteAclsRequest,
+    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
+    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    DescribeProducersRequest, DescribeTransactionsRequest, DescribeUserScramCredentialsRequest,
+    ElectLeadersRequest, EndTxnRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
+    InitProducerIdRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
+    ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
     OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
     ProducerId, RequestKind, ResponseKind, SaslAuthenticateRequest, SaslHandshakeRequest,
     TxnOffsetCommitRequest,
@@ -85,6 +94,10 @@ struct World {
     member: (String, i32),
     /// The leader epoch of partition 0 of [`TOPIC_NAME`].
     leader_epoch: i32,
+    /// The instance's log dir.
+    log_dir: String,
+    /// The instance's node id: the one replica of every partition it leads.
+    node: i32,
 }
 
 impl World {
@@ -120,6 +133,8 @@ impl World {
         Self {
             member,
             leader_epoch,
+            log_dir: front.ctx.log_dir.path.clone(),
+            node: front.ctx.config.node_id,
         }
     }
 }
@@ -568,6 +583,42 @@ async fn representative(c: &mut Client, world: &World, api: ApiKey, version: i16
             .with_group_ids(vec![group(CONSUMER_GROUP)])
             .with_include_authorized_operations(true)
             .into(),
+        ApiKey::DescribeLogDirs => DescribeLogDirsRequest::default()
+            .with_topics(Some(vec![
+                DescribableLogDirTopic::default()
+                    .with_topic(name(TOPIC_NAME))
+                    .with_partitions(vec![0]),
+            ]))
+            .into(),
+        ApiKey::AlterReplicaLogDirs => AlterReplicaLogDirsRequest::default()
+            .with_dirs(vec![
+                AlterReplicaLogDir::default()
+                    .with_path(text(&world.log_dir))
+                    .with_topics(vec![
+                        AlterReplicaLogDirTopic::default()
+                            .with_name(name(TOPIC_NAME))
+                            .with_partitions(vec![0]),
+                    ]),
+            ])
+            .into(),
+        // Every partition: those that need no election are left out, so no error.
+        ApiKey::ElectLeaders => ElectLeadersRequest::default()
+            .with_topic_partitions(None)
+            .into(),
+        ApiKey::ListPartitionReassignments => ListPartitionReassignmentsRequest::default()
+            .with_topics(None)
+            .into(),
+        ApiKey::AlterPartitionReassignments => AlterPartitionReassignmentsRequest::default()
+            .with_topics(vec![
+                ReassignableTopic::default()
+                    .with_name(name(TOPIC_NAME))
+                    .with_partitions(vec![
+                        ReassignablePartition::default()
+                            .with_partition_index(0)
+                            .with_replicas(Some(vec![BrokerId(world.node)])),
+                    ]),
+            ])
+            .into(),
         other => panic!("{other:?} v{version} is advertised but has no representative request"),
     }
 }
@@ -658,6 +709,16 @@ fn assert_substance(api: ApiKey, version: i16, response: &ResponseKind) {
             assert!(!r.results.is_empty(), "{what}");
         }
         ResponseKind::DescribeCluster(r) => assert_eq!(r.brokers.len(), 1, "{what}"),
+        ResponseKind::DescribeLogDirs(r) => {
+            let partition = &r.results[0].topics[0].partitions[0];
+            assert!(partition.partition_size > 0, "{what}: {r:?}");
+        }
+        ResponseKind::AlterReplicaLogDirs(r) => {
+            assert_eq!(r.results[0].partitions.len(), 1, "{what}: {r:?}");
+        }
+        ResponseKind::AlterPartitionReassignments(r) => {
+            assert_eq!(r.responses[0].partitions.len(), 1, "{what}: {r:?}");
+        }
         _ => {}
     }
 }
