@@ -344,8 +344,6 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             started,
             memory,
             store: db.clone(),
-            store_dir: (db.engine_kind() == ferry_store::EngineKind::Embedded)
-                .then(|| config.store.path.clone()),
             disk_free_limit_bytes: config.store.min_free_disk_mb.saturating_mul(1 << 20),
         },
     });

@@ -23,7 +23,6 @@ use ferry_telemetry::file_system::available_bytes;
 use ferry_telemetry::memory_watermark::MemoryWatermark;
 use ferry_telemetry::process;
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::time::Instant;
 
 /// What the node endpoints read of the process: the parts of the daemon that hold a
@@ -33,11 +32,9 @@ pub struct Resources {
     pub started: Instant,
     /// The memory high-water mark (`mem_limit`, `mem_alarm`).
     pub memory: MemoryWatermark,
-    /// The store (`disk_free`, `disk_free_alarm`).
+    /// The store (`disk_free`, `disk_free_alarm`, and `db_dir`: the embedded store's
+    /// directory, on whose disk `disk_free` is read while the store has not measured it).
     pub store: Database,
-    /// The embedded store's directory (`db_dir`, and the disk `disk_free` is read on
-    /// while the store has not measured it yet); `None` with FoundationDB.
-    pub store_dir: Option<PathBuf>,
     /// `store.min_free_disk_mb`, in bytes (`disk_free_limit`).
     pub disk_free_limit_bytes: u64,
 }
@@ -120,7 +117,7 @@ fn node_json(api: &Api) -> Value {
     let disk_free = r
         .store
         .disk_free_bytes()
-        .or_else(|| r.store_dir.as_deref().and_then(available_bytes));
+        .or_else(|| r.store.data_dir().and_then(available_bytes));
     let fd_total = process::max_fds();
     let runtime = tokio::runtime::Handle::current().metrics();
     let contexts: Vec<Value> = api
@@ -170,6 +167,6 @@ fn node_json(api: &Api) -> Value {
         "exchange_types": named(&["direct", "fanout", "headers", "topic"]),
         "contexts": contexts,
         "log_files": ["<stdout>"],
-        "db_dir": r.store_dir.as_ref().map(|d| d.display().to_string()),
+        "db_dir": r.store.data_dir().map(|d| d.display().to_string()),
     })
 }
