@@ -135,5 +135,5 @@ wait_for "chromedriver's readiness" curl -sf "http://127.0.0.1:$driver_port/stat
 artifacts="${TMPDIR:-/tmp}/ferry-ui-screenshots-$$"
 python3 tests/python/ui_browser.py --webdriver "http://127.0.0.1:$driver_port" \
   --ui "http://127.0.0.1:$management/" --user guest --password guest --artifacts "$artifacts" \
-  screenshots --queue invoices --route billing-ledger --out "$out" || { cat "$work/log" >&2; exit 1; }
+  screenshots --queue invoices --route billing-ledger --kafka-topic payments --kafka-group billing --out "$out" || { cat "$work/log" >&2; exit 1; }
 echo "ui-screenshots.sh: wrote $(ls "$out"/*.png | tr '\n' ' ')"

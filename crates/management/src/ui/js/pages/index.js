@@ -7,7 +7,9 @@ import queue from './queue.js';
 import exchanges from './exchanges.js';
 import connections from './connections.js';
 import kafka from './kafka.js';
+import topic from './topic.js';
+import group from './group.js';
 import routes from './routes.js';
 import route from './route.js';
 
-export default [overview, queues, queue, exchanges, connections, kafka, routes, route];
+export default [overview, queues, queue, exchanges, connections, kafka, topic, group, routes, route];
