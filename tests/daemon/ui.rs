@@ -68,6 +68,43 @@ async fn commit_part_of_a_topic(bootstrap: &str) {
     }
 }
 
+/// The topic the record browser reads: two records on partition 0, the first with a key,
+/// a header and a JSON value at [`FIRST_RECORD_MS`], the second with bytes that are not
+/// UTF-8 a minute later.
+const RECORDS_TOPIC: &str = "ui-records";
+const FIRST_RECORD_MS: i64 = 1_700_000_000_000;
+const RECORD_KEY: &str = "order-7";
+const RECORD_VALUE: &str = r#"{"order":7,"total":12.5}"#;
+const BINARY_VALUE: &[u8] = &[0xff, 0x00, 0x7b];
+
+async fn produce_records_to_browse(bootstrap: &str) {
+    let p = producer(bootstrap, &[]);
+    let headers = rdkafka::message::OwnedHeaders::new().insert(rdkafka::message::Header {
+        key: "trace",
+        value: Some("abc"),
+    });
+    p.send(
+        FutureRecord::to(RECORDS_TOPIC)
+            .partition(0)
+            .key(RECORD_KEY)
+            .headers(headers)
+            .payload(RECORD_VALUE)
+            .timestamp(FIRST_RECORD_MS),
+        Timeout::After(PATIENCE),
+    )
+    .await
+    .expect("acknowledged");
+    p.send(
+        FutureRecord::<(), _>::to(RECORDS_TOPIC)
+            .partition(0)
+            .payload(BINARY_VALUE)
+            .timestamp(FIRST_RECORD_MS + 60_000),
+        Timeout::After(PATIENCE),
+    )
+    .await
+    .expect("acknowledged");
+}
+
 /// The topic the UI creates (3 partitions, `retention.ms` 60000 then 120000), and the
 /// one it creates and deletes.
 const CREATED_TOPIC: &str = "ui-created";
@@ -187,6 +224,7 @@ fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_
     let mut events = conn.events_listener();
     let bootstrap = daemon.kafka_bootstrap();
     runtime.block_on(commit_part_of_a_topic(&bootstrap));
+    runtime.block_on(produce_records_to_browse(&bootstrap));
     assert_eq!(
         committed_offset(&bootstrap, KAFKA_GROUP, KAFKA_TOPIC),
         Offset::Offset(COMMITTED)
@@ -261,6 +299,14 @@ fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_
         PUBLISHED,
         "--delete-queue",
         DELETED_QUEUE,
+        "--records-topic",
+        RECORDS_TOPIC,
+        "--record-key",
+        RECORD_KEY,
+        "--record-value",
+        RECORD_VALUE,
+        "--first-record-ms",
+        &FIRST_RECORD_MS.to_string(),
     ];
     // The script saves a screenshot on failure and names it in its error, which `run`
     // puts in the panic message.

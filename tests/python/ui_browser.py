@@ -8,14 +8,17 @@ saves a screenshot and names its path in the error.
         --queue NAME --depth N --payload TEXT --connection NAME \
         --kafka-topic T --kafka-group G --kafka-produced N --kafka-lag L \
         --route R --dead-letter TEXT --create-topic T2 --delete-topic T3 \
-        --consumed-queue Q --consumer TAG --publish TEXT --delete-queue Q2
+        --consumed-queue Q --consumer TAG --publish TEXT --delete-queue Q2 \
+        --records-topic T4 --record-key K --record-value JSON --first-record-ms MS
         wrong password shows the API's reason; log in; the overview counts the queue and
         shows the node's descriptors, alarms and the Kafka front's topics and lag as
         /api/nodes and /api/ferry/kafka/... give them; the queue's row shows depth N; the
         queue page gets a message with TEXT; the Kafka page shows topic T's partition 0 with
         offsets 0 to N and group G with total lag L; it creates topic T2 (3 partitions,
         retention.ms 60000) whose page changes retention.ms to 120000, and creates and then
-        deletes T3; group G's page previews a reset to the earliest offsets (nothing changes)
+        deletes T3; T4's record browser shows its first record (offset 0, key K, header
+        trace: abc, value JSON as text, as indented JSON and as hex) and its second, whose
+        value is not UTF-8, and from the time MS + 1 starts at the second; group G's page previews a reset to the earliest offsets (nothing changes)
         and then resets them; the Routes page shows route R running with one dead letter,
         whose page shows it with TEXT, replays it and then shows it delivered; queue Q's
         page shows consumer TAG and its binding, and publishes TEXT to it; queue Q2's page
@@ -70,6 +73,10 @@ def parse_args():
     check.add_argument("--consumer", required=True)
     check.add_argument("--publish", required=True)
     check.add_argument("--delete-queue", required=True)
+    check.add_argument("--records-topic", required=True)
+    check.add_argument("--record-key", required=True)
+    check.add_argument("--record-value", required=True)
+    check.add_argument("--first-record-ms", type=int, required=True)
     shots = commands.add_parser("screenshots")
     shots.add_argument("--queue", required=True)
     shots.add_argument("--route", required=True)
@@ -213,6 +220,7 @@ def check(ui, args):
     )
 
     create_change_and_delete_topics(ui, args)
+    browse_records(ui, args)
     reset_group(ui, args)
 
     ui.nav("routes")
@@ -312,6 +320,44 @@ def create_change_and_delete_topics(ui, args):
     ui.until(
         f"topic '{args.delete_topic}' gone from the page",
         lambda d: all(r.get_attribute("data-name") != args.delete_topic for r in d.find_elements(By.CSS_SELECTOR, "#topics tbody tr")),
+    )
+
+
+def browse_records(ui, args):
+    """Reads a partition's records from an offset and from a time, in each format."""
+    ui.open("topic", urllib.parse.quote(args.records_topic))
+    ui.text_is("#topic-title", args.records_topic)
+    ui.until("partition 0 in the browser", lambda d: d.find_elements(By.CSS_SELECTOR, "#browse-partition option[value='0']"))
+    Select(ui.driver.find_element(By.ID, "browse-partition")).select_by_value("0")
+    ui.driver.find_element(By.ID, "browse-offset").clear()
+    ui.driver.find_element(By.ID, "browse-offset").send_keys("0")
+    ui.driver.find_element(By.ID, "browse-submit").click()
+    first, second = "#browse-output .record[data-offset='0']", "#browse-output .record[data-offset='1']"
+    ui.text_is(f"{first} .key", args.record_key)
+    ui.text_is(f"{first} .header", "trace: abc")
+    ui.text_is(f"{first} .value", args.record_value)
+    ui.until(
+        "the first record's timestamp",
+        lambda d: str(args.first_record_ms) in d.find_element(By.CSS_SELECTOR, first).text,
+    )
+    assert "not UTF-8" in ui.visible(f"{second} .value").text, ui.visible(f"{second} .value").text
+    Select(ui.driver.find_element(By.ID, "browse-format")).select_by_value("json")
+    pretty = json.dumps(json.loads(args.record_value), indent=2)
+    ui.text_is(f"{first} .value", pretty)
+    Select(ui.driver.find_element(By.ID, "browse-format")).select_by_value("hex")
+    raw = args.record_value.encode()
+    ui.until(
+        "the first value as hex",
+        lambda d: d.find_element(By.CSS_SELECTOR, f"{first} .value").text.startswith("000000  " + " ".join(f"{b:02x}" for b in raw[:16])),
+    )
+    ui.text_is(f"{second} .value", "000000  ff 00 7b")
+
+    Select(ui.driver.find_element(By.ID, "browse-from")).select_by_value("timestamp")
+    ui.visible("#browse-time").send_keys(str(args.first_record_ms + 1))
+    ui.driver.find_element(By.ID, "browse-submit").click()
+    ui.until(
+        "the look from the time starting at the second record",
+        lambda d: [r.get_attribute("data-offset") for r in d.find_elements(By.CSS_SELECTOR, "#browse-output .record")] == ["1"],
     )
 
 

@@ -8,9 +8,11 @@
 //! management API names nothing of the front but this module.
 //!
 //! What the API may change — topics, their settings, a group's offsets — is in
-//! [`changes`], through the operations the front's Kafka requests use.
+//! [`changes`], through the operations the front's Kafka requests use; the records of a
+//! partition, read as Fetch reads them, in [`records`].
 
 mod changes;
+mod records;
 
 use super::Context;
 use crate::coordinator::groups::lag::lag;
@@ -29,7 +31,9 @@ pub use crate::acls::model::{
 };
 pub use crate::acls::store::AclSet;
 pub use crate::metadata::topics::TopicError;
+pub use crate::port::KafkaRecord;
 pub use changes::{ResetError, ResetOffset, ResetTo};
+pub use records::{BrowseError, BrowseFrom, BrowsedRecord, MAX_RECORDS, RecordsPage};
 
 /// One partition's offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

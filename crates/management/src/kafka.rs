@@ -3,9 +3,11 @@
 //! offsets and lag, and the Kafka ACLs. Like RabbitMQ's cluster-wide views, topics and
 //! groups are for users tagged `monitoring` or `administrator` (anyone else: 401 "Not
 //! monitor user"); the ACLs, which say who may do what, for administrators only.
-//! What changes the front (topics, settings, a group's offsets) is in [`changes`].
+//! What changes the front (topics, settings, a group's offsets) is in [`changes`]; a
+//! partition's records, for the record browser, in [`records`].
 
 mod changes;
+mod records;
 
 use super::Api;
 use super::administrator::{administrator, monitor, store_failed};
@@ -27,6 +29,7 @@ pub(crate) fn routes() -> Router<Api> {
         .route("/api/ferry/kafka/groups/{group}", get(group))
         .route("/api/ferry/kafka/acls", get(acls))
         .merge(changes::routes())
+        .merge(records::routes())
 }
 
 fn topic_json(t: &TopicView) -> Value {

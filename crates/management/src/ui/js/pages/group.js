@@ -63,7 +63,7 @@ function resetForm(path, output) {
     timeLabel.hidden = to.value !== 'timestamp';
     apply.disabled = previewed === null || JSON.stringify(body()) !== previewed;
   };
-  for (const input of [to, offset, timestamp, topics]) input.addEventListener('input', changed);
+  for (const input of [to, offset, timestamp, topics]) for (const event of ['input', 'change']) input.addEventListener(event, changed);
   changed();
   const send = async (dryRun) => {
     const b = body();
@@ -114,7 +114,7 @@ export default {
   mount(view, [id = '']) {
     const path = apiPath('ferry', 'kafka', 'groups', id);
     const summary = h('div');
-    const output = h('div', { id: 'reset-output' });
+    const output = h('div', { id: 'reset-output', class: 'wide' });
     view.append(
       h('p', { class: 'crumbs' }, link('Kafka', 'kafka'), ' › '),
       h('h1', {}, 'Consumer group ', h('span', { id: 'group-title' }, id)),
