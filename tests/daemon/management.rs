@@ -251,6 +251,28 @@ async fn kafka_topics_and_groups_show_offsets_and_lag_to_monitoring_users() {
             json!([400, {"error": "bad_request", "reason": format!("topic '{topic}' has no partition 2")}])
         );
         assert_eq!(answer(&format!("{user} records_missing_topic"))[0], 404);
+
+        // The group's member is among the live Kafka clients, by the client id it sent.
+        let clients = answer(&format!("{user} clients"));
+        assert_eq!(clients[0], 200, "{clients}");
+        let reader = clients[1]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["client_id"] == "lag-reader")
+            .unwrap_or_else(|| panic!("no client 'lag-reader' in {clients}"));
+        assert_eq!(reader["listener"], "PLAINTEXT", "{reader}");
+        assert_eq!(reader["ssl"], false, "{reader}");
+        assert_eq!(reader["peer_host"], "127.0.0.1", "{reader}");
+        assert_eq!(
+            reader["port"].as_u64().map(|p| p.to_string()),
+            ferry
+                .kafka_bootstrap()
+                .rsplit(':')
+                .next()
+                .map(str::to_owned),
+            "{reader}"
+        );
     }
     let acl = json!({
         "resource_type": "TOPIC",
@@ -275,6 +297,7 @@ async fn kafka_topics_and_groups_show_offsets_and_lag_to_monitoring_users() {
         "missing_topic",
         "missing_group",
         "records",
+        "clients",
     ] {
         assert_eq!(answer(&format!("kmgmt {what}")), not_monitor, "{what}");
     }

@@ -6,7 +6,8 @@
 //! checked with those clients: the topic it creates and the setting it changes as rdkafka
 //! sees them, the topic it deletes gone from rdkafka's metadata, the group offset it
 //! resets as rdkafka's OffsetFetch reads it, the message it publishes received by a lapin
-//! consumer and the queue it deletes gone for lapin.
+//! consumer and the queue it deletes gone for lapin; an rdkafka producer left connected is
+//! listed among the Kafka clients on the Connections page.
 
 use crate::common::amqp::{
     WAIT, declare, declare_exchange, publish_confirmed, reply_code, reply_text,
@@ -23,7 +24,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::metadata::Metadata;
-use rdkafka::producer::FutureRecord;
+use rdkafka::producer::{FutureRecord, Producer};
 use rdkafka::util::Timeout;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use std::path::PathBuf;
@@ -104,6 +105,9 @@ async fn produce_records_to_browse(bootstrap: &str) {
     .await
     .expect("acknowledged");
 }
+
+/// The client id of an rdkafka producer left connected, which the Connections page lists.
+const KAFKA_CLIENT: &str = "ui-kafka-client";
 
 /// The topic the UI creates (3 partitions, `retention.ms` 60000 then 120000), and the
 /// one it creates and deletes.
@@ -225,6 +229,12 @@ fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_
     let bootstrap = daemon.kafka_bootstrap();
     runtime.block_on(commit_part_of_a_topic(&bootstrap));
     runtime.block_on(produce_records_to_browse(&bootstrap));
+    // Connected (it fetches the cluster's metadata at once) until the test ends.
+    let kafka_client = producer(&bootstrap, &[("client.id", KAFKA_CLIENT)]);
+    kafka_client
+        .client()
+        .fetch_metadata(None, PATIENCE)
+        .expect("the producer's metadata");
     assert_eq!(
         committed_offset(&bootstrap, KAFKA_GROUP, KAFKA_TOPIC),
         Offset::Offset(COMMITTED)
@@ -307,11 +317,14 @@ fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_
         RECORD_VALUE,
         "--first-record-ms",
         &FIRST_RECORD_MS.to_string(),
+        "--kafka-client",
+        KAFKA_CLIENT,
     ];
     // The script saves a screenshot on failure and names it in its error, which `run`
     // puts in the panic message.
     let output = runtime.block_on(clients::run("python3", &args, b""));
     drop(browser);
+    drop(kafka_client);
     let said = String::from_utf8_lossy(&output.stdout);
     assert!(said.starts_with("closed "), "{said}");
     // The replayed dead letter reached the queue bound to the route's destination.

@@ -9,7 +9,8 @@ saves a screenshot and names its path in the error.
         --kafka-topic T --kafka-group G --kafka-produced N --kafka-lag L \
         --route R --dead-letter TEXT --create-topic T2 --delete-topic T3 \
         --consumed-queue Q --consumer TAG --publish TEXT --delete-queue Q2 \
-        --records-topic T4 --record-key K --record-value JSON --first-record-ms MS
+        --records-topic T4 --record-key K --record-value JSON --first-record-ms MS \
+        --kafka-client ID
         wrong password shows the API's reason; log in; the overview counts the queue and
         shows the node's descriptors, alarms and the Kafka front's topics and lag as
         /api/nodes and /api/ferry/kafka/... give them; the queue's row shows depth N; the
@@ -22,8 +23,9 @@ saves a screenshot and names its path in the error.
         and then resets them; the Routes page shows route R running with one dead letter,
         whose page shows it with TEXT, replays it and then shows it delivered; queue Q's
         page shows consumer TAG and its binding, and publishes TEXT to it; queue Q2's page
-        deletes it; every page fits a 700 px window; closing the connection whose client
-        named itself NAME from the Connections page
+        deletes it; every page fits a 700 px window; the Connections page lists the Kafka
+        client whose client id is ID on the PLAINTEXT listener; closing the connection whose
+        client named itself NAME from the Connections page
     ui_browser.py ... screenshots --queue NAME --out DIR
         a PNG of each main page (overview, queues, the queue with a message got, exchanges,
         connections) in DIR, for docs/ui/
@@ -77,6 +79,7 @@ def parse_args():
     check.add_argument("--record-key", required=True)
     check.add_argument("--record-value", required=True)
     check.add_argument("--first-record-ms", type=int, required=True)
+    check.add_argument("--kafka-client", required=True)
     shots = commands.add_parser("screenshots")
     shots.add_argument("--queue", required=True)
     shots.add_argument("--route", required=True)
@@ -245,6 +248,10 @@ def check(ui, args):
     narrow_window(ui, args)
 
     ui.nav("connections")
+    kafka_client = f"#kafka-clients tr[data-kafka-client='{args.kafka_client}']"
+    ui.until(f"Kafka client '{args.kafka_client}' listed", lambda d: d.find_elements(By.CSS_SELECTOR, kafka_client))
+    cells = [td.text.strip() for td in ui.driver.find_elements(By.CSS_SELECTOR, f"{kafka_client} td")]
+    assert cells[2:4] == ["PLAINTEXT", "no"], cells
 
     def connection_row(driver):
         for row in driver.find_elements(By.CSS_SELECTOR, "#view tbody tr"):

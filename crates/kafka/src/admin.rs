@@ -30,6 +30,7 @@ pub use crate::acls::model::{
     Acl, Operation, PatternType, Permission, ResourcePattern, ResourceType,
 };
 pub use crate::acls::store::AclSet;
+pub use crate::clients::KafkaClient;
 pub use crate::metadata::topics::TopicError;
 pub use crate::port::KafkaRecord;
 pub use changes::{ResetError, ResetOffset, ResetTo};
@@ -209,6 +210,11 @@ impl KafkaAdmin {
         }
         let high_watermarks = self.high_watermarks().await?;
         Ok(Some(self.summary(id, &high_watermarks).await?))
+    }
+
+    /// This instance's live client connections, oldest first.
+    pub fn clients(&self) -> Vec<KafkaClient> {
+        self.ctx.clients.list()
     }
 
     /// Every ACL.
