@@ -20,7 +20,7 @@ use futures::StreamExt;
 use lapin::options::{BasicConsumeOptions, BasicGetOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 use lapin::{Channel, Connection, ConnectionProperties, Event, ExchangeKind};
-use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::metadata::Metadata;
@@ -104,6 +104,26 @@ async fn produce_records_to_browse(bootstrap: &str) {
     )
     .await
     .expect("acknowledged");
+}
+
+/// Topics enough for the Kafka page's list to take two pages (25 to a page); their names
+/// sort after the others, which stay on the first page.
+const PAGED_TOPICS: usize = 26;
+
+async fn create_topics_for_a_second_page(bootstrap: &str) {
+    let admin: AdminClient<DefaultClientContext> = client_config(bootstrap, &[]).create().unwrap();
+    let names: Vec<String> = (0..PAGED_TOPICS)
+        .map(|i| format!("zz-page-{i:02}"))
+        .collect();
+    let topics: Vec<NewTopic> = names
+        .iter()
+        .map(|n| NewTopic::new(n, 1, TopicReplication::Fixed(1)))
+        .collect();
+    let created = admin
+        .create_topics(&topics, &AdminOptions::new())
+        .await
+        .unwrap();
+    assert!(created.iter().all(Result::is_ok), "{created:?}");
 }
 
 /// The client id of an rdkafka producer left connected, which the Connections page lists.
@@ -229,6 +249,7 @@ fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_
     let bootstrap = daemon.kafka_bootstrap();
     runtime.block_on(commit_part_of_a_topic(&bootstrap));
     runtime.block_on(produce_records_to_browse(&bootstrap));
+    runtime.block_on(create_topics_for_a_second_page(&bootstrap));
     // Connected (it fetches the cluster's metadata at once) until the test ends.
     let kafka_client = producer(&bootstrap, &[("client.id", KAFKA_CLIENT)]);
     kafka_client
@@ -319,6 +340,8 @@ fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_
         &FIRST_RECORD_MS.to_string(),
         "--kafka-client",
         KAFKA_CLIENT,
+        "--last-topic",
+        &format!("zz-page-{:02}", PAGED_TOPICS - 1),
     ];
     // The script saves a screenshot on failure and names it in its error, which `run`
     // puts in the panic message.

@@ -10,12 +10,13 @@ saves a screenshot and names its path in the error.
         --route R --dead-letter TEXT --create-topic T2 --delete-topic T3 \
         --consumed-queue Q --consumer TAG --publish TEXT --delete-queue Q2 \
         --records-topic T4 --record-key K --record-value JSON --first-record-ms MS \
-        --kafka-client ID
+        --kafka-client ID --last-topic T5
         wrong password shows the API's reason; log in; the overview counts the queue and
         shows the node's descriptors, alarms and the Kafka front's topics and lag as
         /api/nodes and /api/ferry/kafka/... give them; the queue's row shows depth N; the
         queue page gets a message with TEXT; the Kafka page shows topic T's partition 0 with
-        offsets 0 to N and group G with total lag L; it creates topic T2 (3 partitions,
+        offsets 0 to N and group G with total lag L, and its topics 25 to a page, T5 (the
+        last by name) on the second; it creates topic T2 (3 partitions,
         retention.ms 60000) whose page changes retention.ms to 120000, and creates and then
         deletes T3; T4's record browser shows its first record (offset 0, key K, header
         trace: abc, value JSON as text, as indented JSON and as hex) and its second, whose
@@ -28,7 +29,8 @@ saves a screenshot and names its path in the error.
         client named itself NAME from the Connections page
     ui_browser.py ... screenshots --queue NAME --out DIR
         a PNG of each main page (overview, queues, the queue with a message got, exchanges,
-        connections) in DIR, for docs/ui/
+        connections, Kafka, a topic with records browsed, a group with a reset previewed,
+        routes, a route) and of the overview in a 700 px window in DIR, for docs/ui/
 """
 
 import argparse
@@ -80,6 +82,7 @@ def parse_args():
     check.add_argument("--record-value", required=True)
     check.add_argument("--first-record-ms", type=int, required=True)
     check.add_argument("--kafka-client", required=True)
+    check.add_argument("--last-topic", required=True)
     shots = commands.add_parser("screenshots")
     shots.add_argument("--queue", required=True)
     shots.add_argument("--route", required=True)
@@ -222,6 +225,7 @@ def check(ui, args):
         lambda d: ui.row(args.kafka_group).find_element(By.CSS_SELECTOR, ".total-lag").text.strip() == f"{args.kafka_lag:,}",
     )
 
+    turn_a_page_of_topics(ui, args)
     create_change_and_delete_topics(ui, args)
     browse_records(ui, args)
     reset_group(ui, args)
@@ -289,6 +293,23 @@ def check_overview(ui, args):
     ui.text_is("[data-total=kafka_topics] strong", f"{len(topics):,}")
     ui.text_is("[data-total=kafka_lag] strong", f"{args.kafka_lag:,}")
     ui.visible("#chart-kafka svg")
+
+
+def turn_a_page_of_topics(ui, args):
+    """The Kafka page lists 25 topics to a page; Next shows the rest, Previous goes back."""
+    total = len(ui.api("/api/ferry/kafka/topics", args.user, args.password))
+    assert total > 25, f"only {total} topics: the list fits on one page"
+    ui.text_is("#topics .pager .page-of", f"1–25 of {total}")
+    assert not ui.driver.find_elements(By.CSS_SELECTOR, f"#topics tr[data-name='{args.last_topic}']"), "the last topic on the first page"
+    assert len(ui.driver.find_elements(By.CSS_SELECTOR, "#topics tbody tr")) == 25
+    ui.visible("#topics .pager button[data-action='next']").click()
+    ui.text_is("#topics .pager .page-of", f"26–{total} of {total}")
+    ui.until(f"topic '{args.last_topic}' on the second page", lambda d: d.find_elements(By.CSS_SELECTOR, f"#topics tr[data-name='{args.last_topic}']"))
+    # The page shown stays across a refresh.
+    time.sleep(6)
+    ui.text_is("#topics .pager .page-of", f"26–{total} of {total}")
+    ui.visible("#topics .pager button[data-action='previous']").click()
+    ui.text_is("#topics .pager .page-of", f"1–25 of {total}")
 
 
 def create_change_and_delete_topics(ui, args):
@@ -452,9 +473,11 @@ def screenshots(ui, args):
     ui.shot(os.path.join(args.out, "login.png"))
     ui.log_in(args.user, args.password)
     ui.visible("#chart-rates svg path.line")
+    ui.driver.set_window_size(1280, 1500)  # the node's card under the charts
     # Two samples at least, so the rate charts draw lines.
     time.sleep(12)
     ui.shot(os.path.join(args.out, "overview.png"))
+    ui.driver.set_window_size(1280, 1200)
     ui.nav("queues")
     ui.row(args.queue)
     # Ferry's API computes a queue's rates between two requests: wait for the next refresh.
@@ -474,7 +497,18 @@ def screenshots(ui, args):
     ui.shot(os.path.join(args.out, "kafka.png"))
     ui.row(args.kafka_topic).find_element(By.CSS_SELECTOR, "a").click()
     ui.visible("#topic-settings")
+    # The record browser with the last three records, values as indented JSON.
+    ui.until("partition 0 in the browser", lambda d: d.find_elements(By.CSS_SELECTOR, "#browse-partition option[value='0']"))
+    Select(ui.driver.find_element(By.ID, "browse-from")).select_by_value("latest")
+    limit = ui.driver.find_element(By.ID, "browse-limit")
+    limit.clear()
+    limit.send_keys("3")
+    Select(ui.driver.find_element(By.ID, "browse-format")).select_by_value("json")
+    ui.driver.find_element(By.ID, "browse-submit").click()
+    ui.visible("#browse-output .record")
+    ui.driver.set_window_size(1280, 1700)
     ui.shot(os.path.join(args.out, "topic.png"))
+    ui.driver.set_window_size(1280, 1200)
     ui.nav("kafka")
     ui.row(args.kafka_group).find_element(By.CSS_SELECTOR, "a").click()
     ui.visible("#group-lag")
