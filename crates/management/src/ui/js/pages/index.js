@@ -1,5 +1,5 @@
 // The pages of the UI, in navigation order; the first is the start page. A new page is one
-// module in this folder, one line here and one asset line in src/management/ui.rs.
+// module in this folder, one line here and one asset line in crates/management/src/ui.rs.
 
 import overview from './overview.js';
 import queues from './queues.js';
