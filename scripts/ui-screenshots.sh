@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Makes the web UI's screenshots (one PNG per main page) with the driver of the browser
-# test (tests/daemon/ui.rs): a `ferry run` on free loopback ports over a throwaway store,
-# queues and a little traffic from pika and kafka-python, Debian's chromedriver, and the `screenshots`
-# command of tests/python/ui_browser.py.
+# Makes the web UI's screenshots (one PNG per main page, the topic and group pages, and the
+# overview in a 700 px window) with the driver of the browser test (tests/daemon/ui.rs): a
+# `ferry run` on free loopback ports over a throwaway store, queues and a little traffic
+# from pika and kafka-python, Debian's chromedriver, and the `screenshots` command of
+# tests/python/ui_browser.py.
 #
 #   scripts/ui-screenshots.sh [OUT_DIR]      (default: docs/ui)
 #
@@ -127,6 +128,24 @@ EOF
 timeout 120 python3 "$work/kafka_traffic.py" "127.0.0.1:$kafka" >>"$work/log" 2>&1 ||
   { cat "$work/log" >&2; die "the Kafka traffic failed"; }
 
+# A producer that stays connected (the Connections page's Kafka clients, the Overview's
+# Kafka rate): a payment every half second, with a header; bounded to 5 minutes.
+cat >"$work/kafka_producer.py" <<'EOF'
+import sys, time
+from kafka import KafkaProducer
+
+producer = KafkaProducer(bootstrap_servers=sys.argv[1], client_id="payments-api")
+deadline = time.monotonic() + 300
+n = 120
+while time.monotonic() < deadline:
+    producer.send("payments", key=str(n % 7).encode(), value=f'{{"payment": {n}, "amount": {n * 3 % 50}.25}}'.encode(),
+                  headers=[("source", b"checkout")])
+    producer.flush()
+    n += 1
+    time.sleep(0.5)
+EOF
+spawn python3 "$work/kafka_producer.py" "127.0.0.1:$kafka"
+
 driver_port=$(free_port)
 spawn chromedriver --port="$driver_port"
 wait_for "chromedriver's readiness" curl -sf "http://127.0.0.1:$driver_port/status"
@@ -135,5 +154,5 @@ wait_for "chromedriver's readiness" curl -sf "http://127.0.0.1:$driver_port/stat
 artifacts="${TMPDIR:-/tmp}/ferry-ui-screenshots-$$"
 python3 tests/python/ui_browser.py --webdriver "http://127.0.0.1:$driver_port" \
   --ui "http://127.0.0.1:$management/" --user guest --password guest --artifacts "$artifacts" \
-  screenshots --queue invoices --route billing-ledger --out "$out" || { cat "$work/log" >&2; exit 1; }
+  screenshots --queue invoices --route billing-ledger --kafka-topic payments --kafka-group billing --out "$out" || { cat "$work/log" >&2; exit 1; }
 echo "ui-screenshots.sh: wrote $(ls "$out"/*.png | tr '\n' ' ')"

@@ -3,7 +3,7 @@
 //! answer's shape compared with the node's (tests/python/management_api.py); and tags and
 //! permissions answering each request as the node does (tests/python/management_tags.py);
 //! Ferry's own Kafka endpoints read with Python after rdkafka produced, consumed and
-//! committed (tests/python/management_kafka.py); Ferry's routes added, paused, resumed and
+//! committed, and their records browsed (tests/python/management_kafka.py); Ferry's routes added, paused, resumed and
 //! removed at runtime, their dead letters listed, replayed and purged, with urllib and pika,
 //! across a kill -9 (tests/python/management_routes.py); vhosts made and deleted at runtime
 //! (tests/python/management_vhosts.py); changes to users and permissions reaching open
@@ -220,6 +220,59 @@ async fn kafka_topics_and_groups_show_offsets_and_lag_to_monitoring_users() {
         assert_eq!(shown["total_lag"], 3);
         assert_eq!(answer(&format!("{user} missing_topic"))[0], 404);
         assert_eq!(answer(&format!("{user} missing_group"))[0], 404);
+
+        // The record browser's look: two records from offset 1, and where to go on.
+        let look = answer(&format!("{user} records"));
+        assert_eq!(look[0], 200, "{look}");
+        let text = |s: &str| json!({"base64": base64_of(s), "text": s});
+        let record = |offset: i64| {
+            let mut r = look[1]["records"][usize::try_from(offset - 1).unwrap()].clone();
+            assert!(r["timestamp"].as_i64().unwrap() > 0, "{r}");
+            r.as_object_mut().unwrap().remove("timestamp");
+            r
+        };
+        assert_eq!(
+            [record(1), record(2)],
+            [1, 2].map(|o: i64| json!({"offset": o, "key": null, "headers": [], "value": text(&o.to_string())}))
+        );
+        let mut page = look[1].clone();
+        page.as_object_mut().unwrap().remove("records");
+        assert_eq!(
+            page,
+            json!({"topic": topic, "partition": 0, "log_start_offset": 0, "high_watermark": 5,
+                   "last_stable_offset": 5, "from_offset": 1, "next_offset": 3})
+        );
+        let from_time = answer(&format!("{user} records_from_time"));
+        assert_eq!(from_time[1]["records"][0]["offset"], 0, "{from_time}");
+        assert_eq!(from_time[1]["records"].as_array().map(Vec::len), Some(1));
+        let missing = answer(&format!("{user} records_missing_partition"));
+        assert_eq!(
+            missing,
+            json!([400, {"error": "bad_request", "reason": format!("topic '{topic}' has no partition 2")}])
+        );
+        assert_eq!(answer(&format!("{user} records_missing_topic"))[0], 404);
+
+        // The group's member is among the live Kafka clients, by the client id it sent.
+        let clients = answer(&format!("{user} clients"));
+        assert_eq!(clients[0], 200, "{clients}");
+        let reader = clients[1]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["client_id"] == "lag-reader")
+            .unwrap_or_else(|| panic!("no client 'lag-reader' in {clients}"));
+        assert_eq!(reader["listener"], "PLAINTEXT", "{reader}");
+        assert_eq!(reader["ssl"], false, "{reader}");
+        assert_eq!(reader["peer_host"], "127.0.0.1", "{reader}");
+        assert_eq!(
+            reader["port"].as_u64().map(|p| p.to_string()),
+            ferry
+                .kafka_bootstrap()
+                .rsplit(':')
+                .next()
+                .map(str::to_owned),
+            "{reader}"
+        );
     }
     let acl = json!({
         "resource_type": "TOPIC",
@@ -243,9 +296,17 @@ async fn kafka_topics_and_groups_show_offsets_and_lag_to_monitoring_users() {
         "group",
         "missing_topic",
         "missing_group",
+        "records",
+        "clients",
     ] {
         assert_eq!(answer(&format!("kmgmt {what}")), not_monitor, "{what}");
     }
+}
+
+/// `s` in standard base64, as the API answers bytes.
+fn base64_of(s: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(s)
 }
 
 /// The config file's route of the routes test: it shows beside the runtime ones and the

@@ -2,7 +2,12 @@
 //! chromedriver), driven by selenium from `tests/python/ui_browser.py`, against a `ferry
 //! run` this test starts, with lapin as the AMQP client whose queue and connection the UI
 //! shows and closes, rdkafka as the Kafka client whose topic and group lag it shows, and a
-//! route whose dead letter the UI replays and lapin then receives.
+//! route whose dead letter the UI replays and lapin then receives. What the UI changes is
+//! checked with those clients: the topic it creates and the setting it changes as rdkafka
+//! sees them, the topic it deletes gone from rdkafka's metadata, the group offset it
+//! resets as rdkafka's OffsetFetch reads it, the message it publishes received by a lapin
+//! consumer and the queue it deletes gone for lapin; an rdkafka producer left connected is
+//! listed among the Kafka clients on the Connections page.
 
 use crate::common::amqp::{
     WAIT, declare, declare_exchange, publish_confirmed, reply_code, reply_text,
@@ -10,15 +15,18 @@ use crate::common::amqp::{
 use crate::common::browser::Chromedriver;
 use crate::common::clients::{self, python_script};
 use crate::common::daemon::{Daemon, Setup};
-use crate::common::kafka::{PATIENCE, consumer, producer};
+use crate::common::kafka::{PATIENCE, client_config, consumer, producer};
 use futures::StreamExt;
-use lapin::options::{BasicGetOptions, QueueBindOptions};
+use lapin::options::{BasicConsumeOptions, BasicGetOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 use lapin::{Channel, Connection, ConnectionProperties, Event, ExchangeKind};
-use rdkafka::Message;
-use rdkafka::consumer::{CommitMode, Consumer};
-use rdkafka::producer::FutureRecord;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::metadata::Metadata;
+use rdkafka::producer::{FutureRecord, Producer};
 use rdkafka::util::Timeout;
+use rdkafka::{Message, Offset, TopicPartitionList};
 use std::path::PathBuf;
 
 /// What the test's client calls itself (`client_properties.connection_name`), so the
@@ -59,6 +67,112 @@ async fn commit_part_of_a_topic(bootstrap: &str) {
             c.commit_message(&m, CommitMode::Sync).unwrap();
         }
     }
+}
+
+/// The topic the record browser reads: two records on partition 0, the first with a key,
+/// a header and a JSON value at [`FIRST_RECORD_MS`], the second with bytes that are not
+/// UTF-8 a minute later.
+const RECORDS_TOPIC: &str = "ui-records";
+const FIRST_RECORD_MS: i64 = 1_700_000_000_000;
+const RECORD_KEY: &str = "order-7";
+const RECORD_VALUE: &str = r#"{"order":7,"total":12.5}"#;
+const BINARY_VALUE: &[u8] = &[0xff, 0x00, 0x7b];
+
+async fn produce_records_to_browse(bootstrap: &str) {
+    let p = producer(bootstrap, &[]);
+    let headers = rdkafka::message::OwnedHeaders::new().insert(rdkafka::message::Header {
+        key: "trace",
+        value: Some("abc"),
+    });
+    p.send(
+        FutureRecord::to(RECORDS_TOPIC)
+            .partition(0)
+            .key(RECORD_KEY)
+            .headers(headers)
+            .payload(RECORD_VALUE)
+            .timestamp(FIRST_RECORD_MS),
+        Timeout::After(PATIENCE),
+    )
+    .await
+    .expect("acknowledged");
+    p.send(
+        FutureRecord::<(), _>::to(RECORDS_TOPIC)
+            .partition(0)
+            .payload(BINARY_VALUE)
+            .timestamp(FIRST_RECORD_MS + 60_000),
+        Timeout::After(PATIENCE),
+    )
+    .await
+    .expect("acknowledged");
+}
+
+/// Topics enough for the Kafka page's list to take two pages (25 to a page); their names
+/// sort after the others, which stay on the first page.
+const PAGED_TOPICS: usize = 26;
+
+async fn create_topics_for_a_second_page(bootstrap: &str) {
+    let admin: AdminClient<DefaultClientContext> = client_config(bootstrap, &[]).create().unwrap();
+    let names: Vec<String> = (0..PAGED_TOPICS)
+        .map(|i| format!("zz-page-{i:02}"))
+        .collect();
+    let topics: Vec<NewTopic> = names
+        .iter()
+        .map(|n| NewTopic::new(n, 1, TopicReplication::Fixed(1)))
+        .collect();
+    let created = admin
+        .create_topics(&topics, &AdminOptions::new())
+        .await
+        .unwrap();
+    assert!(created.iter().all(Result::is_ok), "{created:?}");
+}
+
+/// The client id of an rdkafka producer left connected, which the Connections page lists.
+const KAFKA_CLIENT: &str = "ui-kafka-client";
+
+/// The topic the UI creates (3 partitions, `retention.ms` 60000 then 120000), and the
+/// one it creates and deletes.
+const CREATED_TOPIC: &str = "ui-created";
+const DELETED_TOPIC: &str = "ui-doomed-topic";
+
+/// The queue whose page shows its consumer and publishes to it, the consumer's tag, what
+/// the UI publishes, and the queue the UI deletes.
+const CONSUMED_QUEUE: &str = "ui-work";
+const CONSUMER_TAG: &str = "ui-worker";
+const PUBLISHED: &str = "published from the UI";
+const DELETED_QUEUE: &str = "ui-doomed";
+
+/// The topics a fresh rdkafka client sees, by name, with their partition counts.
+fn kafka_topics(bootstrap: &str) -> Vec<(String, usize)> {
+    let c: BaseConsumer = client_config(bootstrap, &[]).create().unwrap();
+    let metadata: Metadata = c.fetch_metadata(None, PATIENCE).unwrap();
+    metadata
+        .topics()
+        .iter()
+        .map(|t| (t.name().to_owned(), t.partitions().len()))
+        .collect()
+}
+
+/// `topic`'s `retention.ms` as rdkafka's DescribeConfigs reads it.
+async fn retention_ms(bootstrap: &str, topic: &str) -> Option<String> {
+    let admin: AdminClient<DefaultClientContext> = client_config(bootstrap, &[]).create().unwrap();
+    let described = admin
+        .describe_configs(&[ResourceSpecifier::Topic(topic)], &AdminOptions::new())
+        .await
+        .unwrap();
+    let config = described[0].as_ref().expect("the topic's configs");
+    config.get("retention.ms").and_then(|e| e.value.clone())
+}
+
+/// The offset `group` has committed on partition 0 of `topic`, as rdkafka's OffsetFetch
+/// reads it (without joining the group).
+fn committed_offset(bootstrap: &str, group: &str, topic: &str) -> Offset {
+    let c: BaseConsumer = client_config(bootstrap, &[("group.id", group)])
+        .create()
+        .unwrap();
+    let mut wanted = TopicPartitionList::new();
+    wanted.add_partition(topic, 0);
+    let found = c.committed_offsets(wanted, PATIENCE).unwrap();
+    found.find_partition(topic, 0).unwrap().offset()
 }
 
 /// A route between two exchanges of the AMQP front that refuses a message once (no queue is
@@ -112,7 +226,8 @@ fn artifacts() -> PathBuf {
 }
 
 #[test]
-fn log_in_see_a_queue_get_a_message_see_kafka_lag_replay_a_dead_letter_and_close_a_connection() {
+fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_close_a_connection()
+{
     let dir = tempfile::tempdir().unwrap();
     let daemon = Setup::shipped_with(dir.path(), ROUTE_CONFIG).start();
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -131,7 +246,40 @@ fn log_in_see_a_queue_get_a_message_see_kafka_lag_replay_a_dead_letter_and_close
         (conn, ch)
     });
     let mut events = conn.events_listener();
-    runtime.block_on(commit_part_of_a_topic(&daemon.kafka_bootstrap()));
+    let bootstrap = daemon.kafka_bootstrap();
+    runtime.block_on(commit_part_of_a_topic(&bootstrap));
+    runtime.block_on(produce_records_to_browse(&bootstrap));
+    runtime.block_on(create_topics_for_a_second_page(&bootstrap));
+    // Connected (it fetches the cluster's metadata at once) until the test ends.
+    let kafka_client = producer(&bootstrap, &[("client.id", KAFKA_CLIENT)]);
+    kafka_client
+        .client()
+        .fetch_metadata(None, PATIENCE)
+        .expect("the producer's metadata");
+    assert_eq!(
+        committed_offset(&bootstrap, KAFKA_GROUP, KAFKA_TOPIC),
+        Offset::Offset(COMMITTED)
+    );
+    // A second connection, which the UI leaves open: a consumer on the queue the UI
+    // publishes to, and the queue the UI deletes.
+    let (worker, mut deliveries) = runtime.block_on(async {
+        let conn = Connection::connect(&daemon.amqp_uri(), ConnectionProperties::default())
+            .await
+            .unwrap();
+        let ch = conn.create_channel().await.unwrap();
+        declare(&ch, CONSUMED_QUEUE, FieldTable::default()).await;
+        declare(&ch, DELETED_QUEUE, FieldTable::default()).await;
+        let deliveries = ch
+            .basic_consume(
+                CONSUMED_QUEUE.into(),
+                CONSUMER_TAG.into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        (conn, deliveries)
+    });
 
     let browser = Chromedriver::start();
     let artifacts = artifacts();
@@ -170,11 +318,36 @@ fn log_in_see_a_queue_get_a_message_see_kafka_lag_replay_a_dead_letter_and_close
         ROUTE,
         "--dead-letter",
         DEAD_LETTER,
+        "--create-topic",
+        CREATED_TOPIC,
+        "--delete-topic",
+        DELETED_TOPIC,
+        "--consumed-queue",
+        CONSUMED_QUEUE,
+        "--consumer",
+        CONSUMER_TAG,
+        "--publish",
+        PUBLISHED,
+        "--delete-queue",
+        DELETED_QUEUE,
+        "--records-topic",
+        RECORDS_TOPIC,
+        "--record-key",
+        RECORD_KEY,
+        "--record-value",
+        RECORD_VALUE,
+        "--first-record-ms",
+        &FIRST_RECORD_MS.to_string(),
+        "--kafka-client",
+        KAFKA_CLIENT,
+        "--last-topic",
+        &format!("zz-page-{:02}", PAGED_TOPICS - 1),
     ];
     // The script saves a screenshot on failure and names it in its error, which `run`
     // puts in the panic message.
     let output = runtime.block_on(clients::run("python3", &args, b""));
     drop(browser);
+    drop(kafka_client);
     let said = String::from_utf8_lossy(&output.stdout);
     assert!(said.starts_with("closed "), "{said}");
     // The replayed dead letter reached the queue bound to the route's destination.
@@ -189,6 +362,63 @@ fn log_in_see_a_queue_get_a_message_see_kafka_lag_replay_a_dead_letter_and_close
             .map(|m| String::from_utf8_lossy(&m.delivery.data).into_owned())
     });
     assert_eq!(delivered.as_deref(), Some(DEAD_LETTER));
+
+    // The topic the UI created, with the setting it changed; the one it deleted is gone.
+    let topics = kafka_topics(&bootstrap);
+    assert!(
+        topics.contains(&(CREATED_TOPIC.to_owned(), 3)),
+        "{topics:?}"
+    );
+    assert!(
+        !topics.iter().any(|(name, _)| name == DELETED_TOPIC),
+        "{topics:?}"
+    );
+    assert_eq!(
+        runtime
+            .block_on(retention_ms(&bootstrap, CREATED_TOPIC))
+            .as_deref(),
+        Some("120000")
+    );
+    // The group the UI reset reads from the start again.
+    assert_eq!(
+        committed_offset(&bootstrap, KAFKA_GROUP, KAFKA_TOPIC),
+        Offset::Offset(0)
+    );
+    // The message the UI published reached the queue's consumer, with its header.
+    let published = runtime.block_on(async {
+        tokio::time::timeout(WAIT, deliveries.next())
+            .await
+            .expect("the published message within the wait")
+            .expect("a delivery")
+            .expect("no consumer error")
+    });
+    assert_eq!(String::from_utf8_lossy(&published.data), PUBLISHED);
+    let source = published
+        .properties
+        .headers()
+        .as_ref()
+        .and_then(|h| h.inner().get("source").cloned());
+    assert_eq!(
+        source,
+        Some(lapin::types::AMQPValue::LongString("ui".into()))
+    );
+    // The queue the UI deleted is gone.
+    let passive = runtime.block_on(async {
+        let ch = worker.create_channel().await.unwrap();
+        ch.queue_declare(
+            DELETED_QUEUE.into(),
+            QueueDeclareOptions {
+                passive: true,
+                ..QueueDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+    });
+    assert_eq!(
+        passive.map(|_| ()).map_err(|e| reply_code(&e)),
+        Err(Some(404))
+    );
 
     let mut seen = Vec::new();
     let closed = runtime.block_on(async {

@@ -1,5 +1,5 @@
 """The management API's Kafka endpoints read with urllib, as a script or dashboard would:
-a monitoring user and an administrator made through the API see topics and groups, a
+a monitoring user and an administrator made through the API see topics, records, groups and the Kafka clients, a
 `management` user is refused, only the administrator sees the ACLs (one made first with
 kafka-python's admin client: User:alice may READ topics prefixed TOPIC-acl). Prints one
 JSON object with what each request answered; the Rust test checks it against what it
@@ -59,6 +59,11 @@ for user in ("guest", "kmon", "kmgmt"):
         ("acls", "/api/ferry/kafka/acls"),
         ("missing_topic", "/api/ferry/kafka/topics/no-such-topic"),
         ("missing_group", "/api/ferry/kafka/groups/no-such-group"),
+        ("records", f"/api/ferry/kafka/topics/{quoted_topic}/records?partition=0&offset=1&limit=2"),
+        ("records_from_time", f"/api/ferry/kafka/topics/{quoted_topic}/records?timestamp=0&limit=1"),
+        ("records_missing_partition", f"/api/ferry/kafka/topics/{quoted_topic}/records?partition=2"),
+        ("records_missing_topic", "/api/ferry/kafka/topics/no-such-topic/records"),
+        ("clients", "/api/ferry/kafka/clients"),
     ):
         status, body = call(user, password, "GET", path)
         if what == "topics" and status == 200:

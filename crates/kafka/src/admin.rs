@@ -8,9 +8,11 @@
 //! management API names nothing of the front but this module.
 //!
 //! What the API may change — topics, their settings, a group's offsets — is in
-//! [`changes`], through the operations the front's Kafka requests use.
+//! [`changes`], through the operations the front's Kafka requests use; the records of a
+//! partition, read as Fetch reads them, in [`records`].
 
 mod changes;
+mod records;
 
 use super::Context;
 use crate::coordinator::groups::lag::lag;
@@ -28,8 +30,11 @@ pub use crate::acls::model::{
     Acl, AclCodes, Operation, PatternType, Permission, ResourcePattern, ResourceType,
 };
 pub use crate::acls::store::AclSet;
+pub use crate::clients::KafkaClient;
 pub use crate::metadata::topics::TopicError;
+pub use crate::port::KafkaRecord;
 pub use changes::{ResetError, ResetOffset, ResetTo};
+pub use records::{BrowseError, BrowseFrom, BrowsedRecord, MAX_RECORDS, RecordsPage};
 
 /// One partition's offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,6 +210,11 @@ impl KafkaAdmin {
         }
         let high_watermarks = self.high_watermarks().await?;
         Ok(Some(self.summary(id, &high_watermarks).await?))
+    }
+
+    /// This instance's live client connections, oldest first.
+    pub fn clients(&self) -> Vec<KafkaClient> {
+        self.ctx.clients.list()
     }
 
     /// Every ACL.

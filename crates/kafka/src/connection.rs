@@ -23,6 +23,7 @@
 
 use super::Context;
 use super::api::{self, Reply, Session};
+use crate::clients::ClientGuard;
 use crate::wire::codec::{CodecError, FrameDecoder, Request, decode_request, encode_response};
 use bytes::BytesMut;
 use ferry_auth::peer::Peer;
@@ -177,6 +178,8 @@ impl std::fmt::Display for Refusal {
 pub(crate) struct Arrival {
     /// The listener's security protocol, which names it.
     pub listener: SecurityProtocol,
+    /// The listener's address, when the socket says.
+    pub local: Option<std::net::SocketAddr>,
     /// Whether its clients must authenticate with SASL first.
     pub require_sasl: bool,
 }
@@ -197,6 +200,14 @@ pub(crate) async fn serve(
     let writer = tokio::spawn(write(writer, queue, busy.clone(), idle));
     let addr = peer.addr;
     let plaintext = !peer.is_tls();
+    let registered = ctx.clients.register(
+        addr,
+        arrival
+            .local
+            .unwrap_or_else(|| (std::net::Ipv4Addr::UNSPECIFIED, 0).into()),
+        arrival.listener.name().to_owned(),
+        !plaintext,
+    );
     let session = Session::new(
         peer,
         arrival.listener,
@@ -207,6 +218,8 @@ pub(crate) async fn serve(
         info!(peer = %addr, listener = %arrival.listener, principal = %principal, "Kafka client identified by its certificate");
     }
     let mut reader = Reader {
+        registered,
+        reported_user: None,
         decoder: FrameDecoder::new(ctx.config.max_request_size),
         ctx,
         session,
@@ -271,6 +284,10 @@ type Stop = Option<Refusal>;
 struct Reader {
     /// What handlers share.
     ctx: Arc<Context>,
+    /// The connection in the front's list of live clients.
+    registered: ClientGuard,
+    /// The user last noted in that list.
+    reported_user: Option<String>,
     /// What this connection knows about its client.
     session: Session,
     /// Splits frames off `buf`.
@@ -412,12 +429,20 @@ impl Reader {
 
     /// Records what a request says about its client.
     fn note(&mut self, request: &Request) {
-        self.session.client_id = request
+        let client_id = request
             .header
             .client_id
             .as_ref()
             .map(|c| c.to_string())
             .unwrap_or_default();
+        // The user a SASL login gave shows from the request after it. The list is locked
+        // only when something changed, not on every request.
+        let user = (self.session.user.as_deref()).or(self.session.certificate_principal.as_deref());
+        if client_id != self.session.client_id || user != self.reported_user.as_deref() {
+            self.registered.note(&client_id, user);
+            self.reported_user = user.map(str::to_owned);
+        }
+        self.session.client_id = client_id;
         debug!(
             peer = %self.session.peer.addr,
             api = ?request.api,

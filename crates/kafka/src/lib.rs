@@ -23,6 +23,7 @@
 mod acls;
 pub mod admin;
 mod api;
+pub mod clients;
 mod connection;
 mod coordinator;
 #[doc(hidden)]
@@ -144,6 +145,8 @@ pub struct Context {
     pub fetch_sessions: partition::fetch_sessions::FetchSessions,
     /// Fires when the daemon shuts down (long polls answer early).
     pub shutdown: CancellationToken,
+    /// This instance's live client connections (the management API's Connections page).
+    pub clients: clients::Clients,
 }
 
 impl Context {
@@ -403,6 +406,7 @@ impl KafkaFront {
             broker_settings,
             memory,
             shutdown,
+            clients: clients::Clients::default(),
         };
         Ok(Self {
             ctx: Arc::new(ctx),
@@ -440,6 +444,7 @@ impl KafkaFront {
         let serving = self.listeners.into_iter().map(|listener| {
             let arrival = connection::Arrival {
                 listener: listener.protocol,
+                local: listener.socket.tcp.local_addr().ok(),
                 require_sasl: listener.protocol.is_sasl()
                     || (listener.protocol == SecurityProtocol::Plaintext
                         && ctx.config.require_sasl),

@@ -304,6 +304,27 @@ pub(crate) fn decode_committed(
     aborted: &[Aborted],
     max_decompressed: usize,
 ) -> Result<CommittedRead, LogError> {
+    let mut records = Vec::new();
+    let mut out = decode_committed_with(bytes, from, aborted, max_decompressed, |_, r| {
+        records.push(r);
+    })?;
+    out.records = records;
+    Ok(out)
+}
+
+/// [`decode_committed`], handing each record to `each` with its offset instead of
+/// collecting them (the management API's record browser shows the offsets); the answer's
+/// `records` is empty.
+///
+/// # Errors
+/// As [`decode_committed`].
+pub(crate) fn decode_committed_with(
+    bytes: &[u8],
+    from: i64,
+    aborted: &[Aborted],
+    max_decompressed: usize,
+    mut each: impl FnMut(i64, KafkaRecord),
+) -> Result<CommittedRead, LogError> {
     let mut out = CommittedRead {
         next: from,
         ..CommittedRead::default()
@@ -342,11 +363,14 @@ pub(crate) fn decode_committed(
                 continue;
             }
         };
-        out.records.extend(
-            records
-                .into_iter()
-                .filter(|r| r.offset >= from && !r.control)
-                .map(|r| KafkaRecord {
+        for r in records
+            .into_iter()
+            .filter(|r| r.offset >= from && !r.control)
+        {
+            let offset = r.offset;
+            each(
+                offset,
+                KafkaRecord {
                     key: r.key,
                     value: r.value,
                     headers: r
@@ -360,8 +384,9 @@ pub(crate) fn decode_committed(
                     } else {
                         r.timestamp
                     }),
-                }),
-        );
+                },
+            );
+        }
     }
     Ok(out)
 }

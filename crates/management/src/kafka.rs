@@ -1,11 +1,14 @@
 //! `/api/ferry/kafka/…`: Ferry's own endpoints for its Kafka front (RabbitMQ's API has
 //! none): topics with each partition's offsets, consumer groups with their committed
-//! offsets and lag, and the Kafka ACLs. Like RabbitMQ's cluster-wide views, topics and
-//! groups are for users tagged `monitoring` or `administrator` (anyone else: 401 "Not
-//! monitor user"); the ACLs, which say who may do what, for administrators only.
-//! What changes the front (topics, settings, a group's offsets) is in [`changes`].
+//! offsets and lag, this instance's live Kafka client connections, and the Kafka ACLs.
+//! Like RabbitMQ's cluster-wide views, topics, groups and clients are for users tagged
+//! `monitoring` or `administrator` (anyone else: 401 "Not monitor user"); the ACLs, which
+//! say who may do what, for administrators only.
+//! What changes the front (topics, settings, a group's offsets) is in [`changes`]; a
+//! partition's records, for the record browser, in [`records`].
 
 mod changes;
+mod records;
 
 use super::Api;
 use super::administrator::{administrator, monitor, store_failed};
@@ -15,7 +18,7 @@ use super::reply::Json;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::routing::get;
-use ferry_kafka::admin::{Acl, GroupSummary, TopicView};
+use ferry_kafka::admin::{Acl, GroupSummary, KafkaClient, TopicView};
 use serde_json::{Value, json};
 
 /// The routes of this family.
@@ -26,7 +29,9 @@ pub(crate) fn routes() -> Router<Api> {
         .route("/api/ferry/kafka/groups", get(groups))
         .route("/api/ferry/kafka/groups/{group}", get(group))
         .route("/api/ferry/kafka/acls", get(acls))
+        .route("/api/ferry/kafka/clients", get(clients))
         .merge(changes::routes())
+        .merge(records::routes())
 }
 
 fn topic_json(t: &TopicView) -> Value {
@@ -129,6 +134,32 @@ async fn group(
     monitor(&principal)?;
     let group = api.kafka.group(&id).await.map_err(store_failed)?;
     Ok(Json(group_json(&group.ok_or_else(ApiError::not_found)?)))
+}
+
+fn client_json(c: &KafkaClient) -> Value {
+    let connected_at = c
+        .connected_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    json!({
+        "id": c.id,
+        "name": format!("{} -> {}", c.peer, c.local),
+        "peer_host": c.peer.ip().to_string(),
+        "peer_port": c.peer.port(),
+        "host": c.local.ip().to_string(),
+        "port": c.local.port(),
+        "listener": c.listener,
+        "ssl": c.tls,
+        "client_id": c.client_id,
+        "user": c.user,
+        "connected_at": connected_at,
+    })
+}
+
+/// `GET /api/ferry/kafka/clients`: this instance's live Kafka connections.
+async fn clients(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Vec<Value>>> {
+    monitor(&principal)?;
+    Ok(Json(api.kafka.clients().iter().map(client_json).collect()))
 }
 
 /// `GET /api/ferry/kafka/acls` (administrators only).

@@ -60,6 +60,8 @@ const ASSETS: &[Asset] = &[
     asset!("js/pages/exchanges.js", JAVASCRIPT),
     asset!("js/pages/connections.js", JAVASCRIPT),
     asset!("js/pages/kafka.js", JAVASCRIPT),
+    asset!("js/pages/topic.js", JAVASCRIPT),
+    asset!("js/pages/group.js", JAVASCRIPT),
     asset!("js/pages/routes.js", JAVASCRIPT),
     asset!("js/pages/route.js", JAVASCRIPT),
 ];

@@ -10,7 +10,14 @@ import pages from './pages/index.js';
 const byId = (id) => document.getElementById(id);
 
 /** The page shown now, its handle, the refresh timer and the refresh in flight. */
-const state = { page: null, handle: null, timer: null, inFlight: null, again: false };
+const state = { page: null, handle: null, timer: null, inFlight: null, again: false, first: false };
+
+/**
+ * How soon a page is refreshed a second time. The API's rates are the change between its
+ * readings, and a page's first request is often the first reading: asking again a second
+ * later gives the page real rates at once instead of 0.0/s until the next interval.
+ */
+const SECOND_REFRESH_MS = 1000;
 
 function showLogin(reason = '') {
   stopRefresh();
@@ -74,6 +81,7 @@ function route() {
   view.dataset.page = page.route;
   document.title = `${page.title} · Ferry`;
   state.handle = page.mount(view, args);
+  state.first = true;
   refresh();
 }
 
@@ -109,7 +117,9 @@ async function refresh() {
   if (handle !== state.handle) return;
   if (state.again) return refresh();
   const interval = Number(byId('refresh').value);
-  if (interval > 0) state.timer = setTimeout(refresh, interval);
+  const wait = state.first ? Math.min(interval, SECOND_REFRESH_MS) : interval;
+  state.first = false;
+  if (wait > 0) state.timer = setTimeout(refresh, wait);
 }
 
 function stopRefresh() {

@@ -122,18 +122,71 @@ export function flag(value) {
 export function table(columns, rows, { empty = 'Nothing to show.', rowAttributes = () => ({}) } = {}) {
   if (rows.length === 0) return h('p', { class: 'muted empty' }, empty);
   const cellClass = (column) => (column.numeric ? 'num' : null);
-  return h(
-    'table',
+  const head = h('thead', {}, h('tr', {}, columns.map((c) => h('th', { class: cellClass(c) }, c.title))));
+  const body = h(
+    'tbody',
     {},
-    h('thead', {}, h('tr', {}, columns.map((c) => h('th', { class: cellClass(c) }, c.title)))),
-    h(
-      'tbody',
-      {},
-      rows.map((row) =>
-        h('tr', rowAttributes(row), columns.map((c) => h('td', { class: cellClass(c) }, c.cell(row)))),
-      ),
-    ),
+    rows.map((row) => h('tr', rowAttributes(row), columns.map((c) => h('td', { class: cellClass(c) }, c.cell(row))))),
   );
+  // A wide table scrolls inside its box, so a narrow window keeps the page's own width.
+  return h('div', { class: 'table-box' }, h('table', {}, head, body));
+}
+
+/**
+ * One page of a long list: `paged(rows, state, size, redraw)` answers `{shown, pager}`,
+ * the rows of page `state.page` (kept by the caller across refreshes, and brought back
+ * within range when the list shrinks) and the Previous / Next controls, null when the list
+ * fits on one page.
+ */
+export function paged(rows, state, size, redraw) {
+  const pages = Math.max(1, Math.ceil(rows.length / size));
+  state.page = Math.min(Math.max(0, state.page || 0), pages - 1);
+  const shown = rows.slice(state.page * size, (state.page + 1) * size);
+  if (pages === 1) return { shown, pager: null };
+  const go = (page) => () => {
+    state.page = page;
+    redraw();
+  };
+  const pager = h(
+    'div',
+    { class: 'pager' },
+    h('button', { type: 'button', class: 'plain', 'data-action': 'previous', disabled: state.page === 0, onclick: go(state.page - 1) }, '‹ Previous'),
+    h('span', { class: 'muted page-of' }, `${count(state.page * size + 1)}–${count(state.page * size + shown.length)} of ${count(rows.length)}`),
+    h('button', { type: 'button', class: 'plain', 'data-action': 'next', disabled: state.page === pages - 1, onclick: go(state.page + 1) }, 'Next ›'),
+  );
+  return { shown, pager };
+}
+
+/** A byte count in B, KiB, MiB, GiB or TiB; "–" for a value the API did not give. */
+export function bytes(value) {
+  if (typeof value !== 'number') return '–';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let unit = 0;
+  let scaled = value;
+  while (scaled >= 1024 && unit < units.length - 1) {
+    scaled /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${scaled.toFixed(1)} ${units[unit]}`;
+}
+
+/**
+ * `promise`, or null when the API refuses it with 401 "Not monitor user" (a view for
+ * users tagged monitoring or administrator): a page shows what the user may see rather
+ * than logging them out.
+ */
+export async function monitored(promise) {
+  try {
+    return await promise;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401 && /^Not (monitor|administrator) user$/.test(e.message)) return null;
+    throw e;
+  }
+}
+
+/** Asks the shell to refresh the page now (after an action, so its numbers follow). */
+export function refreshNow() {
+  window.dispatchEvent(new Event('ferry:refresh'));
 }
 
 /** A definition list of `[term, value]` pairs. */

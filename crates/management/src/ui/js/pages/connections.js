@@ -1,8 +1,17 @@
 // Connections: every client connection from /api/connections, each with a button that
 // closes it (DELETE /api/connections/NAME; the client gets connection.close 320
-// CONNECTION_FORCED with the reason sent in X-Reason).
+// CONNECTION_FORCED with the reason sent in X-Reason); and the Kafka front's live client
+// connections from /api/ferry/kafka/clients (users tagged monitoring or administrator).
 
-import { api, apiPath, count, flag, h, rate, replace, table } from '../core.js';
+import { api, apiPath, count, flag, h, monitored, rate, replace, table } from '../core.js';
+
+const KAFKA_COLUMNS = [
+  { title: 'Client', cell: (c) => [c.name, c.client_id && h('div', { class: 'muted client-id' }, c.client_id)] },
+  { title: 'User', cell: (c) => c.user || '–' },
+  { title: 'Listener', cell: (c) => c.listener },
+  { title: 'TLS', cell: (c) => flag(c.ssl) },
+  { title: 'Connected since', cell: (c) => new Date(c.connected_at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') },
+];
 
 const REASON = 'Closed via the Ferry management UI';
 
@@ -64,10 +73,17 @@ export default {
       { title: '', cell: closeButton },
     ];
 
-    view.append(h('h1', {}, 'Connections'), list);
+    const kafka = h('div', { id: 'kafka-clients' });
+    view.append(h('h1', {}, 'Connections'), h('h2', {}, 'AMQP'), list, h('h2', {}, 'Kafka clients'), kafka);
     return {
       async refresh() {
-        const connections = await api('GET', '/api/connections');
+        const [connections, kafkaClients] = await Promise.all([api('GET', '/api/connections'), monitored(api('GET', '/api/ferry/kafka/clients'))]);
+        replace(
+          kafka,
+          kafkaClients === null
+            ? h('p', { class: 'muted' }, 'Only users tagged monitoring or administrator see the Kafka front’s clients.')
+            : table(KAFKA_COLUMNS, kafkaClients, { empty: 'No Kafka clients.', rowAttributes: (c) => ({ 'data-kafka-client': c.client_id }) }),
+        );
         const live = new Set(connections.map((c) => c.name));
         for (const name of outcomes.keys()) if (!live.has(name)) outcomes.delete(name);
         redraw = () => replace(list, table(columns, connections, { empty: 'No connections.', rowAttributes: (c) => ({ 'data-name': c.name }) }));

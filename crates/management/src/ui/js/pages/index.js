@@ -1,5 +1,5 @@
 // The pages of the UI, in navigation order; the first is the start page. A new page is one
-// module in this folder, one line here and one asset line in src/management/ui.rs.
+// module in this folder, one line here and one asset line in crates/management/src/ui.rs.
 
 import overview from './overview.js';
 import queues from './queues.js';
@@ -7,7 +7,9 @@ import queue from './queue.js';
 import exchanges from './exchanges.js';
 import connections from './connections.js';
 import kafka from './kafka.js';
+import topic from './topic.js';
+import group from './group.js';
 import routes from './routes.js';
 import route from './route.js';
 
-export default [overview, queues, queue, exchanges, connections, kafka, routes, route];
+export default [overview, queues, queue, exchanges, connections, kafka, topic, group, routes, route];

@@ -1,8 +1,13 @@
 // Kafka: the Kafka front's topics with each partition's offsets and its consumer groups
 // with their lag, from /api/ferry/kafka/topics and /api/ferry/kafka/groups (Ferry's own
-// endpoints, for users tagged monitoring or administrator).
+// endpoints, for users tagged monitoring or administrator), and a form that creates a
+// topic (PUT /api/ferry/kafka/topics/NAME, administrators). A name links to the topic's
+// or the group's own page.
 
-import { ApiError, api, count, h, replace, table } from '../core.js';
+import { api, apiPath, count, h, link, monitored, paged, refreshNow, replace, table } from '../core.js';
+
+/** Topics and groups shown per page. */
+const PAGE_SIZE = 25;
 
 /** One line per partition: `P: start–high (stable S)`. */
 function partitionOffsets(t) {
@@ -19,14 +24,14 @@ function groupOffsets(g) {
 }
 
 const TOPIC_COLUMNS = [
-  { title: 'Name', cell: (t) => t.name },
+  { title: 'Name', cell: (t) => link(t.name, 'topic', t.name) },
   { title: 'Partitions', cell: (t) => count(t.partitions.length), numeric: true },
   { title: 'Retention (ms)', cell: (t) => count(t.config['retention.ms']), numeric: true },
   { title: 'Offsets (partition: log start–high watermark)', cell: partitionOffsets },
 ];
 
 const GROUP_COLUMNS = [
-  { title: 'Group', cell: (g) => g.group_id },
+  { title: 'Group', cell: (g) => link(g.group_id, 'group', g.group_id) },
   { title: 'State', cell: (g) => h('span', { class: `state state-${g.state}` }, g.state) },
   { title: 'Protocol', cell: (g) => g.protocol || '–' },
   { title: 'Members', cell: (g) => count(g.members.length), numeric: true },
@@ -34,31 +39,83 @@ const GROUP_COLUMNS = [
   { title: 'Total lag', cell: (g) => h('span', { class: 'total-lag' }, count(g.total_lag)), numeric: true },
 ];
 
+/** The form that creates a topic: name, partitions, and two common settings. */
+function createForm() {
+  const name = h('input', { id: 'topic-name', required: true, placeholder: 'orders', pattern: '[a-zA-Z0-9._\\-]+' });
+  const partitions = h('input', { id: 'topic-partitions', type: 'number', min: 1, placeholder: 'default' });
+  const retention = h('input', { id: 'topic-retention', type: 'number', min: -1, placeholder: 'default' });
+  const cleanup = h(
+    'select',
+    { id: 'topic-cleanup' },
+    h('option', { value: '' }, 'default'),
+    h('option', { value: 'delete' }, 'delete'),
+    h('option', { value: 'compact' }, 'compact'),
+  );
+  const submit = h('button', { id: 'topic-create', type: 'submit' }, 'Create topic');
+  const result = h('span', { id: 'topic-create-result', class: 'result', role: 'status' });
+  const form = h(
+    'form',
+    { class: 'card form', id: 'create-topic' },
+    h('h2', {}, 'Create a topic'),
+    h('div', { class: 'inline' },
+      h('label', {}, 'Name ', name),
+      h('label', {}, 'Partitions ', partitions),
+      h('label', {}, 'retention.ms ', retention),
+      h('label', {}, 'cleanup.policy ', cleanup)),
+    h('div', { class: 'inline' }, submit, result),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const configs = {};
+    if (retention.value !== '') configs['retention.ms'] = retention.value;
+    if (cleanup.value) configs['cleanup.policy'] = cleanup.value;
+    const body = { configs };
+    if (partitions.value !== '') body.partitions = Number(partitions.value);
+    submit.disabled = true;
+    try {
+      await api('PUT', apiPath('ferry', 'kafka', 'topics', name.value), { body });
+      result.replaceChildren('Created ', link(name.value, 'topic', name.value), '.');
+      result.className = 'result';
+      name.value = '';
+    } catch (e) {
+      result.textContent = e.message;
+      result.className = 'result error';
+    } finally {
+      submit.disabled = false;
+      refreshNow();
+    }
+  });
+  return form;
+}
+
 export default {
   route: 'kafka',
   title: 'Kafka',
   nav: true,
   mount(view) {
-    const topics = h('div');
-    const groups = h('div');
-    view.append(h('h1', {}, 'Kafka'), h('h2', {}, 'Topics'), topics, h('h2', {}, 'Consumer groups'), groups);
+    const topics = h('div', { id: 'topics' });
+    const groups = h('div', { id: 'groups' });
+    const pages = { topics: {}, groups: {} };
+    let topicList = [];
+    let groupList = [];
+    const draw = () => {
+      const t = paged(topicList, pages.topics, PAGE_SIZE, draw);
+      const g = paged(groupList, pages.groups, PAGE_SIZE, draw);
+      replace(topics, table(TOPIC_COLUMNS, t.shown, { empty: 'No topics.', rowAttributes: (x) => ({ 'data-name': x.name }) }), t.pager);
+      replace(groups, table(GROUP_COLUMNS, g.shown, { empty: 'No consumer groups.', rowAttributes: (x) => ({ 'data-name': x.group_id }) }), g.pager);
+    };
+    view.append(h('h1', {}, 'Kafka'), createForm(), h('h2', {}, 'Topics'), topics, h('h2', {}, 'Consumer groups'), groups);
     return {
       async refresh() {
-        let answers;
-        try {
-          answers = await Promise.all([api('GET', '/api/ferry/kafka/topics'), api('GET', '/api/ferry/kafka/groups')]);
-        } catch (e) {
+        const answers = await Promise.all([monitored(api('GET', '/api/ferry/kafka/topics')), monitored(api('GET', '/api/ferry/kafka/groups'))]);
+        if (answers.includes(null)) {
           // "Not monitor user" refuses this page only; it must not log the user out.
-          if (e instanceof ApiError && e.status === 401 && e.message === 'Not monitor user') {
-            replace(topics, h('p', { class: 'muted' }, 'Only users tagged monitoring or administrator see the Kafka front.'));
-            replace(groups);
-            return;
-          }
-          throw e;
+          replace(topics, h('p', { class: 'muted' }, 'Only users tagged monitoring or administrator see the Kafka front.'));
+          replace(groups);
+          return;
         }
-        const [topicList, groupList] = answers;
-        replace(topics, table(TOPIC_COLUMNS, topicList, { empty: 'No topics.', rowAttributes: (t) => ({ 'data-name': t.name }) }));
-        replace(groups, table(GROUP_COLUMNS, groupList, { empty: 'No consumer groups.', rowAttributes: (g) => ({ 'data-name': g.group_id }) }));
+        [topicList, groupList] = answers;
+        draw();
       },
     };
   },

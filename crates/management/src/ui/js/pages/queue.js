@@ -1,7 +1,26 @@
-// One queue: its properties and depths (/api/queues/VHOST/NAME), get messages (POST
-// …/get, RabbitMQ's ack modes and encodings) and purge (DELETE …/contents).
+// One queue: its properties and depths (/api/queues/VHOST/NAME), its consumers
+// (/api/consumers/VHOST, those of this queue) and bindings (…/bindings), publish a message
+// to it through the default exchange (POST /api/exchanges/VHOST/amq.default/publish), get
+// messages (POST …/get, RabbitMQ's ack modes and encodings), purge (DELETE …/contents)
+// and delete it (DELETE /api/queues/VHOST/NAME).
 
-import { api, apiPath, confirmButton, count, details, flag, h, link, rate, replace } from '../core.js';
+import { api, apiPath, confirmButton, count, details, flag, h, link, rate, refreshNow, replace, table } from '../core.js';
+
+const CONSUMER_COLUMNS = [
+  { title: 'Consumer tag', cell: (c) => c.consumer_tag },
+  { title: 'Channel', cell: (c) => link(c.channel_details.name, 'connections') },
+  { title: 'Peer', cell: (c) => `${c.channel_details.peer_host}:${c.channel_details.peer_port}` },
+  { title: 'User', cell: (c) => c.channel_details.user },
+  { title: 'Ack required', cell: (c) => flag(c.ack_required) },
+  { title: 'Exclusive', cell: (c) => flag(c.exclusive) },
+  { title: 'Prefetch', cell: (c) => count(c.prefetch_count), numeric: true },
+];
+
+const BINDING_COLUMNS = [
+  { title: 'From', cell: (b) => (b.source === '' ? '(AMQP default)' : b.source) },
+  { title: 'Routing key', cell: (b) => b.routing_key },
+  { title: 'Arguments', cell: (b) => h('code', {}, JSON.stringify(b.arguments || {})) },
+];
 
 const ACK_MODES = [
   ['ack_requeue_true', 'Nack message requeue true'],
@@ -96,6 +115,66 @@ function getForm(vhost, name, output) {
   return form;
 }
 
+/** Publishes to the queue through the default exchange, as RabbitMQ's UI does. */
+function publishForm(vhost, name) {
+  const deliveryMode = h('select', { id: 'publish-delivery-mode' }, h('option', { value: '2' }, '2 – persistent'), h('option', { value: '1' }, '1 – non-persistent'));
+  const headers = h('input', { id: 'publish-headers', placeholder: '{"source": "ui"}' });
+  const contentType = h('input', { id: 'publish-content-type', placeholder: 'application/json' });
+  const payload = h('textarea', { id: 'publish-payload', rows: 4 });
+  const submit = h('button', { id: 'publish-submit', type: 'submit' }, 'Publish message');
+  const result = h('span', { id: 'publish-result', class: 'result', role: 'status' });
+  const form = h(
+    'form',
+    { class: 'card form', id: 'publish' },
+    h('h2', {}, 'Publish message'),
+    h('p', { class: 'muted' }, 'Published to the default exchange with the queue’s name as routing key.'),
+    h('div', { class: 'inline' }, h('label', {}, 'Delivery mode ', deliveryMode), h('label', {}, 'Content type ', contentType)),
+    h('label', {}, 'Headers (JSON) ', headers),
+    payload,
+    h('div', { class: 'inline' }, submit, result),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const properties = { delivery_mode: Number(deliveryMode.value) };
+    if (contentType.value) properties.content_type = contentType.value;
+    try {
+      if (headers.value.trim()) properties.headers = JSON.parse(headers.value);
+    } catch (e) {
+      result.textContent = `The headers are not JSON: ${e.message}`;
+      result.className = 'result error';
+      return;
+    }
+    submit.disabled = true;
+    try {
+      const answer = await api('POST', apiPath('exchanges', vhost, 'amq.default', 'publish'), {
+        body: { properties, routing_key: name, payload: payload.value, payload_encoding: 'string' },
+      });
+      result.textContent = answer.routed ? 'Message published.' : 'Message published but not routed.';
+      result.className = answer.routed ? 'result' : 'result error';
+    } catch (e) {
+      result.textContent = e.message;
+      result.className = 'result error';
+    } finally {
+      submit.disabled = false;
+      refreshNow();
+    }
+  });
+  return form;
+}
+
+function deleteForm(vhost, name) {
+  const result = h('span', { id: 'delete-result', class: 'result', role: 'status' });
+  const button = confirmButton({ id: 'queue-delete' }, 'Delete queue', async () => {
+    try {
+      await api('DELETE', apiPath('queues', vhost, name));
+      location.hash = '#/queues';
+    } catch (e) {
+      result.textContent = e.message;
+    }
+  });
+  return h('div', { class: 'card form' }, h('h2', {}, 'Delete'), h('p', { class: 'muted' }, 'Deletes the queue with its messages; its consumers are cancelled.'), button, ' ', result);
+}
+
 function purgeForm(vhost, name) {
   const result = h('span', { id: 'purge-result', role: 'status' });
   const button = confirmButton({ id: 'purge' }, 'Purge messages', async () => {
@@ -117,17 +196,29 @@ export default {
   navAs: 'queues',
   mount(view, [vhost = '/', name = '']) {
     const summaryBox = h('div');
+    const consumers = h('div', { id: 'queue-consumers' });
+    const bindings = h('div', { id: 'queue-bindings' });
     const got = h('div', { id: 'get-output' });
     view.append(
       h('p', { class: 'crumbs' }, link('Queues', 'queues'), ` › ${vhost} › `),
       h('h1', {}, 'Queue ', h('span', { id: 'queue-name' }, name)),
       summaryBox,
-      h('div', { class: 'row' }, getForm(vhost, name, got), purgeForm(vhost, name)),
+      h('div', { class: 'row' }, h('div', { class: 'card' }, h('h2', {}, 'Consumers'), consumers), h('div', { class: 'card' }, h('h2', {}, 'Bindings'), bindings)),
+      h('div', { class: 'row' }, publishForm(vhost, name), getForm(vhost, name, got)),
       got,
+      h('div', { class: 'row' }, purgeForm(vhost, name), deleteForm(vhost, name)),
     );
     return {
       async refresh() {
-        replace(summaryBox, summary(await api('GET', apiPath('queues', vhost, name))));
+        const [queue, everyConsumer, queueBindings] = await Promise.all([
+          api('GET', apiPath('queues', vhost, name)),
+          api('GET', apiPath('consumers', vhost)),
+          api('GET', apiPath('queues', vhost, name, 'bindings')),
+        ]);
+        replace(summaryBox, summary(queue));
+        const mine = everyConsumer.filter((c) => c.queue && c.queue.name === name);
+        replace(consumers, table(CONSUMER_COLUMNS, mine, { empty: 'No consumers.', rowAttributes: (c) => ({ 'data-name': c.consumer_tag }) }));
+        replace(bindings, table(BINDING_COLUMNS, queueBindings, { empty: 'No bindings.', rowAttributes: (b) => ({ 'data-source': b.source, 'data-key': b.routing_key }) }));
       },
     };
   },

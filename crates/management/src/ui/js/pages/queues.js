@@ -1,7 +1,10 @@
 // Queues: every queue with its type, state, depths, consumers and message rates, from
-// /api/queues; a name links to the queue's own page.
+// /api/queues, 50 to a page; a name links to the queue's own page.
 
-import { api, count, h, link, rate, replace, table } from '../core.js';
+import { api, count, h, link, paged, rate, replace, table } from '../core.js';
+
+/** Queues per page. */
+const PAGE_SIZE = 50;
 
 const stat = (queue, name) => rate((queue.message_stats || {})[`${name}_details`]);
 
@@ -27,18 +30,23 @@ export default {
     const filter = h('input', { id: 'queue-filter', type: 'search', placeholder: 'Filter by name' });
     const list = h('div');
     let queues = [];
+    const page = {};
     const draw = () => {
       const needle = filter.value.trim().toLowerCase();
-      const shown = queues.filter((q) => q.name.toLowerCase().includes(needle));
+      const { shown, pager } = paged(queues.filter((q) => q.name.toLowerCase().includes(needle)), page, PAGE_SIZE, draw);
       replace(
         list,
         table(COLUMNS, shown, {
           empty: needle ? 'No queue matches the filter.' : 'No queues.',
           rowAttributes: (q) => ({ 'data-vhost': q.vhost, 'data-name': q.name }),
         }),
+        pager,
       );
     };
-    filter.addEventListener('input', draw);
+    filter.addEventListener('input', () => {
+      page.page = 0;
+      draw();
+    });
     view.append(h('h1', {}, 'Queues'), h('div', { class: 'toolbar' }, filter), list);
     return {
       async refresh() {

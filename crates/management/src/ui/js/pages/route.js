@@ -1,12 +1,16 @@
 // One route: its state and definition, pause and resume, and per destination the stage's
 // depth and rates with its dead letters (GET …/dead-letters), which can be replayed (POST
 // …/dead-letters/replay: back to the destination's stage, delivered again) or purged.
+// A destination's dead letters are shown a few at a time, so a route with many stays a
+// page that can be read.
 
-import { api, apiPath, confirmButton, count, details, h, link, rate, replace } from '../core.js';
+import { api, apiPath, confirmButton, count, details, h, link, paged, rate, replace } from '../core.js';
 import { endpoint, pauseButton, routeState } from './routes.js';
 
-/** Dead letters shown per destination. */
-const SHOWN = 20;
+/** Dead letters read per destination. */
+const SHOWN = 100;
+/** Dead letters per page of a destination's list. */
+const PAGE_SIZE = 5;
 
 function summary(r) {
   return h(
@@ -52,7 +56,7 @@ function deadLetter(m, index) {
  * One destination's card; `results` keeps the outcome of the last replay or purge per
  * destination, so the redraw that follows an action still shows it.
  */
-function destination(r, d, letters, results) {
+function destination(r, d, letters, results, pages, redraw) {
   const stats = d.message_stats || {};
   const path = apiPath('ferry', 'routes', r.name, 'destinations', String(d.index), 'dead-letters');
   const result = h('span', { class: 'result', role: 'status' }, results.get(d.index) || '');
@@ -88,9 +92,17 @@ function destination(r, d, letters, results) {
       ['Dead letters', h('span', { class: 'dead-letters' }, count(d.dead_letters))],
     ]),
     h('p', { class: 'toolbar' }, replay, ' ', purge, ' ', result),
-    letters.length ? letters.map(deadLetter) : h('p', { class: 'muted' }, 'No dead letters.'),
-    d.dead_letters > letters.length ? h('p', { class: 'muted' }, `The first ${letters.length} of ${count(d.dead_letters)} shown.`) : null,
+    letters.length ? shownLetters(letters, pages, d.index, redraw) : h('p', { class: 'muted' }, 'No dead letters.'),
+    d.dead_letters > letters.length ? h('p', { class: 'muted' }, `The first ${letters.length} of ${count(d.dead_letters)} are listed.`) : null,
   );
+}
+
+/** One page of a destination's dead letters, with the controls to turn it. */
+function shownLetters(letters, pages, index, redraw) {
+  if (!pages.has(index)) pages.set(index, {});
+  const { shown, pager } = paged(letters, pages.get(index), PAGE_SIZE, redraw);
+  const first = pages.get(index).page * PAGE_SIZE;
+  return [pager, shown.map((m, i) => deadLetter(m, first + i))];
 }
 
 export default {
@@ -101,6 +113,13 @@ export default {
   mount(view, [name = '']) {
     const box = h('div');
     const results = new Map();
+    /** Per destination, the page of dead letters shown. */
+    const pages = new Map();
+    let last = null;
+    const draw = () => {
+      const [r, letters] = last;
+      replace(box, summary(r), r.destinations.map((d, i) => destination(r, d, letters[i], results, pages, draw)));
+    };
     view.append(h('p', { class: 'crumbs' }, link('Routes', 'routes'), ' › '), h('h1', {}, 'Route ', h('span', { id: 'route-name' }, name)), box);
     return {
       async refresh() {
@@ -110,7 +129,8 @@ export default {
             d.dead_letters > 0 ? api('GET', `${apiPath('ferry', 'routes', name, 'destinations', String(d.index), 'dead-letters')}?count=${SHOWN}`) : [],
           ),
         );
-        replace(box, summary(r), r.destinations.map((d, i) => destination(r, d, letters[i], results)));
+        last = [r, letters];
+        draw();
       },
     };
   },
