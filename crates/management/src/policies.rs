@@ -13,8 +13,8 @@ use super::error::{ApiError, ApiResult};
 use super::login::Principal;
 use super::reply::Json;
 use axum::Router;
-use axum::extract::{Path, State};
-use axum::routing::get;
+use axum::extract::{RawPathParams, State};
+use axum::routing::{MethodRouter, get};
 use serde_json::Value;
 
 /// Why a policy is refused.
@@ -24,33 +24,104 @@ const NO_POLICIES: &str = "Ferry does not apply policies: give a queue its setti
 const NO_PARAMETERS: &str = "Ferry has no runtime parameters: a shovel is a route of \
     Ferry's bridge (/api/ferry/routes, or [[routes]] in the configuration)";
 
+/// The three families, which differ only in who may see them and why setting one is
+/// refused.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// `/api/policies`: any management user sees them; `policymaker` sets them.
+    Policies,
+    /// `/api/operator-policies`: administrators only.
+    OperatorPolicies,
+    /// `/api/parameters`: `policymaker` (or administrator).
+    Parameters,
+}
+
+impl Kind {
+    /// Refuses a user who may not see this family.
+    fn may_see(self, principal: &Principal) -> ApiResult<()> {
+        match self {
+            Self::Policies => Ok(()),
+            Self::OperatorPolicies => administrator(principal),
+            Self::Parameters => policymaker(principal),
+        }
+    }
+
+    /// Refuses a user who may not set one of this family.
+    fn may_set(self, principal: &Principal) -> ApiResult<()> {
+        match self {
+            Self::Policies | Self::Parameters => policymaker(principal),
+            Self::OperatorPolicies => administrator(principal),
+        }
+    }
+
+    /// Why setting one is refused.
+    fn refusal(self) -> &'static str {
+        match self {
+            Self::Policies | Self::OperatorPolicies => NO_POLICIES,
+            Self::Parameters => NO_PARAMETERS,
+        }
+    }
+
+    /// `GET` of a list (of every vhost's, a component's or one vhost's): empty.
+    fn list(self) -> MethodRouter<Api> {
+        get(
+            move |State(api): State<Api>, principal: Principal, params: RawPathParams| async move {
+                self.may_see(&principal)?;
+                if let Some(vhost) = vhost(&params) {
+                    usable_vhost(&api, &principal, &vhost)?;
+                }
+                Ok::<_, ApiError>(Json(Vec::<Value>::new()))
+            },
+        )
+    }
+
+    /// One named object: `GET` and `DELETE` find none (404), `PUT` is refused (400).
+    fn one(self) -> MethodRouter<Api> {
+        let missing = move |State(api): State<Api>, principal: Principal, params: RawPathParams| async move {
+            self.may_see(&principal)
+                .and_then(|()| usable_vhost(&api, &principal, &vhost(&params).unwrap_or_default()))
+                .err()
+                .unwrap_or_else(ApiError::not_found)
+        };
+        let set = move |State(api): State<Api>, principal: Principal, params: RawPathParams| async move {
+            self.may_see(&principal)
+                .and_then(|()| usable_vhost(&api, &principal, &vhost(&params).unwrap_or_default()))
+                .and_then(|()| self.may_set(&principal))
+                .err()
+                .unwrap_or_else(|| ApiError::bad_request(self.refusal()))
+        };
+        get(missing).delete(missing).put(set)
+    }
+}
+
 /// The routes of this family.
 pub(crate) fn routes() -> Router<Api> {
+    use Kind::{OperatorPolicies, Parameters, Policies};
     Router::new()
-        .route("/api/policies", get(no_policies))
-        .route("/api/policies/{vhost}", get(no_policies_in))
-        .route(
-            "/api/policies/{vhost}/{name}",
-            get(no_policy).put(refuse_policy).delete(no_policy),
-        )
-        .route("/api/operator-policies", get(no_operator_policies))
-        .route(
-            "/api/operator-policies/{vhost}",
-            get(no_operator_policies_in),
-        )
+        .route("/api/policies", Policies.list())
+        .route("/api/policies/{vhost}", Policies.list())
+        .route("/api/policies/{vhost}/{name}", Policies.one())
+        .route("/api/operator-policies", OperatorPolicies.list())
+        .route("/api/operator-policies/{vhost}", OperatorPolicies.list())
         .route(
             "/api/operator-policies/{vhost}/{name}",
-            get(no_operator_policy)
-                .put(refuse_operator_policy)
-                .delete(no_operator_policy),
+            OperatorPolicies.one(),
         )
-        .route("/api/parameters", get(no_parameters))
-        .route("/api/parameters/{component}", get(no_parameters))
-        .route("/api/parameters/{component}/{vhost}", get(no_parameters_in))
+        .route("/api/parameters", Parameters.list())
+        .route("/api/parameters/{component}", Parameters.list())
+        .route("/api/parameters/{component}/{vhost}", Parameters.list())
         .route(
             "/api/parameters/{component}/{vhost}/{name}",
-            get(no_parameter).put(refuse_parameter).delete(no_parameter),
+            Parameters.one(),
         )
+}
+
+/// The `{vhost}` of a request's path, if it has one.
+fn vhost(params: &RawPathParams) -> Option<String> {
+    params
+        .iter()
+        .find(|(key, _)| *key == "vhost")
+        .map(|(_, value)| value.to_owned())
 }
 
 /// The vhost `name`, which `principal` may use: 404 for a missing one, 401 for one it has
@@ -72,124 +143,4 @@ fn policymaker(principal: &Principal) -> ApiResult<()> {
     } else {
         Err(ApiError::not_authorised(ApiError::OBJECT_REFUSED))
     }
-}
-
-/// `GET /api/policies`.
-async fn no_policies(_: Principal) -> Json<Vec<Value>> {
-    Json(Vec::new())
-}
-
-/// `GET /api/policies/{vhost}`.
-async fn no_policies_in(
-    State(api): State<Api>,
-    principal: Principal,
-    Path(vhost): Path<String>,
-) -> ApiResult<Json<Vec<Value>>> {
-    usable_vhost(&api, &principal, &vhost)?;
-    Ok(Json(Vec::new()))
-}
-
-/// `GET` or `DELETE /api/policies/{vhost}/{name}`: there is none.
-async fn no_policy(
-    State(api): State<Api>,
-    principal: Principal,
-    Path((vhost, _)): Path<(String, String)>,
-) -> ApiError {
-    usable_vhost(&api, &principal, &vhost)
-        .err()
-        .unwrap_or_else(ApiError::not_found)
-}
-
-/// `PUT /api/policies/{vhost}/{name}`.
-async fn refuse_policy(
-    State(api): State<Api>,
-    principal: Principal,
-    Path((vhost, _)): Path<(String, String)>,
-) -> ApiError {
-    usable_vhost(&api, &principal, &vhost)
-        .and_then(|()| policymaker(&principal))
-        .err()
-        .unwrap_or_else(|| ApiError::bad_request(NO_POLICIES))
-}
-
-/// `GET /api/operator-policies`.
-async fn no_operator_policies(principal: Principal) -> ApiResult<Json<Vec<Value>>> {
-    administrator(&principal)?;
-    Ok(Json(Vec::new()))
-}
-
-/// `GET /api/operator-policies/{vhost}`.
-async fn no_operator_policies_in(
-    State(api): State<Api>,
-    principal: Principal,
-    Path(vhost): Path<String>,
-) -> ApiResult<Json<Vec<Value>>> {
-    administrator(&principal)?;
-    usable_vhost(&api, &principal, &vhost)?;
-    Ok(Json(Vec::new()))
-}
-
-/// `GET` or `DELETE /api/operator-policies/{vhost}/{name}`: there is none.
-async fn no_operator_policy(
-    State(api): State<Api>,
-    principal: Principal,
-    Path((vhost, _)): Path<(String, String)>,
-) -> ApiError {
-    administrator(&principal)
-        .and_then(|()| usable_vhost(&api, &principal, &vhost))
-        .err()
-        .unwrap_or_else(ApiError::not_found)
-}
-
-/// `PUT /api/operator-policies/{vhost}/{name}`.
-async fn refuse_operator_policy(
-    State(api): State<Api>,
-    principal: Principal,
-    Path((vhost, _)): Path<(String, String)>,
-) -> ApiError {
-    administrator(&principal)
-        .and_then(|()| usable_vhost(&api, &principal, &vhost))
-        .err()
-        .unwrap_or_else(|| ApiError::bad_request(NO_POLICIES))
-}
-
-/// `GET /api/parameters` and `/api/parameters/{component}`.
-async fn no_parameters(principal: Principal) -> ApiResult<Json<Vec<Value>>> {
-    policymaker(&principal)?;
-    Ok(Json(Vec::new()))
-}
-
-/// `GET /api/parameters/{component}/{vhost}`.
-async fn no_parameters_in(
-    State(api): State<Api>,
-    principal: Principal,
-    Path((_, vhost)): Path<(String, String)>,
-) -> ApiResult<Json<Vec<Value>>> {
-    policymaker(&principal)?;
-    usable_vhost(&api, &principal, &vhost)?;
-    Ok(Json(Vec::new()))
-}
-
-/// `GET` or `DELETE /api/parameters/{component}/{vhost}/{name}`: there is none.
-async fn no_parameter(
-    State(api): State<Api>,
-    principal: Principal,
-    Path((_, vhost, _)): Path<(String, String, String)>,
-) -> ApiError {
-    policymaker(&principal)
-        .and_then(|()| usable_vhost(&api, &principal, &vhost))
-        .err()
-        .unwrap_or_else(ApiError::not_found)
-}
-
-/// `PUT /api/parameters/{component}/{vhost}/{name}`.
-async fn refuse_parameter(
-    State(api): State<Api>,
-    principal: Principal,
-    Path((_, vhost, _)): Path<(String, String, String)>,
-) -> ApiError {
-    policymaker(&principal)
-        .and_then(|()| usable_vhost(&api, &principal, &vhost))
-        .err()
-        .unwrap_or_else(|| ApiError::bad_request(NO_PARAMETERS))
 }

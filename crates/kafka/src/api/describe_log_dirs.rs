@@ -17,7 +17,6 @@ use super::{Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
 use crate::metadata::topics::Topic;
-use crate::partition::log::Log;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::describe_log_dirs_response::{
@@ -87,7 +86,7 @@ async fn held(
     };
     topics.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
     let me = ctx.config.node_id;
-    let tx = ctx.db.begin().map_err(|e| e.to_string())?;
+    let snapshot = ctx.reads.snapshot().map_err(|e| e.to_string())?;
     let mut out = Vec::with_capacity(topics.len());
     for topic in topics {
         let asked = wanted
@@ -103,10 +102,7 @@ async fn held(
         });
         let mut partitions = Vec::new();
         for (p, _) in mine {
-            let size = Log::new(&p.keys)
-                .size(&tx)
-                .await
-                .map_err(|e| e.to_string())?;
+            let size = snapshot.size(p).await.map_err(|e| e.to_string())?;
             partitions.push(
                 DescribeLogDirsPartition::default()
                     .with_partition_index(p.index)

@@ -158,6 +158,14 @@ impl Snapshot {
         leader_epochs::current(&self.tx, &partition.keys).await
     }
 
+    /// The bytes `partition`'s log holds ([`Log::size`]).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn size(&self, partition: &Partition) -> Result<i64, LogError> {
+        Log::new(&partition.keys).size(&self.tx).await
+    }
+
     /// `partition`'s bounds and last stable offset ([`Log::readable`]).
     ///
     /// # Errors
