@@ -373,6 +373,11 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             key: MANAGEMENT_LISTEN_KEY,
             tls: listener.tls,
         };
+        let (sampled, token) = (management_api.clone(), shutdown.clone());
+        loops.spawn("rates sampler", async move {
+            ferry_management::sampler::run(sampled, token).await;
+            Ok(())
+        });
         let (router, token) = (ferry_management::router(management_api), shutdown.clone());
         loops.spawn("management server", async move {
             server

@@ -15,7 +15,8 @@
 //! [`policies`] (policies and parameters, which Ferry has not). Around them: [`login`] (basic
 //! auth), [`access`] (tags), [`administrator`] (administrators-only endpoints),
 //! [`body`] (request bodies), [`tables`] (AMQP tables as JSON), [`error`] (refusals),
-//! [`reply`] (JSON answers, query flags). [`ui`] is the web UI, served at `/` without a
+//! [`reply`] (JSON answers, query flags), [`sampler`] (the rates' readings every 5 s).
+//! [`ui`] is the web UI, served at `/` without a
 //! login of its own (the page logs in to the API).
 //! [`kafka`] and [`routes`] are Ferry's own: the Kafka front's topics, groups with lag, and
 //! ACLs (through [`KafkaAdmin`]); the bridge's routes with their stages, dead letters and
@@ -43,6 +44,7 @@ mod queues;
 mod rates;
 mod reply;
 mod routes;
+pub mod sampler;
 mod tables;
 mod ui;
 mod users;

@@ -17,6 +17,11 @@ use std::time::Instant;
 /// `product_version` say it is Ferry.
 pub(crate) const COMPATIBLE_RABBITMQ_VERSION: &str = "3.10.8";
 
+/// The key of the rates of the totals over every vhost, which the sampler records and an
+/// overview of a user who sees every vhost reads; a user who sees fewer has rates of its
+/// own, under its name.
+pub(crate) const ALL_VHOSTS_KEY: &str = "overview/*";
+
 /// The routes of this family.
 pub(crate) fn routes() -> Router<Api> {
     Router::new()
@@ -38,11 +43,7 @@ async fn overview(State(api): State<Api>, principal: Principal) -> ApiResult<Jso
         for queue in vhost.queues() {
             queues += 1;
             consumers += queue.consumers();
-            let c = Counts::of(&queue).await?;
-            totals.ready += c.ready;
-            totals.unacked += c.unacked;
-            totals.publish += c.publish;
-            totals.ack += c.ack;
+            totals.add(&Counts::of(&queue).await?);
         }
     }
     let connections: Vec<_> = api
@@ -54,7 +55,11 @@ async fn overview(State(api): State<Api>, principal: Principal) -> ApiResult<Jso
         .collect();
     let channels: usize = connections.iter().map(|c| c.channels().len()).sum();
     let now = Instant::now();
-    let key = format!("overview/{}", principal.user.name);
+    let key = if principal.access.is_monitoring() {
+        ALL_VHOSTS_KEY.to_owned()
+    } else {
+        format!("overview/{}", principal.user.name)
+    };
     let listeners: Vec<Value> = api
         .listeners
         .iter()

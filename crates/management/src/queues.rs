@@ -146,6 +146,21 @@ impl Counts {
         })
     }
 
+    /// Adds `other`'s counts (totals over queues).
+    pub(crate) fn add(&mut self, other: &Self) {
+        self.ready += other.ready;
+        self.unacked += other.unacked;
+        self.publish += other.publish;
+        self.ack += other.ack;
+    }
+
+    /// Records every count as a reading of its rate under `key`, answering nothing (the
+    /// sampler's reading).
+    pub(crate) fn record(&self, api: &Api, key: &str, now: Instant) {
+        self.depth_fields(api, key, now);
+        self.message_stats(api, key, now);
+    }
+
     /// Delivered or fetched, first deliveries only.
     pub(crate) fn deliver_get(&self) -> i64 {
         self.ack + self.unacked
@@ -189,6 +204,11 @@ impl Counts {
     }
 }
 
+/// The key of `queue`'s rates.
+pub(crate) fn queue_key(queue: &Queue) -> String {
+    format!("queue/{}", queue.stage.id())
+}
+
 /// One queue as RabbitMQ's API shows it.
 ///
 /// # Errors
@@ -196,7 +216,7 @@ impl Counts {
 pub(crate) async fn queue_json(api: &Api, queue: &Queue) -> ApiResult<Value> {
     let counts = Counts::of(queue).await?;
     let now = Instant::now();
-    let key = format!("queue/{}", queue.stage.id());
+    let key = queue_key(queue);
     let mut arguments = amq_protocol::types::FieldTable::default();
     queue.spec.args.write_into(&mut arguments);
     let kind = match queue.spec.args.queue_type {

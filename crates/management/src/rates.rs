@@ -1,8 +1,9 @@
 //! Message rates from counters: each time a counter is read (a queue's publish count, the
 //! node's total), the reading is kept, and its rate is the change per second since the
-//! oldest reading of the last [`WINDOW`]. RabbitMQ samples every 5 s; Ferry samples when
-//! asked, so the first answer after a quiet minute says 0.0 and later ones the average
-//! since then. Readings of counters nobody reads for a window are dropped.
+//! oldest reading of the last [`WINDOW`]. The [`super::sampler`] reads every queue and the
+//! totals every 5 s, as RabbitMQ samples, so a page's first answer has rates; a counter
+//! only a request reads (a user's own totals) starts at 0.0. Readings of counters nobody
+//! reads for a window are dropped.
 
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
