@@ -24,25 +24,11 @@ before=$(realpath "$1") after=$(realpath "$2") rounds=${3:-3}
 MESSAGES=${MESSAGES:-100000}
 RECORDS=${RECORDS:-100000}
 
-work=$(mktemp -d -t ferry-bench-ab.XXXXXX)
-daemon_pid=
-cleanup() {
-  [[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
-  scripts/rabbitmq-node.sh stop "$work/rabbitmq" || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/bench-lib.sh
+bench_setup bench-ab
 uri=$(scripts/rabbitmq-node.sh start "$work/rabbitmq" --owner $$)
 beam=$(scripts/rabbitmq-node.sh pids "$work/rabbitmq" | sed -n 1p)
 
-# A loopback port nothing listens on, below the kernel's ephemeral range.
-free_port() {
-  local port
-  while :; do
-    port=$((30000 + RANDOM % 2000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
-  done
-}
 
 # A listener key the config file names: its environment override moves it to a free
 # loopback port (a config without the key, an older binary's, gets no override).

@@ -15,25 +15,11 @@ cd "$(dirname "$0")/.."
 bin=$(realpath "$1") rounds=${2:-3}
 MESSAGES=${MESSAGES:-5000}
 
-work=$(mktemp -d -t ferry-bench-one.XXXXXX)
-daemon_pid=
-cleanup() {
-  [[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
-  scripts/rabbitmq-node.sh stop "$work/rabbitmq" || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/bench-lib.sh
+bench_setup bench-one
 uri=$(scripts/rabbitmq-node.sh start "$work/rabbitmq" --owner $$)
 beam=$(scripts/rabbitmq-node.sh pids "$work/rabbitmq" | sed -n 1p)
 
-# A loopback port nothing listens on, below the kernel's ephemeral range.
-free_port() {
-  local port
-  while :; do
-    port=$((30000 + RANDOM % 2000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
-  done
-}
 
 phases=(--messages "$MESSAGES" --confirm-window 1 --prefetch 1 --latency-messages 1000)
 for round in $(seq "$rounds"); do

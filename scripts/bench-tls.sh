@@ -20,14 +20,8 @@ bin=$(realpath "${1:-${CARGO_TARGET_DIR:-target}/release/ferry}") rounds=${2:-3}
 MESSAGES=${MESSAGES:-100000}
 RECORDS=${RECORDS:-100000}
 
-work=$(mktemp -d -t ferry-bench-tls.XXXXXX)
-daemon_pid=
-cleanup() {
-  [[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
-  scripts/rabbitmq-node.sh stop "$work/rabbitmq" || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/bench-lib.sh
+bench_setup bench-tls
 
 # A private CA, a server certificate for localhost and 127.0.0.1, a client certificate.
 certs=$work/certs
@@ -54,14 +48,6 @@ rabbit_amqp=$(scripts/rabbitmq-node.sh uri "$work/rabbitmq")
 rabbit_amqps=$(scripts/rabbitmq-node.sh amqps-uri "$work/rabbitmq")
 beam=$(scripts/rabbitmq-node.sh pids "$work/rabbitmq" | sed -n 1p)
 
-# A loopback port nothing listens on, below the kernel's ephemeral range.
-free_port() {
-  local port
-  while :; do
-    port=$((30000 + RANDOM % 2000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
-  done
-}
 
 # Starts `ferry run` on a fresh store with plaintext and TLS listeners of both fronts on
 # free loopback ports (TLS without client certificates: tls.verify_peer's default, none).
