@@ -184,6 +184,12 @@ export async function monitored(promise) {
   }
 }
 
+/** Says `text` in the status element `element`, in the error style when `error`. */
+export function say(element, text, error = false) {
+  element.textContent = text;
+  element.className = error ? 'result error' : 'result';
+}
+
 /** Asks the shell to refresh the page now (after an action, so its numbers follow). */
 export function refreshNow() {
   window.dispatchEvent(new Event('ferry:refresh'));

@@ -3,7 +3,7 @@
 // to the earliest or latest offset, an offset or a time, previewed as a dry run first: the
 // reset button acts only on the settings its preview showed.
 
-import { api, apiPath, count, details, h, link, refreshNow, replace, table } from '../core.js';
+import { api, apiPath, count, details, h, link, refreshNow, replace, say, table } from '../core.js';
 
 const OFFSET_COLUMNS = [
   { title: 'Topic', cell: (o) => link(o.topic, 'topic', o.topic) },
@@ -75,13 +75,11 @@ function resetForm(path, output) {
     try {
       const answer = await api('POST', `${path}/reset-offsets`, { body: { ...b, dry_run: dryRun } });
       previewed = dryRun ? JSON.stringify(b) : null;
-      result.textContent = dryRun ? 'Preview: nothing changed yet; Reset offsets writes these.' : `Reset ${answer.length} offsets.`;
-      result.className = 'result';
+      say(result, dryRun ? 'Preview: nothing changed yet; Reset offsets writes these.' : `Reset ${answer.length} offsets.`);
       replace(output, table(RESET_COLUMNS, answer, { empty: 'No partitions to reset.', rowAttributes: (r) => ({ 'data-topic': r.topic, 'data-partition': r.partition }) }));
     } catch (e) {
       previewed = null;
-      result.textContent = e.message;
-      result.className = 'result error';
+      say(result, e.message, true);
       replace(output);
     } finally {
       preview.disabled = false;

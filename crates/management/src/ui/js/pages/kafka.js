@@ -4,7 +4,7 @@
 // topic (PUT /api/ferry/kafka/topics/NAME, administrators). A name links to the topic's
 // or the group's own page.
 
-import { api, apiPath, count, h, link, monitored, paged, refreshNow, replace, table } from '../core.js';
+import { api, apiPath, count, h, link, monitored, paged, refreshNow, replace, say, table } from '../core.js';
 
 /** Topics and groups shown per page. */
 const PAGE_SIZE = 25;
@@ -78,8 +78,7 @@ function createForm() {
       result.className = 'result';
       name.value = '';
     } catch (e) {
-      result.textContent = e.message;
-      result.className = 'result error';
+      say(result, e.message, true);
     } finally {
       submit.disabled = false;
       refreshNow();

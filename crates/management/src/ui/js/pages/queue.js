@@ -4,7 +4,7 @@
 // messages (POST …/get, RabbitMQ's ack modes and encodings), purge (DELETE …/contents)
 // and delete it (DELETE /api/queues/VHOST/NAME).
 
-import { api, apiPath, confirmButton, count, details, flag, h, link, rate, refreshNow, replace, table } from '../core.js';
+import { api, apiPath, confirmButton, count, details, flag, h, link, rate, refreshNow, replace, say, table } from '../core.js';
 
 const CONSUMER_COLUMNS = [
   { title: 'Consumer tag', cell: (c) => c.consumer_tag },
@@ -140,8 +140,7 @@ function publishForm(vhost, name) {
     try {
       if (headers.value.trim()) properties.headers = JSON.parse(headers.value);
     } catch (e) {
-      result.textContent = `The headers are not JSON: ${e.message}`;
-      result.className = 'result error';
+      say(result, `The headers are not JSON: ${e.message}`, true);
       return;
     }
     submit.disabled = true;
@@ -149,11 +148,9 @@ function publishForm(vhost, name) {
       const answer = await api('POST', apiPath('exchanges', vhost, 'amq.default', 'publish'), {
         body: { properties, routing_key: name, payload: payload.value, payload_encoding: 'string' },
       });
-      result.textContent = answer.routed ? 'Message published.' : 'Message published but not routed.';
-      result.className = answer.routed ? 'result' : 'result error';
+      say(result, answer.routed ? 'Message published.' : 'Message published but not routed.', !answer.routed);
     } catch (e) {
-      result.textContent = e.message;
-      result.className = 'result error';
+      say(result, e.message, true);
     } finally {
       submit.disabled = false;
       refreshNow();

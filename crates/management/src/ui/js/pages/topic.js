@@ -4,7 +4,7 @@
 // as IncrementalAlterConfigs changes them (PUT …/config: a cleared field goes back to its
 // default), and its deletion (DELETE …, click twice).
 
-import { api, apiPath, confirmButton, count, details, h, link, refreshNow, replace, table } from '../core.js';
+import { api, apiPath, confirmButton, count, details, h, link, refreshNow, replace, say, table } from '../core.js';
 
 const PARTITION_COLUMNS = [
   { title: 'Partition', cell: (p) => count(p.partition), numeric: true },
@@ -110,8 +110,7 @@ function browser(path, topic) {
       last = await api('GET', `${path}/records?${new URLSearchParams(query)}`);
       draw();
     } catch (e) {
-      status.textContent = e.message;
-      status.className = 'result error';
+      say(status, e.message, true);
     } finally {
       submit.disabled = false;
     }
@@ -141,8 +140,7 @@ function browser(path, topic) {
       const t = time.value.trim();
       const ms = /^\d+$/.test(t) ? Number(t) : Date.parse(t);
       if (Number.isNaN(ms)) {
-        status.textContent = 'The time is neither milliseconds nor a date.';
-        status.className = 'result error';
+        say(status, 'The time is neither milliseconds nor a date.', true);
         return;
       }
       query.timestamp = ms;
@@ -198,12 +196,10 @@ function settingsForm(path, topic, result, done) {
     save.disabled = true;
     try {
       await api('PUT', `${path}/config`, { body: changes });
-      result.textContent = `Saved ${Object.keys(changes).join(', ')}.`;
-      result.className = 'result';
+      say(result, `Saved ${Object.keys(changes).join(', ')}.`);
       done();
     } catch (e) {
-      result.textContent = e.message;
-      result.className = 'result error';
+      say(result, e.message, true);
     } finally {
       save.disabled = false;
     }
