@@ -106,8 +106,10 @@ pub struct Totals {
 pub struct Backup {
     /// The pinned state (dropped at the end, releasing the window).
     pinned: Option<crate::embedded::PinnedSnapshot>,
-    /// The header, until it is written.
-    header: Option<Header>,
+    /// The file's header.
+    header: Header,
+    /// Whether the magic line and the header are written.
+    started: bool,
     /// Where the next `P` frame starts; `None` once the pairs are done.
     next: Option<Vec<u8>>,
     /// What has been written so far.
@@ -136,7 +138,8 @@ impl Backup {
         };
         Ok(Self {
             pinned: Some(pinned),
-            header: Some(header),
+            header,
+            started: false,
             next: Some(Vec::new()),
             totals: Totals { pairs: 0, bytes: 0 },
         })
@@ -155,9 +158,10 @@ impl Backup {
     /// # Errors
     /// The store's error.
     pub fn next_bytes(&mut self) -> Result<Option<Vec<u8>>, BackupError> {
-        if let Some(header) = self.header.take() {
+        if !self.started {
+            self.started = true;
             let mut out = MAGIC.to_vec();
-            let json = serde_json::to_vec(&header).map_err(io::Error::from)?;
+            let json = serde_json::to_vec(&self.header).map_err(io::Error::from)?;
             frame(&mut out, b'H', &json);
             return Ok(Some(out));
         }
@@ -192,15 +196,11 @@ impl Backup {
     /// # Errors
     /// The store's error, or the writer's.
     pub fn write_to(mut self, out: &mut impl io::Write) -> Result<(Header, Totals), BackupError> {
-        let header = self
-            .header
-            .clone()
-            .expect("a backup writes its header once");
         while let Some(bytes) = self.next_bytes()? {
             out.write_all(&bytes)?;
         }
         out.flush()?;
-        Ok((header, self.totals))
+        Ok((self.header, self.totals))
     }
 }
 
