@@ -24,5 +24,6 @@ mod raw;
 mod recovery;
 mod scram;
 mod scram_credentials;
+mod share_groups;
 mod tls;
 mod transactions;

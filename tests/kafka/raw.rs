@@ -581,6 +581,16 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
         ApiKey::ConsumerGroupDescribe => {
             RequestKind::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::default())
         }
+        ApiKey::ShareGroupHeartbeat => {
+            RequestKind::ShareGroupHeartbeat(ShareGroupHeartbeatRequest::default())
+        }
+        ApiKey::ShareGroupDescribe => {
+            RequestKind::ShareGroupDescribe(ShareGroupDescribeRequest::default())
+        }
+        ApiKey::ShareFetch => RequestKind::ShareFetch(ShareFetchRequest::default()),
+        ApiKey::ShareAcknowledge => {
+            RequestKind::ShareAcknowledge(ShareAcknowledgeRequest::default())
+        }
         ApiKey::CreateTopics => RequestKind::CreateTopics(CreateTopicsRequest::default()),
         ApiKey::DeleteTopics => RequestKind::DeleteTopics(DeleteTopicsRequest::default()),
         ApiKey::CreatePartitions => {

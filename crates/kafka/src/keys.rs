@@ -54,12 +54,19 @@
 //! (P,"k","g",group,"cm",member)               = ConsumerMember (client, subscription, epochs,
 //!                                               state, assigned, revoking, target assignment)
 //! (P,"k","g",group,"o",topic,partition)       = CommittedOffset
+//! (P,"k","g",group,"smeta")                   = "": the group is a share group (KIP-932)
+//! (P,"k","g",group,"sconf")                   = (format, ((name, value), …)): a share group's
+//!                                               settings that are set (group configs)
+//! (P,"k","g",group,"sp",topic_id,partition)   = i64 LE: the next offset the share group feeds
+//!                                               into the partition's share stage
 //! (P,"k","g",group,"po",producer_id,topic,partition)
 //!                                             = CommittedOffset of an open transaction
 //! ```
 //!
 //! A partition's staged batches live in the stage named `kafka/<topic_id>/<partition>`
-//! (the stage keyspace), so the produce path is the stage's conflict-free append.
+//! (the stage keyspace), so the produce path is the stage's conflict-free append. A share
+//! group's records to deliver of a partition are the messages of the stage
+//! `kafka-share/<group>/<topic_id>/<partition>` (each body a record offset).
 
 use ferry_store::keys::prefix_range;
 use foundationdb_tuple::Subspace;
@@ -491,6 +498,21 @@ impl GroupKeys {
     pub fn pending_offset_of(&self, key: &[u8]) -> Option<(String, i32)> {
         let (_, _, topic, partition) = self.space.unpack::<(String, i64, String, i64)>(key).ok()?;
         Some((topic, i32::try_from(partition).ok()?))
+    }
+
+    /// Present when the group is a share group.
+    pub fn share_meta(&self) -> Vec<u8> {
+        self.space.pack(&("smeta",))
+    }
+
+    /// A share group's settings (its group configs).
+    pub fn share_config(&self) -> Vec<u8> {
+        self.space.pack(&("sconf",))
+    }
+
+    /// The next offset a share group feeds of a partition (its share-partition end offset).
+    pub fn share_partition(&self, topic_id: u64, partition: i32) -> Vec<u8> {
+        self.space.pack(&("sp", topic_id, i64::from(partition)))
     }
 
     /// Every key of the group.

@@ -33,6 +33,7 @@ mod metadata;
 mod partition;
 pub mod port;
 mod recovery;
+mod share;
 /// An in-process front over its own store, for tests: this crate's API tests and the
 /// bridge's (through the feature `test-fixture`).
 #[cfg(any(test, feature = "test-fixture"))]
@@ -147,6 +148,8 @@ pub struct Context {
     pub shutdown: CancellationToken,
     /// This instance's live client connections (the management API's Connections page).
     pub clients: clients::Clients,
+    /// The share groups (KIP-932) this instance serves.
+    pub(crate) share: share::ShareGroups,
 }
 
 impl Context {
@@ -305,7 +308,8 @@ impl KafkaFront {
             partition::large::LargeBatches::start(&stages, Liveness::new(config.sequencer_lease()))
                 .await
                 .map_err(KafkaError::Holder)?;
-        let topics = Topics::new(db.clone(), keys.clone(), stages);
+        let topics = Topics::new(db.clone(), keys.clone(), stages.clone());
+        let share = share::ShareGroups::new(db.clone(), keys.clone(), topics.clone(), stages);
         topics.refresh().await?;
         let freed = recovery::release_outlived(&db, &keys, &topics, incarnation).await?;
         if freed != recovery::Freed::default() {
@@ -407,6 +411,7 @@ impl KafkaFront {
             memory,
             shutdown,
             clients: clients::Clients::default(),
+            share,
         };
         Ok(Self {
             ctx: Arc::new(ctx),
@@ -491,6 +496,7 @@ impl Background {
             tokio::spawn(ctx.acls.clone().follow_changes(internal.clone())),
             tokio::spawn(ctx.broker_settings.clone().follow_changes(internal.clone())),
             tokio::spawn(ctx.transactions.clone().expire_until(internal.clone())),
+            tokio::spawn(ctx.share.clone().expire_locks(internal.clone())),
             tokio::spawn(coordinator::groups::lag::run(
                 ctx.db.clone(),
                 ctx.topics.clone(),

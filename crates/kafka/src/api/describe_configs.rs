@@ -7,7 +7,9 @@
 //! id is `INVALID_REQUEST` (a broker is described by itself). No keys asked (null or an
 //! empty list) describes every setting, as Kafka. Needs DescribeConfigs on the topic (else
 //! `TOPIC_AUTHORIZATION_FAILED`) or on the cluster for a broker (else
-//! `CLUSTER_AUTHORIZATION_FAILED`).
+//! `CLUSTER_AUTHORIZATION_FAILED`). A group's settings are its share group settings
+//! ([`crate::share::config`]; DescribeConfigs on the group, else
+//! `GROUP_AUTHORIZATION_FAILED`).
 
 use super::{Refused, Session, str_bytes};
 use crate::Context;
@@ -25,6 +27,8 @@ use std::sync::Arc;
 pub(super) const TOPIC: i8 = 2;
 /// Kafka's resource type of a broker.
 pub(super) const BROKER: i8 = 4;
+/// Kafka's config resource type of a group (KIP-848, KIP-932: a group's settings).
+pub(super) const GROUP: i8 = 32;
 /// Config source: set on the topic.
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 /// Config source: a dynamic setting of this broker.
@@ -43,6 +47,32 @@ const DOUBLE: i8 = 6;
 const BOOLEAN: i8 = 1;
 const LIST: i8 = 7;
 
+/// Config source: set on the group.
+const GROUP_CONFIG: i8 = 8;
+
+/// A share group's settings: those set on the group, and the defaults.
+fn group_entries(config: &crate::share::config::ShareConfig) -> Vec<Entry> {
+    config
+        .describe()
+        .into_iter()
+        .map(|(name, value, default)| Entry {
+            name,
+            kind: if value.parse::<i64>().is_ok() {
+                INT
+            } else {
+                STRING
+            },
+            value,
+            source: if default {
+                DEFAULT_CONFIG
+            } else {
+                GROUP_CONFIG
+            },
+            read_only: false,
+        })
+        .collect()
+}
+
 /// One setting as described.
 struct Entry {
     name: &'static str,
@@ -53,13 +83,23 @@ struct Entry {
 }
 
 /// Describes every resource asked for.
-pub(super) fn handle(
+pub(super) async fn handle(
     ctx: &Arc<Context>,
     session: &Session,
     version: i16,
     request: DescribeConfigsRequest,
 ) -> ResponseKind {
     let access = session.access(ctx);
+    let mut groups = std::collections::HashMap::new();
+    for r in request
+        .resources
+        .iter()
+        .filter(|r| r.resource_type == GROUP)
+    {
+        let name = r.resource_name.to_string();
+        let config = ctx.share.config(&name).await.map_err(|e| e.to_string());
+        groups.insert(name, config);
+    }
     let results = request
         .resources
         .into_iter()
@@ -73,6 +113,9 @@ pub(super) fn handle(
                 }
                 BROKER if !access.cluster(Operation::DescribeConfigs) => {
                     Some(ResponseError::ClusterAuthorizationFailed)
+                }
+                GROUP if !access.group(Operation::DescribeConfigs, r.resource_name.as_str()) => {
+                    Some(ResponseError::GroupAuthorizationFailed)
                 }
                 _ => None,
             };
@@ -101,11 +144,19 @@ pub(super) fn handle(
                             .with_error_message(Some(str_bytes(message)));
                     }
                 },
+                GROUP => match &groups[r.resource_name.as_str()] {
+                    Ok(config) => group_entries(config),
+                    Err(e) => {
+                        return result
+                            .with_error_code(ResponseError::UnknownServerError.code())
+                            .with_error_message(Some(str_bytes(e.clone())));
+                    }
+                },
                 other => {
                     return result
                         .with_error_code(ResponseError::InvalidRequest.code())
                         .with_error_message(Some(str_bytes(format!(
-                            "resource type {other} is not described; only topics (2) and brokers (4) are"
+                            "resource type {other} is not described; only topics (2), brokers (4) and groups (32) are"
                         ))));
                 }
             };

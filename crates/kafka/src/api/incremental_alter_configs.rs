@@ -11,7 +11,7 @@
 //! AlterConfigs' ([`alter_configs::refusal`], [`alter_configs::alter_broker`]).
 
 use super::alter_configs;
-use super::describe_configs::BROKER;
+use super::describe_configs::{BROKER, GROUP};
 use super::{Refused, Session, str_bytes};
 use crate::Context;
 use crate::metadata::settings::broker;
@@ -41,42 +41,48 @@ pub(super) async fn handle(
     let mut responses = Vec::with_capacity(request.resources.len());
     for r in request.resources {
         let name = r.resource_name.as_str();
-        let outcome = match alter_configs::refusal(&access, r.resource_type, name) {
-            Some(refused) => Err(refused),
-            None => match changes(&r.configs) {
-                Ok(changes) if r.resource_type == BROKER => {
-                    let change = |settings: broker::Settings| {
-                        changes
-                            .iter()
-                            .try_fold(settings, |s, (key, change)| match change {
-                                Change::Set(Some(value)) => broker::set(s, key, value),
-                                Change::Set(None) => broker::delete(s, key),
-                                Change::Append(items) => broker::edit_list(s, key, items, true),
-                                Change::Subtract(items) => broker::edit_list(s, key, items, false),
-                            })
-                    };
-                    alter_configs::alter_broker(ctx, name, change, request.validate_only).await
-                }
-                Ok(changes) => ctx
-                    .topics
-                    .set_config(
-                        name,
-                        |config| {
+        let outcome = if r.resource_type == GROUP {
+            alter_group(ctx, &access, name, &r.configs, request.validate_only).await
+        } else {
+            match alter_configs::refusal(&access, r.resource_type, name) {
+                Some(refused) => Err(refused),
+                None => match changes(&r.configs) {
+                    Ok(changes) if r.resource_type == BROKER => {
+                        let change = |settings: broker::Settings| {
                             changes
                                 .iter()
-                                .try_fold(config, |c, (key, change)| match change {
-                                    Change::Set(value) => c.with([(*key, *value)]),
-                                    Change::Append(items) => c.edit_list(key, items, true),
-                                    Change::Subtract(items) => c.edit_list(key, items, false),
+                                .try_fold(settings, |s, (key, change)| match change {
+                                    Change::Set(Some(value)) => broker::set(s, key, value),
+                                    Change::Set(None) => broker::delete(s, key),
+                                    Change::Append(items) => broker::edit_list(s, key, items, true),
+                                    Change::Subtract(items) => {
+                                        broker::edit_list(s, key, items, false)
+                                    }
                                 })
-                                .map_err(TopicError::from)
-                        },
-                        request.validate_only,
-                    )
-                    .await
-                    .map_err(|e| (e.code(), e.to_string())),
-                Err(refused) => Err(refused),
-            },
+                        };
+                        alter_configs::alter_broker(ctx, name, change, request.validate_only).await
+                    }
+                    Ok(changes) => ctx
+                        .topics
+                        .set_config(
+                            name,
+                            |config| {
+                                changes
+                                    .iter()
+                                    .try_fold(config, |c, (key, change)| match change {
+                                        Change::Set(value) => c.with([(*key, *value)]),
+                                        Change::Append(items) => c.edit_list(key, items, true),
+                                        Change::Subtract(items) => c.edit_list(key, items, false),
+                                    })
+                                    .map_err(TopicError::from)
+                            },
+                            request.validate_only,
+                        )
+                        .await
+                        .map_err(|e| (e.code(), e.to_string())),
+                    Err(refused) => Err(refused),
+                },
+            }
         };
         let response = AlterConfigsResourceResponse::default()
             .with_resource_type(r.resource_type)
@@ -91,6 +97,43 @@ pub(super) async fn handle(
     ResponseKind::IncrementalAlterConfigs(
         IncrementalAlterConfigsResponse::default().with_responses(responses),
     )
+}
+
+/// SETs and DELETEs share group `name`'s settings ([`crate::share::config`]); needs
+/// AlterConfigs on the group (else `GROUP_AUTHORIZATION_FAILED`). An unknown setting or a
+/// bad value is `INVALID_CONFIG`, a list operation `INVALID_REQUEST`.
+async fn alter_group(
+    ctx: &Context,
+    access: &crate::acls::Access,
+    name: &str,
+    configs: &[AlterableConfig],
+    validate_only: bool,
+) -> Result<(), Refused> {
+    if !access.group(crate::acls::Operation::AlterConfigs, name) {
+        return Err((
+            ResponseError::GroupAuthorizationFailed.code(),
+            "Authorization failed.".to_owned(),
+        ));
+    }
+    let failed = |e: crate::share::partition::ShareError| {
+        (ResponseError::UnknownServerError.code(), e.to_string())
+    };
+    let mut config = ctx.share.config(name).await.map_err(failed)?;
+    for (key, change) in changes(configs)? {
+        let Change::Set(value) = change else {
+            return Err((
+                ResponseError::InvalidRequest.code(),
+                format!("{key}: a group setting is not a list"),
+            ));
+        };
+        config = config
+            .with(key, value)
+            .map_err(|why| (ResponseError::InvalidConfig.code(), why))?;
+    }
+    if validate_only {
+        return Ok(());
+    }
+    ctx.share.set_config(name, config).await.map_err(failed)
 }
 
 /// What one operation does to a setting.

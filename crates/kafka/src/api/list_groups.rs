@@ -1,13 +1,15 @@
 //! ListGroups: every group in the store with its protocol type and (v4+, KIP-518) its
 //! state — as its task holds it when this instance coordinates the group, else as last
 //! stored — only those in the states asked for when a v4+ request names some
-//! (case-insensitive, as Kafka), and (v5+, KIP-848) its type — `Classic` or `Consumer` —
+//! (case-insensitive, as Kafka), and (v5+, KIP-848) its type — `Classic`, `Consumer` or
+//! `Share` (KIP-932, its state as this instance's share groups hold it) —
 //! only those of the types asked for; with Describe on the cluster every group, else only
 //! those the principal may Describe, as Kafka.
 
 use super::{Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
+use crate::coordinator::groups::store::GroupKind;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse, ResponseKind};
@@ -35,10 +37,11 @@ pub(super) async fn handle(
                 if !every && !access.group(Operation::Describe, &g.id) {
                     continue;
                 }
-                let state = match ctx.coordinator.local_state(&g.id).await {
-                    Some(state) => state,
-                    None => g.state,
+                let local = match g.kind {
+                    GroupKind::Share => ctx.share.state(&g.id),
+                    _ => ctx.coordinator.local_state(&g.id).await,
                 };
+                let state = local.unwrap_or(g.state);
                 let kind = g.kind.as_str();
                 if asked(&request.states_filter, state) && asked(&request.types_filter, kind) {
                     listed.push(

@@ -53,6 +53,10 @@ mod offset_for_leader_epoch;
 mod produce;
 pub(crate) mod sasl_authenticate;
 pub(crate) mod sasl_handshake;
+mod share_acknowledge;
+mod share_fetch;
+mod share_group_describe;
+mod share_group_heartbeat;
 mod sync_group;
 mod txn_offset_commit;
 
@@ -124,6 +128,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
+    (ApiKey::ShareGroupHeartbeat, 1, 1),
+    (ApiKey::ShareGroupDescribe, 1, 1),
+    (ApiKey::ShareFetch, 1, 1),
+    (ApiKey::ShareAcknowledge, 1, 1),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -345,6 +353,14 @@ pub(crate) async fn handle(ctx: &Arc<Context>, session: &mut Session, request: R
         RequestKind::ConsumerGroupDescribe(r) => {
             Reply::Now(consumer_group_describe::handle(ctx, session, r).await)
         }
+        RequestKind::ShareGroupHeartbeat(r) => share_group_heartbeat::handle(ctx, session, r).await,
+        RequestKind::ShareGroupDescribe(r) => {
+            Reply::Now(share_group_describe::handle(ctx, session, r))
+        }
+        RequestKind::ShareFetch(r) => share_fetch::handle(ctx, session, r).await,
+        RequestKind::ShareAcknowledge(r) => {
+            Reply::Now(share_acknowledge::handle(ctx, session, r).await)
+        }
         RequestKind::OffsetCommit(r) => Reply::Now(offset_commit::handle(ctx, session, r).await),
         RequestKind::OffsetFetch(r) => {
             Reply::Now(offset_fetch::handle(ctx, session, version, r).await)
@@ -369,7 +385,7 @@ pub(crate) async fn handle(ctx: &Arc<Context>, session: &mut Session, request: R
             Reply::Now(create_partitions::handle(ctx, session, r).await)
         }
         RequestKind::DescribeConfigs(r) => {
-            Reply::Now(describe_configs::handle(ctx, session, version, r))
+            Reply::Now(describe_configs::handle(ctx, session, version, r).await)
         }
         RequestKind::AlterConfigs(r) => Reply::Now(alter_configs::handle(ctx, session, r).await),
         RequestKind::DescribeLogDirs(r) => {
@@ -482,6 +498,22 @@ pub(crate) fn first_error(response: &ResponseKind) -> i16 {
         ResponseKind::ListGroups(r) => r.error_code,
         ResponseKind::ConsumerGroupHeartbeat(r) => r.error_code,
         ResponseKind::ConsumerGroupDescribe(r) => first(r.groups.iter().map(|g| g.error_code)),
+        ResponseKind::ShareGroupHeartbeat(r) => r.error_code,
+        ResponseKind::ShareGroupDescribe(r) => first(r.groups.iter().map(|g| g.error_code)),
+        ResponseKind::ShareFetch(r) => first(std::iter::once(r.error_code).chain(
+            r.responses.iter().flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .flat_map(|p| [p.error_code, p.acknowledge_error_code])
+            }),
+        )),
+        ResponseKind::ShareAcknowledge(r) => first(
+            std::iter::once(r.error_code).chain(
+                r.responses
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            ),
+        ),
         ResponseKind::DeleteGroups(r) => first(r.results.iter().map(|g| g.error_code)),
         ResponseKind::OffsetDelete(r) => first(
             std::iter::once(r.error_code).chain(

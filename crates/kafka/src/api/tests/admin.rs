@@ -936,12 +936,17 @@ async fn incremental_alter_configs_refuses_with_each_code_and_changes_nothing() 
     assert_eq!(
         alter_incrementally(&mut c, GROUP, "g", &set).await,
         (
-            invalid_request,
-            Some(
-                "resource type 32 has no settings to alter; topics (2) and brokers (4) have".into()
-            )
+            invalid_config,
+            Some("Unknown group config name: retention.ms".into())
         ),
-        "as Kafka before 4.0"
+        "a group's settings are its share group settings (Kafka 4)"
+    );
+    let lock = [("share.record.lock.duration.ms", SET, Some("10"))];
+    let refused = alter_incrementally(&mut c, GROUP, "g", &lock).await;
+    assert_eq!(refused.0, invalid_config, "{refused:?}");
+    assert!(
+        refused.1.unwrap().contains("share.record.lock.duration.ms"),
+        "the message names the setting"
     );
     let mut alice = client_of(&front, "alice");
     assert_eq!(

@@ -70,7 +70,8 @@ use kafka_protocol::messages::{
     ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
     OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
     ProducerId, RequestKind, ResponseKind, SaslAuthenticateRequest, SaslHandshakeRequest,
-    TxnOffsetCommitRequest,
+    ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest, TxnOffsetCommitRequest, share_fetch_request,
 };
 
 /// The topic with records every reading API asks about.
@@ -81,6 +82,10 @@ const GROUP: &str = "g";
 const CONSUMER_GROUP: &str = "cg";
 /// The transactional id of the transaction left open on [`TOPIC_NAME`].
 const OPEN_TXN: &str = "open-txn";
+/// The share group its representative requests join, describe, fetch for and acknowledge.
+const SHARE_GROUP: &str = "sg";
+/// Its member.
+const SHARE_MEMBER: &str = "share-member";
 /// Kafka's wire code of a topic config resource.
 const TOPIC_RESOURCE: i8 = 2;
 /// Kafka's wire code of ANY in ACL filters (resource, pattern, operation, permission).
@@ -98,6 +103,8 @@ struct World {
     log_dir: String,
     /// The instance's node id: the one replica of every partition it leads.
     node: i32,
+    /// The UUID of [`TOPIC_NAME`] (share requests name topics by id).
+    topic_id: uuid::Uuid,
 }
 
 impl World {
@@ -135,6 +142,9 @@ impl World {
             leader_epoch,
             log_dir: front.ctx.log_dir.path.clone(),
             node: front.ctx.config.node_id,
+            topic_id: uuid::Uuid::from_bytes(
+                front.ctx.topics.get(TOPIC_NAME).expect("created").meta.uuid,
+            ),
         }
     }
 }
@@ -583,6 +593,34 @@ async fn representative(c: &mut Client, world: &World, api: ApiKey, version: i16
             .with_group_ids(vec![group(CONSUMER_GROUP)])
             .with_include_authorized_operations(true)
             .into(),
+        // The share APIs in the order SUPPORTED lists them: a member joins, is described,
+        // opens a share session and acknowledges on it.
+        ApiKey::ShareGroupHeartbeat => ShareGroupHeartbeatRequest::default()
+            .with_group_id(group(SHARE_GROUP))
+            .with_member_id(text(SHARE_MEMBER))
+            .with_subscribed_topic_names(Some(vec![name(TOPIC_NAME)]))
+            .into(),
+        ApiKey::ShareGroupDescribe => ShareGroupDescribeRequest::default()
+            .with_group_ids(vec![group(SHARE_GROUP)])
+            .into(),
+        ApiKey::ShareFetch => ShareFetchRequest::default()
+            .with_group_id(Some(group(SHARE_GROUP)))
+            .with_member_id(Some(text(SHARE_MEMBER)))
+            .with_max_records(10)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![
+                share_fetch_request::FetchTopic::default()
+                    .with_topic_id(world.topic_id)
+                    .with_partitions(vec![
+                        share_fetch_request::FetchPartition::default().with_partition_index(0),
+                    ]),
+            ])
+            .into(),
+        ApiKey::ShareAcknowledge => ShareAcknowledgeRequest::default()
+            .with_group_id(Some(group(SHARE_GROUP)))
+            .with_member_id(Some(text(SHARE_MEMBER)))
+            .with_share_session_epoch(1)
+            .into(),
         ApiKey::DescribeLogDirs => DescribeLogDirsRequest::default()
             .with_topics(Some(vec![
                 DescribableLogDirTopic::default()
@@ -705,6 +743,14 @@ fn assert_substance(api: ApiKey, version: i16, response: &ResponseKind) {
         ResponseKind::ConsumerGroupDescribe(r) => {
             assert_eq!(r.groups[0].members.len(), 1, "{what}: {r:?}");
         }
+        ResponseKind::ShareGroupHeartbeat(r) => {
+            let assigned = r.assignment.as_ref().map(|a| a.topic_partitions.len());
+            assert_eq!(assigned, Some(1), "{what}: {r:?}");
+        }
+        ResponseKind::ShareGroupDescribe(r) => {
+            assert_eq!(r.groups[0].members.len(), 1, "{what}: {r:?}");
+        }
+        ResponseKind::ShareFetch(r) => assert_eq!(r.responses.len(), 1, "{what}: {r:?}"),
         ResponseKind::DescribeUserScramCredentials(r) => {
             assert!(!r.results.is_empty(), "{what}");
         }

@@ -110,6 +110,8 @@ pub enum GroupKind {
     Classic,
     /// ConsumerGroupHeartbeat (KIP-848).
     Consumer,
+    /// ShareGroupHeartbeat (KIP-932): its members live in [`crate::share`].
+    Share,
 }
 
 impl GroupKind {
@@ -118,6 +120,7 @@ impl GroupKind {
         match self {
             Self::Classic => "Classic",
             Self::Consumer => "Consumer",
+            Self::Share => "Share",
         }
     }
 }
@@ -429,6 +432,15 @@ impl GroupStore {
                 continue;
             };
             let keys = self.keys.group(&id);
+            if tx.get(&keys.share_meta(), true).await?.is_some() {
+                out.push(ListedGroup {
+                    id,
+                    protocol_type: Some("share".to_owned()),
+                    state: "Empty",
+                    kind: GroupKind::Share,
+                });
+                continue;
+            }
             if let Some(meta) = tx.get(&keys.consumer_meta(), true).await? {
                 let state = load_consumer(&tx, &keys, &meta).await?.group(&id).state();
                 out.push(ListedGroup {

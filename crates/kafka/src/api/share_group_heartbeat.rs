@@ -1,0 +1,95 @@
+//! ShareGroupHeartbeat (KIP-932): a member of a share group joins, keeps its session and
+//! receives its assignment (topics by id) in one request ([`crate::share::membership`]).
+//! Needs Read on the group (else `GROUP_AUTHORIZATION_FAILED`) and Describe on every topic
+//! it subscribes to (else `TOPIC_AUTHORIZATION_FAILED`), as Kafka.
+
+use super::{Reply, Session, str_bytes};
+use crate::Context;
+use crate::acls::Operation;
+use crate::share::membership::Heartbeat;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
+use kafka_protocol::messages::{
+    ResponseKind, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+};
+use std::sync::Arc;
+use tracing::debug;
+use uuid::Uuid;
+
+/// Answers the heartbeat once what it changed is in place.
+pub(super) async fn handle(
+    ctx: &Arc<Context>,
+    session: &Session,
+    request: ShareGroupHeartbeatRequest,
+) -> Reply {
+    let group = request.group_id.0.to_string();
+    let access = session.access(ctx);
+    if !access.group(Operation::Read, &group) {
+        return Reply::Now(refusal(ResponseError::GroupAuthorizationFailed, None));
+    }
+    let hidden: Vec<&str> = request
+        .subscribed_topic_names
+        .iter()
+        .flatten()
+        .map(|t| t.0.as_str())
+        .filter(|t| !access.topic(Operation::Describe, t))
+        .collect();
+    if !hidden.is_empty() {
+        let why = format!("not authorized to describe topics {}", hidden.join(", "));
+        return Reply::Now(refusal(ResponseError::TopicAuthorizationFailed, Some(why)));
+    }
+    if group.is_empty() {
+        let why = Some("GroupId can't be empty.".to_owned());
+        return Reply::Now(refusal(ResponseError::InvalidRequest, why));
+    }
+    let member_id = request.member_id.to_string();
+    let heartbeat = Heartbeat {
+        member_id: member_id.clone(),
+        member_epoch: request.member_epoch,
+        subscribed: request
+            .subscribed_topic_names
+            .map(|names| names.into_iter().map(|n| n.0.to_string()).collect()),
+        rack_id: request.rack_id.map(|s| s.to_string()),
+        client_id: session.client_id.clone(),
+        client_host: format!("/{}", session.peer.addr.ip()),
+    };
+    let answer = match ctx.share.heartbeat(&group, heartbeat).await {
+        Ok(answer) => answer,
+        Err((e, message)) => {
+            debug!(group, member = %member_id, code = e.code(), message, "ShareGroupHeartbeat refused");
+            return Reply::Now(refusal(e, Some(message)));
+        }
+    };
+    let (answer, config) = answer;
+    let assignment = answer.assignment.map(|a| {
+        Assignment::default().with_topic_partitions(
+            a.into_iter()
+                .filter_map(|(topic, partitions)| {
+                    let uuid = ctx.topics.get(&topic)?.meta.uuid;
+                    Some(
+                        TopicPartitions::default()
+                            .with_topic_id(Uuid::from_bytes(uuid))
+                            .with_partitions(partitions.into_iter().collect()),
+                    )
+                })
+                .collect(),
+        )
+    });
+    Reply::Now(ResponseKind::ShareGroupHeartbeat(
+        ShareGroupHeartbeatResponse::default()
+            .with_member_id(Some(str_bytes(member_id)))
+            .with_member_epoch(answer.member_epoch)
+            .with_heartbeat_interval_ms(
+                i32::try_from(config.heartbeat.as_millis()).unwrap_or(i32::MAX),
+            )
+            .with_assignment(assignment),
+    ))
+}
+
+fn refusal(e: ResponseError, message: Option<String>) -> ResponseKind {
+    ResponseKind::ShareGroupHeartbeat(
+        ShareGroupHeartbeatResponse::default()
+            .with_error_code(e.code())
+            .with_error_message(message.map(str_bytes)),
+    )
+}

@@ -1,0 +1,261 @@
+//! Share groups (KIP-932) on the wire: ShareGroupHeartbeat's errors (empty member id,
+//! unknown member, stale epoch) and assignment, ShareFetch acquiring records with their
+//! delivery counts and not giving one member's to another, acknowledgements (release
+//! redelivers with a grown count; a record not acquired by the member, or acknowledged
+//! already, is `INVALID_RECORD_STATE`; a malformed batch `INVALID_REQUEST`), the share
+//! session's epochs, and a share group in ListGroups v5 and ShareGroupDescribe.
+
+use super::create_topic;
+use super::fixture::{Client, Front, batch, name, text};
+use super::produce;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::incremental_alter_configs_request as incremental;
+use kafka_protocol::messages::share_fetch_request::{
+    AcknowledgementBatch, FetchPartition, FetchTopic,
+};
+use kafka_protocol::messages::share_fetch_response::PartitionData;
+use kafka_protocol::messages::{
+    GroupId, IncrementalAlterConfigsRequest, ListGroupsRequest, ShareAcknowledgeRequest,
+    ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse, share_acknowledge_request,
+};
+use uuid::Uuid;
+
+const TOPIC: &str = "jobs";
+const GROUP: &str = "workers";
+const ACCEPT: i8 = 1;
+const RELEASE: i8 = 2;
+
+fn group() -> GroupId {
+    GroupId(text(GROUP))
+}
+
+/// A ShareGroupHeartbeat of `member` at `epoch` (a join subscribes to [`TOPIC`]).
+async fn heartbeat(c: &mut Client, member: &str, epoch: i32) -> ShareGroupHeartbeatResponse {
+    let mut request = ShareGroupHeartbeatRequest::default()
+        .with_group_id(group())
+        .with_member_id(text(member))
+        .with_member_epoch(epoch);
+    if epoch == 0 {
+        request = request.with_subscribed_topic_names(Some(vec![name(TOPIC)]));
+    }
+    c.call(1, request).await
+}
+
+/// A ShareFetch of `member` at session `epoch` from partition 0 of `topic`, carrying
+/// `acks` ((first, last, type) batches), answering at once.
+async fn fetch(
+    c: &mut Client,
+    member: &str,
+    epoch: i32,
+    topic: Uuid,
+    acks: &[(i64, i64, i8)],
+) -> ShareFetchResponse {
+    let partition = FetchPartition::default()
+        .with_partition_index(0)
+        .with_acknowledgement_batches(
+            acks.iter()
+                .map(|&(first, last, t)| {
+                    AcknowledgementBatch::default()
+                        .with_first_offset(first)
+                        .with_last_offset(last)
+                        .with_acknowledge_types(vec![t])
+                })
+                .collect(),
+        );
+    let request = ShareFetchRequest::default()
+        .with_group_id(Some(group()))
+        .with_member_id(Some(text(member)))
+        .with_share_session_epoch(epoch)
+        .with_max_records(100)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic_id(topic)
+                .with_partitions(vec![partition]),
+        ]);
+    c.call(1, request).await
+}
+
+/// A ShareAcknowledge of `member` at session `epoch` of partition 0 of `topic`.
+fn acknowledge(
+    member: &str,
+    epoch: i32,
+    topic: Uuid,
+    acks: &[(i64, i64, i8)],
+) -> ShareAcknowledgeRequest {
+    let batches = acks
+        .iter()
+        .map(|&(first, last, t)| {
+            share_acknowledge_request::AcknowledgementBatch::default()
+                .with_first_offset(first)
+                .with_last_offset(last)
+                .with_acknowledge_types(vec![t])
+        })
+        .collect();
+    ShareAcknowledgeRequest::default()
+        .with_group_id(Some(group()))
+        .with_member_id(Some(text(member)))
+        .with_share_session_epoch(epoch)
+        .with_topics(vec![
+            share_acknowledge_request::AcknowledgeTopic::default()
+                .with_topic_id(topic)
+                .with_partitions(vec![
+                    share_acknowledge_request::AcknowledgePartition::default()
+                        .with_partition_index(0)
+                        .with_acknowledgement_batches(batches),
+                ]),
+        ])
+}
+
+/// The one partition of a ShareFetch answer.
+fn partition(r: &ShareFetchResponse) -> &PartitionData {
+    assert_eq!(r.error_code, 0, "{r:?}");
+    &r.responses[0].partitions[0]
+}
+
+/// (first, last, delivery count) of each acquired range.
+fn acquired(p: &PartitionData) -> Vec<(i64, i64, i16)> {
+    p.acquired_records
+        .iter()
+        .map(|a| (a.first_offset, a.last_offset, a.delivery_count))
+        .collect()
+}
+
+/// Sets `GROUP`'s share.auto.offset.reset to earliest.
+async fn from_earliest(c: &mut Client) {
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        incremental::AlterConfigsResource::default()
+            .with_resource_type(32)
+            .with_resource_name(text(GROUP))
+            .with_configs(vec![
+                incremental::AlterableConfig::default()
+                    .with_name(text("share.auto.offset.reset"))
+                    .with_config_operation(0)
+                    .with_value(Some(text("earliest"))),
+            ]),
+    ]);
+    let response = c.call(1, request).await;
+    assert_eq!(response.responses[0].error_code, 0, "{response:?}");
+}
+
+#[tokio::test]
+async fn heartbeats_are_refused_with_kafkas_codes() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, TOPIC, 2).await;
+    let code = |r: ShareGroupHeartbeatResponse| ResponseError::try_from_code(r.error_code);
+    assert_eq!(
+        code(heartbeat(&mut c, "", 0).await),
+        Some(ResponseError::InvalidRequest)
+    );
+    assert_eq!(
+        code(heartbeat(&mut c, "ghost", 3).await),
+        Some(ResponseError::UnknownMemberId)
+    );
+    let joined = heartbeat(&mut c, "m1", 0).await;
+    assert_eq!(joined.error_code, 0, "{joined:?}");
+    let assigned = &joined.assignment.as_ref().unwrap().topic_partitions[0];
+    assert_eq!(assigned.partitions, [0, 1]);
+    assert_eq!(
+        code(heartbeat(&mut c, "m1", joined.member_epoch + 1).await),
+        Some(ResponseError::FencedMemberEpoch)
+    );
+    let again = heartbeat(&mut c, "m1", joined.member_epoch).await;
+    assert_eq!((again.error_code, again.assignment), (0, None));
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn records_are_acquired_once_released_again_and_acknowledged_once() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, TOPIC, 1).await;
+    from_earliest(&mut c).await;
+    let produced = produce(&mut c, TOPIC, 0, batch(&["a", "b", "c"])).await;
+    assert_eq!(produced.error_code, 0);
+    let topic = Uuid::from_bytes(front.ctx.topics.get(TOPIC).unwrap().meta.uuid);
+
+    // Not a member yet: no session.
+    let refused = fetch(&mut c, "m1", 0, topic, &[]).await;
+    assert_eq!(refused.error_code, ResponseError::UnknownMemberId.code());
+    for m in ["m1", "m2"] {
+        assert_eq!(heartbeat(&mut c, m, 0).await.error_code, 0);
+    }
+    let first = fetch(&mut c, "m1", 0, topic, &[]).await;
+    assert_eq!(acquired(partition(&first)), [(0, 2, 1)]);
+    assert!(!partition(&first).records.as_ref().unwrap().is_empty());
+    let other = fetch(&mut c, "m2", 0, topic, &[]).await;
+    assert_eq!(acquired(partition(&other)), [], "acquired records are m1's");
+    // m2 may not settle m1's records.
+    let stolen = fetch(&mut c, "m2", 1, topic, &[(0, 0, ACCEPT)]).await;
+    assert_eq!(
+        partition(&stolen).acknowledge_error_code,
+        ResponseError::InvalidRecordState.code()
+    );
+    // m1 accepts 0 and releases 1..2 (a fetch would take them back at once); m2 then gets
+    // them, delivered a second time.
+    let settled = c
+        .call(
+            1,
+            acknowledge("m1", 1, topic, &[(0, 0, ACCEPT), (1, 2, RELEASE)]),
+        )
+        .await;
+    assert_eq!(
+        settled.responses[0].partitions[0].error_code, 0,
+        "{settled:?}"
+    );
+    let redelivered = fetch(&mut c, "m2", 2, topic, &[]).await;
+    assert_eq!(acquired(partition(&redelivered)), [(1, 2, 2)]);
+    // Accepting what was accepted already, or with an unknown type, is refused.
+    let twice = fetch(&mut c, "m1", 2, topic, &[(0, 0, ACCEPT)]).await;
+    assert_eq!(
+        partition(&twice).acknowledge_error_code,
+        ResponseError::InvalidRecordState.code()
+    );
+    let malformed = fetch(&mut c, "m2", 3, topic, &[(1, 2, 9)]).await;
+    assert_eq!(
+        partition(&malformed).acknowledge_error_code,
+        ResponseError::InvalidRequest.code()
+    );
+    // The session's epochs: a repeated one, and a member with no session.
+    let stale = fetch(&mut c, "m2", 3, topic, &[]).await;
+    assert_eq!(
+        stale.error_code,
+        ResponseError::InvalidShareSessionEpoch.code()
+    );
+    let unknown = c.call(1, acknowledge("m3", 1, topic, &[])).await;
+    assert_eq!(
+        unknown.error_code,
+        ResponseError::ShareSessionNotFound.code()
+    );
+    // m2 accepts 1..2 and closes its session: nothing is left to acquire.
+    let closed = c
+        .call(1, acknowledge("m2", -1, topic, &[(1, 2, ACCEPT)]))
+        .await;
+    assert_eq!(closed.error_code, 0, "{closed:?}");
+    assert_eq!(closed.responses[0].partitions[0].error_code, 0);
+    let empty = fetch(&mut c, "m1", 3, topic, &[]).await;
+    assert_eq!(acquired(partition(&empty)), []);
+
+    let listed = c
+        .call(
+            5,
+            ListGroupsRequest::default().with_types_filter(vec![text("Share")]),
+        )
+        .await;
+    let groups: Vec<(&str, &str)> = listed
+        .groups
+        .iter()
+        .map(|g| (g.group_id.0.as_str(), g.group_state.as_str()))
+        .collect();
+    assert_eq!(groups, [(GROUP, "Stable")]);
+    let described = c
+        .call(
+            1,
+            ShareGroupDescribeRequest::default().with_group_ids(vec![group()]),
+        )
+        .await;
+    assert_eq!(described.groups[0].members.len(), 2, "{described:?}");
+    front.stop().await;
+}

@@ -1,0 +1,514 @@
+//! Share groups (KIP-932): queue semantics over a topic's partitions, served from the
+//! stage's leases ([`partition`]).
+//!
+//! This instance keeps each share group's members ([`membership`]), settings
+//! ([`config`], stored), share sessions ([`sessions`]) and which member holds which
+//! acquired record under which holder; the records themselves, their delivery counts and
+//! their locks live in the store, so a kill -9 loses no acknowledgement and returns every
+//! acquired record. Members and sessions are not stored: after a restart, clients join
+//! again (a heartbeat of an unknown member is `UNKNOWN_MEMBER_ID`, which makes them).
+
+pub(crate) mod config;
+pub(crate) mod fetch;
+pub(crate) mod membership;
+pub(crate) mod partition;
+pub(crate) mod sessions;
+
+use crate::keys::KafkaKeys;
+use crate::metadata::topics::Topics;
+use config::ShareConfig;
+use ferry_stage::{Holders, MessageId, Stages};
+use ferry_store::Database;
+use kafka_protocol::ResponseError;
+use membership::{Answer, Heartbeat, ShareGroup, TopicShape};
+use parking_lot::Mutex;
+use partition::{Acquired, Settle, ShareError, SharePartition};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::warn;
+
+/// A share-partition: (topic id, partition).
+pub(crate) type Place = (u64, i32);
+
+/// Who holds an acquired record.
+#[derive(Debug, Clone)]
+struct Lock {
+    /// The member it was acquired for.
+    member: String,
+    /// The holder its lease belongs to.
+    holder: u64,
+    /// Its message in the share-partition's stage.
+    id: MessageId,
+    /// When its lock ends (the reaper then returns it).
+    until: Instant,
+}
+
+/// What this instance knows of one share group.
+#[derive(Default)]
+struct Group {
+    /// Its members.
+    members: ShareGroup,
+    /// Its settings.
+    config: ShareConfig,
+    /// The records its members hold, by share-partition and offset.
+    locks: HashMap<Place, BTreeMap<i64, Lock>>,
+}
+
+impl Group {
+    /// Forgets `member`'s locks; returns their holders.
+    fn drop_member(&mut self, member: &str) -> Vec<u64> {
+        let mut holders = Vec::new();
+        for locks in self.locks.values_mut() {
+            locks.retain(|_, l| {
+                if l.member == member {
+                    holders.push(l.holder);
+                }
+                l.member != member
+            });
+        }
+        holders.sort_unstable();
+        holders.dedup();
+        holders
+    }
+}
+
+/// The share groups this instance serves; cheap to clone.
+#[derive(Clone)]
+pub(crate) struct ShareGroups {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Database,
+    keys: KafkaKeys,
+    topics: Topics,
+    stages: Stages,
+    holders: Holders,
+    groups: Mutex<HashMap<String, Group>>,
+    partitions: Mutex<HashMap<(String, Place), SharePartition>>,
+    sessions: sessions::ShareSessions,
+    /// Wakes the lock expiry loop when a lock is taken.
+    locked: tokio::sync::Notify,
+}
+
+/// What acknowledging a share-partition's records found wrong, as Kafka's error code.
+pub(crate) type AckError = (ResponseError, String);
+
+impl ShareGroups {
+    /// The share groups over `topics`, their stages among `stages`.
+    pub(crate) fn new(db: Database, keys: KafkaKeys, topics: Topics, stages: Stages) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                holders: Holders::new(&stages),
+                db,
+                keys,
+                topics,
+                stages,
+                groups: Mutex::default(),
+                partitions: Mutex::default(),
+                sessions: sessions::ShareSessions::default(),
+                locked: tokio::sync::Notify::new(),
+            }),
+        }
+    }
+
+    /// The share sessions.
+    pub(crate) fn sessions(&self) -> &sessions::ShareSessions {
+        &self.inner.sessions
+    }
+
+    /// Loads `group`'s settings unless this instance knows the group.
+    async fn load(&self, group: &str) -> Result<(), ShareError> {
+        if self.inner.groups.lock().contains_key(group) {
+            return Ok(());
+        }
+        let keys = self.inner.keys.group(group);
+        let stored = self
+            .inner
+            .db
+            .run(|tx| {
+                let key = keys.share_config();
+                async move { tx.get(&key, true).await }
+            })
+            .await?;
+        let config = stored.map(|v| ShareConfig::decode(&v)).unwrap_or_default();
+        self.inner
+            .groups
+            .lock()
+            .entry(group.to_owned())
+            .or_insert_with(|| Group {
+                config,
+                ..Group::default()
+            });
+        Ok(())
+    }
+
+    /// `group`'s settings.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub(crate) async fn config(&self, group: &str) -> Result<ShareConfig, ShareError> {
+        self.load(group).await?;
+        Ok(self.inner.groups.lock()[group].config.clone())
+    }
+
+    /// Stores `config` as `group`'s settings.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub(crate) async fn set_config(
+        &self,
+        group: &str,
+        config: ShareConfig,
+    ) -> Result<(), ShareError> {
+        self.load(group).await?;
+        let (key, value) = (self.inner.keys.group(group).share_config(), config.encode());
+        self.inner
+            .db
+            .run(|tx| {
+                let (key, value) = (&key, &value);
+                async move {
+                    tx.set(key, value.clone());
+                    Ok::<_, ShareError>(())
+                }
+            })
+            .await?;
+        if let Some(g) = self.inner.groups.lock().get_mut(group) {
+            g.config = config;
+        }
+        Ok(())
+    }
+
+    /// The shape of topic `name` for the assignment.
+    fn shape(&self, name: &str) -> Option<TopicShape> {
+        self.inner.topics.get(name).map(|t| TopicShape {
+            uuid: t.meta.uuid,
+            partitions: t.meta.partitions,
+        })
+    }
+
+    /// Applies a member's heartbeat; returns the answer and the heartbeat interval, once
+    /// every partition the member is assigned has its share-partition started.
+    ///
+    /// # Errors
+    /// Kafka's error for the heartbeat, or the store's (`COORDINATOR_NOT_AVAILABLE`).
+    pub(crate) async fn heartbeat(
+        &self,
+        group: &str,
+        heartbeat: Heartbeat,
+    ) -> Result<(Answer, ShareConfig), (ResponseError, String)> {
+        let unavailable = |e: ShareError| {
+            warn!(group, error = %e, "cannot load a share group");
+            (ResponseError::CoordinatorNotAvailable, e.to_string())
+        };
+        if heartbeat.member_epoch == membership::JOIN_EPOCH {
+            if self.is_consumer_group(group).await.map_err(unavailable)? {
+                return Err((
+                    ResponseError::GroupIdNotFound,
+                    format!("Group {group} is not a share group."),
+                ));
+            }
+            self.list(group).await.map_err(unavailable)?;
+        }
+        self.load(group).await.map_err(unavailable)?;
+        let now = Instant::now();
+        let shape = |name: &str| self.shape(name);
+        let (answer, config, freed) = {
+            let mut groups = self.inner.groups.lock();
+            let g = groups.get_mut(group).expect("loaded above");
+            let mut freed = Vec::new();
+            for gone in g.members.expire(now, &shape) {
+                freed.extend(g.drop_member(&gone));
+                self.inner.sessions.close_member(group, &gone);
+            }
+            let answer = g
+                .members
+                .heartbeat(heartbeat, now, g.config.session, &shape);
+            (answer, g.config.clone(), freed)
+        };
+        self.release(freed).await;
+        let answer = answer?;
+        for (topic, partitions) in answer.assignment.iter().flatten() {
+            for &p in partitions {
+                let started = match self.partition(group, topic, p, &config).await {
+                    Ok(sp) => sp.initialize(&self.inner.db, config.reset).await,
+                    Err(e) => Err(e),
+                };
+                started.map_err(unavailable)?;
+            }
+        }
+        Ok((answer, config))
+    }
+
+    /// Ends `member`'s share session: the records it still holds go back to the group (a
+    /// member that leaves the group closes its session after its last acknowledgements).
+    pub(crate) async fn close_session(&self, group: &str, member: &str) {
+        self.inner.sessions.close_member(group, member);
+        let freed = self
+            .inner
+            .groups
+            .lock()
+            .get_mut(group)
+            .map(|g| g.drop_member(member))
+            .unwrap_or_default();
+        tracing::debug!(group, member, holders = freed.len(), "share session closed");
+        self.release(freed).await;
+    }
+
+    /// Returns the records of `holders` to their share-partitions.
+    async fn release(&self, holders: Vec<u64>) {
+        for holder in holders {
+            if let Err(e) = self.inner.holders.release(holder).await {
+                warn!(holder, error = %e, "cannot release a share group member's records");
+            }
+        }
+    }
+
+    /// `group`'s state as ListGroups names it (`Stable` with members, else `Empty`), when
+    /// this instance knows the group.
+    pub(crate) fn state(&self, group: &str) -> Option<&'static str> {
+        self.inner.groups.lock().get(group).map(|g| {
+            if g.members.members.is_empty() {
+                "Empty"
+            } else {
+                "Stable"
+            }
+        })
+    }
+
+    /// `group`'s epoch and members (with their assignments) as this instance knows them.
+    pub(crate) fn describe(&self, group: &str) -> Option<(i32, Vec<(String, membership::Member)>)> {
+        self.inner.groups.lock().get(group).map(|g| {
+            let members = g
+                .members
+                .members
+                .iter()
+                .map(|(id, m)| (id.clone(), m.clone()))
+                .collect();
+            (g.members.epoch, members)
+        })
+    }
+
+    /// Whether `group` is a consumer group (classic or KIP-848) in the store, which a share
+    /// group may not also be.
+    async fn is_consumer_group(&self, group: &str) -> Result<bool, ShareError> {
+        let keys = self.inner.keys.group(group);
+        Ok(self
+            .inner
+            .db
+            .run(|tx| {
+                let keys = &keys;
+                async move {
+                    let share = tx.get(&keys.share_meta(), true).await?;
+                    let classic = tx.get(&keys.meta(), true).await?;
+                    let consumer = tx.get(&keys.consumer_meta(), true).await?;
+                    Ok::<_, ferry_store::StoreError>(
+                        share.is_none() && (classic.is_some() || consumer.is_some()),
+                    )
+                }
+            })
+            .await?)
+    }
+
+    /// Records `group` as a share group (ListGroups lists it).
+    async fn list(&self, group: &str) -> Result<(), ShareError> {
+        let (listing, meta) = (
+            self.inner.keys.group_listing(group),
+            self.inner.keys.group(group).share_meta(),
+        );
+        self.inner
+            .db
+            .run(|tx| {
+                let (listing, meta) = (&listing, &meta);
+                async move {
+                    if tx.get(meta, false).await?.is_none() {
+                        tx.set(listing, Vec::new());
+                        tx.set(meta, Vec::new());
+                    }
+                    Ok::<_, ferry_store::StoreError>(())
+                }
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Whether `member` is a member of share group `group` here.
+    pub(crate) fn is_member(&self, group: &str, member: &str) -> bool {
+        self.inner
+            .groups
+            .lock()
+            .get(group)
+            .is_some_and(|g| g.members.members.contains_key(member))
+    }
+
+    /// `group`'s view of partition `index` of topic `topic` (opened once).
+    ///
+    /// # Errors
+    /// `ShareError` when the topic or partition is unknown (a log error) or the stage fails.
+    pub(crate) async fn partition(
+        &self,
+        group: &str,
+        topic: &str,
+        index: i32,
+        config: &ShareConfig,
+    ) -> Result<SharePartition, ShareError> {
+        let log = self
+            .inner
+            .topics
+            .get(topic)
+            .and_then(|t| t.partition(index).cloned())
+            .ok_or_else(|| {
+                ShareError::Log(crate::partition::log::LogError::Corrupt(format!(
+                    "no partition {topic}-{index}"
+                )))
+            })?;
+        let key = (group.to_owned(), (log.topic_id, index));
+        if let Some(sp) = self.inner.partitions.lock().get(&key) {
+            return Ok(sp.clone());
+        }
+        let sp =
+            SharePartition::open(&self.inner.stages, &self.inner.keys, group, log, config).await?;
+        self.inner.partitions.lock().insert(key, sp.clone());
+        Ok(sp)
+    }
+
+    /// Feeds and acquires up to `k` records of `sp` for `member`.
+    ///
+    /// # Errors
+    /// The share-partition's error.
+    pub(crate) async fn acquire(
+        &self,
+        group: &str,
+        member: &str,
+        sp: &SharePartition,
+        k: usize,
+        config: &ShareConfig,
+    ) -> Result<Vec<Acquired>, ShareError> {
+        sp.feed(&self.inner.db, k as i64, config.read_committed)
+            .await?;
+        let (holder, acquired) = sp.acquire(&self.inner.holders, k, config.lock).await?;
+        if acquired.is_empty() {
+            return Ok(acquired);
+        }
+        let now = Instant::now();
+        let until = now + config.lock;
+        let place = (sp.log.topic_id, sp.log.index);
+        let mut groups = self.inner.groups.lock();
+        let Some(g) = groups.get_mut(group) else {
+            return Ok(acquired);
+        };
+        let locks = g.locks.entry(place).or_default();
+        for a in &acquired {
+            locks.insert(
+                a.offset,
+                Lock {
+                    member: member.to_owned(),
+                    holder,
+                    id: a.id,
+                    until,
+                },
+            );
+        }
+        drop(groups);
+        self.inner.locked.notify_one();
+        Ok(acquired)
+    }
+
+    /// Returns the records whose acquisition lock ended to their share-partitions, when it
+    /// ends, until `shutdown` (the daemon's lease reaper does the same for the records of
+    /// an instance that died).
+    pub(crate) async fn expire_locks(self, shutdown: tokio_util::sync::CancellationToken) {
+        loop {
+            let now = Instant::now();
+            let mut due = Vec::new();
+            let mut next: Option<Instant> = None;
+            for g in self.inner.groups.lock().values_mut() {
+                for locks in g.locks.values_mut() {
+                    locks.retain(|_, l| {
+                        if l.until <= now {
+                            due.push(l.holder);
+                            return false;
+                        }
+                        next = Some(next.map_or(l.until, |n| n.min(l.until)));
+                        true
+                    });
+                }
+            }
+            due.sort_unstable();
+            due.dedup();
+            self.release(due).await;
+            let sleep = next.map_or(Duration::from_secs(3600), |n| n - now);
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = self.inner.locked.notified() => {}
+                () = tokio::time::sleep(sleep) => {}
+            }
+        }
+    }
+
+    /// Settles `member`'s records of `sp` as `acks` say ((offset, how) pairs).
+    ///
+    /// # Errors
+    /// `INVALID_RECORD_STATE` when a record is not acquired by `member` (never was, was
+    /// acknowledged already, or its lock expired), after settling the others; the store's
+    /// error as `UNKNOWN_SERVER_ERROR`.
+    pub(crate) async fn acknowledge(
+        &self,
+        group: &str,
+        member: &str,
+        sp: &SharePartition,
+        acks: &[(i64, Settle)],
+    ) -> Result<(), AckError> {
+        let place = (sp.log.topic_id, sp.log.index);
+        let mut by_holder: BTreeMap<u64, Vec<(MessageId, Settle)>> = BTreeMap::new();
+        let mut strays = Vec::new();
+        {
+            let mut groups = self.inner.groups.lock();
+            let locks = groups.get_mut(group).and_then(|g| g.locks.get_mut(&place));
+            for &(offset, how) in acks {
+                match locks.as_ref().and_then(|l| l.get(&offset)) {
+                    Some(l) if l.member == member => {
+                        by_holder.entry(l.holder).or_default().push((l.id, how));
+                    }
+                    _ => strays.push(offset),
+                }
+            }
+            if let Some(locks) = locks {
+                for (offset, _) in acks {
+                    if !strays.contains(offset) {
+                        locks.remove(offset);
+                    }
+                }
+            }
+        }
+        let mut unsettled = 0;
+        for (holder, records) in &by_holder {
+            let settled = sp.settle(*holder, records).await.map_err(|e| {
+                warn!(group, error = %e, "cannot settle share group records");
+                (ResponseError::UnknownServerError, e.to_string())
+            })?;
+            unsettled += records.len() - settled;
+        }
+        tracing::debug!(
+            group,
+            member,
+            partition = sp.log.index,
+            acks = acks.len(),
+            strays = strays.len(),
+            unsettled,
+            "share acknowledgements"
+        );
+        if strays.is_empty() && unsettled == 0 {
+            return Ok(());
+        }
+        Err((
+            ResponseError::InvalidRecordState,
+            format!(
+                "{} of {} acknowledged records were not acquired by member {member} (or their acquisition lock expired)",
+                strays.len() + unsettled,
+                acks.len()
+            ),
+        ))
+    }
+}

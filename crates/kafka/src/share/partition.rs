@@ -1,0 +1,276 @@
+//! One share-partition (a share group's view of one topic partition) built on the stage:
+//! each record offset the group is to deliver is a message of the share-partition's own
+//! stage (`kafka-share/<group>/<topic_id>/<partition>`, its body the offset), appended in
+//! offset order, so the stage's order is the log's.
+//!
+//! - **Feeding**: `(P,"k","g",group,"sp",topic_id,partition)` holds the next offset to
+//!   feed (the share-partition end offset). A fetch appends the offsets from there to the
+//!   high watermark (the last stable offset under `read_committed`) in the transaction
+//!   that moves it, a bounded run at a time, only while few are waiting.
+//! - **Acquiring** is leasing: the records of one acquisition are leased to a holder of
+//!   their own registered for `share.record.lock.duration.ms`, so the lease reaper returns
+//!   them when the lock expires, and a restarted instance returns at once what its earlier
+//!   run had acquired (as Kafka releases acquired records on a broker failover).
+//! - **Delivery counts** are the stage's; releasing a record that reached
+//!   `share.delivery.count.limit`, and rejecting one, archive it (the stage's dead-letter
+//!   path, which drops it: a share group has no dead-letter destination yet).
+//! - The share-partition start offset is the lowest offset still in the stage (ready or
+//!   acquired), the end offset the next to feed.
+
+use super::config::{Reset, ShareConfig};
+use crate::keys::KafkaKeys;
+use crate::metadata::topics::Partition;
+use crate::partition::log::{Log, LogError};
+use ferry_stage::{
+    Delivery, Holders, MessageId, NewMessage, Release, Stage, StageError, StageOptions, Stages,
+    Wakeup, now_ms,
+};
+use ferry_store::{Database, StoreError};
+use std::time::Duration;
+
+/// The most offsets one fetch feeds into a share-partition's stage.
+const FEED_RUN: i64 = 1_000;
+
+/// The name of the stage of a share group's view of a partition.
+fn stage_name(group: &str, topic_id: u64, partition: i32) -> String {
+    format!("kafka-share/{group}/{topic_id}/{partition}")
+}
+
+/// A record acquired by a fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Acquired {
+    /// Its offset.
+    pub offset: i64,
+    /// How many times it has been acquired, this time included.
+    pub delivery_count: u32,
+    /// Its message in the share-partition's stage.
+    pub id: MessageId,
+}
+
+/// How an acknowledged record is settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settle {
+    /// Done with (ACCEPT, or a GAP the client found no record at).
+    Accept,
+    /// Back to the group for another delivery (RELEASE).
+    Release,
+    /// Archived, never delivered again (REJECT).
+    Reject,
+}
+
+/// Errors of a share-partition.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ShareError {
+    /// The stage's error.
+    #[error(transparent)]
+    Stage(#[from] StageError),
+    /// The store's error.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The log's error.
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+impl ferry_store::TransactionError for ShareError {
+    fn store_error(&self) -> Option<&StoreError> {
+        match self {
+            Self::Store(e) | Self::Stage(StageError::Store(e)) | Self::Log(LogError::Store(e)) => {
+                Some(e)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// One share group's view of one partition.
+#[derive(Clone)]
+pub(crate) struct SharePartition {
+    /// The partition's log.
+    pub log: Partition,
+    /// The stage its offsets go through.
+    pub stage: Stage,
+    /// Where the next offset to feed is kept.
+    cursor: Vec<u8>,
+}
+
+impl SharePartition {
+    /// Opens (creating it the first time) `group`'s view of `log`.
+    ///
+    /// # Errors
+    /// The stage's error.
+    pub(crate) async fn open(
+        stages: &Stages,
+        keys: &KafkaKeys,
+        group: &str,
+        log: Partition,
+        config: &ShareConfig,
+    ) -> Result<Self, ShareError> {
+        let name = stage_name(group, log.topic_id, log.index);
+        let options = StageOptions {
+            max_deliveries: config.delivery_limit,
+            ..StageOptions::default()
+        };
+        let stage = match stages.create(&name, &options).await {
+            // Made with another delivery limit before: that one holds until the group's
+            // offsets are deleted.
+            Err(StageError::Inequivalent { .. }) => stages.open(&name).await?,
+            other => other?,
+        };
+        Ok(Self {
+            cursor: keys.group(group).share_partition(log.topic_id, log.index),
+            log,
+            stage,
+        })
+    }
+
+    /// Sets the share-partition's start where `reset` says, unless it has one.
+    ///
+    /// # Errors
+    /// The store's or the log's error.
+    pub(crate) async fn initialize(&self, db: &Database, reset: Reset) -> Result<(), ShareError> {
+        db.run(|tx| async move {
+            if tx.get(&self.cursor, false).await?.is_some() {
+                return Ok(());
+            }
+            let bounds = Log::new(&self.log.keys).bounds(&tx, true).await?;
+            let start = match reset {
+                Reset::Earliest => bounds.start,
+                Reset::Latest => bounds.high_watermark,
+            };
+            tx.set(&self.cursor, start.to_le_bytes().to_vec());
+            Ok::<_, ShareError>(())
+        })
+        .await
+    }
+
+    /// Feeds the offsets produced since the last feed into the stage while fewer than
+    /// `wanted` wait there; returns how many it fed.
+    ///
+    /// # Errors
+    /// The store's or the log's error.
+    pub(crate) async fn feed(
+        &self,
+        db: &Database,
+        wanted: i64,
+        read_committed: bool,
+    ) -> Result<i64, ShareError> {
+        db.run(|tx| async move {
+            let Some(stored) = tx.get(&self.cursor, false).await? else {
+                return Ok(0);
+            };
+            let next = i64::from_le_bytes(stored.as_slice().try_into().unwrap_or([0; 8]));
+            if self.stage.depth_in(&tx).await?.ready >= wanted.max(1) {
+                return Ok(0);
+            }
+            let readable = Log::new(&self.log.keys).readable(&tx).await?;
+            let end = if read_committed {
+                readable.stable
+            } else {
+                readable.bounds.high_watermark
+            };
+            let from = next.max(readable.bounds.start);
+            let to = end.min(from + FEED_RUN);
+            if to <= from {
+                return Ok(0);
+            }
+            let messages: Vec<NewMessage> = (from..to)
+                .map(|o| NewMessage::new(o.to_be_bytes().to_vec()))
+                .collect();
+            self.stage.append_in(&tx, &messages, now_ms()).await?;
+            tx.set(&self.cursor, to.to_le_bytes().to_vec());
+            Ok::<_, ShareError>(to - from)
+        })
+        .await
+    }
+
+    /// Acquires up to `k` records for a new holder locked for `lock`; returns the holder
+    /// (registered only when something was acquired) and the records in offset order.
+    ///
+    /// # Errors
+    /// The stage's error.
+    pub(crate) async fn acquire(
+        &self,
+        holders: &Holders,
+        k: usize,
+        lock: Duration,
+    ) -> Result<(u64, Vec<Acquired>), ShareError> {
+        let holder = Holders::new_id();
+        let leased: Vec<Delivery> = self
+            .stage
+            .db()
+            .run(|tx| async move {
+                let leased = self.stage.lease_in(&tx, holder, k, now_ms()).await?;
+                if !leased.is_empty() {
+                    holders.register_in(&tx, holder, lock);
+                }
+                Ok::<_, StageError>(leased)
+            })
+            .await?;
+        let mut acquired: Vec<Acquired> = leased
+            .into_iter()
+            .filter_map(|d| {
+                let offset = i64::from_be_bytes(d.body.as_ref().try_into().ok()?);
+                Some(Acquired {
+                    offset,
+                    delivery_count: d.envelope.delivery_count,
+                    id: d.id,
+                })
+            })
+            .collect();
+        acquired.sort_by_key(|a| a.offset);
+        Ok((holder, acquired))
+    }
+
+    /// Settles records `holder` acquired, each as its [`Settle`] says, in one transaction;
+    /// returns how many were still acquired by `holder` (a record whose lock expired went
+    /// back to the group and is not settled).
+    ///
+    /// # Errors
+    /// The stage's error.
+    pub(crate) async fn settle(
+        &self,
+        holder: u64,
+        records: &[(MessageId, Settle)],
+    ) -> Result<usize, ShareError> {
+        let of = |want: Settle| -> Vec<MessageId> {
+            records
+                .iter()
+                .filter(|(_, s)| *s == want)
+                .map(|(id, _)| *id)
+                .collect()
+        };
+        let (accepted, released, rejected) =
+            (of(Settle::Accept), of(Settle::Release), of(Settle::Reject));
+        let settled = self
+            .stage
+            .db()
+            .run(|tx| {
+                let (accepted, released, rejected) = (&accepted, &released, &rejected);
+                async move {
+                    let now = now_ms();
+                    let mut n = self.stage.ack_in(&tx, holder, accepted).await?;
+                    n += self
+                        .stage
+                        .release_in(&tx, holder, released, Release::Requeue, now)
+                        .await?;
+                    n += self
+                        .stage
+                        .release_in(&tx, holder, rejected, Release::Reject, now)
+                        .await?;
+                    Ok::<_, StageError>(n)
+                }
+            })
+            .await?;
+        Ok(settled)
+    }
+
+    /// Watches for records to acquire: offsets fed or records returned to the stage, or
+    /// the partition's high watermark moving. Wait on it after `tx` commits.
+    pub(crate) fn watch(&self, tx: &ferry_store::Transaction) -> (Wakeup, ferry_store::Watch) {
+        (
+            self.stage.watch_ready(tx),
+            tx.watch(&self.log.keys.high_watermark()),
+        )
+    }
+}

@@ -1,0 +1,296 @@
+"""confluent-kafka's ShareConsumer (KIP-932, librdkafka's share consumer) against Ferry,
+driven by tests/kafka/share_groups.rs.
+
+kafka_share_groups.py BOOTSTRAP SCENARIO TOPIC GROUP
+    Creates TOPIC (6 partitions unless the scenario says) unless it exists, sets GROUP's share.auto.offset.reset to
+    earliest with IncrementalAlterConfigs (a GROUP resource), produces the records the
+    scenario needs and runs it, printing one line per finding:
+
+    split MODE RECORDS MEMBERS
+        MEMBERS share consumers in MODE (implicit or explicit acknowledgement), one
+        thread each, join; RECORDS records are produced and consumed until every one was
+        seen; prints
+        "seen N distinct N members-with-records M" and, after a later consumer of the
+        group waits 3 s, "left 0" when every record was accepted.
+    redeliver
+        An explicit consumer RELEASEs the first record it gets and REJECTs the second; the
+        released record comes back with delivery count 2, the rejected one never; prints
+        "released again 2" and "rejected again False".
+    expire LOCK_MS
+        Sets the group's lock to LOCK_MS; a consumer acquires records of TOPIC (made with
+        one partition, which both members are assigned) and sits on them past the lock;
+        another member of the group then gets them with delivery count 2; prints
+        "redelivered N of N count 2".
+    limit
+        Sets share.delivery.count.limit to 2; a record released twice is archived: prints
+        "deliveries 2" and "after limit none".
+    hold
+        Produces 60 records to TOPIC (one partition); an explicit consumer accepts the
+        first half of its first batch, holds the rest and exits without closing; prints
+        "accepted KEYS" and "held KEYS" (comma-separated).
+    drain ACCEPTED HELD
+        (After Ferry was killed and restarted.) A consumer of GROUP takes every record it
+        can; prints "accepted again N", "held again N of M counts [C...]" (their delivery
+        counts) and "total N of M".
+"""
+
+import os
+import sys
+import threading
+import time
+
+from confluent_kafka import AcknowledgeType, KafkaException, Producer, ShareConsumer
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
+
+TIMEOUT = 60
+PARTITIONS = 6
+
+
+def admin_setup(bootstrap, topic, group, settings, partitions):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(topic, partitions, 1)])
+    for f in futures.values():
+        try:
+            f.result(TIMEOUT)
+        except KafkaException as e:
+            if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
+                raise
+    entries = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in settings.items()
+    ]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    for f in admin.incremental_alter_configs([resource]).values():
+        f.result(TIMEOUT)
+
+
+def produce(bootstrap, topic, count, tag, partitions=PARTITIONS):
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, key=f"{tag}-{i}", value=f"{tag}-{i}", partition=i % partitions)
+    assert producer.flush(TIMEOUT) == 0
+
+
+def consumer(bootstrap, group, topic, mode="implicit"):
+    c = ShareConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": mode,
+        }
+    )
+    c.subscribe([topic])
+    return c
+
+
+def records(batch):
+    out = []
+    for m in batch or []:
+        if m.error():
+            raise KafkaException(m.error())
+        out.append(m)
+    return out
+
+
+def split(bootstrap, topic, group, mode, count, members):
+    seen = {}
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def member(index):
+        c = consumer(bootstrap, group, topic, mode)
+        deadline = time.monotonic() + TIMEOUT
+        try:
+            while not done.is_set() and time.monotonic() < deadline:
+                for m in records(c.poll(0.5)):
+                    with lock:
+                        seen.setdefault(m.key().decode(), []).append(index)
+                        if len(seen) >= count:
+                            done.set()
+                    if mode == "explicit":
+                        c.acknowledge(m)
+                if mode == "explicit":
+                    c.commit_sync()
+            # Implicit mode accepts a poll's records at the next poll or commit; close
+            # alone would release the last poll's.
+            c.commit_sync()
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=member, args=(i,)) for i in range(members)]
+    for t in threads:
+        t.start()
+    # Every member joins and learns its partitions (heartbeats every 500 ms) before the
+    # records come.
+    time.sleep(4)
+    produce(bootstrap, topic, count, "split")
+    for t in threads:
+        t.join()
+    deliveries = sum(len(v) for v in seen.values())
+    holders = len({i for v in seen.values() for i in v})
+    print(f"seen {deliveries} distinct {len(seen)} members-with-records {holders}")
+    c = consumer(bootstrap, group, topic)
+    left = 0
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        left += len(records(c.poll(0.5)))
+    c.commit_sync()
+    c.close()
+    print(f"left {left}")
+
+
+def poll_until(c, want, seconds=TIMEOUT):
+    """Polls until `want(batch)` is true for a batch; returns it (or [] on timeout)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        batch = records(c.poll(0.5))
+        if batch and want(batch):
+            return batch
+        for m in batch:
+            c.acknowledge(m, AcknowledgeType.RELEASE)
+    return []
+
+
+def redeliver(bootstrap, topic, group):
+    produce(bootstrap, topic, 2, "re")
+    c = consumer(bootstrap, group, topic, "explicit")
+    got = []
+    deadline = time.monotonic() + TIMEOUT
+    while len(got) < 2 and time.monotonic() < deadline:
+        for m in records(c.poll(0.5)):
+            if len(got) == 0:
+                c.acknowledge(m, AcknowledgeType.RELEASE)
+            elif len(got) == 1:
+                c.acknowledge(m, AcknowledgeType.REJECT)
+            else:
+                c.acknowledge(m, AcknowledgeType.RELEASE)
+            got.append((m.key().decode(), m.delivery_count()))
+        c.commit_sync()
+    released, rejected = got[0][0], got[1][0]
+    again = {}
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        for m in records(c.poll(0.5)):
+            again.setdefault(m.key().decode(), m.delivery_count())
+            c.acknowledge(m)
+        c.commit_sync()
+    c.close()
+    print(f"released again {again.get(released)}")
+    print(f"rejected again {rejected in again}")
+
+
+def expire(bootstrap, topic, group, lock_ms):
+    produce(bootstrap, topic, 6, "ex", partitions=1)
+    first = consumer(bootstrap, group, topic, "explicit")
+    held = []
+    deadline = time.monotonic() + TIMEOUT
+    while not held and time.monotonic() < deadline:
+        held = records(first.poll(0.5))
+    keys = {m.key().decode() for m in held}
+    # The first member keeps heartbeating (librdkafka's thread) but never acknowledges.
+    second = consumer(bootstrap, group, topic, "explicit")
+    again = {}
+    deadline = time.monotonic() + lock_ms / 1000 + TIMEOUT
+    while not keys <= set(again) and time.monotonic() < deadline:
+        for m in records(second.poll(0.5)):
+            again.setdefault(m.key().decode(), m.delivery_count())
+            second.acknowledge(m)
+        second.commit_sync()
+    counts = {again[k] for k in keys if k in again}
+    print(f"redelivered {len(keys & set(again))} of {len(keys)} count {','.join(map(str, sorted(counts)))}")
+    second.close()
+    first.close()
+
+
+def limit(bootstrap, topic, group):
+    produce(bootstrap, topic, 1, "lim")
+    c = consumer(bootstrap, group, topic, "explicit")
+    deliveries = 0
+    deadline = time.monotonic() + TIMEOUT
+    while deliveries < 2 and time.monotonic() < deadline:
+        for m in records(c.poll(0.5)):
+            deliveries = m.delivery_count()
+            c.acknowledge(m, AcknowledgeType.RELEASE)
+        c.commit_sync()
+    print(f"deliveries {deliveries}")
+    after = []
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        after += records(c.poll(0.5))
+    c.close()
+    print(f"after limit {'none' if not after else len(after)}")
+
+
+def hold(bootstrap, topic, group):
+    produce(bootstrap, topic, 60, "crash", partitions=1)
+    c = consumer(bootstrap, group, topic, "explicit")
+    batch = []
+    deadline = time.monotonic() + TIMEOUT
+    while not batch and time.monotonic() < deadline:
+        batch = records(c.poll(0.5))
+    half = len(batch) // 2
+    for m in batch[:half]:
+        c.acknowledge(m)
+    c.commit_sync()
+    print("accepted " + ",".join(m.key().decode() for m in batch[:half]))
+    print("held " + ",".join(m.key().decode() for m in batch[half:]))
+    sys.stdout.flush()
+    # Gone without a word: the held records stay acquired until Ferry frees them.
+    os._exit(0)
+
+
+def drain(bootstrap, topic, group, accepted, held):
+    accepted, held = set(accepted.split(",")), set(held.split(","))
+    c = consumer(bootstrap, group, topic, "explicit")
+    got = {}
+    deadline = time.monotonic() + TIMEOUT
+    while len(got) < 60 - len(accepted) and time.monotonic() < deadline:
+        for m in records(c.poll(0.5)):
+            got.setdefault(m.key().decode(), m.delivery_count())
+            c.acknowledge(m)
+        c.commit_sync()
+    c.close()
+    counts = sorted({got[k] for k in held if k in got})
+    print(f"accepted again {len(accepted & set(got))}")
+    print(f"held again {len(held & set(got))} of {len(held)} counts {counts}")
+    print(f"total {len(got)} of {60 - len(accepted)}")
+
+
+def main():
+    bootstrap, scenario, topic, group, *rest = sys.argv[1:]
+    settings = {"share.auto.offset.reset": "earliest"}
+    if scenario == "split":
+        # Members learn a new assignment on their next heartbeat.
+        settings["share.heartbeat.interval.ms"] = "500"
+    if scenario == "expire":
+        settings["share.record.lock.duration.ms"] = rest[0]
+    if scenario == "limit":
+        settings["share.delivery.count.limit"] = "2"
+    if scenario != "drain":
+        one = scenario in ("expire", "hold")
+        admin_setup(bootstrap, topic, group, settings, 1 if one else PARTITIONS)
+    if scenario == "split":
+        split(bootstrap, topic, group, rest[0], int(rest[1]), int(rest[2]))
+    elif scenario == "redeliver":
+        redeliver(bootstrap, topic, group)
+    elif scenario == "expire":
+        expire(bootstrap, topic, group, int(rest[0]))
+    elif scenario == "limit":
+        limit(bootstrap, topic, group)
+    elif scenario == "hold":
+        hold(bootstrap, topic, group)
+    elif scenario == "drain":
+        drain(bootstrap, topic, group, rest[0], rest[1])
+    else:
+        raise SystemExit(f"unknown scenario {scenario}")
+
+
+if __name__ == "__main__":
+    main()
