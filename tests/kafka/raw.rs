@@ -588,6 +588,15 @@ fn default_request(api: ApiKey, version: i16) -> Option<kafka_protocol::messages
             RequestKind::ShareGroupDescribe(ShareGroupDescribeRequest::default())
         }
         ApiKey::ShareFetch => RequestKind::ShareFetch(ShareFetchRequest::default()),
+        ApiKey::DescribeShareGroupOffsets => {
+            RequestKind::DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest::default())
+        }
+        ApiKey::AlterShareGroupOffsets => {
+            RequestKind::AlterShareGroupOffsets(AlterShareGroupOffsetsRequest::default())
+        }
+        ApiKey::DeleteShareGroupOffsets => {
+            RequestKind::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest::default())
+        }
         ApiKey::ShareAcknowledge => {
             RequestKind::ShareAcknowledge(ShareAcknowledgeRequest::default())
         }

@@ -515,6 +515,17 @@ impl GroupKeys {
         self.space.pack(&("sp", topic_id, i64::from(partition)))
     }
 
+    /// Every share-partition end offset of the group.
+    pub fn share_partitions(&self) -> (Vec<u8>, Vec<u8>) {
+        prefix_range(&self.space.pack(&("sp",)))
+    }
+
+    /// Decodes a [`Self::share_partition`] key into (topic id, partition).
+    pub fn share_partition_of(&self, key: &[u8]) -> Option<(u64, i32)> {
+        let (_, topic_id, partition) = self.space.unpack::<(String, u64, i64)>(key).ok()?;
+        Some((topic_id, i32::try_from(partition).ok()?))
+    }
+
     /// Every key of the group.
     pub fn all(&self) -> (Vec<u8>, Vec<u8>) {
         prefix_range(self.space.bytes())

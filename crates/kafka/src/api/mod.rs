@@ -13,6 +13,7 @@ mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_replica_log_dirs;
+mod alter_share_group_offsets;
 mod alter_user_scram_credentials;
 mod api_versions;
 mod consumer_group_describe;
@@ -23,6 +24,7 @@ mod create_topics;
 mod delete_acls;
 mod delete_groups;
 mod delete_records;
+mod delete_share_group_offsets;
 mod delete_topics;
 mod describe_acls;
 mod describe_cluster;
@@ -30,6 +32,7 @@ mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_producers;
+mod describe_share_group_offsets;
 mod describe_transactions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
@@ -132,6 +135,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ShareGroupDescribe, 1, 1),
     (ApiKey::ShareFetch, 1, 1),
     (ApiKey::ShareAcknowledge, 1, 1),
+    (ApiKey::DescribeShareGroupOffsets, 0, 0),
+    (ApiKey::AlterShareGroupOffsets, 0, 0),
+    (ApiKey::DeleteShareGroupOffsets, 0, 0),
 ];
 
 /// Whether Ferry answers `api` at `version`.
@@ -361,6 +367,15 @@ pub(crate) async fn handle(ctx: &Arc<Context>, session: &mut Session, request: R
         RequestKind::ShareAcknowledge(r) => {
             Reply::Now(share_acknowledge::handle(ctx, session, r).await)
         }
+        RequestKind::DescribeShareGroupOffsets(r) => {
+            Reply::Now(describe_share_group_offsets::handle(ctx, session, r).await)
+        }
+        RequestKind::AlterShareGroupOffsets(r) => {
+            Reply::Now(alter_share_group_offsets::handle(ctx, session, r).await)
+        }
+        RequestKind::DeleteShareGroupOffsets(r) => {
+            Reply::Now(delete_share_group_offsets::handle(ctx, session, r).await)
+        }
         RequestKind::OffsetCommit(r) => Reply::Now(offset_commit::handle(ctx, session, r).await),
         RequestKind::OffsetFetch(r) => {
             Reply::Now(offset_fetch::handle(ctx, session, version, r).await)
@@ -499,6 +514,23 @@ pub(crate) fn first_error(response: &ResponseKind) -> i16 {
         ResponseKind::ConsumerGroupHeartbeat(r) => r.error_code,
         ResponseKind::ConsumerGroupDescribe(r) => first(r.groups.iter().map(|g| g.error_code)),
         ResponseKind::ShareGroupHeartbeat(r) => r.error_code,
+        ResponseKind::DescribeShareGroupOffsets(r) => first(r.groups.iter().flat_map(|g| {
+            std::iter::once(g.error_code).chain(
+                g.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            )
+        })),
+        ResponseKind::AlterShareGroupOffsets(r) => first(
+            std::iter::once(r.error_code).chain(
+                r.responses
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            ),
+        ),
+        ResponseKind::DeleteShareGroupOffsets(r) => {
+            first(std::iter::once(r.error_code).chain(r.responses.iter().map(|t| t.error_code)))
+        }
         ResponseKind::ShareGroupDescribe(r) => first(r.groups.iter().map(|g| g.error_code)),
         ResponseKind::ShareFetch(r) => first(std::iter::once(r.error_code).chain(
             r.responses.iter().flat_map(|t| {

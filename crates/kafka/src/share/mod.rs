@@ -333,6 +333,123 @@ impl ShareGroups {
         Ok(())
     }
 
+    /// Whether `group` is a share group (known here, or recorded in the store).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub(crate) async fn exists(&self, group: &str) -> Result<bool, ShareError> {
+        if self.inner.groups.lock().contains_key(group) {
+            return Ok(true);
+        }
+        let key = self.inner.keys.group(group).share_meta();
+        let stored = self
+            .inner
+            .db
+            .run(|tx| {
+                let key = &key;
+                async move { tx.get(key, true).await }
+            })
+            .await?;
+        Ok(stored.is_some())
+    }
+
+    /// The partitions `group` has share-partitions of, as (topic name, partition).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub(crate) async fn started(&self, group: &str) -> Result<Vec<(String, i32)>, ShareError> {
+        let keys = self.inner.keys.group(group);
+        let kvs = self
+            .inner
+            .db
+            .run(|tx| {
+                let keys = &keys;
+                async move {
+                    let (b, e) = keys.share_partitions();
+                    tx.get_range(&ferry_store::RangeOption::new(b, e), true)
+                        .await
+                }
+            })
+            .await?;
+        let topics = self.inner.topics.all();
+        Ok(kvs
+            .iter()
+            .filter_map(|kv| {
+                let (topic_id, partition) = keys.share_partition_of(&kv.key)?;
+                let topic = topics.iter().find(|t| t.meta.id == topic_id)?;
+                Some((topic.meta.name.clone(), partition))
+            })
+            .collect())
+    }
+
+    /// Whether `group` has members here.
+    pub(crate) fn has_members(&self, group: &str) -> bool {
+        self.inner
+            .groups
+            .lock()
+            .get(group)
+            .is_some_and(|g| !g.members.members.is_empty())
+    }
+
+    /// The share-partition start offset of `group` for partition `index` of `topic`: the
+    /// lowest offset not yet settled (waiting or acquired), else its end offset; `None`
+    /// when the group was never assigned the partition.
+    ///
+    /// # Errors
+    /// The share-partition's error.
+    pub(crate) async fn start_offset(
+        &self,
+        group: &str,
+        topic: &str,
+        index: i32,
+    ) -> Result<Option<i64>, ShareError> {
+        let config = self.config(group).await?;
+        let sp = self.partition(group, topic, index, &config).await?;
+        let Some(end) = sp.end(&self.inner.db).await? else {
+            return Ok(None);
+        };
+        let acquired = self.inner.groups.lock().get(group).and_then(|g| {
+            g.locks
+                .get(&(sp.log.topic_id, index))
+                .and_then(|l| l.keys().next().copied())
+        });
+        let waiting = sp.first_waiting().await?;
+        Ok(Some(
+            [acquired, waiting]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(end),
+        ))
+    }
+
+    /// Starts `group`'s share-partition of partition `index` of `topic` again at `start`
+    /// (`None`: forgets it), returning what its members hold first. The group must have
+    /// no members (the caller checks).
+    ///
+    /// # Errors
+    /// The share-partition's error.
+    pub(crate) async fn restart_at(
+        &self,
+        group: &str,
+        topic: &str,
+        index: i32,
+        start: Option<i64>,
+    ) -> Result<(), ShareError> {
+        let config = self.config(group).await?;
+        let sp = self.partition(group, topic, index, &config).await?;
+        let held = self
+            .inner
+            .groups
+            .lock()
+            .get_mut(group)
+            .and_then(|g| g.locks.remove(&(sp.log.topic_id, index)))
+            .map(|locks| locks.into_values().map(|l| l.holder).collect::<Vec<_>>())
+            .unwrap_or_default();
+        self.release(held).await;
+        sp.restart_at(&self.inner.db, start).await
+    }
+
     /// Whether `member` is a member of share group `group` here.
     pub(crate) fn is_member(&self, group: &str, member: &str) -> bool {
         self.inner

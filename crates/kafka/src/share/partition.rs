@@ -144,6 +144,54 @@ impl SharePartition {
         .await
     }
 
+    /// The next offset to feed (the share-partition end offset); `None` before the group
+    /// was first assigned the partition.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub(crate) async fn end(&self, db: &Database) -> Result<Option<i64>, ShareError> {
+        let stored = db
+            .run(|tx| async move { tx.get(&self.cursor, true).await })
+            .await?;
+        Ok(stored.map(|v| i64::from_le_bytes(v.as_slice().try_into().unwrap_or([0; 8]))))
+    }
+
+    /// The lowest offset waiting in the stage (not acquired), if any.
+    ///
+    /// # Errors
+    /// The stage's error.
+    pub(crate) async fn first_waiting(&self) -> Result<Option<i64>, ShareError> {
+        Ok(self
+            .stage
+            .peek(1)
+            .await?
+            .first()
+            .and_then(|d| Some(i64::from_be_bytes(d.body.as_ref().try_into().ok()?))))
+    }
+
+    /// Starts the share-partition again at `start` (`None`: forgets it, so the next
+    /// assignment starts it by `share.auto.offset.reset`): what waits in the stage goes.
+    /// The caller returned the acquired records first.
+    ///
+    /// # Errors
+    /// The stage's or the store's error.
+    pub(crate) async fn restart_at(
+        &self,
+        db: &Database,
+        start: Option<i64>,
+    ) -> Result<(), ShareError> {
+        self.stage.purge().await?;
+        db.run(|tx| async move {
+            match start {
+                Some(offset) => tx.set(&self.cursor, offset.to_le_bytes().to_vec()),
+                None => tx.clear(&self.cursor),
+            }
+            Ok::<_, StoreError>(())
+        })
+        .await?;
+        Ok(())
+    }
+
     /// Feeds the offsets produced since the last feed into the stage while fewer than
     /// `wanted` wait there; returns how many it fed.
     ///

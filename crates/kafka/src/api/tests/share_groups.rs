@@ -3,21 +3,28 @@
 //! delivery counts and not giving one member's to another, acknowledgements (release
 //! redelivers with a grown count; a record not acquired by the member, or acknowledged
 //! already, is `INVALID_RECORD_STATE`; a malformed batch `INVALID_REQUEST`), the share
-//! session's epochs, and a share group in ListGroups v5 and ShareGroupDescribe.
+//! session's epochs, a share group in ListGroups v5 and ShareGroupDescribe, and its
+//! offsets described, altered and deleted.
 
 use super::create_topic;
 use super::fixture::{Client, Front, batch, name, text};
 use super::produce;
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::alter_share_group_offsets_request::{
+    AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+};
+use kafka_protocol::messages::delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic;
+use kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
 use kafka_protocol::messages::incremental_alter_configs_request as incremental;
 use kafka_protocol::messages::share_fetch_request::{
     AcknowledgementBatch, FetchPartition, FetchTopic,
 };
 use kafka_protocol::messages::share_fetch_response::PartitionData;
 use kafka_protocol::messages::{
-    GroupId, IncrementalAlterConfigsRequest, ListGroupsRequest, ShareAcknowledgeRequest,
-    ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse, share_acknowledge_request,
+    AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest, GroupId, IncrementalAlterConfigsRequest, ListGroupsRequest,
+    ShareAcknowledgeRequest, ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, share_acknowledge_request,
 };
 use uuid::Uuid;
 
@@ -257,5 +264,96 @@ async fn records_are_acquired_once_released_again_and_acknowledged_once() {
         )
         .await;
     assert_eq!(described.groups[0].members.len(), 2, "{described:?}");
+    front.stop().await;
+}
+
+/// The start offset DescribeShareGroupOffsets gives `GROUP`'s partition 0 of [`TOPIC`].
+async fn start_offset(c: &mut Client) -> i64 {
+    let request = DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+        DescribeShareGroupOffsetsRequestGroup::default()
+            .with_group_id(group())
+            .with_topics(None),
+    ]);
+    let response = c.call(0, request).await;
+    let g = &response.groups[0];
+    assert_eq!(g.error_code, 0, "{response:?}");
+    g.topics
+        .first()
+        .map_or(-1, |t| t.partitions[0].start_offset)
+}
+
+#[tokio::test]
+async fn share_group_offsets_are_described_moved_only_without_members_and_deleted() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, TOPIC, 1).await;
+    from_earliest(&mut c).await;
+    produce(&mut c, TOPIC, 0, batch(&["a", "b", "c", "d"])).await;
+    let topic = Uuid::from_bytes(front.ctx.topics.get(TOPIC).unwrap().meta.uuid);
+    let unknown = c
+        .call(
+            0,
+            DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+                DescribeShareGroupOffsetsRequestGroup::default()
+                    .with_group_id(GroupId(text("nobody"))),
+            ]),
+        )
+        .await;
+    assert_eq!(
+        unknown.groups[0].error_code,
+        ResponseError::GroupIdNotFound.code()
+    );
+    heartbeat(&mut c, "m1", 0).await;
+    assert_eq!(start_offset(&mut c).await, 0, "started at the earliest");
+    let got = fetch(&mut c, "m1", 0, topic, &[]).await;
+    assert_eq!(acquired(partition(&got)), [(0, 3, 1)]);
+    fetch(&mut c, "m1", 1, topic, &[(0, 1, ACCEPT)]).await;
+    assert_eq!(
+        start_offset(&mut c).await,
+        2,
+        "the lowest offset not settled"
+    );
+    let alter = |offset: i64| {
+        AlterShareGroupOffsetsRequest::default()
+            .with_group_id(group())
+            .with_topics(vec![
+                AlterShareGroupOffsetsRequestTopic::default()
+                    .with_topic_name(name(TOPIC))
+                    .with_partitions(vec![
+                        AlterShareGroupOffsetsRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_start_offset(offset),
+                    ]),
+            ])
+    };
+    let busy = c.call(0, alter(3)).await;
+    assert_eq!(busy.error_code, ResponseError::NonEmptyGroup.code());
+    heartbeat(&mut c, "m1", -1).await;
+    c.call(1, acknowledge("m1", -1, topic, &[])).await;
+    let moved = c.call(0, alter(3)).await;
+    assert_eq!(moved.error_code, 0, "{moved:?}");
+    assert_eq!(moved.responses[0].partitions[0].error_code, 0);
+    assert_eq!(start_offset(&mut c).await, 3);
+    heartbeat(&mut c, "m2", 0).await;
+    let after = fetch(&mut c, "m2", 0, topic, &[]).await;
+    assert_eq!(
+        acquired(partition(&after)),
+        [(3, 3, 1)],
+        "records before 3 are skipped"
+    );
+    heartbeat(&mut c, "m2", -1).await;
+    c.call(1, acknowledge("m2", -1, topic, &[])).await;
+    let deleted = c
+        .call(
+            0,
+            DeleteShareGroupOffsetsRequest::default()
+                .with_group_id(group())
+                .with_topics(vec![
+                    DeleteShareGroupOffsetsRequestTopic::default().with_topic_name(name(TOPIC)),
+                ]),
+        )
+        .await;
+    assert_eq!(deleted.error_code, 0, "{deleted:?}");
+    assert_eq!(start_offset(&mut c).await, -1, "forgotten");
     front.stop().await;
 }

@@ -29,14 +29,19 @@ use kafka_protocol::messages::alter_partition_reassignments_request::{
 use kafka_protocol::messages::alter_replica_log_dirs_request::{
     AlterReplicaLogDir, AlterReplicaLogDirTopic,
 };
+use kafka_protocol::messages::alter_share_group_offsets_request::{
+    AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+};
 use kafka_protocol::messages::consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
+use kafka_protocol::messages::delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
+use kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource as IncrementalResource, AlterableConfig as IncrementalConfig,
@@ -59,19 +64,20 @@ use kafka_protocol::messages::txn_offset_commit_request::{
 };
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
-    AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest,
+    AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, AlterShareGroupOffsetsRequest,
     AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, BrokerId,
     ConsumerGroupDescribeRequest, CreateAclsRequest, CreatePartitionsRequest, DeleteAclsRequest,
-    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
-    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeProducersRequest, DescribeTransactionsRequest, DescribeUserScramCredentialsRequest,
-    ElectLeadersRequest, EndTxnRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
-    InitProducerIdRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
-    ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
-    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
-    ProducerId, RequestKind, ResponseKind, SaslAuthenticateRequest, SaslHandshakeRequest,
-    ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest,
-    ShareGroupHeartbeatRequest, TxnOffsetCommitRequest, share_fetch_request,
+    DeleteGroupsRequest, DeleteRecordsRequest, DeleteShareGroupOffsetsRequest, DeleteTopicsRequest,
+    DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    DescribeLogDirsRequest, DescribeProducersRequest, DescribeShareGroupOffsetsRequest,
+    DescribeTransactionsRequest, DescribeUserScramCredentialsRequest, ElectLeadersRequest,
+    EndTxnRequest, HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest,
+    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
+    ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest, OffsetForLeaderEpochRequest, ProducerId, RequestKind, ResponseKind,
+    SaslAuthenticateRequest, SaslHandshakeRequest, ShareAcknowledgeRequest, ShareFetchRequest,
+    ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, TxnOffsetCommitRequest,
+    share_fetch_request,
 };
 
 /// The topic with records every reading API asks about.
@@ -86,6 +92,8 @@ const OPEN_TXN: &str = "open-txn";
 const SHARE_GROUP: &str = "sg";
 /// Its member.
 const SHARE_MEMBER: &str = "share-member";
+/// A share group whose member left (its offsets may change).
+const EMPTY_SHARE_GROUP: &str = "sg-empty";
 /// Kafka's wire code of a topic config resource.
 const TOPIC_RESOURCE: i8 = 2;
 /// Kafka's wire code of ANY in ACL filters (resource, pattern, operation, permission).
@@ -137,6 +145,15 @@ impl World {
         let altered = c.call(0, upserted).await;
         assert_eq!(altered.results[0].error_code, 0);
         let leader_epoch = list_offset(c, TOPIC_NAME, 0, -1, 0).await.leader_epoch;
+        for epoch in [0, -1] {
+            let request = ShareGroupHeartbeatRequest::default()
+                .with_group_id(group(EMPTY_SHARE_GROUP))
+                .with_member_id(text("gone"))
+                .with_member_epoch(epoch)
+                .with_subscribed_topic_names(Some(vec![name(TOPIC_NAME)]));
+            let answer = c.call(1, request).await;
+            assert_eq!(answer.error_code, 0, "{answer:?}");
+        }
         Self {
             member,
             leader_epoch,
@@ -621,6 +638,32 @@ async fn representative(c: &mut Client, world: &World, api: ApiKey, version: i16
             .with_member_id(Some(text(SHARE_MEMBER)))
             .with_share_session_epoch(1)
             .into(),
+        ApiKey::DescribeShareGroupOffsets => DescribeShareGroupOffsetsRequest::default()
+            .with_groups(vec![
+                DescribeShareGroupOffsetsRequestGroup::default()
+                    .with_group_id(group(SHARE_GROUP))
+                    .with_topics(None),
+            ])
+            .into(),
+        // The offsets of a share group without members may change.
+        ApiKey::AlterShareGroupOffsets => AlterShareGroupOffsetsRequest::default()
+            .with_group_id(group(EMPTY_SHARE_GROUP))
+            .with_topics(vec![
+                AlterShareGroupOffsetsRequestTopic::default()
+                    .with_topic_name(name(TOPIC_NAME))
+                    .with_partitions(vec![
+                        AlterShareGroupOffsetsRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_start_offset(0),
+                    ]),
+            ])
+            .into(),
+        ApiKey::DeleteShareGroupOffsets => DeleteShareGroupOffsetsRequest::default()
+            .with_group_id(group(EMPTY_SHARE_GROUP))
+            .with_topics(vec![
+                DeleteShareGroupOffsetsRequestTopic::default().with_topic_name(name(TOPIC_NAME)),
+            ])
+            .into(),
         ApiKey::DescribeLogDirs => DescribeLogDirsRequest::default()
             .with_topics(Some(vec![
                 DescribableLogDirTopic::default()
@@ -751,6 +794,10 @@ fn assert_substance(api: ApiKey, version: i16, response: &ResponseKind) {
             assert_eq!(r.groups[0].members.len(), 1, "{what}: {r:?}");
         }
         ResponseKind::ShareFetch(r) => assert_eq!(r.responses.len(), 1, "{what}: {r:?}"),
+        ResponseKind::DescribeShareGroupOffsets(r) => {
+            let partition = &r.groups[0].topics[0].partitions[0];
+            assert!(partition.start_offset >= 0, "{what}: {r:?}");
+        }
         ResponseKind::DescribeUserScramCredentials(r) => {
             assert!(!r.results.is_empty(), "{what}");
         }
