@@ -3,7 +3,8 @@
 //! of one group split a topic with every record delivered and accepted once, in implicit
 //! and explicit acknowledgement; a released record comes back with its delivery count
 //! grown and a rejected one never; a lock that ends returns its records to another member;
-//! the delivery count limit archives a record; and after a kill -9 no accepted record is
+//! the delivery count limit archives a record, and archived records go to the group's
+//! dead-letter topic with their headers; and after a kill -9 no accepted record is
 //! delivered again while the ones acquired and not accepted are.
 
 use crate::common::clients::python_script;
@@ -57,7 +58,7 @@ async fn three_share_consumers_split_a_topic_each_record_accepted_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn release_redelivers_reject_archives_and_locks_expire() {
+async fn release_redelivers_reject_archives_to_the_dead_letter_topic_and_locks_expire() {
     let dir = tempfile::tempdir().unwrap();
     let ferry = start(dir.path());
     let b = ferry.kafka_bootstrap();
@@ -68,6 +69,15 @@ async fn release_redelivers_reject_archives_and_locks_expire() {
     assert_eq!(
         scenario(&b, &["limit", "share-limit", "limit"]).await,
         ["deliveries 2", "after limit none"]
+    );
+    // Archived records go to the group's dead-letter topic with why, how often and from
+    // where; the accepted one does not.
+    assert_eq!(
+        scenario(&b, &["dead-letters", "share-dl", "dl"]).await,
+        [
+            "dl-0 reason rejected count 1 from share-dl/0@0 group dl",
+            "dl-1 reason delivery_limit count 2 from share-dl/0@1 group dl",
+        ]
     );
     let expired = scenario(&b, &["expire", "share-expire", "expire", "2000"]).await;
     assert_eq!(expired.len(), 1, "{expired:?}");

@@ -24,6 +24,11 @@ kafka_share_groups.py BOOTSTRAP SCENARIO TOPIC GROUP
     limit
         Sets share.delivery.count.limit to 2; a record released twice is archived: prints
         "deliveries 2" and "after limit none".
+    dead-letters
+        With errors.deadletterqueue.topic.name = dlq.TOPIC and a delivery count limit of 2,
+        an explicit consumer rejects dl-0, releases dl-1 until it is archived and accepts
+        dl-2; a plain consumer then reads dlq.TOPIC and prints each record there as
+        "VALUE reason R count N from TOPIC/PARTITION@OFFSET group GROUP" (its headers).
     hold
         Produces 60 records to TOPIC (one partition); an explicit consumer accepts the
         first half of its first batch, holds the rest and exits without closing; prints
@@ -39,7 +44,13 @@ import sys
 import threading
 import time
 
-from confluent_kafka import AcknowledgeType, KafkaException, Producer, ShareConsumer
+from confluent_kafka import (
+    AcknowledgeType,
+    Consumer,
+    KafkaException,
+    Producer,
+    ShareConsumer,
+)
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -263,6 +274,53 @@ def drain(bootstrap, topic, group, accepted, held):
     print(f"total {len(got)} of {60 - len(accepted)}")
 
 
+def dead_letters(bootstrap, topic, group):
+    produce(bootstrap, topic, 3, "dl", partitions=1)
+    c = consumer(bootstrap, group, topic, "explicit")
+    settled = {}
+    deadline = time.monotonic() + TIMEOUT
+    while len(settled) < 3 and time.monotonic() < deadline:
+        for m in records(c.poll(0.5)):
+            key = m.key().decode()
+            if key == "dl-0":
+                c.acknowledge(m, AcknowledgeType.REJECT)
+                settled[key] = "rejected"
+            elif key == "dl-1":
+                # Released until the delivery count limit (2) archives it.
+                c.acknowledge(m, AcknowledgeType.RELEASE)
+                if m.delivery_count() >= 2:
+                    settled[key] = "limit"
+            else:
+                c.acknowledge(m)
+                settled[key] = "accepted"
+        c.commit_sync()
+    c.close()
+    reader = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{group}-reader",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    reader.subscribe([f"dlq.{topic}"])
+    seen = []
+    deadline = time.monotonic() + TIMEOUT
+    while len(seen) < 2 and time.monotonic() < deadline:
+        m = reader.poll(0.5)
+        if m is None or m.error():
+            continue
+        h = {k: v.decode() for k, v in m.headers() or []}
+        seen.append(
+            f"{m.value().decode()} reason {h.get('ferry.dlq.reason')} "
+            f"count {h.get('ferry.dlq.delivery.count')} from {h.get('ferry.dlq.topic')}"
+            f"/{h.get('ferry.dlq.partition')}@{h.get('ferry.dlq.offset')} "
+            f"group {h.get('ferry.dlq.group')}"
+        )
+    reader.close()
+    for line in sorted(seen):
+        print(line)
+
+
 def main():
     bootstrap, scenario, topic, group, *rest = sys.argv[1:]
     settings = {"share.auto.offset.reset": "earliest"}
@@ -271,10 +329,12 @@ def main():
         settings["share.heartbeat.interval.ms"] = "500"
     if scenario == "expire":
         settings["share.record.lock.duration.ms"] = rest[0]
-    if scenario == "limit":
+    if scenario in ("limit", "dead-letters"):
         settings["share.delivery.count.limit"] = "2"
+    if scenario == "dead-letters":
+        settings["errors.deadletterqueue.topic.name"] = f"dlq.{topic}"
     if scenario != "drain":
-        one = scenario in ("expire", "hold")
+        one = scenario in ("expire", "hold", "dead-letters")
         admin_setup(bootstrap, topic, group, settings, 1 if one else PARTITIONS)
     if scenario == "split":
         split(bootstrap, topic, group, rest[0], int(rest[1]), int(rest[2]))
@@ -284,6 +344,8 @@ def main():
         expire(bootstrap, topic, group, int(rest[0]))
     elif scenario == "limit":
         limit(bootstrap, topic, group)
+    elif scenario == "dead-letters":
+        dead_letters(bootstrap, topic, group)
     elif scenario == "hold":
         hold(bootstrap, topic, group)
     elif scenario == "drain":

@@ -497,6 +497,7 @@ impl Background {
             tokio::spawn(ctx.broker_settings.clone().follow_changes(internal.clone())),
             tokio::spawn(ctx.transactions.clone().expire_until(internal.clone())),
             tokio::spawn(ctx.share.clone().expire_locks(internal.clone())),
+            tokio::spawn(share::dead_letters::run(ctx.clone(), internal.clone())),
             tokio::spawn(coordinator::groups::lag::run(
                 ctx.db.clone(),
                 ctx.topics.clone(),

@@ -565,8 +565,12 @@ impl Stage {
             .await
     }
 
-    /// [`Stage::release_in`], keeping `why(id)` with each message dead-lettered.
-    async fn release_why_in<'w>(
+    /// [`Stage::release_in`], keeping `why(id)` with each message dead-lettered (read back
+    /// with [`Stage::refusals`] of the dead-letter stage).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn release_why_in<'w>(
         &self,
         tx: &Transaction,
         holder: u64,

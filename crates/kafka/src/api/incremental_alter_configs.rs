@@ -100,7 +100,8 @@ pub(super) async fn handle(
 }
 
 /// SETs and DELETEs share group `name`'s settings ([`crate::share::config`]); needs
-/// AlterConfigs on the group (else `GROUP_AUTHORIZATION_FAILED`). An unknown setting or a
+/// AlterConfigs on the group (else `GROUP_AUTHORIZATION_FAILED`), and Write on the topic a
+/// dead-letter topic setting names (else `TOPIC_AUTHORIZATION_FAILED`). An unknown setting or a
 /// bad value is `INVALID_CONFIG`, a list operation `INVALID_REQUEST`.
 async fn alter_group(
     ctx: &Context,
@@ -126,6 +127,17 @@ async fn alter_group(
                 format!("{key}: a group setting is not a list"),
             ));
         };
+        // Archived records are written to the dead-letter topic on the group's behalf: only
+        // a principal that may write there may name it.
+        if key == crate::share::config::DEAD_LETTER_TOPIC
+            && let Some(topic) = value.filter(|t| !t.is_empty())
+            && !access.topic(crate::acls::Operation::Write, topic)
+        {
+            return Err((
+                ResponseError::TopicAuthorizationFailed.code(),
+                format!("{key}: not authorized to write to topic {topic}"),
+            ));
+        }
         config = config
             .with(key, value)
             .map_err(|why| (ResponseError::InvalidConfig.code(), why))?;

@@ -20,9 +20,12 @@ pub(crate) const ISOLATION_LEVEL: &str = "share.isolation.level";
 pub(crate) const SESSION_TIMEOUT: &str = "share.session.timeout.ms";
 /// `share.heartbeat.interval.ms`.
 pub(crate) const HEARTBEAT_INTERVAL: &str = "share.heartbeat.interval.ms";
+/// `errors.deadletterqueue.topic.name` (KIP-1191's name): where archived records go.
+pub(crate) const DEAD_LETTER_TOPIC: &str = "errors.deadletterqueue.topic.name";
 
 /// Every group setting, with its default, as DescribeConfigs lists them.
 pub(crate) const DEFAULTS: &[(&str, &str)] = &[
+    (DEAD_LETTER_TOPIC, ""),
     (AUTO_OFFSET_RESET, "latest"),
     (DELIVERY_COUNT_LIMIT, "5"),
     (HEARTBEAT_INTERVAL, "5000"),
@@ -57,6 +60,8 @@ pub(crate) struct ShareConfig {
     pub session: Duration,
     /// `share.heartbeat.interval.ms`.
     pub heartbeat: Duration,
+    /// `errors.deadletterqueue.topic.name`: the topic archived records are copied to.
+    pub dead_letter_topic: Option<String>,
 }
 
 impl Default for ShareConfig {
@@ -82,6 +87,7 @@ impl ShareConfig {
             read_committed: false,
             session: Duration::from_secs(45),
             heartbeat: Duration::from_secs(5),
+            dead_letter_topic: None,
         };
         for (name, value) in &set {
             config.apply(name, value)?;
@@ -134,6 +140,9 @@ impl ShareConfig {
                         ));
                     }
                 };
+            }
+            DEAD_LETTER_TOPIC => {
+                self.dead_letter_topic = (!value.is_empty()).then(|| value.to_owned());
             }
             _ => return Err(format!("Unknown group config name: {name}")),
         }

@@ -7,8 +7,10 @@
 //! their locks live in the store, so a kill -9 loses no acknowledgement and returns every
 //! acquired record. Members and sessions are not stored: after a restart, clients join
 //! again (a heartbeat of an unknown member is `UNKNOWN_MEMBER_ID`, which makes them).
+//! Archived records go on to the group's dead-letter topic ([`dead_letters`]).
 
 pub(crate) mod config;
+pub(crate) mod dead_letters;
 pub(crate) mod fetch;
 pub(crate) mod membership;
 pub(crate) mod partition;
@@ -42,6 +44,8 @@ struct Lock {
     id: MessageId,
     /// When its lock ends (the reaper then returns it).
     until: Instant,
+    /// How many times it has been delivered, this time included.
+    delivery_count: u32,
 }
 
 /// What this instance knows of one share group.
@@ -90,6 +94,8 @@ struct Inner {
     sessions: sessions::ShareSessions,
     /// Wakes the lock expiry loop when a lock is taken.
     locked: tokio::sync::Notify,
+    /// Wakes the dead-letter loop when a share-partition is opened.
+    opened: tokio::sync::Notify,
 }
 
 /// What acknowledging a share-partition's records found wrong, as Kafka's error code.
@@ -109,6 +115,7 @@ impl ShareGroups {
                 partitions: Mutex::default(),
                 sessions: sessions::ShareSessions::default(),
                 locked: tokio::sync::Notify::new(),
+                opened: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -487,6 +494,7 @@ impl ShareGroups {
         let sp =
             SharePartition::open(&self.inner.stages, &self.inner.keys, group, log, config).await?;
         self.inner.partitions.lock().insert(key, sp.clone());
+        self.inner.opened.notify_one();
         Ok(sp)
     }
 
@@ -524,6 +532,7 @@ impl ShareGroups {
                     holder,
                     id: a.id,
                     until,
+                    delivery_count: a.delivery_count,
                 },
             );
         }
@@ -578,7 +587,7 @@ impl ShareGroups {
         acks: &[(i64, Settle)],
     ) -> Result<(), AckError> {
         let place = (sp.log.topic_id, sp.log.index);
-        let mut by_holder: BTreeMap<u64, Vec<(MessageId, Settle)>> = BTreeMap::new();
+        let mut by_holder: BTreeMap<u64, Vec<(MessageId, Settle, u32)>> = BTreeMap::new();
         let mut strays = Vec::new();
         {
             let mut groups = self.inner.groups.lock();
@@ -586,7 +595,10 @@ impl ShareGroups {
             for &(offset, how) in acks {
                 match locks.as_ref().and_then(|l| l.get(&offset)) {
                     Some(l) if l.member == member => {
-                        by_holder.entry(l.holder).or_default().push((l.id, how));
+                        by_holder
+                            .entry(l.holder)
+                            .or_default()
+                            .push((l.id, how, l.delivery_count));
                     }
                     _ => strays.push(offset),
                 }

@@ -12,8 +12,9 @@
 //!   them when the lock expires, and a restarted instance returns at once what its earlier
 //!   run had acquired (as Kafka releases acquired records on a broker failover).
 //! - **Delivery counts** are the stage's; releasing a record that reached
-//!   `share.delivery.count.limit`, and rejecting one, archive it (the stage's dead-letter
-//!   path, which drops it: a share group has no dead-letter destination yet).
+//!   `share.delivery.count.limit`, and rejecting one, archive it: the stage dead-letters it
+//!   into `kafka-share-dead/<group>/<topic_id>/<partition>`, from where
+//!   [`super::dead_letters`] copies it to the group's dead-letter topic.
 //! - The share-partition start offset is the lowest offset still in the stage (ready or
 //!   acquired), the end offset the next to feed.
 
@@ -34,6 +35,11 @@ const FEED_RUN: i64 = 1_000;
 /// The name of the stage of a share group's view of a partition.
 fn stage_name(group: &str, topic_id: u64, partition: i32) -> String {
     format!("kafka-share/{group}/{topic_id}/{partition}")
+}
+
+/// The name of the stage its archived records go to ([`super::dead_letters`]).
+fn dead_stage_name(group: &str, topic_id: u64, partition: i32) -> String {
+    format!("kafka-share-dead/{group}/{topic_id}/{partition}")
 }
 
 /// A record acquired by a fetch.
@@ -90,6 +96,11 @@ pub(crate) struct SharePartition {
     pub log: Partition,
     /// The stage its offsets go through.
     pub stage: Stage,
+    /// The stage its archived records go to, until they are copied to the group's
+    /// dead-letter topic (or dropped without one).
+    pub dead: Stage,
+    /// Its group.
+    pub group: String,
     /// Where the next offset to feed is kept.
     cursor: Vec<u8>,
 }
@@ -107,8 +118,11 @@ impl SharePartition {
         config: &ShareConfig,
     ) -> Result<Self, ShareError> {
         let name = stage_name(group, log.topic_id, log.index);
+        let dead_name = dead_stage_name(group, log.topic_id, log.index);
+        let dead = stages.create(&dead_name, &StageOptions::default()).await?;
         let options = StageOptions {
             max_deliveries: config.delivery_limit,
+            dead_letter: Some(dead_name),
             ..StageOptions::default()
         };
         let stage = match stages.create(&name, &options).await {
@@ -121,6 +135,8 @@ impl SharePartition {
             cursor: keys.group(group).share_partition(log.topic_id, log.index),
             log,
             stage,
+            dead,
+            group: group.to_owned(),
         })
     }
 
@@ -272,29 +288,41 @@ impl SharePartition {
 
     /// Settles records `holder` acquired, each as its [`Settle`] says, in one transaction;
     /// returns how many were still acquired by `holder` (a record whose lock expired went
-    /// back to the group and is not settled).
+    /// back to the group and is not settled). A rejected record's dead letter keeps its
+    /// delivery count (`records`' third field) as its why, for [`super::dead_letters`].
     ///
     /// # Errors
     /// The stage's error.
     pub(crate) async fn settle(
         &self,
         holder: u64,
-        records: &[(MessageId, Settle)],
+        records: &[(MessageId, Settle, u32)],
     ) -> Result<usize, ShareError> {
         let of = |want: Settle| -> Vec<MessageId> {
             records
                 .iter()
-                .filter(|(_, s)| *s == want)
-                .map(|(id, _)| *id)
+                .filter(|(_, s, _)| *s == want)
+                .map(|(id, _, _)| *id)
                 .collect()
         };
         let (accepted, released, rejected) =
             (of(Settle::Accept), of(Settle::Release), of(Settle::Reject));
+        let counts: Vec<(MessageId, String)> = records
+            .iter()
+            .map(|(id, _, count)| (*id, count.to_string()))
+            .collect();
+        let count_of = |id: &MessageId| {
+            counts
+                .iter()
+                .find(|(i, _)| i == id)
+                .map(|(_, c)| c.as_str())
+        };
         let settled = self
             .stage
             .db()
             .run(|tx| {
                 let (accepted, released, rejected) = (&accepted, &released, &rejected);
+                let count_of = &count_of;
                 async move {
                     let now = now_ms();
                     let mut n = self.stage.ack_in(&tx, holder, accepted).await?;
@@ -304,7 +332,7 @@ impl SharePartition {
                         .await?;
                     n += self
                         .stage
-                        .release_in(&tx, holder, rejected, Release::Reject, now)
+                        .release_why_in(&tx, holder, rejected, Release::Reject, count_of, now)
                         .await?;
                     Ok::<_, StageError>(n)
                 }
