@@ -5,10 +5,12 @@
 //! grown and a rejected one never; a lock that ends returns its records to another member;
 //! the delivery count limit archives a record, and archived records go to the group's
 //! dead-letter topic with their headers; and after a kill -9 no accepted record is
-//! delivered again while the ones acquired and not accepted are.
+//! delivered again while the ones acquired and not accepted are; two instances over one
+//! store deliver each record once.
 
 use crate::common::clients::python_script;
 use crate::common::daemon::{Daemon, Setup};
+use crate::common::fronts::KafkaServer;
 use std::path::Path;
 use tokio::process::Command;
 
@@ -121,4 +123,25 @@ async fn kill_9_keeps_acceptances_and_returns_acquired_records() {
             format!("total {rest} of {rest}"),
         ]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_over_one_store_deliver_each_record_once() {
+    // Two fronts share one store, as two Ferry instances share a FoundationDB cluster: the
+    // group's members live at its coordinator, the partitions' records are fetched from
+    // whichever instance leads them, and each is acquired once through the store.
+    let a = KafkaServer::start_with(|c| c.node_id = 0).await;
+    let b = a.peer(1).await;
+    let both = format!("{},{}", a.bootstrap(), b.bootstrap());
+    let out = scenario(
+        &both,
+        &["split", "share-pair", "pair", "explicit", "600", "3"],
+    )
+    .await;
+    assert_eq!(
+        out,
+        ["seen 600 distinct 600 members-with-records 3", "left 0"]
+    );
+    b.stop().await;
+    a.stop().await;
 }

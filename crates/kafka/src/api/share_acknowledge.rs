@@ -99,8 +99,10 @@ pub(super) async fn acknowledge(
 }
 
 /// Why a share request of `member` to `group` at share session `epoch` is refused before
-/// anything else, if it is: only a member of the group may open a session; a later request
-/// needs only the session (a member that left still settles and closes it).
+/// anything else, if it is: only a member of the group may open a session (checked where
+/// this instance coordinates the group: with several instances, a partition's records may
+/// be fetched from another); a later request needs only the session (a member that left
+/// still settles and closes it).
 pub(super) fn refusal(
     ctx: &Context,
     session: &Session,
@@ -117,7 +119,8 @@ pub(super) fn refusal(
             "GroupId and MemberId must be set.".to_owned(),
         ));
     }
-    (epoch == sessions::OPEN && !ctx.share.is_member(group, member)).then(|| {
+    let stranger = ctx.share.state(group).is_some() && !ctx.share.is_member(group, member);
+    (epoch == sessions::OPEN && stranger).then(|| {
         (
             ResponseError::UnknownMemberId,
             format!("Member {member} is not a member of share group {group}."),

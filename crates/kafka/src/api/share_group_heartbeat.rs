@@ -1,7 +1,9 @@
 //! ShareGroupHeartbeat (KIP-932): a member of a share group joins, keeps its session and
 //! receives its assignment (topics by id) in one request ([`crate::share::membership`]).
 //! Needs Read on the group (else `GROUP_AUTHORIZATION_FAILED`) and Describe on every topic
-//! it subscribes to (else `TOPIC_AUTHORIZATION_FAILED`), as Kafka.
+//! it subscribes to (else `TOPIC_AUTHORIZATION_FAILED`), as Kafka. Served by the instance
+//! holding the group's coordinator lease (else `NOT_COORDINATOR`, and the client asks
+//! FindCoordinator again).
 
 use super::{Reply, Session, str_bytes};
 use crate::Context;
@@ -42,6 +44,12 @@ pub(super) async fn handle(
         let why = Some("GroupId can't be empty.".to_owned());
         return Reply::Now(refusal(ResponseError::InvalidRequest, why));
     }
+    // Members live in the instance coordinating the group (FindCoordinator's answer).
+    match ctx.coordinator.locate(&group).await {
+        Ok(node) if node == ctx.config.node_id => {}
+        Ok(_) => return Reply::Now(refusal(ResponseError::NotCoordinator, None)),
+        Err(_) => return Reply::Now(refusal(ResponseError::CoordinatorNotAvailable, None)),
+    }
     let member_id = request.member_id.to_string();
     let heartbeat = Heartbeat {
         member_id: member_id.clone(),
@@ -61,6 +69,8 @@ pub(super) async fn handle(
         }
     };
     let (answer, config) = answer;
+    ctx.coordinator
+        .keep_until(&group, std::time::Instant::now() + config.session);
     let assignment = answer.assignment.map(|a| {
         Assignment::default().with_topic_partitions(
             a.into_iter()

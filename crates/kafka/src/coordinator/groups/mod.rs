@@ -89,6 +89,9 @@ struct Inner {
     owned: Mutex<HashMap<String, i64>>,
     /// Serialises this instance's claims, so `owned` records the epoch that committed last.
     claiming: tokio::sync::Mutex<()>,
+    /// Groups served outside the group tasks (share groups, [`crate::share`]) and until
+    /// when their leases are kept without a task.
+    kept: Mutex<HashMap<String, std::time::Instant>>,
     /// The mailbox of every group task started.
     groups: Mutex<HashMap<String, mpsc::Sender<Command>>>,
     /// The group tasks.
@@ -114,6 +117,7 @@ impl Coordinator {
                 identity,
                 owned: Mutex::default(),
                 claiming: tokio::sync::Mutex::new(()),
+                kept: Mutex::default(),
                 groups: Mutex::default(),
                 tasks: Mutex::new(JoinSet::new()),
                 shutdown,
@@ -373,6 +377,13 @@ impl Coordinator {
         }
     }
 
+    /// Keeps `group`'s lease, which this instance holds, until `until` although no group
+    /// task runs for it: a share group, whose members live in [`crate::share`], keeps it for
+    /// a session timeout after each heartbeat.
+    pub fn keep_until(&self, group: &str, until: std::time::Instant) {
+        self.inner.kept.lock().insert(group.to_owned(), until);
+    }
+
     /// Renews the group leases this instance holds every third of their term until `stop`
     /// fires (a lease another instance took stops that group's task), then releases them
     /// all so other instances can take the groups over at once.
@@ -385,18 +396,23 @@ impl Coordinator {
         self.renew(true).await;
     }
 
-    /// One transaction over every group lease held: renews those whose group task runs and
-    /// releases the others (idle, never used after FindCoordinator, or all of them when
+    /// One transaction over every group lease held: renews those whose group task runs (or
+    /// that are kept, [`Self::keep_until`]) and releases the others (idle, never used after FindCoordinator, or all of them when
     /// `stopping`); forgets the groups whose lease is lost or released.
     async fn renew(&self, stopping: bool) {
         let owned: Vec<(String, i64, bool)> = {
             let groups = self.inner.groups.lock();
+            let now = std::time::Instant::now();
+            let mut kept = self.inner.kept.lock();
+            kept.retain(|_, until| *until > now);
             self.inner
                 .owned
                 .lock()
                 .iter()
                 .map(|(g, e)| {
-                    let running = !stopping && groups.get(g).is_some_and(|tx| !tx.is_closed());
+                    let running = !stopping
+                        && (groups.get(g).is_some_and(|tx| !tx.is_closed())
+                            || kept.contains_key(g));
                     (g.clone(), *e, running)
                 })
                 .collect()
