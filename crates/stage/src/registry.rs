@@ -194,6 +194,29 @@ impl Stages {
         self.load(id, meta).await
     }
 
+    /// Sets stage `name`'s delivery limit (0: none): messages returned after that many
+    /// deliveries are dead-lettered from now on. Handles opened before keep the limit they
+    /// read; open the stage again to apply it.
+    ///
+    /// # Errors
+    /// [`StageError::NotFound`] when there is no such stage; the store's error.
+    pub async fn set_max_deliveries(&self, name: &str, max: u32) -> Result<(), StageError> {
+        self.db
+            .run(|tx| async move {
+                let id = self
+                    .id_in(&tx, name)
+                    .await?
+                    .ok_or_else(|| StageError::NotFound(name.to_owned()))?;
+                let meta = StageMeta {
+                    max_deliveries: max,
+                    ..self.meta_in(&tx, id).await?
+                };
+                tx.set(&self.root.stage_meta(id), meta.encode());
+                Ok::<_, StageError>(())
+            })
+            .await
+    }
+
     /// Opens the stage with id `id`, if it exists.
     ///
     /// # Errors

@@ -119,7 +119,7 @@ pub(super) fn refusal(
             "GroupId and MemberId must be set.".to_owned(),
         ));
     }
-    let stranger = ctx.share.state(group).is_some() && !ctx.share.is_member(group, member);
+    let stranger = ctx.share.serves(group) && !ctx.share.is_member(group, member);
     (epoch == sessions::OPEN && stranger).then(|| {
         (
             ResponseError::UnknownMemberId,

@@ -184,6 +184,8 @@ impl ShareGroups {
         if let Some(g) = self.inner.groups.lock().get_mut(group) {
             g.config = config;
         }
+        // Opened again on next use, with the delivery limit as now set.
+        self.inner.partitions.lock().retain(|(g, _), _| g != group);
         Ok(())
     }
 
@@ -455,6 +457,16 @@ impl ShareGroups {
             .unwrap_or_default();
         self.release(held).await;
         sp.restart_at(&self.inner.db, start).await
+    }
+
+    /// Whether this instance has served heartbeats of `group` (it coordinates the group, or
+    /// did), so it knows its members.
+    pub(crate) fn serves(&self, group: &str) -> bool {
+        self.inner
+            .groups
+            .lock()
+            .get(group)
+            .is_some_and(|g| g.members.epoch > 0)
     }
 
     /// Whether `member` is a member of share group `group` here.

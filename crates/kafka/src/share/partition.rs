@@ -126,9 +126,13 @@ impl SharePartition {
             ..StageOptions::default()
         };
         let stage = match stages.create(&name, &options).await {
-            // Made with another delivery limit before: that one holds until the group's
-            // offsets are deleted.
-            Err(StageError::Inequivalent { .. }) => stages.open(&name).await?,
+            // Made with another delivery limit: the group's setting changed since.
+            Err(StageError::Inequivalent { .. }) => {
+                stages
+                    .set_max_deliveries(&name, config.delivery_limit)
+                    .await?;
+                stages.open(&name).await?
+            }
             other => other?,
         };
         Ok(Self {

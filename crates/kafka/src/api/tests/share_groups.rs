@@ -183,12 +183,11 @@ async fn records_are_acquired_once_released_again_and_acknowledged_once() {
     assert_eq!(produced.error_code, 0);
     let topic = Uuid::from_bytes(front.ctx.topics.get(TOPIC).unwrap().meta.uuid);
 
-    // Not a member yet: no session.
+    // Not a member yet (the group's coordinator knows its members): no session.
+    assert_eq!(heartbeat(&mut c, "m2", 0).await.error_code, 0);
     let refused = fetch(&mut c, "m1", 0, topic, &[]).await;
     assert_eq!(refused.error_code, ResponseError::UnknownMemberId.code());
-    for m in ["m1", "m2"] {
-        assert_eq!(heartbeat(&mut c, m, 0).await.error_code, 0);
-    }
+    assert_eq!(heartbeat(&mut c, "m1", 0).await.error_code, 0);
     let first = fetch(&mut c, "m1", 0, topic, &[]).await;
     assert_eq!(acquired(partition(&first)), [(0, 2, 1)]);
     assert!(!partition(&first).records.as_ref().unwrap().is_empty());
@@ -355,5 +354,39 @@ async fn share_group_offsets_are_described_moved_only_without_members_and_delete
         .await;
     assert_eq!(deleted.error_code, 0, "{deleted:?}");
     assert_eq!(start_offset(&mut c).await, -1, "forgotten");
+    front.stop().await;
+}
+
+#[tokio::test]
+async fn a_lower_delivery_count_limit_applies_to_a_started_share_partition() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, TOPIC, 1).await;
+    from_earliest(&mut c).await;
+    produce(&mut c, TOPIC, 0, batch(&["a"])).await;
+    let topic = Uuid::from_bytes(front.ctx.topics.get(TOPIC).unwrap().meta.uuid);
+    heartbeat(&mut c, "m1", 0).await;
+    let first = fetch(&mut c, "m1", 0, topic, &[]).await;
+    assert_eq!(acquired(partition(&first)), [(0, 0, 1)]);
+    // The limit falls from 5 to 2 while the share-partition is in use.
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        incremental::AlterConfigsResource::default()
+            .with_resource_type(32)
+            .with_resource_name(text(GROUP))
+            .with_configs(vec![
+                incremental::AlterableConfig::default()
+                    .with_name(text("share.delivery.count.limit"))
+                    .with_config_operation(0)
+                    .with_value(Some(text("2"))),
+            ]),
+    ]);
+    assert_eq!(c.call(1, request).await.responses[0].error_code, 0);
+    // Released after its first delivery, it comes back once more; released after its
+    // second, it is archived.
+    let second = fetch(&mut c, "m1", 1, topic, &[(0, 0, RELEASE)]).await;
+    assert_eq!(acquired(partition(&second)), [(0, 0, 2)]);
+    let third = fetch(&mut c, "m1", 2, topic, &[(0, 0, RELEASE)]).await;
+    assert_eq!(partition(&third).acknowledge_error_code, 0);
+    assert_eq!(acquired(partition(&third)), []);
     front.stop().await;
 }
