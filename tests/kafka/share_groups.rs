@@ -4,7 +4,8 @@
 //! and explicit acknowledgement; a released record comes back with its delivery count
 //! grown and a rejected one never; a lock that ends returns its records to another member;
 //! the delivery count limit archives a record, and archived records go to the group's
-//! dead-letter topic with their headers; and after a kill -9 no accepted record is
+//! dead-letter topic with their headers; `read_committed` never delivers aborted records;
+//! and after a kill -9 no accepted record is
 //! delivered again while the ones acquired and not accepted are; two instances over one
 //! store deliver each record once.
 
@@ -80,6 +81,11 @@ async fn release_redelivers_reject_archives_to_the_dead_letter_topic_and_locks_e
             "dl-0 reason rejected count 1 from share-dl/0@0 group dl",
             "dl-1 reason delivery_limit count 2 from share-dl/0@1 group dl",
         ]
+    );
+    // read_committed: the aborted transaction's records are never delivered.
+    assert_eq!(
+        scenario(&b, &["transactions", "share-txn", "txn"]).await,
+        ["committed 5 aborted 0 deliveries 5"]
     );
     let expired = scenario(&b, &["expire", "share-expire", "expire", "2000"]).await;
     assert_eq!(expired.len(), 1, "{expired:?}");

@@ -29,6 +29,10 @@ kafka_share_groups.py BOOTSTRAP SCENARIO TOPIC GROUP
         an explicit consumer rejects dl-0, releases dl-1 until it is archived and accepts
         dl-2; a plain consumer then reads dlq.TOPIC and prints each record there as
         "VALUE reason R count N from TOPIC/PARTITION@OFFSET group GROUP" (its headers).
+    transactions
+        With share.isolation.level read_committed, a transactional producer aborts 5 records
+        and commits 5 to TOPIC (one partition); a consumer takes what it is given; prints
+        "committed N aborted M deliveries D".
     hold
         Produces 60 records to TOPIC (one partition); an explicit consumer accepts the
         first half of its first batch, holds the rest and exits without closing; prints
@@ -321,6 +325,36 @@ def dead_letters(bootstrap, topic, group):
         print(line)
 
 
+def transactions(bootstrap, topic, group):
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{group}-txn"})
+    producer.init_transactions(TIMEOUT)
+    for outcome in ("aborted", "committed"):
+        producer.begin_transaction()
+        for i in range(5):
+            producer.produce(topic, key=f"{outcome}-{i}", value=outcome, partition=0)
+        if outcome == "aborted":
+            producer.abort_transaction(TIMEOUT)
+        else:
+            producer.commit_transaction(TIMEOUT)
+    c = consumer(bootstrap, group, topic, "explicit")
+    seen = []
+    deadline = time.monotonic() + TIMEOUT
+    quiet_until = None
+    while time.monotonic() < deadline:
+        for m in records(c.poll(0.5)):
+            seen.append(m.key().decode())
+            c.acknowledge(m)
+        c.commit_sync()
+        if len([k for k in seen if k.startswith("committed")]) >= 5 and quiet_until is None:
+            quiet_until = time.monotonic() + 2
+        if quiet_until is not None and time.monotonic() > quiet_until:
+            break
+    c.close()
+    committed = len([k for k in seen if k.startswith("committed")])
+    aborted = len([k for k in seen if k.startswith("aborted")])
+    print(f"committed {committed} aborted {aborted} deliveries {len(seen)}")
+
+
 def main():
     bootstrap, scenario, topic, group, *rest = sys.argv[1:]
     settings = {"share.auto.offset.reset": "earliest"}
@@ -333,8 +367,10 @@ def main():
         settings["share.delivery.count.limit"] = "2"
     if scenario == "dead-letters":
         settings["errors.deadletterqueue.topic.name"] = f"dlq.{topic}"
+    if scenario == "transactions":
+        settings["share.isolation.level"] = "read_committed"
     if scenario != "drain":
-        one = scenario in ("expire", "hold", "dead-letters")
+        one = scenario in ("expire", "hold", "dead-letters", "transactions")
         admin_setup(bootstrap, topic, group, settings, 1 if one else PARTITIONS)
     if scenario == "split":
         split(bootstrap, topic, group, rest[0], int(rest[1]), int(rest[2]))
@@ -346,6 +382,8 @@ def main():
         limit(bootstrap, topic, group)
     elif scenario == "dead-letters":
         dead_letters(bootstrap, topic, group)
+    elif scenario == "transactions":
+        transactions(bootstrap, topic, group)
     elif scenario == "hold":
         hold(bootstrap, topic, group)
     elif scenario == "drain":

@@ -6,11 +6,15 @@
 //!
 //! The batches sent may hold records outside the acquired ranges (a batch is sent whole);
 //! the client keeps only the acquired ones. Records acquired beyond the bytes the answer
-//! may carry go back to the group at once.
+//! may carry go back to the group at once; offsets with no record to deliver (transaction
+//! markers, and under `read_committed` the records of aborted transactions) are settled at
+//! once and left out of the acquired ranges.
 
 use super::partition::{Acquired, Settle, ShareError, SharePartition};
 use super::{ShareGroups, config::ShareConfig};
+use crate::partition::log::{Aborted, is_aborted};
 use crate::partition::reads::Reads;
+use crate::wire::batch::BatchHeader;
 use bytes::Bytes;
 use ferry_stage::Spills;
 use futures::FutureExt;
@@ -125,23 +129,33 @@ async fn take(
         return Ok(Taken::default());
     };
     let snapshot = reads.snapshot()?;
-    let (read, _) = snapshot
+    let (read, aborted) = snapshot
         .read(
             &sp.log,
             first.offset,
             last.offset + 1,
             room.0,
             room.1,
-            false,
+            config.read_committed,
         )
         .await?;
     let read = read.fill(spills).await?;
-    let end = batches_end(&read.bytes).unwrap_or(first.offset);
+    let (end, unreadable) = batches(&read.bytes, aborted.as_deref().unwrap_or_default());
+    let end = end.unwrap_or(first.offset);
     let (sent, beyond): (Vec<Acquired>, Vec<Acquired>) =
         acquired.into_iter().partition(|a| a.offset < end);
-    if !beyond.is_empty() {
-        let back: Vec<(i64, Settle)> = beyond.iter().map(|a| (a.offset, Settle::Release)).collect();
-        // Best effort: a record not returned now comes back when its lock ends.
+    // Offsets holding no record to deliver (transaction markers, and under read_committed
+    // the records of aborted transactions) are settled at once, as Kafka archives them.
+    let (skipped, sent): (Vec<Acquired>, Vec<Acquired>) = sent
+        .into_iter()
+        .partition(|a| unreadable.iter().any(|r| r.contains(&a.offset)));
+    let back: Vec<(i64, Settle)> = beyond
+        .iter()
+        .map(|a| (a.offset, Settle::Release))
+        .chain(skipped.iter().map(|a| (a.offset, Settle::Accept)))
+        .collect();
+    if !back.is_empty() {
+        // Best effort: a record not settled now comes back when its lock ends.
         let _ = groups.acknowledge(group, member, sp, &back).await;
     }
     Ok(Taken {
@@ -154,18 +168,28 @@ async fn take(
     })
 }
 
-/// The offset after the last record of `batches` (Kafka record batches back to back).
-fn batches_end(batches: &[u8]) -> Option<i64> {
+/// The offset after the last record of `batches` (Kafka record batches back to back), and
+/// the offset ranges of those with no record to deliver: control batches, and the batches
+/// of `aborted` transactions.
+fn batches(
+    batches: &[u8],
+    aborted: &[Aborted],
+) -> (Option<i64>, Vec<std::ops::RangeInclusive<i64>>) {
     let mut end = None;
-    let mut at = 0usize;
-    while batches.len() >= at + 27 {
-        let base = i64::from_be_bytes(batches[at..at + 8].try_into().ok()?);
-        let len = i32::from_be_bytes(batches[at + 8..at + 12].try_into().ok()?);
-        let last_delta = i32::from_be_bytes(batches[at + 23..at + 27].try_into().ok()?);
-        end = Some(base + i64::from(last_delta) + 1);
-        at += 12 + usize::try_from(len).ok()?;
+    let mut unreadable = Vec::new();
+    let mut rest = batches;
+    while let Ok(header) = BatchHeader::parse(rest) {
+        let last = header.base_offset + i64::from(header.last_offset_delta);
+        if header.is_control() || is_aborted(aborted, &header) {
+            unreadable.push(header.base_offset..=last);
+        }
+        end = Some(last + 1);
+        let Some(tail) = rest.get(header.size..) else {
+            break;
+        };
+        rest = tail;
     }
-    end
+    (end, unreadable)
 }
 
 /// Consecutive offsets with one delivery count, as ranges.
@@ -240,18 +264,23 @@ mod tests {
     }
 
     #[test]
-    fn the_end_of_batches_is_after_the_last_batchs_last_record() {
-        let mut batch = vec![0u8; 61];
-        batch[..8].copy_from_slice(&10i64.to_be_bytes());
-        batch[8..12].copy_from_slice(&49i32.to_be_bytes());
-        batch[23..27].copy_from_slice(&4i32.to_be_bytes());
-        let mut two = batch.clone();
-        let mut second = batch.clone();
-        second[..8].copy_from_slice(&15i64.to_be_bytes());
-        second[23..27].copy_from_slice(&0i32.to_be_bytes());
-        two.extend(second);
-        assert_eq!(batches_end(&batch), Some(15));
-        assert_eq!(batches_end(&two), Some(16));
-        assert_eq!(batches_end(&[]), None);
+    fn the_end_of_batches_and_those_without_records_to_deliver() {
+        let plain = crate::wire::record::encode_batch(
+            vec![crate::port::KafkaRecord {
+                key: None,
+                value: Some(bytes::Bytes::from_static(b"v")),
+                headers: Vec::new(),
+                timestamp_ms: None,
+            }],
+            0,
+        );
+        let mut one = plain.to_vec();
+        crate::wire::batch::set_base_offset(&mut one, 10);
+        let mut marker = crate::wire::batch::marker(7, 0, false, 0);
+        crate::wire::batch::set_base_offset(&mut marker, 11);
+        let both = [one.clone(), marker].concat();
+        assert_eq!(batches(&one, &[]), (Some(11), vec![]));
+        assert_eq!(batches(&both, &[]), (Some(12), vec![11..=11]));
+        assert_eq!(batches(&[], &[]), (None, vec![]));
     }
 }
