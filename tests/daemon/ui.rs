@@ -7,7 +7,8 @@
 //! sees them, the topic it deletes gone from rdkafka's metadata, the group offset it
 //! resets as rdkafka's OffsetFetch reads it, the message it publishes received by a lapin
 //! consumer and the queue it deletes gone for lapin; an rdkafka producer left connected is
-//! listed among the Kafka clients on the Connections page.
+//! listed among the Kafka clients on the Connections page; and a share group that
+//! confluent-kafka's `ShareConsumer` settled, with its archived records and lag.
 
 use crate::common::amqp::{
     WAIT, declare, declare_exchange, publish_confirmed, reply_code, reply_text,
@@ -66,6 +67,44 @@ async fn commit_part_of_a_topic(bootstrap: &str) {
         if expected == COMMITTED - 1 {
             c.commit_message(&m, CommitMode::Sync).unwrap();
         }
+    }
+}
+
+/// The share group the Kafka page lists and its topic: [`SHARED`] records, of which
+/// `kafka_share_groups.py figures` rejects 2 and accepts the rest, then [`SHARE_LAG`] more.
+const SHARE_GROUP: &str = "ui-sharers";
+const SHARE_TOPIC: &str = "ui-shared";
+const SHARED: i64 = 10;
+const SHARE_LAG: i64 = 3;
+
+/// Makes [`SHARE_GROUP`] with confluent-kafka's `ShareConsumer`: every record of
+/// [`SHARE_TOPIC`] settled (2 archived), then [`SHARE_LAG`] records produced after.
+async fn settle_a_share_group(bootstrap: &str) {
+    let script = python_script("kafka_share_groups.py");
+    let args = [
+        script.as_str(),
+        bootstrap,
+        "figures",
+        SHARE_TOPIC,
+        SHARE_GROUP,
+        &SHARED.to_string(),
+    ];
+    let out = clients::run("python3", &args, b"go\n").await;
+    assert!(
+        String::from_utf8_lossy(&out.stdout).ends_with("accepted all\n"),
+        "{out:?}"
+    );
+    let p = producer(bootstrap, &[]);
+    for i in 0..SHARE_LAG {
+        let value = format!("later {i}");
+        p.send(
+            FutureRecord::<(), _>::to(SHARE_TOPIC)
+                .partition(0)
+                .payload(&value),
+            Timeout::After(PATIENCE),
+        )
+        .await
+        .expect("acknowledged");
     }
 }
 
@@ -250,6 +289,7 @@ fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_
     runtime.block_on(commit_part_of_a_topic(&bootstrap));
     runtime.block_on(produce_records_to_browse(&bootstrap));
     runtime.block_on(create_topics_for_a_second_page(&bootstrap));
+    runtime.block_on(settle_a_share_group(&bootstrap));
     // Connected (it fetches the cluster's metadata at once) until the test ends.
     let kafka_client = producer(&bootstrap, &[("client.id", KAFKA_CLIENT)]);
     kafka_client
@@ -342,6 +382,16 @@ fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_
         KAFKA_CLIENT,
         "--last-topic",
         &format!("zz-page-{:02}", PAGED_TOPICS - 1),
+        "--share-group",
+        SHARE_GROUP,
+        "--share-topic",
+        SHARE_TOPIC,
+        "--share-start",
+        &SHARED.to_string(),
+        "--share-archived",
+        "2",
+        "--share-lag",
+        &SHARE_LAG.to_string(),
     ];
     // The script saves a screenshot on failure and names it in its error, which `run`
     // puts in the panic message.

@@ -7,12 +7,18 @@
 //! dead-letter topic with their headers; `read_committed` never delivers aborted records;
 //! and after a kill -9 no accepted record is
 //! delivered again while the ones acquired and not accepted are; two instances over one
-//! store deliver each record once.
+//! store deliver each record once; and the management API and `/metrics` show the
+//! group's records in flight, archived and its lag.
 
-use crate::common::clients::python_script;
+use crate::common::clients::{CLIENT_TIMEOUT, python_script, run};
 use crate::common::daemon::{Daemon, Setup};
 use crate::common::fronts::KafkaServer;
+use crate::common::kafka::PATIENCE;
+use crate::common::wait;
+use serde_json::{Value, json};
 use std::path::Path;
+use std::process::Stdio;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 /// `ferry run` with its store in `dir`.
@@ -150,4 +156,203 @@ async fn two_instances_over_one_store_deliver_each_record_once() {
     );
     b.stop().await;
     a.stop().await;
+}
+
+/// `GET path` of `ferry`'s management API as `user` (`name:password`): the status and the
+/// JSON body (`null` when it is none).
+async fn api(ferry: &Daemon, user: &str, path: &str) -> (u16, Value) {
+    let url = format!("{}{path}", ferry.management_uri());
+    let out = run(
+        "curl",
+        &["-s", "-u", user, "-w", "\n%{http_code}", &url],
+        b"",
+    )
+    .await;
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (body, status) = text.rsplit_once('\n').unwrap();
+    (
+        status.parse().unwrap(),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+/// The value of the series `name{group=…,topic=…,partition="0"}` on `/metrics`, if any.
+fn share_metric(ferry: &Daemon, name: &str, group: &str, topic: &str) -> Option<f64> {
+    let series = format!(r#"{name}{{group="{group}",topic="{topic}",partition="0"}} "#);
+    ferry
+        .metrics()
+        .lines()
+        .find_map(|l| l.strip_prefix(&series)?.parse().ok())
+}
+
+/// The share group's figures in the management API and on `/metrics`, with
+/// confluent-kafka's `ShareConsumer` holding records: acquired and not acknowledged ones
+/// are in flight, rejected ones archived, and the lag (high watermark minus the lowest
+/// offset not settled) falls to 0 once every record is accepted. Monitoring users only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn share_group_figures_in_the_management_api_and_metrics() {
+    const RECORDS: i64 = 10;
+    let (topic, group) = ("share-figures", "figures");
+    let dir = tempfile::tempdir().unwrap();
+    let ferry = start(dir.path());
+    let mut member = Command::new("python3")
+        .arg(python_script("kafka_share_groups.py"))
+        .args([&ferry.kafka_bootstrap(), "figures", topic, group])
+        .arg(RECORDS.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut said = BufReader::new(member.stdout.take().unwrap()).lines();
+    let mut line = async || {
+        tokio::time::timeout(CLIENT_TIMEOUT, said.next_line())
+            .await
+            .expect("the share consumer's next line in time")
+            .unwrap()
+            .expect("a line (kafka_share_groups.py failed otherwise)")
+    };
+    // Its first batch: 2 rejected, 3 accepted, the rest held.
+    let batch = line().await;
+    assert_eq!(line().await, "holding");
+    let taken: i64 = batch
+        .strip_prefix("batch ")
+        .and_then(|b| b.strip_suffix(" from 0"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{batch:?}"));
+    let (status, g) = api(
+        &ferry,
+        "guest:guest",
+        &format!("/api/ferry/kafka/share-groups/{group}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{g}");
+    assert_eq!(g["state"], "Stable", "{g}");
+    let members = g["members"].as_array().unwrap();
+    assert_eq!(members.len(), 1, "{g}");
+    assert_eq!(members[0]["client_id"], "figures-member", "{g}");
+    assert_eq!(
+        members[0]["assignment"],
+        json!([{"topic": topic, "partitions": [0]}]),
+        "{g}"
+    );
+    let p = g["partitions"][0].clone();
+    assert_eq!(g["partitions"].as_array().map(Vec::len), Some(1), "{g}");
+    let figure = |name: &str| p[name].as_i64().unwrap_or_else(|| panic!("{name} in {p}"));
+    // The client may have fetched again since (acquiring what its first batch left).
+    let in_flight = figure("in_flight");
+    assert!(in_flight >= taken - 5, "{p}");
+    assert_eq!(in_flight + figure("waiting"), RECORDS - 5, "{p}");
+    assert_eq!(
+        [
+            "start_offset",
+            "end_offset",
+            "high_watermark",
+            "archived",
+            "lag"
+        ]
+        .map(figure),
+        [5, RECORDS, RECORDS, 2, RECORDS - 5],
+        "{p}"
+    );
+    assert_eq!(
+        ["total_in_flight", "total_archived", "total_lag"].map(|t| g[t].as_i64()),
+        [Some(in_flight), Some(2), Some(RECORDS - 5)],
+        "{g}"
+    );
+    let (status, all) = api(&ferry, "guest:guest", "/api/ferry/kafka/share-groups").await;
+    assert_eq!((status, all), (200, json!([g])));
+    let (status, consumer_groups) = api(&ferry, "guest:guest", "/api/ferry/kafka/groups").await;
+    assert_eq!(
+        (status, consumer_groups),
+        (200, json!([])),
+        "a share group is not a consumer group"
+    );
+    // The metrics, published every 5 s.
+    let metric = |name: &str| share_metric(&ferry, name, group, topic);
+    wait::until("the share group's metrics", PATIENCE, async || {
+        let shown = (
+            metric("ferry_kafka_share_in_flight")?,
+            metric("ferry_kafka_share_archived")?,
+            metric("ferry_kafka_share_lag")?,
+        );
+        (shown == (in_flight as f64, 2.0, (RECORDS - 5) as f64)).then_some(())
+    })
+    .await;
+
+    // Only users tagged monitoring or administrator see share groups.
+    let url = format!("{}/api/users/watcher", ferry.management_uri());
+    let body = r#"{"password": "secret", "tags": "management"}"#;
+    let put = [
+        "-sf",
+        "-u",
+        "guest:guest",
+        "-X",
+        "PUT",
+        "-H",
+        "content-type: application/json",
+    ];
+    run("curl", &[&put[..], &["-d", body, &url]].concat(), b"").await;
+    let refused = json!({"error": "not_authorised", "reason": "Not monitor user"});
+    for path in [
+        "/api/ferry/kafka/share-groups",
+        "/api/ferry/kafka/share-groups/figures",
+    ] {
+        assert_eq!(
+            api(&ferry, "watcher:secret", path).await,
+            (401, refused.clone())
+        );
+    }
+    let (status, _) = api(
+        &ferry,
+        "guest:guest",
+        "/api/ferry/kafka/share-groups/nobody",
+    )
+    .await;
+    assert_eq!(status, 404);
+
+    // Every record accepted: nothing in flight or waiting, no lag; the archived stay.
+    member
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"go\n")
+        .await
+        .unwrap();
+    assert_eq!(line().await, "accepted all");
+    assert!(member.wait().await.unwrap().success());
+    let (_, g) = api(
+        &ferry,
+        "guest:guest",
+        &format!("/api/ferry/kafka/share-groups/{group}"),
+    )
+    .await;
+    let p = &g["partitions"][0];
+    assert_eq!(
+        [
+            "start_offset",
+            "end_offset",
+            "in_flight",
+            "waiting",
+            "archived",
+            "lag"
+        ]
+        .map(|f| p[f].as_i64()),
+        [RECORDS, RECORDS, 0, 0, 2, 0].map(Some),
+        "{g}"
+    );
+    assert_eq!(
+        (&g["state"], g["members"].as_array().map(Vec::len)),
+        (&json!("Empty"), Some(0)),
+        "{g}"
+    );
+    wait::until("the share group's metrics at 0", PATIENCE, async || {
+        let shown = (
+            metric("ferry_kafka_share_in_flight")?,
+            metric("ferry_kafka_share_archived")?,
+            metric("ferry_kafka_share_lag")?,
+        );
+        (shown == (0.0, 2.0, 0.0)).then_some(())
+    })
+    .await;
 }

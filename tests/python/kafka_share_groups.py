@@ -41,6 +41,13 @@ kafka_share_groups.py BOOTSTRAP SCENARIO TOPIC GROUP
         (After Ferry was killed and restarted.) A consumer of GROUP takes every record it
         can; prints "accepted again N", "held again N of M counts [C...]" (their delivery
         counts) and "total N of M".
+    figures RECORDS
+        Produces RECORDS records to TOPIC (one partition); an explicit consumer (client id
+        "figures-member") takes its first batch, rejects its first 2 records, accepts the
+        next 3 and holds the rest; prints "batch N from FIRST" and "holding", then waits
+        for a line on its input (the caller reads the figures meanwhile); then accepts
+        what it holds and every record it can still get until RECORDS were seen, closes,
+        and prints "accepted all".
 """
 
 import os
@@ -93,14 +100,15 @@ def produce(bootstrap, topic, count, tag, partitions=PARTITIONS):
     assert producer.flush(TIMEOUT) == 0
 
 
-def consumer(bootstrap, group, topic, mode="implicit"):
-    c = ShareConsumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "share.acknowledgement.mode": mode,
-        }
-    )
+def consumer(bootstrap, group, topic, mode="implicit", client_id=None):
+    settings = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "share.acknowledgement.mode": mode,
+    }
+    if client_id:
+        settings["client.id"] = client_id
+    c = ShareConsumer(settings)
     c.subscribe([topic])
     return c
 
@@ -355,6 +363,36 @@ def transactions(bootstrap, topic, group):
     print(f"committed {committed} aborted {aborted} deliveries {len(seen)}")
 
 
+def figures(bootstrap, topic, group, count):
+    produce(bootstrap, topic, count, "fig", partitions=1)
+    c = consumer(bootstrap, group, topic, "explicit", client_id="figures-member")
+    batch = []
+    deadline = time.monotonic() + TIMEOUT
+    while not batch and time.monotonic() < deadline:
+        batch = records(c.poll(0.5))
+    assert len(batch) > 5, f"a first batch of {len(batch)} records"
+    for m in batch[:2]:
+        c.acknowledge(m, AcknowledgeType.REJECT)
+    for m in batch[2:5]:
+        c.acknowledge(m)
+    c.commit_sync()
+    print(f"batch {len(batch)} from {batch[0].offset()}", flush=True)
+    print("holding", flush=True)
+    sys.stdin.readline()
+    for m in batch[5:]:
+        c.acknowledge(m)
+    c.commit_sync()
+    seen = len(batch)
+    deadline = time.monotonic() + TIMEOUT
+    while seen < count and time.monotonic() < deadline:
+        for m in records(c.poll(0.5)):
+            c.acknowledge(m)
+            seen += 1
+        c.commit_sync()
+    c.close()
+    print("accepted all", flush=True)
+
+
 def main():
     bootstrap, scenario, topic, group, *rest = sys.argv[1:]
     settings = {"share.auto.offset.reset": "earliest"}
@@ -370,7 +408,7 @@ def main():
     if scenario == "transactions":
         settings["share.isolation.level"] = "read_committed"
     if scenario != "drain":
-        one = scenario in ("expire", "hold", "dead-letters", "transactions")
+        one = scenario in ("expire", "hold", "dead-letters", "transactions", "figures")
         admin_setup(bootstrap, topic, group, settings, 1 if one else PARTITIONS)
     if scenario == "split":
         split(bootstrap, topic, group, rest[0], int(rest[1]), int(rest[2]))
@@ -388,6 +426,8 @@ def main():
         hold(bootstrap, topic, group)
     elif scenario == "drain":
         drain(bootstrap, topic, group, rest[0], rest[1])
+    elif scenario == "figures":
+        figures(bootstrap, topic, group, int(rest[0]))
     else:
         raise SystemExit(f"unknown scenario {scenario}")
 

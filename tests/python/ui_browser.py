@@ -10,7 +10,8 @@ saves a screenshot and names its path in the error.
         --route R --dead-letter TEXT --create-topic T2 --delete-topic T3 \
         --consumed-queue Q --consumer TAG --publish TEXT --delete-queue Q2 \
         --records-topic T4 --record-key K --record-value JSON --first-record-ms MS \
-        --kafka-client ID --last-topic T5
+        --kafka-client ID --last-topic T5 \
+        --share-group S --share-topic T6 --share-start N2 --share-archived A --share-lag L2
         wrong password shows the API's reason; log in; the overview counts the queue and
         shows the node's descriptors, alarms and the Kafka front's topics and lag as
         /api/nodes and /api/ferry/kafka/... give them; the queue's row shows depth N; the
@@ -21,8 +22,10 @@ saves a screenshot and names its path in the error.
         deletes T3; T4's record browser shows its first record (offset 0, key K, header
         trace: abc, value JSON as text, as indented JSON and as hex) and its second, whose
         value is not UTF-8, and from the time MS + 1 starts at the second; group G's page previews a reset to the earliest offsets (nothing changes)
-        and then resets them; the Routes page shows route R running with one dead letter,
-        whose page shows it with TEXT, replays it and then shows it delivered; queue Q's
+        and then resets them; share group S (on T6's partition 0) is listed with A
+        archived records and lag L2, and its page shows the partition's start offset N2,
+        nothing in flight or waiting, A archived, lag L2 and no members; the Routes page
+        shows route R running with one dead letter, whose page shows it with TEXT, replays it and then shows it delivered; queue Q's
         page shows consumer TAG and its binding, and publishes TEXT to it; queue Q2's page
         deletes it; every page fits a 700 px window; the Connections page lists the Kafka
         client whose client id is ID on the PLAINTEXT listener; closing the connection whose
@@ -82,6 +85,11 @@ def parse_args():
     check.add_argument("--record-value", required=True)
     check.add_argument("--first-record-ms", type=int, required=True)
     check.add_argument("--kafka-client", required=True)
+    check.add_argument("--share-group", required=True)
+    check.add_argument("--share-topic", required=True)
+    check.add_argument("--share-start", type=int, required=True)
+    check.add_argument("--share-archived", type=int, required=True)
+    check.add_argument("--share-lag", type=int, required=True)
     check.add_argument("--last-topic", required=True)
     shots = commands.add_parser("screenshots")
     shots.add_argument("--queue", required=True)
@@ -229,6 +237,7 @@ def check(ui, args):
     create_change_and_delete_topics(ui, args)
     browse_records(ui, args)
     reset_group(ui, args)
+    share_group(ui, args)
 
     ui.nav("routes")
     ui.until(
@@ -416,6 +425,26 @@ def reset_group(ui, args):
     ui.text_is("#group-lag", f"{args.kafka_produced:,}")
 
 
+def share_group(ui, args):
+    """The Kafka page lists the share group with its totals; its page shows its one
+    share-partition's figures and that it has no members."""
+    ui.nav("kafka")
+    row = f"#share-groups tr[data-name='{args.share_group}']"
+    ui.until(
+        f"share group '{args.share_group}' listed with {args.share_archived} archived and lag {args.share_lag}",
+        lambda d: [d.find_element(By.CSS_SELECTOR, f"{row} {cell}").text.strip() for cell in (".archived", ".total-lag")]
+        == [f"{args.share_archived:,}", f"{args.share_lag:,}"],
+    )
+    ui.visible(f"{row} a").click()
+    ui.text_is("#share-group-title", args.share_group)
+    ui.text_is("#share-group-state", "Empty")
+    partition = f"#view tbody tr[data-topic='{args.share_topic}'][data-partition='0']"
+    for cell, value in (("start", args.share_start), ("in-flight", 0), ("waiting", 0), ("archived", args.share_archived), ("lag", args.share_lag)):
+        ui.text_is(f"{partition} .{cell}", f"{value:,}")
+    ui.text_is("#share-group-lag", f"{args.share_lag:,}")
+    ui.text_is("#view .empty", "No members on this instance.")
+
+
 def consumers_bindings_publish_and_delete(ui, args):
     """A queue's consumers and bindings; a message published to it; a queue deleted."""
     ui.open("queue", "%2F", urllib.parse.quote(args.consumed_queue))
@@ -455,6 +484,7 @@ def narrow_window(ui, args):
             (("queue", "%2F", urllib.parse.quote(args.consumed_queue)), "#queue-ready"),
             (("topic", urllib.parse.quote(args.create_topic)), "#topic-settings"),
             (("group", urllib.parse.quote(args.kafka_group)), "#group-lag"),
+            (("share-group", urllib.parse.quote(args.share_group)), "#share-group-lag"),
             (("route", urllib.parse.quote(args.route)), ".destination"),
         ):
             ui.open(*route)

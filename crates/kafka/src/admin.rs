@@ -1,7 +1,8 @@
 //! What the management API may see of the Kafka front, and nothing else of its internals:
 //! the topics with each partition's offsets (log start, high watermark, last stable
-//! offset), the consumer groups as persisted with each committed offset's lag, and the
-//! ACLs. Everything is read from the store (snapshot reads): a look from the API neither
+//! offset), the consumer groups as persisted with each committed offset's lag, the share
+//! groups with each share-partition's figures (in flight, waiting, archived, lag;
+//! [`crate::share::figures`]), and the ACLs. Everything is read from the store (snapshot reads): a look from the API neither
 //! takes a group's coordination nor conflicts with producers and consumers.
 //!
 //! The ACLs are shown as the front's own model of them (re-exported below): the
@@ -16,10 +17,11 @@ mod records;
 
 use super::Context;
 use crate::coordinator::groups::lag::lag;
-use crate::coordinator::groups::store::Stored;
+use crate::coordinator::groups::store::{GroupKind, Stored};
 use crate::metadata::settings::SETTINGS;
 use crate::metadata::topics::Topic;
 use crate::partition::log::{Log, LogError};
+use crate::share::figures::store_error;
 use ferry_store::StoreError;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,6 +35,7 @@ pub use crate::acls::store::AclSet;
 pub use crate::clients::KafkaClient;
 pub use crate::metadata::topics::TopicError;
 pub use crate::port::KafkaRecord;
+pub use crate::share::figures::{ShareGroupFigures, ShareMemberFigures, SharePartitionFigures};
 pub use changes::{ResetError, ResetOffset, ResetTo};
 pub use records::{BrowseError, BrowseFrom, BrowsedRecord, MAX_RECORDS, RecordsPage};
 
@@ -185,7 +188,8 @@ impl KafkaAdmin {
         })
     }
 
-    /// Every consumer group, sorted by id, with its committed offsets and their lag.
+    /// Every consumer group (share groups are [`Self::share_groups`]), sorted by id, with
+    /// its committed offsets and their lag.
     ///
     /// # Errors
     /// [`LogError`] when the store fails.
@@ -193,23 +197,56 @@ impl KafkaAdmin {
         let groups = self.ctx.coordinator.store().list().await?;
         let high_watermarks = self.high_watermarks().await?;
         let mut out = Vec::with_capacity(groups.len());
-        for g in groups {
+        for g in groups.iter().filter(|g| g.kind != GroupKind::Share) {
             out.push(self.summary(&g.id, &high_watermarks).await?);
         }
         Ok(out)
     }
 
     /// Consumer group `id` with its committed offsets and their lag; `None` when no such
-    /// group is stored.
+    /// group is stored, or it is a share group.
     ///
     /// # Errors
     /// As [`Self::groups`].
     pub async fn group(&self, id: &str) -> Result<Option<GroupSummary>, LogError> {
-        if !self.ctx.coordinator.store().exists(id).await? {
+        if !self.ctx.coordinator.store().exists(id).await? || self.is_share_group(id).await? {
             return Ok(None);
         }
         let high_watermarks = self.high_watermarks().await?;
         Ok(Some(self.summary(id, &high_watermarks).await?))
+    }
+
+    /// Whether group `id` is recorded as a share group.
+    async fn is_share_group(&self, id: &str) -> Result<bool, LogError> {
+        let share = self.ctx.share.is_listed(id).await;
+        share.map_err(|e| LogError::Store(store_error(e)))
+    }
+
+    /// Every share group (KIP-932), sorted by id, with its members here and each started
+    /// share-partition's figures.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn share_groups(&self) -> Result<Vec<ShareGroupFigures>, StoreError> {
+        let share = &self.ctx.share;
+        let mut out = Vec::new();
+        for id in share.names().await.map_err(store_error)? {
+            out.push(share.figures(&id).await.map_err(store_error)?);
+        }
+        Ok(out)
+    }
+
+    /// Share group `id` with its members here and each started share-partition's
+    /// figures; `None` when it is not a share group.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn share_group(&self, id: &str) -> Result<Option<ShareGroupFigures>, StoreError> {
+        let share = &self.ctx.share;
+        if !share.is_listed(id).await.map_err(store_error)? {
+            return Ok(None);
+        }
+        Ok(Some(share.figures(id).await.map_err(store_error)?))
     }
 
     /// This instance's live client connections, oldest first.

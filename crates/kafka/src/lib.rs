@@ -471,8 +471,9 @@ impl KafkaFront {
 }
 
 /// The front's background loops: sequencer balancing, the broker registration, the topic
-/// cache, the dynamic broker settings' cache, the ACL cache, the group leases, transaction expiry, consumer lag and the lease
-/// holder of large batches' spills. The front's API handlers
+/// cache, the dynamic broker settings' cache, the ACL cache, the group leases, transaction
+/// expiry, consumer lag, the share groups' lock expiry, dead letters and figures, and the
+/// lease holder of large batches' spills. The front's API handlers
 /// rely on them (in-process tests start them without a listener).
 struct Background {
     /// Stops the loops.
@@ -504,6 +505,7 @@ impl Background {
                 ctx.coordinator.store().clone(),
                 internal.clone(),
             )),
+            tokio::spawn(share::figures::run(ctx.share.clone(), internal.clone())),
             tokio::spawn({
                 let (large, token) = (ctx.large.clone(), internal.clone());
                 async move { large.hold_until(&token).await }

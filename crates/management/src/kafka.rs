@@ -1,7 +1,8 @@
 //! `/api/ferry/kafka/…`: Ferry's own endpoints for its Kafka front (RabbitMQ's API has
 //! none): topics with each partition's offsets, consumer groups with their committed
-//! offsets and lag, this instance's live Kafka client connections, and the Kafka ACLs.
-//! Like RabbitMQ's cluster-wide views, topics, groups and clients are for users tagged
+//! offsets and lag, share groups with each share-partition's records in flight, waiting
+//! and archived and its lag, this instance's live Kafka client connections, and the Kafka
+//! ACLs. Like RabbitMQ's cluster-wide views, topics, groups and clients are for users tagged
 //! `monitoring` or `administrator` (anyone else: 401 "Not monitor user"); the ACLs, which
 //! say who may do what, for administrators only.
 //! What changes the front (topics, settings, a group's offsets) is in [`changes`]; a
@@ -18,7 +19,7 @@ use super::reply::Json;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::routing::get;
-use ferry_kafka::admin::{Acl, GroupSummary, KafkaClient, TopicView};
+use ferry_kafka::admin::{Acl, GroupSummary, KafkaClient, ShareGroupFigures, TopicView};
 use serde_json::{Value, json};
 
 /// The routes of this family.
@@ -28,6 +29,8 @@ pub(crate) fn routes() -> Router<Api> {
         .route("/api/ferry/kafka/topics/{topic}", get(topic))
         .route("/api/ferry/kafka/groups", get(groups))
         .route("/api/ferry/kafka/groups/{group}", get(group))
+        .route("/api/ferry/kafka/share-groups", get(share_groups))
+        .route("/api/ferry/kafka/share-groups/{group}", get(share_group))
         .route("/api/ferry/kafka/acls", get(acls))
         .route("/api/ferry/kafka/clients", get(clients))
         .merge(changes::routes())
@@ -68,6 +71,40 @@ fn group_json(g: &GroupSummary) -> Value {
             "lag": o.lag,
         })).collect::<Vec<_>>(),
         "total_lag": g.total_lag(),
+    })
+}
+
+fn share_group_json(g: &ShareGroupFigures) -> Value {
+    json!({
+        "group_id": g.id,
+        "state": g.state,
+        "group_epoch": g.epoch,
+        "members": g.members.iter().map(|m| json!({
+            "member_id": m.id,
+            "member_epoch": m.epoch,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "subscribed_topics": m.subscribed,
+            "assignment": m.assigned.iter().map(|(topic, partitions)| json!({
+                "topic": topic,
+                "partitions": partitions,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "partitions": g.partitions.iter().map(|p| json!({
+            "topic": p.topic,
+            "partition": p.partition,
+            "start_offset": p.start_offset,
+            "end_offset": p.end_offset,
+            "high_watermark": p.high_watermark,
+            "in_flight": p.in_flight,
+            "waiting": p.waiting,
+            "archived": p.archived,
+            "lag": p.lag,
+        })).collect::<Vec<_>>(),
+        "total_in_flight": g.total(|p| p.in_flight),
+        "total_waiting": g.total(|p| p.waiting),
+        "total_archived": g.total(|p| p.archived),
+        "total_lag": g.total(|p| p.lag),
     })
 }
 
@@ -134,6 +171,26 @@ async fn group(
     monitor(&principal)?;
     let group = api.kafka.group(&id).await.map_err(store_failed)?;
     Ok(Json(group_json(&group.ok_or_else(ApiError::not_found)?)))
+}
+
+/// `GET /api/ferry/kafka/share-groups`.
+async fn share_groups(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Vec<Value>>> {
+    monitor(&principal)?;
+    let groups = api.kafka.share_groups().await.map_err(store_failed)?;
+    Ok(Json(groups.iter().map(share_group_json).collect()))
+}
+
+/// `GET /api/ferry/kafka/share-groups/{group}`.
+async fn share_group(
+    State(api): State<Api>,
+    principal: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    monitor(&principal)?;
+    let group = api.kafka.share_group(&id).await.map_err(store_failed)?;
+    Ok(Json(share_group_json(
+        &group.ok_or_else(ApiError::not_found)?,
+    )))
 }
 
 fn client_json(c: &KafkaClient) -> Value {

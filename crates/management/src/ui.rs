@@ -62,6 +62,7 @@ const ASSETS: &[Asset] = &[
     asset!("js/pages/kafka.js", JAVASCRIPT),
     asset!("js/pages/topic.js", JAVASCRIPT),
     asset!("js/pages/group.js", JAVASCRIPT),
+    asset!("js/pages/share-group.js", JAVASCRIPT),
     asset!("js/pages/routes.js", JAVASCRIPT),
     asset!("js/pages/route.js", JAVASCRIPT),
 ];

@@ -8,7 +8,7 @@ pub const LABEL_API: &str = "api";
 pub const LABEL_TOPIC: &str = "topic";
 /// Label: a partition number.
 pub const LABEL_PARTITION: &str = "partition";
-/// Label: a consumer group id.
+/// Label: a consumer or share group id.
 pub const LABEL_GROUP: &str = "group";
 /// Label: why a connection was closed by Ferry.
 pub const LABEL_REASON: &str = "reason";
@@ -63,6 +63,14 @@ pub const GROUP_MEMBERS: &str = "ferry_kafka_group_members";
 pub const GROUP_REBALANCES_TOTAL: &str = "ferry_kafka_group_rebalances_total";
 /// Records between a group's committed offset and the partition's high watermark.
 pub const GROUP_LAG: &str = "ferry_kafka_group_lag";
+/// Records of a share-partition acquired by a share group's member and not yet
+/// acknowledged.
+pub const SHARE_IN_FLIGHT: &str = "ferry_kafka_share_in_flight";
+/// Records a share group archived on a partition (rejected, or past the delivery count
+/// limit) since it started the partition.
+pub const SHARE_ARCHIVED: &str = "ferry_kafka_share_archived";
+/// Records between a share-partition's start offset and the partition's high watermark.
+pub const SHARE_LAG: &str = "ferry_kafka_share_lag";
 
 /// Transactions ended, by outcome: committed or aborted by their producer, aborted because
 /// a new epoch of their transactional id was initialised, or aborted past their timeout.
@@ -189,5 +197,20 @@ pub const ALL: &[Metric] = &[
         name: GROUP_LAG,
         kind: Kind::Gauge,
         help: "Records between a group's committed offset and the high watermark.",
+    },
+    Metric {
+        name: SHARE_IN_FLIGHT,
+        kind: Kind::Gauge,
+        help: "Records of a share-partition acquired by a member and not yet acknowledged.",
+    },
+    Metric {
+        name: SHARE_ARCHIVED,
+        kind: Kind::Gauge,
+        help: "Records a share group archived on a partition (rejected or past the delivery count limit).",
+    },
+    Metric {
+        name: SHARE_LAG,
+        kind: Kind::Gauge,
+        help: "Records between a share-partition's start offset and the high watermark.",
     },
 ];

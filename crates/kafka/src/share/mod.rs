@@ -12,6 +12,7 @@
 pub(crate) mod config;
 pub(crate) mod dead_letters;
 pub(crate) mod fetch;
+pub(crate) mod figures;
 pub(crate) mod membership;
 pub(crate) mod partition;
 pub(crate) mod sessions;

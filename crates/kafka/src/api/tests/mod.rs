@@ -19,6 +19,7 @@ mod records;
 mod replicas;
 mod sasl;
 mod scram_credentials;
+mod share_figures;
 mod share_groups;
 mod transaction_admin;
 mod transactions;

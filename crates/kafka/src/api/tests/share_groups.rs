@@ -28,17 +28,21 @@ use kafka_protocol::messages::{
 };
 use uuid::Uuid;
 
-const TOPIC: &str = "jobs";
-const GROUP: &str = "workers";
-const ACCEPT: i8 = 1;
-const RELEASE: i8 = 2;
+pub(super) const TOPIC: &str = "jobs";
+pub(super) const GROUP: &str = "workers";
+pub(super) const ACCEPT: i8 = 1;
+pub(super) const RELEASE: i8 = 2;
 
 fn group() -> GroupId {
     GroupId(text(GROUP))
 }
 
 /// A ShareGroupHeartbeat of `member` at `epoch` (a join subscribes to [`TOPIC`]).
-async fn heartbeat(c: &mut Client, member: &str, epoch: i32) -> ShareGroupHeartbeatResponse {
+pub(super) async fn heartbeat(
+    c: &mut Client,
+    member: &str,
+    epoch: i32,
+) -> ShareGroupHeartbeatResponse {
     let mut request = ShareGroupHeartbeatRequest::default()
         .with_group_id(group())
         .with_member_id(text(member))
@@ -51,7 +55,7 @@ async fn heartbeat(c: &mut Client, member: &str, epoch: i32) -> ShareGroupHeartb
 
 /// A ShareFetch of `member` at session `epoch` from partition 0 of `topic`, carrying
 /// `acks` ((first, last, type) batches), answering at once.
-async fn fetch(
+pub(super) async fn fetch(
     c: &mut Client,
     member: &str,
     epoch: i32,
@@ -85,7 +89,7 @@ async fn fetch(
 }
 
 /// A ShareAcknowledge of `member` at session `epoch` of partition 0 of `topic`.
-fn acknowledge(
+pub(super) fn acknowledge(
     member: &str,
     epoch: i32,
     topic: Uuid,
@@ -116,13 +120,13 @@ fn acknowledge(
 }
 
 /// The one partition of a ShareFetch answer.
-fn partition(r: &ShareFetchResponse) -> &PartitionData {
+pub(super) fn partition(r: &ShareFetchResponse) -> &PartitionData {
     assert_eq!(r.error_code, 0, "{r:?}");
     &r.responses[0].partitions[0]
 }
 
 /// (first, last, delivery count) of each acquired range.
-fn acquired(p: &PartitionData) -> Vec<(i64, i64, i16)> {
+pub(super) fn acquired(p: &PartitionData) -> Vec<(i64, i64, i16)> {
     p.acquired_records
         .iter()
         .map(|a| (a.first_offset, a.last_offset, a.delivery_count))
@@ -130,7 +134,7 @@ fn acquired(p: &PartitionData) -> Vec<(i64, i64, i16)> {
 }
 
 /// Sets `GROUP`'s share.auto.offset.reset to earliest.
-async fn from_earliest(c: &mut Client) {
+pub(super) async fn from_earliest(c: &mut Client) {
     let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
         incremental::AlterConfigsResource::default()
             .with_resource_type(32)

@@ -9,7 +9,8 @@ import connections from './connections.js';
 import kafka from './kafka.js';
 import topic from './topic.js';
 import group from './group.js';
+import shareGroup from './share-group.js';
 import routes from './routes.js';
 import route from './route.js';
 
-export default [overview, queues, queue, exchanges, connections, kafka, topic, group, routes, route];
+export default [overview, queues, queue, exchanges, connections, kafka, topic, group, shareGroup, routes, route];

@@ -1,8 +1,9 @@
-// Kafka: the Kafka front's topics with each partition's offsets and its consumer groups
-// with their lag, from /api/ferry/kafka/topics and /api/ferry/kafka/groups (Ferry's own
-// endpoints, for users tagged monitoring or administrator), and a form that creates a
-// topic (PUT /api/ferry/kafka/topics/NAME, administrators). A name links to the topic's
-// or the group's own page.
+// Kafka: the Kafka front's topics with each partition's offsets, its consumer groups
+// with their lag and its share groups with their records in flight, archived and lag,
+// from /api/ferry/kafka/topics, /api/ferry/kafka/groups and /api/ferry/kafka/share-groups
+// (Ferry's own endpoints, for users tagged monitoring or administrator), and a form that
+// creates a topic (PUT /api/ferry/kafka/topics/NAME, administrators). A name links to the
+// topic's or the group's own page.
 
 import { api, apiPath, count, h, link, monitored, paged, refreshNow, replace, say, table } from '../core.js';
 
@@ -36,6 +37,17 @@ const GROUP_COLUMNS = [
   { title: 'Protocol', cell: (g) => g.protocol || '–' },
   { title: 'Members', cell: (g) => count(g.members.length), numeric: true },
   { title: 'Committed offsets', cell: groupOffsets },
+  { title: 'Total lag', cell: (g) => h('span', { class: 'total-lag' }, count(g.total_lag)), numeric: true },
+];
+
+const SHARE_GROUP_COLUMNS = [
+  { title: 'Share group', cell: (g) => link(g.group_id, 'share-group', g.group_id) },
+  { title: 'State', cell: (g) => h('span', { class: `state state-${g.state}` }, g.state) },
+  { title: 'Members', cell: (g) => count(g.members.length), numeric: true },
+  { title: 'Partitions', cell: (g) => count(g.partitions.length), numeric: true },
+  { title: 'In flight', cell: (g) => h('span', { class: 'in-flight' }, count(g.total_in_flight)), numeric: true },
+  { title: 'Waiting', cell: (g) => count(g.total_waiting), numeric: true },
+  { title: 'Archived', cell: (g) => h('span', { class: 'archived' }, count(g.total_archived)), numeric: true },
   { title: 'Total lag', cell: (g) => h('span', { class: 'total-lag' }, count(g.total_lag)), numeric: true },
 ];
 
@@ -94,26 +106,42 @@ export default {
   mount(view) {
     const topics = h('div', { id: 'topics' });
     const groups = h('div', { id: 'groups' });
-    const pages = { topics: {}, groups: {} };
+    const shareGroups = h('div', { id: 'share-groups' });
+    const pages = { topics: {}, groups: {}, shareGroups: {} };
     let topicList = [];
     let groupList = [];
+    let shareGroupList = [];
     const draw = () => {
       const t = paged(topicList, pages.topics, PAGE_SIZE, draw);
       const g = paged(groupList, pages.groups, PAGE_SIZE, draw);
+      const s = paged(shareGroupList, pages.shareGroups, PAGE_SIZE, draw);
       replace(topics, table(TOPIC_COLUMNS, t.shown, { empty: 'No topics.', rowAttributes: (x) => ({ 'data-name': x.name }) }), t.pager);
       replace(groups, table(GROUP_COLUMNS, g.shown, { empty: 'No consumer groups.', rowAttributes: (x) => ({ 'data-name': x.group_id }) }), g.pager);
+      replace(shareGroups, table(SHARE_GROUP_COLUMNS, s.shown, { empty: 'No share groups.', rowAttributes: (x) => ({ 'data-name': x.group_id }) }), s.pager);
     };
-    view.append(h('h1', {}, 'Kafka'), createForm(), h('h2', {}, 'Topics'), topics, h('h2', {}, 'Consumer groups'), groups);
+    view.append(
+      h('h1', {}, 'Kafka'),
+      createForm(),
+      h('h2', {}, 'Topics'),
+      topics,
+      h('h2', {}, 'Consumer groups'),
+      groups,
+      h('h2', {}, 'Share groups'),
+      shareGroups,
+    );
     return {
       async refresh() {
-        const answers = await Promise.all([monitored(api('GET', '/api/ferry/kafka/topics')), monitored(api('GET', '/api/ferry/kafka/groups'))]);
+        const answers = await Promise.all(
+          ['topics', 'groups', 'share-groups'].map((what) => monitored(api('GET', `/api/ferry/kafka/${what}`))),
+        );
         if (answers.includes(null)) {
           // "Not monitor user" refuses this page only; it must not log the user out.
           replace(topics, h('p', { class: 'muted' }, 'Only users tagged monitoring or administrator see the Kafka front.'));
           replace(groups);
+          replace(shareGroups);
           return;
         }
-        [topicList, groupList] = answers;
+        [topicList, groupList, shareGroupList] = answers;
         draw();
       },
     };
