@@ -7,7 +7,7 @@
 
 use super::{Reply, Session, str_bytes};
 use crate::Context;
-use crate::acls::Operation;
+use crate::acls::{Access, Operation};
 use crate::coordinator::groups::assignors::Assignment;
 use crate::coordinator::groups::consumer::{ConsumerHeartbeat, HeartbeatAnswer};
 use kafka_protocol::ResponseError;
@@ -15,7 +15,7 @@ use kafka_protocol::messages::consumer_group_heartbeat_response::{
     Assignment as Assigned, TopicPartitions,
 };
 use kafka_protocol::messages::{
-    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, ResponseKind,
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, ResponseKind, TopicName,
 };
 use std::sync::Arc;
 use tracing::debug;
@@ -30,24 +30,9 @@ pub(super) async fn handle(
 ) -> Reply {
     let group = request.group_id.0.to_string();
     let access = session.access(ctx);
-    if !access.group(Operation::Read, &group) {
-        return Reply::Now(refusal(ResponseError::GroupAuthorizationFailed, None));
-    }
-    // As Kafka: a member may subscribe only to topics it may Describe.
-    let hidden: Vec<&str> = request
-        .subscribed_topic_names
-        .iter()
-        .flatten()
-        .map(|t| t.0.as_str())
-        .filter(|t| !access.topic(Operation::Describe, t))
-        .collect();
-    if !hidden.is_empty() {
-        let why = format!("not authorized to describe topics {}", hidden.join(", "));
-        return Reply::Now(refusal(ResponseError::TopicAuthorizationFailed, Some(why)));
-    }
-    if group.is_empty() {
-        let why = Some("GroupId can't be empty.".to_owned());
-        return Reply::Now(refusal(ResponseError::InvalidRequest, why));
+    let topics = request.subscribed_topic_names.as_deref();
+    if let Some((e, why)) = membership_refusal(&access, &group, topics) {
+        return Reply::Now(refusal(e, why));
     }
     let member_id = if version == 0 && request.member_id.is_empty() {
         Uuid::from_u128(fastrand::u128(..)).to_string()
@@ -99,6 +84,36 @@ pub(super) async fn handle(
         }
         ResponseKind::ConsumerGroupHeartbeat(response(answer))
     }))
+}
+
+/// Why a heartbeat of a member of `group` subscribing to `topics` is refused before the
+/// group sees it, if it is (ConsumerGroupHeartbeat's and ShareGroupHeartbeat's checks, as
+/// Kafka's): Read on the group, Describe on every topic it names, a group id.
+pub(super) fn membership_refusal(
+    access: &Access,
+    group: &str,
+    topics: Option<&[TopicName]>,
+) -> Option<(ResponseError, Option<String>)> {
+    if !access.group(Operation::Read, group) {
+        return Some((ResponseError::GroupAuthorizationFailed, None));
+    }
+    // As Kafka: a member may subscribe only to topics it may Describe.
+    let hidden: Vec<&str> = topics
+        .unwrap_or_default()
+        .iter()
+        .map(|t| t.0.as_str())
+        .filter(|t| !access.topic(Operation::Describe, t))
+        .collect();
+    if !hidden.is_empty() {
+        let why = format!("not authorized to describe topics {}", hidden.join(", "));
+        return Some((ResponseError::TopicAuthorizationFailed, Some(why)));
+    }
+    group.is_empty().then(|| {
+        (
+            ResponseError::InvalidRequest,
+            Some("GroupId can't be empty.".to_owned()),
+        )
+    })
 }
 
 fn response(answer: HeartbeatAnswer) -> ConsumerGroupHeartbeatResponse {

@@ -5,9 +5,9 @@
 //! holding the group's coordinator lease (else `NOT_COORDINATOR`, and the client asks
 //! FindCoordinator again).
 
+use super::consumer_group_heartbeat::membership_refusal;
 use super::{Reply, Session, str_bytes};
 use crate::Context;
-use crate::acls::Operation;
 use crate::share::membership::Heartbeat;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
@@ -26,23 +26,9 @@ pub(super) async fn handle(
 ) -> Reply {
     let group = request.group_id.0.to_string();
     let access = session.access(ctx);
-    if !access.group(Operation::Read, &group) {
-        return Reply::Now(refusal(ResponseError::GroupAuthorizationFailed, None));
-    }
-    let hidden: Vec<&str> = request
-        .subscribed_topic_names
-        .iter()
-        .flatten()
-        .map(|t| t.0.as_str())
-        .filter(|t| !access.topic(Operation::Describe, t))
-        .collect();
-    if !hidden.is_empty() {
-        let why = format!("not authorized to describe topics {}", hidden.join(", "));
-        return Reply::Now(refusal(ResponseError::TopicAuthorizationFailed, Some(why)));
-    }
-    if group.is_empty() {
-        let why = Some("GroupId can't be empty.".to_owned());
-        return Reply::Now(refusal(ResponseError::InvalidRequest, why));
+    let topics = request.subscribed_topic_names.as_deref();
+    if let Some((e, why)) = membership_refusal(&access, &group, topics) {
+        return Reply::Now(refusal(e, why));
     }
     // Members live in the instance coordinating the group (FindCoordinator's answer).
     match ctx.coordinator.locate(&group).await {

@@ -19,7 +19,6 @@
 //! `ferry_kafka_share_archived` and `ferry_kafka_share_lag`, by group, topic and partition.
 
 use super::ShareGroups;
-use super::config::ShareConfig;
 use super::partition::{ShareError, SharePartition};
 use crate::coordinator::groups::lag::lag;
 use crate::partition::log::Log;
@@ -154,15 +153,7 @@ impl ShareGroups {
             return Ok(true);
         }
         let key = self.inner.keys.group(group).share_meta();
-        let stored = self
-            .inner
-            .db
-            .run(|tx| {
-                let key = &key;
-                async move { tx.get(key, true).await }
-            })
-            .await?;
-        Ok(stored.is_some())
+        Ok(self.stored(&key).await?.is_some())
     }
 
     /// `group`'s figures (the caller checked that it is a share group).
@@ -245,25 +236,6 @@ impl ShareGroups {
             archived: depth.dead_lettered,
             lag: lag(high_watermark, start_offset),
         }))
-    }
-
-    /// `group`'s settings, without making the group one this instance knows, as
-    /// [`ShareGroups::config`] does: ShareGroupDescribe to an instance not serving the
-    /// group would then describe an empty group rather than answer `GROUP_ID_NOT_FOUND`.
-    async fn stored_config(&self, group: &str) -> Result<ShareConfig, ShareError> {
-        if let Some(g) = self.inner.groups.lock().get(group) {
-            return Ok(g.config.clone());
-        }
-        let key = self.inner.keys.group(group).share_config();
-        let stored = self
-            .inner
-            .db
-            .run(|tx| {
-                let key = &key;
-                async move { tx.get(key, true).await }
-            })
-            .await?;
-        Ok(stored.map(|v| ShareConfig::decode(&v)).unwrap_or_default())
     }
 
     /// The start offset of `sp`, whose end offset is `end`, as

@@ -126,21 +126,33 @@ impl ShareGroups {
         &self.inner.sessions
     }
 
+    /// The value of `key` in the store (a snapshot read).
+    async fn stored(&self, key: &[u8]) -> Result<Option<Vec<u8>>, ShareError> {
+        Ok(self
+            .inner
+            .db
+            .run(|tx| async move { tx.get(key, true).await })
+            .await?)
+    }
+
+    /// `group`'s settings, without making the group one this instance knows, as
+    /// [`ShareGroups::config`] does: ShareGroupDescribe to an instance not serving the
+    /// group would then describe an empty group rather than answer `GROUP_ID_NOT_FOUND`.
+    pub(crate) async fn stored_config(&self, group: &str) -> Result<ShareConfig, ShareError> {
+        if let Some(g) = self.inner.groups.lock().get(group) {
+            return Ok(g.config.clone());
+        }
+        let key = self.inner.keys.group(group).share_config();
+        let stored = self.stored(&key).await?;
+        Ok(stored.map(|v| ShareConfig::decode(&v)).unwrap_or_default())
+    }
+
     /// Loads `group`'s settings unless this instance knows the group.
     async fn load(&self, group: &str) -> Result<(), ShareError> {
         if self.inner.groups.lock().contains_key(group) {
             return Ok(());
         }
-        let keys = self.inner.keys.group(group);
-        let stored = self
-            .inner
-            .db
-            .run(|tx| {
-                let key = keys.share_config();
-                async move { tx.get(&key, true).await }
-            })
-            .await?;
-        let config = stored.map(|v| ShareConfig::decode(&v)).unwrap_or_default();
+        let config = self.stored_config(group).await?;
         self.inner
             .groups
             .lock()
@@ -352,15 +364,7 @@ impl ShareGroups {
             return Ok(true);
         }
         let key = self.inner.keys.group(group).share_meta();
-        let stored = self
-            .inner
-            .db
-            .run(|tx| {
-                let key = &key;
-                async move { tx.get(key, true).await }
-            })
-            .await?;
-        Ok(stored.is_some())
+        Ok(self.stored(&key).await?.is_some())
     }
 
     /// The partitions `group` has share-partitions of, as (topic name, partition).
