@@ -13,52 +13,16 @@ Defaults: 1000 partitions, 2 rounds of each mode, 20 s each; 20 records a second
 partitions picked at random. Stops the daemon it started by its PID.
 """
 
-import os
 import random
-import re
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 
+from bench_daemon import cpu_seconds, metric, started
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 TOPIC = "sessions"
 RATE = 20
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def metric(metrics_url, pattern):
-    text = urllib.request.urlopen(metrics_url, timeout=5).read().decode()
-    total = 0.0
-    for line in text.splitlines():
-        if re.match(pattern, line):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
-
-
-def wait_for(port, seconds=30):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"nothing listens on {port}")
 
 
 def round_(bootstrap, metrics_url, pid, partitions, seconds, sessions, producer):
@@ -115,42 +79,17 @@ def main():
     partitions = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 2
     seconds = float(sys.argv[4]) if len(sys.argv) > 4 else 20
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    kafka_port, metrics_port = free_port(), free_port()
-    with tempfile.TemporaryDirectory() as work:
-        env = dict(
-            os.environ,
-            FERRY__AMQP__LISTEN=f"127.0.0.1:{free_port()}",
-            FERRY__KAFKA__LISTEN=f"127.0.0.1:{kafka_port}",
-            FERRY__METRICS__LISTEN=f"127.0.0.1:{metrics_port}",
-            FERRY__MANAGEMENT__LISTEN="127.0.0.1:0",
-            FERRY__STORE__PATH=os.path.join(work, "store"),
-            RUST_LOG="warn",
-        )
-        log = open(os.path.join(work, "ferry.log"), "w")
-        daemon = subprocess.Popen(
-            [ferry, "run", "--config", os.path.join(root, "config/ferry.toml")],
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-        try:
-            wait_for(kafka_port)
-            wait_for(metrics_port)
-            bootstrap = f"127.0.0.1:{kafka_port}"
-            metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-            admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-            admin.create_topics([NewTopic(TOPIC, num_partitions=partitions, replication_factor=1)])
-            admin.close()
-            producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
-            print(f"{partitions} partitions, {RATE} records/s, {seconds:.0f} s rounds", flush=True)
-            for _ in range(rounds):
-                for sessions in (False, True):
-                    round_(bootstrap, metrics_url, daemon.pid, partitions, seconds, sessions, producer)
-            producer.close()
-        finally:
-            daemon.terminate()
-            daemon.wait(timeout=30)
+    with started(ferry) as daemon:
+        bootstrap, metrics_url = daemon.bootstrap, daemon.metrics_url
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        admin.create_topics([NewTopic(TOPIC, num_partitions=partitions, replication_factor=1)])
+        admin.close()
+        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
+        print(f"{partitions} partitions, {RATE} records/s, {seconds:.0f} s rounds", flush=True)
+        for _ in range(rounds):
+            for sessions in (False, True):
+                round_(bootstrap, metrics_url, daemon.pid, partitions, seconds, sessions, producer)
+        producer.close()
 
 
 if __name__ == "__main__":

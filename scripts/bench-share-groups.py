@@ -25,16 +25,11 @@ Fetch or ShareFetch, and OffsetCommit or ShareAcknowledge, requests Ferry answer
 Defaults: 60,000 records, 2 rounds. Stops the daemon it started by its PID.
 """
 
-import os
-import re
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.request
 
+from bench_daemon import cpu_seconds, metric, started
 from confluent_kafka import Consumer, KafkaException, Producer, ShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
@@ -51,37 +46,9 @@ RECORD_SIZE = 1024
 TIMEOUT = 300
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def requests(metrics_url, apis):
     """Ferry's `ferry_kafka_requests_total` summed over `apis` and every error code."""
-    text = urllib.request.urlopen(metrics_url, timeout=5).read().decode()
-    total = 0.0
-    for line in text.splitlines():
-        m = re.match(r'ferry_kafka_requests_total\{api="(\w+)"', line)
-        if m and m.group(1) in apis:
-            total += float(line.rsplit(" ", 1)[1])
-    return total
-
-
-def wait_for(port, seconds=30):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"nothing listens on {port}")
+    return metric(metrics_url, rf'ferry_kafka_requests_total\{{api="({"|".join(apis)})"')
 
 
 def create_topic(admin, topic):
@@ -212,51 +179,23 @@ def main():
     ferry = sys.argv[1]
     records = int(sys.argv[2]) if len(sys.argv) > 2 else 60_000
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 2
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    kafka_port, metrics_port = free_port(), free_port()
-    with tempfile.TemporaryDirectory() as work:
-        env = dict(
-            os.environ,
-            FERRY__AMQP__LISTEN=f"127.0.0.1:{free_port()}",
-            FERRY__KAFKA__LISTEN=f"127.0.0.1:{kafka_port}",
-            FERRY__METRICS__LISTEN=f"127.0.0.1:{metrics_port}",
-            FERRY__MANAGEMENT__LISTEN="127.0.0.1:0",
-            FERRY__STORE__PATH=os.path.join(work, "store"),
-            RUST_LOG="warn",
+    with started(ferry) as daemon:
+        bootstrap, metrics_url = daemon.bootstrap, daemon.metrics_url
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        print(
+            f"{records} records of {RECORD_SIZE} B on {PARTITIONS} partitions, "
+            f"{MEMBERS} members, {rounds} rounds",
+            flush=True,
         )
-        log = open(os.path.join(work, "ferry.log"), "w")
-        daemon = subprocess.Popen(
-            [ferry, "run", "--config", os.path.join(root, "config/ferry.toml")],
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-        try:
-            wait_for(kafka_port)
-            wait_for(metrics_port)
-            bootstrap = f"127.0.0.1:{kafka_port}"
-            metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-            admin = AdminClient({"bootstrap.servers": bootstrap})
-            print(
-                f"{records} records of {RECORD_SIZE} B on {PARTITIONS} partitions, "
-                f"{MEMBERS} members, {rounds} rounds",
-                flush=True,
-            )
-            for n in range(1, rounds + 1):
-                topic = f"share-bench-{n}"
-                create_topic(admin, topic)
-                produce(bootstrap, topic, records)
-                modes = ("share", "group") if n % 2 else ("group", "share")
-                for mode in modes:
-                    group = f"bench-{mode}-{n}"
-                    line = consume(bootstrap, metrics_url, daemon.pid, topic, group, mode, records)
-                    print(f"round {n}  {line}", flush=True)
-        finally:
-            daemon.terminate()
-            daemon.wait(timeout=30)
-            if daemon.returncode not in (0, -15):
-                log.close()
-                sys.stderr.write(open(os.path.join(work, "ferry.log")).read()[-4000:])
+        for n in range(1, rounds + 1):
+            topic = f"share-bench-{n}"
+            create_topic(admin, topic)
+            produce(bootstrap, topic, records)
+            modes = ("share", "group") if n % 2 else ("group", "share")
+            for mode in modes:
+                group = f"bench-{mode}-{n}"
+                line = consume(bootstrap, metrics_url, daemon.pid, topic, group, mode, records)
+                print(f"round {n}  {line}", flush=True)
 
 
 if __name__ == "__main__":
