@@ -24,6 +24,7 @@ pub(crate) fn backup(config: &Config, out: &Path) -> anyhow::Result<String> {
             .context("cannot open the store")?;
         // Blocking reads and writes: nothing else runs on this runtime.
         let written = Backup::start(&db)
+            .await
             .map_err(anyhow::Error::from)
             .and_then(|backup| write_whole(out, |file| Ok(backup.write_to(file)?)));
         db.close().await;

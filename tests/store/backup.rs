@@ -1,6 +1,6 @@
 //! Backup and restore of the embedded engine ([`ferry_store::backup`]): a backup shows the
 //! store at its read version exactly, however long it takes and however much is committed
-//! and checkpointed meanwhile (past the transaction age limit); restore loads it into an
+//! and checkpointed meanwhile (past the transaction age limit, more than the window holds); restore loads it into an
 //! empty store key for key, refuses a store that holds anything, and refuses a file that
 //! was cut short or damaged anywhere, loading nothing after the damage.
 
@@ -87,12 +87,14 @@ async fn a_backup_shows_its_read_version_while_commits_and_checkpoints_go_on() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir.path().join("a")).await;
     let before = filled(&db, 3_000, 7).await;
-    let mut backup = Backup::start(&db).unwrap();
+    let mut backup = Backup::start(&db).await.unwrap();
     let mut bytes = Vec::new();
     let mut rng = fastrand::Rng::with_seed(11);
     // Between frames, overwrite and clear keys the backup has not read yet and has
-    // read already, and checkpoint; wait past the age limit (and the margin a superseded
-    // snapshot is kept beyond it) once.
+    // read already — more bytes each time than the window holds, which the backup must
+    // not hold back (a commit that waited for it would wait forever here) — and
+    // checkpoint; wait past the age limit (and the margin a superseded snapshot is kept
+    // beyond it) once.
     let mut frames = 0;
     while let Some(frame) = backup.next_bytes().unwrap() {
         bytes.extend_from_slice(&frame);
@@ -100,10 +102,12 @@ async fn a_backup_shows_its_read_version_while_commits_and_checkpoints_go_on() {
         let changes: Vec<_> = (0..50)
             .map(|_| {
                 let key = format!("k{:06}", rng.usize(..12_000)).into_bytes();
-                (key, rng.bool().then(|| b"changed".to_vec()))
+                (key, rng.bool().then(|| vec![b'c'; 2_048]))
             })
             .collect();
-        commit(&db, &changes).await;
+        tokio::time::timeout(Duration::from_secs(60), commit(&db, &changes))
+            .await
+            .expect("a commit waited for the backup");
         db.checkpoint().await.unwrap();
         if frames == 2 {
             tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -128,7 +132,11 @@ async fn restore_refuses_a_store_that_holds_anything() {
     let db = open(&dir.path().join("a")).await;
     filled(&db, 50, 1).await;
     let mut bytes = Vec::new();
-    Backup::start(&db).unwrap().write_to(&mut bytes).unwrap();
+    Backup::start(&db)
+        .await
+        .unwrap()
+        .write_to(&mut bytes)
+        .unwrap();
     db.close().await;
 
     let target = open(&dir.path().join("b")).await;
@@ -149,7 +157,11 @@ async fn a_damaged_or_cut_short_file_is_refused_and_nothing_after_the_damage_is_
     let db = open(&dir.path().join("a")).await;
     let model = filled(&db, 2_000, 3).await;
     let mut bytes = Vec::new();
-    let (_, totals) = Backup::start(&db).unwrap().write_to(&mut bytes).unwrap();
+    let (_, totals) = Backup::start(&db)
+        .await
+        .unwrap()
+        .write_to(&mut bytes)
+        .unwrap();
     db.close().await;
     assert_eq!(totals.pairs, model.len() as u64);
 

@@ -3,7 +3,8 @@
 //! map after every step, with readers kept open across later commits and checkpoints,
 //! checkpoints and reopenings at random moments; a log whose last record is torn at every
 //! byte recovers to the last whole commit; a failed write or fsync of the data file during
-//! a checkpoint stops the engine and loses nothing committed.
+//! a checkpoint stops the engine and loses nothing committed; readers racing a writer and
+//! the checkpoints it sets off see whole commits.
 
 use ferry_store::embedded::{DiskFault, LOG_DIR, Options};
 use ferry_store::{Database, RangeOption, StoreError, Transaction};
@@ -403,4 +404,66 @@ async fn a_checkpoint_releases_the_log_segments_it_covers() {
     );
     drop(tx);
     reopened.close().await;
+}
+
+/// Readers racing a writer while checkpoints start on their own (a window of 16 KiB):
+/// each commit `n` sets the counter `c` to `n` and adds the key `i{n}`, so a reader that
+/// sees `c = n` must see exactly `n` such keys — a snapshot published on a checkpoint
+/// older than the window still holds would lose some.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn readers_racing_commits_and_checkpoints_see_whole_commits() {
+    const COMMITS: u64 = 3_000;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_embedded(Options {
+        window_bytes: 16 << 10,
+        ..Options::new(dir.path())
+    })
+    .await
+    .unwrap();
+    let writer = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            for n in 1..=COMMITS {
+                db.run(|tx| async move {
+                    tx.set(b"c", n.to_be_bytes().to_vec());
+                    tx.set(format!("i{n:06}").as_bytes(), vec![7; 200]);
+                    Ok::<_, StoreError>(())
+                })
+                .await
+                .unwrap();
+            }
+        })
+    };
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let db = db.clone();
+            tokio::spawn(async move {
+                let mut reads = 0u64;
+                loop {
+                    let (n, keys) = db
+                        .run(|tx| async move {
+                            let n = tx
+                                .get(b"c", false)
+                                .await?
+                                .map_or(0, |v| u64::from_be_bytes(v[..8].try_into().unwrap()));
+                            let range = RangeOption::new(b"i".to_vec(), b"j".to_vec());
+                            let keys = tx.get_range(&range, false).await?.len() as u64;
+                            Ok::<_, StoreError>((n, keys))
+                        })
+                        .await
+                        .unwrap();
+                    assert_eq!(keys, n, "a reader saw commit {n} with {keys} of its keys");
+                    reads += 1;
+                    if n == COMMITS {
+                        return reads;
+                    }
+                }
+            })
+        })
+        .collect();
+    writer.await.unwrap();
+    for reader in readers {
+        assert!(reader.await.unwrap() > 1, "the readers raced the writer");
+    }
+    db.close().await;
 }

@@ -28,7 +28,7 @@ pub(crate) fn routes() -> Router<Api> {
 async fn backup(State(api): State<Api>, principal: Principal) -> ApiResult<Response> {
     administrator(&principal)?;
     let store = api.resources.store.clone();
-    let backup = match Backup::start(&store) {
+    let backup = match Backup::start(&store).await {
         Ok(backup) => backup,
         Err(e @ BackupError::Unsupported(_)) => return Err(ApiError::bad_request(e.to_string())),
         Err(e) => return Err(store_failed(e)),

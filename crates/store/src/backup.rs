@@ -2,8 +2,9 @@
 //! version, in a file of checksummed frames.
 //!
 //! A [`Backup`] pins the newest committed state of the embedded engine
-//! ([`crate::embedded::EmbeddedDb::pin`]) and reads it in chunks while the daemon keeps
-//! committing: what it writes is the store exactly as of that version. [`restore`] loads
+//! ([`crate::embedded::EmbeddedDb::pin`]: a checkpoint, read from the data file) and reads
+//! it in chunks while the daemon keeps committing: what it writes is the store exactly as
+//! of that version. [`restore`] loads
 //! such a file into an empty store. A restored store is the store as a `kill -9` at that
 //! version would have left it, and Ferry recovers it as it recovers from one (leases of
 //! the old instances expire, unconfirmed work is redone).
@@ -104,7 +105,7 @@ pub struct Totals {
 
 /// A backup being written: yields the file's bytes frame by frame.
 pub struct Backup {
-    /// The pinned state (dropped at the end, releasing the window).
+    /// The pinned state (dropped at the end, releasing the data file's pages it holds).
     pinned: Option<crate::embedded::PinnedSnapshot>,
     /// The file's header.
     header: Header,
@@ -117,13 +118,14 @@ pub struct Backup {
 }
 
 impl Backup {
-    /// Pins the newest committed state of `db`.
+    /// Pins the newest committed state of `db` (after a checkpoint of the embedded
+    /// engine).
     ///
     /// # Errors
     /// [`BackupError::Unsupported`] on FoundationDB; the store's error.
-    pub fn start(db: &Database) -> Result<Self, BackupError> {
+    pub async fn start(db: &Database) -> Result<Self, BackupError> {
         let pinned = match db {
-            Database::Embedded(db) => db.pin()?,
+            Database::Embedded(db) => db.pin().await?,
             #[cfg(feature = "fdb")]
             Database::Fdb(_) => return Err(BackupError::Unsupported("fdb")),
         };

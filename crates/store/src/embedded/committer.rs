@@ -22,7 +22,7 @@ use super::checkpoint::Signal;
 use super::commit_log::CommitLog;
 use super::history::{History, Verdict};
 use super::mutation::{Mutation, fill_versionstamp};
-use super::snapshot::{Snapshot, storage};
+use super::snapshot::storage;
 use super::window::State;
 use super::write_set::WriteSet;
 use crate::keys::{VERSIONSTAMP_LEN, key_after};
@@ -75,10 +75,9 @@ pub(super) struct Accepted {
 
 /// A batch whose outcome is decided.
 enum Completion {
-    /// Applied durably at `version`; `snapshot` shows it.
+    /// Applied durably at `version`.
     Committed {
         version: u64,
-        snapshot: Arc<Snapshot>,
         writes: Arc<WriteSet>,
         accepted: Vec<Accepted>,
     },
@@ -221,14 +220,8 @@ impl Committer {
                 self.last_version = version;
                 let writes = Arc::new(batch_writes);
                 self.history.record(version, writes.clone());
-                let snapshot = Snapshot {
-                    version,
-                    window: self.shared.window.clone(),
-                    base: self.shared.checkpoint.read().clone(),
-                };
                 Completion::Committed {
                     version,
-                    snapshot: Arc::new(snapshot),
                     writes,
                     accepted,
                 }
@@ -288,11 +281,10 @@ fn complete(shared: &Shared, completion: Completion) {
     match completion {
         Completion::Committed {
             version,
-            snapshot,
             writes,
             accepted,
         } => {
-            shared.publish(snapshot, &writes);
+            shared.publish(version, &writes);
             for a in accepted {
                 let outcome = if shared.faults.unknown_result() {
                     // Applied, but reported as unknown; the caller's watches fail with it.

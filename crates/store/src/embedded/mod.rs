@@ -137,8 +137,6 @@ struct Shared {
     published: RwLock<Arc<Snapshot>>,
     /// Snapshots published, oldest first, while a reader may use them.
     issued: Mutex<VecDeque<Issued>>,
-    /// Snapshots held by [`PinnedSnapshot`]s (backups): readable whatever their age.
-    pinned: Mutex<Vec<Weak<Snapshot>>>,
     /// The window of changes since the checkpoint.
     window: Arc<Window>,
     /// The newest checkpoint; new snapshots read below the window from it.
@@ -173,10 +171,26 @@ impl Shared {
         self.published.read().clone()
     }
 
-    /// Makes `snapshot` the newest and fires the watches its batch (`writes`) touched.
-    fn publish(&self, snapshot: Arc<Snapshot>, writes: &WriteSet) {
-        self.issue(&snapshot);
-        *self.published.write() = snapshot.clone();
+    /// Makes the state at `version` (the window's entries up to it, over the current
+    /// checkpoint) the newest and fires the watches its batch (`writes`) touched.
+    ///
+    /// The checkpoint is read under the `published` lock, which [`Self::use_checkpoint`]
+    /// takes after switching checkpoints: a snapshot published on an older checkpoint
+    /// is issued before the switch and replaced by it, so the window keeps what it needs
+    /// while it lives; one built on a checkpoint read earlier could be published after
+    /// the window pruned the entries between that checkpoint and the next.
+    fn publish(&self, version: u64, writes: &WriteSet) {
+        let snapshot = {
+            let mut published = self.published.write();
+            let snapshot = Arc::new(Snapshot {
+                version,
+                window: self.window.clone(),
+                base: self.checkpoint.read().clone(),
+            });
+            self.issue(&snapshot);
+            *published = snapshot.clone();
+            snapshot
+        };
         self.watches.lock().fire(writes, &snapshot);
     }
 
@@ -204,26 +218,6 @@ impl Shared {
         }
     }
 
-    /// The oldest snapshot a live reader may use: a transaction's or a pinned one's,
-    /// whichever is older.
-    fn oldest_live(&self) -> Option<Arc<Snapshot>> {
-        let pinned = self.oldest_pinned();
-        match (self.oldest_issued(), pinned) {
-            (Some(issued), Some(pinned)) if pinned.version < issued.version => Some(pinned),
-            (issued, pinned) => issued.or(pinned),
-        }
-    }
-
-    /// The oldest snapshot a [`PinnedSnapshot`] holds; dropped ones are forgotten.
-    fn oldest_pinned(&self) -> Option<Arc<Snapshot>> {
-        let mut pinned = self.pinned.lock();
-        pinned.retain(|p| p.strong_count() > 0);
-        pinned
-            .iter()
-            .filter_map(Weak::upgrade)
-            .min_by_key(|s| (s.version, s.base.version))
-    }
-
     /// The oldest snapshot a transaction may use: dropped ones are forgotten, and so are
     /// ones superseded longer ago than a transaction may live (any reader still holding
     /// one fails with `transaction_too_old`).
@@ -246,13 +240,13 @@ impl Shared {
 
     /// The oldest read version a live reader may use.
     fn oldest_live_read(&self) -> u64 {
-        self.oldest_live()
+        self.oldest_issued()
             .map_or_else(|| self.latest().version, |s| s.version)
     }
 
     /// The oldest checkpoint a live reader may use.
     fn oldest_live_checkpoint(&self) -> u64 {
-        self.oldest_live()
+        self.oldest_issued()
             .map_or_else(|| self.checkpoint.read().version, |s| s.base.version)
     }
 
@@ -319,7 +313,6 @@ impl EmbeddedDb {
         let shared = Arc::new(Shared {
             published: RwLock::new(snapshot.clone()),
             issued: Mutex::new(VecDeque::new()),
-            pinned: Mutex::new(Vec::new()),
             window,
             checkpoint: RwLock::new(base),
             checkpointer: Mutex::new(Some(signal.clone())),
@@ -421,34 +414,34 @@ impl EmbeddedDb {
         &self.shared.path
     }
 
-    /// The newest committed state, kept readable for as long as the returned handle
-    /// lives, past the age limit of transactions (a backup reads it): the window keeps
-    /// every entry it needs meanwhile, so hold it no longer than the read takes.
+    /// The newest committed state, read from the data file: a checkpoint is written
+    /// first, and the handle keeps redb's view of it (the pages it shows stay in the file
+    /// while the handle lives, so the file grows by what is rewritten meanwhile). The
+    /// window is not held back, so commits go on at full speed however long a reader (a
+    /// backup) keeps it.
     ///
     /// # Errors
     /// [`StoreError::Closed`], or the engine's failure.
-    pub fn pin(&self) -> Result<PinnedSnapshot, StoreError> {
-        if self.shared.requests.read().is_none() {
-            return Err(StoreError::Closed);
-        }
+    pub async fn pin(&self) -> Result<PinnedSnapshot, StoreError> {
         if let Some(e) = self.failure() {
             return Err(e);
         }
-        let snapshot = self.shared.latest();
-        self.shared.pinned.lock().push(Arc::downgrade(&snapshot));
-        Ok(PinnedSnapshot { snapshot })
+        self.checkpoint().await?;
+        Ok(PinnedSnapshot {
+            checkpoint: self.shared.checkpoint.read().clone(),
+        })
     }
 }
 
 /// A committed state held readable by [`EmbeddedDb::pin`].
 pub struct PinnedSnapshot {
-    snapshot: Arc<Snapshot>,
+    checkpoint: Arc<Checkpoint>,
 }
 
 impl PinnedSnapshot {
     /// The commit version it shows.
     pub fn version(&self) -> u64 {
-        self.snapshot.version
+        self.checkpoint.version
     }
 
     /// The pairs from `begin` (inclusive) on, in key order, until about `max_bytes` of
@@ -464,7 +457,7 @@ impl PinnedSnapshot {
         let end = crate::keys::keyspace_end();
         let mut pairs = Vec::new();
         let mut bytes = 0;
-        for pair in self.snapshot.range(begin, &end, false)? {
+        for pair in self.checkpoint.range(begin, &end, false)? {
             let (key, value) = pair?;
             bytes += key.len() + value.len();
             pairs.push(crate::KeyValue { key, value });

@@ -44,7 +44,7 @@ impl Checkpoint {
     }
 
     /// The pairs in `[begin, end)`, forwards or backwards.
-    fn range(
+    pub(super) fn range(
         &self,
         begin: &[u8],
         end: &[u8],
