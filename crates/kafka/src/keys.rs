@@ -116,6 +116,12 @@ impl KafkaKeys {
         self.space.pack(&("topic", "version"))
     }
 
+    /// The counter every change of a share group's settings, and every deletion of a
+    /// share group, bumps (every instance watches it).
+    pub fn share_configs_version(&self) -> Vec<u8> {
+        self.space.pack(&("sconfv",))
+    }
+
     /// A registered broker (Ferry instance).
     pub fn broker(&self, node_id: i32) -> Vec<u8> {
         self.space.pack(&("broker", i64::from(node_id)))

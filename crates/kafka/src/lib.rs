@@ -472,7 +472,7 @@ impl KafkaFront {
 
 /// The front's background loops: sequencer balancing, the broker registration, the topic
 /// cache, the dynamic broker settings' cache, the ACL cache, the group leases, transaction
-/// expiry, consumer lag, the share groups' lock expiry, dead letters and figures, and the
+/// expiry, consumer lag, the share groups' lock expiry, settings, dead letters and figures, and the
 /// lease holder of large batches' spills. The front's API handlers
 /// rely on them (in-process tests start them without a listener).
 struct Background {
@@ -498,6 +498,7 @@ impl Background {
             tokio::spawn(ctx.broker_settings.clone().follow_changes(internal.clone())),
             tokio::spawn(ctx.transactions.clone().expire_until(internal.clone())),
             tokio::spawn(ctx.share.clone().expire_locks(internal.clone())),
+            tokio::spawn(ctx.share.clone().follow_configs(internal.clone())),
             tokio::spawn(share::dead_letters::run(ctx.clone(), internal.clone())),
             tokio::spawn(coordinator::groups::lag::run(
                 ctx.db.clone(),

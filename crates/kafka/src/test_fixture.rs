@@ -66,8 +66,8 @@ pub struct Front {
     pub ctx: Arc<Context>,
     /// The loops `KafkaFront::run` would run.
     background: Background,
-    /// Keeps the store's directory for the test's life.
-    _dir: tempfile::TempDir,
+    /// Keeps the store's directory for the test's life; `None` for a [`Front::peer`].
+    dir: Option<tempfile::TempDir>,
 }
 
 impl Front {
@@ -94,6 +94,29 @@ impl Front {
         let db = ferry_store::Database::open(&store).await.unwrap();
         let stages = Stages::new(db, &store.prefix);
         stages.ensure_schema().await.unwrap();
+        Self::over(config, users, stages, Some(dir)).await
+    }
+
+    /// Another front over this one's store, as a second Ferry instance (node `node_id`)
+    /// over one store: stop it before this one, which closes the store.
+    pub async fn peer(&self, node_id: i32) -> Self {
+        let config = KafkaConfig {
+            node_id,
+            ..self.ctx.config.clone()
+        };
+        let stages = Stages::new(self.ctx.db.clone(), &StoreConfig::default().prefix);
+        Self::over(config, &default_users(), stages, None).await
+    }
+
+    /// A front with `config` and `users` over `stages`' store; `dir` holds the store
+    /// when this front owns it.
+    async fn over(
+        config: KafkaConfig,
+        users: &[UserConfig],
+        stages: Stages,
+        dir: Option<tempfile::TempDir>,
+    ) -> Self {
+        let prefix = StoreConfig::default().prefix;
         let listener = TcpListener::bind(&config.listen).await.unwrap();
         // An SSL listener too, so Metadata has an address for clients of a TLS peer
         // (`client_as`); never served, so it needs no certificate.
@@ -105,23 +128,19 @@ impl Front {
                 tls: None,
             },
         };
-        let users = ferry_auth::Authenticator::start(stages.db().clone(), &store.prefix, users)
+        let users = ferry_auth::Authenticator::start(stages.db().clone(), &prefix, users)
             .await
             .unwrap();
-        let incarnation = Incarnation::begin(
-            stages.db(),
-            &store.prefix,
-            config.node_id,
-            Scope::of(stages.db()),
-        )
-        .await
-        .unwrap();
+        let incarnation =
+            Incarnation::begin(stages.db(), &prefix, config.node_id, Scope::of(stages.db()))
+                .await
+                .unwrap();
         let front = KafkaFront::start(
             &config,
             users,
             MemoryWatermark::unlimited(),
             stages,
-            &store.prefix,
+            &prefix,
             vec![crate::KafkaListener::plaintext(listener), ssl],
             &incarnation,
             CancellationToken::new(),
@@ -133,7 +152,7 @@ impl Front {
         Self {
             ctx,
             background,
-            _dir: dir,
+            dir,
         }
     }
 
@@ -165,11 +184,13 @@ impl Front {
         }
     }
 
-    /// Stops the front as the daemon's shutdown does, then closes the store.
+    /// Stops the front as the daemon's shutdown does, then closes the store if it owns it.
     pub async fn stop(self) {
         self.ctx.shutdown.cancel();
         self.background.stop(&self.ctx).await;
-        self.ctx.db.close().await;
+        if self.dir.is_some() {
+            self.ctx.db.close().await;
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //! in one request; the group task answers once what the heartbeat changed is stored. Needs
 //! Read on the group (else `GROUP_AUTHORIZATION_FAILED`) and Describe on every topic it
 //! subscribes to by name (else `TOPIC_AUTHORIZATION_FAILED`), as Kafka. Version 1 clients name
-//! their member ids (KIP-1082); a version 0 client joining without one is given one.
+//! their member ids (KIP-1082); a version 0 client joining without one is given one. A share
+//! group's id is `GROUP_ID_NOT_FOUND` ("not a consumer group"), as Kafka answers.
 
 use super::{Reply, Session, str_bytes};
 use crate::Context;
@@ -33,6 +34,18 @@ pub(super) async fn handle(
     let topics = request.subscribed_topic_names.as_deref();
     if let Some((e, why)) = membership_refusal(&access, &group, topics) {
         return Reply::Now(refusal(e, why));
+    }
+    // As Kafka: a share group's id is not a consumer group's (checked as a member joins;
+    // a share group cannot take the id of a consumer group afterwards).
+    if request.member_epoch == 0 {
+        match ctx.share.exists(&group).await {
+            Ok(false) => {}
+            Ok(true) => {
+                let why = format!("Group {group} is not a consumer group");
+                return Reply::Now(refusal(ResponseError::GroupIdNotFound, Some(why)));
+            }
+            Err(_) => return Reply::Now(refusal(ResponseError::CoordinatorNotAvailable, None)),
+        }
     }
     let member_id = if version == 0 && request.member_id.is_empty() {
         Uuid::from_u128(fastrand::u128(..)).to_string()

@@ -2,7 +2,8 @@
 //! rebalance completes (every member rejoined, or the rebalance timeout passed), or at once
 //! for a static member (`group_instance_id`, v5+) back in a stable group and for a new
 //! dynamic member at v4+, told `MEMBER_ID_REQUIRED` with its id (KIP-394). Needs Read on
-//! the group (else `GROUP_AUTHORIZATION_FAILED`).
+//! the group (else `GROUP_AUTHORIZATION_FAILED`); a share group's id is
+//! `INCONSISTENT_GROUP_PROTOCOL`, as Kafka answers.
 
 use super::{Reply, Session, str_bytes};
 use crate::Context;
@@ -38,6 +39,22 @@ pub(super) async fn handle(
             request.member_id.as_str(),
             ResponseError::GroupAuthorizationFailed,
         )));
+    }
+    // As Kafka: a share group's id is not a classic group's.
+    match ctx.share.exists(&group).await {
+        Ok(false) => {}
+        Ok(true) => {
+            return Reply::Now(response(Joined::error(
+                "",
+                ResponseError::InconsistentGroupProtocol,
+            )));
+        }
+        Err(_) => {
+            return Reply::Now(response(Joined::error(
+                request.member_id.as_str(),
+                ResponseError::CoordinatorNotAvailable,
+            )));
+        }
     }
     let millis = |ms: i32| Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     let rebalance_timeout = if version >= 1 {

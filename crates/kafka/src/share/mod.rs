@@ -2,7 +2,7 @@
 //! stage's leases ([`partition`]).
 //!
 //! This instance keeps each share group's members ([`membership`]), settings
-//! ([`config`], stored), share sessions ([`sessions`]) and which member holds which
+//! ([`config`], stored and followed: [`configs`]), share sessions ([`sessions`]) and which member holds which
 //! acquired record under which holder; the records themselves, their delivery counts and
 //! their locks live in the store, so a kill -9 loses no acknowledgement and returns every
 //! acquired record. Members and sessions are not stored: after a restart, clients join
@@ -10,6 +10,7 @@
 //! Archived records go on to the group's dead-letter topic ([`dead_letters`]).
 
 pub(crate) mod config;
+mod configs;
 pub(crate) mod dead_letters;
 pub(crate) mod fetch;
 pub(crate) mod figures;
@@ -21,7 +22,7 @@ use crate::keys::KafkaKeys;
 use crate::metadata::topics::Topics;
 use config::ShareConfig;
 use ferry_stage::{Holders, MessageId, Stages};
-use ferry_store::Database;
+use ferry_store::{ChangeCounter, Database};
 use kafka_protocol::ResponseError;
 use membership::{Answer, Heartbeat, ShareGroup, TopicShape};
 use parking_lot::Mutex;
@@ -92,6 +93,8 @@ struct Inner {
     holders: Holders,
     groups: Mutex<HashMap<String, Group>>,
     partitions: Mutex<HashMap<(String, Place), SharePartition>>,
+    /// Bumped with every change of a group's settings and every deletion of a group.
+    configs_version: ChangeCounter,
     sessions: sessions::ShareSessions,
     /// Wakes the lock expiry loop when a lock is taken.
     locked: tokio::sync::Notify,
@@ -108,6 +111,7 @@ impl ShareGroups {
         Self {
             inner: Arc::new(Inner {
                 holders: Holders::new(&stages),
+                configs_version: ChangeCounter::new(keys.share_configs_version()),
                 db,
                 keys,
                 topics,
@@ -133,73 +137,6 @@ impl ShareGroups {
             .db
             .run(|tx| async move { tx.get(key, true).await })
             .await?)
-    }
-
-    /// `group`'s settings, without making the group one this instance knows, as
-    /// [`ShareGroups::config`] does: ShareGroupDescribe to an instance not serving the
-    /// group would then describe an empty group rather than answer `GROUP_ID_NOT_FOUND`.
-    pub(crate) async fn stored_config(&self, group: &str) -> Result<ShareConfig, ShareError> {
-        if let Some(g) = self.inner.groups.lock().get(group) {
-            return Ok(g.config.clone());
-        }
-        let key = self.inner.keys.group(group).share_config();
-        let stored = self.stored(&key).await?;
-        Ok(stored.map(|v| ShareConfig::decode(&v)).unwrap_or_default())
-    }
-
-    /// Loads `group`'s settings unless this instance knows the group.
-    async fn load(&self, group: &str) -> Result<(), ShareError> {
-        if self.inner.groups.lock().contains_key(group) {
-            return Ok(());
-        }
-        let config = self.stored_config(group).await?;
-        self.inner
-            .groups
-            .lock()
-            .entry(group.to_owned())
-            .or_insert_with(|| Group {
-                config,
-                ..Group::default()
-            });
-        Ok(())
-    }
-
-    /// `group`'s settings.
-    ///
-    /// # Errors
-    /// The store's error.
-    pub(crate) async fn config(&self, group: &str) -> Result<ShareConfig, ShareError> {
-        self.load(group).await?;
-        Ok(self.inner.groups.lock()[group].config.clone())
-    }
-
-    /// Stores `config` as `group`'s settings.
-    ///
-    /// # Errors
-    /// The store's error.
-    pub(crate) async fn set_config(
-        &self,
-        group: &str,
-        config: ShareConfig,
-    ) -> Result<(), ShareError> {
-        self.load(group).await?;
-        let (key, value) = (self.inner.keys.group(group).share_config(), config.encode());
-        self.inner
-            .db
-            .run(|tx| {
-                let (key, value) = (&key, &value);
-                async move {
-                    tx.set(key, value.clone());
-                    Ok::<_, ShareError>(())
-                }
-            })
-            .await?;
-        if let Some(g) = self.inner.groups.lock().get_mut(group) {
-            g.config = config;
-        }
-        // Opened again on next use, with the delivery limit as now set.
-        self.inner.partitions.lock().retain(|(g, _), _| g != group);
-        Ok(())
     }
 
     /// The shape of topic `name` for the assignment.
@@ -462,6 +399,47 @@ impl ShareGroups {
             .unwrap_or_default();
         self.release(held).await;
         sp.restart_at(&self.inner.db, start).await
+    }
+
+    /// Deletes `group` (DeleteGroups): its share-partitions with the records waiting and
+    /// the archived ones not yet copied to its dead-letter topic, its settings and its
+    /// listing, in one transaction. The group must have no members (the caller checks).
+    ///
+    /// # Errors
+    /// The store's or a stage's error.
+    pub(crate) async fn delete(&self, group: &str) -> Result<(), ShareError> {
+        let stages: Vec<String> = self
+            .inner
+            .stages
+            .list()
+            .await?
+            .into_iter()
+            .map(|(name, _)| name)
+            .filter(|name| partition::is_stage_of(name, group))
+            .collect();
+        let keys = self.inner.keys.group(group);
+        let listing = self.inner.keys.group_listing(group);
+        self.inner
+            .db
+            .run(|tx| {
+                let (stages, keys, listing) = (&stages, &keys, &listing);
+                async move {
+                    for name in stages {
+                        self.inner.stages.delete_in(&tx, name).await?;
+                    }
+                    let (b, e) = keys.share_partitions();
+                    tx.clear_range(&b, &e);
+                    tx.clear(&keys.share_config());
+                    tx.clear(&keys.share_meta());
+                    tx.clear(listing);
+                    self.inner.configs_version.bump(&tx);
+                    Ok::<_, ShareError>(())
+                }
+            })
+            .await?;
+        self.inner.groups.lock().remove(group);
+        self.inner.partitions.lock().retain(|(g, _), _| g != group);
+        Ok(())
     }
 
     /// Whether this instance has served heartbeats of `group` (it coordinates the group, or

@@ -42,6 +42,20 @@ fn dead_stage_name(group: &str, topic_id: u64, partition: i32) -> String {
     format!("kafka-share-dead/{group}/{topic_id}/{partition}")
 }
 
+/// Whether stage `name` is one of `group`'s share-partitions' stages or dead-letter
+/// stages (a group id may hold `/`: what follows it must be `<topic_id>/<partition>`).
+pub(super) fn is_stage_of(name: &str, group: &str) -> bool {
+    ["kafka-share/", "kafka-share-dead/"].iter().any(|kind| {
+        name.strip_prefix(kind)
+            .and_then(|rest| rest.strip_prefix(group))
+            .and_then(|rest| rest.strip_prefix('/'))
+            .and_then(|rest| rest.split_once('/'))
+            .is_some_and(|(topic, partition)| {
+                topic.parse::<u64>().is_ok() && partition.parse::<i32>().is_ok()
+            })
+    })
+}
+
 /// A record acquired by a fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Acquired {

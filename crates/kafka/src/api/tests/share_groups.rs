@@ -3,11 +3,13 @@
 //! delivery counts and not giving one member's to another, acknowledgements (release
 //! redelivers with a grown count; a record not acquired by the member, or acknowledged
 //! already, is `INVALID_RECORD_STATE`; a malformed batch `INVALID_REQUEST`), the share
-//! session's epochs, a share group in ListGroups v5 and ShareGroupDescribe, and its
-//! offsets described, altered and deleted.
+//! session's epochs, a share group in ListGroups v5 and ShareGroupDescribe, its offsets
+//! described, altered and deleted, its id refused to classic and consumer members, the
+//! group deleted by DeleteGroups once empty, and both a changed setting and a deletion
+//! applying on a second instance over the same store.
 
 use super::create_topic;
-use super::fixture::{Client, Front, batch, name, text};
+use super::fixture::{Client, Front, PATIENCE, batch, name, text};
 use super::produce;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_share_group_offsets_request::{
@@ -16,15 +18,17 @@ use kafka_protocol::messages::alter_share_group_offsets_request::{
 use kafka_protocol::messages::delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic;
 use kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
 use kafka_protocol::messages::incremental_alter_configs_request as incremental;
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::share_fetch_request::{
     AcknowledgementBatch, FetchPartition, FetchTopic,
 };
 use kafka_protocol::messages::share_fetch_response::PartitionData;
 use kafka_protocol::messages::{
-    AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest,
-    DescribeShareGroupOffsetsRequest, GroupId, IncrementalAlterConfigsRequest, ListGroupsRequest,
-    ShareAcknowledgeRequest, ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest,
-    ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, share_acknowledge_request,
+    AlterShareGroupOffsetsRequest, ConsumerGroupHeartbeatRequest, DeleteGroupsRequest,
+    DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest, GroupId,
+    IncrementalAlterConfigsRequest, JoinGroupRequest, ListGroupsRequest, ShareAcknowledgeRequest,
+    ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse, share_acknowledge_request,
 };
 use uuid::Uuid;
 
@@ -393,4 +397,162 @@ async fn a_lower_delivery_count_limit_applies_to_a_started_share_partition() {
     assert_eq!(partition(&third).acknowledge_error_code, 0);
     assert_eq!(acquired(partition(&third)), []);
     front.stop().await;
+}
+
+/// The share groups ListGroups v5 lists.
+async fn share_groups(c: &mut Client) -> Vec<String> {
+    let listed = c
+        .call(
+            5,
+            ListGroupsRequest::default().with_types_filter(vec![text("Share")]),
+        )
+        .await;
+    listed
+        .groups
+        .iter()
+        .map(|g| g.group_id.0.to_string())
+        .collect()
+}
+
+/// DeleteGroups of `GROUP`: its error code.
+async fn delete_group(c: &mut Client) -> i16 {
+    let request = DeleteGroupsRequest::default().with_groups_names(vec![group()]);
+    c.call(2, request).await.results[0].error_code
+}
+
+#[tokio::test]
+async fn a_share_groups_id_is_refused_to_other_members_and_the_empty_group_deleted() {
+    let front = Front::start().await;
+    let mut c = front.client();
+    create_topic(&mut c, TOPIC, 1).await;
+    from_earliest(&mut c).await;
+    produce(&mut c, TOPIC, 0, batch(&["a", "b", "c"])).await;
+    let topic = Uuid::from_bytes(front.ctx.topics.get(TOPIC).unwrap().meta.uuid);
+    let joined = heartbeat(&mut c, "m1", 0).await;
+    assert_eq!(joined.error_code, 0, "{joined:?}");
+    assert_eq!(
+        acquired(partition(&fetch(&mut c, "m1", 0, topic, &[]).await)),
+        [(0, 2, 1)]
+    );
+
+    // As Kafka: a classic join is INCONSISTENT_GROUP_PROTOCOL, a consumer-protocol one
+    // GROUP_ID_NOT_FOUND.
+    let classic = JoinGroupRequest::default()
+        .with_group_id(group())
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(5_000)
+        .with_protocol_type(text("consumer"))
+        .with_protocols(vec![
+            JoinGroupRequestProtocol::default()
+                .with_name(text("range"))
+                .with_metadata(bytes::Bytes::new()),
+        ]);
+    let refused = c.call(5, classic.clone()).await;
+    assert_eq!(
+        (refused.error_code, refused.member_id.as_str()),
+        (ResponseError::InconsistentGroupProtocol.code(), "")
+    );
+    let consumer = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(group())
+        .with_member_id(text("c1"))
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(vec![name(TOPIC)]))
+        .with_topic_partitions(Some(Vec::new()));
+    let refused = c.call(1, consumer.clone()).await;
+    assert_eq!(refused.error_code, ResponseError::GroupIdNotFound.code());
+    assert_eq!(
+        refused.error_message.as_deref(),
+        Some("Group workers is not a consumer group")
+    );
+
+    // Deleted only once empty; then gone with its share-partitions: a new group of the
+    // same id starts again (from the earliest offset only if told so again).
+    assert_eq!(
+        delete_group(&mut c).await,
+        ResponseError::NonEmptyGroup.code()
+    );
+    assert_eq!(heartbeat(&mut c, "m1", -1).await.error_code, 0);
+    assert_eq!(delete_group(&mut c).await, 0);
+    assert_eq!(share_groups(&mut c).await, Vec::<String>::new());
+    assert_eq!(
+        delete_group(&mut c).await,
+        ResponseError::GroupIdNotFound.code()
+    );
+    assert_eq!(front.ctx.share.started(GROUP).await.unwrap(), []);
+    assert_eq!(heartbeat(&mut c, "m2", 0).await.error_code, 0);
+    produce(&mut c, TOPIC, 0, batch(&["d"])).await;
+    let fresh = fetch(&mut c, "m2", 0, topic, &[]).await;
+    // Its released records (0..2, delivered once) went with it, and so did its setting:
+    // the new group starts at the latest offset.
+    assert_eq!(acquired(partition(&fresh)), [(3, 3, 1)]);
+
+    // Once the share group is deleted again, the id is free for a consumer group.
+    assert_eq!(heartbeat(&mut c, "m2", -1).await.error_code, 0);
+    assert_eq!(delete_group(&mut c).await, 0);
+    assert_eq!(c.call(1, consumer).await.error_code, 0);
+    front.stop().await;
+}
+
+/// Waits (at most [`PATIENCE`]) until `done` holds.
+async fn until<F: std::future::Future<Output = bool>>(mut done: impl FnMut() -> F) {
+    tokio::time::timeout(PATIENCE, async {
+        while !done().await {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("in time");
+}
+
+#[tokio::test]
+async fn a_setting_changed_or_a_group_deleted_on_one_instance_applies_on_another() {
+    let a = Front::start().await;
+    let b = a.peer(1).await;
+    let (mut ca, mut cb) = (a.client(), b.client());
+    create_topic(&mut ca, TOPIC, 1).await;
+    from_earliest(&mut ca).await;
+    produce(&mut ca, TOPIC, 0, batch(&["a"])).await;
+    let topic = Uuid::from_bytes(a.ctx.topics.get(TOPIC).unwrap().meta.uuid);
+    // The member's coordinator is a; b serves the partition's records.
+    assert_eq!(heartbeat(&mut ca, "m1", 0).await.error_code, 0);
+    let first = fetch(&mut cb, "m1", 0, topic, &[]).await;
+    assert_eq!(acquired(partition(&first)), [(0, 0, 1)]);
+
+    // The limit falls from 5 to 2 on a: b, which opened the share-partition with 5,
+    // archives the record after its second delivery.
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        incremental::AlterConfigsResource::default()
+            .with_resource_type(32)
+            .with_resource_name(text(GROUP))
+            .with_configs(vec![
+                incremental::AlterableConfig::default()
+                    .with_name(text("share.delivery.count.limit"))
+                    .with_config_operation(0)
+                    .with_value(Some(text("2"))),
+            ]),
+    ]);
+    assert_eq!(ca.call(1, request).await.responses[0].error_code, 0);
+    until(|| async { b.ctx.share.config(GROUP).await.unwrap().delivery_limit == 2 }).await;
+    let second = fetch(&mut cb, "m1", 1, topic, &[(0, 0, RELEASE)]).await;
+    assert_eq!(acquired(partition(&second)), [(0, 0, 2)]);
+    let third = fetch(&mut cb, "m1", 2, topic, &[(0, 0, RELEASE)]).await;
+    assert_eq!(partition(&third).acknowledge_error_code, 0);
+    assert_eq!(acquired(partition(&third)), [], "archived at the new limit");
+
+    // Deleted on a, the group is forgotten by b too.
+    assert_eq!(heartbeat(&mut ca, "m1", -1).await.error_code, 0);
+    assert_eq!(delete_group(&mut ca).await, 0);
+    until(|| async { !b.ctx.share.exists(GROUP).await.unwrap() }).await;
+    let described = cb
+        .call(
+            1,
+            ShareGroupDescribeRequest::default().with_group_ids(vec![group()]),
+        )
+        .await;
+    assert_eq!(
+        described.groups[0].error_code,
+        ResponseError::GroupIdNotFound.code()
+    );
+    b.stop().await;
+    a.stop().await;
 }

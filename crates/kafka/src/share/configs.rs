@@ -1,0 +1,147 @@
+//! A share group's settings (its group configs, [`super::config`]): loaded once by the
+//! instance that uses the group, stored by IncrementalAlterConfigs with a bump of a change
+//! counter, and reloaded by every instance when that counter moves — so a changed lock
+//! duration, delivery limit or isolation level applies on every instance over the store,
+//! and a group deleted on one is forgotten by the others.
+
+use super::Group;
+use super::ShareGroups;
+use super::config::ShareConfig;
+use super::partition::ShareError;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+/// How long to wait before watching the counter again after a failure.
+const RETRY: Duration = Duration::from_secs(1);
+
+impl ShareGroups {
+    /// `group`'s settings, without making the group one this instance knows, as
+    /// [`ShareGroups::config`] does: ShareGroupDescribe to an instance not serving the
+    /// group would then describe an empty group rather than answer `GROUP_ID_NOT_FOUND`.
+    pub(crate) async fn stored_config(&self, group: &str) -> Result<ShareConfig, ShareError> {
+        if let Some(g) = self.inner.groups.lock().get(group) {
+            return Ok(g.config.clone());
+        }
+        let key = self.inner.keys.group(group).share_config();
+        let stored = self.stored(&key).await?;
+        Ok(stored.map(|v| ShareConfig::decode(&v)).unwrap_or_default())
+    }
+
+    /// Loads `group`'s settings unless this instance knows the group.
+    pub(super) async fn load(&self, group: &str) -> Result<(), ShareError> {
+        if self.inner.groups.lock().contains_key(group) {
+            return Ok(());
+        }
+        let config = self.stored_config(group).await?;
+        self.inner
+            .groups
+            .lock()
+            .entry(group.to_owned())
+            .or_insert_with(|| Group {
+                config,
+                ..Group::default()
+            });
+        Ok(())
+    }
+
+    /// `group`'s settings.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub(crate) async fn config(&self, group: &str) -> Result<ShareConfig, ShareError> {
+        self.load(group).await?;
+        Ok(self.inner.groups.lock()[group].config.clone())
+    }
+
+    /// Stores `config` as `group`'s settings.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub(crate) async fn set_config(
+        &self,
+        group: &str,
+        config: ShareConfig,
+    ) -> Result<(), ShareError> {
+        self.load(group).await?;
+        let (key, value) = (self.inner.keys.group(group).share_config(), config.encode());
+        self.inner
+            .db
+            .run(|tx| {
+                let (key, value) = (&key, &value);
+                async move {
+                    tx.set(key, value.clone());
+                    self.inner.configs_version.bump(&tx);
+                    Ok::<_, ShareError>(())
+                }
+            })
+            .await?;
+        if let Some(g) = self.inner.groups.lock().get_mut(group) {
+            g.config = config;
+        }
+        // Opened again on next use, with the delivery limit as now set.
+        self.inner.partitions.lock().retain(|(g, _), _| g != group);
+        Ok(())
+    }
+
+    /// Reloads the settings of every group this instance knows whenever any instance
+    /// changes a group's settings or deletes a group, until `shutdown`.
+    pub(crate) async fn follow_configs(self, shutdown: CancellationToken) {
+        let mut seen = 0;
+        loop {
+            let outcome = tokio::select! {
+                () = shutdown.cancelled() => return,
+                changed = self.inner.configs_version.changed_since(&self.inner.db, seen) => changed,
+            };
+            let outcome = match outcome {
+                Ok(()) => self.reload_configs().await,
+                Err(e) => Err(e.into()),
+            };
+            match outcome {
+                Ok(version) => seen = version,
+                Err(e) => {
+                    warn!(error = %e, "following the share groups' settings failed; retrying");
+                    tokio::select! {
+                        () = shutdown.cancelled() => return,
+                        () = tokio::time::sleep(RETRY) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads the settings of every group this instance knows: a changed group's
+    /// share-partitions are opened again (with the delivery limit as now set); a group
+    /// deleted meanwhile (no longer recorded) with no members here is forgotten. Returns
+    /// the counter it read them at.
+    async fn reload_configs(&self) -> Result<i64, ShareError> {
+        let tx = self.inner.db.begin()?;
+        let version = self.inner.configs_version.read_in(&tx).await?;
+        let names: Vec<String> = self.inner.groups.lock().keys().cloned().collect();
+        for group in names {
+            let keys = self.inner.keys.group(&group);
+            let recorded = tx.get(&keys.share_meta(), true).await?.is_some();
+            let stored = tx.get(&keys.share_config(), true).await?;
+            let config = stored.map(|v| ShareConfig::decode(&v)).unwrap_or_default();
+            let reopen = {
+                let mut groups = self.inner.groups.lock();
+                let Some(g) = groups.get_mut(&group) else {
+                    continue;
+                };
+                if !recorded && g.members.members.is_empty() {
+                    groups.remove(&group);
+                    true
+                } else if g.config == config {
+                    false
+                } else {
+                    g.config = config;
+                    true
+                }
+            };
+            if reopen {
+                self.inner.partitions.lock().retain(|(g, _), _| *g != group);
+            }
+        }
+        Ok(version)
+    }
+}
