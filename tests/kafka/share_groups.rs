@@ -187,8 +187,8 @@ fn share_metric(ferry: &Daemon, name: &str, group: &str, topic: &str) -> Option<
 
 /// The share group's figures in the management API and on `/metrics`, with
 /// confluent-kafka's `ShareConsumer` holding records: acquired and not acknowledged ones
-/// are in flight, rejected ones archived, and the lag (high watermark minus the lowest
-/// offset not settled) falls to 0 once every record is accepted. Monitoring users only.
+/// are in flight, rejected ones archived, and the lag (the records not settled) falls to 0
+/// once every record is accepted. Monitoring users only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn share_group_figures_in_the_management_api_and_metrics() {
     const RECORDS: i64 = 10;

@@ -1,7 +1,8 @@
 //! DescribeShareGroupOffsets (KIP-932): each share-partition's start offset — the lowest
 //! offset of the partition the share group has not settled yet, or where it will go on —
-//! for the partitions asked for (null: every partition the group has started); -1 for a
-//! partition the group was never assigned. A group that is not a share group is
+//! and (v1, KIP-1226) its lag, the records not settled yet
+//! ([`crate::share::figures`]), for the partitions asked for (null: every partition the
+//! group has started); -1 for a partition the group was never assigned. A group that is not a share group is
 //! `GROUP_ID_NOT_FOUND`. Needs Describe on the group (else `GROUP_AUTHORIZATION_FAILED`)
 //! and on each topic (else `TOPIC_AUTHORIZATION_FAILED` for its partitions), as Kafka.
 
@@ -84,8 +85,9 @@ pub(super) async fn handle(
                 line.with_start_offset(-1)
                     .with_error_code(ResponseError::UnknownTopicOrPartition.code())
             } else {
-                match ctx.share.start_offset(&name, &topic, partition).await {
-                    Ok(start) => line.with_start_offset(start.unwrap_or(-1)),
+                match ctx.share.partition_figures(&name, &topic, partition).await {
+                    Ok(Some(f)) => line.with_start_offset(f.start_offset).with_lag(f.lag),
+                    Ok(None) => line.with_start_offset(-1),
                     Err(e) => line
                         .with_start_offset(-1)
                         .with_error_code(ResponseError::UnknownServerError.code())

@@ -1,9 +1,11 @@
 //! ShareAcknowledge (KIP-932), and the acknowledgements ShareFetch carries: each batch of
 //! offsets settled as ACCEPT, RELEASE or REJECT (a GAP, an offset with no record, as
-//! ACCEPT), one type for the batch or one per offset. A record the member does not hold
-//! is `INVALID_RECORD_STATE` for its partition; a malformed batch `INVALID_REQUEST`. The
-//! request moves the member's share session on; epoch -1 closes it. Needs Read on the
-//! group and on each topic, as Kafka.
+//! ACCEPT), or kept with its lock started again (RENEW, KIP-1222: only in a v2 request
+//! with `IsRenewAck`), one type for the batch or one per offset. A record the member does
+//! not hold is `INVALID_RECORD_STATE` for its partition; a malformed batch, or a RENEW in a
+//! request without `IsRenewAck`, `INVALID_REQUEST`. The request moves the member's share
+//! session on; epoch -1 closes it. The answer (v2) carries the group's lock duration.
+//! Needs Read on the group and on each topic, as Kafka.
 
 use super::{Session, str_bytes};
 use crate::Context;
@@ -23,12 +25,14 @@ const GAP: i8 = 0;
 const ACCEPT: i8 = 1;
 const RELEASE: i8 = 2;
 const REJECT: i8 = 3;
+const RENEW: i8 = 4;
 
 /// One acknowledgement batch as it comes: first and last offsets, and the types.
 pub(super) type AckBatch<'a> = (i64, i64, &'a [i8]);
 
-/// The records `batches` settle, or why they are malformed.
-pub(super) fn settles(batches: &[AckBatch<'_>]) -> Result<Vec<(i64, Settle)>, String> {
+/// The records `batches` settle, or why they are malformed; RENEW only when `renew` (the
+/// request's `IsRenewAck`).
+pub(super) fn settles(batches: &[AckBatch<'_>], renew: bool) -> Result<Vec<(i64, Settle)>, String> {
     let mut out = Vec::new();
     for &(first, last, types) in batches {
         let span = last - first + 1;
@@ -48,6 +52,8 @@ pub(super) fn settles(batches: &[AckBatch<'_>]) -> Result<Vec<(i64, Settle)>, St
                 GAP | ACCEPT => Settle::Accept,
                 RELEASE => Settle::Release,
                 REJECT => Settle::Reject,
+                RENEW if renew => Settle::Renew,
+                RENEW => return Err("a RENEW acknowledgement needs IsRenewAck".to_owned()),
                 other => return Err(format!("unknown acknowledge type {other}")),
             };
             out.push((offset, how));
@@ -56,14 +62,14 @@ pub(super) fn settles(batches: &[AckBatch<'_>]) -> Result<Vec<(i64, Settle)>, St
     Ok(out)
 }
 
-/// Settles one partition's acknowledgements for `member`; the error code and message
-/// answering them.
+/// Settles one partition's acknowledgements for `member` (RENEW among them when
+/// `renew`); the error code and message answering them.
 pub(super) async fn acknowledge(
     ctx: &Context,
     session: &Session,
     (group, member): (&str, &str),
     (topic_id, partition): SessionPartition,
-    batches: &[AckBatch<'_>],
+    (batches, renew): (&[AckBatch<'_>], bool),
 ) -> (i16, Option<String>) {
     let Some(topic) = ctx.topics.by_uuid(topic_id) else {
         return (ResponseError::UnknownTopicId.code(), None);
@@ -71,7 +77,7 @@ pub(super) async fn acknowledge(
     if !session.access(ctx).topic(Operation::Read, &topic.meta.name) {
         return (ResponseError::TopicAuthorizationFailed.code(), None);
     }
-    let acks = match settles(batches) {
+    let acks = match settles(batches, renew) {
         Ok(acks) => acks,
         Err(why) => return (ResponseError::InvalidRequest.code(), Some(why)),
     };
@@ -92,7 +98,11 @@ pub(super) async fn acknowledge(
         Ok(sp) => sp,
         Err(_) => return (ResponseError::UnknownTopicOrPartition.code(), None),
     };
-    match ctx.share.acknowledge(group, member, &sp, &acks).await {
+    match ctx
+        .share
+        .acknowledge(group, member, &sp, &acks, config.lock)
+        .await
+    {
         Ok(()) => (0, None),
         Err((e, why)) => (e.code(), Some(why)),
     }
@@ -175,7 +185,8 @@ pub(super) async fn handle(
                 })
                 .collect();
             let place = (*t.topic_id.as_bytes(), p.partition_index);
-            let (code, why) = acknowledge(ctx, session, (&group, &member), place, &batches).await;
+            let acks = (batches.as_slice(), request.is_renew_ack);
+            let (code, why) = acknowledge(ctx, session, (&group, &member), place, acks).await;
             partitions.push(
                 PartitionData::default()
                     .with_partition_index(p.partition_index)
@@ -197,5 +208,15 @@ pub(super) async fn handle(
     if epoch == sessions::CLOSE {
         ctx.share.close_session(&group, &member).await;
     }
-    ResponseKind::ShareAcknowledge(ShareAcknowledgeResponse::default().with_responses(responses))
+    let lock = ctx.share.config(&group).await.unwrap_or_default().lock;
+    ResponseKind::ShareAcknowledge(
+        ShareAcknowledgeResponse::default()
+            .with_acquisition_lock_timeout_ms(lock_ms(lock))
+            .with_responses(responses),
+    )
+}
+
+/// A lock duration as the answers' `AcquisitionLockTimeoutMs`.
+pub(super) fn lock_ms(lock: std::time::Duration) -> i32 {
+    i32::try_from(lock.as_millis()).unwrap_or(i32::MAX)
 }

@@ -2,11 +2,14 @@
 //! ([`super::share_acknowledge`]), moves the member's share session on, then acquires
 //! records from the session's partitions ([`crate::share::fetch`]), long-polling up to
 //! `max_wait_ms` when there are none. Epoch -1 settles and closes the session without
-//! fetching; acknowledgements at epoch 0 (a new session) are `INVALID_REQUEST`. Needs Read
-//! on the group (else `GROUP_AUTHORIZATION_FAILED`) and on each topic (else
-//! `TOPIC_AUTHORIZATION_FAILED` for its partitions), as Kafka.
+//! fetching; acknowledgements at epoch 0 (a new session) are `INVALID_REQUEST`. Version 2:
+//! a request with `IsRenewAck` (renewing locks, KIP-1222) settles its acknowledgements and
+//! acquires nothing; `ShareAcquireMode` `batch_optimized` (0) and `record_limit` (1, KIP-1206)
+//! both acquire at most `max_records` (Ferry never rounds up to a batch's end), any other
+//! is `INVALID_REQUEST`. Needs Read on the group (else `GROUP_AUTHORIZATION_FAILED`) and on
+//! each topic (else `TOPIC_AUTHORIZATION_FAILED` for its partitions), as Kafka.
 
-use super::share_acknowledge::{AckBatch, acknowledge, refusal};
+use super::share_acknowledge::{AckBatch, acknowledge, lock_ms, refusal};
 use super::{Reply, Session, str_bytes};
 use crate::Context;
 use crate::acls::Operation;
@@ -21,6 +24,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
+
+/// `ShareAcquireMode`s: `batch_optimized`, `record_limit`.
+const ACQUIRE_MODES: [i8; 2] = [0, 1];
 
 /// One partition's line in the answer.
 #[derive(Default)]
@@ -67,14 +73,26 @@ pub(super) async fn handle(
         .iter()
         .flat_map(|t| t.partitions.iter().map(|p| (*t.topic_id.as_bytes(), *p)))
         .collect();
-    let refused = refusal(ctx, session, &group, &member, epoch).or_else(|| {
-        acks_at_open.then(|| {
-            (
-                ResponseError::InvalidRequest,
-                "Acknowledgements cannot come with a new share session (epoch 0).".to_owned(),
-            )
+    let refused = refusal(ctx, session, &group, &member, epoch)
+        .or_else(|| {
+            acks_at_open.then(|| {
+                (
+                    ResponseError::InvalidRequest,
+                    "Acknowledgements cannot come with a new share session (epoch 0).".to_owned(),
+                )
+            })
         })
-    });
+        .or_else(|| {
+            let mode = request.share_acquire_mode;
+            (!ACQUIRE_MODES.contains(&mode)).then(|| {
+                (
+                    ResponseError::InvalidRequest,
+                    format!(
+                        "ShareAcquireMode {mode} is not 0 (batch_optimized) or 1 (record_limit)."
+                    ),
+                )
+            })
+        });
     let places = refused.map_or_else(
         || {
             ctx.share
@@ -112,12 +130,17 @@ pub(super) async fn handle(
                 })
                 .collect();
             let place = (*t.topic_id.as_bytes(), p.partition_index);
-            let ack = acknowledge(ctx, session, (&group, &member), place, &batches).await;
+            let acks = (batches.as_slice(), request.is_renew_ack);
+            let ack = acknowledge(ctx, session, (&group, &member), place, acks).await;
             lines.entry(place).or_default().ack = ack;
         }
     }
     if epoch == sessions::CLOSE {
         ctx.share.close_session(&group, &member).await;
+    }
+    if request.is_renew_ack {
+        let config = ctx.share.config(&group).await.unwrap_or_default();
+        return Reply::Now(ResponseKind::ShareFetch(answer(lines, &config)));
     }
     let ctx = ctx.clone();
     let access = session.access(&ctx);
@@ -217,9 +240,7 @@ fn answer(
         );
     }
     ShareFetchResponse::default()
-        .with_acquisition_lock_timeout_ms(
-            i32::try_from(config.lock.as_millis()).unwrap_or(i32::MAX),
-        )
+        .with_acquisition_lock_timeout_ms(lock_ms(config.lock))
         .with_responses(
             topics
                 .into_iter()

@@ -156,7 +156,9 @@ async fn take(
         .collect();
     if !back.is_empty() {
         // Best effort: a record not settled now comes back when its lock ends.
-        let _ = groups.acknowledge(group, member, sp, &back).await;
+        let _ = groups
+            .acknowledge(group, member, sp, &back, config.lock)
+            .await;
     }
     Ok(Taken {
         records: if sent.is_empty() {

@@ -2,16 +2,16 @@
 //! share-partition its start offset, its end offset (what was fed into its stage so far),
 //! the records in flight (acquired by a member and not acknowledged yet), waiting (fed and
 //! not acquired) and archived (rejected, or past `share.delivery.count.limit`), and its lag
-//! (the partition's high watermark minus the start offset); and the group's members with
-//! their assignments and its state.
+//! (the records not settled yet: those waiting or in flight, and those produced past the end
+//! offset — Kafka's lag of KIP-1226, DescribeShareGroupOffsets v1's); and the group's members
+//! with their assignments and its state.
 //!
 //! The groups are those recorded as share groups in the store (`(P,"k","g",group,"smeta")`,
 //! written when a first member joins), and any with members here; the partitions those the
 //! group has started (`(P,"k","g",group,"sp",…)`). The records' figures are the stage's
 //! counters, read with snapshot reads, so a look neither conflicts with the members'
 //! fetches and acknowledgements nor takes a group's coordination. Members and the state are
-//! as this instance holds them (members live at the instance coordinating the group), and
-//! the start offset is [`ShareGroups::start_offset`]'s (DescribeShareGroupOffsets'). A look
+//! as this instance holds them (members live at the instance coordinating the group). A look
 //! leaves what the instance knows of the group, and so what its Kafka requests answer, as
 //! it was (an instance not serving a group answers ShareGroupDescribe `GROUP_ID_NOT_FOUND`).
 //!
@@ -53,7 +53,7 @@ pub struct SharePartitionFigures {
     /// Records archived since the share-partition was made: rejected, or released (or
     /// their lock ended) past the delivery count limit.
     pub archived: i64,
-    /// The high watermark minus the start offset (0 when the start is ahead).
+    /// The records not settled yet: waiting, in flight, and produced past the end offset.
     pub lag: i64,
 }
 
@@ -193,9 +193,12 @@ impl ShareGroups {
         })
     }
 
-    /// The figures of `group`'s share-partition of partition `index` of `topic`; `None`
-    /// when it is not started (or no longer).
-    async fn partition_figures(
+    /// The figures of `group`'s share-partition of partition `index` of `topic` (also
+    /// DescribeShareGroupOffsets' answer); `None` when it is not started (or no longer).
+    ///
+    /// # Errors
+    /// The store's or the share-partition's error.
+    pub(crate) async fn partition_figures(
         &self,
         group: &str,
         topic: &str,
@@ -215,8 +218,9 @@ impl ShareGroups {
         let Some(end_offset) = sp.end(&self.inner.db).await? else {
             return Ok(None);
         };
-        // The start first and the high watermark after it: a record produced and settled
-        // in between makes the lag too high for one look, never negative.
+        // The start and the stage's depth first and the high watermark after them: a record
+        // produced and settled in between makes the lag too high for one look, never
+        // negative.
         let start_offset = self.start_of(group, &sp, end_offset).await?;
         let depth = sp.stage.depth().await?;
         let tx = self.inner.db.begin()?;
@@ -234,13 +238,12 @@ impl ShareGroups {
             waiting: depth.ready,
             // Archived records are the stage's dead letters (`kafka-share-dead/…`).
             archived: depth.dead_lettered,
-            lag: lag(high_watermark, start_offset),
+            lag: lag(high_watermark, end_offset) + depth.ready + depth.in_flight,
         }))
     }
 
-    /// The start offset of `sp`, whose end offset is `end`, as
-    /// [`ShareGroups::start_offset`] gives it (the lowest offset acquired through this
-    /// instance or waiting, else the end), without making `group` known here either.
+    /// The start offset of `sp`, whose end offset is `end`: the lowest offset acquired
+    /// through this instance or waiting, else the end (without making `group` known here).
     async fn start_of(
         &self,
         group: &str,

@@ -2,8 +2,8 @@
 //! stage's leases ([`partition`]).
 //!
 //! This instance keeps each share group's members ([`membership`]), settings
-//! ([`config`], stored and followed: [`configs`]), share sessions ([`sessions`]) and which member holds which
-//! acquired record under which holder; the records themselves, their delivery counts and
+//! ([`config`], stored and followed: [`configs`]), share sessions ([`sessions`]) and which
+//! member holds which acquired record under which holder, until when ([`locks`]); the records themselves, their delivery counts and
 //! their locks live in the store, so a kill -9 loses no acknowledgement and returns every
 //! acquired record. Members and sessions are not stored: after a restart, clients join
 //! again (a heartbeat of an unknown member is `UNKNOWN_MEMBER_ID`, which makes them).
@@ -14,6 +14,7 @@ mod configs;
 pub(crate) mod dead_letters;
 pub(crate) mod fetch;
 pub(crate) mod figures;
+mod locks;
 pub(crate) mod membership;
 pub(crate) mod partition;
 pub(crate) mod sessions;
@@ -21,34 +22,20 @@ pub(crate) mod sessions;
 use crate::keys::KafkaKeys;
 use crate::metadata::topics::Topics;
 use config::ShareConfig;
-use ferry_stage::{Holders, MessageId, Stages};
+use ferry_stage::{Holders, Stages};
 use ferry_store::{ChangeCounter, Database};
 use kafka_protocol::ResponseError;
+use locks::Lock;
 use membership::{Answer, Heartbeat, ShareGroup, TopicShape};
 use parking_lot::Mutex;
-use partition::{Acquired, Settle, ShareError, SharePartition};
+use partition::{ShareError, SharePartition};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tracing::warn;
 
 /// A share-partition: (topic id, partition).
 pub(crate) type Place = (u64, i32);
-
-/// Who holds an acquired record.
-#[derive(Debug, Clone)]
-struct Lock {
-    /// The member it was acquired for.
-    member: String,
-    /// The holder its lease belongs to.
-    holder: u64,
-    /// Its message in the share-partition's stage.
-    id: MessageId,
-    /// When its lock ends (the reaper then returns it).
-    until: Instant,
-    /// How many times it has been delivered, this time included.
-    delivery_count: u32,
-}
 
 /// What this instance knows of one share group.
 #[derive(Default)]
@@ -215,15 +202,6 @@ impl ShareGroups {
         self.release(freed).await;
     }
 
-    /// Returns the records of `holders` to their share-partitions.
-    async fn release(&self, holders: Vec<u64>) {
-        for holder in holders {
-            if let Err(e) = self.inner.holders.release(holder).await {
-                warn!(holder, error = %e, "cannot release a share group member's records");
-            }
-        }
-    }
-
     /// `group`'s state as ListGroups names it (`Stable` with members, else `Empty`), when
     /// this instance knows the group.
     pub(crate) fn state(&self, group: &str) -> Option<&'static str> {
@@ -340,38 +318,6 @@ impl ShareGroups {
             .lock()
             .get(group)
             .is_some_and(|g| !g.members.members.is_empty())
-    }
-
-    /// The share-partition start offset of `group` for partition `index` of `topic`: the
-    /// lowest offset not yet settled (waiting or acquired), else its end offset; `None`
-    /// when the group was never assigned the partition.
-    ///
-    /// # Errors
-    /// The share-partition's error.
-    pub(crate) async fn start_offset(
-        &self,
-        group: &str,
-        topic: &str,
-        index: i32,
-    ) -> Result<Option<i64>, ShareError> {
-        let config = self.config(group).await?;
-        let sp = self.partition(group, topic, index, &config).await?;
-        let Some(end) = sp.end(&self.inner.db).await? else {
-            return Ok(None);
-        };
-        let acquired = self.inner.groups.lock().get(group).and_then(|g| {
-            g.locks
-                .get(&(sp.log.topic_id, index))
-                .and_then(|l| l.keys().next().copied())
-        });
-        let waiting = sp.first_waiting().await?;
-        Ok(Some(
-            [acquired, waiting]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(end),
-        ))
     }
 
     /// Starts `group`'s share-partition of partition `index` of `topic` again at `start`
@@ -491,148 +437,5 @@ impl ShareGroups {
         self.inner.partitions.lock().insert(key, sp.clone());
         self.inner.opened.notify_one();
         Ok(sp)
-    }
-
-    /// Feeds and acquires up to `k` records of `sp` for `member`.
-    ///
-    /// # Errors
-    /// The share-partition's error.
-    pub(crate) async fn acquire(
-        &self,
-        group: &str,
-        member: &str,
-        sp: &SharePartition,
-        k: usize,
-        config: &ShareConfig,
-    ) -> Result<Vec<Acquired>, ShareError> {
-        sp.feed(&self.inner.db, k as i64, config.read_committed)
-            .await?;
-        let (holder, acquired) = sp.acquire(&self.inner.holders, k, config.lock).await?;
-        if acquired.is_empty() {
-            return Ok(acquired);
-        }
-        let now = Instant::now();
-        let until = now + config.lock;
-        let place = (sp.log.topic_id, sp.log.index);
-        let mut groups = self.inner.groups.lock();
-        let Some(g) = groups.get_mut(group) else {
-            return Ok(acquired);
-        };
-        let locks = g.locks.entry(place).or_default();
-        for a in &acquired {
-            locks.insert(
-                a.offset,
-                Lock {
-                    member: member.to_owned(),
-                    holder,
-                    id: a.id,
-                    until,
-                    delivery_count: a.delivery_count,
-                },
-            );
-        }
-        drop(groups);
-        self.inner.locked.notify_one();
-        Ok(acquired)
-    }
-
-    /// Returns the records whose acquisition lock ended to their share-partitions, when it
-    /// ends, until `shutdown` (the daemon's lease reaper does the same for the records of
-    /// an instance that died).
-    pub(crate) async fn expire_locks(self, shutdown: tokio_util::sync::CancellationToken) {
-        loop {
-            let now = Instant::now();
-            let mut due = Vec::new();
-            let mut next: Option<Instant> = None;
-            for g in self.inner.groups.lock().values_mut() {
-                for locks in g.locks.values_mut() {
-                    locks.retain(|_, l| {
-                        if l.until <= now {
-                            due.push(l.holder);
-                            return false;
-                        }
-                        next = Some(next.map_or(l.until, |n| n.min(l.until)));
-                        true
-                    });
-                }
-            }
-            due.sort_unstable();
-            due.dedup();
-            self.release(due).await;
-            let sleep = next.map_or(Duration::from_secs(3600), |n| n - now);
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                () = self.inner.locked.notified() => {}
-                () = tokio::time::sleep(sleep) => {}
-            }
-        }
-    }
-
-    /// Settles `member`'s records of `sp` as `acks` say ((offset, how) pairs).
-    ///
-    /// # Errors
-    /// `INVALID_RECORD_STATE` when a record is not acquired by `member` (never was, was
-    /// acknowledged already, or its lock expired), after settling the others; the store's
-    /// error as `UNKNOWN_SERVER_ERROR`.
-    pub(crate) async fn acknowledge(
-        &self,
-        group: &str,
-        member: &str,
-        sp: &SharePartition,
-        acks: &[(i64, Settle)],
-    ) -> Result<(), AckError> {
-        let place = (sp.log.topic_id, sp.log.index);
-        let mut by_holder: BTreeMap<u64, Vec<(MessageId, Settle, u32)>> = BTreeMap::new();
-        let mut strays = Vec::new();
-        {
-            let mut groups = self.inner.groups.lock();
-            let locks = groups.get_mut(group).and_then(|g| g.locks.get_mut(&place));
-            for &(offset, how) in acks {
-                match locks.as_ref().and_then(|l| l.get(&offset)) {
-                    Some(l) if l.member == member => {
-                        by_holder
-                            .entry(l.holder)
-                            .or_default()
-                            .push((l.id, how, l.delivery_count));
-                    }
-                    _ => strays.push(offset),
-                }
-            }
-            if let Some(locks) = locks {
-                for (offset, _) in acks {
-                    if !strays.contains(offset) {
-                        locks.remove(offset);
-                    }
-                }
-            }
-        }
-        let mut unsettled = 0;
-        for (holder, records) in &by_holder {
-            let settled = sp.settle(*holder, records).await.map_err(|e| {
-                warn!(group, error = %e, "cannot settle share group records");
-                (ResponseError::UnknownServerError, e.to_string())
-            })?;
-            unsettled += records.len() - settled;
-        }
-        tracing::debug!(
-            group,
-            member,
-            partition = sp.log.index,
-            acks = acks.len(),
-            strays = strays.len(),
-            unsettled,
-            "share acknowledgements"
-        );
-        if strays.is_empty() && unsettled == 0 {
-            return Ok(());
-        }
-        Err((
-            ResponseError::InvalidRecordState,
-            format!(
-                "{} of {} acknowledged records were not acquired by member {member} (or their acquisition lock expired)",
-                strays.len() + unsettled,
-                acks.len()
-            ),
-        ))
     }
 }

@@ -56,6 +56,9 @@ pub(super) fn is_stage_of(name: &str, group: &str) -> bool {
     })
 }
 
+/// A record to settle: its message, how, and its delivery count.
+pub(crate) type Settling = (MessageId, Settle, u32);
+
 /// A record acquired by a fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Acquired {
@@ -76,6 +79,8 @@ pub(crate) enum Settle {
     Release,
     /// Archived, never delivered again (REJECT).
     Reject,
+    /// Kept acquired by the member, its lock starting again (RENEW, KIP-1222).
+    Renew,
 }
 
 /// Errors of a share-partition.
@@ -314,7 +319,7 @@ impl SharePartition {
     pub(crate) async fn settle(
         &self,
         holder: u64,
-        records: &[(MessageId, Settle, u32)],
+        records: &[Settling],
     ) -> Result<usize, ShareError> {
         let of = |want: Settle| -> Vec<MessageId> {
             records

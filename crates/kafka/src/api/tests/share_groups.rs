@@ -66,6 +66,16 @@ pub(super) async fn fetch(
     topic: Uuid,
     acks: &[(i64, i64, i8)],
 ) -> ShareFetchResponse {
+    c.call(1, fetch_request(member, epoch, topic, acks)).await
+}
+
+/// The request [`fetch`] sends: up to 100 records, 1 MiB, no wait.
+fn fetch_request(
+    member: &str,
+    epoch: i32,
+    topic: Uuid,
+    acks: &[(i64, i64, i8)],
+) -> ShareFetchRequest {
     let partition = FetchPartition::default()
         .with_partition_index(0)
         .with_acknowledgement_batches(
@@ -78,7 +88,7 @@ pub(super) async fn fetch(
                 })
                 .collect(),
         );
-    let request = ShareFetchRequest::default()
+    ShareFetchRequest::default()
         .with_group_id(Some(group()))
         .with_member_id(Some(text(member)))
         .with_share_session_epoch(epoch)
@@ -88,8 +98,7 @@ pub(super) async fn fetch(
             FetchTopic::default()
                 .with_topic_id(topic)
                 .with_partitions(vec![partition]),
-        ]);
-    c.call(1, request).await
+        ])
 }
 
 /// A ShareAcknowledge of `member` at session `epoch` of partition 0 of `topic`.
@@ -137,21 +146,26 @@ pub(super) fn acquired(p: &PartitionData) -> Vec<(i64, i64, i16)> {
         .collect()
 }
 
-/// Sets `GROUP`'s share.auto.offset.reset to earliest.
-pub(super) async fn from_earliest(c: &mut Client) {
+/// Sets `GROUP`'s setting `name` to `value` (IncrementalAlterConfigs, SET).
+pub(super) async fn set_setting(c: &mut Client, name: &str, value: &str) {
     let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
         incremental::AlterConfigsResource::default()
             .with_resource_type(32)
             .with_resource_name(text(GROUP))
             .with_configs(vec![
                 incremental::AlterableConfig::default()
-                    .with_name(text("share.auto.offset.reset"))
+                    .with_name(text(name))
                     .with_config_operation(0)
-                    .with_value(Some(text("earliest"))),
+                    .with_value(Some(text(value))),
             ]),
     ]);
     let response = c.call(1, request).await;
     assert_eq!(response.responses[0].error_code, 0, "{response:?}");
+}
+
+/// Sets `GROUP`'s share.auto.offset.reset to earliest.
+pub(super) async fn from_earliest(c: &mut Client) {
+    set_setting(c, "share.auto.offset.reset", "earliest").await;
 }
 
 #[tokio::test]
@@ -274,19 +288,20 @@ async fn records_are_acquired_once_released_again_and_acknowledged_once() {
     front.stop().await;
 }
 
-/// The start offset DescribeShareGroupOffsets gives `GROUP`'s partition 0 of [`TOPIC`].
-async fn start_offset(c: &mut Client) -> i64 {
+/// The start offset and the lag DescribeShareGroupOffsets at `version` gives `GROUP`'s
+/// partition 0 of [`TOPIC`] (-1, -1: none; the lag is -1 below v1, which lacks it).
+async fn offsets(c: &mut Client, version: i16) -> (i64, i64) {
     let request = DescribeShareGroupOffsetsRequest::default().with_groups(vec![
         DescribeShareGroupOffsetsRequestGroup::default()
             .with_group_id(group())
             .with_topics(None),
     ]);
-    let response = c.call(0, request).await;
+    let response = c.call(version, request).await;
     let g = &response.groups[0];
     assert_eq!(g.error_code, 0, "{response:?}");
-    g.topics
-        .first()
-        .map_or(-1, |t| t.partitions[0].start_offset)
+    g.topics.first().map_or((-1, -1), |t| {
+        (t.partitions[0].start_offset, t.partitions[0].lag)
+    })
 }
 
 #[tokio::test]
@@ -311,14 +326,15 @@ async fn share_group_offsets_are_described_moved_only_without_members_and_delete
         ResponseError::GroupIdNotFound.code()
     );
     heartbeat(&mut c, "m1", 0).await;
-    assert_eq!(start_offset(&mut c).await, 0, "started at the earliest");
+    assert_eq!(offsets(&mut c, 0).await, (0, -1), "started at the earliest");
+    assert_eq!(offsets(&mut c, 1).await, (0, 4), "4 records to deliver");
     let got = fetch(&mut c, "m1", 0, topic, &[]).await;
     assert_eq!(acquired(partition(&got)), [(0, 3, 1)]);
     fetch(&mut c, "m1", 1, topic, &[(0, 1, ACCEPT)]).await;
     assert_eq!(
-        start_offset(&mut c).await,
-        2,
-        "the lowest offset not settled"
+        offsets(&mut c, 1).await,
+        (2, 2),
+        "the lowest offset not settled; 2 and 3 in flight"
     );
     let alter = |offset: i64| {
         AlterShareGroupOffsetsRequest::default()
@@ -340,7 +356,7 @@ async fn share_group_offsets_are_described_moved_only_without_members_and_delete
     let moved = c.call(0, alter(3)).await;
     assert_eq!(moved.error_code, 0, "{moved:?}");
     assert_eq!(moved.responses[0].partitions[0].error_code, 0);
-    assert_eq!(start_offset(&mut c).await, 3);
+    assert_eq!(offsets(&mut c, 1).await, (3, 1));
     heartbeat(&mut c, "m2", 0).await;
     let after = fetch(&mut c, "m2", 0, topic, &[]).await;
     assert_eq!(
@@ -361,7 +377,7 @@ async fn share_group_offsets_are_described_moved_only_without_members_and_delete
         )
         .await;
     assert_eq!(deleted.error_code, 0, "{deleted:?}");
-    assert_eq!(start_offset(&mut c).await, -1, "forgotten");
+    assert_eq!(offsets(&mut c, 1).await, (-1, -1), "forgotten");
     front.stop().await;
 }
 
@@ -377,18 +393,7 @@ async fn a_lower_delivery_count_limit_applies_to_a_started_share_partition() {
     let first = fetch(&mut c, "m1", 0, topic, &[]).await;
     assert_eq!(acquired(partition(&first)), [(0, 0, 1)]);
     // The limit falls from 5 to 2 while the share-partition is in use.
-    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
-        incremental::AlterConfigsResource::default()
-            .with_resource_type(32)
-            .with_resource_name(text(GROUP))
-            .with_configs(vec![
-                incremental::AlterableConfig::default()
-                    .with_name(text("share.delivery.count.limit"))
-                    .with_config_operation(0)
-                    .with_value(Some(text("2"))),
-            ]),
-    ]);
-    assert_eq!(c.call(1, request).await.responses[0].error_code, 0);
+    set_setting(&mut c, "share.delivery.count.limit", "2").await;
     // Released after its first delivery, it comes back once more; released after its
     // second, it is archived.
     let second = fetch(&mut c, "m1", 1, topic, &[(0, 0, RELEASE)]).await;
@@ -513,25 +518,16 @@ async fn a_setting_changed_or_a_group_deleted_on_one_instance_applies_on_another
     from_earliest(&mut ca).await;
     produce(&mut ca, TOPIC, 0, batch(&["a"])).await;
     let topic = Uuid::from_bytes(a.ctx.topics.get(TOPIC).unwrap().meta.uuid);
-    // The member's coordinator is a; b serves the partition's records.
+    // The member's coordinator is a; b serves the partition's records (once its topic
+    // cache has the topic).
+    until(|| async { b.ctx.topics.get(TOPIC).is_some() }).await;
     assert_eq!(heartbeat(&mut ca, "m1", 0).await.error_code, 0);
     let first = fetch(&mut cb, "m1", 0, topic, &[]).await;
     assert_eq!(acquired(partition(&first)), [(0, 0, 1)]);
 
     // The limit falls from 5 to 2 on a: b, which opened the share-partition with 5,
     // archives the record after its second delivery.
-    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
-        incremental::AlterConfigsResource::default()
-            .with_resource_type(32)
-            .with_resource_name(text(GROUP))
-            .with_configs(vec![
-                incremental::AlterableConfig::default()
-                    .with_name(text("share.delivery.count.limit"))
-                    .with_config_operation(0)
-                    .with_value(Some(text("2"))),
-            ]),
-    ]);
-    assert_eq!(ca.call(1, request).await.responses[0].error_code, 0);
+    set_setting(&mut ca, "share.delivery.count.limit", "2").await;
     until(|| async { b.ctx.share.config(GROUP).await.unwrap().delivery_limit == 2 }).await;
     let second = fetch(&mut cb, "m1", 1, topic, &[(0, 0, RELEASE)]).await;
     assert_eq!(acquired(partition(&second)), [(0, 0, 2)]);
@@ -555,4 +551,120 @@ async fn a_setting_changed_or_a_group_deleted_on_one_instance_applies_on_another
     );
     b.stop().await;
     a.stop().await;
+}
+
+/// A ShareFetch v2 request as [`fetch_request`]'s, with `IsRenewAck` `renew`,
+/// `ShareAcquireMode` `mode`, at most `max_records`, waiting up to `wait_ms`.
+fn fetch_v2(
+    member: &str,
+    epoch: i32,
+    topic: Uuid,
+    acks: &[(i64, i64, i8)],
+    (renew, mode, max_records, wait_ms): (bool, i8, i32, i32),
+) -> ShareFetchRequest {
+    fetch_request(member, epoch, topic, acks)
+        .with_max_records(max_records)
+        .with_max_wait_ms(wait_ms)
+        .with_is_renew_ack(renew)
+        .with_share_acquire_mode(mode)
+}
+
+const RENEW: i8 = 4;
+
+#[tokio::test]
+async fn a_renewed_lock_outlasts_the_rest_of_its_acquisition() {
+    let front = Front::start().await;
+    let (mut c1, mut c2) = (front.client(), front.client());
+    create_topic(&mut c1, TOPIC, 1).await;
+    from_earliest(&mut c1).await;
+    set_setting(&mut c1, "share.record.lock.duration.ms", "2000").await;
+    produce(&mut c1, TOPIC, 0, batch(&["a", "b"])).await;
+    let topic = Uuid::from_bytes(front.ctx.topics.get(TOPIC).unwrap().meta.uuid);
+    assert_eq!(heartbeat(&mut c1, "m1", 0).await.error_code, 0);
+    assert_eq!(heartbeat(&mut c2, "m2", 0).await.error_code, 0);
+    let got = c1
+        .call(2, fetch_v2("m1", 0, topic, &[], (false, 0, 10, 0)))
+        .await;
+    assert_eq!(acquired(partition(&got)), [(0, 1, 1)]);
+    assert_eq!(got.acquisition_lock_timeout_ms, 2_000);
+
+    // RENEW needs IsRenewAck (a v1 request cannot carry it); a record not held is
+    // INVALID_RECORD_STATE.
+    let plain = c1
+        .call(2, acknowledge("m1", 1, topic, &[(0, 0, RENEW)]))
+        .await;
+    assert_eq!(
+        plain.responses[0].partitions[0].error_code,
+        ResponseError::InvalidRequest.code()
+    );
+    let stray = c1
+        .call(
+            2,
+            acknowledge("m1", 2, topic, &[(5, 5, RENEW)]).with_is_renew_ack(true),
+        )
+        .await;
+    assert_eq!(
+        stray.responses[0].partitions[0].error_code,
+        ResponseError::InvalidRecordState.code()
+    );
+    assert_eq!(stray.acquisition_lock_timeout_ms, 2_000);
+
+    // A renewing ShareFetch acquires nothing, though a new record waits; m1 then takes
+    // that record and accepts it.
+    produce(&mut c1, TOPIC, 0, batch(&["c"])).await;
+    let renewed = c1
+        .call(
+            2,
+            fetch_v2("m1", 3, topic, &[(0, 0, RENEW)], (true, 0, 10, 0)),
+        )
+        .await;
+    assert_eq!(partition(&renewed).acknowledge_error_code, 0);
+    assert_eq!(
+        acquired(partition(&renewed)),
+        [],
+        "a renewing fetch acquires nothing"
+    );
+    let got = c1
+        .call(2, fetch_v2("m1", 4, topic, &[], (false, 0, 10, 0)))
+        .await;
+    assert_eq!(acquired(partition(&got)), [(2, 2, 1)]);
+    let accepted = c1
+        .call(2, acknowledge("m1", 5, topic, &[(2, 2, ACCEPT)]))
+        .await;
+    assert_eq!(accepted.responses[0].partitions[0].error_code, 0);
+
+    // m2 long-polls while m1 keeps renewing record 0: record 1's lock ends and m2 gets it,
+    // delivered a second time; record 0 stays m1's.
+    let waiting = tokio::spawn(async move {
+        c2.call(2, fetch_v2("m2", 0, topic, &[], (false, 1, 1, 8_000)))
+            .await
+    });
+    let mut epoch = 6;
+    while !waiting.is_finished() {
+        let renewed = c1
+            .call(
+                2,
+                fetch_v2("m1", epoch, topic, &[(0, 0, RENEW)], (true, 0, 10, 0)),
+            )
+            .await;
+        assert_eq!(partition(&renewed).acknowledge_error_code, 0, "{renewed:?}");
+        epoch += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let got = waiting.await.unwrap();
+    assert_eq!(acquired(partition(&got)), [(1, 1, 2)]);
+    let accepted = c1
+        .call(2, acknowledge("m1", epoch, topic, &[(0, 0, ACCEPT)]))
+        .await;
+    assert_eq!(
+        accepted.responses[0].partitions[0].error_code, 0,
+        "still m1's"
+    );
+
+    // An unknown acquire mode is refused.
+    let unknown = c1
+        .call(2, fetch_v2("m1", epoch + 1, topic, &[], (false, 2, 10, 0)))
+        .await;
+    assert_eq!(unknown.error_code, ResponseError::InvalidRequest.code());
+    front.stop().await;
 }

@@ -625,6 +625,8 @@ async fn representative(c: &mut Client, world: &World, api: ApiKey, version: i16
             .with_member_id(Some(text(SHARE_MEMBER)))
             .with_max_records(10)
             .with_max_bytes(1 << 20)
+            // v2: KIP-1206's record_limit.
+            .with_share_acquire_mode(i8::from(version >= 2))
             .with_topics(vec![
                 share_fetch_request::FetchTopic::default()
                     .with_topic_id(world.topic_id)
@@ -636,7 +638,10 @@ async fn representative(c: &mut Client, world: &World, api: ApiKey, version: i16
         ApiKey::ShareAcknowledge => ShareAcknowledgeRequest::default()
             .with_group_id(Some(group(SHARE_GROUP)))
             .with_member_id(Some(text(SHARE_MEMBER)))
-            .with_share_session_epoch(1)
+            // The session ShareFetch's last version opened (epoch 1), moved on by each
+            // earlier version of this request.
+            .with_share_session_epoch(i32::from(version))
+            .with_is_renew_ack(version >= 2)
             .into(),
         ApiKey::DescribeShareGroupOffsets => DescribeShareGroupOffsetsRequest::default()
             .with_groups(vec![
@@ -797,6 +802,9 @@ fn assert_substance(api: ApiKey, version: i16, response: &ResponseKind) {
         ResponseKind::DescribeShareGroupOffsets(r) => {
             let partition = &r.groups[0].topics[0].partitions[0];
             assert!(partition.start_offset >= 0, "{what}: {r:?}");
+            if version >= 1 {
+                assert!(partition.lag >= 0, "{what}: {r:?}");
+            }
         }
         ResponseKind::DescribeUserScramCredentials(r) => {
             assert!(!r.results.is_empty(), "{what}");

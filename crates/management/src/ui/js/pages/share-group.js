@@ -63,7 +63,7 @@ export default {
               table(MEMBER_COLUMNS, g.members, { empty: 'No members on this instance.', rowAttributes: (m) => ({ 'data-member': m.member_id }) }))),
           h('div', { class: 'card' },
             h('h2', {}, 'Share-partitions'),
-            h('p', { class: 'muted' }, 'In flight: acquired by a member and not acknowledged. Waiting: fed to the group and not acquired. Archived: rejected, or past the delivery count limit. Lag: the high watermark minus the start offset.'),
+            h('p', { class: 'muted' }, 'In flight: acquired by a member and not acknowledged. Waiting: fed to the group and not acquired. Archived: rejected, or past the delivery count limit. Lag: the records not settled yet (waiting, in flight, and produced past the end offset).'),
             table(PARTITION_COLUMNS, g.partitions, { empty: 'No share-partitions started yet.', rowAttributes: (p) => ({ 'data-topic': p.topic, 'data-partition': p.partition }) })),
         );
       },
