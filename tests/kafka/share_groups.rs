@@ -7,8 +7,10 @@
 //! dead-letter topic with their headers; `read_committed` never delivers aborted records;
 //! and after a kill -9 no accepted record is
 //! delivered again while the ones acquired and not accepted are; two instances over one
-//! store deliver each record once; and the management API and `/metrics` show the
-//! group's records in flight, archived and its lag.
+//! store deliver each record once; the management API and `/metrics` show the
+//! group's records in flight, archived and its lag; and a lock renewed on raw v2 requests
+//! (KIP-1222; librdkafka sends v1 only) outlives its first deadline and the daemon's lease
+//! reaper.
 
 use crate::common::clients::{CLIENT_TIMEOUT, python_script, run};
 use crate::common::daemon::{Daemon, Setup};
@@ -355,4 +357,139 @@ async fn share_group_figures_in_the_management_api_and_metrics() {
         (shown == (0.0, 2.0, 0.0)).then_some(())
     })
     .await;
+}
+
+/// A record whose lock a member renews (raw ShareAcknowledge v2 with `IsRenewAck`, every
+/// 500 ms for over twice the 2 s lock) is still the member's to accept: the daemon's
+/// lease reaper, which returns a holder's records at its deadline in the store, sees the
+/// renewed deadline too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_lock_outlives_its_first_deadline_and_the_lease_reaper() {
+    use crate::common::kafka::raw::{Raw, batch};
+    use kafka_protocol::messages::incremental_alter_configs_request as incremental;
+    use kafka_protocol::messages::share_acknowledge_request as ack;
+    use kafka_protocol::messages::share_fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{
+        ApiKey, GroupId, IncrementalAlterConfigsRequest, ResponseKind, ShareAcknowledgeRequest,
+        ShareFetchRequest, ShareGroupHeartbeatRequest,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let text = |s: &str| StrBytes::from_string(s.to_owned());
+    let (topic, group) = ("renewed", "renewing");
+    let dir = tempfile::tempdir().unwrap();
+    // The reaper looks at least every second (it sleeps up to one lease TTL).
+    let ferry = Setup::shipped(dir.path())
+        .env("FERRY__STAGE__LEASE_TTL_MS", "1000")
+        .start();
+    let mut raw = Raw::connect(ferry.kafka_bootstrap().parse().unwrap()).await;
+    crate::raw::create_topic(&mut raw, topic).await;
+    let settings = [
+        ("share.auto.offset.reset", "earliest"),
+        ("share.record.lock.duration.ms", "2000"),
+    ];
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        incremental::AlterConfigsResource::default()
+            .with_resource_type(32)
+            .with_resource_name(text(group))
+            .with_configs(
+                settings
+                    .iter()
+                    .map(|(name, value)| {
+                        incremental::AlterableConfig::default()
+                            .with_name(text(name))
+                            .with_value(Some(text(value)))
+                    })
+                    .collect(),
+            ),
+    ]);
+    let ResponseKind::IncrementalAlterConfigs(set) = raw
+        .request(ApiKey::IncrementalAlterConfigs, 1, &request)
+        .await
+    else {
+        panic!("not an IncrementalAlterConfigs answer");
+    };
+    assert_eq!(set.responses[0].error_code, 0, "{set:?}");
+    let produced = crate::raw::produce_answer(&mut raw, topic, batch(&["a"])).await;
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    let join = ShareGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(text(group)))
+        .with_member_id(text("m1"))
+        .with_subscribed_topic_names(Some(vec![crate::raw::name(topic)]));
+    let ResponseKind::ShareGroupHeartbeat(joined) =
+        raw.request(ApiKey::ShareGroupHeartbeat, 1, &join).await
+    else {
+        panic!("not a ShareGroupHeartbeat answer");
+    };
+    assert_eq!(joined.error_code, 0, "{joined:?}");
+    let topic_id = joined.assignment.as_ref().unwrap().topic_partitions[0].topic_id;
+    let fetch = ShareFetchRequest::default()
+        .with_group_id(Some(GroupId(text(group))))
+        .with_member_id(Some(text("m1")))
+        .with_max_records(10)
+        .with_max_bytes(1 << 20)
+        .with_max_wait_ms(5_000)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic_id(topic_id)
+                .with_partitions(vec![FetchPartition::default().with_partition_index(0)]),
+        ]);
+    let ResponseKind::ShareFetch(got) = raw.request(ApiKey::ShareFetch, 2, &fetch).await else {
+        panic!("not a ShareFetch answer");
+    };
+    let acquired = &got.responses[0].partitions[0].acquired_records;
+    assert_eq!(
+        acquired
+            .iter()
+            .map(|a| (a.first_offset, a.last_offset))
+            .collect::<Vec<_>>(),
+        [(0, 0)],
+        "{got:?}"
+    );
+    let acknowledge = |epoch: i32, kind: i8, renew: bool| {
+        ShareAcknowledgeRequest::default()
+            .with_group_id(Some(GroupId(text(group))))
+            .with_member_id(Some(text("m1")))
+            .with_share_session_epoch(epoch)
+            .with_is_renew_ack(renew)
+            .with_topics(vec![
+                ack::AcknowledgeTopic::default()
+                    .with_topic_id(topic_id)
+                    .with_partitions(vec![
+                        ack::AcknowledgePartition::default()
+                            .with_partition_index(0)
+                            .with_acknowledgement_batches(vec![
+                                ack::AcknowledgementBatch::default()
+                                    .with_first_offset(0)
+                                    .with_last_offset(0)
+                                    .with_acknowledge_types(vec![kind]),
+                            ]),
+                    ]),
+            ])
+    };
+    let mut epoch = 1;
+    for _ in 0..10 {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let ResponseKind::ShareAcknowledge(renewed) = raw
+            .request(ApiKey::ShareAcknowledge, 2, &acknowledge(epoch, 4, true))
+            .await
+        else {
+            panic!("not a ShareAcknowledge answer");
+        };
+        assert_eq!(
+            renewed.responses[0].partitions[0].error_code, 0,
+            "{renewed:?}"
+        );
+        assert_eq!(renewed.acquisition_lock_timeout_ms, 2_000);
+        epoch += 1;
+    }
+    let ResponseKind::ShareAcknowledge(accepted) = raw
+        .request(ApiKey::ShareAcknowledge, 1, &acknowledge(epoch, 1, false))
+        .await
+    else {
+        panic!("not a ShareAcknowledge answer");
+    };
+    assert_eq!(
+        accepted.responses[0].partitions[0].error_code, 0,
+        "still the member's after 5 s: {accepted:?}"
+    );
 }
