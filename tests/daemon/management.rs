@@ -480,12 +480,36 @@ async fn messages_up_to_max_message_size_are_published_through_the_api_whole_and
     }
 }
 
-/// The API samples every queue's counters and the totals every 5 s, as RabbitMQ does, so
-/// the first request for a queue (and for the overview) already has a publish rate.
+/// The API samples every queue's counters and the totals (each vhost's, and over every
+/// vhost) every 5 s, as RabbitMQ does, so the first request for a queue and for the
+/// overview already has a publish rate — also the overview of a user who sees only some
+/// vhosts (the sum of theirs).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_first_answer_already_has_rates_from_the_five_second_samples() {
     let dir = tempfile::tempdir().unwrap();
     let ferry = Setup::shipped(dir.path()).start();
+    let put = async |path: &str, body: &str| {
+        let url = format!("{}{path}", ferry.management_uri());
+        let args = ["-sf", "-u", "guest:guest", "-X", "PUT", "-H"];
+        let out = run(
+            "curl",
+            &[
+                &args[..],
+                &["content-type: application/json", "-d", body, &url],
+            ]
+            .concat(),
+            b"",
+        )
+        .await;
+        assert!(out.status.success(), "PUT {path}");
+    };
+    put(
+        "/api/users/limited",
+        r#"{"password": "secret", "tags": "management"}"#,
+    )
+    .await;
+    let all = r#"{"configure": ".*", "write": ".*", "read": ".*"}"#;
+    put("/api/permissions/%2f/limited", all).await;
     let (_connection, ch) = crate::common::amqp::channel(&ferry.amqp_uri()).await;
     crate::common::amqp::declare(&ch, "sampled", Default::default()).await;
     // About 20 messages a second for 12 s: two samples or more see the queue grow.
@@ -493,15 +517,22 @@ async fn the_first_answer_already_has_rates_from_the_five_second_samples() {
         crate::common::amqp::publish_confirmed(&ch, "", "sampled", &["x"]).await;
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let get = async |path: &str| -> Value {
+    let get = async |user: &str, path: &str| -> Value {
         let url = format!("{}{path}", ferry.management_uri());
-        let out = run("curl", &["-sf", "-u", "guest:guest", &url], b"").await;
+        let out = run("curl", &["-sf", "-u", user, &url], b"").await;
         serde_json::from_slice(&out.stdout).unwrap()
     };
-    let queue = get("/api/queues/%2f/sampled").await;
+    let queue = get("guest:guest", "/api/queues/%2f/sampled").await;
     let rate = &queue["message_stats"]["publish_details"]["rate"];
     assert!(rate.as_f64().is_some_and(|r| r > 0.0), "{queue}");
-    let overview = get("/api/overview").await;
-    let rate = &overview["message_stats"]["publish_details"]["rate"];
-    assert!(rate.as_f64().is_some_and(|r| r > 0.0), "{overview}");
+    for user in ["guest:guest", "limited:secret"] {
+        let overview = get(user, "/api/overview").await;
+        let rate = &overview["message_stats"]["publish_details"]["rate"];
+        assert!(rate.as_f64().is_some_and(|r| r > 0.0), "{user}: {overview}");
+        let depth = &overview["queue_totals"]["messages_details"]["rate"];
+        assert!(
+            depth.as_f64().is_some_and(|r| r > 0.0),
+            "{user}: {overview}"
+        );
+    }
 }

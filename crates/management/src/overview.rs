@@ -4,7 +4,7 @@
 use super::Api;
 use super::error::ApiResult;
 use super::login::Principal;
-use super::queues::{Counts, visible_vhosts};
+use super::queues::{Counts, rates_under, visible_vhosts};
 use super::reply::Json;
 use axum::Router;
 use axum::extract::State;
@@ -18,9 +18,15 @@ use std::time::Instant;
 pub(crate) const COMPATIBLE_RABBITMQ_VERSION: &str = "3.10.8";
 
 /// The key of the rates of the totals over every vhost, which the sampler records and an
-/// overview of a user who sees every vhost reads; a user who sees fewer has rates of its
-/// own, under its name.
+/// overview of a user who sees every vhost reads.
 pub(crate) const ALL_VHOSTS_KEY: &str = "overview/*";
+
+/// The key of the rates of vhost `name`'s totals, which the sampler records: the overview
+/// of a user who sees only some vhosts sums theirs (the rate of a sum is the sum of the
+/// rates), so it has rates from its first answer too.
+pub(crate) fn vhost_key(name: &str) -> String {
+    format!("overview/vhost/{name}")
+}
 
 /// The routes of this family.
 pub(crate) fn routes() -> Router<Api> {
@@ -37,14 +43,18 @@ async fn whoami(principal: Principal) -> Json<Value> {
 /// `GET /api/overview`: totals over the vhosts the user may see.
 async fn overview(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Value>> {
     let mut totals = Counts::default();
+    let mut per_vhost = Vec::new();
     let (mut queues, mut exchanges, mut consumers) = (0usize, 0usize, 0usize);
     for vhost in visible_vhosts(&api, &principal) {
         exchanges += vhost.topology().exchanges.len();
+        let mut counts = Counts::default();
         for queue in vhost.queues() {
             queues += 1;
             consumers += queue.consumers();
-            totals.add(&Counts::of(&queue).await?);
+            counts.add(&Counts::of(&queue).await?);
         }
+        totals.add(&counts);
+        per_vhost.push((vhost_key(&vhost.name), counts));
     }
     let connections: Vec<_> = api
         .amqp
@@ -55,10 +65,21 @@ async fn overview(State(api): State<Api>, principal: Principal) -> ApiResult<Jso
         .collect();
     let channels: usize = connections.iter().map(|c| c.channels().len()).sum();
     let now = Instant::now();
-    let key = if principal.access.is_monitoring() {
-        ALL_VHOSTS_KEY.to_owned()
+    let every_vhost = rates_under(&api, ALL_VHOSTS_KEY, now);
+    let some_vhosts = |name: &str, _total: i64| {
+        let sum: f64 = per_vhost
+            .iter()
+            .map(|(key, counts)| {
+                api.rates
+                    .rate(&format!("{key}/{name}"), counts.value(name), now)
+            })
+            .sum();
+        (sum * 10.0).round() / 10.0
+    };
+    let rate: &dyn Fn(&str, i64) -> f64 = if principal.access.is_monitoring() {
+        &every_vhost
     } else {
-        format!("overview/{}", principal.user.name)
+        &some_vhosts
     };
     let listeners: Vec<Value> = api
         .listeners
@@ -93,7 +114,7 @@ async fn overview(State(api): State<Api>, principal: Principal) -> ApiResult<Jso
             "exchanges": exchanges,
             "queues": queues,
         },
-        "queue_totals": Value::Object(totals.depth_fields(&api, &key, now)),
-        "message_stats": totals.message_stats(&api, &key, now),
+        "queue_totals": Value::Object(totals.depth_fields(rate)),
+        "message_stats": totals.message_stats(rate),
     })))
 }

@@ -24,7 +24,7 @@ use ferry_amqp::admin::{Queue, QueueSpec, VHost};
 use ferry_amqp::admin::{QueueArgs, QueueType};
 use ferry_auth::access::{Resource, VhostAccess};
 use ferry_auth::permissions::Access;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -157,8 +157,9 @@ impl Counts {
     /// Records every count as a reading of its rate under `key`, answering nothing (the
     /// sampler's reading).
     pub(crate) fn record(&self, api: &Api, key: &str, now: Instant) {
-        self.depth_fields(api, key, now);
-        self.message_stats(api, key, now);
+        let rate = rates_under(api, key, now);
+        self.depth_fields(&rate);
+        self.message_stats(&rate);
     }
 
     /// Delivered or fetched, first deliveries only.
@@ -166,42 +167,62 @@ impl Counts {
         self.ack + self.unacked
     }
 
-    /// `messages`, `messages_ready`, `messages_unacknowledged` with their rates, under
-    /// `key` for the rates.
-    pub(crate) fn depth_fields(
-        &self,
-        api: &Api,
-        key: &str,
-        now: Instant,
-    ) -> serde_json::Map<String, Value> {
-        let mut out = serde_json::Map::new();
-        for (name, value) in [
-            ("messages", self.ready + self.unacked),
-            ("messages_ready", self.ready),
-            ("messages_unacknowledged", self.unacked),
-        ] {
-            out.insert(name.to_owned(), value.into());
-            let rate = api.rates.rate(&format!("{key}/{name}"), value, now);
-            out.insert(format!("{name}_details"), details(rate));
+    /// The count RabbitMQ's API calls `name` ([`DEPTH`] and [`MESSAGES`]).
+    pub(crate) fn value(&self, name: &str) -> i64 {
+        match name {
+            "messages" => self.ready + self.unacked,
+            "messages_ready" => self.ready,
+            "messages_unacknowledged" => self.unacked,
+            "publish" => self.publish,
+            "deliver_get" | "deliver" => self.deliver_get(),
+            "ack" => self.ack,
+            _ => 0,
         }
+    }
+
+    /// `messages`, `messages_ready`, `messages_unacknowledged` with their rates, `rate`
+    /// giving each count's from its name and value.
+    pub(crate) fn depth_fields(&self, rate: &dyn Fn(&str, i64) -> f64) -> Map<String, Value> {
+        let mut out = Map::new();
+        self.fields(&DEPTH, rate, &mut out);
         out
     }
 
-    /// `message_stats` with each count's rate, under `key` for the rates.
-    pub(crate) fn message_stats(&self, api: &Api, key: &str, now: Instant) -> Value {
-        let mut stats = serde_json::Map::new();
-        for (name, value) in [
-            ("publish", self.publish),
-            ("deliver_get", self.deliver_get()),
-            ("deliver", self.deliver_get()),
-            ("ack", self.ack),
-        ] {
-            stats.insert(name.to_owned(), value.into());
-            let rate = api.rates.rate(&format!("{key}/{name}"), value, now);
-            stats.insert(format!("{name}_details"), details(rate));
-        }
+    /// `message_stats` with each count's rate, as [`Self::depth_fields`].
+    pub(crate) fn message_stats(&self, rate: &dyn Fn(&str, i64) -> f64) -> Value {
+        let mut stats = Map::new();
+        self.fields(&MESSAGES, rate, &mut stats);
         Value::Object(stats)
     }
+
+    /// Each count of `names` and its `_details` rate into `out`.
+    fn fields(
+        &self,
+        names: &[&str],
+        rate: &dyn Fn(&str, i64) -> f64,
+        out: &mut Map<String, Value>,
+    ) {
+        for name in names {
+            let value = self.value(name);
+            out.insert((*name).to_owned(), value.into());
+            out.insert(format!("{name}_details"), details(rate(name, value)));
+        }
+    }
+}
+
+/// The depth counts of a queue or a total, by RabbitMQ's names.
+const DEPTH: [&str; 3] = ["messages", "messages_ready", "messages_unacknowledged"];
+
+/// The message counts of `message_stats`, by RabbitMQ's names.
+const MESSAGES: [&str; 4] = ["publish", "deliver_get", "deliver", "ack"];
+
+/// The rates of counters read under `key` (`key/NAME` each): each reading is recorded.
+pub(crate) fn rates_under<'a>(
+    api: &'a Api,
+    key: &'a str,
+    now: Instant,
+) -> impl Fn(&str, i64) -> f64 + 'a {
+    move |name, value| api.rates.rate(&format!("{key}/{name}"), value, now)
 }
 
 /// The key of `queue`'s rates.
@@ -236,10 +257,10 @@ pub(crate) async fn queue_json(api: &Api, queue: &Queue) -> ApiResult<Value> {
         "consumers": queue.consumers(),
         "policy": null,
         "exclusive_consumer_tag": null,
-        "message_stats": counts.message_stats(api, &key, now),
+        "message_stats": counts.message_stats(&rates_under(api, &key, now)),
     });
     if let Value::Object(fields) = &mut out {
-        fields.extend(counts.depth_fields(api, &key, now));
+        fields.extend(counts.depth_fields(&rates_under(api, &key, now)));
     }
     Ok(out)
 }

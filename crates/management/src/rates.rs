@@ -1,9 +1,9 @@
 //! Message rates from counters: each time a counter is read (a queue's publish count, the
 //! node's total), the reading is kept, and its rate is the change per second since the
 //! oldest reading of the last [`WINDOW`]. The [`super::sampler`] reads every queue and the
-//! totals every 5 s, as RabbitMQ samples, so a page's first answer has rates; a counter
-//! only a request reads (a user's own totals) starts at 0.0. Readings of counters nobody
-//! reads for a window are dropped.
+//! totals (each vhost's, and over every vhost) every 5 s, as RabbitMQ samples, so a page's
+//! first answer has rates; a counter only a request reads starts at 0.0. Readings of
+//! counters nobody reads for a window are dropped.
 
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
