@@ -3,7 +3,8 @@
 //! answer's shape compared with the node's (tests/python/management_api.py); and tags and
 //! permissions answering each request as the node does (tests/python/management_tags.py);
 //! Ferry's own Kafka endpoints read with Python after rdkafka produced, consumed and
-//! committed, and their records browsed (tests/python/management_kafka.py); Ferry's routes added, paused, resumed and
+//! committed, their records browsed and a Kafka connection closed
+//! (tests/python/management_kafka.py); Ferry's routes added, paused, resumed and
 //! removed at runtime, their dead letters listed, replayed and purged, with urllib and pika,
 //! across a kill -9 (tests/python/management_routes.py); vhosts made and deleted at runtime
 //! (tests/python/management_vhosts.py); changes to users and permissions reaching open
@@ -301,6 +302,12 @@ async fn kafka_topics_and_groups_show_offsets_and_lag_to_monitoring_users() {
     ] {
         assert_eq!(answer(&format!("kmgmt {what}")), not_monitor, "{what}");
     }
+    // A Kafka connection closed through the API: by the administrator only (it is no
+    // monitoring user's own), gone from the list, and a second close finds nothing.
+    assert_eq!(answer("close by kmon"), json!(401));
+    assert_eq!(answer("close by guest"), json!(204));
+    assert_eq!(answer("closed still listed"), json!(false));
+    assert_eq!(answer("close again"), json!(404));
 }
 
 /// `s` in standard base64, as the API answers bytes.

@@ -400,6 +400,12 @@ fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_
     drop(kafka_client);
     let said = String::from_utf8_lossy(&output.stdout);
     assert!(said.starts_with("closed "), "{said}");
+    // The Kafka connection the UI closed was closed through the API.
+    let closed_by_api = daemon.metrics().lines().find_map(|l| {
+        l.strip_prefix(r#"ferry_kafka_connections_refused_total{reason="closed_by_api"} "#)
+            .map(str::to_owned)
+    });
+    assert_eq!(closed_by_api.as_deref(), Some("1"));
     // The replayed dead letter reached the queue bound to the route's destination.
     let delivered = runtime.block_on(async {
         let conn = Connection::connect(&daemon.amqp_uri(), ConnectionProperties::default())

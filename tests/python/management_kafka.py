@@ -9,8 +9,10 @@ Usage: management_kafka.py FERRY_HTTP KAFKA_BOOTSTRAP TOPIC GROUP
 """
 import json
 import sys
+import time
 import urllib.parse
 
+from kafka import KafkaProducer
 from kafka.admin import (
     ACL,
     ACLOperation,
@@ -71,4 +73,25 @@ for user in ("guest", "kmon", "kmgmt"):
         if what == "groups" and status == 200:
             body = [g for g in body if g["group_id"] == group]
         answers[f"{user} {what}"] = [status, body]
+
+
+def client_ids(client_id):
+    """The connection ids of the live Kafka clients that sent `client_id`."""
+    status, listed = call("guest", "guest", "GET", "/api/ferry/kafka/clients")
+    assert status == 200, listed
+    return [c["id"] for c in listed if c["client_id"] == client_id]
+
+
+producer = KafkaProducer(bootstrap_servers=bootstrap, client_id="py-closed")
+producer.partitions_for(topic)
+target = client_ids("py-closed")[0]
+path = f"/api/ferry/kafka/clients/{target}"
+answers["close by kmon"] = call("kmon", "secret", "DELETE", path)[0]
+answers["close by guest"] = call("guest", "guest", "DELETE", path)[0]
+deadline = time.monotonic() + 10
+while target in client_ids("py-closed") and time.monotonic() < deadline:
+    time.sleep(0.1)
+answers["closed still listed"] = target in client_ids("py-closed")
+answers["close again"] = call("guest", "guest", "DELETE", path)[0]
+producer.close()
 print(json.dumps(answers))

@@ -28,8 +28,8 @@ saves a screenshot and names its path in the error.
         shows route R running with one dead letter, whose page shows it with TEXT, replays it and then shows it delivered; queue Q's
         page shows consumer TAG and its binding, and publishes TEXT to it; queue Q2's page
         deletes it; every page fits a 700 px window; the Connections page lists the Kafka
-        client whose client id is ID on the PLAINTEXT listener; closing the connection whose
-        client named itself NAME from the Connections page
+        client whose client id is ID on the PLAINTEXT listener and closes its connection;
+        closing the connection whose client named itself NAME from the Connections page
     ui_browser.py ... screenshots --queue NAME --out DIR
         a PNG of each main page (overview, queues, the queue with a message got, exchanges,
         connections, Kafka, a topic with records browsed, a group with a reset previewed,
@@ -265,6 +265,13 @@ def check(ui, args):
     ui.until(f"Kafka client '{args.kafka_client}' listed", lambda d: d.find_elements(By.CSS_SELECTOR, kafka_client))
     cells = [td.text.strip() for td in ui.driver.find_elements(By.CSS_SELECTOR, f"{kafka_client} td")]
     assert cells[2:4] == ["PLAINTEXT", "no"], cells
+    # Closing it: its row (by connection id) goes; the client may connect again, as a new one.
+    kafka_id = ui.driver.find_element(By.CSS_SELECTOR, kafka_client).get_attribute("data-kafka-id")
+    kafka_row = f"#kafka-clients tr[data-kafka-id='{kafka_id}']"
+    ui.driver.find_element(By.CSS_SELECTOR, f"{kafka_row} button.close").click()
+    ui.until("the Kafka close button asking for a second click", lambda d: "again" in d.find_element(By.CSS_SELECTOR, f"{kafka_row} button.close").text)
+    ui.driver.find_element(By.CSS_SELECTOR, f"{kafka_row} button.close").click()
+    ui.until(f"Kafka connection {kafka_id} gone from the page", lambda d: not d.find_elements(By.CSS_SELECTOR, kafka_row))
 
     def connection_row(driver):
         for row in driver.find_elements(By.CSS_SELECTOR, "#view tbody tr"):

@@ -254,6 +254,11 @@ impl KafkaAdmin {
         self.ctx.clients.list()
     }
 
+    /// Closes this instance's Kafka connection `id`; whether it was live.
+    pub fn close_client(&self, id: u64) -> bool {
+        self.ctx.clients.close(id)
+    }
+
     /// Every ACL.
     ///
     /// # Errors

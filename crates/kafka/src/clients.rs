@@ -1,7 +1,8 @@
 //! The Kafka front's live client connections, for the management API's Connections page:
 //! each connection registers when it is accepted and is gone when its guard drops, with
-//! what it has said about itself since (its client id, the user it authenticated as).
-//! Only this instance's connections are here; instances sharing a store each list theirs.
+//! what it has said about itself since (its client id, the user it authenticated as); the
+//! API may close one ([`Clients::close`]), as RabbitMQ's closes an AMQP connection. Only
+//! this instance's connections are here; instances sharing a store each list theirs.
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -9,6 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
+use tokio_util::sync::CancellationToken;
 
 /// One live connection as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,8 +43,8 @@ pub struct Clients {
 struct Inner {
     /// The next connection's number.
     next: AtomicU64,
-    /// The live connections, by number.
-    live: Mutex<BTreeMap<u64, KafkaClient>>,
+    /// The live connections, by number, each with what closes it.
+    live: Mutex<BTreeMap<u64, (KafkaClient, CancellationToken)>>,
 }
 
 impl Clients {
@@ -65,16 +67,34 @@ impl Clients {
             user: None,
             connected_at: SystemTime::now(),
         };
-        self.inner.live.lock().insert(id, client);
+        let close = CancellationToken::new();
+        self.inner.live.lock().insert(id, (client, close.clone()));
         ClientGuard {
             id,
             clients: self.clone(),
+            close,
         }
     }
 
     /// The live connections, oldest first.
     pub fn list(&self) -> Vec<KafkaClient> {
-        self.inner.live.lock().values().cloned().collect()
+        self.inner
+            .live
+            .lock()
+            .values()
+            .map(|(c, _)| c.clone())
+            .collect()
+    }
+
+    /// Closes connection `id` (it stops reading, answers what it was answering and goes);
+    /// whether it was live.
+    pub fn close(&self, id: u64) -> bool {
+        self.inner
+            .live
+            .lock()
+            .get(&id)
+            .map(|(_, close)| close.cancel())
+            .is_some()
     }
 }
 
@@ -84,12 +104,14 @@ impl Clients {
 pub(crate) struct ClientGuard {
     id: u64,
     clients: Clients,
+    /// Cancelled by [`Clients::close`].
+    close: CancellationToken,
 }
 
 impl ClientGuard {
     /// Notes the client id of its latest request and the user it is now known as.
     pub(crate) fn note(&self, client_id: &str, user: Option<&str>) {
-        if let Some(c) = self.clients.inner.live.lock().get_mut(&self.id) {
+        if let Some((c, _)) = self.clients.inner.live.lock().get_mut(&self.id) {
             if c.client_id != client_id {
                 client_id.clone_into(&mut c.client_id);
             }
@@ -97,6 +119,13 @@ impl ClientGuard {
                 c.user = user.map(str::to_owned);
             }
         }
+    }
+}
+
+impl ClientGuard {
+    /// Resolves once the API closes the connection.
+    pub(crate) async fn closed(&self) {
+        self.close.cancelled().await;
     }
 }
 

@@ -94,6 +94,8 @@ enum Refusal {
     Idle(Duration),
     /// The client read none of its answers for `kafka.connections_max_idle_ms`.
     Unread(Duration),
+    /// Closed through the management API.
+    ClosedByApi,
 }
 
 /// Exports `ferry_kafka_connections_refused_total` at 0 for every reason, and
@@ -111,7 +113,7 @@ pub(crate) fn export_counters() {
 
 impl Refusal {
     /// Every `reason` label [`Refusal::label`] gives.
-    const LABELS: [&'static str; 12] = [
+    const LABELS: [&'static str; 13] = [
         "too_large",
         "negative_size",
         "truncated",
@@ -124,6 +126,7 @@ impl Refusal {
         "tls_client_hello",
         "idle",
         "unread",
+        "closed_by_api",
     ];
 
     /// The `reason` label of the refused-connections metric.
@@ -141,6 +144,7 @@ impl Refusal {
             Self::ClientHello => "tls_client_hello",
             Self::Idle(_) => "idle",
             Self::Unread(_) => "unread",
+            Self::ClosedByApi => "closed_by_api",
         }
     }
 }
@@ -169,6 +173,7 @@ impl std::fmt::Display for Refusal {
                 "the client read no answer for {} ms (kafka.connections_max_idle_ms)",
                 idle.as_millis()
             ),
+            Self::ClosedByApi => f.write_str("closed through the management API"),
         }
     }
 }
@@ -236,11 +241,13 @@ pub(crate) async fn serve(
         if let Some(until) = reader.muted_until.take() {
             tokio::select! {
                 () = shutdown.cancelled() => break None,
+                () = reader.registered.closed() => break Some(Refusal::ClosedByApi),
                 () = tokio::time::sleep_until(until.into()) => continue,
             }
         }
         tokio::select! {
             () = shutdown.cancelled() => break None,
+            () = reader.registered.closed() => break Some(Refusal::ClosedByApi),
             // The writer ended: the socket failed, or the client read nothing for too long.
             () = reader.owed.closed() => break None,
             // Idle only while no answer is owed: a stuck write ends the writer instead.

@@ -18,7 +18,8 @@ use super::login::Principal;
 use super::reply::Json;
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::routing::get;
+use axum::http::StatusCode;
+use axum::routing::{delete, get};
 use ferry_kafka::admin::{Acl, GroupSummary, KafkaClient, ShareGroupFigures, TopicView};
 use serde_json::{Value, json};
 
@@ -33,6 +34,7 @@ pub(crate) fn routes() -> Router<Api> {
         .route("/api/ferry/kafka/share-groups/{group}", get(share_group))
         .route("/api/ferry/kafka/acls", get(acls))
         .route("/api/ferry/kafka/clients", get(clients))
+        .route("/api/ferry/kafka/clients/{id}", delete(close_client))
         .merge(changes::routes())
         .merge(records::routes())
 }
@@ -217,6 +219,31 @@ fn client_json(c: &KafkaClient) -> Value {
 async fn clients(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Vec<Value>>> {
     monitor(&principal)?;
     Ok(Json(api.kafka.clients().iter().map(client_json).collect()))
+}
+
+/// `DELETE /api/ferry/kafka/clients/{id}`: closes that Kafka connection of this instance
+/// (the client sees its connection end and connects again), as `DELETE
+/// /api/connections/{name}` closes an AMQP one: administrators close any, other users
+/// their own.
+async fn close_client(
+    State(api): State<Api>,
+    principal: Principal,
+    Path(id): Path<u64>,
+) -> ApiResult<StatusCode> {
+    let client = api
+        .kafka
+        .clients()
+        .into_iter()
+        .find(|c| c.id == id)
+        .ok_or_else(ApiError::not_found)?;
+    let user = client.user.as_deref().unwrap_or_default();
+    if !principal.access.closes_connection_of(user) {
+        return Err(ApiError::not_authorised(ApiError::OBJECT_REFUSED));
+    }
+    if !api.kafka.close_client(id) {
+        return Err(ApiError::not_found());
+    }
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// `GET /api/ferry/kafka/acls` (administrators only).
