@@ -149,6 +149,10 @@ async fn produce_records_to_browse(bootstrap: &str) {
 /// sort after the others, which stay on the first page.
 const PAGED_TOPICS: usize = 26;
 
+/// Queues that sort after the test's others, so the Queues page (50 to a page) has a
+/// second page.
+const PAGED_QUEUES: usize = 50;
+
 async fn create_topics_for_a_second_page(bootstrap: &str) {
     let admin: AdminClient<DefaultClientContext> = client_config(bootstrap, &[]).create().unwrap();
     let names: Vec<String> = (0..PAGED_TOPICS)
@@ -309,6 +313,9 @@ fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_
         let ch = conn.create_channel().await.unwrap();
         declare(&ch, CONSUMED_QUEUE, FieldTable::default()).await;
         declare(&ch, DELETED_QUEUE, FieldTable::default()).await;
+        for i in 0..PAGED_QUEUES {
+            declare(&ch, &format!("zz-queue-{i:02}"), FieldTable::default()).await;
+        }
         let deliveries = ch
             .basic_consume(
                 CONSUMED_QUEUE.into(),
@@ -382,6 +389,8 @@ fn log_in_see_the_node_manage_queues_topics_and_groups_replay_a_dead_letter_and_
         KAFKA_CLIENT,
         "--last-topic",
         &format!("zz-page-{:02}", PAGED_TOPICS - 1),
+        "--last-queue",
+        &format!("zz-queue-{:02}", PAGED_QUEUES - 1),
         "--share-group",
         SHARE_GROUP,
         "--share-topic",

@@ -10,11 +10,11 @@ saves a screenshot and names its path in the error.
         --route R --dead-letter TEXT --create-topic T2 --delete-topic T3 \
         --consumed-queue Q --consumer TAG --publish TEXT --delete-queue Q2 \
         --records-topic T4 --record-key K --record-value JSON --first-record-ms MS \
-        --kafka-client ID --last-topic T5 \
+        --kafka-client ID --last-topic T5 --last-queue Q3 \
         --share-group S --share-topic T6 --share-start N2 --share-archived A --share-lag L2
         wrong password shows the API's reason; log in; the overview counts the queue and
         shows the node's descriptors, alarms and the Kafka front's topics and lag as
-        /api/nodes and /api/ferry/kafka/... give them; the queue's row shows depth N; the
+        /api/nodes and /api/ferry/kafka/... give them; the queue's row shows depth N; the Queues page turns to its second page (Q3 the last) and back by the filter; the
         queue page gets a message with TEXT; the Kafka page shows topic T's partition 0 with
         offsets 0 to N and group G with total lag L, and its topics 25 to a page, T5 (the
         last by name) on the second; it creates topic T2 (3 partitions,
@@ -91,6 +91,7 @@ def parse_args():
     check.add_argument("--share-archived", type=int, required=True)
     check.add_argument("--share-lag", type=int, required=True)
     check.add_argument("--last-topic", required=True)
+    check.add_argument("--last-queue", required=True)
     shots = commands.add_parser("screenshots")
     shots.add_argument("--queue", required=True)
     shots.add_argument("--route", required=True)
@@ -216,6 +217,7 @@ def check(ui, args):
         f"queue '{args.queue}' showing {args.depth} ready",
         lambda d: ui.cell(args.queue, "Ready") == f"{args.depth:,}" and ui.cell(args.queue, "Total") == f"{args.depth:,}",
     )
+    turn_a_page_of_queues(ui, args)
     ui.row(args.queue).find_element(By.CSS_SELECTOR, "a").click()
     ui.text_is("#queue-name", args.queue)
     ui.text_is("#queue-ready", f"{args.depth:,}")
@@ -309,6 +311,24 @@ def check_overview(ui, args):
     ui.text_is("[data-total=kafka_topics] strong", f"{len(topics):,}")
     ui.text_is("[data-total=kafka_lag] strong", f"{args.kafka_lag:,}")
     ui.visible("#chart-kafka svg")
+
+
+def turn_a_page_of_queues(ui, args):
+    """The Queues page lists 50 queues to a page; Next shows the rest, Previous goes back, and
+    the filter starts again at the first page of what matches."""
+    total = len(ui.api("/api/queues", args.user, args.password))
+    assert total > 50, f"only {total} queues: the list fits on one page"
+    last = f"#view tr[data-name='{args.last_queue}']"
+    ui.text_is("#view .pager .page-of", f"1–50 of {total}")
+    assert not ui.driver.find_elements(By.CSS_SELECTOR, last), "the last queue on the first page"
+    ui.visible("#view .pager button[data-action='next']").click()
+    ui.text_is("#view .pager .page-of", f"51–{total} of {total}")
+    ui.until(f"queue '{args.last_queue}' on the second page", lambda d: d.find_elements(By.CSS_SELECTOR, last))
+    ui.visible("#queue-filter").send_keys(args.last_queue)
+    ui.until("only the filtered queue, on one page", lambda d: len(d.find_elements(By.CSS_SELECTOR, "#view tbody tr")) == 1 and not d.find_elements(By.CSS_SELECTOR, "#view .pager"))
+    ui.visible("#queue-filter").clear()
+    ui.driver.execute_script("document.getElementById('queue-filter').dispatchEvent(new Event('input'))")
+    ui.text_is("#view .pager .page-of", f"1–50 of {total}")
 
 
 def turn_a_page_of_topics(ui, args):
