@@ -157,29 +157,8 @@ async fn an_online_backup_under_load_restores_every_confirmed_message_and_commit
     assert_eq!(producing.await.unwrap().len(), LOAD);
 
     // Refusals: a user who is not an administrator; a restore into a store that holds data.
-    let users = format!("{}/api/users/watcher", source.management_uri());
-    let made = run(
-        "curl",
-        &[
-            "-sSf",
-            "-u",
-            "guest:guest",
-            "-X",
-            "PUT",
-            "-H",
-            "content-type: application/json",
-            "-d",
-            r#"{"password":"pw","tags":"monitoring"}"#,
-            &users,
-        ],
-        b"",
-    )
-    .await;
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
+    let watcher = r#"{"password":"pw","tags":"monitoring"}"#;
+    source.put_as_guest("/api/users/watcher", watcher).await;
     let refused = run(
         "curl",
         &[

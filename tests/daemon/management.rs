@@ -495,28 +495,12 @@ async fn messages_up_to_max_message_size_are_published_through_the_api_whole_and
 async fn the_first_answer_already_has_rates_from_the_five_second_samples() {
     let dir = tempfile::tempdir().unwrap();
     let ferry = Setup::shipped(dir.path()).start();
-    let put = async |path: &str, body: &str| {
-        let url = format!("{}{path}", ferry.management_uri());
-        let args = ["-sf", "-u", "guest:guest", "-X", "PUT", "-H"];
-        let out = run(
-            "curl",
-            &[
-                &args[..],
-                &["content-type: application/json", "-d", body, &url],
-            ]
-            .concat(),
-            b"",
-        )
-        .await;
-        assert!(out.status.success(), "PUT {path}");
-    };
-    put(
-        "/api/users/limited",
-        r#"{"password": "secret", "tags": "management"}"#,
-    )
-    .await;
+    let limited = r#"{"password": "secret", "tags": "management"}"#;
+    ferry.put_as_guest("/api/users/limited", limited).await;
     let all = r#"{"configure": ".*", "write": ".*", "read": ".*"}"#;
-    put("/api/permissions/%2f/limited", all).await;
+    ferry
+        .put_as_guest("/api/permissions/%2f/limited", all)
+        .await;
     let (_connection, ch) = crate::common::amqp::channel(&ferry.amqp_uri()).await;
     crate::common::amqp::declare(&ch, "sampled", Default::default()).await;
     // About 20 messages a second for 12 s: two samples or more see the queue grow.

@@ -283,18 +283,8 @@ async fn share_group_figures_in_the_management_api_and_metrics() {
     .await;
 
     // Only users tagged monitoring or administrator see share groups.
-    let url = format!("{}/api/users/watcher", ferry.management_uri());
     let body = r#"{"password": "secret", "tags": "management"}"#;
-    let put = [
-        "-sf",
-        "-u",
-        "guest:guest",
-        "-X",
-        "PUT",
-        "-H",
-        "content-type: application/json",
-    ];
-    run("curl", &[&put[..], &["-d", body, &url]].concat(), b"").await;
+    ferry.put_as_guest("/api/users/watcher", body).await;
     let refused = json!({"error": "not_authorised", "reason": "Not monitor user"});
     for path in [
         "/api/ferry/kafka/share-groups",

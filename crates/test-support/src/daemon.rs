@@ -157,6 +157,20 @@ impl Daemon {
         format!("http://127.0.0.1:{}", self.ports.management)
     }
 
+    /// `PUT path` of the management API as guest with the JSON `body` (curl); panics,
+    /// naming the path and curl's error, unless it answers 2xx.
+    pub async fn put_as_guest(&self, path: &str, body: &str) {
+        let url = format!("{}{path}", self.management_uri());
+        let args = ["-sSf", "-u", "guest:guest", "-X", "PUT", "-H"];
+        let json = ["content-type: application/json", "-d", body, &url];
+        let out = crate::clients::run("curl", &[&args[..], &json[..]].concat(), b"").await;
+        assert!(
+            out.status.success(),
+            "PUT {path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// `host:port` of the Kafka front, for `bootstrap.servers`.
     pub fn kafka_bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.ports.kafka)

@@ -180,16 +180,7 @@ async fn epochs_commits_classic_joins_and_leaves_are_checked() {
     assert_eq!(fenced.error_code, ResponseError::FencedMemberEpoch.code());
     assert_eq!(fenced.heartbeat_interval_ms, 5_000);
 
-    let classic = JoinGroupRequest::default()
-        .with_group_id(group("g"))
-        .with_session_timeout_ms(10_000)
-        .with_rebalance_timeout_ms(5_000)
-        .with_protocol_type(text("consumer"))
-        .with_protocols(vec![
-            JoinGroupRequestProtocol::default()
-                .with_name(text("range"))
-                .with_metadata(Bytes::new()),
-        ]);
+    let classic = super::groups::join_request("g", "", 10_000, b"");
     let refused = c
         .call(5, classic.clone().with_group_instance_id(Some(text("i"))))
         .await;

@@ -18,7 +18,6 @@ use kafka_protocol::messages::alter_share_group_offsets_request::{
 use kafka_protocol::messages::delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic;
 use kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
 use kafka_protocol::messages::incremental_alter_configs_request as incremental;
-use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::share_fetch_request::{
     AcknowledgementBatch, FetchPartition, FetchTopic,
 };
@@ -26,8 +25,8 @@ use kafka_protocol::messages::share_fetch_response::PartitionData;
 use kafka_protocol::messages::{
     AlterShareGroupOffsetsRequest, ConsumerGroupHeartbeatRequest, DeleteGroupsRequest,
     DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest, GroupId,
-    IncrementalAlterConfigsRequest, JoinGroupRequest, ListGroupsRequest, ShareAcknowledgeRequest,
-    ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
+    IncrementalAlterConfigsRequest, ListGroupsRequest, ShareAcknowledgeRequest, ShareFetchRequest,
+    ShareFetchResponse, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse, share_acknowledge_request,
 };
 use uuid::Uuid;
@@ -442,17 +441,8 @@ async fn a_share_groups_id_is_refused_to_other_members_and_the_empty_group_delet
 
     // As Kafka: a classic join is INCONSISTENT_GROUP_PROTOCOL, a consumer-protocol one
     // GROUP_ID_NOT_FOUND.
-    let classic = JoinGroupRequest::default()
-        .with_group_id(group())
-        .with_session_timeout_ms(10_000)
-        .with_rebalance_timeout_ms(5_000)
-        .with_protocol_type(text("consumer"))
-        .with_protocols(vec![
-            JoinGroupRequestProtocol::default()
-                .with_name(text("range"))
-                .with_metadata(bytes::Bytes::new()),
-        ]);
-    let refused = c.call(5, classic.clone()).await;
+    let classic = super::groups::join_request(GROUP, "", 10_000, b"");
+    let refused = c.call(5, classic).await;
     assert_eq!(
         (refused.error_code, refused.member_id.as_str()),
         (ResponseError::InconsistentGroupProtocol.code(), "")
