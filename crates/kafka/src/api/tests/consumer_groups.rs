@@ -8,17 +8,14 @@ use super::acls::{
 };
 use super::create_topic;
 use super::fixture::{Client, Front, name, text};
-use bytes::Bytes;
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
-    DescribeGroupsRequest, GroupId, JoinGroupRequest, ListGroupsRequest, MetadataRequest,
-    OffsetCommitRequest,
+    DescribeGroupsRequest, GroupId, ListGroupsRequest, MetadataRequest, OffsetCommitRequest,
 };
 use uuid::Uuid;
 
