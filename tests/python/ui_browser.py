@@ -167,10 +167,15 @@ class Ui:
         return self.until(f"a row named '{name}'", found)
 
     def cell(self, name, column):
-        """The text of `column` (a header title) in the row named `name`."""
+        """The text of `column` (a header title) in the row named `name`, or None while the
+        table is still being drawn (its header or the row's cells not there yet) — inside
+        `until` that means "look again", where an exception would end the wait at once."""
         headers = [th.text.strip() for th in self.driver.find_elements(By.CSS_SELECTOR, "#view thead th")]
+        if column not in headers:
+            return None
+        cells = self.row(name).find_elements(By.CSS_SELECTOR, "td")
         index = headers.index(column)
-        return self.row(name).find_elements(By.CSS_SELECTOR, "td")[index].text.strip()
+        return cells[index].text.strip() if index < len(cells) else None
 
     def get_message(self, ackmode="ack_requeue_true"):
         Select(self.visible("#get-ackmode")).select_by_value(ackmode)
