@@ -37,11 +37,13 @@ async fn scenario(bootstrap: &str, args: &[&str]) -> Vec<String> {
         .output()
         .await
         .unwrap();
+    let trace = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "kafka_share_groups.py {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
+        "kafka_share_groups.py {args:?} failed: {trace}"
     );
+    // Shown when the test fails: what the scenario saw, step by step.
+    eprintln!("kafka_share_groups.py {args:?}:\n{trace}");
     String::from_utf8(output.stdout)
         .unwrap()
         .lines()

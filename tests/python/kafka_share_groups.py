@@ -75,6 +75,11 @@ TIMEOUT = 60
 PARTITIONS = 6
 
 
+def trace(*words):
+    """One line of what a scenario saw, on stderr: the Rust test shows it when it fails."""
+    print(f"{time.monotonic():.3f}", *words, file=sys.stderr, flush=True)
+
+
 def admin_setup(bootstrap, topic, group, settings, partitions):
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(topic, partitions, 1)])
@@ -294,6 +299,7 @@ def dead_letters(bootstrap, topic, group):
     while len(settled) < 3 and time.monotonic() < deadline:
         for m in records(c.poll(0.5)):
             key = m.key().decode()
+            trace("acquired", key, "offset", m.offset(), "count", m.delivery_count())
             if key == "dl-0":
                 c.acknowledge(m, AcknowledgeType.REJECT)
                 settled[key] = "rejected"
@@ -306,6 +312,7 @@ def dead_letters(bootstrap, topic, group):
                 c.acknowledge(m)
                 settled[key] = "accepted"
         c.commit_sync()
+    trace("settled", settled)
     c.close()
     reader = Consumer(
         {
@@ -322,6 +329,7 @@ def dead_letters(bootstrap, topic, group):
         if m is None or m.error():
             continue
         h = {k: v.decode() for k, v in m.headers() or []}
+        trace("dead letter", m.value().decode(), h)
         seen.append(
             f"{m.value().decode()} reason {h.get('ferry.dlq.reason')} "
             f"count {h.get('ferry.dlq.delivery.count')} from {h.get('ferry.dlq.topic')}"

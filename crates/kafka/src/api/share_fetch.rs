@@ -145,7 +145,21 @@ pub(super) async fn handle(
     let ctx = ctx.clone();
     let access = session.access(&ctx);
     Reply::Later(Box::pin(async move {
-        let config = ctx.share.config(&group).await.unwrap_or_default();
+        // Not the default on a failure: records acquired under another lock duration,
+        // delivery limit or isolation level than the group's.
+        let config = match ctx.share.config(&group).await {
+            Ok(config) => config,
+            Err(e) => {
+                tracing::warn!(group, error = %e, "cannot load a share group's settings");
+                for place in places {
+                    lines.entry(place).or_default().error = (
+                        ResponseError::UnknownServerError.code(),
+                        Some(e.to_string()),
+                    );
+                }
+                return ResponseKind::ShareFetch(answer(lines, &Default::default()));
+            }
+        };
         let mut fetched = Vec::new();
         for place in places {
             let Some(topic) = ctx.topics.by_uuid(place.0) else {

@@ -28,30 +28,30 @@ impl ShareGroups {
         Ok(stored.map(|v| ShareConfig::decode(&v)).unwrap_or_default())
     }
 
-    /// Loads `group`'s settings unless this instance knows the group.
-    pub(super) async fn load(&self, group: &str) -> Result<(), ShareError> {
-        if self.inner.groups.lock().contains_key(group) {
-            return Ok(());
-        }
-        let config = self.stored_config(group).await?;
-        self.inner
-            .groups
-            .lock()
-            .entry(group.to_owned())
-            .or_insert_with(|| Group {
-                config,
-                ..Group::default()
-            });
-        Ok(())
-    }
-
-    /// `group`'s settings.
+    /// Makes `group` one this instance knows, its settings loaded from the store the first
+    /// time; returns them.
     ///
     /// # Errors
     /// The store's error.
     pub(crate) async fn config(&self, group: &str) -> Result<ShareConfig, ShareError> {
-        self.load(group).await?;
-        Ok(self.inner.groups.lock()[group].config.clone())
+        let stored = self.stored_config(group).await?;
+        Ok(self.known(group, stored).config.clone())
+    }
+
+    /// `group` as this instance knows it, made known with `config` when it is not (again:
+    /// [`Self::reload_configs`] forgets a member-less group deleted meanwhile, at any
+    /// moment between a caller's load and its use).
+    pub(super) fn known(
+        &self,
+        group: &str,
+        config: ShareConfig,
+    ) -> parking_lot::MappedMutexGuard<'_, Group> {
+        parking_lot::MutexGuard::map(self.inner.groups.lock(), |groups| {
+            groups.entry(group.to_owned()).or_insert_with(|| Group {
+                config,
+                ..Group::default()
+            })
+        })
     }
 
     /// Stores `config` as `group`'s settings.
@@ -63,7 +63,6 @@ impl ShareGroups {
         group: &str,
         config: ShareConfig,
     ) -> Result<(), ShareError> {
-        self.load(group).await?;
         let (key, value) = (self.inner.keys.group(group).share_config(), config.encode());
         self.inner
             .db
@@ -76,9 +75,8 @@ impl ShareGroups {
                 }
             })
             .await?;
-        if let Some(g) = self.inner.groups.lock().get_mut(group) {
-            g.config = config;
-        }
+        let kept = config.clone();
+        self.known(group, config).config = kept;
         // Opened again on next use, with the delivery limit as now set.
         self.inner.partitions.lock().retain(|(g, _), _| g != group);
         Ok(())

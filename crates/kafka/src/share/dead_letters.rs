@@ -9,7 +9,7 @@
 //! appends the record to the dead-letter topic's partition (the source partition's index,
 //! modulo the topic's partitions) through the front's port **in the same transaction**, so
 //! each archived record is copied exactly once, whatever crashes. It sleeps on store
-//! watches of the dead stages, not a timer.
+//! watches of the dead stages, not a timer, set before each pass reads them.
 
 use super::ShareGroups;
 use super::partition::SharePartition;
@@ -52,6 +52,9 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     loop {
         let opened = ctx.share.inner.opened.notified();
         let partitions = ctx.share.opened();
+        // Watched before the pass looks: a record archived after the pass read its dead
+        // stage wakes the loop (watched after, it would wait for the next one).
+        let archived = watch(&ctx.share, &partitions).await;
         let mut failed = false;
         for sp in &partitions {
             loop {
@@ -66,13 +69,9 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
                 }
             }
         }
-        let wake = if failed {
-            tokio::time::sleep(RETRY).boxed()
-        } else {
-            match watch(&ctx.share, &partitions).await {
-                Some(wake) => wake,
-                None => tokio::time::sleep(RETRY).boxed(),
-            }
+        let wake = match archived {
+            Some(wake) if !failed => wake,
+            _ => tokio::time::sleep(RETRY).boxed(),
         };
         tokio::select! {
             () = shutdown.cancelled() => return,
@@ -82,7 +81,8 @@ pub(crate) async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     }
 }
 
-/// A future that completes when a record is archived into one of `partitions`' dead stages.
+/// A future that completes when a record is archived into one of `partitions`' dead stages
+/// after this call.
 async fn watch(
     groups: &ShareGroups,
     partitions: &[SharePartition],
@@ -110,6 +110,8 @@ enum ForwardError {
     Port(#[from] crate::port::KafkaPortError),
     #[error(transparent)]
     Store(#[from] ferry_store::StoreError),
+    #[error(transparent)]
+    Share(#[from] super::partition::ShareError),
 }
 
 impl ferry_store::TransactionError for ForwardError {
@@ -130,7 +132,8 @@ async fn forward(
     port: &KafkaPort,
     sp: &SharePartition,
 ) -> Result<usize, ForwardError> {
-    let config = ctx.share.config(&sp.group).await.unwrap_or_default();
+    // Not the default on a failure: that has no dead-letter topic, and would drop records.
+    let config = ctx.share.config(&sp.group).await?;
     let target = match &config.dead_letter_topic {
         Some(topic) => {
             let partitions = port.open_topic(topic).await?;

@@ -66,6 +66,7 @@ pub(crate) async fn acquire(
     shutdown: &CancellationToken,
 ) -> Vec<Result<Taken, ShareError>> {
     let deadline = Instant::now() + limits.wait;
+    let mut watched: Option<futures::future::BoxFuture<'static, ()>> = None;
     loop {
         let mut out = Vec::with_capacity(partitions.len());
         let (mut records, mut bytes) = (0usize, 0usize);
@@ -100,8 +101,14 @@ pub(crate) async fn acquire(
         if records > 0 || out.iter().any(Result::is_err) || now >= deadline {
             return out;
         }
-        let Some(wake) = groups.watch(partitions).await else {
-            return out;
+        // Watched, then looked at once more before waiting: a record returned between
+        // the look above and the watch would otherwise wait for the deadline.
+        let Some(wake) = watched.take() else {
+            match groups.watch(partitions).await {
+                Some(wake) => watched = Some(wake),
+                None => return out,
+            }
+            continue;
         };
         tokio::select! {
             () = wake => {}

@@ -157,12 +157,12 @@ impl ShareGroups {
             }
             self.list(group).await.map_err(unavailable)?;
         }
-        self.load(group).await.map_err(unavailable)?;
+        let stored = self.stored_config(group).await.map_err(unavailable)?;
         let now = Instant::now();
         let shape = |name: &str| self.shape(name);
         let (answer, config, freed) = {
-            let mut groups = self.inner.groups.lock();
-            let g = groups.get_mut(group).expect("loaded above");
+            let mut known = self.known(group, stored);
+            let g = &mut *known;
             let mut freed = Vec::new();
             for gone in g.members.expire(now, &shape) {
                 freed.extend(g.drop_member(&gone));
@@ -432,9 +432,35 @@ impl ShareGroups {
         if let Some(sp) = self.inner.partitions.lock().get(&key) {
             return Ok(sp.clone());
         }
-        let sp =
-            SharePartition::open(&self.inner.stages, &self.inner.keys, group, log, config).await?;
-        self.inner.partitions.lock().insert(key, sp.clone());
+        let mut limit = config.delivery_limit;
+        let sp = loop {
+            let config = ShareConfig {
+                delivery_limit: limit,
+                ..config.clone()
+            };
+            let sp = SharePartition::open(
+                &self.inner.stages,
+                &self.inner.keys,
+                group,
+                log.clone(),
+                &config,
+            )
+            .await?;
+            // Opening stores the delivery limit in the stage: when the group's settings
+            // changed meanwhile, open again with the new one, so it is the limit kept.
+            match self.inner.groups.lock().get(group) {
+                Some(g) if g.config.delivery_limit != limit => limit = g.config.delivery_limit,
+                _ => break sp,
+            }
+        };
+        // One opened meanwhile by another request is the one everyone uses.
+        let sp = self
+            .inner
+            .partitions
+            .lock()
+            .entry(key)
+            .or_insert(sp)
+            .clone();
         self.inner.opened.notify_one();
         Ok(sp)
     }
