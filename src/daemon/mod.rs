@@ -111,7 +111,10 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let started = std::time::Instant::now();
     logging::init(&config.log)?;
     let metrics = recorder::install()?;
-    ferry_telemetry::compat::rabbitmq::state::set_node(recorder::rabbitmq_node(&config));
+    let rabbitmq_node = recorder::rabbitmq_node(&config);
+    // The management API names this instance as the metrics' identity labels do.
+    let node_name = rabbitmq_node.node.clone();
+    ferry_telemetry::compat::rabbitmq::state::set_node(rabbitmq_node);
     let shutdown = CancellationToken::new();
     shutdown::cancel_on_signal(shutdown.clone()).map_err(DaemonError::Signals)?;
     ferry_telemetry::process::raise_fd_limit();
@@ -328,7 +331,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             .into_iter()
             .map(|(protocol, addr)| ferry_management::Listening { protocol, addr })
             .collect(),
-        node: ferry_management::node_name(),
+        node: node_name.clone(),
         https: management_listener
             .as_ref()
             .is_some_and(|l| l.tls.is_some()),
@@ -345,6 +348,11 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             memory,
             store: db.clone(),
             disk_free_limit_bytes: config.store.min_free_disk_mb.saturating_mul(1 << 20),
+            nodes: ferry_management::node_registry::NodeRegistry::new(
+                db.clone(),
+                &config.store.prefix,
+                node_name,
+            ),
         },
     });
     let token = shutdown.clone();
@@ -376,6 +384,11 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         let (sampled, token) = (management_api.clone(), shutdown.clone());
         loops.spawn("rates sampler", async move {
             ferry_management::sampler::run(sampled, token).await;
+            Ok(())
+        });
+        let (published, token) = (management_api.clone(), shutdown.clone());
+        loops.spawn("node publisher", async move {
+            ferry_management::nodes::publish(published, token).await;
             Ok(())
         });
         let (router, token) = (ferry_management::router(management_api), shutdown.clone());

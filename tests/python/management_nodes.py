@@ -45,6 +45,10 @@ for k in NODE_KEYS:
     assert k in node, (k, node)
     assert type(node[k]) is type(theirs[0][k]), (k, node[k], theirs[0][k])
 
+# Named as the metrics' identity labels name it: ferry-NODE_ID@HOST (kafka.node_id 0).
+with open("/proc/sys/kernel/hostname") as f:
+    assert node["name"] == "ferry-0@" + f.read().strip(), node["name"]
+
 # 2. The figures are this process's.
 pid = int(ferry_pid)
 assert node["os_pid"] == str(pid), node["os_pid"]

@@ -36,7 +36,8 @@ mod health;
 mod kafka;
 mod login;
 mod messages;
-mod nodes;
+pub mod node_registry;
+pub mod nodes;
 mod overview;
 mod permissions;
 mod policies;
@@ -89,7 +90,7 @@ pub struct Shared {
     pub kafka: KafkaAdmin,
     /// Every listener of the instance (the API's own included).
     pub listeners: Vec<Listening>,
-    /// The node name shown in answers (`ferry@HOST`).
+    /// The node name shown in answers (`ferry-NODE_ID@HOST`, as the metrics' identity).
     pub node: String,
     /// Whether the API is served over HTTPS (a user with `require_tls` may use it then).
     pub https: bool,
@@ -116,17 +117,6 @@ impl Deref for Api {
     fn deref(&self) -> &Shared {
         &self.inner
     }
-}
-
-/// The node name of this instance: `ferry@` and the host name.
-pub fn node_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_default();
-    format!(
-        "ferry@{}",
-        if host.is_empty() { "localhost" } else { &host }
-    )
 }
 
 /// Every route of the API and the web UI's files; anything else is RabbitMQ's 404.

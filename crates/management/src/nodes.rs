@@ -1,19 +1,21 @@
 //! The node endpoints monitoring tools poll (`rabbitmqadmin list nodes`, RabbitMQ's
-//! Prometheus-less integrations): `/api/nodes` (this instance as RabbitMQ's one node,
-//! with its memory, descriptors, sockets, disk and alarms), `/api/nodes/{name}`,
-//! `/api/cluster-name`, `/api/extensions` and the old `/api/healthchecks/node`.
+//! Prometheus-less integrations): `/api/nodes` (every instance over the store as one of
+//! RabbitMQ's cluster nodes, with its memory, descriptors, sockets, disk and alarms),
+//! `/api/nodes/{name}`, `/api/cluster-name`, `/api/extensions` and the old
+//! `/api/healthchecks/node`.
 //!
-//! Each figure is this process's own, read when asked: resident memory against the
-//! memory high-water mark (`daemon.max_memory_mb`), open descriptors against their limit,
-//! the sockets among them, the store's free disk space against `store.min_free_disk_mb`,
-//! and the runtime's live tasks and queued tasks where RabbitMQ counts Erlang processes
-//! and its run queue. Instances that share a FoundationDB store each answer for
-//! themselves; there is no cluster-wide view (docs/management.md, "Nodes").
+//! The answering instance's figures are its own, read when asked: resident memory against
+//! the memory high-water mark (`daemon.max_memory_mb`), open descriptors against their
+//! limit, the sockets among them, the store's free disk space against
+//! `store.min_free_disk_mb`, and the runtime's live tasks and queued tasks where RabbitMQ
+//! counts Erlang processes and its run queue. Every other instance's are what it last
+//! published to the store ([`publish`], [`crate::node_registry`]).
 
 use super::Api;
 use super::administrator::monitor;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
+use super::node_registry::{NodeRegistry, PERIOD, Registered};
 use super::reply::Json;
 use axum::Router;
 use axum::extract::{Path, State};
@@ -24,6 +26,8 @@ use ferry_telemetry::memory_watermark::MemoryWatermark;
 use ferry_telemetry::process;
 use serde_json::{Value, json};
 use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
 
 /// What the node endpoints read of the process: the parts of the daemon that hold a
 /// resource's limit or alarm.
@@ -37,6 +41,8 @@ pub struct Resources {
     pub store: Database,
     /// `store.min_free_disk_mb`, in bytes (`disk_free_limit`).
     pub disk_free_limit_bytes: u64,
+    /// The instances over the store, this one's entry published there.
+    pub nodes: NodeRegistry,
 }
 
 /// The routes of this family.
@@ -50,10 +56,12 @@ pub(crate) fn routes() -> Router<Api> {
         .route("/api/healthchecks/node/{name}", get(healthy_node))
 }
 
-/// `GET /api/nodes`: the one node this instance is.
+/// `GET /api/nodes`: this instance first, then every other over the store.
 async fn nodes(State(api): State<Api>, principal: Principal) -> ApiResult<Json<Vec<Value>>> {
     monitor(&principal)?;
-    Ok(Json(vec![node_json(&api)]))
+    let mut nodes = vec![node_json(&api)];
+    nodes.extend(others(&api).await?.into_iter().map(|r| r.entry));
+    Ok(Json(nodes))
 }
 
 /// `GET /api/nodes/{name}`.
@@ -63,8 +71,28 @@ async fn node(
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
     monitor(&principal)?;
-    known(&api, &name)?;
-    Ok(Json(node_json(&api)))
+    if name == api.node {
+        return Ok(Json(node_json(&api)));
+    }
+    Ok(Json(other(&api, &name).await?.entry))
+}
+
+/// The other instances over the store, by name.
+async fn others(api: &Api) -> ApiResult<Vec<Registered>> {
+    let listed = api.resources.nodes.list().await.map_err(|e| {
+        warn!(error = %e, "cannot list the nodes over the store");
+        ApiError::internal(format!("cannot list the nodes: {e}"))
+    })?;
+    Ok(listed.into_iter().filter(|r| r.name != api.node).collect())
+}
+
+/// The other instance named `name`: 404 when the store has none.
+async fn other(api: &Api, name: &str) -> ApiResult<Registered> {
+    others(api)
+        .await?
+        .into_iter()
+        .find(|r| r.name == name)
+        .ok_or_else(ApiError::not_found)
 }
 
 /// `GET /api/cluster-name`: the node name, as a cluster of one is named by default.
@@ -83,22 +111,39 @@ async fn healthy(_: Principal) -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// `GET /api/healthchecks/node/{name}`.
+/// `GET /api/healthchecks/node/{name}`: `failed` for a node that stopped.
 async fn healthy_node(
     State(api): State<Api>,
     _: Principal,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    known(&api, &name)?;
+    if name != api.node && other(&api, &name).await?.entry["running"] != true {
+        return Ok(Json(
+            json!({"status": "failed", "reason": format!("node {name} is not running")}),
+        ));
+    }
     Ok(Json(json!({"status": "ok"})))
 }
 
-/// Refuses a node name that is not this instance's.
-fn known(api: &Api, name: &str) -> ApiResult<()> {
-    if name == api.node {
-        Ok(())
-    } else {
-        Err(ApiError::not_found())
+/// Publishes this instance's `/api/nodes` entry to the store every [`PERIOD`] until
+/// `shutdown`, then ends its term, so the other instances list it as stopped.
+pub async fn publish(api: Api, shutdown: CancellationToken) {
+    let registry = &api.resources.nodes;
+    let mut ticks = tokio::time::interval(PERIOD);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut first = true;
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = ticks.tick() => {}
+        }
+        match registry.publish(&node_json(&api), first).await {
+            Ok(()) => first = false,
+            Err(e) => warn!(error = %e, "cannot publish this node to the store"),
+        }
+    }
+    if let Err(e) = registry.leave(&node_json(&api)).await {
+        warn!(error = %e, "cannot mark this node stopped in the store");
     }
 }
 
