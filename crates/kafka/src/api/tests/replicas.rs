@@ -272,6 +272,65 @@ async fn elect_leaders_finds_every_led_partition_led_by_its_preferred_replica() 
     front.stop().await;
 }
 
+#[tokio::test]
+async fn elect_leaders_claims_a_partition_whose_leader_stopped() {
+    // Balancing rounds 200 s apart (a third of the lease): only the election can claim the
+    // partition within the test.
+    let front = Front::start_with(|c| c.sequencer_lease_ms = 600_000).await;
+    let peer = front.peer(2).await;
+    create_topic(&mut peer.client(), "orphaned", 1).await;
+    // Its leader stops (releasing its lease, as a stopping instance does).
+    peer.stop().await;
+    let deadline = tokio::time::Instant::now() + super::fixture::PATIENCE;
+    let partition = loop {
+        if let Some(p) = front
+            .ctx
+            .topics
+            .get("orphaned")
+            .and_then(|t| t.partition(0).cloned())
+        {
+            break p;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the topic never reached the front"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let leader = async || {
+        front
+            .ctx
+            .sequencers
+            .leaders(std::slice::from_ref(&partition))
+            .await
+            .unwrap()[0]
+    };
+    assert_eq!(leader().await, None, "unled before the election");
+    let mut c = front.client();
+    for election_type in [PREFERRED, UNCLEAN] {
+        let answer = elect(&mut c, 2, election_type, Some(("orphaned", &[0]))).await;
+        let code = if election_type == PREFERRED {
+            0
+        } else {
+            // Elected by the first: led now.
+            ResponseError::ElectionNotNeeded.code()
+        };
+        assert_eq!(
+            (answer.error_code, elected(&answer)),
+            (0, vec![("orphaned".into(), 0, code)]),
+            "type {election_type}"
+        );
+    }
+    assert_eq!(
+        leader().await.map(|l| l.node),
+        Some(front.ctx.config.node_id)
+    );
+    // The new leader takes records.
+    let produced = produce(&mut c, "orphaned", 0, batch(&["after the election"])).await;
+    assert_eq!(produced.error_code, 0, "{produced:?}");
+    front.stop().await;
+}
+
 /// AlterPartitionReassignments (v1, `allow_rf_change`) of partition `index` of `topic` to
 /// `replicas`: the answer's code and the partition's code.
 async fn reassign(
