@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(amqp_frames kafka_requests sasl stored_records config)
+TARGETS=(amqp_frames kafka_requests sasl stored_records config stream_frames)
 SMOKE_SECONDS=${SMOKE_SECONDS:-12}
 LIMITS=(-max_len=65536 -timeout=10 -rss_limit_mb=512 -malloc_limit_mb=64)
 export CARGO_TARGET_DIR=${FUZZ_TARGET_DIR:-$HOME/.cache/ferry/fuzz-target}

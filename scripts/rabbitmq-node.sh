@@ -3,9 +3,10 @@
 # runs: its own node name, AMQP port, distribution port, epmd (on its own port, so the
 # machine's epmd is never used) and HOME (so its own Erlang cookie), with its data (mnesia),
 # logs and pid files under a directory the caller gives. Listens on 127.0.0.1 only; the
-# shovel plugin is enabled (a benchmark compares Ferry with Shovel), and the management and
-# Prometheus plugins on ports of the node's own (tests compare Ferry's management API and
-# metric names with RabbitMQ's, and import definitions exported from this node).
+# shovel plugin is enabled (a benchmark compares Ferry with Shovel), and the management,
+# Prometheus and stream plugins on ports of the node's own (tests compare Ferry's management
+# API and metric names with RabbitMQ's, import definitions exported from this node, and
+# speak the stream protocol to it).
 #
 #   scripts/rabbitmq-node.sh start DIR [--owner PID] [--tls CERTS [--tls-client-certs optional]]
 #                                                      start a node in DIR; print its AMQP URI
@@ -14,6 +15,7 @@
 #   scripts/rabbitmq-node.sh amqps-uri DIR             print its amqps URI (a node started with --tls)
 #   scripts/rabbitmq-node.sh http-uri DIR              print its management API's base URL (http://127.0.0.1:PORT)
 #   scripts/rabbitmq-node.sh prometheus-uri DIR        print its Prometheus endpoint (http://127.0.0.1:PORT/metrics)
+#   scripts/rabbitmq-node.sh stream-addr DIR           print its stream protocol listener (127.0.0.1:PORT)
 #   scripts/rabbitmq-node.sh ctl DIR ARGS...           rabbitmqctl ARGS against it
 #   scripts/rabbitmq-node.sh pids DIR                  print the PIDs of its live processes
 #
@@ -113,11 +115,12 @@ start_once() {
   mkdir -p "$DIR"/{home,mnesia,log}
   DIR=$(cd "$DIR" && pwd)
 
-  local amqp amqps="" dist epmd_port name http prometheus
+  local amqp amqps="" dist epmd_port name http prometheus stream
   epmd_port=$(free_port)
   amqp=$(free_port)
   http=$(free_port)
   prometheus=$(free_port)
+  stream=$(free_port)
   [[ -z "$certs" ]] || amqps=$(free_port)
   dist=$(free_port 10)
   name="ferry-test-$$-$RANDOM@localhost"
@@ -131,6 +134,8 @@ management.tcp.ip = 127.0.0.1
 management.tcp.port = $http
 prometheus.tcp.ip = 127.0.0.1
 prometheus.tcp.port = $prometheus
+stream.listeners.tcp.1 = 127.0.0.1:$stream
+stream.advertised_host = 127.0.0.1
 EOF
   if [[ -n "$certs" ]]; then
     cat >>"$DIR/rabbitmq.conf" <<EOF
@@ -144,7 +149,7 @@ ssl_options.versions.1 = tlsv1.3
 ssl_options.versions.2 = tlsv1.2
 EOF
   fi
-  echo '[rabbitmq_shovel,rabbitmq_management,rabbitmq_prometheus].' >"$DIR/enabled_plugins"
+  echo '[rabbitmq_shovel,rabbitmq_management,rabbitmq_prometheus,rabbitmq_stream].' >"$DIR/enabled_plugins"
   # Replaces /etc/rabbitmq/rabbitmq-env.conf, which belongs to the machine's node.
   : >"$DIR/rabbitmq-env.conf"
   local dist_args="-kernel inet_dist_use_interface {127,0,0,1}"
@@ -172,6 +177,7 @@ AMQP_URI='amqp://guest:guest@127.0.0.1:$amqp/%2f'
 AMQPS_PORT='$amqps'
 HTTP_URI='http://127.0.0.1:$http'
 PROMETHEUS_URI='http://127.0.0.1:$prometheus/metrics'
+STREAM_ADDR='127.0.0.1:$stream'
 EOF
   load_env
 
@@ -253,6 +259,7 @@ case "$command" in
     echo "amqps://guest:guest@127.0.0.1:$AMQPS_PORT/%2f" ;;
   http-uri) load_env; echo "$HTTP_URI" ;;
   prometheus-uri) load_env; echo "$PROMETHEUS_URI" ;;
+  stream-addr) load_env; echo "$STREAM_ADDR" ;;
   ctl) load_env; ctl "$@" ;;
   pids) pids ;;
   *) usage ;;

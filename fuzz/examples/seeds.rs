@@ -1,8 +1,8 @@
 //! Writes the seed inputs of every fuzz target into `fuzz/corpus/TARGET/seed-*`: real
 //! AMQP frame sequences as clients send them, one Kafka request per API and version Ferry
 //! serves (encoded with kafka-protocol, produce requests carrying real record batches in
-//! every codec), SASL messages, every stored record kind as Ferry encodes it, and
-//! `config/ferry.toml` with a few variants.
+//! every codec), SASL messages, every stored record kind as Ferry encodes it,
+//! `config/ferry.toml` with a few variants, and stream protocol sessions both ways.
 //!
 //!     cargo run --manifest-path fuzz/Cargo.toml --example seeds
 //!
@@ -12,17 +12,17 @@
 use amq_protocol::protocol::{AMQPClass, basic, channel, confirm, connection, exchange, queue};
 use amq_protocol::types::{AMQPValue, DecimalValue, FieldArray, FieldTable};
 use bytes::{Bytes, BytesMut};
-use ferry_amqp::codec::{encode_content, encode_method, encode_properties};
-use ferry_amqp::StoredMessage;
 use ferry_amqp::Exchange;
+use ferry_amqp::StoredMessage;
+use ferry_amqp::codec::{encode_content, encode_method, encode_properties};
 use ferry_amqp::encode_table;
 use ferry_amqp::{QueueRecord, encode_exchange};
+use ferry_kafka::fuzzing::Lease;
 use ferry_kafka::fuzzing::SUPPORTED;
 use ferry_kafka::fuzzing::batch;
-use ferry_kafka::fuzzing::{CommittedOffset, encode_offset};
-use ferry_kafka::fuzzing::Lease;
-use ferry_kafka::fuzzing::{ProducerState, WrittenBatch};
 use ferry_kafka::fuzzing::staged::{self, Waiter};
+use ferry_kafka::fuzzing::{CommittedOffset, encode_offset};
+use ferry_kafka::fuzzing::{ProducerState, WrittenBatch};
 use ferry_stage::{DeadLetter, DeadLetterReason, Envelope, StageMeta};
 use foundationdb_tuple::pack;
 use kafka_protocol::messages::*;
@@ -41,6 +41,7 @@ fn main() {
         ("sasl", sasl()),
         ("stored_records", stored_records()),
         ("config", config()),
+        ("stream_frames", stream_frames()),
     ] {
         let dir = root.join(target);
         std::fs::create_dir_all(&dir).expect("the corpus directory can be made");
@@ -514,6 +515,67 @@ fn body(api: ApiKey, version: i16, codec: Compression) -> RequestKind {
                     .with_permission_type(1),
             ]))
         }
+        // The rest with every field at its default: a valid request to start from.
+        ApiKey::AlterPartitionReassignments => {
+            RequestKind::AlterPartitionReassignments(AlterPartitionReassignmentsRequest::default())
+        }
+        ApiKey::AlterReplicaLogDirs => {
+            RequestKind::AlterReplicaLogDirs(AlterReplicaLogDirsRequest::default())
+        }
+        ApiKey::AlterShareGroupOffsets => {
+            RequestKind::AlterShareGroupOffsets(AlterShareGroupOffsetsRequest::default())
+        }
+        ApiKey::AlterUserScramCredentials => {
+            RequestKind::AlterUserScramCredentials(AlterUserScramCredentialsRequest::default())
+        }
+        ApiKey::ConsumerGroupDescribe => {
+            RequestKind::ConsumerGroupDescribe(ConsumerGroupDescribeRequest::default())
+        }
+        ApiKey::ConsumerGroupHeartbeat => {
+            RequestKind::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest::default())
+        }
+        ApiKey::DeleteRecords => RequestKind::DeleteRecords(DeleteRecordsRequest::default()),
+        ApiKey::DeleteShareGroupOffsets => {
+            RequestKind::DeleteShareGroupOffsets(DeleteShareGroupOffsetsRequest::default())
+        }
+        ApiKey::DescribeCluster => RequestKind::DescribeCluster(DescribeClusterRequest::default()),
+        ApiKey::DescribeLogDirs => RequestKind::DescribeLogDirs(DescribeLogDirsRequest::default()),
+        ApiKey::DescribeProducers => {
+            RequestKind::DescribeProducers(DescribeProducersRequest::default())
+        }
+        ApiKey::DescribeShareGroupOffsets => {
+            RequestKind::DescribeShareGroupOffsets(DescribeShareGroupOffsetsRequest::default())
+        }
+        ApiKey::DescribeTransactions => {
+            RequestKind::DescribeTransactions(DescribeTransactionsRequest::default())
+        }
+        ApiKey::DescribeUserScramCredentials => {
+            RequestKind::DescribeUserScramCredentials(DescribeUserScramCredentialsRequest::default())
+        }
+        ApiKey::ElectLeaders => RequestKind::ElectLeaders(ElectLeadersRequest::default()),
+        ApiKey::IncrementalAlterConfigs => {
+            RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default())
+        }
+        ApiKey::ListPartitionReassignments => {
+            RequestKind::ListPartitionReassignments(ListPartitionReassignmentsRequest::default())
+        }
+        ApiKey::ListTransactions => {
+            RequestKind::ListTransactions(ListTransactionsRequest::default())
+        }
+        ApiKey::OffsetDelete => RequestKind::OffsetDelete(OffsetDeleteRequest::default()),
+        ApiKey::OffsetForLeaderEpoch => {
+            RequestKind::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::default())
+        }
+        ApiKey::ShareAcknowledge => {
+            RequestKind::ShareAcknowledge(ShareAcknowledgeRequest::default())
+        }
+        ApiKey::ShareFetch => RequestKind::ShareFetch(ShareFetchRequest::default()),
+        ApiKey::ShareGroupDescribe => {
+            RequestKind::ShareGroupDescribe(ShareGroupDescribeRequest::default())
+        }
+        ApiKey::ShareGroupHeartbeat => {
+            RequestKind::ShareGroupHeartbeat(ShareGroupHeartbeatRequest::default())
+        }
         other => panic!("no seed body for {other:?}"),
     }
 }
@@ -867,4 +929,283 @@ read = ".*"
         ("users".into(), format!("{shipped}{users}").into_bytes()),
         ("empty".into(), Vec::new()),
     ]
+}
+
+/// Stream protocol frames back to back: a client's session (the handshake, a stream, a
+/// publisher, publishes with and without filter values, a subscription, offsets), each
+/// other client command alone, and what a server sends.
+fn stream_frames() -> Vec<(String, Vec<u8>)> {
+    use ferry_streams::{
+        Answer, OffsetSpec, Published, Request, ServerFrame, StreamMetadata, code, framed, key,
+    };
+    let frames = |requests: &[Request]| -> Vec<u8> {
+        requests
+            .iter()
+            .flat_map(|r| framed(|out| r.encode(out)).to_vec())
+            .collect()
+    };
+    let pairs = |kv: &[(&str, &str)]| {
+        kv.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<Vec<_>>()
+    };
+    let message = |body: &[u8], filter: Option<&str>, id| Published {
+        publishing_id: id,
+        filter_value: filter.map(str::to_owned),
+        message: Bytes::from([&[0x00, 0x53, 0x75, 0xa0, body.len() as u8][..], body].concat()),
+    };
+    let session = frames(&[
+        Request::PeerProperties {
+            correlation_id: 1,
+            properties: pairs(&[("product", "RabbitMQ Stream"), ("version", "0.4")]),
+        },
+        Request::SaslHandshake { correlation_id: 2 },
+        Request::SaslAuthenticate {
+            correlation_id: 3,
+            mechanism: "PLAIN".into(),
+            response: Some(Bytes::from_static(b"\0guest\0guest")),
+        },
+        Request::Tune {
+            frame_max: 1_048_576,
+            heartbeat: 60,
+        },
+        Request::Open {
+            correlation_id: 4,
+            vhost: "/".into(),
+        },
+        Request::Create {
+            correlation_id: 5,
+            stream: "orders".into(),
+            arguments: pairs(&[("max-age", "1h"), ("max-length-bytes", "1000000")]),
+        },
+        Request::DeclarePublisher {
+            correlation_id: 6,
+            publisher_id: 1,
+            reference: "app-1".into(),
+            stream: "orders".into(),
+        },
+        Request::Publish {
+            publisher_id: 1,
+            messages: vec![message(b"one", None, 1), message(b"two", None, 2)],
+        },
+        Request::Publish {
+            publisher_id: 1,
+            messages: vec![message(b"eu", Some("eu"), 3), message(b"us", Some("us"), 4)],
+        },
+        Request::Subscribe {
+            correlation_id: 7,
+            subscription_id: 0,
+            stream: "orders".into(),
+            offset: OffsetSpec::First,
+            credit: 10,
+            properties: pairs(&[("filter.0", "eu"), ("match-unfiltered", "true")]),
+        },
+        Request::Credit {
+            subscription_id: 0,
+            credit: 1,
+        },
+        Request::StoreOffset {
+            reference: "reader".into(),
+            stream: "orders".into(),
+            offset: 1,
+        },
+        Request::QueryOffset {
+            correlation_id: 8,
+            reference: "reader".into(),
+            stream: "orders".into(),
+        },
+        Request::Heartbeat,
+        Request::Close {
+            correlation_id: 9,
+            code: code::OK,
+            reason: "bye".into(),
+        },
+    ]);
+    let mut seeds = vec![("client-session".to_owned(), session)];
+    let alone = [
+        (
+            "query-publisher-sequence",
+            Request::QueryPublisherSequence {
+                correlation_id: 1,
+                reference: "app-1".into(),
+                stream: "orders".into(),
+            },
+        ),
+        (
+            "delete-publisher",
+            Request::DeletePublisher {
+                correlation_id: 1,
+                publisher_id: 1,
+            },
+        ),
+        (
+            "subscribe-timestamp",
+            Request::Subscribe {
+                correlation_id: 1,
+                subscription_id: 2,
+                stream: "orders".into(),
+                offset: OffsetSpec::Timestamp(1_700_000_000_000),
+                credit: 1,
+                properties: vec![],
+            },
+        ),
+        (
+            "subscribe-offset",
+            Request::Subscribe {
+                correlation_id: 1,
+                subscription_id: 3,
+                stream: "orders".into(),
+                offset: OffsetSpec::Offset(42),
+                credit: 1,
+                properties: pairs(&[("single-active-consumer", "true"), ("name", "app")]),
+            },
+        ),
+        (
+            "unsubscribe",
+            Request::Unsubscribe {
+                correlation_id: 1,
+                subscription_id: 2,
+            },
+        ),
+        (
+            "delete",
+            Request::Delete {
+                correlation_id: 1,
+                stream: "orders".into(),
+            },
+        ),
+        (
+            "metadata",
+            Request::Metadata {
+                correlation_id: 1,
+                streams: vec!["orders".into(), "invoices".into()],
+            },
+        ),
+        (
+            "route",
+            Request::Route {
+                correlation_id: 1,
+                routing_key: "eu".into(),
+                super_stream: "invoices".into(),
+            },
+        ),
+        (
+            "partitions",
+            Request::Partitions {
+                correlation_id: 1,
+                super_stream: "invoices".into(),
+            },
+        ),
+        (
+            "consumer-update-ok",
+            Request::ConsumerUpdateOk {
+                correlation_id: 1,
+                code: code::OK,
+                offset: OffsetSpec::Next,
+            },
+        ),
+        (
+            "command-versions",
+            Request::ExchangeCommandVersions {
+                correlation_id: 1,
+                versions: vec![(key::PUBLISH, 1, 2), (key::DELIVER, 1, 2)],
+            },
+        ),
+        (
+            "stream-stats",
+            Request::StreamStats {
+                correlation_id: 1,
+                stream: "orders".into(),
+            },
+        ),
+        (
+            "create-super-stream",
+            Request::CreateSuperStream {
+                correlation_id: 1,
+                name: "invoices".into(),
+                partitions: vec!["invoices-0".into(), "invoices-1".into()],
+                binding_keys: vec!["0".into(), "1".into()],
+                arguments: vec![],
+            },
+        ),
+        (
+            "delete-super-stream",
+            Request::DeleteSuperStream {
+                correlation_id: 1,
+                name: "invoices".into(),
+            },
+        ),
+        (
+            "resolve-offset-spec",
+            Request::ResolveOffsetSpec {
+                correlation_id: 1,
+                stream: "orders".into(),
+                offset: OffsetSpec::Last,
+                properties: vec![],
+            },
+        ),
+        (
+            "close-ok",
+            Request::CloseOk {
+                correlation_id: 1,
+                code: code::OK,
+            },
+        ),
+    ];
+    seeds.extend(
+        alone
+            .into_iter()
+            .map(|(name, r)| (format!("request-{name}"), frames(&[r]))),
+    );
+    let server = [
+        ServerFrame::Response {
+            key: key::PEER_PROPERTIES,
+            correlation_id: 1,
+            code: code::OK,
+            answer: Answer::Properties(pairs(&[("product", "RabbitMQ")])),
+        },
+        ServerFrame::Response {
+            key: key::SASL_HANDSHAKE,
+            correlation_id: 2,
+            code: code::OK,
+            answer: Answer::Mechanisms(vec!["PLAIN".into(), "AMQPLAIN".into()]),
+        },
+        ServerFrame::Tune {
+            frame_max: 1_048_576,
+            heartbeat: 60,
+        },
+        ServerFrame::PublishConfirm {
+            publisher_id: 1,
+            publishing_ids: vec![1, 2],
+        },
+        ServerFrame::PublishError {
+            publisher_id: 1,
+            errors: vec![(3, code::STREAM_DOES_NOT_EXIST)],
+        },
+        ServerFrame::Deliver {
+            subscription_id: 0,
+            committed_chunk_id: Some(0),
+            chunk: Bytes::from_static(&[0x50, 0, 0, 1, 0, 0, 0, 1]),
+        },
+        ServerFrame::MetadataUpdate {
+            code: code::STREAM_NOT_AVAILABLE,
+            stream: "orders".into(),
+        },
+        ServerFrame::Metadata {
+            correlation_id: 1,
+            brokers: vec![(0, "localhost".into(), 5552)],
+            streams: vec![StreamMetadata {
+                stream: "orders".into(),
+                code: code::OK,
+                leader: 0,
+                replicas: vec![],
+            }],
+        },
+    ];
+    let server: Vec<u8> = server
+        .iter()
+        .flat_map(|f| framed(|out| f.encode(out)).to_vec())
+        .collect();
+    seeds.push(("server-frames".to_owned(), server));
+    seeds
 }

@@ -7,3 +7,4 @@ pub mod config;
 pub mod kafka_requests;
 pub mod sasl;
 pub mod stored_records;
+pub mod stream_frames;

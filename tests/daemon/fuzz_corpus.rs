@@ -69,3 +69,8 @@ fn sasl_inputs_pass() {
 fn stored_records_inputs_pass() {
     replay("stored_records", targets::stored_records::run);
 }
+
+#[test]
+fn stream_frames_inputs_pass() {
+    replay("stream_frames", targets::stream_frames::run);
+}

@@ -6,9 +6,9 @@
 //! its own, from [`unique`]). Without that variable (`cargo nextest run` by hand) the first
 //! test of a process that asks for a node starts one for the process, with the process as
 //! its owner, so the script's watcher stops it if the process is killed; otherwise it is
-//! stopped when the last test using it drops it. Every node also runs RabbitMQ's management
-//! and Prometheus plugins on ports of its own ([`RabbitNode::http_uri`],
-//! [`RabbitNode::prometheus_uri`]).
+//! stopped when the last test using it drops it. Every node also runs RabbitMQ's management,
+//! Prometheus and stream plugins on ports of its own ([`RabbitNode::http_uri`],
+//! [`RabbitNode::prometheus_uri`], [`RabbitNode::stream_addr`]).
 //!
 //! [`RabbitNode::start_tls`] starts a node of the test's own with a TLS listener that
 //! requires client certificates, or only checks those presented ([`ClientCerts`]), with
@@ -151,6 +151,13 @@ impl RabbitNode {
     /// The node's Prometheus endpoint (`http://127.0.0.1:PORT/metrics`).
     pub fn prometheus_uri(&self) -> String {
         stdout_of(script(&["prometheus-uri", self.dir.to_str().unwrap()]))
+    }
+
+    /// The address of its stream protocol listener (the `rabbitmq_stream` plugin).
+    pub fn stream_addr(&self) -> std::net::SocketAddr {
+        stdout_of(script(&["stream-addr", self.dir.to_str().unwrap()]))
+            .parse()
+            .expect("an IP address and port")
     }
 
     /// `rabbitmqctl ARGS` against this node; panics when it does not run.
