@@ -75,8 +75,13 @@ impl ShareGroups {
                 }
             })
             .await?;
-        let kept = config.clone();
-        self.known(group, config).config = kept;
+        // Read back as every instance reads a change (not set here: a reload that read
+        // the store before this change could otherwise finish after it and undo it).
+        drop(self.known(group, config));
+        if let Err(e) = self.reload_configs().await {
+            // Stored all the same: the follower reads it on its next round.
+            warn!(group, error = %e, "cannot read back a share group's new settings");
+        }
         // Opened again on next use, with the delivery limit as now set.
         self.inner.partitions.lock().retain(|(g, _), _| g != group);
         Ok(())
@@ -113,6 +118,7 @@ impl ShareGroups {
     /// deleted meanwhile (no longer recorded) with no members here is forgotten. Returns
     /// the counter it read them at.
     async fn reload_configs(&self) -> Result<i64, ShareError> {
+        let _one_at_a_time = self.inner.reloading.lock().await;
         let tx = self.inner.db.begin()?;
         let version = self.inner.configs_version.read_in(&tx).await?;
         let names: Vec<String> = self.inner.groups.lock().keys().cloned().collect();

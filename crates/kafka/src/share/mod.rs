@@ -82,6 +82,9 @@ struct Inner {
     partitions: Mutex<HashMap<(String, Place), SharePartition>>,
     /// Bumped with every change of a group's settings and every deletion of a group.
     configs_version: ChangeCounter,
+    /// Held through each reload of the settings, so a reload that read the store earlier
+    /// never finishes after one that read it later (and puts older settings back).
+    reloading: tokio::sync::Mutex<()>,
     sessions: sessions::ShareSessions,
     /// Wakes the lock expiry loop when a lock is taken.
     locked: tokio::sync::Notify,
@@ -99,6 +102,7 @@ impl ShareGroups {
             inner: Arc::new(Inner {
                 holders: Holders::new(&stages),
                 configs_version: ChangeCounter::new(keys.share_configs_version()),
+                reloading: tokio::sync::Mutex::new(()),
                 db,
                 keys,
                 topics,
