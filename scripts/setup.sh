@@ -30,8 +30,11 @@ APT_PACKAGES=(libclang-dev amqp-tools kcat make rabbitmq-server libssl-dev pkg-c
 # tests/python/kafka_scram_credentials.py).
 # kubernetes-validate: the Kubernetes API's JSON schemas, offline, against which
 # tests/daemon/deploy_config.rs checks the manifests `kubectl kustomize` renders.
+# python-qpid-proton: Qpid Proton, AMQP 1.0's reference implementation, against which
+# tests/amqp10/ checks Ferry's AMQP 1.0 message codec.
 declare -A PIP_MODULES=([pika]=pika [kafka-python]=kafka [selenium]=selenium
-  [confluent-kafka]=confluent_kafka [kubernetes-validate]=kubernetes_validate)
+  [confluent-kafka]=confluent_kafka [kubernetes-validate]=kubernetes_validate
+  [python-qpid-proton]=proton)
 # What `cargo build --release` of the daemon needs: make (jemalloc), libssl-dev and
 # pkg-config (librdkafka, which `ferry bench` and the bridge's Kafka endpoints link).
 RUN_PACKAGES=(make libssl-dev pkg-config)

@@ -2,7 +2,8 @@
 //! AMQP frame sequences as clients send them, one Kafka request per API and version Ferry
 //! serves (encoded with kafka-protocol, produce requests carrying real record batches in
 //! every codec), SASL messages, every stored record kind as Ferry encodes it,
-//! `config/ferry.toml` with a few variants, and stream protocol sessions both ways.
+//! `config/ferry.toml` with a few variants, stream protocol sessions both ways, and AMQP 1.0
+//! messages and values.
 //!
 //!     cargo run --manifest-path fuzz/Cargo.toml --example seeds
 //!
@@ -42,6 +43,7 @@ fn main() {
         ("stored_records", stored_records()),
         ("config", config()),
         ("stream_frames", stream_frames()),
+        ("amqp10_messages", amqp10_messages()),
     ] {
         let dir = root.join(target);
         std::fs::create_dir_all(&dir).expect("the corpus directory can be made");
@@ -1207,5 +1209,121 @@ fn stream_frames() -> Vec<(String, Vec<u8>)> {
         .flat_map(|f| framed(|out| f.encode(out)).to_vec())
         .collect();
     seeds.push(("server-frames".to_owned(), server));
+    seeds
+}
+
+/// AMQP 1.0 messages with every section and body kind, and one value of each type.
+fn amqp10_messages() -> Vec<(String, Vec<u8>)> {
+    use ferry_amqp10::{Array, Body, Header, Message, Properties, Value};
+    let full = Message {
+        header: Some(Header {
+            durable: Some(true),
+            priority: Some(5),
+            ttl: Some(60_000),
+            first_acquirer: Some(false),
+            delivery_count: Some(2),
+        }),
+        delivery_annotations: Some(vec![(Value::Symbol("x-opt-d".into()), Value::Int(1))]),
+        message_annotations: Some(vec![
+            (
+                Value::Symbol("x-opt-routing-key".into()),
+                Value::String("orders.eu".into()),
+            ),
+            (
+                Value::Symbol("x-opt-exchange".into()),
+                Value::String("amq.topic".into()),
+            ),
+        ]),
+        properties: Some(Properties {
+            message_id: Some(Value::Uuid([7; 16])),
+            user_id: Some(Bytes::from_static(b"guest")),
+            to: Some("/queues/orders".into()),
+            subject: Some("order".into()),
+            reply_to: Some("/queues/replies".into()),
+            correlation_id: Some(Value::Ulong(42)),
+            content_type: Some("application/json".into()),
+            content_encoding: Some("gzip".into()),
+            absolute_expiry_time: Some(1_700_000_060_000),
+            creation_time: Some(1_700_000_000_000),
+            group_id: Some("g".into()),
+            group_sequence: Some(3),
+            reply_to_group_id: Some("rg".into()),
+        }),
+        application_properties: Some(vec![
+            ("region".into(), Value::String("eu".into())),
+            ("count".into(), Value::Long(12)),
+        ]),
+        body: Some(Body::Data(vec![Bytes::from_static(b"{\"order\":7}")])),
+        footer: Some(vec![(Value::Symbol("x-opt-f".into()), Value::Null)]),
+    };
+    let value_body = Message {
+        body: Some(Body::Value(Value::Map(vec![(
+            Value::String("k".into()),
+            Value::Double(1.5),
+        )]))),
+        ..Message::data(Bytes::new())
+    };
+    let sequence_body = Message {
+        body: Some(Body::Sequence(vec![
+            vec![Value::Int(1), Value::String("two".into())],
+            vec![],
+        ])),
+        ..Message::data(Bytes::new())
+    };
+    let values = Value::List(vec![
+        Value::Null,
+        Value::Bool(true),
+        Value::Ubyte(1),
+        Value::Ushort(2),
+        Value::Uint(3),
+        Value::Uint(70_000),
+        Value::Ulong(0),
+        Value::Ulong(1 << 40),
+        Value::Byte(-1),
+        Value::Short(-2),
+        Value::Int(-3),
+        Value::Int(1 << 20),
+        Value::Long(-4),
+        Value::Long(1 << 40),
+        Value::Float(0.5),
+        Value::Double(-0.25),
+        Value::Decimal32([1; 4]),
+        Value::Decimal64([2; 8]),
+        Value::Decimal128([3; 16]),
+        Value::Char('€'),
+        Value::Timestamp(1_700_000_000_000),
+        Value::Uuid([4; 16]),
+        Value::Binary(Bytes::from(vec![5; 300])),
+        Value::String("text".into()),
+        Value::Symbol("sym".into()),
+        Value::Array(Array {
+            descriptor: None,
+            code: 0x71,
+            elements: vec![Value::Int(1), Value::Int(2)],
+        }),
+        Value::Described(Box::new(Value::Symbol("d".into())), Box::new(Value::Null)),
+    ]);
+    let mut seeds = vec![
+        ("message-full".to_owned(), full.to_bytes().to_vec()),
+        (
+            "message-data".to_owned(),
+            Message::data(Bytes::from_static(b"hello"))
+                .to_bytes()
+                .to_vec(),
+        ),
+        ("message-value".to_owned(), value_body.to_bytes().to_vec()),
+        (
+            "message-sequence".to_owned(),
+            sequence_body.to_bytes().to_vec(),
+        ),
+        ("values".to_owned(), values.to_bytes().to_vec()),
+    ];
+    if let Value::List(each) = values {
+        seeds.extend(
+            each.iter()
+                .enumerate()
+                .map(|(i, v)| (format!("value-{i:02}"), v.to_bytes().to_vec())),
+        );
+    }
     seeds
 }

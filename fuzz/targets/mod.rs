@@ -2,6 +2,7 @@
 //! call them, and the test suite replays the kept inputs through them
 //! (`tests/daemon/fuzz_corpus.rs`, which includes this module).
 
+pub mod amqp10_messages;
 pub mod amqp_frames;
 pub mod config;
 pub mod kafka_requests;

@@ -74,3 +74,8 @@ fn stored_records_inputs_pass() {
 fn stream_frames_inputs_pass() {
     replay("stream_frames", targets::stream_frames::run);
 }
+
+#[test]
+fn amqp10_messages_inputs_pass() {
+    replay("amqp10_messages", targets::amqp10_messages::run);
+}
