@@ -365,22 +365,13 @@ async fn ferrys_codec_speaks_the_stream_protocol_with_rabbitmq() {
         }
     }
 
+    let unsubscribe = |correlation_id| Request::Unsubscribe {
+        correlation_id,
+        subscription_id: 7,
+    };
+    assert_eq!(c.call(unsubscribe(21)).await.0, code::OK);
     assert_eq!(
-        c.call(Request::Unsubscribe {
-            correlation_id: 21,
-            subscription_id: 7
-        })
-        .await
-        .0,
-        code::OK
-    );
-    assert_eq!(
-        c.call(Request::Unsubscribe {
-            correlation_id: 22,
-            subscription_id: 7
-        })
-        .await
-        .0,
+        c.call(unsubscribe(22)).await.0,
         code::SUBSCRIPTION_ID_DOES_NOT_EXIST
     );
     c.send(&Request::Credit {
