@@ -1318,6 +1318,110 @@ fn amqp10_messages() -> Vec<(String, Vec<u8>)> {
         ),
         ("values".to_owned(), values.to_bytes().to_vec()),
     ];
+    // Transport frames as a client sends them: SASL, then a connection that transfers.
+    use ferry_amqp10::{Frame, FrameType, Performative, encode_frame, performative as p};
+    let frame = |frame_type, code, fields: Vec<Value>, payload: Bytes| Frame {
+        frame_type,
+        channel: 0,
+        performative: Some(Performative { code, fields }),
+        payload,
+    };
+    let text = |s: &str| Value::String(s.into());
+    let session = [
+        frame(
+            FrameType::Sasl,
+            p::SASL_INIT,
+            vec![
+                Value::Symbol("PLAIN".into()),
+                Value::Binary(Bytes::from_static(b"\0guest\0guest")),
+                text("vhost:/"),
+            ],
+            Bytes::new(),
+        ),
+        frame(
+            FrameType::Amqp,
+            p::OPEN,
+            vec![
+                text("client"),
+                text("vhost:/"),
+                Value::Uint(65_536),
+                Value::Ushort(255),
+            ],
+            Bytes::new(),
+        ),
+        frame(
+            FrameType::Amqp,
+            p::BEGIN,
+            vec![
+                Value::Null,
+                Value::Uint(0),
+                Value::Uint(2_048),
+                Value::Uint(2_048),
+            ],
+            Bytes::new(),
+        ),
+        frame(
+            FrameType::Amqp,
+            p::ATTACH,
+            vec![
+                text("sender"),
+                Value::Uint(0),
+                Value::Bool(false),
+                Value::Null,
+                Value::Null,
+                Value::Described(Box::new(Value::Ulong(0x28)), Box::new(Value::List(vec![]))),
+                Value::Described(
+                    Box::new(Value::Ulong(0x29)),
+                    Box::new(Value::List(vec![text("/queues/q")])),
+                ),
+            ],
+            Bytes::new(),
+        ),
+        frame(
+            FrameType::Amqp,
+            p::FLOW,
+            vec![
+                Value::Uint(0),
+                Value::Uint(100),
+                Value::Uint(0),
+                Value::Uint(100),
+                Value::Uint(0),
+                Value::Uint(0),
+                Value::Uint(10),
+            ],
+            Bytes::new(),
+        ),
+        frame(
+            FrameType::Amqp,
+            p::TRANSFER,
+            vec![
+                Value::Uint(0),
+                Value::Uint(0),
+                Value::Binary(Bytes::from_static(b"tag1")),
+                Value::Uint(0),
+                Value::Bool(false),
+            ],
+            full.to_bytes(),
+        ),
+        frame(
+            FrameType::Amqp,
+            p::DISPOSITION,
+            vec![
+                Value::Bool(true),
+                Value::Uint(0),
+                Value::Null,
+                Value::Bool(true),
+                Value::Described(Box::new(Value::Ulong(0x24)), Box::new(Value::List(vec![]))),
+            ],
+            Bytes::new(),
+        ),
+        frame(FrameType::Amqp, p::CLOSE, vec![], Bytes::new()),
+    ];
+    let mut frames = BytesMut::new();
+    for f in &session {
+        encode_frame(f, &mut frames);
+    }
+    seeds.push(("frames-client-session".to_owned(), frames.to_vec()));
     if let Value::List(each) = values {
         seeds.extend(
             each.iter()

@@ -1,12 +1,13 @@
-//! AMQP 1.0 messages (`ferry-amqp10`): the bytes an AMQP 1.0 or stream client sends as a
-//! message, decoded as a whole message (`Message::decode`) and as one value
-//! (`Value::decode`); what decodes must encode to bytes that decode to the same again.
+//! AMQP 1.0 (`ferry-amqp10`): the bytes an AMQP 1.0 or stream client sends, decoded as a
+//! whole message (`Message::decode`), as one value (`Value::decode`) and as transport
+//! frames (`next_frame`, frames up to 1 MiB); what decodes must encode to bytes that decode
+//! to the same again.
 //!
 //! Bound: decoding allocates within the input (sizes and counts are checked against the
 //! bytes left first) and recursion stops at `MAX_DEPTH`.
 
 use bytes::BytesMut;
-use ferry_amqp10::{Message, Value};
+use ferry_amqp10::{Message, Value, encode_frame, next_frame};
 
 pub fn run(data: &[u8]) {
     // Compared by their encodings: a NaN is not equal to itself.
@@ -21,5 +22,16 @@ pub fn run(data: &[u8]) {
         value.encode(&mut again);
         let back = Value::decode(&mut &again[..]).expect("its own encoding decodes");
         assert_eq!(back.to_bytes(), again);
+    }
+    let mut buffer = BytesMut::from(data);
+    while let Ok(Some(frame)) = next_frame(&mut buffer, 1 << 20) {
+        let mut again = BytesMut::new();
+        encode_frame(&frame, &mut again);
+        let back = next_frame(&mut again.clone(), 1 << 20)
+            .expect("its own encoding decodes")
+            .expect("whole");
+        let mut twice = BytesMut::new();
+        encode_frame(&back, &mut twice);
+        assert_eq!(twice, again);
     }
 }
