@@ -1,13 +1,13 @@
 //! AMQP 1.0 (`ferry-amqp10`): the bytes an AMQP 1.0 or stream client sends, decoded as a
 //! whole message (`Message::decode`), as one value (`Value::decode`) and as transport
-//! frames (`next_frame`, frames up to 1 MiB); what decodes must encode to bytes that decode
-//! to the same again.
+//! frames (`next_frame`, frames up to 1 MiB) whose performatives are then typed
+//! (`Typed::read`); what decodes must encode to bytes that decode to the same again.
 //!
 //! Bound: decoding allocates within the input (sizes and counts are checked against the
 //! bytes left first) and recursion stops at `MAX_DEPTH`.
 
 use bytes::BytesMut;
-use ferry_amqp10::{Message, Value, encode_frame, next_frame};
+use ferry_amqp10::{Frame, Message, Typed, Value, encode_frame, next_frame};
 
 pub fn run(data: &[u8]) {
     // Compared by their encodings: a NaN is not equal to itself.
@@ -33,5 +33,19 @@ pub fn run(data: &[u8]) {
         let mut twice = BytesMut::new();
         encode_frame(&back, &mut twice);
         assert_eq!(twice, again);
+        if let Some(Ok(typed)) = frame.performative.as_ref().map(Typed::read) {
+            let fields = typed.performative();
+            let read_again = Typed::read(&fields).expect("its own fields read");
+            let bytes = |performative| {
+                let mut out = BytesMut::new();
+                let frame = Frame {
+                    performative: Some(performative),
+                    ..frame.clone()
+                };
+                encode_frame(&frame, &mut out);
+                out
+            };
+            assert_eq!(bytes(read_again.performative()), bytes(fields));
+        }
     }
 }

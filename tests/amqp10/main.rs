@@ -7,7 +7,8 @@
 
 use bytes::{Bytes, BytesMut};
 use ferry_amqp10::{
-    Array, Body, Frame, FrameType, Layer, Message, Performative, Value, encode_frame, next_frame,
+    Attach, Begin, Body, Flow, Frame, FrameType, Layer, Message, Open, SaslInit, SaslMechanisms,
+    SaslOutcome, Typed, encode_frame, next_frame,
 };
 use ferry_test_support::clients::python_script;
 use std::io::Write;
@@ -133,12 +134,12 @@ fn frames(bytes: &mut BytesMut) -> Vec<Frame> {
     out
 }
 
-/// The frame of `performative` with `fields`, on `channel`.
-fn frame(frame_type: FrameType, channel: u16, code: u64, fields: Vec<Value>) -> Frame {
+/// A frame of `typed` on channel 0.
+fn frame(frame_type: FrameType, typed: Typed) -> Frame {
     Frame {
         frame_type,
-        channel,
-        performative: Some(Performative { code, fields }),
+        channel: 0,
+        performative: Some(typed.performative()),
         payload: Bytes::new(),
     }
 }
@@ -155,142 +156,130 @@ fn server_bytes(layer: Option<Layer>, frames: &[Frame]) -> Vec<u8> {
     out.to_vec()
 }
 
-/// The codes of `frames`' performatives.
-fn codes(frames: &[Frame]) -> Vec<u64> {
+/// Each frame's performative, typed.
+fn typed(frames: &[Frame]) -> Vec<Typed> {
     frames
         .iter()
-        .filter_map(|f| f.performative.as_ref().map(|p| p.code))
+        .map(|f| Typed::read(f.performative.as_ref().expect("a performative")).expect("typed"))
         .collect()
 }
 
 #[test]
 fn proton_as_a_client_authenticates_attaches_and_transfers_to_a_server_of_ferrys_frames() {
-    use ferry_amqp10::performative as p;
-    let text = |s: &str| Value::String(s.into());
     let mut client = ProtonClient::start();
 
     // SASL: the client's header; the server offers PLAIN; the client's sasl-init.
     let mut sent = client.read();
     assert_eq!(header(&mut sent), Some(Layer::Sasl));
-    let mechanisms = Value::Array(Array {
-        descriptor: None,
-        code: 0xa3,
-        elements: vec![
-            Value::Symbol("PLAIN".into()),
-            Value::Symbol("ANONYMOUS".into()),
-        ],
-    });
+    let offer = SaslMechanisms {
+        mechanisms: vec!["PLAIN".into(), "ANONYMOUS".into()],
+    };
     let mut sent = client.exchange(&server_bytes(
         Some(Layer::Sasl),
-        &[frame(
-            FrameType::Sasl,
-            0,
-            p::SASL_MECHANISMS,
-            vec![mechanisms],
-        )],
+        &[frame(FrameType::Sasl, Typed::SaslMechanisms(offer))],
     ));
-    let init = frames(&mut sent);
-    assert_eq!(codes(&init), [p::SASL_INIT]);
-    let init = init[0].performative.as_ref().unwrap();
-    assert_eq!(init.field(0), Some(&Value::Symbol("PLAIN".into())));
     assert_eq!(
-        init.field(1),
-        Some(&Value::Binary(Bytes::from_static(b"\0guest\0guest")))
+        typed(&frames(&mut sent)),
+        [Typed::SaslInit(SaslInit {
+            mechanism: "PLAIN".into(),
+            initial_response: Some(Bytes::from_static(b"\0guest\0guest")),
+            // Proton names the host in open, not here.
+            hostname: None,
+        })]
     );
 
     // The outcome: then the client's AMQP header, open, begin and attach.
+    let ok = SaslOutcome {
+        code: 0,
+        additional_data: None,
+    };
     let mut sent = client.exchange(&server_bytes(
         None,
-        &[frame(
-            FrameType::Sasl,
-            0,
-            p::SASL_OUTCOME,
-            vec![Value::Ubyte(0)],
-        )],
+        &[frame(FrameType::Sasl, Typed::SaslOutcome(ok))],
     ));
     assert_eq!(header(&mut sent), Some(Layer::Amqp));
-    let opened = frames(&mut sent);
-    assert_eq!(codes(&opened), [p::OPEN, p::BEGIN, p::ATTACH]);
-    let open = opened[0].performative.as_ref().unwrap();
-    assert_eq!(open.field(0), Some(&text("proton-client")));
-    assert_eq!(open.field(1), Some(&text("vhost:/")));
-    let attach = opened[2].performative.as_ref().unwrap();
-    assert_eq!(attach.field(0), Some(&text("sender-link")));
-    assert_eq!(
-        attach.field(2),
-        Some(&Value::Bool(false)),
-        "the client's role: sender"
-    );
-    let Some(Value::Described(_, target)) = attach.field(6) else {
-        panic!("no target: {attach:?}");
-    };
-    let Value::List(target_fields) = &**target else {
-        panic!("a target that is not a list: {target:?}");
+    let [
+        Typed::Open(open),
+        Typed::Begin(begin),
+        Typed::Attach(attach),
+    ] = &typed(&frames(&mut sent))[..]
+    else {
+        panic!("not open, begin, attach");
     };
     assert_eq!(
-        target_fields.first(),
-        Some(&text("/queues/q")),
-        "the target's address"
+        (open.container_id.as_str(), open.hostname.as_deref()),
+        ("proton-client", Some("vhost:/"))
     );
+    assert_eq!(begin.remote_channel, None);
+    assert_eq!((attach.name.as_str(), attach.role), ("sender-link", false));
+    let target = attach.target.clone().expect("a target");
+    assert_eq!(target.address.as_deref(), Some("/queues/q"));
 
-    // The server's open, begin, attach (receiver) and credit: the client transfers.
-    let handle = Value::Uint(0);
+    // The server's open, begin, attach (receiver, the target echoed) and credit: the
+    // client transfers.
     let mut sent = client.exchange(&server_bytes(
         Some(Layer::Amqp),
         &[
-            frame(FrameType::Amqp, 0, p::OPEN, vec![text("ferry")]),
             frame(
                 FrameType::Amqp,
-                0,
-                p::BEGIN,
-                vec![
-                    Value::Ushort(0),
-                    Value::Uint(0),
-                    Value::Uint(100),
-                    Value::Uint(100),
-                ],
+                Typed::Open(Open {
+                    container_id: "ferry".into(),
+                    max_frame_size: Some(1 << 20),
+                    ..Open::default()
+                }),
             ),
             frame(
                 FrameType::Amqp,
-                0,
-                p::ATTACH,
-                vec![
-                    text("sender-link"),
-                    handle.clone(),
-                    Value::Bool(true),
-                    Value::Null,
-                    Value::Null,
-                    Value::Described(Box::new(Value::Ulong(0x28)), Box::new(Value::List(vec![]))),
-                    Value::Described(Box::new(Value::Ulong(0x29)), target.clone()),
-                ],
+                Typed::Begin(Begin {
+                    remote_channel: Some(0),
+                    next_outgoing_id: 0,
+                    incoming_window: 100,
+                    outgoing_window: 100,
+                    handle_max: None,
+                }),
             ),
             frame(
                 FrameType::Amqp,
-                0,
-                p::FLOW,
-                vec![
-                    Value::Uint(0),
-                    Value::Uint(100),
-                    Value::Uint(0),
-                    Value::Uint(100),
-                    handle,
-                    Value::Uint(0),
-                    Value::Uint(10),
-                ],
+                Typed::Attach(Attach {
+                    name: attach.name.clone(),
+                    handle: 0,
+                    role: true,
+                    snd_settle_mode: None,
+                    rcv_settle_mode: None,
+                    source: attach.source.clone(),
+                    target: Some(target),
+                    initial_delivery_count: None,
+                    max_message_size: None,
+                }),
+            ),
+            frame(
+                FrameType::Amqp,
+                Typed::Flow(Flow {
+                    next_incoming_id: Some(0),
+                    incoming_window: 100,
+                    next_outgoing_id: 0,
+                    outgoing_window: 100,
+                    handle: Some(0),
+                    delivery_count: Some(0),
+                    link_credit: Some(10),
+                    ..Flow::default()
+                }),
             ),
         ],
     ));
     let transferred = frames(&mut sent);
-    assert_eq!(codes(&transferred), [p::TRANSFER]);
-    let transfer = &transferred[0];
-    let fields = transfer.performative.as_ref().unwrap();
-    assert_eq!(fields.field(0), Some(&Value::Uint(0)), "handle");
-    assert_eq!(fields.field(1), Some(&Value::Uint(0)), "delivery-id");
+    let [Typed::Transfer(transfer)] = &typed(&transferred)[..] else {
+        panic!("not one transfer: {transferred:?}");
+    };
     assert_eq!(
-        fields.field(2),
-        Some(&Value::Binary(Bytes::from_static(b"tag1")))
+        (
+            transfer.handle,
+            transfer.delivery_id,
+            transfer.delivery_tag.as_deref()
+        ),
+        (attach.handle, Some(0), Some(&b"tag1"[..]))
     );
-    let message = Message::decode(&transfer.payload).expect("the transfer holds a message");
+    let message = Message::decode(&transferred[0].payload).expect("the transfer holds a message");
     assert_eq!(
         message.body,
         Some(Body::Data(vec![Bytes::from_static(b"hello")]))
