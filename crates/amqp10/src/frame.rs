@@ -8,6 +8,7 @@
 //! [`next_frame`] refuses a frame larger than the negotiated `max-frame-size` before its
 //! body is awaited, and a data offset or size the frame cannot hold.
 
+use crate::composite::{present, trimmed};
 use crate::types::{DecodeError, Value};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -103,7 +104,7 @@ pub struct Performative {
 impl Performative {
     /// Field `i`, `None` when absent or null.
     pub fn field(&self, i: usize) -> Option<&Value> {
-        self.fields.get(i).filter(|v| **v != Value::Null)
+        present(&self.fields, i)
     }
 }
 
@@ -207,15 +208,8 @@ pub fn next_frame(buffer: &mut BytesMut, max: usize) -> Result<Option<Frame>, Fr
 pub fn encode_frame(frame: &Frame, out: &mut BytesMut) {
     let mut body = BytesMut::new();
     if let Some(p) = &frame.performative {
-        let mut fields = p.fields.clone();
-        while fields.last() == Some(&Value::Null) {
-            fields.pop();
-        }
-        Value::Described(
-            Box::new(Value::Ulong(p.code)),
-            Box::new(Value::List(fields)),
-        )
-        .encode(&mut body);
+        let fields = Value::List(trimmed(p.fields.clone()));
+        Value::Described(Box::new(Value::Ulong(p.code)), Box::new(fields)).encode(&mut body);
     }
     body.put_slice(&frame.payload);
     out.put_u32((body.len() + 8) as u32);

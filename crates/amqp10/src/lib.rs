@@ -5,17 +5,18 @@
 //! on. Checked against Qpid Proton, the reference implementation (`tests/amqp10/`). No
 //! front uses it yet.
 
+mod composite;
 mod frame;
 mod message;
 mod performatives;
 mod types;
 
+pub use composite::FieldError;
 pub use frame::{
     Frame, FrameError, FrameType, Layer, Performative, encode_frame, next_frame, performative,
 };
 pub use message::{Body, Header, Message, MessageError, Properties};
 pub use performatives::{
-    Attach, Begin, FieldError, Flow, Open, SaslInit, SaslMechanisms, SaslOutcome, Terminus,
-    Transfer, Typed,
+    Attach, Begin, Flow, Open, SaslInit, SaslMechanisms, SaslOutcome, Terminus, Transfer, Typed,
 };
 pub use types::{Array, DecodeError, MAX_DEPTH, Value};

@@ -4,6 +4,7 @@
 //! any order the standard allows and identified by numeric or symbolic descriptor;
 //! [`Message::encode`] writes them in the standard's order with numeric descriptors.
 
+use crate::composite::{FieldError, Fields, trimmed};
 use crate::types::{DecodeError, Value};
 use bytes::{Bytes, BytesMut};
 
@@ -41,6 +42,9 @@ pub enum MessageError {
     /// Something other than a message section, or a section of the wrong shape.
     #[error("not a message section: {0}")]
     Section(String),
+    /// A header or properties field of the wrong type.
+    #[error(transparent)]
+    Field(#[from] FieldError),
     /// Sections out of the standard's order, or a body of two kinds.
     #[error("message sections out of order: {0}")]
     Order(String),
@@ -156,14 +160,10 @@ impl Message {
             let kind = kind(&value);
             let wrong = || MessageError::Section(format!("{name} holding {kind}"));
             match (code, *value) {
-                (0x70, Value::List(fields)) => {
-                    message.header = Some(header(&fields).ok_or_else(wrong)?)
-                }
+                (0x70, Value::List(fields)) => message.header = Some(header(&fields)?),
                 (0x71, Value::Map(m)) => message.delivery_annotations = Some(m),
                 (0x72, Value::Map(m)) => message.message_annotations = Some(m),
-                (0x73, Value::List(fields)) => {
-                    message.properties = Some(properties(fields).ok_or_else(wrong)?);
-                }
+                (0x73, Value::List(fields)) => message.properties = Some(properties(&fields)?),
                 (0x74, Value::Map(m)) => {
                     let pairs = m
                         .into_iter()
@@ -286,89 +286,39 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// A composite's fields without the trailing nulls (the standard lets them go).
-fn trimmed(mut fields: Vec<Value>) -> Vec<Value> {
-    while fields.last() == Some(&Value::Null) {
-        fields.pop();
-    }
-    fields
-}
-
-/// Field `i` of a composite, `None` when absent or null.
-fn field(fields: &[Value], i: usize) -> Option<&Value> {
-    fields.get(i).filter(|v| **v != Value::Null)
-}
-
-fn header(fields: &[Value]) -> Option<Header> {
-    let flag = |i| match field(fields, i) {
-        None => Some(None),
-        Some(Value::Bool(b)) => Some(Some(*b)),
-        _ => None,
+fn header(fields: &[Value]) -> Result<Header, FieldError> {
+    let f = Fields {
+        name: "header",
+        fields,
     };
-    let uint = |i| match field(fields, i) {
-        None => Some(None),
-        Some(Value::Uint(n)) => Some(Some(*n)),
-        _ => None,
-    };
-    Some(Header {
-        durable: flag(0)?,
-        priority: match field(fields, 1) {
-            None => None,
-            Some(Value::Ubyte(p)) => Some(*p),
-            _ => return None,
-        },
-        ttl: uint(2)?,
-        first_acquirer: flag(3)?,
-        delivery_count: uint(4)?,
+    Ok(Header {
+        durable: f.boolean(0, "durable")?,
+        priority: f.ubyte(1, "priority")?,
+        ttl: f.uint(2, "ttl")?,
+        first_acquirer: f.boolean(3, "first-acquirer")?,
+        delivery_count: f.uint(4, "delivery-count")?,
     })
 }
 
-fn properties(fields: Vec<Value>) -> Option<Properties> {
-    let fields = &fields;
-    let text = |i| match field(fields, i) {
-        None => Some(None),
-        Some(Value::String(s)) => Some(Some(s.clone())),
-        _ => None,
+fn properties(fields: &[Value]) -> Result<Properties, FieldError> {
+    let f = Fields {
+        name: "properties",
+        fields,
     };
-    let symbol = |i| match field(fields, i) {
-        None => Some(None),
-        Some(Value::Symbol(s)) => Some(Some(s.clone())),
-        _ => None,
-    };
-    let time = |i| match field(fields, i) {
-        None => Some(None),
-        Some(Value::Timestamp(t)) => Some(Some(*t)),
-        _ => None,
-    };
-    let id = |i| match field(fields, i) {
-        None => Some(None),
-        Some(v @ (Value::Ulong(_) | Value::Uuid(_) | Value::Binary(_) | Value::String(_))) => {
-            Some(Some(v.clone()))
-        }
-        _ => None,
-    };
-    Some(Properties {
-        message_id: id(0)?,
-        user_id: match field(fields, 1) {
-            None => None,
-            Some(Value::Binary(b)) => Some(b.clone()),
-            _ => return None,
-        },
-        to: text(2)?,
-        subject: text(3)?,
-        reply_to: text(4)?,
-        correlation_id: id(5)?,
-        content_type: symbol(6)?,
-        content_encoding: symbol(7)?,
-        absolute_expiry_time: time(8)?,
-        creation_time: time(9)?,
-        group_id: text(10)?,
-        group_sequence: match field(fields, 11) {
-            None => None,
-            Some(Value::Uint(n)) => Some(*n),
-            _ => return None,
-        },
-        reply_to_group_id: text(12)?,
+    Ok(Properties {
+        message_id: f.id(0, "message-id")?,
+        user_id: f.binary(1, "user-id")?,
+        to: f.string(2, "to")?,
+        subject: f.string(3, "subject")?,
+        reply_to: f.string(4, "reply-to")?,
+        correlation_id: f.id(5, "correlation-id")?,
+        content_type: f.symbol(6, "content-type")?,
+        content_encoding: f.symbol(7, "content-encoding")?,
+        absolute_expiry_time: f.timestamp(8, "absolute-expiry-time")?,
+        creation_time: f.timestamp(9, "creation-time")?,
+        group_id: f.string(10, "group-id")?,
+        group_sequence: f.uint(11, "group-sequence")?,
+        reply_to_group_id: f.string(12, "reply-to-group-id")?,
     })
 }
 

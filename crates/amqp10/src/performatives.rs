@@ -4,87 +4,10 @@
 //! performative and the field, so a front can close the connection with
 //! `amqp:decode-error` saying what was wrong.
 
+use crate::composite::{FieldError, Fields, trimmed};
 use crate::frame::{Performative, performative as code};
 use crate::types::{Array, Value};
 use bytes::Bytes;
-
-/// A field that does not have its type.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{performative}: field {field} is not {expected}")]
-pub struct FieldError {
-    pub performative: &'static str,
-    pub field: &'static str,
-    pub expected: &'static str,
-}
-
-/// Reads a performative's fields by position.
-struct Fields<'a> {
-    name: &'static str,
-    fields: &'a [Value],
-}
-
-macro_rules! getter {
-    ($fn:ident, $t:ty, $expected:literal, $($pat:pat => $out:expr),+) => {
-        fn $fn(&self, i: usize, field: &'static str) -> Result<Option<$t>, FieldError> {
-            match self.fields.get(i) {
-                None | Some(Value::Null) => Ok(None),
-                $(Some($pat) => Ok(Some($out)),)+
-                Some(_) => Err(self.wrong(field, $expected)),
-            }
-        }
-    };
-}
-
-impl Fields<'_> {
-    fn wrong(&self, field: &'static str, expected: &'static str) -> FieldError {
-        FieldError {
-            performative: self.name,
-            field,
-            expected,
-        }
-    }
-
-    getter!(string, String, "a string", Value::String(s) => s.clone());
-    getter!(symbol, String, "a symbol", Value::Symbol(s) => s.clone());
-    getter!(uint, u32, "a uint", Value::Uint(n) => *n);
-    getter!(ushort, u16, "a ushort", Value::Ushort(n) => *n);
-    getter!(ulong, u64, "a ulong", Value::Ulong(n) => *n);
-    getter!(ubyte, u8, "a ubyte", Value::Ubyte(n) => *n);
-    getter!(boolean, bool, "a boolean", Value::Bool(b) => *b);
-    getter!(binary, Bytes, "binary", Value::Binary(b) => b.clone());
-
-    /// Any value, `None` when absent or null.
-    fn any(&self, i: usize) -> Option<Value> {
-        self.fields.get(i).filter(|v| **v != Value::Null).cloned()
-    }
-
-    /// A symbol or an array of symbols (the standard's "multiple" symbols).
-    fn symbols(&self, i: usize, field: &'static str) -> Result<Vec<String>, FieldError> {
-        match self.fields.get(i) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Symbol(s)) => Ok(vec![s.clone()]),
-            Some(Value::Array(a)) => a
-                .elements
-                .iter()
-                .map(|e| match e {
-                    Value::Symbol(s) => Ok(s.clone()),
-                    _ => Err(self.wrong(field, "symbols")),
-                })
-                .collect(),
-            Some(_) => Err(self.wrong(field, "symbols")),
-        }
-    }
-
-    /// A required field.
-    fn required<T>(
-        &self,
-        got: Result<Option<T>, FieldError>,
-        field: &'static str,
-        expected: &'static str,
-    ) -> Result<T, FieldError> {
-        got?.ok_or_else(|| self.wrong(field, expected))
-    }
-}
 
 fn text(s: &Option<String>) -> Value {
     s.clone().map_or(Value::Null, Value::String)
@@ -210,7 +133,7 @@ impl Terminus {
         field: &'static str,
     ) -> Result<Option<Self>, FieldError> {
         let wrong = || FieldError {
-            performative: name,
+            composite: name,
             field,
             expected: "a source or target",
         };
@@ -475,11 +398,10 @@ impl Typed {
             ),
             Self::Other(p) => return p.clone(),
         };
-        let mut fields = fields;
-        while fields.last() == Some(&Value::Null) {
-            fields.pop();
+        Performative {
+            code,
+            fields: trimmed(fields),
         }
-        Performative { code, fields }
     }
 }
 
