@@ -1,26 +1,25 @@
 //! The instances sharing a store, as RabbitMQ's cluster nodes: every instance whose
-//! management API runs publishes its own `/api/nodes` entry under `(P, "nodes", name)`
-//! every [`PERIOD`] with a deadline [`TERM`] ahead, so `/api/nodes` on any instance lists
+//! management API runs publishes its own `/api/nodes` entry under `(P, "nodes", name)`,
+//! renewed as everything an instance keeps alive is ([`LIVENESS`]: a 15 s term renewed every
+//! third of it), so `/api/nodes` on any instance lists
 //! them all — running while the deadline holds, `running: false` (as RabbitMQ lists a
 //! stopped cluster member) once it has passed, and gone [`FORGET`] later. A stopping
 //! instance ends its term at once.
 //!
-//! With the embedded engine one process is the store's only user: a start forgets every
-//! other node (earlier runs under another `kafka.node_id`), as they cannot be running.
+//! With the embedded engine one process is the store's only user: its publications forget
+//! every other node (earlier runs under another `kafka.node_id`), as none can be running.
 //!
 //! Value format 1: the tuple `(1, deadline_ms, json)`, `json` the node's `/api/nodes` entry.
 
-use ferry_stage::Scope;
 use ferry_stage::now_ms;
+use ferry_stage::{Liveness, Scope};
 use ferry_store::{Database, RangeOption, StoreError};
 use foundationdb_tuple::{Subspace, pack, unpack};
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// How often an instance publishes its entry.
-pub const PERIOD: Duration = Duration::from_secs(5);
-/// How long a published entry counts as running.
-const TERM: Duration = Duration::from_secs(15);
+/// How long a published entry counts as running, and so how often it is published.
+pub const LIVENESS: Liveness = Liveness::new(Duration::from_secs(15));
 /// How long after its term a node that stopped is still listed.
 const FORGET: Duration = Duration::from_secs(3600);
 /// The stored format.
@@ -59,14 +58,15 @@ impl NodeRegistry {
         &self.me
     }
 
-    /// Publishes `entry` as this node's, running for [`TERM`]; first, with the embedded
-    /// engine (`first` publication only), forgets every other node.
+    /// Publishes `entry` as this node's, running for a [`LIVENESS`] term; with the embedded
+    /// engine, forgets every other node.
     ///
     /// # Errors
     /// The store's error.
-    pub async fn publish(&self, entry: &Value, first: bool) -> Result<(), StoreError> {
-        let sole = first && Scope::of(&self.db) == Scope::Sole;
-        self.write(entry, now_ms() + millis(TERM), sole).await
+    pub async fn publish(&self, entry: &Value) -> Result<(), StoreError> {
+        let sole = Scope::of(&self.db) == Scope::Sole;
+        self.write(entry, now_ms() + millis(LIVENESS.ttl()), sole)
+            .await
     }
 
     /// Ends this node's term now: it is listed as stopped.
@@ -145,6 +145,11 @@ fn millis(d: Duration) -> u64 {
 mod tests {
     use super::*;
 
+    /// A deadline a test does not reach.
+    fn far() -> u64 {
+        now_ms() + 3_600_000
+    }
+
     async fn store(dir: &std::path::Path) -> Database {
         let config = ferry_store::StoreConfig {
             path: dir.join("store"),
@@ -160,8 +165,12 @@ mod tests {
         let a = NodeRegistry::new(db.clone(), "t", "ferry-1@a".into());
         let b = NodeRegistry::new(db.clone(), "t", "ferry-2@b".into());
         let entry = |name: &str, pid: u32| json!({"name": name, "running": true, "os_pid": pid});
-        a.publish(&entry("ferry-1@a", 11), false).await.unwrap();
-        b.publish(&entry("ferry-2@b", 22), false).await.unwrap();
+        a.write(&entry("ferry-1@a", 11), far(), false)
+            .await
+            .unwrap();
+        b.write(&entry("ferry-2@b", 22), far(), false)
+            .await
+            .unwrap();
         let listed = a.list().await.unwrap();
         assert_eq!(
             listed,
@@ -184,10 +193,13 @@ mod tests {
         );
         // Another prefix is another deployment.
         let other = NodeRegistry::new(db.clone(), "u", "ferry-3@c".into());
-        other.publish(&entry("ferry-3@c", 33), false).await.unwrap();
+        other
+            .write(&entry("ferry-3@c", 33), far(), false)
+            .await
+            .unwrap();
         assert_eq!(a.list().await.unwrap().len(), 2);
-        // The embedded engine's only process forgets the others at its first publication.
-        a.publish(&entry("ferry-1@a", 11), true).await.unwrap();
+        // The embedded engine's only process forgets the others when it publishes.
+        a.publish(&entry("ferry-1@a", 11)).await.unwrap();
         let names: Vec<String> = a
             .list()
             .await

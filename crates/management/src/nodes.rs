@@ -15,7 +15,7 @@ use super::Api;
 use super::administrator::monitor;
 use super::error::{ApiError, ApiResult};
 use super::login::Principal;
-use super::node_registry::{NodeRegistry, PERIOD, Registered};
+use super::node_registry::{LIVENESS, NodeRegistry, Registered};
 use super::reply::Json;
 use axum::Router;
 use axum::extract::{Path, State};
@@ -125,24 +125,18 @@ async fn healthy_node(
     Ok(Json(json!({"status": "ok"})))
 }
 
-/// Publishes this instance's `/api/nodes` entry to the store every [`PERIOD`] until
-/// `shutdown`, then ends its term, so the other instances list it as stopped.
+/// Publishes this instance's `/api/nodes` entry to the store now and at every renewal of
+/// [`LIVENESS`] until `shutdown`, then ends its term, so the other instances list it as
+/// stopped.
 pub async fn publish(api: Api, shutdown: CancellationToken) {
-    let registry = &api.resources.nodes;
-    let mut ticks = tokio::time::interval(PERIOD);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut first = true;
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            _ = ticks.tick() => {}
+    let publish = || async {
+        if let Err(e) = api.resources.nodes.publish(&node_json(&api)).await {
+            warn!(error = %e, "cannot publish this node to the store");
         }
-        match registry.publish(&node_json(&api), first).await {
-            Ok(()) => first = false,
-            Err(e) => warn!(error = %e, "cannot publish this node to the store"),
-        }
-    }
-    if let Err(e) = registry.leave(&node_json(&api)).await {
+    };
+    publish().await;
+    LIVENESS.renew_until(&shutdown, publish).await;
+    if let Err(e) = api.resources.nodes.leave(&node_json(&api)).await {
         warn!(error = %e, "cannot mark this node stopped in the store");
     }
 }
